@@ -1,0 +1,242 @@
+//! MVOCC: Hekaton's optimistic multi-version concurrency control (Hekaton §3).
+//!
+//! Normal processing reads as of the begin timestamp and writes by locking the latest
+//! version's End field (first-writer-wins, `txn/mod.rs`). At commit an update transaction
+//! publishes Preparing, draws its end timestamp, then validates according to its isolation
+//! level (§3.2–3.4):
+//! - Serializable: every version read must still be visible as of the end timestamp (read
+//!   validation) and repeating every scan as of the end timestamp must find no version that was
+//!   not visible as of the begin timestamp (phantom detection);
+//! - Repeatable Read: read validation only;
+//! - Snapshot Isolation and Read Committed: no validation.
+//!
+//! Read-only transactions commit at their begin timestamp without validation: every update
+//! transaction serialises at its end timestamp, and a snapshot at the begin timestamp sees
+//! exactly the updates serialised before it.
+//!
+//! Unique secondary indexes are re-checked after the end timestamp is drawn: a competing
+//! holder of the key that is Preparing with an earlier end timestamp is waited for, one with a
+//! later end timestamp will itself see us and abort.
+
+use super::visibility::Resolver;
+use crate::config::Isolation;
+use crate::error::{AbortReason, Error, Result};
+use crate::gc::Garbage;
+use crate::storage::{Table, TupleId};
+use crate::txn::table::bump;
+use crate::txn::{ScanRecord, Transaction};
+use crate::version::Version;
+use std::ops::Bound;
+use std::ptr;
+use std::sync::atomic::Ordering;
+
+/// Commits `tx` under MVOCC.
+pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<()> {
+    let slot = tx.slot();
+    if tx.local.write_set.is_empty() {
+        if let (Some(rec), Some(h)) = (tx.recording.take(), tx.db.history.as_ref()) {
+            h.push(rec.into_record(tx.id.word(), tx.begin_ts, tx.begin_ts, tx.isolation));
+        }
+        bump(&slot.stats.committed, 1);
+        tx.finish();
+        return Ok(());
+    }
+    // Publish Preparing before drawing the end timestamp (see txn/table.rs).
+    slot.set_preparing_pending();
+    bump(&slot.stats.global_rmw, 1);
+    let end_ts = tx.db.clock.next_end_ts();
+    slot.set_preparing(end_ts);
+
+    if let Err(reason) = validate(tx, end_ts) {
+        tx.rollback(reason);
+        return Err(Error::SerializationFailure(reason));
+    }
+    slot.set_committed(end_ts);
+
+    // Post-processing (Hekaton §2.4): replace our id by the end timestamp in every field we wrote.
+    let writes = std::mem::take(&mut tx.local.write_set);
+    for w in &writes {
+        // SAFETY: our own versions and versions we hold the write lock on; pinned.
+        unsafe {
+            (*w.new).begin.store(end_ts, Ordering::Release);
+            if let Some(old) = w.old.as_ref() {
+                old.end.store(end_ts, Ordering::Release);
+            }
+            if !w.old.is_null() || (*w.new).is_tombstone() {
+                tx.local.garbage.push_back(Garbage { end_ts, table: w.table, tid: w.tid });
+            }
+        }
+    }
+    tx.local.write_set = writes;
+    if let (Some(rec), Some(h)) = (tx.recording.take(), tx.db.history.as_ref()) {
+        h.push(rec.into_record(end_ts, tx.begin_ts, end_ts, tx.isolation));
+    }
+    bump(&slot.stats.committed, 1);
+    tx.local.commits_since_gc += 1;
+    if tx.local.commits_since_gc >= tx.db.config.gc_interval_txns {
+        tx.local.commits_since_gc = 0;
+        crate::gc::collect(tx.db, slot, &mut tx.local.garbage, &tx.guard);
+    }
+    tx.finish();
+    Ok(())
+}
+
+fn validate(tx: &mut Transaction<'_>, end_ts: u64) -> std::result::Result<(), AbortReason> {
+    let r = tx.resolver();
+    if matches!(tx.isolation, Isolation::Serializable | Isolation::RepeatableRead) {
+        for &v in &tx.local.read_set {
+            // SAFETY: versions we read stay allocated while we are active (GC watermark).
+            if !r.still_visible(unsafe { &*v }, end_ts) {
+                return Err(AbortReason::ReadValidation);
+            }
+        }
+    }
+    if tx.isolation == Isolation::Serializable {
+        for s in &tx.local.scan_set {
+            if !rescan(tx, &r, s, end_ts) {
+                return Err(AbortReason::Phantom);
+            }
+        }
+    }
+    // Unique secondary keys we wrote must still be ours alone.
+    for w in &tx.local.write_set {
+        let t = tx.db.table_by_id(w.table);
+        // SAFETY: our own version.
+        let new = unsafe { &*w.new };
+        if new.is_tombstone() {
+            continue;
+        }
+        for i in 1..t.indexes.len() {
+            if t.schema.indexes[i].unique
+                && unique_holder(tx, &t, i, new.data(), Some(w.tid), Some(end_ts)) != UniqueCheck::Free
+            {
+                return Err(AbortReason::UniqueConflict);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn bound(arena: &[u8], b: (u8, u32, u32)) -> Bound<&[u8]> {
+    let k = &arena[b.1 as usize..b.2 as usize];
+    match b.0 {
+        0 => Bound::Included(k),
+        1 => Bound::Excluded(k),
+        _ => Bound::Unbounded,
+    }
+}
+
+/// Repeats one scan as of `end_ts`; false if some tuple's visible version (ignoring our own
+/// writes) differs from the one visible as of the begin timestamp.
+fn rescan(tx: &Transaction<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: u64) -> bool {
+    let t = tx.db.table_by_id(s.table);
+    let index = s.index as usize;
+    let idx = &t.indexes[index];
+    let arena = &tx.local.scan_keys;
+    let mut ok = true;
+    if s.point {
+        let Bound::Included(key) = bound(arena, s.lo) else { return true };
+        if index == 0 {
+            if let Some(tid) = idx.get_unique(key) {
+                ok = same_view(tx, r, &t, index, tid, key, end_ts);
+            }
+        } else {
+            idx.lookup_entries(key, &mut |tid| {
+                ok = same_view(tx, r, &t, index, tid, key, end_ts);
+                ok
+            });
+        }
+    } else {
+        idx.scan(bound(arena, s.lo), bound(arena, s.hi), crate::index::ScanDirection::Ascending, index != 0, &mut |k, tid| {
+            ok = same_view(tx, r, &t, index, tid, k, end_ts);
+            ok
+        });
+    }
+    ok
+}
+
+fn same_view(tx: &Transaction<'_>, r: &Resolver<'_>, t: &Table, index: usize, tid: TupleId, key: &[u8], end_ts: u64) -> bool {
+    let Some(e) = t.entry(tid) else { return true };
+    let head = e.load(Ordering::Acquire);
+    let live = |v: *const Version| -> *const Version {
+        // SAFETY: pinned.
+        match unsafe { v.as_ref() } {
+            None => ptr::null(),
+            Some(x) if x.is_tombstone() => ptr::null(),
+            Some(x) => {
+                if index != 0 {
+                    let mut k = Vec::new();
+                    t.schema.encode_key_from_row(index, x.data(), &mut k);
+                    if k != key {
+                        return ptr::null();
+                    }
+                }
+                v
+            }
+        }
+    };
+    let before = live(r.visible_in_chain(head, tx.begin_ts, true));
+    let after = live(r.visible_in_chain(head, end_ts, true));
+    before == after
+}
+
+/// Outcome of a uniqueness check on a unique secondary index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UniqueCheck {
+    Free,
+    /// Another row holds the key in our snapshot (or, at commit, as of our end timestamp).
+    Taken,
+    /// Another row took the key after our snapshot: a write-write style conflict.
+    Contended,
+}
+
+/// Does a row other than `own` hold `row`'s key of unique index `index`? At write time
+/// (`at_end_ts == None`) as of our snapshot; at commit as of our end timestamp.
+pub(crate) fn unique_holder(
+    tx: &Transaction<'_>,
+    t: &Table,
+    index: usize,
+    row: &[u8],
+    own: Option<TupleId>,
+    at_end_ts: Option<u64>,
+) -> UniqueCheck {
+    let mut key = Vec::new();
+    t.schema.encode_key_from_row(index, row, &mut key);
+    let r = tx.resolver();
+    let mut out = UniqueCheck::Free;
+    let mut probe = Vec::new();
+    let mut holds = |v: *const Version| -> bool {
+        // SAFETY: pinned.
+        match unsafe { v.as_ref() } {
+            Some(x) if !x.is_tombstone() => {
+                t.schema.encode_key_from_row(index, x.data(), &mut probe);
+                probe == key
+            }
+            _ => false,
+        }
+    };
+    t.indexes[index].lookup_entries(&key, &mut |tid| {
+        if Some(tid) == own {
+            return true;
+        }
+        let Some(e) = t.entry(tid) else { return true };
+        let head = e.load(Ordering::Acquire);
+        match at_end_ts {
+            Some(ts) => {
+                if holds(r.visible_in_chain(head, ts, false)) {
+                    out = UniqueCheck::Taken;
+                }
+            }
+            None => {
+                let rt = tx.begin_ts.max(if tx.isolation == Isolation::ReadCommitted { tx.db.clock.now() } else { 0 });
+                if holds(r.visible_in_chain(head, rt, false)) {
+                    out = UniqueCheck::Taken;
+                } else if holds(r.visible_in_chain(head, u64::MAX >> 2, false)) {
+                    out = UniqueCheck::Contended;
+                }
+            }
+        }
+        out == UniqueCheck::Free
+    });
+    out
+}

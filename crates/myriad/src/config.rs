@@ -1,0 +1,270 @@
+//! `Config`: every design dimension of DESIGN.md §1 is a run-time value here, validated once
+//! at `Database::open`. Choices that exist in the design space but are not built yet are
+//! named (so a user gets "not supported: ..." rather than "unknown value"), and `validate`
+//! rejects them with `Error::Unsupported`.
+
+use crate::error::{Error, Result};
+use std::fmt;
+use std::str::FromStr;
+
+macro_rules! choice_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $var:ident = $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum $name { $($(#[$vm])* $var),+ }
+        impl $name {
+            /// Every choice, in documentation order.
+            pub const ALL: &'static [$name] = &[$($name::$var),+];
+            /// The name used on the command line and in reports.
+            pub fn name(self) -> &'static str { match self { $($name::$var => $s),+ } }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.name()) }
+        }
+        impl FromStr for $name {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                $name::ALL.iter().copied().find(|c| c.name() == s).ok_or_else(|| {
+                    let names: Vec<&str> = $name::ALL.iter().map(|c| c.name()).collect();
+                    Error::InvalidConfig(format!(
+                        "unknown {} `{}` (choices: {})", stringify!($name), s, names.join(", ")))
+                })
+            }
+        }
+    };
+}
+
+choice_enum!(
+    /// Concurrency-control protocol (DESIGN.md §1). Only `mvocc` is built so far.
+    Protocol {
+        /// Hekaton optimistic MVCC (Hekaton §3).
+        Mvocc = "mvocc", Mvto = "mvto", Mv2pl = "mv2pl", Mv2plWait = "mv2pl-wait", Si = "si",
+        Ssi = "ssi", Ssn = "ssn", ErmiaSi = "ermia-si", ErmiaSsi = "ermia-ssi", Silo = "silo",
+        Occ = "occ", TwoPl = "2pl", Hybrid = "hybrid",
+    }
+);
+
+choice_enum!(
+    /// Isolation level of a transaction (Hekaton §3.4).
+    Isolation {
+        ReadCommitted = "rc", RepeatableRead = "rr", Snapshot = "si", Serializable = "serializable",
+    }
+);
+
+choice_enum!(
+    /// Where commit and begin timestamps come from (thesis §3.4.3, POMVCC).
+    TimestampPolicy { GlobalCounter = "global-counter", SiloEpoch = "silo-epoch", PartialOrder = "partial-order" }
+);
+
+choice_enum!(
+    /// Version storage (thesis §5.4). Only append-only newest-to-oldest is built so far.
+    VersionStorage {
+        AppendN2o = "n2o", AppendO2n = "o2n", TimeTravel = "time-travel", Delta = "delta",
+        SingleVersion = "single-version",
+    }
+);
+
+choice_enum!(
+    /// Garbage collection (thesis §5.5). Only transaction-level epoch-based GC is built so far.
+    GcPolicy { Txn = "txn", Vacuum = "vacuum", Coop = "coop", None = "none" }
+);
+
+choice_enum!(
+    /// How secondary indexes point at rows (thesis §5.6). Only tuple-id pointers are built so far.
+    IndexPointers { LogicalTid = "logical-tid", LogicalPk = "logical-pk", Physical = "physical" }
+);
+
+choice_enum!(
+    /// Durability (thesis ch. 4). Myriad is memory-only so far.
+    LogPolicy { None = "none", Logical = "logical", Physical = "physical", Command = "command" }
+);
+
+/// Engine configuration: a builder with defaults, validated at `Database::open`.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub(crate) protocol: Protocol,
+    pub(crate) isolation: Isolation,
+    pub(crate) timestamps: TimestampPolicy,
+    pub(crate) storage: VersionStorage,
+    pub(crate) gc: GcPolicy,
+    pub(crate) index_pointers: IndexPointers,
+    pub(crate) log: LogPolicy,
+    pub(crate) max_concurrent_txns: usize,
+    pub(crate) max_retries: u32,
+    pub(crate) record_history: bool,
+    pub(crate) gc_interval_txns: u32,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            protocol: Protocol::Mvocc,
+            isolation: Isolation::Serializable,
+            timestamps: TimestampPolicy::GlobalCounter,
+            storage: VersionStorage::AppendN2o,
+            gc: GcPolicy::Txn,
+            index_pointers: IndexPointers::LogicalTid,
+            log: LogPolicy::None,
+            max_concurrent_txns: 256,
+            max_retries: 64,
+            record_history: false,
+            gc_interval_txns: 64,
+        }
+    }
+}
+
+impl Config {
+    /// The defaults: MVOCC, Serializable, one global timestamp counter, append-only N2O,
+    /// transaction-level GC, tuple-id index pointers, no logging.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn protocol(mut self, p: Protocol) -> Self {
+        self.protocol = p;
+        self
+    }
+    /// Default isolation level of `Database::begin` (a transaction may ask for another).
+    pub fn isolation(mut self, i: Isolation) -> Self {
+        self.isolation = i;
+        self
+    }
+    pub fn timestamps(mut self, t: TimestampPolicy) -> Self {
+        self.timestamps = t;
+        self
+    }
+    pub fn version_storage(mut self, s: VersionStorage) -> Self {
+        self.storage = s;
+        self
+    }
+    pub fn gc(mut self, g: GcPolicy) -> Self {
+        self.gc = g;
+        self
+    }
+    pub fn index_pointers(mut self, p: IndexPointers) -> Self {
+        self.index_pointers = p;
+        self
+    }
+    pub fn log(mut self, l: LogPolicy) -> Self {
+        self.log = l;
+        self
+    }
+    /// Upper bound on transactions open at once (the size of the transaction table).
+    pub fn max_concurrent_txns(mut self, n: usize) -> Self {
+        self.max_concurrent_txns = n;
+        self
+    }
+    /// Attempts `Database::run` makes before returning `Error::RetriesExhausted`.
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.max_retries = n;
+        self
+    }
+    /// Record every committed transaction's reads and writes for the history checker.
+    pub fn record_history(mut self, on: bool) -> Self {
+        self.record_history = on;
+        self
+    }
+    /// A worker looks for reclaimable versions after this many of its commits.
+    pub fn gc_interval_txns(mut self, n: u32) -> Self {
+        self.gc_interval_txns = n;
+        self
+    }
+
+    pub fn get_protocol(&self) -> Protocol {
+        self.protocol
+    }
+    pub fn get_isolation(&self) -> Isolation {
+        self.isolation
+    }
+    pub fn get_storage(&self) -> VersionStorage {
+        self.storage
+    }
+    pub fn get_gc(&self) -> GcPolicy {
+        self.gc
+    }
+    pub fn get_timestamps(&self) -> TimestampPolicy {
+        self.timestamps
+    }
+    pub fn get_index_pointers(&self) -> IndexPointers {
+        self.index_pointers
+    }
+    pub fn get_log(&self) -> LogPolicy {
+        self.log
+    }
+
+    /// Isolation levels `protocol` can honour in this build.
+    pub fn isolation_levels(protocol: Protocol) -> &'static [Isolation] {
+        match protocol {
+            Protocol::Mvocc => &[
+                Isolation::ReadCommitted,
+                Isolation::RepeatableRead,
+                Isolation::Snapshot,
+                Isolation::Serializable,
+            ],
+            _ => &[],
+        }
+    }
+
+    /// Checks every choice and pairing; called by `Database::open`.
+    pub fn validate(&self) -> Result<()> {
+        fn unsupported(what: &str, name: &str) -> Error {
+            Error::Unsupported(format!("{what} `{name}` is not implemented yet"))
+        }
+        if self.protocol != Protocol::Mvocc {
+            return Err(unsupported("protocol", self.protocol.name()));
+        }
+        self.check_isolation(self.isolation)?;
+        if self.timestamps != TimestampPolicy::GlobalCounter {
+            return Err(unsupported("timestamp policy", self.timestamps.name()));
+        }
+        if self.storage == VersionStorage::SingleVersion {
+            return Err(Error::InvalidConfig(format!(
+                "protocol `{}` is multi-version and cannot run on version storage `{}`",
+                self.protocol, self.storage
+            )));
+        }
+        if self.storage != VersionStorage::AppendN2o {
+            return Err(unsupported("version storage", self.storage.name()));
+        }
+        if self.gc == GcPolicy::Coop && self.storage != VersionStorage::AppendO2n {
+            return Err(Error::InvalidConfig(format!(
+                "gc `coop` needs version storage `o2n`, not `{}`",
+                self.storage
+            )));
+        }
+        if !matches!(self.gc, GcPolicy::Txn | GcPolicy::None) {
+            return Err(unsupported("gc", self.gc.name()));
+        }
+        if self.index_pointers != IndexPointers::LogicalTid {
+            return Err(unsupported("index pointers", self.index_pointers.name()));
+        }
+        if self.log != LogPolicy::None {
+            return Err(unsupported("logging", self.log.name()));
+        }
+        if self.max_concurrent_txns == 0 || self.max_concurrent_txns > crate::txn::table::MAX_SLOTS {
+            return Err(Error::InvalidConfig(format!(
+                "max_concurrent_txns must be in 1..={}, got {}",
+                crate::txn::table::MAX_SLOTS,
+                self.max_concurrent_txns
+            )));
+        }
+        if self.max_retries == 0 {
+            return Err(Error::InvalidConfig("max_retries must be at least 1".into()));
+        }
+        if self.gc_interval_txns == 0 {
+            return Err(Error::InvalidConfig("gc_interval_txns must be at least 1".into()));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn check_isolation(&self, i: Isolation) -> Result<()> {
+        if Self::isolation_levels(self.protocol).contains(&i) {
+            Ok(())
+        } else {
+            Err(Error::InvalidConfig(format!(
+                "protocol `{}` cannot provide isolation level `{}`",
+                self.protocol, i
+            )))
+        }
+    }
+}

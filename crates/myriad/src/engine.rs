@@ -1,0 +1,280 @@
+//! The `Database`: configuration, catalog, clock, transaction table and history log. All
+//! engine state hangs off this value, so several engines can live in one process.
+
+use crate::config::Config;
+use crate::error::{AbortReason, Error, Result};
+use crate::history::{HistoryLog, TxnRecord};
+use crate::schema::{TableBuilder, TableSchema};
+use crate::storage::{Table, TableRef};
+use crate::timestamp::Clock;
+use crate::txn::table::TxnTable;
+use crate::txn::{Transaction, TxnOptions};
+use parking_lot::Mutex;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// Most tables one database can hold.
+pub const MAX_TABLES: usize = 4096;
+
+static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The transaction-table slot this thread used last (so it usually gets it back at once).
+    static SLOT_HINT: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// An open in-memory database.
+pub struct Database {
+    pub(crate) id: u64,
+    pub(crate) config: Config,
+    pub(crate) clock: Clock,
+    pub(crate) txns: TxnTable,
+    tables: Box<[OnceLock<TableRef>]>,
+    names: Mutex<HashMap<String, u32>>,
+    pub(crate) history: Option<HistoryLog>,
+}
+
+/// Engine-wide counters, summed over the transaction table.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub committed: u64,
+    /// Aborts by reason, in `AbortReason::ALL` order.
+    pub aborted: [u64; 5],
+    /// Atomic read-modify-writes on engine-global words (timestamp counter, tuple-id counters).
+    pub global_rmw: u64,
+    /// Atomic read-modify-writes on per-record words (write locks, chain-head installs).
+    pub record_rmw: u64,
+    pub versions_allocated: u64,
+    pub version_bytes_allocated: u64,
+    pub versions_reclaimed: u64,
+    pub version_bytes_reclaimed: u64,
+    pub gc_ns: u64,
+}
+
+impl Stats {
+    /// Total aborts.
+    pub fn aborted_total(&self) -> u64 {
+        self.aborted.iter().sum()
+    }
+    /// Aborts for `reason`.
+    pub fn aborted(&self, reason: AbortReason) -> u64 {
+        self.aborted[reason.index()]
+    }
+    /// Versions allocated and not yet reclaimed.
+    pub fn live_versions(&self) -> u64 {
+        self.versions_allocated.saturating_sub(self.versions_reclaimed)
+    }
+    /// Bytes of versions allocated and not yet reclaimed.
+    pub fn live_version_bytes(&self) -> u64 {
+        self.version_bytes_allocated.saturating_sub(self.version_bytes_reclaimed)
+    }
+}
+
+/// Version-chain lengths over all tuples of all tables (a full walk; not for hot paths).
+#[derive(Clone, Debug, Default)]
+pub struct ChainStats {
+    pub tuples: u64,
+    pub max_chain_len: u64,
+    /// `histogram[i]` = tuples whose chain has `i` versions (last bucket: that many or more).
+    pub histogram: Vec<u64>,
+}
+
+impl Database {
+    /// Opens an in-memory database after validating `config`.
+    pub fn open(config: Config) -> Result<Database> {
+        config.validate()?;
+        Ok(Database {
+            id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
+            clock: Clock::new(),
+            txns: TxnTable::new(config.max_concurrent_txns),
+            tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
+            names: Mutex::new(HashMap::new()),
+            history: config.record_history.then(HistoryLog::default),
+            config,
+        })
+    }
+
+    /// The configuration this database was opened with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Creates a table.
+    pub fn create_table(&self, schema: TableBuilder) -> Result<TableRef> {
+        self.create_table_from(schema.build()?)
+    }
+
+    /// Creates a table from a built schema.
+    pub fn create_table_from(&self, schema: TableSchema) -> Result<TableRef> {
+        let mut names = self.names.lock();
+        if names.contains_key(&schema.name) {
+            return Err(Error::AlreadyExists(format!("table `{}`", schema.name)));
+        }
+        let id = names.len();
+        if id >= MAX_TABLES {
+            return Err(Error::InvalidSchema(format!("more than {MAX_TABLES} tables")));
+        }
+        let t = Arc::new(Table::new(id as u32, self.id, schema));
+        if self.tables[id].set(t.clone()).is_err() {
+            return Err(Error::AlreadyExists(format!("table id {id}")));
+        }
+        names.insert(t.schema.name.clone(), id as u32);
+        Ok(t)
+    }
+
+    /// The table named `name`.
+    pub fn table(&self, name: &str) -> Result<TableRef> {
+        let id = *self.names.lock().get(name).ok_or_else(|| Error::UnknownTable(name.to_string()))?;
+        Ok(self.table_by_id(id))
+    }
+
+    /// Names of all tables.
+    pub fn table_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.names.lock().keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    pub(crate) fn table_by_id(&self, id: u32) -> TableRef {
+        match self.tables.get(id as usize).and_then(|t| t.get()) {
+            Some(t) => t.clone(),
+            None => panic!("table id {id} referenced by a transaction does not exist"),
+        }
+    }
+
+    /// Begins a transaction at the configured default isolation level.
+    pub fn begin(&self) -> Result<Transaction<'_>> {
+        self.begin_with(TxnOptions { isolation: self.config.isolation, read_only: false })
+    }
+
+    /// Begins a transaction with explicit options.
+    pub fn begin_with(&self, opts: TxnOptions) -> Result<Transaction<'_>> {
+        self.config.check_isolation(opts.isolation)?;
+        let hint = SLOT_HINT.with(|h| h.get());
+        let hint = if hint < self.txns.len() { hint } else { 0 };
+        let slot = self
+            .txns
+            .acquire(hint)
+            .ok_or(Error::TooManyTransactions { max: self.txns.len() })?;
+        SLOT_HINT.with(|h| h.set(slot));
+        Ok(Transaction::new(self, slot, opts))
+    }
+
+    /// Runs `f` in a transaction and commits, retrying serialization failures with
+    /// exponential backoff up to `Config::max_retries` attempts. Any other error aborts the
+    /// transaction and is returned.
+    pub fn run<T>(&self, f: impl FnMut(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
+        self.run_with(TxnOptions { isolation: self.config.isolation, read_only: false }, f)
+    }
+
+    /// `run` with explicit transaction options.
+    pub fn run_with<T>(&self, opts: TxnOptions, mut f: impl FnMut(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
+        let mut backoff_us = 1u64;
+        let mut last = AbortReason::UserAbort;
+        for attempt in 1..=self.config.max_retries {
+            let mut tx = self.begin_with(opts)?;
+            let r = f(&mut tx).and_then(|v| tx.commit().map(|_| v));
+            match r {
+                Ok(v) => return Ok(v),
+                Err(e) if e.is_retryable() => {
+                    if let Error::SerializationFailure(reason) = e {
+                        last = reason;
+                    }
+                    if attempt < self.config.max_retries {
+                        // Jitter from the attempt number and thread keeps retries apart.
+                        let jitter = (attempt as u64 * 7919) % (backoff_us + 1);
+                        std::thread::sleep(Duration::from_micros(backoff_us + jitter));
+                        backoff_us = (backoff_us * 2).min(10_000);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::RetriesExhausted { attempts: self.config.max_retries, last })
+    }
+
+    /// Counters summed over every worker.
+    pub fn stats(&self) -> Stats {
+        let mut s = Stats::default();
+        for slot in self.txns.slots() {
+            let st = &slot.stats;
+            let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            s.committed += l(&st.committed);
+            for (i, a) in st.aborted.iter().enumerate() {
+                s.aborted[i] += l(a);
+            }
+            s.global_rmw += l(&st.global_rmw);
+            s.record_rmw += l(&st.record_rmw);
+            s.versions_allocated += l(&st.versions_allocated);
+            s.version_bytes_allocated += l(&st.version_bytes_allocated);
+            s.versions_reclaimed += l(&st.versions_reclaimed);
+            s.version_bytes_reclaimed += l(&st.version_bytes_reclaimed);
+            s.gc_ns += l(&st.gc_ns);
+        }
+        s
+    }
+
+    /// Walks every chain and reports chain lengths (`buckets`: histogram size, ≥ 2).
+    pub fn chain_stats(&self, buckets: usize) -> ChainStats {
+        let buckets = buckets.max(2);
+        let mut cs = ChainStats { histogram: vec![0; buckets], ..Default::default() };
+        let _guard = crossbeam_epoch::pin();
+        let names = self.names.lock().len();
+        for id in 0..names {
+            let t = self.table_by_id(id as u32);
+            for tid in 0..t.tid_count() {
+                let Some(e) = t.entry(tid) else { continue };
+                let mut v = e.load(Ordering::Acquire);
+                let mut n = 0u64;
+                // SAFETY: pinned; chain versions are freed only after the epoch advances.
+                while let Some(x) = unsafe { v.as_ref() } {
+                    n += 1;
+                    v = x.next.load(Ordering::Acquire);
+                }
+                if n == 0 {
+                    continue;
+                }
+                cs.tuples += 1;
+                cs.max_chain_len = cs.max_chain_len.max(n);
+                cs.histogram[(n as usize).min(buckets - 1)] += 1;
+            }
+        }
+        cs
+    }
+
+    /// Runs garbage collection for every idle worker slot now (also done automatically every
+    /// `Config::gc_interval_txns` commits by each worker).
+    pub fn collect_garbage(&self) {
+        let guard = crossbeam_epoch::pin();
+        for i in 0..self.txns.len() {
+            let slot = self.txns.slot(i);
+            if slot.in_use.load(Ordering::Relaxed)
+                || slot.in_use.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err()
+            {
+                continue;
+            }
+            // SAFETY: we own the slot until release.
+            let local = unsafe { &mut *slot.local.get() };
+            crate::gc::collect(self, slot, &mut local.garbage, &guard);
+            self.txns.release(i);
+        }
+        drop(guard);
+        // Let deferred frees run.
+        for _ in 0..4 {
+            crossbeam_epoch::pin().flush();
+        }
+    }
+
+    /// The current visibility watermark (oldest read time any transaction may use).
+    pub fn watermark(&self) -> u64 {
+        crate::gc::watermark(self)
+    }
+
+    /// Takes the recorded history (empty unless `Config::record_history(true)`).
+    pub fn take_history(&self) -> Vec<TxnRecord> {
+        self.history.as_ref().map(|h| h.take()).unwrap_or_default()
+    }
+}

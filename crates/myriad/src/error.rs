@@ -1,0 +1,161 @@
+//! Typed errors. Aborts are values with a reason (`AbortReason`), never panics.
+
+use std::fmt;
+
+/// Why a transaction was aborted by the engine (or by the user).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum AbortReason {
+    /// First-writer-wins: another transaction holds the write lock on the latest version, or
+    /// committed a newer version after our read time (Hekaton §2.6).
+    WriteWriteConflict,
+    /// A version in the read set is no longer visible as of the end timestamp (Hekaton §3.2).
+    ReadValidation,
+    /// Repeating a scan as of the end timestamp found a version that was not visible as of the
+    /// begin timestamp (Hekaton §3.2, phantom detection).
+    Phantom,
+    /// A unique secondary-index key was claimed by a concurrent transaction that committed first.
+    UniqueConflict,
+    /// The application aborted (`Transaction::abort`, or a closure that returned an error).
+    UserAbort,
+}
+
+impl AbortReason {
+    /// Every reason, in report order.
+    pub const ALL: [AbortReason; 5] = [
+        AbortReason::WriteWriteConflict,
+        AbortReason::ReadValidation,
+        AbortReason::Phantom,
+        AbortReason::UniqueConflict,
+        AbortReason::UserAbort,
+    ];
+
+    /// Stable snake_case name used in reports and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            AbortReason::WriteWriteConflict => "write_write_conflict",
+            AbortReason::ReadValidation => "read_validation",
+            AbortReason::Phantom => "phantom",
+            AbortReason::UniqueConflict => "unique_conflict",
+            AbortReason::UserAbort => "user_abort",
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for AbortReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Every error the public API returns.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// No table of this name exists (or the handle belongs to another database).
+    UnknownTable(String),
+    /// The table has no column of this name.
+    UnknownColumn { table: String, column: String },
+    /// The table has no index of this name.
+    UnknownIndex { table: String, index: String },
+    /// A table or index of this name already exists.
+    AlreadyExists(String),
+    /// The schema definition is invalid (the message says why).
+    InvalidSchema(String),
+    /// A value of the wrong type for the column.
+    TypeMismatch { table: String, column: String, expected: String, found: String },
+    /// A string/bytes value longer than the column's declared maximum.
+    ValueTooLong { table: String, column: String, max_len: usize, len: usize },
+    /// A key with the wrong number of components for the index.
+    KeyArity { table: String, index: String, expected: usize, found: usize },
+    /// A row with the wrong number of values.
+    RowArity { table: String, expected: usize, found: usize },
+    /// Insert of a key that exists (primary key or unique secondary index).
+    DuplicateKey { table: String, index: String },
+    /// Update or delete of a key that does not exist (in this transaction's snapshot).
+    NotFound { table: String },
+    /// Primary-key columns cannot be updated; delete and re-insert instead.
+    PrimaryKeyUpdate { table: String, column: String },
+    /// The transaction was aborted by concurrency control; retrying may succeed.
+    SerializationFailure(AbortReason),
+    /// `Database::run` gave up after the configured number of attempts.
+    RetriesExhausted { attempts: u32, last: AbortReason },
+    /// A write in a transaction declared READ ONLY.
+    ReadOnlyTransaction,
+    /// The transaction already committed or aborted (e.g. after a failed operation aborted it).
+    TransactionClosed,
+    /// More concurrent transactions than `Config::max_concurrent_txns`.
+    TooManyTransactions { max: usize },
+    /// The configuration is invalid (names the setting and the problem).
+    InvalidConfig(String),
+    /// A valid configuration that this build does not implement yet (names the choice).
+    Unsupported(String),
+}
+
+impl Error {
+    /// True for errors that a retry of the whole transaction may cure.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::SerializationFailure(r) if *r != AbortReason::UserAbort)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::UnknownTable(t) => write!(f, "unknown table `{t}`"),
+            Error::UnknownColumn { table, column } => {
+                write!(f, "table `{table}` has no column `{column}`")
+            }
+            Error::UnknownIndex { table, index } => {
+                write!(f, "table `{table}` has no index `{index}`")
+            }
+            Error::AlreadyExists(n) => write!(f, "`{n}` already exists"),
+            Error::InvalidSchema(m) => write!(f, "invalid schema: {m}"),
+            Error::TypeMismatch { table, column, expected, found } => write!(
+                f,
+                "type mismatch for `{table}.{column}`: expected {expected}, found {found}"
+            ),
+            Error::ValueTooLong { table, column, max_len, len } => write!(
+                f,
+                "value too long for `{table}.{column}`: {len} bytes, maximum {max_len}"
+            ),
+            Error::KeyArity { table, index, expected, found } => write!(
+                f,
+                "key for index `{index}` of `{table}` has {found} components, expected {expected}"
+            ),
+            Error::RowArity { table, expected, found } => {
+                write!(f, "row for `{table}` has {found} values, expected {expected}")
+            }
+            Error::DuplicateKey { table, index } => {
+                write!(f, "duplicate key in index `{index}` of table `{table}`")
+            }
+            Error::NotFound { table } => write!(f, "no such row in table `{table}`"),
+            Error::PrimaryKeyUpdate { table, column } => write!(
+                f,
+                "cannot update primary-key column `{table}.{column}`; delete and insert instead"
+            ),
+            Error::SerializationFailure(r) => write!(f, "serialization failure: {r}"),
+            Error::RetriesExhausted { attempts, last } => write!(
+                f,
+                "transaction failed after {attempts} attempts; last abort reason: {last}"
+            ),
+            Error::ReadOnlyTransaction => write!(f, "write in a READ ONLY transaction"),
+            Error::TransactionClosed => write!(f, "the transaction has already ended"),
+            Error::TooManyTransactions { max } => write!(
+                f,
+                "more than {max} concurrent transactions (raise Config::max_concurrent_txns)"
+            ),
+            Error::InvalidConfig(m) => write!(f, "invalid configuration: {m}"),
+            Error::Unsupported(m) => write!(f, "not supported: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,115 @@
+//! Transaction-level, epoch-based garbage collection (thesis §5.5.2; ERMIA §3.3).
+//!
+//! Definitions. The *visibility watermark* `w` is the smallest read time any active or future
+//! transaction can use: `min(clock, min registered begin_ts)`. A committed transaction hands
+//! its tuples with superseded versions to its worker's garbage queue, tagged with its end
+//! timestamp. The *memory epoch* (crossbeam-epoch) keeps a version's memory alive while some
+//! thread may still be walking over it.
+//!
+//! Invariants.
+//! - A version visible at some read time ≥ `w` is never unlinked. In a chain, the first
+//!   committed version with begin ≤ `w` (call it X) is visible to the watermark snapshot;
+//!   everything older than X is visible to no read time ≥ `w`, so the tail after X is cut.
+//! - Ownership of a cut tail passes by swapping `next` pointers to null (`Version::take_next`):
+//!   exactly one thread obtains each pointer, so each version is freed exactly once, even
+//!   when two workers prune the same chain.
+//! - Memory is freed only after the memory epoch has advanced past every thread pinned at the
+//!   time of the cut.
+//!
+//! Key operations. `watermark` scans the registered read times (one load per slot).
+//! `collect` pops queue entries whose end timestamp is ≤ `w` and prunes their chains.
+//! A transaction registers its read time before drawing it (`Transaction::new`): if a
+//! concurrent `watermark` misses the registration, the clock it read first is ≤ the read time.
+
+use crate::engine::Database;
+use crate::storage::{Table, TupleId};
+use crate::txn::table::{bump, Slot};
+use crate::version::{is_txn, Version};
+use crossbeam_epoch::Guard;
+use std::collections::VecDeque;
+use std::ptr;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// A tuple that got a new version from a transaction that committed at `end_ts`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Garbage {
+    pub end_ts: u64,
+    pub table: u32,
+    pub tid: TupleId,
+}
+
+/// The visibility watermark (see module docs).
+pub(crate) fn watermark(db: &Database) -> u64 {
+    let mut w = db.clock.now();
+    for s in db.txns.slots() {
+        w = w.min(s.begin_ts.load(Ordering::SeqCst));
+    }
+    w
+}
+
+/// Prunes the chains of queued tuples whose garbage is below the watermark.
+pub(crate) fn collect(db: &Database, slot: &Slot, queue: &mut VecDeque<Garbage>, guard: &Guard) {
+    if db.config.gc == crate::config::GcPolicy::None {
+        queue.clear();
+        return;
+    }
+    let Some(front) = queue.front() else { return };
+    let w = watermark(db);
+    if front.end_ts > w {
+        return;
+    }
+    let start = Instant::now();
+    while let Some(g) = queue.front().copied() {
+        if g.end_ts > w {
+            break;
+        }
+        queue.pop_front();
+        let t = db.table_by_id(g.table);
+        prune(&t, g.tid, w, slot, guard);
+    }
+    bump(&slot.stats.gc_ns, start.elapsed().as_nanos() as u64);
+}
+
+/// Cuts the versions of `tid` that no read time ≥ `w` can see.
+fn prune(t: &Table, tid: TupleId, w: u64, slot: &Slot, guard: &Guard) {
+    let Some(e) = t.entry(tid) else { return };
+    let head = e.load(Ordering::Acquire);
+    let mut v = head;
+    // SAFETY (whole function): pinned by `guard`; versions reachable from the head are not
+    // freed before the pin ends.
+    unsafe {
+        while let Some(x) = v.as_ref() {
+            let b = x.begin.load(Ordering::Acquire);
+            if !is_txn(b) && b <= w {
+                break;
+            }
+            v = x.next.load(Ordering::Acquire);
+        }
+        let Some(x) = v.as_ref() else { return };
+        let size = Version::alloc_size(t.schema.row_size) as u64;
+        if x.is_tombstone() && v == head {
+            // The row is deleted as of a time every snapshot sees: the whole chain is garbage.
+            if e.compare_exchange(head, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                free_chain(v, slot, guard, size);
+            }
+            return;
+        }
+        let tail = x.take_next();
+        free_chain(tail, slot, guard, size);
+    }
+}
+
+/// Frees a detached chain, claiming each link with a swap.
+unsafe fn free_chain(mut p: *mut Version, slot: &Slot, guard: &Guard, size: u64) {
+    let mut n = 0;
+    while !p.is_null() {
+        let next = (*p).take_next();
+        let addr = p as usize;
+        guard.defer_unchecked(move || Version::free(addr as *mut Version));
+        n += 1;
+        p = next;
+    }
+    bump(&slot.stats.versions_reclaimed, n);
+    bump(&slot.stats.version_bytes_reclaimed, n * size);
+}

@@ -1,0 +1,136 @@
+//! Index management (thesis §5.6). Indexes map order-preserving encoded keys to tuple ids
+//! (logical pointers through the indirection array, so an update that does not change a key
+//! touches no index). Two structures, both ours: a hash index with a version word per bucket
+//! and an optimistic-lock-coupling B+tree whose leaves carry version counters.
+//!
+//! Secondary indexes are stored as multimaps (key → every tuple id that ever held the key);
+//! stale entries are filtered by re-checking the key on the visible version, and uniqueness of
+//! a unique secondary index is enforced logically by the concurrency control, not physically,
+//! so a key can pass from one row to another.
+
+pub mod btree;
+pub mod hash;
+
+pub use btree::{BTree, ScanDirection};
+pub use hash::HashIndex;
+
+use crate::schema::IndexKind;
+use std::ops::Bound;
+
+/// One physical index.
+pub(crate) enum Index {
+    Hash(HashIndex),
+    Ordered(BTree),
+}
+
+/// Bytes of the tuple-id suffix of ordered secondary-index entries.
+const TID_SUFFIX: usize = 8;
+
+impl Index {
+    pub fn new(kind: IndexKind, capacity_hint: usize) -> Self {
+        match kind {
+            IndexKind::Hash => Index::Hash(HashIndex::new(capacity_hint)),
+            IndexKind::Ordered => Index::Ordered(BTree::new()),
+        }
+    }
+
+    pub fn is_ordered(&self) -> bool {
+        matches!(self, Index::Ordered(_))
+    }
+
+    /// Primary index: the tuple id of `key`.
+    #[inline]
+    pub fn get_unique(&self, key: &[u8]) -> Option<u64> {
+        match self {
+            Index::Hash(h) => h.get(key),
+            Index::Ordered(b) => b.get(key),
+        }
+    }
+
+    /// Primary index: maps `key` to `tid` unless the key exists (returns its tuple id).
+    pub fn insert_unique(&self, key: &[u8], tid: u64) -> Result<(), u64> {
+        match self {
+            Index::Hash(h) => h.insert_unique(key, tid),
+            Index::Ordered(b) => b.insert(key, tid),
+        }
+    }
+
+    /// Secondary index: records that tuple `tid` holds (or held) `key`. Idempotent.
+    pub fn insert_entry(&self, key: &[u8], tid: u64, buf: &mut Vec<u8>) {
+        match self {
+            Index::Hash(h) => {
+                h.insert(key, tid);
+            }
+            Index::Ordered(b) => {
+                buf.clear();
+                buf.extend_from_slice(key);
+                buf.extend_from_slice(&tid.to_be_bytes());
+                let _ = b.insert(buf, tid);
+            }
+        }
+    }
+
+    /// Secondary index: every tuple id recorded under `key`; stops when `f` returns false.
+    pub fn lookup_entries(&self, key: &[u8], f: &mut dyn FnMut(u64) -> bool) {
+        match self {
+            Index::Hash(h) => h.for_each(key, f),
+            Index::Ordered(b) => {
+                let mut hi = key.to_vec();
+                hi.extend_from_slice(&[0xFF; TID_SUFFIX + 1]);
+                b.scan(
+                    Bound::Included(key),
+                    Bound::Excluded(&hi),
+                    ScanDirection::Ascending,
+                    None,
+                    &mut |k, t| k.len() != key.len() + TID_SUFFIX || f(t),
+                );
+            }
+        }
+    }
+
+    /// Ordered scan over encoded key bounds; `f(entry key without tid suffix, tid)`.
+    /// `secondary` says whether entries carry a tuple-id suffix. Hash indexes cannot scan.
+    pub fn scan(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        dir: ScanDirection,
+        secondary: bool,
+        f: &mut dyn FnMut(&[u8], u64) -> bool,
+    ) {
+        let Index::Ordered(b) = self else { return };
+        if secondary {
+            b.scan(lo, hi, dir, None, &mut |k, t| {
+                let n = k.len().saturating_sub(TID_SUFFIX);
+                f(&k[..n], t)
+            })
+        } else {
+            b.scan(lo, hi, dir, None, f)
+        }
+    }
+}
+
+/// The smallest byte string greater than every string that starts with `prefix`
+/// (`None` if there is none: the prefix is all `0xFF`).
+pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut p = prefix.to_vec();
+    while let Some(last) = p.pop() {
+        if last < 0xFF {
+            p.push(last + 1);
+            return Some(p);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_end_works() {
+        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_end(&[1, 0xFF]), Some(vec![2]));
+        assert_eq!(prefix_end(&[0xFF, 0xFF]), None);
+    }
+}

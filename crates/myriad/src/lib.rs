@@ -1,0 +1,34 @@
+//! Myriad: a multi-core, main-memory, multi-version transaction engine.
+//!
+//! One module per design dimension (DESIGN.md §1): `cc` (concurrency control), `timestamp`,
+//! `version` (version storage), `gc`, `index`, `log`, `recovery`, `procedure`; `storage` holds
+//! tables (indirection arrays), `txn` the transaction API and the transaction table, `history`
+//! the recorder and checker. ARCHITECTURE.md walks one transaction through these files.
+#![doc = include_str!("../../../README.md")]
+#![deny(clippy::unwrap_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod cc;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod gc;
+pub mod history;
+pub mod index;
+pub mod log;
+pub mod procedure;
+pub mod recovery;
+pub mod schema;
+pub mod storage;
+pub mod timestamp;
+pub mod txn;
+pub mod value;
+pub mod version;
+
+pub use config::{Config, GcPolicy, IndexPointers, Isolation, LogPolicy, Protocol, TimestampPolicy, VersionStorage};
+pub use engine::{ChainStats, Database, Stats};
+pub use error::{AbortReason, Error, Result};
+pub use schema::{ColumnType, IndexKind, TableBuilder, TableSchema};
+pub use storage::TableRef;
+pub use txn::{ScanOptions, Transaction, TxnOptions};
+pub use value::{Row, RowMut, RowRef, ToValueRef, Value, ValueRef, Values};

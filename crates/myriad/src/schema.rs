@@ -1,0 +1,503 @@
+//! Fixed schemas with typed columns, the contiguous row layout, and the order-preserving key
+//! encoding shared by every index.
+//!
+//! Row layout: each column at a fixed offset; `Int`/`Float` take 8 bytes (little endian);
+//! `Str(n)`/`Bytes(n)` take a 2-byte length and `n` bytes, so every version of a table has the
+//! same size and lives inline after the version header (DESIGN.md §2: row data inline).
+//!
+//! Key encoding: components are encoded so that `memcmp` order equals value order (integers
+//! big-endian with the sign bit flipped, floats by the IEEE total-order transform, strings with
+//! `0x00` escaped as `0x00 0xFF` and terminated by `0x00 0x00`), so one ordered index serves
+//! composite keys of any types.
+
+use crate::error::{Error, Result};
+use crate::value::{ValueRef, Values};
+use std::fmt;
+
+/// Largest declared length of a `Str`/`Bytes` column.
+pub const MAX_VAR_LEN: usize = u16::MAX as usize;
+
+/// A column's type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ColumnType {
+    /// 64-bit signed integer.
+    Int,
+    /// 64-bit IEEE float.
+    Float,
+    /// UTF-8 string of at most the given number of bytes.
+    Str(usize),
+    /// Byte string of at most the given number of bytes.
+    Bytes(usize),
+}
+
+impl ColumnType {
+    fn width(self) -> usize {
+        match self {
+            ColumnType::Int | ColumnType::Float => 8,
+            ColumnType::Str(n) | ColumnType::Bytes(n) => 2 + n,
+        }
+    }
+}
+
+impl fmt::Display for ColumnType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ColumnType::Int => f.write_str("INT"),
+            ColumnType::Float => f.write_str("DOUBLE"),
+            ColumnType::Str(n) => write!(f, "VARCHAR({n})"),
+            ColumnType::Bytes(n) => write!(f, "BYTES({n})"),
+        }
+    }
+}
+
+/// Hash or ordered index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IndexKind {
+    /// Point lookups only.
+    Hash,
+    /// Point lookups and ordered range scans.
+    Ordered,
+}
+
+/// A column of a table.
+#[derive(Clone, Debug)]
+pub struct Column {
+    pub name: String,
+    pub ty: ColumnType,
+    pub(crate) offset: usize,
+}
+
+/// An index definition. Index 0 of a table is always its primary key.
+#[derive(Clone, Debug)]
+pub struct IndexDef {
+    pub name: String,
+    pub columns: Vec<usize>,
+    pub kind: IndexKind,
+    pub unique: bool,
+}
+
+/// A table's schema: columns, primary key and secondary indexes.
+#[derive(Clone, Debug)]
+pub struct TableSchema {
+    pub(crate) name: String,
+    pub(crate) columns: Vec<Column>,
+    /// `indexes[0]` is the primary key.
+    pub(crate) indexes: Vec<IndexDef>,
+    pub(crate) row_size: usize,
+    pub(crate) expected_rows: usize,
+}
+
+/// Builder for a `TableSchema`; errors are reported by `build` (and `Database::create_table`).
+#[derive(Clone, Debug)]
+pub struct TableBuilder {
+    name: String,
+    columns: Vec<(String, ColumnType)>,
+    pk: Option<(Vec<String>, IndexKind)>,
+    secondary: Vec<(String, Vec<String>, IndexKind, bool)>,
+    expected_rows: usize,
+}
+
+impl TableSchema {
+    /// Starts a schema for table `name`.
+    #[allow(clippy::new_ret_no_self)]
+    pub fn new(name: &str) -> TableBuilder {
+        TableBuilder {
+            name: name.to_string(),
+            columns: Vec::new(),
+            pk: None,
+            secondary: Vec::new(),
+            expected_rows: 1024,
+        }
+    }
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn columns(&self) -> &[Column] {
+        &self.columns
+    }
+    pub fn indexes(&self) -> &[IndexDef] {
+        &self.indexes
+    }
+    /// Bytes of row data per version.
+    pub fn row_size(&self) -> usize {
+        self.row_size
+    }
+    /// Position of the column named `name`.
+    pub fn column_index(&self, name: &str) -> Result<usize> {
+        self.columns.iter().position(|c| c.name == name).ok_or_else(|| Error::UnknownColumn {
+            table: self.name.clone(),
+            column: name.to_string(),
+        })
+    }
+    /// Position of the index named `name` (the primary key is "primary").
+    pub fn index_position(&self, name: &str) -> Result<usize> {
+        self.indexes.iter().position(|i| i.name == name).ok_or_else(|| Error::UnknownIndex {
+            table: self.name.clone(),
+            index: name.to_string(),
+        })
+    }
+
+    pub(crate) fn is_pk_column(&self, col: usize) -> bool {
+        self.indexes[0].columns.contains(&col)
+    }
+
+    // ---- row encoding ----
+
+    /// Writes `value` into column `col` of `row` after checking type and length.
+    pub(crate) fn write_column(&self, row: &mut [u8], col: usize, value: ValueRef<'_>) -> Result<()> {
+        let c = &self.columns[col];
+        let o = c.offset;
+        match (c.ty, value) {
+            (ColumnType::Int, ValueRef::Int(v)) => row[o..o + 8].copy_from_slice(&v.to_le_bytes()),
+            (ColumnType::Float, ValueRef::Float(v)) => {
+                row[o..o + 8].copy_from_slice(&v.to_le_bytes())
+            }
+            (ColumnType::Float, ValueRef::Int(v)) => {
+                row[o..o + 8].copy_from_slice(&(v as f64).to_le_bytes())
+            }
+            (ColumnType::Str(max), ValueRef::Str(s)) => self.write_var(row, col, max, s.as_bytes())?,
+            (ColumnType::Bytes(max), ValueRef::Bytes(b)) => self.write_var(row, col, max, b)?,
+            (ColumnType::Bytes(max), ValueRef::Str(s)) => self.write_var(row, col, max, s.as_bytes())?,
+            (ty, v) => return Err(self.mismatch(col, ty, v)),
+        }
+        Ok(())
+    }
+
+    fn write_var(&self, row: &mut [u8], col: usize, max: usize, b: &[u8]) -> Result<()> {
+        if b.len() > max {
+            return Err(Error::ValueTooLong {
+                table: self.name.clone(),
+                column: self.columns[col].name.clone(),
+                max_len: max,
+                len: b.len(),
+            });
+        }
+        let o = self.columns[col].offset;
+        row[o..o + 2].copy_from_slice(&(b.len() as u16).to_le_bytes());
+        row[o + 2..o + 2 + b.len()].copy_from_slice(b);
+        Ok(())
+    }
+
+    fn mismatch(&self, col: usize, ty: ColumnType, v: ValueRef<'_>) -> Error {
+        Error::TypeMismatch {
+            table: self.name.clone(),
+            column: self.columns[col].name.clone(),
+            expected: ty.to_string(),
+            found: v.type_name().to_string(),
+        }
+    }
+
+    /// Reads column `col` of `row`. `row` must be a row of this table.
+    pub(crate) fn read_column<'r>(&self, row: &'r [u8], col: usize) -> ValueRef<'r> {
+        let c = &self.columns[col];
+        let o = c.offset;
+        let word = |o: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&row[o..o + 8]);
+            w
+        };
+        match c.ty {
+            ColumnType::Int => ValueRef::Int(i64::from_le_bytes(word(o))),
+            ColumnType::Float => ValueRef::Float(f64::from_le_bytes(word(o))),
+            ColumnType::Str(_) | ColumnType::Bytes(_) => {
+                let len = u16::from_le_bytes([row[o], row[o + 1]]) as usize;
+                let b = &row[o + 2..o + 2 + len];
+                match c.ty {
+                    // Only valid UTF-8 is ever written into a Str column.
+                    ColumnType::Str(_) => ValueRef::Str(std::str::from_utf8(b).unwrap_or("")),
+                    _ => ValueRef::Bytes(b),
+                }
+            }
+        }
+    }
+
+    /// Encodes a full row from `values` (one per column, in column order) into `row`.
+    pub(crate) fn encode_row<V: Values + ?Sized>(&self, values: &V, row: &mut [u8]) -> Result<()> {
+        if values.count() != self.columns.len() {
+            return Err(Error::RowArity {
+                table: self.name.clone(),
+                expected: self.columns.len(),
+                found: values.count(),
+            });
+        }
+        let mut col = 0;
+        values.visit(&mut |v| {
+            self.write_column(row, col, v)?;
+            col += 1;
+            Ok(())
+        })
+    }
+
+    // ---- key encoding ----
+
+    /// Encodes the key of index `idx` from caller-supplied values into `out` (cleared first).
+    pub(crate) fn encode_key_values<K: Values + ?Sized>(&self, idx: usize, key: &K, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        let def = &self.indexes[idx];
+        if key.count() != def.columns.len() {
+            return Err(Error::KeyArity {
+                table: self.name.clone(),
+                index: def.name.clone(),
+                expected: def.columns.len(),
+                found: key.count(),
+            });
+        }
+        let mut i = 0;
+        key.visit(&mut |v| {
+            let col = def.columns[i];
+            let v = self.coerce_key(col, v)?;
+            encode_component(v, out);
+            i += 1;
+            Ok(())
+        })
+    }
+
+    /// Encodes a key prefix (the first `n` components, n <= index width) for range bounds.
+    pub(crate) fn encode_key_prefix<K: Values + ?Sized>(&self, idx: usize, key: &K, out: &mut Vec<u8>) -> Result<usize> {
+        out.clear();
+        let def = &self.indexes[idx];
+        if key.count() > def.columns.len() {
+            return Err(Error::KeyArity {
+                table: self.name.clone(),
+                index: def.name.clone(),
+                expected: def.columns.len(),
+                found: key.count(),
+            });
+        }
+        let mut i = 0;
+        key.visit(&mut |v| {
+            let v = self.coerce_key(def.columns[i], v)?;
+            encode_component(v, out);
+            i += 1;
+            Ok(())
+        })?;
+        Ok(i)
+    }
+
+    fn coerce_key<'v>(&self, col: usize, v: ValueRef<'v>) -> Result<ValueRef<'v>> {
+        let ty = self.columns[col].ty;
+        match (ty, v) {
+            (ColumnType::Int, ValueRef::Int(_))
+            | (ColumnType::Float, ValueRef::Float(_))
+            | (ColumnType::Str(_), ValueRef::Str(_))
+            | (ColumnType::Bytes(_), ValueRef::Bytes(_)) => Ok(v),
+            (ColumnType::Float, ValueRef::Int(i)) => Ok(ValueRef::Float(i as f64)),
+            (ColumnType::Bytes(_), ValueRef::Str(s)) => Ok(ValueRef::Bytes(s.as_bytes())),
+            (ty, v) => Err(self.mismatch(col, ty, v)),
+        }
+    }
+
+    /// Encodes the key of index `idx` from a stored row into `out` (cleared first).
+    pub(crate) fn encode_key_from_row(&self, idx: usize, row: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        for &col in &self.indexes[idx].columns {
+            encode_component(self.read_column(row, col), out);
+        }
+    }
+}
+
+/// Appends one order-preserving key component.
+pub(crate) fn encode_component(v: ValueRef<'_>, out: &mut Vec<u8>) {
+    match v {
+        ValueRef::Int(i) => out.extend_from_slice(&((i as u64) ^ (1 << 63)).to_be_bytes()),
+        ValueRef::Float(f) => {
+            let b = f.to_bits();
+            let k = if b >> 63 == 1 { !b } else { b ^ (1 << 63) };
+            out.extend_from_slice(&k.to_be_bytes());
+        }
+        ValueRef::Str(s) => encode_bytes(s.as_bytes(), out),
+        ValueRef::Bytes(b) => encode_bytes(b, out),
+    }
+}
+
+fn encode_bytes(b: &[u8], out: &mut Vec<u8>) {
+    for &x in b {
+        out.push(x);
+        if x == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0, 0]);
+}
+
+impl TableBuilder {
+    /// Adds a column.
+    pub fn column(mut self, name: &str, ty: ColumnType) -> Self {
+        self.columns.push((name.to_string(), ty));
+        self
+    }
+    /// Sets the primary key (a hash index: point lookups only).
+    pub fn primary_key(self, columns: &[&str]) -> Self {
+        self.primary_key_with(columns, IndexKind::Hash)
+    }
+    /// Sets the primary key with the given index kind (`Ordered` allows range scans).
+    pub fn primary_key_with(mut self, columns: &[&str], kind: IndexKind) -> Self {
+        self.pk = Some((columns.iter().map(|s| s.to_string()).collect(), kind));
+        self
+    }
+    /// Adds a secondary index.
+    pub fn index(mut self, name: &str, columns: &[&str], kind: IndexKind, unique: bool) -> Self {
+        self.secondary.push((
+            name.to_string(),
+            columns.iter().map(|s| s.to_string()).collect(),
+            kind,
+            unique,
+        ));
+        self
+    }
+    /// Sizes the hash indexes for this many rows (they grow beyond it, at a cost).
+    pub fn expected_rows(mut self, n: usize) -> Self {
+        self.expected_rows = n;
+        self
+    }
+
+    /// Validates and lays out the schema.
+    pub fn build(self) -> Result<TableSchema> {
+        let bad = |m: String| Err(Error::InvalidSchema(m));
+        if self.name.is_empty() {
+            return bad("table name is empty".into());
+        }
+        if self.columns.is_empty() {
+            return bad(format!("table `{}` has no columns", self.name));
+        }
+        let mut columns = Vec::with_capacity(self.columns.len());
+        let mut offset = 0;
+        for (name, ty) in &self.columns {
+            if columns.iter().any(|c: &Column| &c.name == name) {
+                return bad(format!("table `{}` declares column `{name}` twice", self.name));
+            }
+            if let ColumnType::Str(n) | ColumnType::Bytes(n) = ty {
+                if *n > MAX_VAR_LEN {
+                    return bad(format!(
+                        "column `{}.{name}` declares length {n}, maximum is {MAX_VAR_LEN}",
+                        self.name
+                    ));
+                }
+            }
+            columns.push(Column { name: name.clone(), ty: *ty, offset });
+            offset += ty.width();
+        }
+        let row_size = offset.div_ceil(8) * 8;
+        let resolve = |cols: &[String], what: &str| -> Result<Vec<usize>> {
+            if cols.is_empty() {
+                return Err(Error::InvalidSchema(format!("{what} of `{}` has no columns", self.name)));
+            }
+            let mut out = Vec::new();
+            for c in cols {
+                let i = columns.iter().position(|x| &x.name == c).ok_or_else(|| Error::UnknownColumn {
+                    table: self.name.clone(),
+                    column: c.clone(),
+                })?;
+                if out.contains(&i) {
+                    return Err(Error::InvalidSchema(format!("{what} of `{}` repeats column `{c}`", self.name)));
+                }
+                out.push(i);
+            }
+            Ok(out)
+        };
+        let Some((pk_cols, pk_kind)) = &self.pk else {
+            return bad(format!("table `{}` has no primary key", self.name));
+        };
+        let mut indexes = vec![IndexDef {
+            name: "primary".into(),
+            columns: resolve(pk_cols, "primary key")?,
+            kind: *pk_kind,
+            unique: true,
+        }];
+        for (name, cols, kind, unique) in &self.secondary {
+            if indexes.iter().any(|i| &i.name == name) {
+                return Err(Error::AlreadyExists(format!("index `{name}` on `{}`", self.name)));
+            }
+            indexes.push(IndexDef {
+                name: name.clone(),
+                columns: resolve(cols, &format!("index `{name}`"))?,
+                kind: *kind,
+                unique: *unique,
+            });
+        }
+        Ok(TableSchema {
+            name: self.name,
+            columns,
+            indexes,
+            row_size,
+            expected_rows: self.expected_rows.max(16),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+
+    fn enc(v: ValueRef<'_>) -> Vec<u8> {
+        let mut o = Vec::new();
+        encode_component(v, &mut o);
+        o
+    }
+
+    #[test]
+    fn key_encoding_preserves_order() {
+        let ints = [i64::MIN, -5, -1, 0, 1, 7, i64::MAX];
+        for w in ints.windows(2) {
+            assert!(enc(ValueRef::Int(w[0])) < enc(ValueRef::Int(w[1])));
+        }
+        let floats = [f64::NEG_INFINITY, -2.5, -0.0, 0.5, 3.0, f64::INFINITY];
+        for w in floats.windows(2) {
+            assert!(enc(ValueRef::Float(w[0])) < enc(ValueRef::Float(w[1])), "{w:?}");
+        }
+        let strs = ["", "\0", "\0a", "a", "a\0", "ab", "b"];
+        for w in strs.windows(2) {
+            assert!(enc(ValueRef::Str(w[0])) < enc(ValueRef::Str(w[1])), "{w:?}");
+        }
+        // Composite: ("a", 2) < ("ab", 1) because the string terminator sorts first.
+        let mut k1 = enc(ValueRef::Str("a"));
+        k1.extend(enc(ValueRef::Int(2)));
+        let mut k2 = enc(ValueRef::Str("ab"));
+        k2.extend(enc(ValueRef::Int(1)));
+        assert!(k1 < k2);
+    }
+
+    #[test]
+    fn schema_errors_are_typed() {
+        let e = TableSchema::new("t").column("a", ColumnType::Int).build().unwrap_err();
+        assert!(matches!(e, Error::InvalidSchema(_)));
+        let e = TableSchema::new("t").column("a", ColumnType::Int).primary_key(&["b"]).build().unwrap_err();
+        assert_eq!(e, Error::UnknownColumn { table: "t".into(), column: "b".into() });
+        let e = TableSchema::new("t")
+            .column("a", ColumnType::Int)
+            .column("a", ColumnType::Int)
+            .primary_key(&["a"])
+            .build()
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidSchema(_)));
+        let e = TableSchema::new("t")
+            .column("a", ColumnType::Str(70000))
+            .primary_key(&["a"])
+            .build()
+            .unwrap_err();
+        assert!(matches!(e, Error::InvalidSchema(_)));
+    }
+
+    #[test]
+    fn row_roundtrip_and_checks() {
+        let s = TableSchema::new("t")
+            .column("id", ColumnType::Int)
+            .column("x", ColumnType::Float)
+            .column("name", ColumnType::Str(4))
+            .primary_key(&["id"])
+            .build()
+            .unwrap();
+        let mut row = vec![0u8; s.row_size()];
+        s.encode_row(&[Value::Int(1), Value::Float(2.5), Value::from("abc")].as_slice(), &mut row).unwrap();
+        assert_eq!(s.read_column(&row, 0), ValueRef::Int(1));
+        assert_eq!(s.read_column(&row, 1), ValueRef::Float(2.5));
+        assert_eq!(s.read_column(&row, 2), ValueRef::Str("abc"));
+        let e = s.write_column(&mut row, 2, ValueRef::Str("abcde")).unwrap_err();
+        assert_eq!(e, Error::ValueTooLong { table: "t".into(), column: "name".into(), max_len: 4, len: 5 });
+        let e = s.write_column(&mut row, 0, ValueRef::Str("x")).unwrap_err();
+        assert!(matches!(e, Error::TypeMismatch { .. }));
+        let e = s.encode_row(&[Value::Int(1)].as_slice(), &mut row).unwrap_err();
+        assert_eq!(e, Error::RowArity { table: "t".into(), expected: 3, found: 1 });
+    }
+}

@@ -1,0 +1,968 @@
+//! Transactions: the public operations (get, get via secondary index, insert, update, delete,
+//! range scan, commit, abort) and the per-transaction state (read set, scan set, write set).
+//!
+//! The path of one transaction (see ARCHITECTURE.md): `Database::begin` claims a slot of the
+//! transaction table (`txn/table.rs`) and registers its read time; an operation finds a tuple id
+//! in an index (`index/`), walks the version chain from the indirection entry
+//! (`storage/table.rs`) and checks visibility (`cc/visibility.rs`); a write locks the latest
+//! version's End field and installs a new version at the chain head; `commit` runs the
+//! protocol (`cc/mvocc.rs`), post-processes timestamps and hands old versions to GC (`gc/`).
+
+pub mod table;
+
+use crate::cc::visibility::Resolver;
+use crate::config::Isolation;
+use crate::engine::Database;
+use crate::error::{AbortReason, Error, Result};
+use crate::gc::Garbage;
+use crate::history::Recording;
+use crate::index::{prefix_end, ScanDirection};
+use crate::schema::TableSchema;
+use crate::storage::{Table, TableRef, TupleId};
+use crate::value::{Row, RowMut, RowRef, ToValueRef, Values};
+use crate::version::{Version, INFINITY};
+use crossbeam_epoch::Guard;
+use std::collections::VecDeque;
+use std::ops::Bound;
+use std::ptr;
+use std::sync::atomic::Ordering;
+use table::{bump, Slot, TxnId};
+
+/// Options for one transaction.
+#[derive(Clone, Copy, Debug)]
+pub struct TxnOptions {
+    /// Isolation level (must be one the configured protocol offers).
+    pub isolation: Isolation,
+    /// Declared READ ONLY: writes fail, and commit needs no validation.
+    pub read_only: bool,
+}
+
+/// How a range scan runs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ScanOptions {
+    /// Position of the index to scan (0 = primary key); must be an ordered index.
+    pub index: usize,
+    /// Stop after this many rows.
+    pub limit: Option<usize>,
+    /// Highest key first.
+    pub descending: bool,
+}
+
+/// A predicate read recorded for the phantom re-check (Hekaton §3.2).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ScanRecord {
+    pub table: u32,
+    pub index: u16,
+    /// Bounds as byte ranges of `SlotLocal::scan_keys`; a point lookup has lo = hi = Included.
+    pub lo: (u8, u32, u32),
+    pub hi: (u8, u32, u32),
+    pub point: bool,
+}
+
+/// A write: the new version at the head of `tid`'s chain and the version it superseded.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WriteRecord {
+    pub table: u32,
+    pub tid: TupleId,
+    pub new: *mut Version,
+    /// Null when the tuple had no version (fresh insert).
+    pub old: *mut Version,
+}
+
+/// Per-slot reusable state, so a transaction allocates nothing in steady state.
+#[derive(Default)]
+pub(crate) struct SlotLocal {
+    pub read_set: Vec<*const Version>,
+    pub scan_set: Vec<ScanRecord>,
+    pub scan_keys: Vec<u8>,
+    pub write_set: Vec<WriteRecord>,
+    pub key_buf: Vec<u8>,
+    pub key_buf2: Vec<u8>,
+    pub row_buf: Vec<u8>,
+    pub garbage: VecDeque<Garbage>,
+    pub commits_since_gc: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Status {
+    Active,
+    Ended,
+}
+
+/// An open transaction. Dropping it without `commit` aborts it.
+pub struct Transaction<'db> {
+    pub(crate) db: &'db Database,
+    pub(crate) slot_idx: usize,
+    pub(crate) id: TxnId,
+    pub(crate) begin_ts: u64,
+    pub(crate) isolation: Isolation,
+    pub(crate) read_only: bool,
+    pub(crate) guard: Guard,
+    pub(crate) local: SlotLocal,
+    pub(crate) recording: Option<Box<Recording>>,
+    ops_since_repin: u32,
+    status: Status,
+}
+
+/// Re-pin the memory epoch this often, so a long transaction never holds back reclamation
+/// (versions it can see are protected by the visibility watermark, not by the pin).
+const REPIN_EVERY_OPS: u32 = 128;
+
+impl<'db> Transaction<'db> {
+    pub(crate) fn new(db: &'db Database, slot_idx: usize, opts: TxnOptions) -> Self {
+        let slot = db.txns.slot(slot_idx);
+        let id = slot.start(slot_idx);
+        // Register a provisional read time before drawing the real one, so the GC watermark
+        // computed concurrently can never pass our read time (see gc/epoch.rs).
+        slot.begin_ts.store(db.clock.now(), Ordering::SeqCst);
+        let begin_ts = db.clock.now();
+        // SAFETY: we own the slot (acquired in Database::begin_with).
+        let local = std::mem::take(unsafe { &mut *slot.local.get() });
+        let recording = db.history.as_ref().map(|_| Box::default());
+        Transaction {
+            db,
+            slot_idx,
+            id,
+            begin_ts,
+            isolation: opts.isolation,
+            read_only: opts.read_only,
+            guard: crossbeam_epoch::pin(),
+            local,
+            recording,
+            ops_since_repin: 0,
+            status: Status::Active,
+        }
+    }
+
+    /// This transaction's id.
+    pub fn id(&self) -> u64 {
+        self.id.0
+    }
+    /// The begin (read) timestamp.
+    pub fn begin_ts(&self) -> u64 {
+        self.begin_ts
+    }
+    /// The isolation level.
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    pub(crate) fn slot(&self) -> &'db Slot {
+        self.db.txns.slot(self.slot_idx)
+    }
+
+    pub(crate) fn resolver(&self) -> Resolver<'db> {
+        Resolver { txns: &self.db.txns, me: self.id }
+    }
+
+    fn check_table(&self, t: &Table) -> Result<()> {
+        if t.db_id != self.db.id {
+            return Err(Error::UnknownTable(t.schema.name.clone()));
+        }
+        Ok(())
+    }
+
+    fn begin_op(&mut self, t: &Table) -> Result<()> {
+        if self.status != Status::Active {
+            return Err(Error::TransactionClosed);
+        }
+        self.check_table(t)?;
+        self.ops_since_repin += 1;
+        if self.ops_since_repin >= REPIN_EVERY_OPS {
+            self.ops_since_repin = 0;
+            self.guard.repin();
+        }
+        Ok(())
+    }
+
+    fn begin_write(&mut self, t: &Table) -> Result<()> {
+        self.begin_op(t)?;
+        if self.read_only {
+            return Err(Error::ReadOnlyTransaction);
+        }
+        Ok(())
+    }
+
+    /// Read time of the current statement: the begin timestamp, or now under Read Committed.
+    #[inline]
+    fn stmt_ts(&self) -> u64 {
+        if self.isolation == Isolation::ReadCommitted {
+            self.db.clock.now()
+        } else {
+            self.begin_ts
+        }
+    }
+
+    #[inline]
+    fn validates_reads(&self) -> bool {
+        matches!(self.isolation, Isolation::Serializable | Isolation::RepeatableRead)
+    }
+
+    #[inline]
+    fn is_mine(&self, v: &Version) -> bool {
+        v.begin.load(Ordering::Acquire) == self.id.word()
+    }
+
+    /// The visible version of `tid` as of `rt`, or null.
+    #[inline]
+    fn visible_version(&self, t: &Table, tid: TupleId, rt: u64) -> *const Version {
+        let Some(e) = t.entry(tid) else { return ptr::null() };
+        let head = e.load(Ordering::Acquire);
+        self.resolver().visible_in_chain(head, rt, false)
+    }
+
+    /// Records that we read `v` (for validation and the history).
+    #[inline]
+    fn note_read(&mut self, t: &Table, v: *const Version) {
+        // SAFETY: v is a visible version of a chain we are pinned on.
+        let r = unsafe { &*v };
+        if self.is_mine(r) {
+            return;
+        }
+        if self.validates_reads() {
+            self.local.read_set.push(v);
+        }
+        if let Some(rec) = self.recording.as_mut() {
+            rec.note_read(&t.schema, t.id, r, &self.db.txns, true);
+        }
+    }
+
+    fn push_scan(&mut self, t: &Table, index: usize, lo: Bound<&[u8]>, hi: Bound<&[u8]>, point: bool) {
+        if self.isolation != Isolation::Serializable {
+            return;
+        }
+        let keys = &mut self.local.scan_keys;
+        let mut put = |b: Bound<&[u8]>| -> (u8, u32, u32) {
+            let start = keys.len() as u32;
+            match b {
+                Bound::Included(k) => {
+                    keys.extend_from_slice(k);
+                    (0, start, keys.len() as u32)
+                }
+                Bound::Excluded(k) => {
+                    keys.extend_from_slice(k);
+                    (1, start, keys.len() as u32)
+                }
+                Bound::Unbounded => (2, start, start),
+            }
+        };
+        let lo = put(lo);
+        let hi = if point { lo } else { put(hi) };
+        self.local.scan_set.push(ScanRecord { table: t.id, index: index as u16, lo, hi, point });
+    }
+
+    fn note_miss(&mut self, t: &Table, key_is_buf2: bool) {
+        let key = if key_is_buf2 { std::mem::take(&mut self.local.key_buf2) } else { std::mem::take(&mut self.local.key_buf) };
+        self.push_scan(t, 0, Bound::Included(&key), Bound::Included(&key), true);
+        if let Some(rec) = self.recording.as_mut() {
+            rec.note_absent(t.id, &key);
+        }
+        if key_is_buf2 {
+            self.local.key_buf2 = key;
+        } else {
+            self.local.key_buf = key;
+        }
+    }
+
+    // ------------------------------------------------------------------ reads
+
+    /// Reads the row with primary key `key` and passes it to `f` (no copy).
+    pub fn get_with<K: Values + ?Sized, R>(
+        &mut self,
+        t: &TableRef,
+        key: &K,
+        f: impl FnOnce(RowRef<'_>) -> R,
+    ) -> Result<Option<R>> {
+        self.begin_op(t)?;
+        let mut kb = std::mem::take(&mut self.local.key_buf);
+        let enc = t.schema.encode_key_values(0, key, &mut kb);
+        self.local.key_buf = kb;
+        enc?;
+        let rt = self.stmt_ts();
+        let v = match t.indexes[0].get_unique(&self.local.key_buf) {
+            Some(tid) => self.visible_version(t, tid, rt),
+            None => ptr::null(),
+        };
+        // SAFETY: visible versions stay allocated while we are active (watermark + pin).
+        match unsafe { v.as_ref() } {
+            Some(r) if !r.is_tombstone() => {
+                self.note_read(t, v);
+                Ok(Some(f(RowRef { schema: &t.schema, data: r.data() })))
+            }
+            Some(_) => {
+                self.note_read(t, v);
+                self.note_miss(t, false);
+                Ok(None)
+            }
+            None => {
+                self.note_miss(t, false);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Reads the row with primary key `key` as owned values.
+    pub fn get<K: Values + ?Sized>(&mut self, t: &TableRef, key: &K) -> Result<Option<Row>> {
+        self.get_with(t, key, |r| r.to_row())
+    }
+
+    /// Rows whose secondary index `index` (position, see `Table::index`) has key `key`;
+    /// `f` returns false to stop. Returns the number of rows passed to `f`.
+    pub fn get_by<K: Values + ?Sized>(
+        &mut self,
+        t: &TableRef,
+        index: usize,
+        key: &K,
+        mut f: impl FnMut(RowRef<'_>) -> bool,
+    ) -> Result<usize> {
+        self.begin_op(t)?;
+        if index == 0 {
+            return Ok(self.get_with(t, key, |r| f(r))?.map_or(0, |_| 1));
+        }
+        if index >= t.indexes.len() {
+            return Err(Error::UnknownIndex { table: t.schema.name.clone(), index: format!("#{index}") });
+        }
+        let mut kb = std::mem::take(&mut self.local.key_buf);
+        if let Err(e) = t.schema.encode_key_values(index, key, &mut kb) {
+            self.local.key_buf = kb;
+            return Err(e);
+        }
+        let rt = self.stmt_ts();
+        let mut tids: Vec<TupleId> = Vec::new();
+        t.indexes[index].lookup_entries(&kb, &mut |tid| {
+            tids.push(tid);
+            true
+        });
+        let mut n = 0;
+        let mut check = std::mem::take(&mut self.local.key_buf2);
+        for tid in tids {
+            let v = self.visible_version(t, tid, rt);
+            // SAFETY: as in get_with.
+            let Some(r) = (unsafe { v.as_ref() }) else { continue };
+            if r.is_tombstone() {
+                continue;
+            }
+            t.schema.encode_key_from_row(index, r.data(), &mut check);
+            if check != kb {
+                continue; // a stale entry: the row no longer has this key
+            }
+            self.note_read(t, v);
+            n += 1;
+            if !f(RowRef { schema: &t.schema, data: r.data() }) {
+                break;
+            }
+        }
+        self.local.key_buf2 = check;
+        self.push_scan(t, index, Bound::Included(&kb), Bound::Included(&kb), true);
+        self.local.key_buf = kb;
+        Ok(n)
+    }
+
+    /// Ordered range scan over index `opts.index` between `lo` and `hi` (key prefixes are
+    /// allowed); `f` returns false to stop. Returns the number of rows passed to `f`.
+    ///
+    /// Under Serializable the requested range is recorded and re-scanned at commit
+    /// (Hekaton §3.2); when `limit` or `f` stops the scan early, the range up to the last row
+    /// returned is what the transaction observed, and that is what is protected.
+    pub fn scan<K: Values + ?Sized>(
+        &mut self,
+        t: &TableRef,
+        lo: Bound<&K>,
+        hi: Bound<&K>,
+        opts: ScanOptions,
+        mut f: impl FnMut(RowRef<'_>) -> bool,
+    ) -> Result<usize> {
+        self.begin_op(t)?;
+        let index = opts.index;
+        let Some(idx) = t.indexes.get(index) else {
+            return Err(Error::UnknownIndex { table: t.schema.name.clone(), index: format!("#{index}") });
+        };
+        if !idx.is_ordered() {
+            return Err(Error::Unsupported(format!(
+                "range scan on hash index `{}` of `{}`; declare it IndexKind::Ordered",
+                t.schema.indexes[index].name, t.schema.name
+            )));
+        }
+        let (lo_b, hi_b) = encode_bounds(&t.schema, index, lo, hi)?;
+        let rt = self.stmt_ts();
+        let secondary = index != 0;
+        let dir = if opts.descending { ScanDirection::Descending } else { ScanDirection::Ascending };
+        let limit = opts.limit.unwrap_or(usize::MAX);
+        let mut hits: Vec<(Vec<u8>, TupleId)> = Vec::new();
+        let mut n = 0usize;
+        let mut stopped_at: Option<Vec<u8>> = None;
+        let mut check = std::mem::take(&mut self.local.key_buf2);
+        if limit > 0 {
+            // Collect entries first: the callback may not run while the index is being read.
+            idx.scan(as_ref_bound(&lo_b), as_ref_bound(&hi_b), dir, secondary, &mut |k, tid| {
+                hits.push((k.to_vec(), tid));
+                true
+            });
+            for (k, tid) in &hits {
+                let v = self.visible_version(t, *tid, rt);
+                // SAFETY: as in get_with.
+                let Some(r) = (unsafe { v.as_ref() }) else { continue };
+                if r.is_tombstone() {
+                    continue;
+                }
+                if secondary {
+                    t.schema.encode_key_from_row(index, r.data(), &mut check);
+                    if &check != k {
+                        continue;
+                    }
+                }
+                self.note_read(t, v);
+                n += 1;
+                let go_on = f(RowRef { schema: &t.schema, data: r.data() });
+                if !go_on || n >= limit {
+                    stopped_at = Some(k.clone());
+                    break;
+                }
+            }
+        }
+        self.local.key_buf2 = check;
+        // The observed range: up to the last row returned if the scan stopped early.
+        let (plo, phi) = match (&stopped_at, opts.descending) {
+            (Some(k), false) => (as_ref_bound(&lo_b), Bound::Included(k.as_slice())),
+            (Some(k), true) => (Bound::Included(k.as_slice()), as_ref_bound(&hi_b)),
+            (None, _) => (as_ref_bound(&lo_b), as_ref_bound(&hi_b)),
+        };
+        self.push_scan(t, index, plo, phi, false);
+        if index == 0 {
+            if let Some(rec) = self.recording.as_mut() {
+                rec.note_scan(t.id, plo, phi);
+            }
+        }
+        Ok(n)
+    }
+
+    /// Like `scan`, returning owned rows.
+    pub fn scan_rows<K: Values + ?Sized>(
+        &mut self,
+        t: &TableRef,
+        lo: Bound<&K>,
+        hi: Bound<&K>,
+        opts: ScanOptions,
+    ) -> Result<Vec<Row>> {
+        let mut out = Vec::new();
+        self.scan(t, lo, hi, opts, |r| {
+            out.push(r.to_row());
+            true
+        })?;
+        Ok(out)
+    }
+
+    // ------------------------------------------------------------------ writes
+
+    /// Loads the head of `tid`'s chain, waiting out a just-aborted head that its writer is
+    /// about to unlink.
+    fn stable_head(&self, t: &Table, tid: TupleId) -> *mut Version {
+        let backoff = crossbeam_utils::Backoff::new();
+        let Some(e) = t.entry(tid) else { return ptr::null_mut() };
+        loop {
+            let h = e.load(Ordering::Acquire);
+            // SAFETY: pinned.
+            match unsafe { h.as_ref() } {
+                Some(v) if v.begin.load(Ordering::Acquire) == INFINITY => backoff.snooze(),
+                Some(v) if crate::version::is_txn(v.begin.load(Ordering::Acquire)) && !self.is_mine(v) => {
+                    let st = self.db.txns.state_of(TxnId::from_word(v.begin.load(Ordering::Acquire)));
+                    if st == table::TxnState::Aborted {
+                        backoff.snooze();
+                    } else {
+                        return h;
+                    }
+                }
+                _ => return h,
+            }
+        }
+    }
+
+    /// Takes the write lock on `head` (its End field, Hekaton §2.6). Err = write-write conflict.
+    fn lock_version(&self, head: &Version) -> std::result::Result<(), ()> {
+        let me = self.id.word();
+        let slot = self.slot();
+        loop {
+            let e = head.end.load(Ordering::Acquire);
+            if e == INFINITY {
+                bump(&slot.stats.record_rmw, 1);
+                match head.end.compare_exchange(INFINITY, me, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(_) => return Ok(()),
+                    Err(_) => continue,
+                }
+            }
+            if crate::version::is_txn(e)
+                && self.db.txns.state_of(TxnId::from_word(e)) == table::TxnState::Aborted
+            {
+                // The aborted writer will reset the field; taking it over is also safe
+                // (Hekaton §2.6: "or its End field contains the ID of an aborted transaction").
+                bump(&slot.stats.record_rmw, 1);
+                if head.end.compare_exchange(e, me, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                    return Ok(());
+                }
+                continue;
+            }
+            return Err(());
+        }
+    }
+
+    /// Aborts the transaction for `reason` and returns the matching error.
+    pub(crate) fn fail(&mut self, reason: AbortReason) -> Error {
+        self.rollback(reason);
+        Error::SerializationFailure(reason)
+    }
+
+    /// Finds the version of `tid` that a write applies to: the chain head if it is visible to
+    /// us (or our own), else a write-write conflict. Under Read Committed a head committed after
+    /// our statement time is simply the latest committed version.
+    fn write_target(&mut self, t: &Table, tid: TupleId) -> Result<(*mut Version, bool)> {
+        let head = self.stable_head(t, tid);
+        // SAFETY: pinned.
+        let Some(h) = (unsafe { head.as_ref() }) else { return Ok((ptr::null_mut(), false)) };
+        if self.is_mine(h) {
+            return Ok((head, true));
+        }
+        let rt = if self.isolation == Isolation::ReadCommitted { self.db.clock.now() } else { self.begin_ts };
+        if self.resolver().visible(h, rt) {
+            return Ok((head, false));
+        }
+        // Not visible: an uncommitted or a newer committed version (first-writer-wins), or a
+        // version already superseded by someone else.
+        Err(self.fail(AbortReason::WriteWriteConflict))
+    }
+
+    /// Inserts a row (`values`: one per column, in column order).
+    pub fn insert<V: Values + ?Sized>(&mut self, t: &TableRef, values: &V) -> Result<()> {
+        self.begin_write(t)?;
+        let size = t.schema.row_size;
+        let mut row = std::mem::take(&mut self.local.row_buf);
+        row.clear();
+        row.resize(size, 0);
+        let r = t.schema.encode_row(values, &mut row);
+        let out = r.and_then(|_| self.insert_encoded(t, &row));
+        self.local.row_buf = row;
+        out
+    }
+
+    fn insert_encoded(&mut self, t: &Table, row: &[u8]) -> Result<()> {
+        let mut key = std::mem::take(&mut self.local.key_buf);
+        t.schema.encode_key_from_row(0, row, &mut key);
+        let r = self.insert_keyed(t, row, &key);
+        self.local.key_buf = key;
+        r
+    }
+
+    fn insert_keyed(&mut self, t: &Table, row: &[u8], key: &[u8]) -> Result<()> {
+        let dup = || Error::DuplicateKey { table: t.schema.name.clone(), index: "primary".into() };
+        self.check_unique(t, row, None)?;
+        let slot = self.slot();
+        loop {
+            let tid = match t.indexes[0].get_unique(key) {
+                Some(tid) => tid,
+                None => {
+                    bump(&slot.stats.global_rmw, 1);
+                    let Some(tid) = t.alloc_tid() else {
+                        return Err(Error::Unsupported(format!("table `{}` is full", t.schema.name)));
+                    };
+                    let n = self.new_version(t, row, ptr::null_mut());
+                    let Some(e) = t.entry(tid) else { return Err(Error::Unsupported("tuple id space exhausted".into())) };
+                    e.store(n, Ordering::Release);
+                    bump(&slot.stats.record_rmw, 1);
+                    match t.indexes[0].insert_unique(key, tid) {
+                        Ok(()) => {
+                            self.finish_write(t, tid, n, ptr::null_mut(), None, row);
+                            return Ok(());
+                        }
+                        Err(_) => {
+                            // Lost a race to insert this key: the tuple id stays unused.
+                            e.store(ptr::null_mut(), Ordering::Release);
+                            // SAFETY: n was reachable only through this unindexed tuple id,
+                            // which no one can look up.
+                            unsafe { Version::free(n) };
+                            self.unaccount_version(t);
+                            continue;
+                        }
+                    }
+                }
+            };
+            let (head, mine) = self.write_target(t, tid)?;
+            // SAFETY: pinned.
+            match unsafe { head.as_ref() } {
+                None => {
+                    // A tuple whose versions were all aborted or collected: claim it.
+                    let n = self.new_version(t, row, ptr::null_mut());
+                    let Some(e) = t.entry(tid) else { continue };
+                    bump(&slot.stats.record_rmw, 1);
+                    if e.compare_exchange(ptr::null_mut(), n, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                        self.finish_write(t, tid, n, ptr::null_mut(), None, row);
+                        return Ok(());
+                    }
+                    // SAFETY: never published.
+                    unsafe { Version::free(n) };
+                    self.unaccount_version(t);
+                    return Err(self.fail(AbortReason::WriteWriteConflict));
+                }
+                Some(h) if mine => {
+                    if !h.is_tombstone() {
+                        return Err(dup());
+                    }
+                    // We deleted this row earlier in this transaction: revive our own version.
+                    // SAFETY: our own uncommitted version; invisible to others.
+                    unsafe { h.data_mut().copy_from_slice(row) };
+                    h.tombstone.store(false, Ordering::Release);
+                    self.index_secondary(t, tid, row);
+                    if let Some(rec) = self.recording.as_mut() {
+                        rec.note_write(&t.schema, t.id, row, crate::history::WriteKind::Update);
+                    }
+                    return Ok(());
+                }
+                Some(h) => {
+                    if !h.is_tombstone() {
+                        self.note_read(t, head);
+                        return Err(dup());
+                    }
+                    self.note_read(t, head);
+                    if self.lock_version(h).is_err() {
+                        return Err(self.fail(AbortReason::WriteWriteConflict));
+                    }
+                    let n = self.new_version(t, row, head);
+                    if let Some(e) = t.entry(tid) {
+                        e.store(n, Ordering::Release);
+                    }
+                    self.finish_write(t, tid, n, head, Some(crate::history::WriteKind::Insert), row);
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn new_version(&self, t: &Table, row: &[u8], next: *mut Version) -> *mut Version {
+        let n = Version::alloc(self.id.word(), row.len(), next).as_ptr();
+        // SAFETY: fresh, unpublished.
+        unsafe { (*n).data_mut().copy_from_slice(row) };
+        let slot = self.slot();
+        bump(&slot.stats.versions_allocated, 1);
+        bump(&slot.stats.version_bytes_allocated, Version::alloc_size(t.schema.row_size) as u64);
+        n
+    }
+
+    fn unaccount_version(&self, t: &Table) {
+        let slot = self.slot();
+        bump(&slot.stats.versions_reclaimed, 1);
+        bump(&slot.stats.version_bytes_reclaimed, Version::alloc_size(t.schema.row_size) as u64);
+    }
+
+    fn finish_write(
+        &mut self,
+        t: &Table,
+        tid: TupleId,
+        new: *mut Version,
+        old: *mut Version,
+        kind: Option<crate::history::WriteKind>,
+        row: &[u8],
+    ) {
+        self.local.write_set.push(WriteRecord { table: t.id, tid, new, old });
+        self.index_secondary(t, tid, row);
+        if let Some(rec) = self.recording.as_mut() {
+            rec.note_write(&t.schema, t.id, row, kind.unwrap_or(crate::history::WriteKind::Insert));
+        }
+    }
+
+    /// Adds the secondary-index entries of `row` (idempotent for keys already present).
+    fn index_secondary(&mut self, t: &Table, tid: TupleId, row: &[u8]) {
+        if t.indexes.len() == 1 {
+            return;
+        }
+        let mut key = std::mem::take(&mut self.local.key_buf2);
+        let mut buf = Vec::new();
+        for i in 1..t.indexes.len() {
+            t.schema.encode_key_from_row(i, row, &mut key);
+            t.indexes[i].insert_entry(&key, tid, &mut buf);
+        }
+        self.local.key_buf2 = key;
+    }
+
+    /// Write-time uniqueness check of the unique secondary indexes for `row` of tuple `own`.
+    /// (Re-checked at commit, see `cc/mvocc.rs`.)
+    fn check_unique(&mut self, t: &Table, row: &[u8], own: Option<TupleId>) -> Result<()> {
+        for i in 1..t.indexes.len() {
+            if !t.schema.indexes[i].unique {
+                continue;
+            }
+            match crate::cc::mvocc::unique_holder(self, t, i, row, own, None) {
+                crate::cc::mvocc::UniqueCheck::Free => {}
+                crate::cc::mvocc::UniqueCheck::Taken => {
+                    return Err(Error::DuplicateKey {
+                        table: t.schema.name.clone(),
+                        index: t.schema.indexes[i].name.clone(),
+                    })
+                }
+                crate::cc::mvocc::UniqueCheck::Contended => return Err(self.fail(AbortReason::UniqueConflict)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Updates the row with primary key `key` through `f`, which sees the current values and
+    /// sets new ones. Nothing is changed if `f` fails.
+    pub fn update_with<K: Values + ?Sized>(
+        &mut self,
+        t: &TableRef,
+        key: &K,
+        f: impl FnOnce(&mut RowMut<'_>) -> Result<()>,
+    ) -> Result<()> {
+        self.begin_write(t)?;
+        let mut kb = std::mem::take(&mut self.local.key_buf);
+        let enc = t.schema.encode_key_values(0, key, &mut kb);
+        self.local.key_buf = kb;
+        enc?;
+        let Some(tid) = t.indexes[0].get_unique(&self.local.key_buf) else {
+            self.note_miss(t, false);
+            return Err(Error::NotFound { table: t.schema.name.clone() });
+        };
+        let (head, mine) = self.write_target(t, tid)?;
+        // SAFETY: pinned.
+        let Some(h) = (unsafe { head.as_ref() }) else {
+            self.note_miss(t, false);
+            return Err(Error::NotFound { table: t.schema.name.clone() });
+        };
+        if h.is_tombstone() {
+            if !mine {
+                self.note_read(t, head);
+            }
+            self.note_miss(t, false);
+            return Err(Error::NotFound { table: t.schema.name.clone() });
+        }
+        // Apply f to a scratch copy so a failing f leaves nothing behind.
+        let mut row = std::mem::take(&mut self.local.row_buf);
+        row.clear();
+        row.extend_from_slice(h.data());
+        let r = f(&mut RowMut { schema: &t.schema, data: &mut row });
+        let r = r.and_then(|_| self.check_unique_changed(t, h.data(), &row, tid));
+        if let Err(e) = r {
+            self.local.row_buf = row;
+            return Err(e);
+        }
+        if mine {
+            // SAFETY: our own uncommitted version.
+            unsafe { h.data_mut().copy_from_slice(&row) };
+            self.index_secondary(t, tid, &row);
+            if let Some(rec) = self.recording.as_mut() {
+                rec.note_write(&t.schema, t.id, &row, crate::history::WriteKind::Update);
+            }
+        } else {
+            if self.lock_version(h).is_err() {
+                self.local.row_buf = row;
+                return Err(self.fail(AbortReason::WriteWriteConflict));
+            }
+            let n = self.new_version(t, &row, head);
+            if let Some(e) = t.entry(tid) {
+                e.store(n, Ordering::Release);
+            }
+            self.finish_write(t, tid, n, head, Some(crate::history::WriteKind::Update), &row);
+        }
+        self.local.row_buf = row;
+        Ok(())
+    }
+
+    fn check_unique_changed(&mut self, t: &Table, old: &[u8], new: &[u8], tid: TupleId) -> Result<()> {
+        let changed = (1..t.indexes.len()).any(|i| {
+            t.schema.indexes[i].unique
+                && t.schema.indexes[i].columns.iter().any(|&c| t.schema.read_column(old, c) != t.schema.read_column(new, c))
+        });
+        if changed {
+            self.check_unique(t, new, Some(tid))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Sets the given columns (by position) of the row with primary key `key`.
+    pub fn update<K: Values + ?Sized, V: ToValueRef>(
+        &mut self,
+        t: &TableRef,
+        key: &K,
+        sets: &[(usize, V)],
+    ) -> Result<()> {
+        self.update_with(t, key, |row| {
+            for (c, v) in sets {
+                row.set(*c, v.to_value_ref())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Deletes the row with primary key `key`.
+    pub fn delete<K: Values + ?Sized>(&mut self, t: &TableRef, key: &K) -> Result<()> {
+        self.begin_write(t)?;
+        let mut kb = std::mem::take(&mut self.local.key_buf);
+        let enc = t.schema.encode_key_values(0, key, &mut kb);
+        self.local.key_buf = kb;
+        enc?;
+        let Some(tid) = t.indexes[0].get_unique(&self.local.key_buf) else {
+            self.note_miss(t, false);
+            return Err(Error::NotFound { table: t.schema.name.clone() });
+        };
+        let (head, mine) = self.write_target(t, tid)?;
+        // SAFETY: pinned.
+        let Some(h) = (unsafe { head.as_ref() }) else {
+            self.note_miss(t, false);
+            return Err(Error::NotFound { table: t.schema.name.clone() });
+        };
+        if h.is_tombstone() {
+            if !mine {
+                self.note_read(t, head);
+            }
+            self.note_miss(t, false);
+            return Err(Error::NotFound { table: t.schema.name.clone() });
+        }
+        if mine {
+            h.tombstone.store(true, Ordering::Release);
+            if let Some(rec) = self.recording.as_mut() {
+                rec.note_write(&t.schema, t.id, h.data(), crate::history::WriteKind::Delete);
+            }
+            return Ok(());
+        }
+        if self.lock_version(h).is_err() {
+            return Err(self.fail(AbortReason::WriteWriteConflict));
+        }
+        let n = self.new_version(t, h.data(), head);
+        // SAFETY: unpublished.
+        unsafe { (*n).tombstone.store(true, Ordering::Release) };
+        if let Some(e) = t.entry(tid) {
+            e.store(n, Ordering::Release);
+        }
+        self.local.write_set.push(WriteRecord { table: t.id, tid, new: n, old: head });
+        if let Some(rec) = self.recording.as_mut() {
+            rec.note_write(&t.schema, t.id, h.data(), crate::history::WriteKind::Delete);
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ end
+
+    /// Commits. On a serialization failure the transaction is aborted and the error says why.
+    pub fn commit(mut self) -> Result<()> {
+        if self.status != Status::Active {
+            return Err(Error::TransactionClosed);
+        }
+        crate::cc::mvocc::commit(&mut self)
+    }
+
+    /// Aborts (a user abort).
+    pub fn abort(mut self) {
+        if self.status == Status::Active {
+            self.rollback(AbortReason::UserAbort);
+        }
+    }
+
+    /// Undoes every write, marks the transaction aborted and releases its slot's ids.
+    pub(crate) fn rollback(&mut self, reason: AbortReason) {
+        if self.status != Status::Active {
+            return;
+        }
+        let slot = self.slot();
+        slot.set_aborted();
+        let writes = std::mem::take(&mut self.local.write_set);
+        for w in writes.iter().rev() {
+            let t = self.db.table_by_id(w.table);
+            // SAFETY: our own versions; we hold the lock on `old`.
+            unsafe {
+                (*w.new).begin.store(INFINITY, Ordering::Release);
+                if let Some(e) = t.entry(w.tid) {
+                    e.store(w.old, Ordering::Release);
+                }
+                if let Some(old) = w.old.as_ref() {
+                    old.end.store(INFINITY, Ordering::Release);
+                }
+                let p = w.new as usize;
+                self.guard.defer_unchecked(move || Version::free(p as *mut Version));
+            }
+            self.unaccount_version(&t);
+        }
+        self.local.write_set = writes;
+        bump(&slot.stats.aborted[reason.index()], 1);
+        self.finish();
+    }
+
+    /// Clears per-transaction state, gives the buffers back to the slot and ends the
+    /// transaction in the table.
+    pub(crate) fn finish(&mut self) {
+        self.status = Status::Ended;
+        let slot = self.slot();
+        self.local.read_set.clear();
+        self.local.scan_set.clear();
+        self.local.scan_keys.clear();
+        self.local.write_set.clear();
+        slot.terminate();
+        // SAFETY: we own the slot until release below.
+        unsafe { std::mem::swap(&mut *slot.local.get(), &mut self.local) };
+        self.db.txns.release(self.slot_idx);
+    }
+
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if self.status == Status::Active {
+            self.rollback(AbortReason::UserAbort);
+        }
+    }
+}
+
+type OwnedBound = Bound<Vec<u8>>;
+
+fn as_ref_bound(b: &OwnedBound) -> Bound<&[u8]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// Encodes scan bounds given as key prefixes into byte bounds on the index.
+fn encode_bounds<K: Values + ?Sized>(
+    schema: &TableSchema,
+    index: usize,
+    lo: Bound<&K>,
+    hi: Bound<&K>,
+) -> Result<(OwnedBound, OwnedBound)> {
+    let width = schema.indexes[index].columns.len();
+    let secondary = index != 0;
+    let enc = |k: &K| -> Result<(Vec<u8>, bool)> {
+        let mut b = Vec::new();
+        let n = schema.encode_key_prefix(index, k, &mut b)?;
+        // A full key of a secondary index is still a prefix of its entries (tuple-id suffix).
+        Ok((b, n < width || secondary))
+    };
+    let lo = match lo {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Included(k) => Bound::Included(enc(k)?.0),
+        Bound::Excluded(k) => {
+            let (b, prefix) = enc(k)?;
+            if prefix {
+                match prefix_end(&b) {
+                    Some(e) => Bound::Included(e),
+                    None => Bound::Excluded(vec![0xFF; b.len() + 1]),
+                }
+            } else {
+                Bound::Excluded(b)
+            }
+        }
+    };
+    let hi = match hi {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Excluded(k) => Bound::Excluded(enc(k)?.0),
+        Bound::Included(k) => {
+            let (b, prefix) = enc(k)?;
+            if prefix {
+                match prefix_end(&b) {
+                    Some(e) => Bound::Excluded(e),
+                    None => Bound::Unbounded,
+                }
+            } else {
+                Bound::Included(b)
+            }
+        }
+    };
+    Ok((lo, hi))
+}

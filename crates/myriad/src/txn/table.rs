@@ -1,0 +1,205 @@
+//! The transaction table (Hekaton §2.2): one slot per open transaction, found from a
+//! transaction id without any map lookup because the id embeds the slot index.
+//!
+//! A slot is owned by one transaction at a time (`in_use`); its owner alone writes `state`,
+//! `txn_id` and `begin_ts` and touches `local`. Other transactions read `state` to resolve
+//! transaction ids they find in Begin/End fields (Hekaton Tables 1–2).
+//!
+//! Invariants:
+//! - `txn_id` is reset only after the transaction finished post-processing (every Begin/End
+//!   field it wrote holds a timestamp or the aborted marker), so a reader that finds the slot
+//!   holding another id rereads the field and sees the final value ("terminated" rows of
+//!   Tables 1–2).
+//! - The Preparing state is published *before* the end timestamp is drawn (`PREPARING_PENDING`),
+//!   so a reader whose read time is later than the end timestamp can never observe the writer
+//!   as Active (the first trap of the foundation issue).
+
+use crossbeam_utils::CachePadded;
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Largest number of slots (the slot index lives in the low 16 bits of a transaction id).
+pub const MAX_SLOTS: usize = 1 << 15;
+const SLOT_BITS: u32 = 16;
+
+/// A transaction id: `(sequence << 16) | slot`. Never zero; never reused within an engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TxnId(pub u64);
+
+impl TxnId {
+    pub(crate) fn slot(self) -> usize {
+        (self.0 & ((1 << SLOT_BITS) - 1)) as usize
+    }
+    /// The word stored in a Begin/End field for this transaction.
+    pub(crate) fn word(self) -> u64 {
+        crate::version::TXN_BIT | self.0
+    }
+    pub(crate) fn from_word(w: u64) -> TxnId {
+        TxnId(w & !crate::version::TXN_BIT)
+    }
+}
+
+/// State of a transaction as another transaction sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TxnState {
+    Active,
+    /// Preparing, end timestamp not yet drawn: the caller must wait until it is.
+    PreparingPending,
+    Preparing(u64),
+    Committed(u64),
+    Aborted,
+    /// The slot no longer holds this transaction: reread the field.
+    Terminated,
+}
+
+const ST_SHIFT: u32 = 62;
+const TS_MASK: u64 = (1 << ST_SHIFT) - 1;
+const ST_ACTIVE: u64 = 0;
+const ST_PREPARING: u64 = 1;
+const ST_COMMITTED: u64 = 2;
+const ST_ABORTED: u64 = 3;
+const PENDING_TS: u64 = TS_MASK;
+
+fn pack(state: u64, ts: u64) -> u64 {
+    (state << ST_SHIFT) | (ts & TS_MASK)
+}
+
+/// Per-slot counters, written only by the slot's owner (plain stores, no read-modify-write)
+/// and summed by `Database::stats`.
+#[derive(Default)]
+pub(crate) struct SlotStats {
+    pub committed: AtomicU64,
+    pub aborted: [AtomicU64; 5],
+    /// Atomic read-modify-writes on engine-global words (timestamp counter, tuple-id counter).
+    pub global_rmw: AtomicU64,
+    /// Atomic read-modify-writes on per-record words (write locks, chain heads).
+    pub record_rmw: AtomicU64,
+    pub versions_allocated: AtomicU64,
+    pub version_bytes_allocated: AtomicU64,
+    pub versions_reclaimed: AtomicU64,
+    pub version_bytes_reclaimed: AtomicU64,
+    pub gc_ns: AtomicU64,
+}
+
+/// Adds `n` to an owner-written counter without an atomic read-modify-write.
+#[inline]
+pub(crate) fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+pub(crate) struct Slot {
+    pub in_use: AtomicBool,
+    pub txn_id: AtomicU64,
+    state: AtomicU64,
+    /// Read time registered for the visibility watermark; `u64::MAX` when idle.
+    pub begin_ts: AtomicU64,
+    seq: AtomicU64,
+    pub stats: SlotStats,
+    /// Owner-only state (reusable buffers, garbage queue). Touched only by the thread that
+    /// holds `in_use`.
+    pub local: UnsafeCell<super::SlotLocal>,
+}
+
+// SAFETY: `local` is only accessed by the owner of `in_use` (acquired with a CAS, released with
+// a Release store), which serialises all access to it.
+unsafe impl Sync for Slot {}
+unsafe impl Send for Slot {}
+
+pub(crate) struct TxnTable {
+    slots: Box<[CachePadded<Slot>]>,
+}
+
+impl TxnTable {
+    pub fn new(n: usize) -> Self {
+        let slots = (0..n)
+            .map(|_| {
+                CachePadded::new(Slot {
+                    in_use: AtomicBool::new(false),
+                    txn_id: AtomicU64::new(0),
+                    state: AtomicU64::new(pack(ST_ABORTED, 0)),
+                    begin_ts: AtomicU64::new(u64::MAX),
+                    seq: AtomicU64::new(0),
+                    stats: SlotStats::default(),
+                    local: UnsafeCell::new(super::SlotLocal::default()),
+                })
+            })
+            .collect();
+        TxnTable { slots }
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn slot(&self, i: usize) -> &Slot {
+        &self.slots[i]
+    }
+
+    pub fn slots(&self) -> impl Iterator<Item = &Slot> {
+        self.slots.iter().map(|s| &**s)
+    }
+
+    /// Claims a free slot, preferring `hint` (the slot this thread used last).
+    pub fn acquire(&self, hint: usize) -> Option<usize> {
+        let n = self.slots.len();
+        (0..n).map(|k| (hint + k) % n).find(|&i| {
+            let s = &self.slots[i];
+            !s.in_use.load(Ordering::Relaxed)
+                && s.in_use.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        })
+    }
+
+    pub fn release(&self, i: usize) {
+        self.slots[i].in_use.store(false, Ordering::Release);
+    }
+
+    /// Resolves the state of transaction `id` (Hekaton Tables 1–2, first column).
+    #[inline]
+    pub fn state_of(&self, id: TxnId) -> TxnState {
+        let Some(s) = self.slots.get(id.slot()) else { return TxnState::Terminated };
+        if s.txn_id.load(Ordering::SeqCst) != id.0 {
+            return TxnState::Terminated;
+        }
+        let w = s.state.load(Ordering::SeqCst);
+        if s.txn_id.load(Ordering::SeqCst) != id.0 {
+            return TxnState::Terminated;
+        }
+        let ts = w & TS_MASK;
+        match w >> ST_SHIFT {
+            ST_ACTIVE => TxnState::Active,
+            ST_PREPARING if ts == PENDING_TS => TxnState::PreparingPending,
+            ST_PREPARING => TxnState::Preparing(ts),
+            ST_COMMITTED => TxnState::Committed(ts),
+            _ => TxnState::Aborted,
+        }
+    }
+}
+
+impl Slot {
+    /// Starts a new transaction in this (owned) slot and returns its id.
+    pub fn start(&self, index: usize) -> TxnId {
+        let seq = self.seq.load(Ordering::Relaxed) + 1;
+        self.seq.store(seq, Ordering::Relaxed);
+        let id = TxnId((seq << SLOT_BITS) | index as u64);
+        self.state.store(pack(ST_ACTIVE, 0), Ordering::SeqCst);
+        self.txn_id.store(id.0, Ordering::SeqCst);
+        id
+    }
+    pub fn set_preparing_pending(&self) {
+        self.state.store(pack(ST_PREPARING, PENDING_TS), Ordering::SeqCst);
+    }
+    pub fn set_preparing(&self, ts: u64) {
+        self.state.store(pack(ST_PREPARING, ts), Ordering::SeqCst);
+    }
+    pub fn set_committed(&self, ts: u64) {
+        self.state.store(pack(ST_COMMITTED, ts), Ordering::SeqCst);
+    }
+    pub fn set_aborted(&self) {
+        self.state.store(pack(ST_ABORTED, 0), Ordering::SeqCst);
+    }
+    /// Ends the transaction after post-processing (see the module invariants).
+    pub fn terminate(&self) {
+        self.txn_id.store(0, Ordering::SeqCst);
+        self.begin_ts.store(u64::MAX, Ordering::SeqCst);
+    }
+}

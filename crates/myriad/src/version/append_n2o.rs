@@ -1,0 +1,111 @@
+//! Append-only, newest-to-oldest version chains (thesis §5.4.1; Hekaton §2.3).
+//!
+//! A logical row is a chain: the indirection entry of its tuple id points at the newest
+//! version, and each version's `next` points at the next older one. A version is one heap
+//! block: this header followed by the table's fixed-size row data.
+//!
+//! Invariants owned here:
+//! - the row data of a version is written only by its creator while its Begin field holds the
+//!   creator's transaction id (so no other transaction reads it), and never after;
+//! - `next` only ever changes from a pointer to null (GC truncation, `take_next`), and whoever
+//!   takes a non-null `next` owns (frees) the versions behind it.
+
+use std::alloc::{alloc, dealloc, Layout};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+/// Version header; the row data follows it in the same allocation.
+#[repr(C, align(8))]
+pub struct Version {
+    /// Begin timestamp, or the creating transaction's id (`TXN_BIT` set) until post-processing.
+    pub(crate) begin: AtomicU64,
+    /// End timestamp (`INFINITY` while latest), or the id of the transaction that superseded or
+    /// is superseding this version (the write lock, Hekaton §2.6).
+    pub(crate) end: AtomicU64,
+    /// Next older version.
+    pub(crate) next: AtomicPtr<Version>,
+    /// Bytes of row data after the header.
+    pub(crate) data_len: u32,
+    /// True if this version records a delete.
+    pub(crate) tombstone: std::sync::atomic::AtomicBool,
+}
+
+const HEADER: usize = std::mem::size_of::<Version>();
+
+impl Version {
+    /// Bytes a version with `data_len` bytes of row data occupies.
+    pub(crate) fn alloc_size(data_len: usize) -> usize {
+        HEADER + data_len
+    }
+
+    fn layout(data_len: usize) -> Layout {
+        // HEADER is a multiple of 8 and small; data_len is bounded by the schema.
+        match Layout::from_size_align(Self::alloc_size(data_len), 8) {
+            Ok(l) => l,
+            Err(_) => panic!("version layout overflow for {data_len} bytes of row data"),
+        }
+    }
+
+    /// Allocates a version with zeroed row data.
+    pub(crate) fn alloc(begin: u64, data_len: usize, next: *mut Version) -> NonNull<Version> {
+        let layout = Self::layout(data_len);
+        // SAFETY: layout has non-zero size.
+        let p = unsafe { alloc(layout) } as *mut Version;
+        let Some(nn) = NonNull::new(p) else { std::alloc::handle_alloc_error(layout) };
+        // SAFETY: p is a fresh allocation of at least HEADER + data_len bytes, aligned to 8.
+        unsafe {
+            ptr::write(
+                p,
+                Version {
+                    begin: AtomicU64::new(begin),
+                    end: AtomicU64::new(super::INFINITY),
+                    next: AtomicPtr::new(next),
+                    data_len: data_len as u32,
+                    tombstone: std::sync::atomic::AtomicBool::new(false),
+                },
+            );
+            ptr::write_bytes((p as *mut u8).add(HEADER), 0, data_len);
+        }
+        nn
+    }
+
+    /// Frees a version.
+    ///
+    /// # Safety
+    /// `v` came from `alloc`, is unreachable for every thread that is not pinned in an epoch
+    /// older than the unlink, and is freed once.
+    pub(crate) unsafe fn free(v: *mut Version) {
+        let len = (*v).data_len as usize;
+        dealloc(v as *mut u8, Self::layout(len));
+    }
+
+    /// The row data.
+    #[inline]
+    pub(crate) fn data(&self) -> &[u8] {
+        // SAFETY: the allocation holds data_len bytes after the header (see `alloc`).
+        unsafe {
+            std::slice::from_raw_parts((self as *const Version as *const u8).add(HEADER), self.data_len as usize)
+        }
+    }
+
+    /// Mutable row data.
+    ///
+    /// # Safety
+    /// Caller is the creator of this version and it is not yet visible to anyone else
+    /// (its Begin holds the caller's transaction id), and no other reference to the data exists.
+    #[allow(clippy::mut_from_ref)]
+    #[inline]
+    pub(crate) unsafe fn data_mut(&self) -> &mut [u8] {
+        std::slice::from_raw_parts_mut((self as *const Version as *mut u8).add(HEADER), self.data_len as usize)
+    }
+
+    #[inline]
+    pub(crate) fn is_tombstone(&self) -> bool {
+        self.tombstone.load(Ordering::Acquire)
+    }
+
+    /// Detaches everything older than this version; the caller owns what is returned.
+    pub(crate) fn take_next(&self) -> *mut Version {
+        self.next.swap(ptr::null_mut(), Ordering::AcqRel)
+    }
+}
