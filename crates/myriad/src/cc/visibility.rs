@@ -127,3 +127,188 @@ impl Resolver<'_> {
         std::ptr::null()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Every row of Hekaton Tables 1 and 2, plus the waiting cases.
+    use super::*;
+    use crate::version::INFINITY;
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+
+    struct Fixture {
+        txns: TxnTable,
+        me: TxnId,
+        other: TxnId,
+    }
+
+    fn fixture() -> Fixture {
+        let txns = TxnTable::new(4);
+        let me = txns.slot(0).start(0);
+        let other = txns.slot(1).start(1);
+        Fixture { txns, me, other }
+    }
+
+    /// A test-owned version, freed on drop.
+    struct Owned(*mut Version);
+    impl std::ops::Deref for Owned {
+        type Target = Version;
+        fn deref(&self) -> &Version {
+            // SAFETY: allocated by Version::alloc and owned by this value.
+            unsafe { &*self.0 }
+        }
+    }
+    impl Drop for Owned {
+        fn drop(&mut self) {
+            // SAFETY: allocated by Version::alloc, never shared beyond the test.
+            unsafe { Version::free(self.0) }
+        }
+    }
+
+    fn version(begin: u64, end: u64) -> Owned {
+        let v = Owned(Version::alloc(begin, 8, std::ptr::null_mut()).as_ptr());
+        v.end.store(end, Ordering::Relaxed);
+        v
+    }
+
+    fn free(v: Owned) {
+        drop(v)
+    }
+
+    fn check(f: &Fixture, begin: u64, end: u64, rt: u64) -> bool {
+        let v = version(begin, end);
+        let r = Resolver { txns: &f.txns, me: f.me }.visible(&v, rt);
+        free(v);
+        r
+    }
+
+    #[test]
+    fn timestamps_only() {
+        let f = fixture();
+        assert!(check(&f, 5, INFINITY, 5));
+        assert!(check(&f, 5, 10, 9));
+        assert!(!check(&f, 5, 10, 10));
+        assert!(!check(&f, 5, 10, 4));
+        // An aborted version has Begin = INFINITY and is visible to no one.
+        assert!(!check(&f, INFINITY, INFINITY, u64::MAX >> 2));
+    }
+
+    #[test]
+    fn table1_begin_holds_txn_id() {
+        let f = fixture();
+        let other = f.txns.slot(1);
+        // Active, TB = T: visible iff End is infinity.
+        assert!(check(&f, f.me.word(), INFINITY, 3));
+        assert!(!check(&f, f.me.word(), f.me.word(), 3));
+        // Active, TB != T: invisible.
+        assert!(!check(&f, f.other.word(), INFINITY, 100));
+        // Preparing with TS > RT: invisible (it will begin after our read time).
+        other.set_preparing(50);
+        assert!(!check(&f, f.other.word(), INFINITY, 40));
+        // Committed: use TS as the begin time.
+        other.set_committed(50);
+        assert!(check(&f, f.other.word(), INFINITY, 50));
+        assert!(!check(&f, f.other.word(), INFINITY, 49));
+        // Aborted: garbage, invisible.
+        other.set_aborted();
+        assert!(!check(&f, f.other.word(), INFINITY, 100));
+    }
+
+    #[test]
+    fn table1_terminated_rereads_field() {
+        let f = fixture();
+        let other = f.txns.slot(1);
+        let v = version(f.other.word(), INFINITY);
+        other.set_committed(7);
+        // Post-processing finalises the field, then the slot terminates.
+        v.begin.store(7, Ordering::Release);
+        other.terminate();
+        assert!(Resolver { txns: &f.txns, me: f.me }.visible(&v, 8));
+        free(v);
+    }
+
+    #[test]
+    fn table2_end_holds_txn_id() {
+        let f = fixture();
+        let other = f.txns.slot(1);
+        // Active TE != T: V is visible (an uncommitted update/delete is not seen).
+        assert!(check(&f, 5, f.other.word(), 10));
+        // Active TE == T: we superseded V ourselves; invisible to us.
+        assert!(!check(&f, 5, f.me.word(), 10));
+        // Preparing TE with TS > RT: visible.
+        other.set_preparing(20);
+        assert!(check(&f, 5, f.other.word(), 10));
+        // Committed TE: use TS as the end time.
+        other.set_committed(20);
+        assert!(check(&f, 5, f.other.word(), 19));
+        assert!(!check(&f, 5, f.other.word(), 20));
+        // Aborted TE: V is visible.
+        other.set_aborted();
+        assert!(check(&f, 5, f.other.word(), 30));
+    }
+
+    /// Preparing with TS < RT: the reader waits for the outcome (no commit dependencies yet).
+    fn preparing_then(commit: bool, field_is_end: bool) -> bool {
+        let f = fixture();
+        let other = f.txns.slot(1);
+        other.set_preparing(20);
+        let v = if field_is_end { version(5, f.other.word()) } else { version(f.other.word(), INFINITY) };
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(50));
+                if commit {
+                    other.set_committed(20);
+                } else {
+                    other.set_aborted();
+                }
+            });
+            let r = Resolver { txns: &f.txns, me: f.me }.visible(&v, 30);
+            free(v);
+            r
+        })
+    }
+
+    #[test]
+    fn preparing_below_read_time_waits_for_outcome() {
+        // Begin field: visible iff the writer commits.
+        assert!(preparing_then(true, false));
+        assert!(!preparing_then(false, false));
+        // End field: invisible iff the writer commits (an uncommitted delete is never seen).
+        assert!(!preparing_then(true, true));
+        assert!(preparing_then(false, true));
+    }
+
+    #[test]
+    fn preparing_pending_is_never_treated_as_active() {
+        // The trap: a writer that published Preparing but has not yet stored its end timestamp
+        // may draw one below our read time; the reader must wait, not treat it as Active.
+        let f = fixture();
+        let other = f.txns.slot(1);
+        other.set_preparing_pending();
+        let v = version(f.other.word(), INFINITY);
+        let seen = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(50));
+                other.set_preparing(10);
+                std::thread::sleep(Duration::from_millis(20));
+                other.set_committed(10);
+            });
+            Resolver { txns: &f.txns, me: f.me }.visible(&v, 30)
+        });
+        assert!(seen, "a commit at ts 10 must be visible at read time 30");
+        free(v);
+    }
+
+    #[test]
+    fn still_visible_for_read_validation() {
+        let f = fixture();
+        let r = Resolver { txns: &f.txns, me: f.me };
+        let v = version(5, INFINITY);
+        assert!(r.still_visible(&v, 100));
+        v.end.store(f.me.word(), Ordering::Relaxed); // we updated it: fine
+        assert!(r.still_visible(&v, 100));
+        v.end.store(50, Ordering::Relaxed); // someone committed an update at 50 < 100
+        assert!(!r.still_visible(&v, 100));
+        free(v);
+    }
+}

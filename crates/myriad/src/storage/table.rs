@@ -102,6 +102,12 @@ impl Table {
     }
 }
 
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table").field("id", &self.id).field("name", &self.schema.name).finish()
+    }
+}
+
 impl Drop for Table {
     fn drop(&mut self) {
         // No transaction can be running: the Database (which owns every transaction's borrow)
