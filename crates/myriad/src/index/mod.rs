@@ -47,6 +47,14 @@ impl Index {
         }
     }
 
+    /// Prefetches the cache line a lookup of `key` starts with (hash indexes only).
+    #[inline]
+    pub fn prefetch(&self, key: &[u8]) {
+        if let Index::Hash(h) = self {
+            h.prefetch(key);
+        }
+    }
+
     /// Primary index: maps `key` to `tid` unless the key exists (returns its tuple id).
     pub fn insert_unique(&self, key: &[u8], tid: u64) -> Result<(), u64> {
         match self {

@@ -1,0 +1,364 @@
+//! The benchmark runner shared by every workload: worker threads, warm-up, the measured
+//! interval, retries of aborted transactions, per-thread latency histograms per transaction
+//! type (merged at the end), the memory time series, and the progress bar.
+//!
+//! Timing. A shared `phase` word moves WARMUP → MEASURE → STOP; a worker reads it between
+//! transactions, and a transaction counts iff it *started* in MEASURE. Its latency runs from
+//! the start of its first attempt to its commit, across retries. The measured duration is
+//! the main thread's time between the MEASURE and STOP transitions.
+
+pub mod report;
+
+use crate::workload::Worker;
+use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use myriad::{AbortReason, Database, Error, Stats};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const WARMUP: u8 = 0;
+const MEASURE: u8 = 1;
+const STOP: u8 = 2;
+
+/// Latency histogram range: 1 ns to 1 hour, 3 significant digits.
+const HIST_MAX_NS: u64 = 3_600_000_000_000;
+/// Upper bounds (exclusive, ns) of the coarse latency buckets of thesis Table 3.1; the last
+/// bucket is open.
+pub const LATENCY_BUCKET_BOUNDS_NS: [u64; 5] = [10_000, 100_000, 1_000_000, 10_000_000, 100_000_000];
+pub const LATENCY_BUCKET_NAMES: [&str; 6] = ["<10us", "10-100us", "100us-1ms", "1-10ms", "10-100ms", ">=100ms"];
+/// Number of abort reasons the engine reports.
+pub const REASONS: usize = AbortReason::ALL.len();
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub threads: usize,
+    pub warmup: Duration,
+    pub duration: Duration,
+    /// Draw a progress bar.
+    pub progress: bool,
+    /// Transaction-type names of the workload (its `Worker::next_txn` indexes into these).
+    pub txn_types: &'static [&'static str],
+}
+
+/// Latency of one transaction type.
+#[derive(Clone, Debug)]
+pub struct TypeLatency {
+    pub hist: Histogram<u64>,
+    pub buckets: [u64; 6],
+}
+
+impl TypeLatency {
+    fn new() -> TypeLatency {
+        // The bounds are constants that hdrhistogram accepts.
+        let hist = Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid histogram bounds");
+        TypeLatency { hist, buckets: [0; 6] }
+    }
+
+    #[inline]
+    fn record(&mut self, ns: u64) {
+        self.hist.saturating_record(ns.clamp(1, HIST_MAX_NS));
+        let b = LATENCY_BUCKET_BOUNDS_NS.iter().position(|&hi| ns < hi).unwrap_or(5);
+        self.buckets[b] += 1;
+    }
+
+    fn merge(&mut self, other: &TypeLatency) {
+        // Same bounds on both sides, so `add` cannot fail.
+        self.hist.add(&other.hist).expect("histograms with equal bounds");
+        for (a, b) in self.buckets.iter_mut().zip(other.buckets) {
+            *a += b;
+        }
+    }
+}
+
+/// One worker's counters; merged into `RunResult` at the end.
+struct ThreadTally {
+    committed: u64,
+    aborted: [u64; REASONS],
+    /// Transactions given up because the run ended while they were being retried.
+    abandoned: u64,
+    latency: Vec<TypeLatency>,
+}
+
+impl ThreadTally {
+    fn new(types: usize) -> ThreadTally {
+        ThreadTally { committed: 0, aborted: [0; REASONS], abandoned: 0, latency: (0..types).map(|_| TypeLatency::new()).collect() }
+    }
+}
+
+/// One sample of the version-memory time series.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct MemSample {
+    /// Seconds since the start of the measured interval.
+    pub t_s: f64,
+    pub live_versions: u64,
+    pub version_bytes: u64,
+}
+
+impl MemSample {
+    fn of(t: f64, s: &Stats) -> MemSample {
+        MemSample { t_s: t, live_versions: s.live_versions(), version_bytes: s.live_version_bytes() }
+    }
+}
+
+/// What a run measured.
+#[derive(Debug)]
+pub struct RunResult {
+    pub committed: u64,
+    pub aborted: [u64; REASONS],
+    pub abandoned: u64,
+    pub duration: Duration,
+    pub latency: Vec<TypeLatency>,
+    pub timeseries: Vec<MemSample>,
+    /// Engine counters at the start and the end of the measured interval.
+    pub stats_start: Stats,
+    pub stats_end: Stats,
+}
+
+impl RunResult {
+    pub fn aborted_total(&self) -> u64 {
+        self.aborted.iter().sum()
+    }
+}
+
+/// Whether progress bars may be drawn: stdout is a terminal and the user did not opt out.
+pub fn progress_enabled(no_progress: bool) -> bool {
+    !no_progress && std::io::stdout().is_terminal()
+}
+
+/// A progress bar on stdout (hidden when `enabled` is false).
+pub fn progress_bar(enabled: bool, len: u64, template: &str) -> ProgressBar {
+    if !enabled {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stdout());
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb
+}
+
+/// Runs `f(chunk, scratch)` for chunks `0..chunks` on `threads` threads, thread `t` taking the
+/// contiguous range `[t·chunks/threads, (t+1)·chunks/threads)`. `f` returns the number of items
+/// it did (added to `progress`). The first error stops the other threads and is returned.
+pub fn parallel_chunks<S: Default, E: Send>(
+    threads: usize,
+    chunks: u64,
+    progress: Option<&ProgressBar>,
+    f: impl Fn(u64, &mut S) -> Result<u64, E> + Sync,
+) -> Result<(), E> {
+    let threads = threads.max(1) as u64;
+    let failed = AtomicBool::new(false);
+    let first_error: Mutex<Option<E>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (f, failed, first_error) = (&f, &failed, &first_error);
+            s.spawn(move || {
+                let mut scratch = S::default();
+                for chunk in t * chunks / threads..(t + 1) * chunks / threads {
+                    if failed.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    match f(chunk, &mut scratch) {
+                        Ok(n) => {
+                            if let Some(pb) = progress {
+                                pb.inc(n);
+                            }
+                        }
+                        Err(e) => {
+                            failed.store(true, Ordering::Relaxed);
+                            first_error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Position of `reason` in `AbortReason::ALL`.
+fn reason_index(reason: AbortReason) -> usize {
+    AbortReason::ALL.iter().position(|&r| r == reason).unwrap_or(REASONS - 1)
+}
+
+/// Runs `opts.threads` workers (`make_worker(i)` builds worker `i` on its own thread) through
+/// the warm-up and the measured interval. Returns the first fatal (non-retryable) error.
+pub fn run<W: Worker>(
+    db: &Database,
+    opts: &RunOptions,
+    make_worker: impl Fn(usize) -> W + Sync,
+) -> Result<RunResult, Error> {
+    // Even without warm-up, workers start in WARMUP: the measured interval begins when the
+    // driver says so, not when the first thread happens to be scheduled.
+    let phase = AtomicU8::new(WARMUP);
+    let types = opts.txn_types.len();
+    let total_ms = (opts.warmup + opts.duration).as_millis() as u64;
+    let pb = progress_bar(opts.progress, total_ms.max(1), "{prefix:>7} [{wide_bar}] {msg}");
+    pb.set_prefix(if opts.warmup.is_zero() { "run" } else { "warmup" });
+
+    let (tallies, measured) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..opts.threads)
+            .map(|i| {
+                let (phase, make_worker) = (&phase, &make_worker);
+                s.spawn(move || worker_loop(db, phase, types, make_worker(i)))
+            })
+            .collect();
+        let measured = drive(db, opts, &phase, &pb);
+        let tallies: Vec<_> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect();
+        (tallies, measured)
+    });
+    pb.finish_and_clear();
+
+    let (duration, timeseries, stats_start, stats_end) = measured;
+    let mut result = RunResult {
+        committed: 0,
+        aborted: [0; REASONS],
+        abandoned: 0,
+        duration,
+        latency: (0..types).map(|_| TypeLatency::new()).collect(),
+        timeseries,
+        stats_start,
+        stats_end,
+    };
+    for t in tallies {
+        let t = t?;
+        result.committed += t.committed;
+        result.abandoned += t.abandoned;
+        for (a, b) in result.aborted.iter_mut().zip(t.aborted) {
+            *a += b;
+        }
+        for (a, b) in result.latency.iter_mut().zip(&t.latency) {
+            a.merge(b);
+        }
+    }
+    Ok(result)
+}
+
+/// The main thread's part: phase changes, memory samples, progress. Returns the measured
+/// duration, the memory time series and the engine counters at both ends of the interval.
+fn drive(db: &Database, opts: &RunOptions, phase: &AtomicU8, pb: &ProgressBar) -> (Duration, Vec<MemSample>, Stats, Stats) {
+    const TICK: Duration = Duration::from_millis(100);
+    let start = Instant::now();
+    // A worker that hits a fatal error sets STOP; the driver then ends early.
+    let stopped = || phase.load(Ordering::Relaxed) == STOP;
+    while start.elapsed() < opts.warmup && !stopped() {
+        std::thread::sleep(TICK.min(opts.warmup.saturating_sub(start.elapsed())));
+        pb.set_position(start.elapsed().as_millis() as u64);
+    }
+    let _ = phase.compare_exchange(WARMUP, MEASURE, Ordering::SeqCst, Ordering::SeqCst);
+    let m0 = Instant::now();
+    let s0 = db.stats();
+    pb.set_prefix("run");
+    let mut series = vec![MemSample::of(0.0, &s0)];
+    let mut next_sample = Duration::from_secs(1);
+    loop {
+        let elapsed = m0.elapsed();
+        if elapsed >= opts.duration || stopped() {
+            break;
+        }
+        std::thread::sleep(TICK.min(opts.duration - elapsed).min(next_sample.saturating_sub(elapsed)).max(Duration::from_millis(1)));
+        let elapsed = m0.elapsed();
+        if elapsed >= next_sample {
+            let s = db.stats();
+            series.push(MemSample::of(elapsed.as_secs_f64(), &s));
+            next_sample += Duration::from_secs(1);
+        }
+        if opts.progress {
+            let committed = db.stats().committed.saturating_sub(s0.committed);
+            pb.set_position((opts.warmup + elapsed).as_millis() as u64);
+            pb.set_message(format!(
+                "{:.1}/{:.1} s  {} txn/s",
+                elapsed.as_secs_f64(),
+                opts.duration.as_secs_f64(),
+                report::thousands((committed as f64 / elapsed.as_secs_f64().max(1e-9)) as u64)
+            ));
+        }
+    }
+    phase.store(STOP, Ordering::SeqCst);
+    let duration = m0.elapsed();
+    let s1 = db.stats();
+    if series.last().is_some_and(|l| duration.as_secs_f64() - l.t_s > 0.05) {
+        series.push(MemSample::of(duration.as_secs_f64(), &s1));
+    }
+    (duration, series, s0, s1)
+}
+
+fn worker_loop<W: Worker>(db: &Database, phase: &AtomicU8, types: usize, mut w: W) -> Result<ThreadTally, Error> {
+    let mut tally = ThreadTally::new(types);
+    loop {
+        let ph = phase.load(Ordering::Relaxed);
+        if ph == STOP {
+            return Ok(tally);
+        }
+        let measured = ph == MEASURE;
+        let ty = w.next_txn();
+        debug_assert!(ty < types, "workload returned transaction type {ty} of {types}");
+        let start = Instant::now();
+        loop {
+            match w.attempt(db) {
+                Ok(()) => {
+                    if measured {
+                        tally.committed += 1;
+                        tally.latency[ty].record(start.elapsed().as_nanos() as u64);
+                    }
+                    break;
+                }
+                Err(Error::SerializationFailure(reason)) if reason != AbortReason::UserAbort => {
+                    if measured {
+                        tally.aborted[reason_index(reason)] += 1;
+                    }
+                    if phase.load(Ordering::Relaxed) == STOP {
+                        tally.abandoned += measured as u64;
+                        break;
+                    }
+                    // Let the conflicting transaction finish when threads outnumber cores.
+                    std::thread::yield_now();
+                }
+                Err(e) => {
+                    phase.store(STOP, Ordering::SeqCst);
+                    return Err(e);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_buckets_follow_table_3_1() {
+        let mut l = TypeLatency::new();
+        for ns in [0, 9_999, 10_000, 99_999, 100_000, 1_000_000, 10_000_000, 99_999_999, 100_000_000, u64::MAX] {
+            l.record(ns);
+        }
+        assert_eq!(l.buckets, [2, 2, 1, 1, 2, 2]);
+        assert_eq!(l.hist.len(), 10);
+    }
+
+    #[test]
+    fn parallel_chunks_covers_every_chunk_once_and_stops_on_error() {
+        let seen = Mutex::new(Vec::new());
+        parallel_chunks::<(), ()>(3, 10, None, |c, _| {
+            seen.lock().unwrap().push(c);
+            Ok(1)
+        })
+        .unwrap();
+        let mut v = seen.into_inner().unwrap();
+        v.sort_unstable();
+        assert_eq!(v, (0..10).collect::<Vec<_>>());
+        let r = parallel_chunks::<(), u64>(2, 10, None, |c, _| if c == 3 { Err(c) } else { Ok(1) });
+        assert_eq!(r, Err(3));
+    }
+}

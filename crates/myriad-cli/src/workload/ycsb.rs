@@ -1,0 +1,511 @@
+//! YCSB as the thesis (§5.7.1) and DBx1000 run it: one table `usertable` of `rows` rows, a
+//! 64-bit key and ten attributes; a transaction of `ops` point operations on Zipfian-chosen
+//! keys, each a read of `attrs_read` attributes or an update of `attrs_modified` attributes.
+//!
+//! Determinism: a load chunk's rows come from `Rng::new(seed, LOAD_STREAM | chunk)`, so the
+//! loaded data depends on the seed alone (not on the thread count); worker `i` draws every
+//! transaction from `Rng::new(seed, i)`, and a retried transaction reuses its drawn plan.
+
+use super::rng::Rng;
+use super::zipf::{GrayZipf, ScrambledZipf};
+use super::Worker;
+use crate::bench::parallel_chunks;
+use indicatif::ProgressBar;
+use myriad::{
+    ColumnType, Database, Error, Isolation, Result, RowRef, TableRef, TableSchema, TxnOptions, ValueRef,
+};
+use serde::Serialize;
+use serde_json::{json, Value as Json};
+use std::collections::HashSet;
+use std::hint::black_box;
+
+/// Attributes per row (besides the key).
+pub const ATTRS: usize = 10;
+/// Bytes per attribute in the `bytes100x10` layout.
+pub const FIELD_BYTES: usize = 100;
+/// Rows per load transaction.
+pub const LOAD_CHUNK_ROWS: u64 = 1000;
+/// Transaction types, in report order.
+pub const TXN_TYPES: &[&str] = &["read_only_txn", "update_txn"];
+const READ_ONLY_TXN: usize = 0;
+const UPDATE_TXN: usize = 1;
+/// Stream tag of the load generators (worker streams are small thread indices).
+const LOAD_STREAM: u64 = 1 << 63;
+/// Size of a worker's source buffer for byte-attribute updates.
+const UPDATE_SOURCE_BYTES: usize = 4096 + FIELD_BYTES;
+
+/// Read/update proportions per operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mix {
+    /// 100% reads.
+    ReadOnly,
+    /// 80% reads, 20% updates.
+    ReadIntensive,
+    /// 20% reads, 80% updates.
+    UpdateIntensive,
+}
+
+impl Mix {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mix::ReadOnly => "read-only",
+            Mix::ReadIntensive => "read-intensive",
+            Mix::UpdateIntensive => "update-intensive",
+        }
+    }
+    /// Percentage of operations that are reads.
+    pub fn read_percent(self) -> u32 {
+        match self {
+            Mix::ReadOnly => 100,
+            Mix::ReadIntensive => 80,
+            Mix::UpdateIntensive => 20,
+        }
+    }
+}
+
+/// How keys are drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyDist {
+    /// Gray et al.'s Zipfian as DBx1000/CCBench use it; hot keys are the low keys.
+    Gray,
+    /// YCSB's ScrambledZipfianGenerator: hot keys scattered by FNV-1a hashing.
+    YcsbScrambled,
+}
+
+impl KeyDist {
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyDist::Gray => "gray",
+            KeyDist::YcsbScrambled => "ycsb-scrambled",
+        }
+    }
+}
+
+/// The row layout of `usertable`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+pub enum RowLayout {
+    /// Key INT + ten INT attributes.
+    #[value(name = "int64x10")]
+    #[serde(rename = "int64x10")]
+    Int64x10,
+    /// Key INT + ten BYTES(100) attributes (DBx1000/YCSB).
+    #[value(name = "bytes100x10")]
+    #[serde(rename = "bytes100x10")]
+    Bytes100x10,
+}
+
+impl RowLayout {
+    pub fn name(self) -> &'static str {
+        match self {
+            RowLayout::Int64x10 => "int64x10",
+            RowLayout::Bytes100x10 => "bytes100x10",
+        }
+    }
+    fn column_type(self) -> ColumnType {
+        match self {
+            RowLayout::Int64x10 => ColumnType::Int,
+            RowLayout::Bytes100x10 => ColumnType::Bytes(FIELD_BYTES),
+        }
+    }
+}
+
+/// Everything that shapes the YCSB data and transactions.
+#[derive(Clone, Debug)]
+pub struct Params {
+    pub rows: u64,
+    pub ops: usize,
+    pub mix: Mix,
+    pub theta: f64,
+    pub key_dist: KeyDist,
+    pub layout: RowLayout,
+    pub attrs_read: usize,
+    pub attrs_modified: usize,
+    /// Keys within one transaction never repeat (a repeated draw is redrawn).
+    pub distinct_keys: bool,
+    pub isolation: Isolation,
+}
+
+impl Params {
+    /// Checks the combinations a command line cannot express as per-flag ranges; the message
+    /// names the flag.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.rows == 0 || self.rows > i64::MAX as u64 {
+            return Err(format!("--rows must be in 1..={}, got {}", i64::MAX, self.rows));
+        }
+        if self.ops == 0 {
+            return Err("--ops must be at least 1".into());
+        }
+        if self.distinct_keys && self.ops as u64 > self.rows {
+            return Err(format!(
+                "--ops {} exceeds --rows {} while --distinct-keys is true (keys cannot be distinct)",
+                self.ops, self.rows
+            ));
+        }
+        if !(0.0..1.0).contains(&self.theta) {
+            return Err(format!("--theta must be in [0, 1), got {}", self.theta));
+        }
+        for (flag, n) in [("--attrs-read", self.attrs_read), ("--attrs-modified", self.attrs_modified)] {
+            if !(1..=ATTRS).contains(&n) {
+                return Err(format!("{flag} must be in 1..={ATTRS}, got {n}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The key generator chosen by `--key-dist`, over [0, rows).
+#[derive(Clone, Debug)]
+pub enum KeyGen {
+    Gray(GrayZipf),
+    Scrambled(ScrambledZipf),
+}
+
+impl KeyGen {
+    pub fn new(dist: KeyDist, rows: u64, theta: f64) -> KeyGen {
+        match dist {
+            KeyDist::Gray => KeyGen::Gray(GrayZipf::new(rows, theta)),
+            KeyDist::YcsbScrambled => KeyGen::Scrambled(ScrambledZipf::new(rows, theta)),
+        }
+    }
+
+    #[inline]
+    pub fn next(&self, rng: &mut Rng) -> u64 {
+        match self {
+            KeyGen::Gray(z) => z.next(rng),
+            KeyGen::Scrambled(z) => z.next(rng),
+        }
+    }
+}
+
+/// The YCSB workload over one database: its table and key generator.
+pub struct Ycsb {
+    pub params: Params,
+    pub table: TableRef,
+    keygen: KeyGen,
+}
+
+impl Ycsb {
+    /// Creates `usertable` (hash primary key, sized for `rows`).
+    pub fn create(db: &Database, params: Params) -> Result<Ycsb> {
+        if let Err(m) = params.validate() {
+            return Err(Error::InvalidConfig(m));
+        }
+        let ty = params.layout.column_type();
+        let mut schema = TableSchema::new("usertable").column("ycsb_key", ColumnType::Int);
+        for i in 0..ATTRS {
+            schema = schema.column(&format!("field{i}"), ty);
+        }
+        let schema = schema.primary_key(&["ycsb_key"]).expected_rows(params.rows as usize);
+        let table = db.create_table(schema)?;
+        let keygen = KeyGen::new(params.key_dist, params.rows, params.theta);
+        Ok(Ycsb { params, table, keygen })
+    }
+
+    /// Loads keys 0..rows with `threads` threads, each inserting a disjoint key range in
+    /// transactions of `LOAD_CHUNK_ROWS` rows.
+    pub fn load(&self, db: &Database, threads: usize, seed: u64, progress: Option<&ProgressBar>) -> Result<()> {
+        let chunks = self.params.rows.div_ceil(LOAD_CHUNK_ROWS);
+        let row_bytes = ATTRS * FIELD_BYTES;
+        parallel_chunks(threads, chunks, progress, |chunk, buf: &mut Vec<u8>| {
+            buf.resize(row_bytes, 0);
+            let lo = chunk * LOAD_CHUNK_ROWS;
+            let hi = (lo + LOAD_CHUNK_ROWS).min(self.params.rows);
+            loop {
+                // Every attempt regenerates the chunk from its seed: a retry loads the same rows.
+                let mut rng = Rng::new(seed, LOAD_STREAM | chunk);
+                let mut tx = db.begin()?;
+                let mut r = Ok(());
+                for key in lo..hi {
+                    r = self.insert_row(&mut tx, key as i64, &mut rng, buf);
+                    if r.is_err() {
+                        break;
+                    }
+                }
+                match r.and_then(|_| tx.commit()) {
+                    Ok(()) => return Ok(hi - lo),
+                    Err(e) if e.is_retryable() => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+        })
+    }
+
+    fn insert_row(&self, tx: &mut myriad::Transaction<'_>, key: i64, rng: &mut Rng, buf: &mut [u8]) -> Result<()> {
+        let mut values = [ValueRef::Int(key); ATTRS + 1];
+        match self.params.layout {
+            RowLayout::Int64x10 => {
+                for v in &mut values[1..] {
+                    *v = ValueRef::Int(rng.next_u64() as i64);
+                }
+            }
+            RowLayout::Bytes100x10 => {
+                rng.fill_bytes(buf);
+                for (v, field) in values[1..].iter_mut().zip(buf.chunks_exact(FIELD_BYTES)) {
+                    *v = ValueRef::Bytes(field);
+                }
+            }
+        }
+        tx.insert(&self.table, &values)
+    }
+
+    /// The worker for thread `thread`.
+    pub fn worker(&self, thread: usize, seed: u64) -> YcsbWorker<'_> {
+        let mut rng = Rng::new(seed, thread as u64);
+        let mut update_source = vec![0u8; UPDATE_SOURCE_BYTES].into_boxed_slice();
+        rng.fill_bytes(&mut update_source);
+        YcsbWorker {
+            y: self,
+            rng,
+            opts: TxnOptions { isolation: self.params.isolation, read_only: false },
+            plan: Vec::with_capacity(self.params.ops),
+            seen: HashSet::with_capacity(if self.params.ops > LINEAR_DEDUP_MAX { self.params.ops } else { 0 }),
+            update_source,
+        }
+    }
+
+    /// What this run's YCSB is, for the report's fidelity block (key → value; strings are
+    /// shown as is in the terminal summary).
+    pub fn fidelity(&self) -> Vec<(&'static str, Json)> {
+        let p = &self.params;
+        let read = p.mix.read_percent();
+        let layout = match p.layout {
+            RowLayout::Int64x10 => "int64x10: key INT + 10 INT attributes, hash primary key",
+            RowLayout::Bytes100x10 => "bytes100x10: key INT + 10 BYTES(100) attributes, hash primary key",
+        };
+        let keys = match p.key_dist {
+            KeyDist::Gray => format!(
+                "gray: Gray et al. Zipfian as DBx1000/CCBench, θ={}, unscrambled (hot keys are the low keys){}",
+                p.theta,
+                if p.theta == 0.0 { "; θ=0 is uniform" } else { "" }
+            ),
+            KeyDist::YcsbScrambled => format!(
+                "ycsb-scrambled: YCSB ScrambledZipfianGenerator, θ={}, Zipf over {} items, FNV-1a-64 mod rows",
+                p.theta,
+                super::zipf::YCSB_ITEM_COUNT
+            ),
+        };
+        vec![
+            ("mix", json!(format!("{}: {}% read / {}% update per operation", p.mix.name(), read, 100 - read))),
+            ("read_pct", json!(read)),
+            ("update_pct", json!(100 - read)),
+            ("ops_per_txn", json!(p.ops)),
+            ("attrs_read_per_read", json!(p.attrs_read)),
+            ("attrs_modified_per_update", json!(p.attrs_modified)),
+            ("rows", json!(p.rows)),
+            ("row_layout", json!(layout)),
+            ("key_generator", json!(keys)),
+            ("key_dist", json!(p.key_dist.name())),
+            ("theta", json!(p.theta)),
+            ("keys_may_repeat_in_txn", json!(!p.distinct_keys)),
+        ]
+    }
+}
+
+/// Up to this many operations, duplicate keys are found by a linear scan of the plan.
+const LINEAR_DEDUP_MAX: usize = 32;
+
+/// One planned operation of a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Op {
+    key: i64,
+    update: bool,
+    /// First attribute touched (0-based); the next ones follow cyclically.
+    attr: u8,
+    /// Update payload: the new integer value, or an offset into the update source.
+    value: u64,
+}
+
+/// One thread's YCSB transactions.
+pub struct YcsbWorker<'a> {
+    y: &'a Ycsb,
+    rng: Rng,
+    opts: TxnOptions,
+    plan: Vec<Op>,
+    seen: HashSet<u64>,
+    /// Bytes that updates of the `bytes100x10` layout copy from (never allocated per operation).
+    update_source: Box<[u8]>,
+}
+
+/// Column of the `j`-th attribute touched by an operation starting at attribute `first`.
+#[inline]
+fn attr_col(first: u8, j: usize) -> usize {
+    1 + (first as usize + j) % ATTRS
+}
+
+impl YcsbWorker<'_> {
+    fn draw_key(&mut self) -> u64 {
+        let p = &self.y.params;
+        loop {
+            let k = self.y.keygen.next(&mut self.rng);
+            if !p.distinct_keys {
+                return k;
+            }
+            let fresh = if p.ops <= LINEAR_DEDUP_MAX {
+                !self.plan.iter().any(|o| o.key as u64 == k)
+            } else {
+                self.seen.insert(k)
+            };
+            if fresh {
+                return k;
+            }
+        }
+    }
+}
+
+impl Worker for YcsbWorker<'_> {
+    fn next_txn(&mut self) -> usize {
+        let p = &self.y.params;
+        let (ops, read_pct) = (p.ops, p.mix.read_percent());
+        let spread = p.attrs_read < ATTRS || p.attrs_modified < ATTRS;
+        self.plan.clear();
+        self.seen.clear();
+        let mut any_update = false;
+        for _ in 0..ops {
+            let key = self.draw_key() as i64;
+            let update = match read_pct {
+                100 => false,
+                0 => true,
+                pct => !self.rng.percent(pct),
+            };
+            let attr = if spread { self.rng.below(ATTRS as u64) as u8 } else { 0 };
+            let value = if update { self.rng.next_u64() } else { 0 };
+            any_update |= update;
+            self.plan.push(Op { key, update, attr, value });
+        }
+        if any_update {
+            UPDATE_TXN
+        } else {
+            READ_ONLY_TXN
+        }
+    }
+
+    fn attempt(&mut self, db: &Database) -> Result<()> {
+        let p = &self.y.params;
+        let t = &self.y.table;
+        let src = &self.update_source;
+        let mut tx = db.begin_with(self.opts)?;
+        for op in &self.plan {
+            if op.update {
+                tx.update_with(t, &op.key, |row| {
+                    for j in 0..p.attrs_modified {
+                        let col = attr_col(op.attr, j);
+                        match p.layout {
+                            RowLayout::Int64x10 => row.set(col, op.value.wrapping_add(j as u64) as i64)?,
+                            RowLayout::Bytes100x10 => {
+                                let off = (op.value as usize).wrapping_add(j * 61) % (src.len() - FIELD_BYTES);
+                                row.set(col, &src[off..off + FIELD_BYTES])?
+                            }
+                        }
+                    }
+                    Ok(())
+                })?;
+            } else {
+                let sum = tx.get_with(t, &op.key, |r| read_attrs(r, op.attr, p.attrs_read))?;
+                match sum {
+                    Some(s) => {
+                        black_box(s?);
+                    }
+                    None => return Err(Error::NotFound { table: t.name().to_string() }),
+                }
+            }
+        }
+        tx.commit()
+    }
+}
+
+/// Sums the `n` attributes read by an operation starting at attribute `first` (bytes: the sum
+/// of every byte), so the reads cannot be optimized away.
+#[inline]
+fn read_attrs(r: RowRef<'_>, first: u8, n: usize) -> Result<u64> {
+    let mut sum = 0u64;
+    for j in 0..n {
+        let col = attr_col(first, j);
+        sum = sum.wrapping_add(match r.get(col) {
+            Some(ValueRef::Int(v)) => v as u64,
+            Some(ValueRef::Bytes(b)) => b.iter().map(|&x| x as u64).sum(),
+            _ => r.i64(col)? as u64,
+        });
+    }
+    Ok(sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use myriad::{Config, Row};
+
+    fn params(rows: u64, layout: RowLayout) -> Params {
+        Params {
+            rows,
+            ops: 10,
+            mix: Mix::UpdateIntensive,
+            theta: 0.9,
+            key_dist: KeyDist::Gray,
+            layout,
+            attrs_read: 10,
+            attrs_modified: 2,
+            distinct_keys: true,
+            isolation: Isolation::Serializable,
+        }
+    }
+
+    fn loaded(rows: u64, layout: RowLayout, threads: usize, seed: u64) -> Vec<Row> {
+        let db = Database::open(Config::new()).unwrap();
+        let y = Ycsb::create(&db, params(rows, layout)).unwrap();
+        y.load(&db, threads, seed, None).unwrap();
+        let mut tx = db.begin().unwrap();
+        let rows = (0..rows as i64).map(|k| tx.get(&y.table, &k).unwrap().expect("loaded row")).collect();
+        tx.commit().unwrap();
+        rows
+    }
+
+    #[test]
+    fn same_seed_loads_identical_data_whatever_the_thread_count() {
+        for layout in [RowLayout::Int64x10, RowLayout::Bytes100x10] {
+            let a = loaded(2500, layout, 1, 42);
+            assert_eq!(a.len(), 2500);
+            assert_eq!(a, loaded(2500, layout, 3, 42), "{layout:?}");
+            assert_ne!(a, loaded(2500, layout, 1, 43), "{layout:?}");
+            for (k, row) in a.iter().enumerate() {
+                assert_eq!(row[0].as_i64(), Some(k as i64));
+            }
+        }
+    }
+
+    #[test]
+    fn plans_are_deterministic_distinct_and_runnable() {
+        let db = Database::open(Config::new()).unwrap();
+        let mut p = params(500, RowLayout::Bytes100x10);
+        p.ops = 40; // above LINEAR_DEDUP_MAX: exercises the set
+        let y = Ycsb::create(&db, p).unwrap();
+        y.load(&db, 2, 7, None).unwrap();
+        let (mut a, mut b) = (y.worker(0, 7), y.worker(0, 7));
+        for _ in 0..50 {
+            let ty = a.next_txn();
+            assert_eq!(ty, b.next_txn());
+            assert_eq!(a.plan, b.plan);
+            let mut keys: Vec<i64> = a.plan.iter().map(|o| o.key).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            assert_eq!(keys.len(), 40);
+            assert_eq!(ty == UPDATE_TXN, a.plan.iter().any(|o| o.update));
+            a.attempt(&db).unwrap();
+        }
+    }
+
+    #[test]
+    fn validate_names_the_flag() {
+        let mut p = params(10, RowLayout::Int64x10);
+        p.ops = 11;
+        assert!(p.validate().unwrap_err().contains("--ops"));
+        p.distinct_keys = false;
+        assert!(p.validate().is_ok());
+        p.theta = 1.0;
+        assert!(p.validate().unwrap_err().contains("--theta"));
+        p.theta = 0.5;
+        p.attrs_read = 11;
+        assert!(p.validate().unwrap_err().contains("--attrs-read"));
+    }
+}
