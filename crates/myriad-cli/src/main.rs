@@ -1,1 +1,389 @@
-fn main() {}
+//! `myriad`: the command-line tool and benchmark harness.
+//!
+//! `myriad bench <workload>` opens an embedded in-memory database with the chosen design
+//! (`--protocol`, `--isolation`, `--gc`), loads the workload's tables, runs it, and prints a
+//! human summary (and with `--json PATH` one JSON object; DESIGN.md §4).
+//!
+//! Exit codes: 0 success; 1 a fatal error during the run; 2 a usage error (unknown flag,
+//! invalid value) or a configuration this build does not support.
+
+mod bench;
+mod workload;
+
+use bench::report::{Fidelity, Report, ReportInput};
+use bench::{progress_bar, progress_enabled, RunOptions};
+use clap::error::ErrorKind;
+use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
+use myriad::{Config, Database, Error, GcPolicy, Isolation, Protocol};
+use serde::{Serialize, Serializer};
+use std::fmt::Display;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+use workload::ycsb::{self, KeyDist, Mix, RowLayout, Ycsb};
+
+#[derive(Parser, Debug)]
+#[command(name = "myriad", version, about = "Myriad: a multi-version main-memory transaction engine", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a benchmark workload against an embedded in-memory database.
+    Bench {
+        #[command(subcommand)]
+        workload: BenchWorkload,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchWorkload {
+    /// YCSB (thesis §5.7.1): one table, Zipfian point reads and updates.
+    Ycsb(YcsbArgs),
+    /// TPC-C (not supported yet).
+    Tpcc(NotYet),
+    /// Smallbank (not supported yet).
+    Smallbank(NotYet),
+    /// TATP (not supported yet).
+    Tatp(NotYet),
+}
+
+/// Accepts anything, so a planned workload reports "not supported" rather than a flag error.
+#[derive(Args, Debug)]
+struct NotYet {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    args: Vec<String>,
+}
+
+/// Flags every workload shares.
+#[derive(Args, Debug, Clone, Serialize)]
+struct BenchArgs {
+    /// Worker threads (the loader uses as many). Default: the number of CPUs.
+    #[arg(long, value_name = "N", default_value_t = default_threads(), value_parser = parse_threads)]
+    threads: usize,
+    /// Measured seconds (after warm-up).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, allow_negative_numbers = true, value_parser = parse_duration)]
+    duration: f64,
+    /// Warm-up seconds, run but not counted.
+    #[arg(long, value_name = "SECS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = parse_warmup)]
+    warmup: f64,
+    /// Seed of every random choice (data and transactions).
+    #[arg(long, value_name = "N", default_value_t = 42)]
+    seed: u64,
+    /// Concurrency-control protocol (mvocc; the others are named but not built yet).
+    #[arg(long, value_name = "P", default_value = "mvocc", value_parser = parse_choice::<Protocol>)]
+    #[serde(serialize_with = "as_display")]
+    protocol: Protocol,
+    /// Isolation level: serializable, rr, si or rc.
+    #[arg(long, value_name = "LEVEL", default_value = "serializable", value_parser = parse_choice::<Isolation>)]
+    #[serde(serialize_with = "as_display")]
+    isolation: Isolation,
+    /// Garbage collection: txn (epoch-based, per transaction) or none.
+    #[arg(long, value_name = "POLICY", default_value = "txn", value_parser = parse_choice::<GcPolicy>)]
+    #[serde(serialize_with = "as_display")]
+    gc: GcPolicy,
+    /// Also write the report as one JSON object to PATH.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Never draw progress bars (they are drawn only when stdout is a terminal).
+    #[arg(long)]
+    no_progress: bool,
+    /// Print transaction counts per latency range (<10us ... >=100ms) per transaction type.
+    #[arg(long)]
+    latency_histogram: bool,
+}
+
+/// `myriad bench ycsb`.
+#[derive(Args, Debug, Clone, Serialize)]
+struct YcsbArgs {
+    /// Rows in usertable (DBx1000 uses 10M).
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..=i64::MAX as u64))]
+    rows: u64,
+    /// Operations per transaction.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    ops: u64,
+    /// Read/update mix per operation: read-only 100/0, read-intensive 80/20, update-intensive 20/80.
+    #[arg(long, value_enum, default_value_t = Mix::ReadIntensive)]
+    mix: Mix,
+    /// Zipfian skew θ in [0, 1); 0 is uniform (DBx1000's default is 0.6).
+    #[arg(long, value_name = "F", default_value_t = 0.6, allow_negative_numbers = true, value_parser = parse_theta)]
+    theta: f64,
+    /// Key generator: gray (DBx1000/CCBench, hot keys are the low keys) or ycsb-scrambled.
+    #[arg(long, value_enum, default_value_t = KeyDist::Gray)]
+    key_dist: KeyDist,
+    /// Row layout: int64x10 (key + 10 INT) or bytes100x10 (key + 10 BYTES(100)).
+    #[arg(long, value_enum, default_value_t = RowLayout::Int64x10)]
+    row_layout: RowLayout,
+    /// Attributes read per read operation (1..=10).
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10))]
+    attrs_read: u64,
+    /// Attributes set per update operation (1..=10).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10))]
+    attrs_modified: u64,
+    /// Keys within a transaction are distinct (a repeated draw is redrawn).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
+    distinct_keys: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    bench: BenchArgs,
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+fn as_display<T: Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
+/// Parses an engine choice with its own `FromStr` (whose error lists the choices).
+fn parse_choice<T: FromStr<Err = Error>>(s: &str) -> Result<T, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+fn parse_threads(s: &str) -> Result<usize, String> {
+    const MAX: usize = 1024;
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX).contains(&n) => Ok(n),
+        Ok(n) => Err(format!("{n} is not in 1..={MAX}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn parse_seconds(s: &str, min_exclusive: bool) -> Result<f64, String> {
+    const MAX_S: f64 = 1e7;
+    let x: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    let ok = x.is_finite() && x <= MAX_S && if min_exclusive { x > 0.0 } else { x >= 0.0 };
+    if ok {
+        Ok(x)
+    } else if min_exclusive {
+        Err(format!(
+            "must be a number of seconds in (0, {MAX_S}], got {s}"
+        ))
+    } else {
+        Err(format!(
+            "must be a number of seconds in [0, {MAX_S}], got {s}"
+        ))
+    }
+}
+
+fn parse_duration(s: &str) -> Result<f64, String> {
+    parse_seconds(s, true)
+}
+
+fn parse_warmup(s: &str) -> Result<f64, String> {
+    parse_seconds(s, false)
+}
+
+fn parse_theta(s: &str) -> Result<f64, String> {
+    let x: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if (0.0..1.0).contains(&x) {
+        Ok(x)
+    } else {
+        Err(format!(
+            "θ must be in [0, 1), got {s} (at θ ≥ 1 the Zipf exponent 1/(1−θ) is undefined)"
+        ))
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Bench { workload } => match workload {
+            BenchWorkload::Ycsb(a) => bench_ycsb(a),
+            BenchWorkload::Tpcc(_) => not_yet("tpcc"),
+            BenchWorkload::Smallbank(_) => not_yet("smallbank"),
+            BenchWorkload::Tatp(_) => not_yet("tatp"),
+        },
+    }
+}
+
+fn not_yet(workload: &str) -> ExitCode {
+    eprintln!("myriad: not supported yet: workload `{workload}` (built: ycsb)");
+    ExitCode::from(2)
+}
+
+/// A usage error found after parsing: clap's format and exit code (2).
+fn usage_error(msg: String) -> ! {
+    Cli::command().error(ErrorKind::ValueValidation, msg).exit()
+}
+
+fn fatal(what: &str, e: impl Display) -> ExitCode {
+    eprintln!("myriad: error: {what}: {e}");
+    ExitCode::from(1)
+}
+
+/// Opens the database; configurations the engine rejects are usage errors (exit 2).
+fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
+    let mut config = Config::new()
+        .protocol(b.protocol)
+        .isolation(b.isolation)
+        .gc(b.gc);
+    // One transaction-table slot per worker at least.
+    if b.threads > 256 {
+        config = config.max_concurrent_txns(b.threads);
+    }
+    Database::open(config).map_err(|e| match e {
+        Error::Unsupported(_) | Error::InvalidConfig(_) => {
+            eprintln!("myriad: {e}");
+            ExitCode::from(2)
+        }
+        e => fatal("opening the database", e),
+    })
+}
+
+fn bench_ycsb(a: YcsbArgs) -> ExitCode {
+    let b = &a.bench;
+    let params = ycsb::Params {
+        rows: a.rows,
+        ops: a.ops as usize,
+        mix: a.mix,
+        theta: a.theta,
+        key_dist: a.key_dist,
+        layout: a.row_layout,
+        attrs_read: a.attrs_read as usize,
+        attrs_modified: a.attrs_modified as usize,
+        distinct_keys: a.distinct_keys,
+        isolation: b.isolation,
+    };
+    if let Err(m) = params.validate() {
+        usage_error(m);
+    }
+    let db = match open(b) {
+        Ok(db) => db,
+        Err(code) => return code,
+    };
+    let progress = progress_enabled(b.no_progress);
+
+    let load_start = Instant::now();
+    let y = match Ycsb::create(&db, params) {
+        Ok(y) => y,
+        Err(e) => return fatal("creating usertable", e),
+    };
+    let pb = progress_bar(
+        progress,
+        a.rows,
+        "{prefix:>7} [{wide_bar}] {human_pos}/{human_len} rows ({per_sec}, eta {eta})",
+    );
+    pb.set_prefix("load");
+    let loaded = y.load(&db, b.threads, b.seed, Some(&pb));
+    pb.finish_and_clear();
+    if let Err(e) = loaded {
+        return fatal("loading usertable", e);
+    }
+    let load_s = load_start.elapsed().as_secs_f64();
+
+    let opts = RunOptions {
+        threads: b.threads,
+        warmup: Duration::from_secs_f64(b.warmup),
+        duration: Duration::from_secs_f64(b.duration),
+        progress,
+        txn_types: ycsb::TXN_TYPES,
+    };
+    let run = match bench::run(&db, &opts, |i| y.worker(i, b.seed)) {
+        Ok(r) => r,
+        Err(e) => return fatal("running ycsb", e),
+    };
+    let end = db.stats();
+    let chains = db.chain_stats(64);
+    let report = Report::new(ReportInput {
+        workload: "ycsb",
+        config: serde_json::to_value(&a).unwrap_or_default(),
+        seed: b.seed,
+        threads: b.threads,
+        warmup_s: b.warmup,
+        load_s,
+        txn_types: ycsb::TXN_TYPES,
+        run: &run,
+        end,
+        chains,
+        fidelity: Fidelity::new(y.fidelity(), db.config(), b.seed),
+    });
+    print!("{}", report.human(b.latency_histogram));
+    if let Some(path) = &b.json {
+        let text = match serde_json::to_string_pretty(&report) {
+            Ok(t) => t + "\n",
+            Err(e) => return fatal("serializing the report", e),
+        };
+        if let Err(e) = std::fs::write(path, text) {
+            return fatal(&format!("writing {}", path.display()), e);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults_parse_and_serialize_every_flag() {
+        let cli = Cli::try_parse_from(["myriad", "bench", "ycsb"]).unwrap();
+        let Command::Bench {
+            workload: BenchWorkload::Ycsb(a),
+        } = cli.command
+        else {
+            panic!("not ycsb")
+        };
+        let v = serde_json::to_value(&a).unwrap();
+        for k in [
+            "rows",
+            "ops",
+            "mix",
+            "theta",
+            "key_dist",
+            "row_layout",
+            "attrs_read",
+            "attrs_modified",
+            "distinct_keys",
+            "threads",
+            "duration",
+            "warmup",
+            "seed",
+            "protocol",
+            "isolation",
+            "gc",
+            "json",
+            "no_progress",
+            "latency_histogram",
+        ] {
+            assert!(v.get(k).is_some(), "config lacks {k}: {v}");
+        }
+        assert_eq!(v["protocol"], "mvocc");
+        assert_eq!(v["row_layout"], "int64x10");
+        assert_eq!(v["mix"], "read-intensive");
+    }
+
+    #[test]
+    fn invalid_values_name_their_flag() {
+        for (args, flag) in [
+            (&["--theta", "1.0"][..], "--theta"),
+            (&["--theta", "-0.1"], "--theta"),
+            (&["--rows", "0"], "--rows"),
+            (&["--ops", "0"], "--ops"),
+            (&["--threads", "0"], "--threads"),
+            (&["--attrs-read", "11"], "--attrs-read"),
+            (&["--attrs-modified", "0"], "--attrs-modified"),
+            (&["--duration", "0"], "--duration"),
+            (&["--warmup", "-1"], "--warmup"),
+            (&["--distinct-keys", "maybe"], "--distinct-keys"),
+            (&["--mix", "write-only"], "--mix"),
+            (&["--isolation", "snapshot"], "--isolation"),
+        ] {
+            let mut argv = vec!["myriad", "bench", "ycsb"];
+            argv.extend_from_slice(args);
+            let e = Cli::try_parse_from(&argv).unwrap_err().to_string();
+            assert!(e.contains(flag), "{args:?}: {e}");
+        }
+    }
+}

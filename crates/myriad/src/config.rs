@@ -241,7 +241,8 @@ impl Config {
         if self.log != LogPolicy::None {
             return Err(unsupported("logging", self.log.name()));
         }
-        if self.max_concurrent_txns == 0 || self.max_concurrent_txns > crate::txn::table::MAX_SLOTS {
+        if self.max_concurrent_txns == 0 || self.max_concurrent_txns > crate::txn::table::MAX_SLOTS
+        {
             return Err(Error::InvalidConfig(format!(
                 "max_concurrent_txns must be in 1..={}, got {}",
                 crate::txn::table::MAX_SLOTS,
@@ -249,10 +250,14 @@ impl Config {
             )));
         }
         if self.max_retries == 0 {
-            return Err(Error::InvalidConfig("max_retries must be at least 1".into()));
+            return Err(Error::InvalidConfig(
+                "max_retries must be at least 1".into(),
+            ));
         }
         if self.gc_interval_txns == 0 {
-            return Err(Error::InvalidConfig("gc_interval_txns must be at least 1".into()));
+            return Err(Error::InvalidConfig(
+                "gc_interval_txns must be at least 1".into(),
+            ));
         }
         Ok(())
     }

@@ -65,11 +65,13 @@ impl Stats {
     }
     /// Versions allocated and not yet reclaimed.
     pub fn live_versions(&self) -> u64 {
-        self.versions_allocated.saturating_sub(self.versions_reclaimed)
+        self.versions_allocated
+            .saturating_sub(self.versions_reclaimed)
     }
     /// Bytes of versions allocated and not yet reclaimed.
     pub fn live_version_bytes(&self) -> u64 {
-        self.version_bytes_allocated.saturating_sub(self.version_bytes_reclaimed)
+        self.version_bytes_allocated
+            .saturating_sub(self.version_bytes_reclaimed)
     }
 }
 
@@ -115,7 +117,9 @@ impl Database {
         }
         let id = names.len();
         if id >= MAX_TABLES {
-            return Err(Error::InvalidSchema(format!("more than {MAX_TABLES} tables")));
+            return Err(Error::InvalidSchema(format!(
+                "more than {MAX_TABLES} tables"
+            )));
         }
         let t = Arc::new(Table::new(id as u32, self.id, schema));
         if self.tables[id].set(t.clone()).is_err() {
@@ -127,7 +131,11 @@ impl Database {
 
     /// The table named `name`.
     pub fn table(&self, name: &str) -> Result<TableRef> {
-        let id = *self.names.lock().get(name).ok_or_else(|| Error::UnknownTable(name.to_string()))?;
+        let id = *self
+            .names
+            .lock()
+            .get(name)
+            .ok_or_else(|| Error::UnknownTable(name.to_string()))?;
         Ok(self.table_by_id(id))
     }
 
@@ -147,7 +155,10 @@ impl Database {
 
     /// Begins a transaction at the configured default isolation level.
     pub fn begin(&self) -> Result<Transaction<'_>> {
-        self.begin_with(TxnOptions { isolation: self.config.isolation, read_only: false })
+        self.begin_with(TxnOptions {
+            isolation: self.config.isolation,
+            read_only: false,
+        })
     }
 
     /// Begins a transaction with explicit options.
@@ -155,10 +166,9 @@ impl Database {
         self.config.check_isolation(opts.isolation)?;
         let hint = SLOT_HINT.with(|h| h.get());
         let hint = if hint < self.txns.len() { hint } else { 0 };
-        let slot = self
-            .txns
-            .acquire(hint)
-            .ok_or(Error::TooManyTransactions { max: self.txns.len() })?;
+        let slot = self.txns.acquire(hint).ok_or(Error::TooManyTransactions {
+            max: self.txns.len(),
+        })?;
         SLOT_HINT.with(|h| h.set(slot));
         Ok(Transaction::new(self, slot, opts))
     }
@@ -167,11 +177,21 @@ impl Database {
     /// exponential backoff up to `Config::max_retries` attempts. Any other error aborts the
     /// transaction and is returned.
     pub fn run<T>(&self, f: impl FnMut(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
-        self.run_with(TxnOptions { isolation: self.config.isolation, read_only: false }, f)
+        self.run_with(
+            TxnOptions {
+                isolation: self.config.isolation,
+                read_only: false,
+            },
+            f,
+        )
     }
 
     /// `run` with explicit transaction options.
-    pub fn run_with<T>(&self, opts: TxnOptions, mut f: impl FnMut(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
+    pub fn run_with<T>(
+        &self,
+        opts: TxnOptions,
+        mut f: impl FnMut(&mut Transaction<'_>) -> Result<T>,
+    ) -> Result<T> {
         let mut backoff_us = 1u64;
         let mut last = AbortReason::UserAbort;
         for attempt in 1..=self.config.max_retries {
@@ -193,7 +213,10 @@ impl Database {
                 Err(e) => return Err(e),
             }
         }
-        Err(Error::RetriesExhausted { attempts: self.config.max_retries, last })
+        Err(Error::RetriesExhausted {
+            attempts: self.config.max_retries,
+            last,
+        })
     }
 
     /// Counters summed over every worker.
@@ -220,7 +243,10 @@ impl Database {
     /// Walks every chain and reports chain lengths (`buckets`: histogram size, ≥ 2).
     pub fn chain_stats(&self, buckets: usize) -> ChainStats {
         let buckets = buckets.max(2);
-        let mut cs = ChainStats { histogram: vec![0; buckets], ..Default::default() };
+        let mut cs = ChainStats {
+            histogram: vec![0; buckets],
+            ..Default::default()
+        };
         let _guard = crossbeam_epoch::pin();
         let names = self.names.lock().len();
         for id in 0..names {
@@ -252,7 +278,10 @@ impl Database {
         for i in 0..self.txns.len() {
             let slot = self.txns.slot(i);
             if slot.in_use.load(Ordering::Relaxed)
-                || slot.in_use.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_err()
+                || slot
+                    .in_use
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_err()
             {
                 continue;
             }

@@ -67,13 +67,32 @@ pub enum Error {
     /// The schema definition is invalid (the message says why).
     InvalidSchema(String),
     /// A value of the wrong type for the column.
-    TypeMismatch { table: String, column: String, expected: String, found: String },
+    TypeMismatch {
+        table: String,
+        column: String,
+        expected: String,
+        found: String,
+    },
     /// A string/bytes value longer than the column's declared maximum.
-    ValueTooLong { table: String, column: String, max_len: usize, len: usize },
+    ValueTooLong {
+        table: String,
+        column: String,
+        max_len: usize,
+        len: usize,
+    },
     /// A key with the wrong number of components for the index.
-    KeyArity { table: String, index: String, expected: usize, found: usize },
+    KeyArity {
+        table: String,
+        index: String,
+        expected: usize,
+        found: usize,
+    },
     /// A row with the wrong number of values.
-    RowArity { table: String, expected: usize, found: usize },
+    RowArity {
+        table: String,
+        expected: usize,
+        found: usize,
+    },
     /// Insert of a key that exists (primary key or unique secondary index).
     DuplicateKey { table: String, index: String },
     /// Update or delete of a key that does not exist (in this transaction's snapshot).
@@ -115,20 +134,42 @@ impl fmt::Display for Error {
             }
             Error::AlreadyExists(n) => write!(f, "`{n}` already exists"),
             Error::InvalidSchema(m) => write!(f, "invalid schema: {m}"),
-            Error::TypeMismatch { table, column, expected, found } => write!(
+            Error::TypeMismatch {
+                table,
+                column,
+                expected,
+                found,
+            } => write!(
                 f,
                 "type mismatch for `{table}.{column}`: expected {expected}, found {found}"
             ),
-            Error::ValueTooLong { table, column, max_len, len } => write!(
+            Error::ValueTooLong {
+                table,
+                column,
+                max_len,
+                len,
+            } => write!(
                 f,
                 "value too long for `{table}.{column}`: {len} bytes, maximum {max_len}"
             ),
-            Error::KeyArity { table, index, expected, found } => write!(
+            Error::KeyArity {
+                table,
+                index,
+                expected,
+                found,
+            } => write!(
                 f,
                 "key for index `{index}` of `{table}` has {found} components, expected {expected}"
             ),
-            Error::RowArity { table, expected, found } => {
-                write!(f, "row for `{table}` has {found} values, expected {expected}")
+            Error::RowArity {
+                table,
+                expected,
+                found,
+            } => {
+                write!(
+                    f,
+                    "row for `{table}` has {found} values, expected {expected}"
+                )
             }
             Error::DuplicateKey { table, index } => {
                 write!(f, "duplicate key in index `{index}` of table `{table}`")

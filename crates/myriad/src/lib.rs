@@ -25,7 +25,10 @@ pub mod txn;
 pub mod value;
 pub mod version;
 
-pub use config::{Config, GcPolicy, IndexPointers, Isolation, LogPolicy, Protocol, TimestampPolicy, VersionStorage};
+pub use config::{
+    Config, GcPolicy, IndexPointers, Isolation, LogPolicy, Protocol, TimestampPolicy,
+    VersionStorage,
+};
 pub use engine::{ChainStats, Database, Stats};
 pub use error::{AbortReason, Error, Result};
 pub use schema::{ColumnType, IndexKind, TableBuilder, TableSchema};

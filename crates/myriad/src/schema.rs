@@ -124,17 +124,23 @@ impl TableSchema {
     }
     /// Position of the column named `name`.
     pub fn column_index(&self, name: &str) -> Result<usize> {
-        self.columns.iter().position(|c| c.name == name).ok_or_else(|| Error::UnknownColumn {
-            table: self.name.clone(),
-            column: name.to_string(),
-        })
+        self.columns
+            .iter()
+            .position(|c| c.name == name)
+            .ok_or_else(|| Error::UnknownColumn {
+                table: self.name.clone(),
+                column: name.to_string(),
+            })
     }
     /// Position of the index named `name` (the primary key is "primary").
     pub fn index_position(&self, name: &str) -> Result<usize> {
-        self.indexes.iter().position(|i| i.name == name).ok_or_else(|| Error::UnknownIndex {
-            table: self.name.clone(),
-            index: name.to_string(),
-        })
+        self.indexes
+            .iter()
+            .position(|i| i.name == name)
+            .ok_or_else(|| Error::UnknownIndex {
+                table: self.name.clone(),
+                index: name.to_string(),
+            })
     }
 
     pub(crate) fn is_pk_column(&self, col: usize) -> bool {
@@ -144,7 +150,12 @@ impl TableSchema {
     // ---- row encoding ----
 
     /// Writes `value` into column `col` of `row` after checking type and length.
-    pub(crate) fn write_column(&self, row: &mut [u8], col: usize, value: ValueRef<'_>) -> Result<()> {
+    pub(crate) fn write_column(
+        &self,
+        row: &mut [u8],
+        col: usize,
+        value: ValueRef<'_>,
+    ) -> Result<()> {
         let c = &self.columns[col];
         let o = c.offset;
         match (c.ty, value) {
@@ -155,9 +166,13 @@ impl TableSchema {
             (ColumnType::Float, ValueRef::Int(v)) => {
                 row[o..o + 8].copy_from_slice(&(v as f64).to_le_bytes())
             }
-            (ColumnType::Str(max), ValueRef::Str(s)) => self.write_var(row, col, max, s.as_bytes())?,
+            (ColumnType::Str(max), ValueRef::Str(s)) => {
+                self.write_var(row, col, max, s.as_bytes())?
+            }
             (ColumnType::Bytes(max), ValueRef::Bytes(b)) => self.write_var(row, col, max, b)?,
-            (ColumnType::Bytes(max), ValueRef::Str(s)) => self.write_var(row, col, max, s.as_bytes())?,
+            (ColumnType::Bytes(max), ValueRef::Str(s)) => {
+                self.write_var(row, col, max, s.as_bytes())?
+            }
             (ty, v) => return Err(self.mismatch(col, ty, v)),
         }
         Ok(())
@@ -231,7 +246,12 @@ impl TableSchema {
     // ---- key encoding ----
 
     /// Encodes the key of index `idx` from caller-supplied values into `out` (cleared first).
-    pub(crate) fn encode_key_values<K: Values + ?Sized>(&self, idx: usize, key: &K, out: &mut Vec<u8>) -> Result<()> {
+    pub(crate) fn encode_key_values<K: Values + ?Sized>(
+        &self,
+        idx: usize,
+        key: &K,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
         out.clear();
         let def = &self.indexes[idx];
         if key.count() != def.columns.len() {
@@ -253,7 +273,12 @@ impl TableSchema {
     }
 
     /// Encodes a key prefix (the first `n` components, n <= index width) for range bounds.
-    pub(crate) fn encode_key_prefix<K: Values + ?Sized>(&self, idx: usize, key: &K, out: &mut Vec<u8>) -> Result<usize> {
+    pub(crate) fn encode_key_prefix<K: Values + ?Sized>(
+        &self,
+        idx: usize,
+        key: &K,
+        out: &mut Vec<u8>,
+    ) -> Result<usize> {
         out.clear();
         let def = &self.indexes[idx];
         if key.count() > def.columns.len() {
@@ -364,7 +389,10 @@ impl TableBuilder {
         let mut offset = 0;
         for (name, ty) in &self.columns {
             if columns.iter().any(|c: &Column| &c.name == name) {
-                return bad(format!("table `{}` declares column `{name}` twice", self.name));
+                return bad(format!(
+                    "table `{}` declares column `{name}` twice",
+                    self.name
+                ));
             }
             if let ColumnType::Str(n) | ColumnType::Bytes(n) = ty {
                 if *n > MAX_VAR_LEN {
@@ -374,22 +402,34 @@ impl TableBuilder {
                     ));
                 }
             }
-            columns.push(Column { name: name.clone(), ty: *ty, offset });
+            columns.push(Column {
+                name: name.clone(),
+                ty: *ty,
+                offset,
+            });
             offset += ty.width();
         }
         let row_size = offset.div_ceil(8) * 8;
         let resolve = |cols: &[String], what: &str| -> Result<Vec<usize>> {
             if cols.is_empty() {
-                return Err(Error::InvalidSchema(format!("{what} of `{}` has no columns", self.name)));
+                return Err(Error::InvalidSchema(format!(
+                    "{what} of `{}` has no columns",
+                    self.name
+                )));
             }
             let mut out = Vec::new();
             for c in cols {
-                let i = columns.iter().position(|x| &x.name == c).ok_or_else(|| Error::UnknownColumn {
-                    table: self.name.clone(),
-                    column: c.clone(),
+                let i = columns.iter().position(|x| &x.name == c).ok_or_else(|| {
+                    Error::UnknownColumn {
+                        table: self.name.clone(),
+                        column: c.clone(),
+                    }
                 })?;
                 if out.contains(&i) {
-                    return Err(Error::InvalidSchema(format!("{what} of `{}` repeats column `{c}`", self.name)));
+                    return Err(Error::InvalidSchema(format!(
+                        "{what} of `{}` repeats column `{c}`",
+                        self.name
+                    )));
                 }
                 out.push(i);
             }
@@ -406,7 +446,10 @@ impl TableBuilder {
         }];
         for (name, cols, kind, unique) in &self.secondary {
             if indexes.iter().any(|i| &i.name == name) {
-                return Err(Error::AlreadyExists(format!("index `{name}` on `{}`", self.name)));
+                return Err(Error::AlreadyExists(format!(
+                    "index `{name}` on `{}`",
+                    self.name
+                )));
             }
             indexes.push(IndexDef {
                 name: name.clone(),
@@ -444,7 +487,10 @@ mod tests {
         }
         let floats = [f64::NEG_INFINITY, -2.5, -0.0, 0.5, 3.0, f64::INFINITY];
         for w in floats.windows(2) {
-            assert!(enc(ValueRef::Float(w[0])) < enc(ValueRef::Float(w[1])), "{w:?}");
+            assert!(
+                enc(ValueRef::Float(w[0])) < enc(ValueRef::Float(w[1])),
+                "{w:?}"
+            );
         }
         let strs = ["", "\0", "\0a", "a", "a\0", "ab", "b"];
         for w in strs.windows(2) {
@@ -460,10 +506,23 @@ mod tests {
 
     #[test]
     fn schema_errors_are_typed() {
-        let e = TableSchema::new("t").column("a", ColumnType::Int).build().unwrap_err();
+        let e = TableSchema::new("t")
+            .column("a", ColumnType::Int)
+            .build()
+            .unwrap_err();
         assert!(matches!(e, Error::InvalidSchema(_)));
-        let e = TableSchema::new("t").column("a", ColumnType::Int).primary_key(&["b"]).build().unwrap_err();
-        assert_eq!(e, Error::UnknownColumn { table: "t".into(), column: "b".into() });
+        let e = TableSchema::new("t")
+            .column("a", ColumnType::Int)
+            .primary_key(&["b"])
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            e,
+            Error::UnknownColumn {
+                table: "t".into(),
+                column: "b".into()
+            }
+        );
         let e = TableSchema::new("t")
             .column("a", ColumnType::Int)
             .column("a", ColumnType::Int)
@@ -489,15 +548,38 @@ mod tests {
             .build()
             .unwrap();
         let mut row = vec![0u8; s.row_size()];
-        s.encode_row(&[Value::Int(1), Value::Float(2.5), Value::from("abc")].as_slice(), &mut row).unwrap();
+        s.encode_row(
+            &[Value::Int(1), Value::Float(2.5), Value::from("abc")].as_slice(),
+            &mut row,
+        )
+        .unwrap();
         assert_eq!(s.read_column(&row, 0), ValueRef::Int(1));
         assert_eq!(s.read_column(&row, 1), ValueRef::Float(2.5));
         assert_eq!(s.read_column(&row, 2), ValueRef::Str("abc"));
-        let e = s.write_column(&mut row, 2, ValueRef::Str("abcde")).unwrap_err();
-        assert_eq!(e, Error::ValueTooLong { table: "t".into(), column: "name".into(), max_len: 4, len: 5 });
+        let e = s
+            .write_column(&mut row, 2, ValueRef::Str("abcde"))
+            .unwrap_err();
+        assert_eq!(
+            e,
+            Error::ValueTooLong {
+                table: "t".into(),
+                column: "name".into(),
+                max_len: 4,
+                len: 5
+            }
+        );
         let e = s.write_column(&mut row, 0, ValueRef::Str("x")).unwrap_err();
         assert!(matches!(e, Error::TypeMismatch { .. }));
-        let e = s.encode_row(&[Value::Int(1)].as_slice(), &mut row).unwrap_err();
-        assert_eq!(e, Error::RowArity { table: "t".into(), expected: 3, found: 1 });
+        let e = s
+            .encode_row(&[Value::Int(1)].as_slice(), &mut row)
+            .unwrap_err();
+        assert_eq!(
+            e,
+            Error::RowArity {
+                table: "t".into(),
+                expected: 3,
+                found: 1
+            }
+        );
     }
 }

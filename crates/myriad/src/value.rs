@@ -49,7 +49,11 @@ impl fmt::Display for ValueRef<'_> {
             ValueRef::Int(i) => write!(f, "{i}"),
             ValueRef::Float(x) => write!(f, "{x}"),
             ValueRef::Str(s) => write!(f, "{s:?}"),
-            ValueRef::Bytes(b) => write!(f, "x'{}'", b.iter().map(|x| format!("{x:02x}")).collect::<String>()),
+            ValueRef::Bytes(b) => write!(
+                f,
+                "x'{}'",
+                b.iter().map(|x| format!("{x:02x}")).collect::<String>()
+            ),
         }
     }
 }
@@ -280,7 +284,12 @@ impl<'a> RowRef<'a> {
     pub fn get(&self, col: usize) -> Option<ValueRef<'a>> {
         (col < self.len()).then(|| self.schema.read_column(self.data, col))
     }
-    fn typed<T>(&self, col: usize, want: &str, f: impl FnOnce(ValueRef<'a>) -> Option<T>) -> Result<T> {
+    fn typed<T>(
+        &self,
+        col: usize,
+        want: &str,
+        f: impl FnOnce(ValueRef<'a>) -> Option<T>,
+    ) -> Result<T> {
         let v = self.get(col).ok_or_else(|| Error::UnknownColumn {
             table: self.schema.name.clone(),
             column: format!("#{col}"),
@@ -294,15 +303,33 @@ impl<'a> RowRef<'a> {
     }
     /// Column `col` as an integer.
     pub fn i64(&self, col: usize) -> Result<i64> {
-        self.typed(col, "INT", |v| if let ValueRef::Int(i) = v { Some(i) } else { None })
+        self.typed(col, "INT", |v| {
+            if let ValueRef::Int(i) = v {
+                Some(i)
+            } else {
+                None
+            }
+        })
     }
     /// Column `col` as a float.
     pub fn f64(&self, col: usize) -> Result<f64> {
-        self.typed(col, "DOUBLE", |v| if let ValueRef::Float(x) = v { Some(x) } else { None })
+        self.typed(col, "DOUBLE", |v| {
+            if let ValueRef::Float(x) = v {
+                Some(x)
+            } else {
+                None
+            }
+        })
     }
     /// Column `col` as a string.
     pub fn str(&self, col: usize) -> Result<&'a str> {
-        self.typed(col, "VARCHAR", |v| if let ValueRef::Str(s) = v { Some(s) } else { None })
+        self.typed(col, "VARCHAR", |v| {
+            if let ValueRef::Str(s) = v {
+                Some(s)
+            } else {
+                None
+            }
+        })
     }
     /// Column `col` as bytes.
     pub fn bytes(&self, col: usize) -> Result<&'a [u8]> {
@@ -314,13 +341,17 @@ impl<'a> RowRef<'a> {
     }
     /// Copies the row into owned values.
     pub fn to_row(&self) -> Row {
-        Row((0..self.len()).map(|c| self.schema.read_column(self.data, c).to_value()).collect())
+        Row((0..self.len())
+            .map(|c| self.schema.read_column(self.data, c).to_value())
+            .collect())
     }
 }
 
 impl fmt::Debug for RowRef<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries((0..self.len()).map(|c| self.schema.read_column(self.data, c))).finish()
+        f.debug_list()
+            .entries((0..self.len()).map(|c| self.schema.read_column(self.data, c)))
+            .finish()
     }
 }
 
@@ -356,7 +387,10 @@ impl RowMut<'_> {
     /// Sets column `col` (type- and length-checked). Primary-key columns cannot be set.
     pub fn set(&mut self, col: usize, v: impl ToValueRef) -> Result<()> {
         if col >= self.schema.columns.len() {
-            return Err(Error::UnknownColumn { table: self.schema.name.clone(), column: format!("#{col}") });
+            return Err(Error::UnknownColumn {
+                table: self.schema.name.clone(),
+                column: format!("#{col}"),
+            });
         }
         if self.schema.is_pk_column(col) {
             return Err(Error::PrimaryKeyUpdate {
@@ -368,6 +402,9 @@ impl RowMut<'_> {
     }
     /// Read-only view of the row as modified so far.
     pub fn as_ref(&self) -> RowRef<'_> {
-        RowRef { schema: self.schema, data: self.data }
+        RowRef {
+            schema: self.schema,
+            data: self.data,
+        }
     }
 }

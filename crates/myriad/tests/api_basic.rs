@@ -34,10 +34,26 @@ fn insert_get_update_delete() {
     let mut tx = db.begin().unwrap();
     assert_eq!(tx.get(&t, &5i64).unwrap().unwrap()[1], Value::Int(7));
     assert!(tx.get(&t, &6i64).unwrap().is_none());
-    let rows = tx.scan_rows(&t, Bound::Included(&10i64), Bound::Excluded(&20i64), ScanOptions::default()).unwrap();
+    let rows = tx
+        .scan_rows(
+            &t,
+            Bound::Included(&10i64),
+            Bound::Excluded(&20i64),
+            ScanOptions::default(),
+        )
+        .unwrap();
     assert_eq!(rows.len(), 10);
     let rows = tx
-        .scan_rows(&t, Bound::Unbounded, Bound::Included(&20i64), ScanOptions { descending: true, limit: Some(3), index: 0 })
+        .scan_rows(
+            &t,
+            Bound::Unbounded,
+            Bound::Included(&20i64),
+            ScanOptions {
+                descending: true,
+                limit: Some(3),
+                index: 0,
+            },
+        )
         .unwrap();
     let ids: Vec<i64> = rows.iter().map(|r| r[0].as_i64().unwrap()).collect();
     assert_eq!(ids, vec![20, 19, 18]);

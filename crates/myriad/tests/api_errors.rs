@@ -8,10 +8,32 @@ use std::ops::Bound;
 fn schema_and_catalog_errors() {
     let db = open(Isolation::Serializable);
     let t = kv(&db);
-    assert!(matches!(db.create_table(TableSchema::new("kv").column("k", ColumnType::Int).primary_key(&["k"])), Err(Error::AlreadyExists(_))));
-    assert_eq!(db.table("nope").unwrap_err(), Error::UnknownTable("nope".into()));
-    assert_eq!(t.column("zz").unwrap_err(), Error::UnknownColumn { table: "kv".into(), column: "zz".into() });
-    assert_eq!(t.index("zz").unwrap_err(), Error::UnknownIndex { table: "kv".into(), index: "zz".into() });
+    assert!(matches!(
+        db.create_table(
+            TableSchema::new("kv")
+                .column("k", ColumnType::Int)
+                .primary_key(&["k"])
+        ),
+        Err(Error::AlreadyExists(_))
+    ));
+    assert_eq!(
+        db.table("nope").unwrap_err(),
+        Error::UnknownTable("nope".into())
+    );
+    assert_eq!(
+        t.column("zz").unwrap_err(),
+        Error::UnknownColumn {
+            table: "kv".into(),
+            column: "zz".into()
+        }
+    );
+    assert_eq!(
+        t.index("zz").unwrap_err(),
+        Error::UnknownIndex {
+            table: "kv".into(),
+            index: "zz".into()
+        }
+    );
     assert_eq!(db.table_names(), vec!["kv".to_string()]);
 }
 
@@ -28,11 +50,35 @@ fn value_errors_leave_nothing_behind() {
         )
         .unwrap();
     let mut tx = db.begin().unwrap();
-    assert!(matches!(tx.insert(&t, &(1i64, "abcd", 1.0f64)), Err(Error::ValueTooLong { max_len: 3, len: 4, .. })));
-    assert!(matches!(tx.insert(&t, &(1i64, 5i64, 1.0f64)), Err(Error::TypeMismatch { .. })));
-    assert!(matches!(tx.insert(&t, &(1i64, "a")), Err(Error::RowArity { expected: 3, found: 2, .. })));
+    assert!(matches!(
+        tx.insert(&t, &(1i64, "abcd", 1.0f64)),
+        Err(Error::ValueTooLong {
+            max_len: 3,
+            len: 4,
+            ..
+        })
+    ));
+    assert!(matches!(
+        tx.insert(&t, &(1i64, 5i64, 1.0f64)),
+        Err(Error::TypeMismatch { .. })
+    ));
+    assert!(matches!(
+        tx.insert(&t, &(1i64, "a")),
+        Err(Error::RowArity {
+            expected: 3,
+            found: 2,
+            ..
+        })
+    ));
     assert!(matches!(tx.get(&t, &"x"), Err(Error::TypeMismatch { .. })));
-    assert!(matches!(tx.get(&t, &(1i64, 2i64)), Err(Error::KeyArity { expected: 1, found: 2, .. })));
+    assert!(matches!(
+        tx.get(&t, &(1i64, 2i64)),
+        Err(Error::KeyArity {
+            expected: 1,
+            found: 2,
+            ..
+        })
+    ));
     tx.insert(&t, &(1i64, "abc", 2.5f64)).unwrap();
     // A failing update closure changes nothing.
     let e = tx
@@ -43,15 +89,33 @@ fn value_errors_leave_nothing_behind() {
         .unwrap_err();
     assert!(matches!(e, Error::ValueTooLong { .. }));
     assert_eq!(tx.get(&t, &1i64).unwrap().unwrap()[2], Value::Float(2.5));
-    assert!(matches!(tx.update(&t, &1i64, &[(0, 5i64)]), Err(Error::PrimaryKeyUpdate { .. })));
-    assert!(matches!(tx.update(&t, &2i64, &[(2, 5.0f64)]), Err(Error::NotFound { .. })));
+    assert!(matches!(
+        tx.update(&t, &1i64, &[(0, 5i64)]),
+        Err(Error::PrimaryKeyUpdate { .. })
+    ));
+    assert!(matches!(
+        tx.update(&t, &2i64, &[(2, 5.0f64)]),
+        Err(Error::NotFound { .. })
+    ));
     assert!(matches!(tx.delete(&t, &2i64), Err(Error::NotFound { .. })));
     // A range scan on a hash primary key is not supported.
-    assert!(matches!(tx.scan(&t, Bound::Unbounded, Bound::<&i64>::Unbounded, ScanOptions::default(), |_| true), Err(Error::Unsupported(_))));
+    assert!(matches!(
+        tx.scan(
+            &t,
+            Bound::Unbounded,
+            Bound::<&i64>::Unbounded,
+            ScanOptions::default(),
+            |_| true
+        ),
+        Err(Error::Unsupported(_))
+    ));
     tx.commit().unwrap();
     let mut tx = db.begin().unwrap();
     let row = tx.get(&t, &1i64).unwrap().unwrap();
-    assert_eq!(row, Row(vec![Value::Int(1), Value::from("abc"), Value::Float(2.5)]));
+    assert_eq!(
+        row,
+        Row(vec![Value::Int(1), Value::from("abc"), Value::Float(2.5)])
+    );
 }
 
 #[test]
@@ -61,12 +125,18 @@ fn handles_from_another_database_are_rejected() {
     let ta = kv(&a);
     let _tb = kv(&b);
     let mut tx = b.begin().unwrap();
-    assert_eq!(tx.get(&ta, &1i64).unwrap_err(), Error::UnknownTable("kv".into()));
+    assert_eq!(
+        tx.get(&ta, &1i64).unwrap_err(),
+        Error::UnknownTable("kv".into())
+    );
 }
 
 #[test]
 fn config_errors() {
-    assert!(matches!(Database::open(Config::new().protocol(Protocol::Mvto)), Err(Error::Unsupported(_))));
+    assert!(matches!(
+        Database::open(Config::new().protocol(Protocol::Mvto)),
+        Err(Error::Unsupported(_))
+    ));
     assert!(matches!(
         Database::open(Config::new().version_storage(VersionStorage::SingleVersion)),
         Err(Error::InvalidConfig(_))
@@ -75,10 +145,21 @@ fn config_errors() {
         Database::open(Config::new().gc(GcPolicy::Coop)),
         Err(Error::InvalidConfig(m)) if m.contains("coop") && m.contains("n2o")
     ));
-    assert!(matches!(Database::open(Config::new().max_concurrent_txns(0)), Err(Error::InvalidConfig(_))));
-    assert!(matches!(Database::open(Config::new().log(LogPolicy::Command)), Err(Error::Unsupported(_))));
-    assert!(matches!("bogus".parse::<Protocol>(), Err(Error::InvalidConfig(m)) if m.contains("mvocc")));
-    assert_eq!("rr".parse::<Isolation>().unwrap(), Isolation::RepeatableRead);
+    assert!(matches!(
+        Database::open(Config::new().max_concurrent_txns(0)),
+        Err(Error::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        Database::open(Config::new().log(LogPolicy::Command)),
+        Err(Error::Unsupported(_))
+    ));
+    assert!(
+        matches!("bogus".parse::<Protocol>(), Err(Error::InvalidConfig(m)) if m.contains("mvocc"))
+    );
+    assert_eq!(
+        "rr".parse::<Isolation>().unwrap(),
+        Isolation::RepeatableRead
+    );
 }
 
 #[test]
@@ -86,7 +167,10 @@ fn transaction_table_limit() {
     let db = Database::open(Config::new().max_concurrent_txns(2)).unwrap();
     let _a = db.begin().unwrap();
     let _b = db.begin().unwrap();
-    assert!(matches!(db.begin(), Err(Error::TooManyTransactions { max: 2 })));
+    assert!(matches!(
+        db.begin(),
+        Err(Error::TooManyTransactions { max: 2 })
+    ));
 }
 
 #[test]
@@ -105,8 +189,16 @@ fn run_retries_and_reports_exhaustion() {
         })
         .unwrap();
     assert_eq!((v, attempts), (Some(0), 3));
-    let e = db.run(|_| -> Result<()> { Err(Error::SerializationFailure(AbortReason::Phantom)) }).unwrap_err();
-    assert_eq!(e, Error::RetriesExhausted { attempts: 3, last: AbortReason::Phantom });
+    let e = db
+        .run(|_| -> Result<()> { Err(Error::SerializationFailure(AbortReason::Phantom)) })
+        .unwrap_err();
+    assert_eq!(
+        e,
+        Error::RetriesExhausted {
+            attempts: 3,
+            last: AbortReason::Phantom
+        }
+    );
     // Non-retryable errors come straight back, and the writes are rolled back.
     let e = db
         .run(|tx| {

@@ -5,8 +5,12 @@ use common::*;
 use myriad::*;
 use std::ops::Bound;
 
-const LEVELS: [Isolation; 4] =
-    [Isolation::ReadCommitted, Isolation::RepeatableRead, Isolation::Snapshot, Isolation::Serializable];
+const LEVELS: [Isolation; 4] = [
+    Isolation::ReadCommitted,
+    Isolation::RepeatableRead,
+    Isolation::Snapshot,
+    Isolation::Serializable,
+];
 
 #[test]
 fn uncommitted_delete_is_invisible_to_others_and_visible_to_its_writer() {
@@ -28,7 +32,11 @@ fn uncommitted_delete_is_invisible_to_others_and_visible_to_its_writer() {
         assert_eq!(val(&mut reader, &t, 10), None);
         deleter.commit().unwrap();
         // The open snapshot keeps seeing the row (except RC, which reads the latest commit).
-        let expect = if level == Isolation::ReadCommitted { None } else { Some(1) };
+        let expect = if level == Isolation::ReadCommitted {
+            None
+        } else {
+            Some(1)
+        };
         assert_eq!(val(&mut reader, &t, 1), expect, "{level}");
         reader.commit().unwrap();
         let mut after = db.begin().unwrap();
@@ -66,7 +74,11 @@ fn first_writer_wins() {
         let mut b = db.begin().unwrap();
         a.update(&t, &0i64, &[(1, 1i64)]).unwrap();
         let e = b.update(&t, &0i64, &[(1, 2i64)]).unwrap_err();
-        assert_eq!(e, Error::SerializationFailure(AbortReason::WriteWriteConflict), "{level}");
+        assert_eq!(
+            e,
+            Error::SerializationFailure(AbortReason::WriteWriteConflict),
+            "{level}"
+        );
         // The loser is closed.
         assert_eq!(b.get(&t, &1i64).unwrap_err(), Error::TransactionClosed);
         a.commit().unwrap();
@@ -76,7 +88,11 @@ fn first_writer_wins() {
 
 #[test]
 fn snapshot_writer_cannot_overwrite_a_newer_commit() {
-    for level in [Isolation::RepeatableRead, Isolation::Snapshot, Isolation::Serializable] {
+    for level in [
+        Isolation::RepeatableRead,
+        Isolation::Snapshot,
+        Isolation::Serializable,
+    ] {
         let db = open(level);
         let t = kv(&db);
         load(&db, &t, 0..2);
@@ -84,7 +100,11 @@ fn snapshot_writer_cannot_overwrite_a_newer_commit() {
         assert_eq!(val(&mut a, &t, 1), Some(1));
         db.run(|tx| tx.update(&t, &0i64, &[(1, 7i64)])).unwrap();
         let e = a.update(&t, &0i64, &[(1, 8i64)]).unwrap_err();
-        assert_eq!(e, Error::SerializationFailure(AbortReason::WriteWriteConflict), "{level}");
+        assert_eq!(
+            e,
+            Error::SerializationFailure(AbortReason::WriteWriteConflict),
+            "{level}"
+        );
     }
     // Read Committed updates the latest committed version instead.
     let db = open(Isolation::ReadCommitted);
@@ -103,7 +123,11 @@ fn snapshot_writer_cannot_overwrite_a_newer_commit() {
 
 #[test]
 fn read_committed_sees_latest_commit_per_statement_snapshot_does_not() {
-    for (level, expect) in [(Isolation::ReadCommitted, 9), (Isolation::Snapshot, 0), (Isolation::Serializable, 0)] {
+    for (level, expect) in [
+        (Isolation::ReadCommitted, 9),
+        (Isolation::Snapshot, 0),
+        (Isolation::Serializable, 0),
+    ] {
         let db = open(level);
         let t = kv(&db);
         load(&db, &t, 0..1);
@@ -143,27 +167,52 @@ fn write_skew_per_level() {
 }
 
 /// T1 scans a range and writes elsewhere; T2 inserts into the range and commits first.
-fn phantom(level: Isolation, lo: i64, hi: i64, insert: i64, limit: Option<usize>) -> Option<AbortReason> {
+fn phantom(
+    level: Isolation,
+    lo: i64,
+    hi: i64,
+    insert: i64,
+    limit: Option<usize>,
+) -> Option<AbortReason> {
     let db = open(level);
     let t = kv(&db);
     load(&db, &t, (0..20).filter(|k| k % 2 == 0));
     let mut a = db.begin().unwrap();
-    a.scan(&t, Bound::Included(&lo), Bound::Excluded(&hi), ScanOptions { limit, ..Default::default() }, |_| true)
+    a.scan(
+        &t,
+        Bound::Included(&lo),
+        Bound::Excluded(&hi),
+        ScanOptions {
+            limit,
+            ..Default::default()
+        },
+        |_| true,
+    )
+    .unwrap();
+    db.run(|tx| tx.insert(&t, &(insert, 0i64, 1000 + insert, 0i64)))
         .unwrap();
-    db.run(|tx| tx.insert(&t, &(insert, 0i64, 1000 + insert, 0i64))).unwrap();
     a.update(&t, &18i64, &[(1, 1i64)]).unwrap();
     failure(a.commit())
 }
 
 #[test]
 fn phantoms() {
-    assert_eq!(phantom(Isolation::Serializable, 0, 10, 5, None), Some(AbortReason::Phantom));
+    assert_eq!(
+        phantom(Isolation::Serializable, 0, 10, 5, None),
+        Some(AbortReason::Phantom)
+    );
     // The requested range counts, even where the scan returned nothing.
-    assert_eq!(phantom(Isolation::Serializable, 100, 200, 150, None), Some(AbortReason::Phantom));
+    assert_eq!(
+        phantom(Isolation::Serializable, 100, 200, 150, None),
+        Some(AbortReason::Phantom)
+    );
     // Outside the range: no conflict.
     assert_eq!(phantom(Isolation::Serializable, 0, 10, 11, None), None);
     // With a limit, the observed range ends at the last row returned (0, 2, 4).
-    assert_eq!(phantom(Isolation::Serializable, 0, 20, 3, Some(3)), Some(AbortReason::Phantom));
+    assert_eq!(
+        phantom(Isolation::Serializable, 0, 20, 3, Some(3)),
+        Some(AbortReason::Phantom)
+    );
     assert_eq!(phantom(Isolation::Serializable, 0, 20, 7, Some(3)), None);
     // Repeatable Read and SI permit phantoms.
     assert_eq!(phantom(Isolation::RepeatableRead, 0, 10, 5, None), None);
@@ -178,7 +227,8 @@ fn point_miss_and_secondary_lookup_are_protected() {
     // Point lookup of an absent key, then someone inserts it.
     let mut a = db.begin().unwrap();
     assert_eq!(val(&mut a, &t, 100), None);
-    db.run(|tx| tx.insert(&t, &(100i64, 0i64, 100i64, 0i64))).unwrap();
+    db.run(|tx| tx.insert(&t, &(100i64, 0i64, 100i64, 0i64)))
+        .unwrap();
     a.update(&t, &0i64, &[(1, 5i64)]).unwrap();
     assert_eq!(failure(a.commit()), Some(AbortReason::Phantom));
     // Secondary lookup g = 2, then someone moves a row into g = 2.
@@ -200,11 +250,19 @@ fn read_only_snapshots_never_abort() {
     let db = open(Isolation::Serializable);
     let t = kv(&db);
     load(&db, &t, 0..3);
-    let mut r = db.begin_with(TxnOptions { isolation: Isolation::Serializable, read_only: true }).unwrap();
+    let mut r = db
+        .begin_with(TxnOptions {
+            isolation: Isolation::Serializable,
+            read_only: true,
+        })
+        .unwrap();
     assert_eq!(val(&mut r, &t, 0), Some(0));
     db.run(|tx| tx.update(&t, &0i64, &[(1, 3i64)])).unwrap();
     assert_eq!(val(&mut r, &t, 0), Some(0));
-    assert_eq!(r.insert(&t, &(9i64, 0i64, 9i64, 0i64)).unwrap_err(), Error::ReadOnlyTransaction);
+    assert_eq!(
+        r.insert(&t, &(9i64, 0i64, 9i64, 0i64)).unwrap_err(),
+        Error::ReadOnlyTransaction
+    );
     r.commit().unwrap();
 }
 
@@ -215,20 +273,40 @@ fn duplicate_keys() {
     load(&db, &t, 0..3);
     let mut tx = db.begin().unwrap();
     let e = tx.insert(&t, &(1i64, 0i64, 99i64, 0i64)).unwrap_err();
-    assert_eq!(e, Error::DuplicateKey { table: "kv".into(), index: "primary".into() });
+    assert_eq!(
+        e,
+        Error::DuplicateKey {
+            table: "kv".into(),
+            index: "primary".into()
+        }
+    );
     // Unique secondary index.
     let e = tx.insert(&t, &(50i64, 0i64, 2i64, 0i64)).unwrap_err();
-    assert_eq!(e, Error::DuplicateKey { table: "kv".into(), index: "by_u".into() });
+    assert_eq!(
+        e,
+        Error::DuplicateKey {
+            table: "kv".into(),
+            index: "by_u".into()
+        }
+    );
     let e = tx.update(&t, &0i64, &[(2, 1i64)]).unwrap_err();
-    assert_eq!(e, Error::DuplicateKey { table: "kv".into(), index: "by_u".into() });
+    assert_eq!(
+        e,
+        Error::DuplicateKey {
+            table: "kv".into(),
+            index: "by_u".into()
+        }
+    );
     // The transaction is still usable after a rejected statement.
     tx.insert(&t, &(50i64, 0i64, 50i64, 0i64)).unwrap();
     tx.commit().unwrap();
     // A deleted key can be inserted again, and a freed unique value reused.
     db.run(|tx| tx.delete(&t, &1i64)).unwrap();
-    db.run(|tx| tx.insert(&t, &(1i64, 11i64, 1i64, 0i64))).unwrap();
+    db.run(|tx| tx.insert(&t, &(1i64, 11i64, 1i64, 0i64)))
+        .unwrap();
     db.run(|tx| tx.update(&t, &2i64, &[(2, 200i64)])).unwrap();
-    db.run(|tx| tx.insert(&t, &(60i64, 0i64, 2i64, 0i64))).unwrap();
+    db.run(|tx| tx.insert(&t, &(60i64, 0i64, 2i64, 0i64)))
+        .unwrap();
     assert_eq!(val(&mut db.begin().unwrap(), &t, 1), Some(11));
 }
 
@@ -243,7 +321,11 @@ fn concurrent_unique_claims_abort_the_later_committer() {
         a.insert(&t, &(10i64, 0i64, 77i64, 0i64)).unwrap();
         b.insert(&t, &(11i64, 0i64, 77i64, 0i64)).unwrap();
         a.commit().unwrap();
-        assert_eq!(failure(b.commit()), Some(AbortReason::UniqueConflict), "{level}");
+        assert_eq!(
+            failure(b.commit()),
+            Some(AbortReason::UniqueConflict),
+            "{level}"
+        );
     }
 }
 
@@ -255,6 +337,9 @@ fn concurrent_inserts_of_one_key() {
     let mut b = db.begin().unwrap();
     a.insert(&t, &(1i64, 1i64, 1i64, 0i64)).unwrap();
     let e = b.insert(&t, &(1i64, 2i64, 2i64, 0i64)).unwrap_err();
-    assert_eq!(e, Error::SerializationFailure(AbortReason::WriteWriteConflict));
+    assert_eq!(
+        e,
+        Error::SerializationFailure(AbortReason::WriteWriteConflict)
+    );
     a.commit().unwrap();
 }

@@ -34,16 +34,22 @@ fn bank(level: Isolation, txns_per_thread: usize) {
                 for i in 0..txns_per_thread {
                     if i % 10 == 0 {
                         let total = db
-                            .run_with(TxnOptions { isolation: level, read_only: true }, |tx| {
-                                let mut sum = 0;
-                                for k in 0..ACCOUNTS {
-                                    sum += val(tx, t, k).unwrap_or(0);
-                                    if k == ACCOUNTS / 2 {
-                                        std::thread::yield_now();
+                            .run_with(
+                                TxnOptions {
+                                    isolation: level,
+                                    read_only: true,
+                                },
+                                |tx| {
+                                    let mut sum = 0;
+                                    for k in 0..ACCOUNTS {
+                                        sum += val(tx, t, k).unwrap_or(0);
+                                        if k == ACCOUNTS / 2 {
+                                            std::thread::yield_now();
+                                        }
                                     }
-                                }
-                                Ok(sum)
-                            })
+                                    Ok(sum)
+                                },
+                            )
                             .unwrap();
                         if total != ACCOUNTS * 100 {
                             bad.fetch_add(1, Ordering::Relaxed);
@@ -51,7 +57,8 @@ fn bank(level: Isolation, txns_per_thread: usize) {
                         continue;
                     }
                     let a = (splitmix(&mut seed) % ACCOUNTS as u64) as i64;
-                    let b = (a + 1 + (splitmix(&mut seed) % (ACCOUNTS as u64 - 1)) as i64) % ACCOUNTS;
+                    let b =
+                        (a + 1 + (splitmix(&mut seed) % (ACCOUNTS as u64 - 1)) as i64) % ACCOUNTS;
                     let amount = (splitmix(&mut seed) % 20) as i64;
                     db.run(|tx| {
                         let va = val(tx, t, a).unwrap_or(0);
@@ -70,7 +77,11 @@ fn bank(level: Isolation, txns_per_thread: usize) {
     let mut tx = db.begin().unwrap();
     let total: i64 = (0..ACCOUNTS).map(|k| val(&mut tx, &t, k).unwrap()).sum();
     assert_eq!(total, ACCOUNTS * 100, "{level}: money created or destroyed");
-    assert_eq!(bad_audits.load(Ordering::Relaxed), 0, "{level}: a snapshot saw a wrong total");
+    assert_eq!(
+        bad_audits.load(Ordering::Relaxed),
+        0,
+        "{level}: a snapshot saw a wrong total"
+    );
     let s = db.stats();
     println!("{level}: committed {} aborted {:?}", s.committed, s.aborted);
     assert!(s.committed as usize >= THREADS * txns_per_thread, "{s:?}");
@@ -116,7 +127,11 @@ fn counters(level: Isolation) {
 
 #[test]
 fn no_lost_updates() {
-    for level in [Isolation::Snapshot, Isolation::RepeatableRead, Isolation::Serializable] {
+    for level in [
+        Isolation::Snapshot,
+        Isolation::RepeatableRead,
+        Isolation::Serializable,
+    ] {
         counters(level);
     }
 }

@@ -12,16 +12,24 @@ fn open_snapshots_keep_their_versions() {
     let mut snaps = Vec::new();
     for round in 0..5i64 {
         let mut s = db.begin().unwrap();
-        assert_eq!(val(&mut s, &t, 0), Some(if round == 0 { 0 } else { round * 100 }));
+        assert_eq!(
+            val(&mut s, &t, 0),
+            Some(if round == 0 { 0 } else { round * 100 })
+        );
         snaps.push((round, s));
         for i in 1..=100i64 {
-            db.run(|tx| tx.update(&t, &0i64, &[(1, round * 100 + i)])).unwrap();
+            db.run(|tx| tx.update(&t, &0i64, &[(1, round * 100 + i)]))
+                .unwrap();
             db.run(|tx| tx.update(&t, &1i64, &[(1, i)])).unwrap();
         }
         db.collect_garbage();
     }
     for (round, s) in snaps.iter_mut() {
-        assert_eq!(val(s, &t, 0), Some(if *round == 0 { 0 } else { *round * 100 }), "snapshot {round}");
+        assert_eq!(
+            val(s, &t, 0),
+            Some(if *round == 0 { 0 } else { *round * 100 }),
+            "snapshot {round}"
+        );
     }
     let live_with_snapshots = db.stats().live_versions();
     assert!(live_with_snapshots >= 5, "{live_with_snapshots}");
@@ -31,7 +39,11 @@ fn open_snapshots_keep_their_versions() {
     db.run(|tx| tx.update(&t, &1i64, &[(1, 0i64)])).unwrap();
     db.collect_garbage();
     let s = db.stats();
-    assert!(s.live_versions() <= 8, "live versions {} after GC", s.live_versions());
+    assert!(
+        s.live_versions() <= 8,
+        "live versions {} after GC",
+        s.live_versions()
+    );
     assert!(s.versions_reclaimed >= 990, "{s:?}");
     assert!(db.chain_stats(8).max_chain_len <= 2);
 }
@@ -60,10 +72,12 @@ fn deleted_rows_are_collected_and_reinsertable() {
     for k in 0..10i64 {
         db.run(|tx| tx.delete(&t, &k)).unwrap();
     }
-    db.run(|tx| tx.insert(&t, &(100i64, 0i64, 100i64, 0i64))).unwrap();
+    db.run(|tx| tx.insert(&t, &(100i64, 0i64, 100i64, 0i64)))
+        .unwrap();
     db.collect_garbage();
     let cs = db.chain_stats(4);
     assert_eq!(cs.tuples, 1, "only key 100 still has versions: {cs:?}");
-    db.run(|tx| tx.insert(&t, &(3i64, 33i64, 3i64, 0i64))).unwrap();
+    db.run(|tx| tx.insert(&t, &(3i64, 33i64, 3i64, 0i64)))
+        .unwrap();
     assert_eq!(val(&mut db.begin().unwrap(), &t, 3), Some(33));
 }

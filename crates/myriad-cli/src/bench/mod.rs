@@ -26,8 +26,16 @@ const STOP: u8 = 2;
 const HIST_MAX_NS: u64 = 3_600_000_000_000;
 /// Upper bounds (exclusive, ns) of the coarse latency buckets of thesis Table 3.1; the last
 /// bucket is open.
-pub const LATENCY_BUCKET_BOUNDS_NS: [u64; 5] = [10_000, 100_000, 1_000_000, 10_000_000, 100_000_000];
-pub const LATENCY_BUCKET_NAMES: [&str; 6] = ["<10us", "10-100us", "100us-1ms", "1-10ms", "10-100ms", ">=100ms"];
+pub const LATENCY_BUCKET_BOUNDS_NS: [u64; 5] =
+    [10_000, 100_000, 1_000_000, 10_000_000, 100_000_000];
+pub const LATENCY_BUCKET_NAMES: [&str; 6] = [
+    "<10us",
+    "10-100us",
+    "100us-1ms",
+    "1-10ms",
+    "10-100ms",
+    ">=100ms",
+];
 /// Number of abort reasons the engine reports.
 pub const REASONS: usize = AbortReason::ALL.len();
 
@@ -54,19 +62,27 @@ impl TypeLatency {
     fn new() -> TypeLatency {
         // The bounds are constants that hdrhistogram accepts.
         let hist = Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid histogram bounds");
-        TypeLatency { hist, buckets: [0; 6] }
+        TypeLatency {
+            hist,
+            buckets: [0; 6],
+        }
     }
 
     #[inline]
     fn record(&mut self, ns: u64) {
         self.hist.saturating_record(ns.clamp(1, HIST_MAX_NS));
-        let b = LATENCY_BUCKET_BOUNDS_NS.iter().position(|&hi| ns < hi).unwrap_or(5);
+        let b = LATENCY_BUCKET_BOUNDS_NS
+            .iter()
+            .position(|&hi| ns < hi)
+            .unwrap_or(5);
         self.buckets[b] += 1;
     }
 
     fn merge(&mut self, other: &TypeLatency) {
         // Same bounds on both sides, so `add` cannot fail.
-        self.hist.add(&other.hist).expect("histograms with equal bounds");
+        self.hist
+            .add(&other.hist)
+            .expect("histograms with equal bounds");
         for (a, b) in self.buckets.iter_mut().zip(other.buckets) {
             *a += b;
         }
@@ -84,7 +100,12 @@ struct ThreadTally {
 
 impl ThreadTally {
     fn new(types: usize) -> ThreadTally {
-        ThreadTally { committed: 0, aborted: [0; REASONS], abandoned: 0, latency: (0..types).map(|_| TypeLatency::new()).collect() }
+        ThreadTally {
+            committed: 0,
+            aborted: [0; REASONS],
+            abandoned: 0,
+            latency: (0..types).map(|_| TypeLatency::new()).collect(),
+        }
     }
 }
 
@@ -99,7 +120,11 @@ pub struct MemSample {
 
 impl MemSample {
     fn of(t: f64, s: &Stats) -> MemSample {
-        MemSample { t_s: t, live_versions: s.live_versions(), version_bytes: s.live_version_bytes() }
+        MemSample {
+            t_s: t,
+            live_versions: s.live_versions(),
+            version_bytes: s.live_version_bytes(),
+        }
     }
 }
 
@@ -169,7 +194,10 @@ pub fn parallel_chunks<S: Default, E: Send>(
                         }
                         Err(e) => {
                             failed.store(true, Ordering::Relaxed);
-                            first_error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+                            first_error
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .get_or_insert(e);
                             return;
                         }
                     }
@@ -185,7 +213,10 @@ pub fn parallel_chunks<S: Default, E: Send>(
 
 /// Position of `reason` in `AbortReason::ALL`.
 fn reason_index(reason: AbortReason) -> usize {
-    AbortReason::ALL.iter().position(|&r| r == reason).unwrap_or(REASONS - 1)
+    AbortReason::ALL
+        .iter()
+        .position(|&r| r == reason)
+        .unwrap_or(REASONS - 1)
 }
 
 /// Runs `opts.threads` workers (`make_worker(i)` builds worker `i` on its own thread) through
@@ -200,8 +231,16 @@ pub fn run<W: Worker>(
     let phase = AtomicU8::new(WARMUP);
     let types = opts.txn_types.len();
     let total_ms = (opts.warmup + opts.duration).as_millis() as u64;
-    let pb = progress_bar(opts.progress, total_ms.max(1), "{prefix:>7} [{wide_bar}] {msg}");
-    pb.set_prefix(if opts.warmup.is_zero() { "run" } else { "warmup" });
+    let pb = progress_bar(
+        opts.progress,
+        total_ms.max(1),
+        "{prefix:>7} [{wide_bar}] {msg}",
+    );
+    pb.set_prefix(if opts.warmup.is_zero() {
+        "run"
+    } else {
+        "warmup"
+    });
 
     let (tallies, measured) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..opts.threads)
@@ -246,7 +285,12 @@ pub fn run<W: Worker>(
 
 /// The main thread's part: phase changes, memory samples, progress. Returns the measured
 /// duration, the memory time series and the engine counters at both ends of the interval.
-fn drive(db: &Database, opts: &RunOptions, phase: &AtomicU8, pb: &ProgressBar) -> (Duration, Vec<MemSample>, Stats, Stats) {
+fn drive(
+    db: &Database,
+    opts: &RunOptions,
+    phase: &AtomicU8,
+    pb: &ProgressBar,
+) -> (Duration, Vec<MemSample>, Stats, Stats) {
     const TICK: Duration = Duration::from_millis(100);
     let start = Instant::now();
     // A worker that hits a fatal error sets STOP; the driver then ends early.
@@ -266,7 +310,11 @@ fn drive(db: &Database, opts: &RunOptions, phase: &AtomicU8, pb: &ProgressBar) -
         if elapsed >= opts.duration || stopped() {
             break;
         }
-        std::thread::sleep(TICK.min(opts.duration - elapsed).min(next_sample.saturating_sub(elapsed)).max(Duration::from_millis(1)));
+        std::thread::sleep(
+            TICK.min(opts.duration - elapsed)
+                .min(next_sample.saturating_sub(elapsed))
+                .max(Duration::from_millis(1)),
+        );
         let elapsed = m0.elapsed();
         if elapsed >= next_sample {
             let s = db.stats();
@@ -287,13 +335,21 @@ fn drive(db: &Database, opts: &RunOptions, phase: &AtomicU8, pb: &ProgressBar) -
     phase.store(STOP, Ordering::SeqCst);
     let duration = m0.elapsed();
     let s1 = db.stats();
-    if series.last().is_some_and(|l| duration.as_secs_f64() - l.t_s > 0.05) {
+    if series
+        .last()
+        .is_some_and(|l| duration.as_secs_f64() - l.t_s > 0.05)
+    {
         series.push(MemSample::of(duration.as_secs_f64(), &s1));
     }
     (duration, series, s0, s1)
 }
 
-fn worker_loop<W: Worker>(db: &Database, phase: &AtomicU8, types: usize, mut w: W) -> Result<ThreadTally, Error> {
+fn worker_loop<W: Worker>(
+    db: &Database,
+    phase: &AtomicU8,
+    types: usize,
+    mut w: W,
+) -> Result<ThreadTally, Error> {
     let mut tally = ThreadTally::new(types);
     loop {
         let ph = phase.load(Ordering::Relaxed);
@@ -302,7 +358,10 @@ fn worker_loop<W: Worker>(db: &Database, phase: &AtomicU8, types: usize, mut w: 
         }
         let measured = ph == MEASURE;
         let ty = w.next_txn();
-        debug_assert!(ty < types, "workload returned transaction type {ty} of {types}");
+        debug_assert!(
+            ty < types,
+            "workload returned transaction type {ty} of {types}"
+        );
         let start = Instant::now();
         loop {
             match w.attempt(db) {
@@ -340,7 +399,18 @@ mod tests {
     #[test]
     fn latency_buckets_follow_table_3_1() {
         let mut l = TypeLatency::new();
-        for ns in [0, 9_999, 10_000, 99_999, 100_000, 1_000_000, 10_000_000, 99_999_999, 100_000_000, u64::MAX] {
+        for ns in [
+            0,
+            9_999,
+            10_000,
+            99_999,
+            100_000,
+            1_000_000,
+            10_000_000,
+            99_999_999,
+            100_000_000,
+            u64::MAX,
+        ] {
             l.record(ns);
         }
         assert_eq!(l.buckets, [2, 2, 1, 1, 2, 2]);

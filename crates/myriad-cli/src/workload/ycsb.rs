@@ -12,7 +12,8 @@ use super::Worker;
 use crate::bench::parallel_chunks;
 use indicatif::ProgressBar;
 use myriad::{
-    ColumnType, Database, Error, Isolation, Result, RowRef, TableRef, TableSchema, TxnOptions, ValueRef,
+    ColumnType, Database, Error, Isolation, Result, RowRef, TableRef, TableSchema, TxnOptions,
+    ValueRef,
 };
 use serde::Serialize;
 use serde_json::{json, Value as Json};
@@ -132,7 +133,11 @@ impl Params {
     /// names the flag.
     pub fn validate(&self) -> std::result::Result<(), String> {
         if self.rows == 0 || self.rows > i64::MAX as u64 {
-            return Err(format!("--rows must be in 1..={}, got {}", i64::MAX, self.rows));
+            return Err(format!(
+                "--rows must be in 1..={}, got {}",
+                i64::MAX,
+                self.rows
+            ));
         }
         if self.ops == 0 {
             return Err("--ops must be at least 1".into());
@@ -146,7 +151,10 @@ impl Params {
         if !(0.0..1.0).contains(&self.theta) {
             return Err(format!("--theta must be in [0, 1), got {}", self.theta));
         }
-        for (flag, n) in [("--attrs-read", self.attrs_read), ("--attrs-modified", self.attrs_modified)] {
+        for (flag, n) in [
+            ("--attrs-read", self.attrs_read),
+            ("--attrs-modified", self.attrs_modified),
+        ] {
             if !(1..=ATTRS).contains(&n) {
                 return Err(format!("{flag} must be in 1..={ATTRS}, got {n}"));
             }
@@ -197,15 +205,27 @@ impl Ycsb {
         for i in 0..ATTRS {
             schema = schema.column(&format!("field{i}"), ty);
         }
-        let schema = schema.primary_key(&["ycsb_key"]).expected_rows(params.rows as usize);
+        let schema = schema
+            .primary_key(&["ycsb_key"])
+            .expected_rows(params.rows as usize);
         let table = db.create_table(schema)?;
         let keygen = KeyGen::new(params.key_dist, params.rows, params.theta);
-        Ok(Ycsb { params, table, keygen })
+        Ok(Ycsb {
+            params,
+            table,
+            keygen,
+        })
     }
 
     /// Loads keys 0..rows with `threads` threads, each inserting a disjoint key range in
     /// transactions of `LOAD_CHUNK_ROWS` rows.
-    pub fn load(&self, db: &Database, threads: usize, seed: u64, progress: Option<&ProgressBar>) -> Result<()> {
+    pub fn load(
+        &self,
+        db: &Database,
+        threads: usize,
+        seed: u64,
+        progress: Option<&ProgressBar>,
+    ) -> Result<()> {
         let chunks = self.params.rows.div_ceil(LOAD_CHUNK_ROWS);
         let row_bytes = ATTRS * FIELD_BYTES;
         parallel_chunks(threads, chunks, progress, |chunk, buf: &mut Vec<u8>| {
@@ -232,7 +252,13 @@ impl Ycsb {
         })
     }
 
-    fn insert_row(&self, tx: &mut myriad::Transaction<'_>, key: i64, rng: &mut Rng, buf: &mut [u8]) -> Result<()> {
+    fn insert_row(
+        &self,
+        tx: &mut myriad::Transaction<'_>,
+        key: i64,
+        rng: &mut Rng,
+        buf: &mut [u8],
+    ) -> Result<()> {
         let mut values = [ValueRef::Int(key); ATTRS + 1];
         match self.params.layout {
             RowLayout::Int64x10 => {
@@ -258,9 +284,16 @@ impl Ycsb {
         YcsbWorker {
             y: self,
             rng,
-            opts: TxnOptions { isolation: self.params.isolation, read_only: false },
+            opts: TxnOptions {
+                isolation: self.params.isolation,
+                read_only: false,
+            },
             plan: Vec::with_capacity(self.params.ops),
-            seen: HashSet::with_capacity(if self.params.ops > LINEAR_DEDUP_MAX { self.params.ops } else { 0 }),
+            seen: HashSet::with_capacity(if self.params.ops > LINEAR_DEDUP_MAX {
+                self.params.ops
+            } else {
+                0
+            }),
             update_source,
         }
     }
@@ -270,10 +303,14 @@ impl Ycsb {
     pub fn fidelity(&self) -> Vec<(&'static str, Json)> {
         let p = &self.params;
         let read = p.mix.read_percent();
-        let layout = match p.layout {
-            RowLayout::Int64x10 => "int64x10: key INT + 10 INT attributes, hash primary key",
-            RowLayout::Bytes100x10 => "bytes100x10: key INT + 10 BYTES(100) attributes, hash primary key",
+        let attr = match p.layout {
+            RowLayout::Int64x10 => "INT",
+            RowLayout::Bytes100x10 => "BYTES(100)",
         };
+        let layout = format!(
+            "{}: key INT + {ATTRS} {attr} attributes, hash primary key",
+            p.layout.name()
+        );
         let keys = match p.key_dist {
             KeyDist::Gray => format!(
                 "gray: Gray et al. Zipfian as DBx1000/CCBench, θ={}, unscrambled (hot keys are the low keys){}",
@@ -287,7 +324,15 @@ impl Ycsb {
             ),
         };
         vec![
-            ("mix", json!(format!("{}: {}% read / {}% update per operation", p.mix.name(), read, 100 - read))),
+            (
+                "mix",
+                json!(format!(
+                    "{}: {}% read / {}% update per operation",
+                    p.mix.name(),
+                    read,
+                    100 - read
+                )),
+            ),
             ("read_pct", json!(read)),
             ("update_pct", json!(100 - read)),
             ("ops_per_txn", json!(p.ops)),
@@ -369,10 +414,19 @@ impl Worker for YcsbWorker<'_> {
                 0 => true,
                 pct => !self.rng.percent(pct),
             };
-            let attr = if spread { self.rng.below(ATTRS as u64) as u8 } else { 0 };
+            let attr = if spread {
+                self.rng.below(ATTRS as u64) as u8
+            } else {
+                0
+            };
             let value = if update { self.rng.next_u64() } else { 0 };
             any_update |= update;
-            self.plan.push(Op { key, update, attr, value });
+            self.plan.push(Op {
+                key,
+                update,
+                attr,
+                value,
+            });
         }
         if any_update {
             UPDATE_TXN
@@ -392,9 +446,12 @@ impl Worker for YcsbWorker<'_> {
                     for j in 0..p.attrs_modified {
                         let col = attr_col(op.attr, j);
                         match p.layout {
-                            RowLayout::Int64x10 => row.set(col, op.value.wrapping_add(j as u64) as i64)?,
+                            RowLayout::Int64x10 => {
+                                row.set(col, op.value.wrapping_add(j as u64) as i64)?
+                            }
                             RowLayout::Bytes100x10 => {
-                                let off = (op.value as usize).wrapping_add(j * 61) % (src.len() - FIELD_BYTES);
+                                let off = (op.value as usize).wrapping_add(j * 61)
+                                    % (src.len() - FIELD_BYTES);
                                 row.set(col, &src[off..off + FIELD_BYTES])?
                             }
                         }
@@ -407,7 +464,11 @@ impl Worker for YcsbWorker<'_> {
                     Some(s) => {
                         black_box(s?);
                     }
-                    None => return Err(Error::NotFound { table: t.name().to_string() }),
+                    None => {
+                        return Err(Error::NotFound {
+                            table: t.name().to_string(),
+                        })
+                    }
                 }
             }
         }
@@ -456,7 +517,9 @@ mod tests {
         let y = Ycsb::create(&db, params(rows, layout)).unwrap();
         y.load(&db, threads, seed, None).unwrap();
         let mut tx = db.begin().unwrap();
-        let rows = (0..rows as i64).map(|k| tx.get(&y.table, &k).unwrap().expect("loaded row")).collect();
+        let rows = (0..rows as i64)
+            .map(|k| tx.get(&y.table, &k).unwrap().expect("loaded row"))
+            .collect();
         tx.commit().unwrap();
         rows
     }

@@ -35,8 +35,15 @@ pub fn zeta(n: u64, theta: f64) -> f64 {
         return z;
     }
     // Computed outside the lock: two threads may both compute it once, harmlessly.
-    let z = if n <= EXACT_ZETA_MAX_N { zeta_sum(n, theta) } else { zeta_euler_maclaurin(n, theta) };
-    cache.lock().unwrap_or_else(|e| e.into_inner()).insert(key, z);
+    let z = if n <= EXACT_ZETA_MAX_N {
+        zeta_sum(n, theta)
+    } else {
+        zeta_euler_maclaurin(n, theta)
+    };
+    cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, z);
     z
 }
 
@@ -79,11 +86,21 @@ struct GrayParams {
 impl GrayParams {
     fn new(items: u64, theta: f64) -> GrayParams {
         assert!(items >= 1, "a Zipfian needs at least one item");
-        assert!((0.0..1.0).contains(&theta), "Zipf θ must be in [0, 1), got {theta}");
+        assert!(
+            (0.0..1.0).contains(&theta),
+            "Zipf θ must be in [0, 1), got {theta}"
+        );
         let zetan = zeta(items, theta);
         let zeta2 = 1.0 + 0.5f64.powf(theta);
         let eta = (1.0 - (2.0 / items as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
-        GrayParams { items, theta, alpha: 1.0 / (1.0 - theta), zetan, eta, zeta2 }
+        GrayParams {
+            items,
+            theta,
+            alpha: 1.0 / (1.0 - theta),
+            zetan,
+            eta,
+            zeta2,
+        }
     }
 
     /// A 0-based rank in [0, items): rank 0 is the most popular.
@@ -110,7 +127,9 @@ pub struct GrayZipf {
 
 impl GrayZipf {
     pub fn new(n: u64, theta: f64) -> GrayZipf {
-        GrayZipf { params: GrayParams::new(n, theta) }
+        GrayZipf {
+            params: GrayParams::new(n, theta),
+        }
     }
 
     /// A key in [0, n).
@@ -123,6 +142,7 @@ impl GrayZipf {
     }
 
     /// Analytic probability of 0-based rank `r`: (r+1)^−θ / ζ(n, θ).
+    #[cfg(test)]
     pub fn probability(&self, r: u64) -> f64 {
         ((r + 1) as f64).powf(-self.params.theta) / self.params.zetan
     }
@@ -138,7 +158,10 @@ pub struct ScrambledZipf {
 impl ScrambledZipf {
     pub fn new(n: u64, theta: f64) -> ScrambledZipf {
         assert!(n >= 1, "a key range needs at least one key");
-        ScrambledZipf { n, params: GrayParams::new(YCSB_ITEM_COUNT, theta) }
+        ScrambledZipf {
+            n,
+            params: GrayParams::new(YCSB_ITEM_COUNT, theta),
+        }
     }
 
     /// A key in [0, n).
@@ -172,7 +195,10 @@ mod tests {
         for theta in [0.0, 0.3, 0.5, 0.9, 0.99] {
             let exact = zeta_sum(1_000_000, theta);
             let em = zeta_euler_maclaurin(1_000_000, theta);
-            assert!(((em - exact) / exact).abs() < 1e-12, "θ={theta}: {em} vs {exact}");
+            assert!(
+                ((em - exact) / exact).abs() < 1e-12,
+                "θ={theta}: {em} vs {exact}"
+            );
         }
         // YCSB's ScrambledZipfianGenerator.ZETAN, computed there by a 10^10-term sum.
         let z = zeta(YCSB_ITEM_COUNT, 0.99);
@@ -216,7 +242,10 @@ mod tests {
             // The mass of the hottest 10% of keys.
             let emp_top: f64 = counts[..100].iter().sum::<u64>() as f64 / SAMPLES as f64;
             let top: f64 = (0..100).map(|r| z.probability(r)).sum();
-            assert!((emp_top - top).abs() < 0.02, "θ={theta}: top-10% mass {emp_top:.4} vs {top:.4}");
+            assert!(
+                (emp_top - top).abs() < 0.02,
+                "θ={theta}: top-10% mass {emp_top:.4} vs {top:.4}"
+            );
         }
     }
 
@@ -264,8 +293,12 @@ mod tests {
                 // Scrambling moves the hottest key away from key 0: YCSB's rank 0 maps to
                 // |fnv(0)| mod 1000, and it carries 1/ζ(10^10, θ) of the draws.
                 let hot = (fnv1a64_abs(0) % 1000) as usize;
-                let share = a.iter().filter(|&&k| k as usize == hot).count() as f64 / a.len() as f64;
-                assert!(share > 0.9 / zeta(YCSB_ITEM_COUNT, theta), "hot key share {share}");
+                let share =
+                    a.iter().filter(|&&k| k as usize == hot).count() as f64 / a.len() as f64;
+                assert!(
+                    share > 0.9 / zeta(YCSB_ITEM_COUNT, theta),
+                    "hot key share {share}"
+                );
             }
         }
         let one = ScrambledZipf::new(1, 0.99);

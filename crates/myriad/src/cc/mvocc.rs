@@ -63,7 +63,11 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<()> {
                 old.end.store(end_ts, Ordering::Release);
             }
             if !w.old.is_null() || (*w.new).is_tombstone() {
-                tx.local.garbage.push_back(Garbage { end_ts, table: w.table, tid: w.tid });
+                tx.local.garbage.push_back(Garbage {
+                    end_ts,
+                    table: w.table,
+                    tid: w.tid,
+                });
             }
         }
     }
@@ -83,7 +87,10 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<()> {
 
 fn validate(tx: &mut Transaction<'_>, end_ts: u64) -> std::result::Result<(), AbortReason> {
     let r = tx.resolver();
-    if matches!(tx.isolation, Isolation::Serializable | Isolation::RepeatableRead) {
+    if matches!(
+        tx.isolation,
+        Isolation::Serializable | Isolation::RepeatableRead
+    ) {
         for &v in &tx.local.read_set {
             // SAFETY: versions we read stay allocated while we are active (GC watermark).
             if !r.still_visible(unsafe { &*v }, end_ts) {
@@ -108,7 +115,8 @@ fn validate(tx: &mut Transaction<'_>, end_ts: u64) -> std::result::Result<(), Ab
         }
         for i in 1..t.indexes.len() {
             if t.schema.indexes[i].unique
-                && unique_holder(tx, &t, i, new.data(), Some(w.tid), Some(end_ts)) != UniqueCheck::Free
+                && unique_holder(tx, &t, i, new.data(), Some(w.tid), Some(end_ts))
+                    != UniqueCheck::Free
             {
                 return Err(AbortReason::UniqueConflict);
             }
@@ -135,7 +143,9 @@ fn rescan(tx: &Transaction<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: u64) -
     let arena = &tx.local.scan_keys;
     let mut ok = true;
     if s.point {
-        let Bound::Included(key) = bound(arena, s.lo) else { return true };
+        let Bound::Included(key) = bound(arena, s.lo) else {
+            return true;
+        };
         if index == 0 {
             if let Some(tid) = idx.get_unique(key) {
                 ok = same_view(tx, r, &t, index, tid, key, end_ts);
@@ -147,15 +157,29 @@ fn rescan(tx: &Transaction<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: u64) -
             });
         }
     } else {
-        idx.scan(bound(arena, s.lo), bound(arena, s.hi), crate::index::ScanDirection::Ascending, index != 0, &mut |k, tid| {
-            ok = same_view(tx, r, &t, index, tid, k, end_ts);
-            ok
-        });
+        idx.scan(
+            bound(arena, s.lo),
+            bound(arena, s.hi),
+            crate::index::ScanDirection::Ascending,
+            index != 0,
+            &mut |k, tid| {
+                ok = same_view(tx, r, &t, index, tid, k, end_ts);
+                ok
+            },
+        );
     }
     ok
 }
 
-fn same_view(tx: &Transaction<'_>, r: &Resolver<'_>, t: &Table, index: usize, tid: TupleId, key: &[u8], end_ts: u64) -> bool {
+fn same_view(
+    tx: &Transaction<'_>,
+    r: &Resolver<'_>,
+    t: &Table,
+    index: usize,
+    tid: TupleId,
+    key: &[u8],
+    end_ts: u64,
+) -> bool {
     let Some(e) = t.entry(tid) else { return true };
     let head = e.load(Ordering::Acquire);
     let live = |v: *const Version| -> *const Version {
@@ -228,7 +252,13 @@ pub(crate) fn unique_holder(
                 }
             }
             None => {
-                let rt = tx.begin_ts.max(if tx.isolation == Isolation::ReadCommitted { tx.db.clock.now() } else { 0 });
+                let rt = tx
+                    .begin_ts
+                    .max(if tx.isolation == Isolation::ReadCommitted {
+                        tx.db.clock.now()
+                    } else {
+                        0
+                    });
                 if holds(r.visible_in_chain(head, rt, false)) {
                     out = UniqueCheck::Taken;
                 } else if holds(r.visible_in_chain(head, u64::MAX >> 2, false)) {

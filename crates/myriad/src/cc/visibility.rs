@@ -98,7 +98,12 @@ impl Resolver<'_> {
 
     /// The version of the chain starting at `head` that is visible at `rt`, ignoring our own
     /// uncommitted writes when `skip_own` (used by the phantom re-check).
-    pub fn visible_in_chain(&self, head: *const Version, rt: u64, skip_own: bool) -> *const Version {
+    pub fn visible_in_chain(
+        &self,
+        head: *const Version,
+        rt: u64,
+        skip_own: bool,
+    ) -> *const Version {
         let mut v = head;
         while !v.is_null() {
             // SAFETY: caller is pinned; chain versions reachable from a live head are not freed
@@ -177,7 +182,11 @@ mod tests {
 
     fn check(f: &Fixture, begin: u64, end: u64, rt: u64) -> bool {
         let v = version(begin, end);
-        let r = Resolver { txns: &f.txns, me: f.me }.visible(&v, rt);
+        let r = Resolver {
+            txns: &f.txns,
+            me: f.me,
+        }
+        .visible(&v, rt);
         free(v);
         r
     }
@@ -223,7 +232,11 @@ mod tests {
         // Post-processing finalises the field, then the slot terminates.
         v.begin.store(7, Ordering::Release);
         other.terminate();
-        assert!(Resolver { txns: &f.txns, me: f.me }.visible(&v, 8));
+        assert!(Resolver {
+            txns: &f.txns,
+            me: f.me
+        }
+        .visible(&v, 8));
         free(v);
     }
 
@@ -252,7 +265,11 @@ mod tests {
         let f = fixture();
         let other = f.txns.slot(1);
         other.set_preparing(20);
-        let v = if field_is_end { version(5, f.other.word()) } else { version(f.other.word(), INFINITY) };
+        let v = if field_is_end {
+            version(5, f.other.word())
+        } else {
+            version(f.other.word(), INFINITY)
+        };
         std::thread::scope(|s| {
             s.spawn(|| {
                 std::thread::sleep(Duration::from_millis(50));
@@ -262,7 +279,11 @@ mod tests {
                     other.set_aborted();
                 }
             });
-            let r = Resolver { txns: &f.txns, me: f.me }.visible(&v, 30);
+            let r = Resolver {
+                txns: &f.txns,
+                me: f.me,
+            }
+            .visible(&v, 30);
             free(v);
             r
         })
@@ -293,7 +314,11 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(20));
                 other.set_committed(10);
             });
-            Resolver { txns: &f.txns, me: f.me }.visible(&v, 30)
+            Resolver {
+                txns: &f.txns,
+                me: f.me,
+            }
+            .visible(&v, 30)
         });
         assert!(seen, "a commit at ts 10 must be visible at read time 30");
         free(v);
@@ -302,7 +327,10 @@ mod tests {
     #[test]
     fn still_visible_for_read_validation() {
         let f = fixture();
-        let r = Resolver { txns: &f.txns, me: f.me };
+        let r = Resolver {
+            txns: &f.txns,
+            me: f.me,
+        };
         let v = version(5, INFINITY);
         assert!(r.still_visible(&v, 100));
         v.end.store(f.me.word(), Ordering::Relaxed); // we updated it: fine

@@ -90,7 +90,9 @@ fn prune(t: &Table, tid: TupleId, w: u64, slot: &Slot, guard: &Guard) {
         let size = Version::alloc_size(t.schema.row_size) as u64;
         if x.is_tombstone() && v == head {
             // The row is deleted as of a time every snapshot sees: the whole chain is garbage.
-            if e.compare_exchange(head, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            if e.compare_exchange(head, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
                 free_chain(v, slot, guard, size);
             }
             return;

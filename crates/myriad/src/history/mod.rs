@@ -74,7 +74,14 @@ fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
 }
 
 impl Recording {
-    pub fn note_read(&mut self, schema: &TableSchema, table: u32, v: &Version, txns: &TxnTable, _found: bool) {
+    pub fn note_read(
+        &mut self,
+        schema: &TableSchema,
+        table: u32,
+        v: &Version,
+        txns: &TxnTable,
+        _found: bool,
+    ) {
         let mut key = Vec::new();
         schema.encode_key_from_row(0, v.data(), &mut key);
         self.reads.push(Read {
@@ -84,14 +91,25 @@ impl Recording {
         });
     }
     pub fn note_absent(&mut self, table: u32, key: &[u8]) {
-        let k = Key { table, key: key.to_vec() };
+        let k = Key {
+            table,
+            key: key.to_vec(),
+        };
         // A miss after reading a tombstone is already recorded by note_read.
         if !self.reads.iter().rev().take(1).any(|r| r.key == k) {
-            self.reads.push(Read { key: k, writer: 0, found: false });
+            self.reads.push(Read {
+                key: k,
+                writer: 0,
+                found: false,
+            });
         }
     }
     pub fn note_scan(&mut self, table: u32, lo: Bound<&[u8]>, hi: Bound<&[u8]>) {
-        self.scans.push(Scan { table, lo: owned(lo), hi: owned(hi) });
+        self.scans.push(Scan {
+            table,
+            lo: owned(lo),
+            hi: owned(hi),
+        });
     }
     pub fn note_write(&mut self, schema: &TableSchema, table: u32, row: &[u8], kind: WriteKind) {
         let mut key = Vec::new();
@@ -100,7 +118,9 @@ impl Recording {
         if let Some(w) = self.writes.iter_mut().find(|w| w.key == key) {
             // Several writes to one row in a transaction install one version.
             w.kind = match (w.kind, kind) {
-                (WriteKind::Insert, WriteKind::Delete) | (_, WriteKind::Delete) => WriteKind::Delete,
+                (WriteKind::Insert, WriteKind::Delete) | (_, WriteKind::Delete) => {
+                    WriteKind::Delete
+                }
                 (WriteKind::Delete, _) => WriteKind::Update,
                 (k, _) => k,
             };

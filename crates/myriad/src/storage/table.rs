@@ -36,13 +36,19 @@ pub type TableRef = Arc<Table>;
 
 impl Table {
     pub(crate) fn new(id: u32, db_id: u64, schema: TableSchema) -> Self {
-        let indexes = schema.indexes.iter().map(|d| Index::new(d.kind, schema.expected_rows)).collect();
+        let indexes = schema
+            .indexes
+            .iter()
+            .map(|d| Index::new(d.kind, schema.expected_rows))
+            .collect();
         Table {
             id,
             db_id,
             schema,
             indexes,
-            directory: (0..DIR_LEN).map(|_| AtomicPtr::new(ptr::null_mut())).collect(),
+            directory: (0..DIR_LEN)
+                .map(|_| AtomicPtr::new(ptr::null_mut()))
+                .collect(),
             next_tid: AtomicU64::new(0),
         }
     }
@@ -77,7 +83,10 @@ impl Table {
                 .try_into()
                 .unwrap_or_else(|_| panic!("segment length invariant"));
             let raw = Box::into_raw(fresh);
-            if dir.compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            if dir
+                .compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
                 // SAFETY: raw was never published.
                 drop(unsafe { Box::from_raw(raw) });
             }
@@ -93,7 +102,10 @@ impl Table {
     /// The indirection entry of `tid`, or `None` if its segment was never allocated.
     #[inline]
     pub(crate) fn entry(&self, tid: TupleId) -> Option<&AtomicPtr<Version>> {
-        let seg = self.directory.get((tid >> SEG_BITS) as usize)?.load(Ordering::Acquire);
+        let seg = self
+            .directory
+            .get((tid >> SEG_BITS) as usize)?
+            .load(Ordering::Acquire);
         if seg.is_null() {
             return None;
         }
@@ -104,7 +116,10 @@ impl Table {
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Table").field("id", &self.id).field("name", &self.schema.name).finish()
+        f.debug_struct("Table")
+            .field("id", &self.id)
+            .field("name", &self.schema.name)
+            .finish()
     }
 }
 

@@ -13,7 +13,9 @@ pub(crate) struct Clock {
 
 impl Clock {
     pub fn new() -> Self {
-        Clock { now: CachePadded::new(AtomicU64::new(1)) }
+        Clock {
+            now: CachePadded::new(AtomicU64::new(1)),
+        }
     }
     /// A read time: every transaction that drew an end timestamp ≤ this has published
     /// at least the Preparing state.

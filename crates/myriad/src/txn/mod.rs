@@ -153,7 +153,10 @@ impl<'db> Transaction<'db> {
     }
 
     pub(crate) fn resolver(&self) -> Resolver<'db> {
-        Resolver { txns: &self.db.txns, me: self.id }
+        Resolver {
+            txns: &self.db.txns,
+            me: self.id,
+        }
     }
 
     fn check_table(&self, t: &Table) -> Result<()> {
@@ -196,7 +199,10 @@ impl<'db> Transaction<'db> {
 
     #[inline]
     fn validates_reads(&self) -> bool {
-        matches!(self.isolation, Isolation::Serializable | Isolation::RepeatableRead)
+        matches!(
+            self.isolation,
+            Isolation::Serializable | Isolation::RepeatableRead
+        )
     }
 
     #[inline]
@@ -207,7 +213,9 @@ impl<'db> Transaction<'db> {
     /// The visible version of `tid` as of `rt`, or null.
     #[inline]
     fn visible_version(&self, t: &Table, tid: TupleId, rt: u64) -> *const Version {
-        let Some(e) = t.entry(tid) else { return ptr::null() };
+        let Some(e) = t.entry(tid) else {
+            return ptr::null();
+        };
         let head = e.load(Ordering::Acquire);
         self.resolver().visible_in_chain(head, rt, false)
     }
@@ -228,7 +236,14 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    fn push_scan(&mut self, t: &Table, index: usize, lo: Bound<&[u8]>, hi: Bound<&[u8]>, point: bool) {
+    fn push_scan(
+        &mut self,
+        t: &Table,
+        index: usize,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        point: bool,
+    ) {
         if self.isolation != Isolation::Serializable {
             return;
         }
@@ -249,11 +264,21 @@ impl<'db> Transaction<'db> {
         };
         let lo = put(lo);
         let hi = if point { lo } else { put(hi) };
-        self.local.scan_set.push(ScanRecord { table: t.id, index: index as u16, lo, hi, point });
+        self.local.scan_set.push(ScanRecord {
+            table: t.id,
+            index: index as u16,
+            lo,
+            hi,
+            point,
+        });
     }
 
     fn note_miss(&mut self, t: &Table, key_is_buf2: bool) {
-        let key = if key_is_buf2 { std::mem::take(&mut self.local.key_buf2) } else { std::mem::take(&mut self.local.key_buf) };
+        let key = if key_is_buf2 {
+            std::mem::take(&mut self.local.key_buf2)
+        } else {
+            std::mem::take(&mut self.local.key_buf)
+        };
         self.push_scan(t, 0, Bound::Included(&key), Bound::Included(&key), true);
         if let Some(rec) = self.recording.as_mut() {
             rec.note_absent(t.id, &key);
@@ -288,7 +313,10 @@ impl<'db> Transaction<'db> {
         match unsafe { v.as_ref() } {
             Some(r) if !r.is_tombstone() => {
                 self.note_read(t, v);
-                Ok(Some(f(RowRef { schema: &t.schema, data: r.data() })))
+                Ok(Some(f(RowRef {
+                    schema: &t.schema,
+                    data: r.data(),
+                })))
             }
             Some(_) => {
                 self.note_read(t, v);
@@ -318,10 +346,13 @@ impl<'db> Transaction<'db> {
     ) -> Result<usize> {
         self.begin_op(t)?;
         if index == 0 {
-            return Ok(self.get_with(t, key, |r| f(r))?.map_or(0, |_| 1));
+            return Ok(self.get_with(t, key, &mut f)?.map_or(0, |_| 1));
         }
         if index >= t.indexes.len() {
-            return Err(Error::UnknownIndex { table: t.schema.name.clone(), index: format!("#{index}") });
+            return Err(Error::UnknownIndex {
+                table: t.schema.name.clone(),
+                index: format!("#{index}"),
+            });
         }
         let mut kb = std::mem::take(&mut self.local.key_buf);
         if let Err(e) = t.schema.encode_key_values(index, key, &mut kb) {
@@ -339,7 +370,9 @@ impl<'db> Transaction<'db> {
         for tid in tids {
             let v = self.visible_version(t, tid, rt);
             // SAFETY: as in get_with.
-            let Some(r) = (unsafe { v.as_ref() }) else { continue };
+            let Some(r) = (unsafe { v.as_ref() }) else {
+                continue;
+            };
             if r.is_tombstone() {
                 continue;
             }
@@ -349,7 +382,10 @@ impl<'db> Transaction<'db> {
             }
             self.note_read(t, v);
             n += 1;
-            if !f(RowRef { schema: &t.schema, data: r.data() }) {
+            if !f(RowRef {
+                schema: &t.schema,
+                data: r.data(),
+            }) {
                 break;
             }
         }
@@ -376,7 +412,10 @@ impl<'db> Transaction<'db> {
         self.begin_op(t)?;
         let index = opts.index;
         let Some(idx) = t.indexes.get(index) else {
-            return Err(Error::UnknownIndex { table: t.schema.name.clone(), index: format!("#{index}") });
+            return Err(Error::UnknownIndex {
+                table: t.schema.name.clone(),
+                index: format!("#{index}"),
+            });
         };
         if !idx.is_ordered() {
             return Err(Error::Unsupported(format!(
@@ -387,7 +426,11 @@ impl<'db> Transaction<'db> {
         let (lo_b, hi_b) = encode_bounds(&t.schema, index, lo, hi)?;
         let rt = self.stmt_ts();
         let secondary = index != 0;
-        let dir = if opts.descending { ScanDirection::Descending } else { ScanDirection::Ascending };
+        let dir = if opts.descending {
+            ScanDirection::Descending
+        } else {
+            ScanDirection::Ascending
+        };
         let limit = opts.limit.unwrap_or(usize::MAX);
         let mut hits: Vec<(Vec<u8>, TupleId)> = Vec::new();
         let mut n = 0usize;
@@ -395,14 +438,22 @@ impl<'db> Transaction<'db> {
         let mut check = std::mem::take(&mut self.local.key_buf2);
         if limit > 0 {
             // Collect entries first: the callback may not run while the index is being read.
-            idx.scan(as_ref_bound(&lo_b), as_ref_bound(&hi_b), dir, secondary, &mut |k, tid| {
-                hits.push((k.to_vec(), tid));
-                true
-            });
+            idx.scan(
+                as_ref_bound(&lo_b),
+                as_ref_bound(&hi_b),
+                dir,
+                secondary,
+                &mut |k, tid| {
+                    hits.push((k.to_vec(), tid));
+                    true
+                },
+            );
             for (k, tid) in &hits {
                 let v = self.visible_version(t, *tid, rt);
                 // SAFETY: as in get_with.
-                let Some(r) = (unsafe { v.as_ref() }) else { continue };
+                let Some(r) = (unsafe { v.as_ref() }) else {
+                    continue;
+                };
                 if r.is_tombstone() {
                     continue;
                 }
@@ -414,7 +465,10 @@ impl<'db> Transaction<'db> {
                 }
                 self.note_read(t, v);
                 n += 1;
-                let go_on = f(RowRef { schema: &t.schema, data: r.data() });
+                let go_on = f(RowRef {
+                    schema: &t.schema,
+                    data: r.data(),
+                });
                 if !go_on || n >= limit {
                     stopped_at = Some(k.clone());
                     break;
@@ -501,14 +555,22 @@ impl<'db> Transaction<'db> {
     /// about to unlink.
     fn stable_head(&self, t: &Table, tid: TupleId) -> *mut Version {
         let backoff = crossbeam_utils::Backoff::new();
-        let Some(e) = t.entry(tid) else { return ptr::null_mut() };
+        let Some(e) = t.entry(tid) else {
+            return ptr::null_mut();
+        };
         loop {
             let h = e.load(Ordering::Acquire);
             // SAFETY: pinned.
             match unsafe { h.as_ref() } {
                 Some(v) if v.begin.load(Ordering::Acquire) == INFINITY => backoff.snooze(),
-                Some(v) if crate::version::is_txn(v.begin.load(Ordering::Acquire)) && !self.is_mine(v) => {
-                    let st = self.db.txns.state_of(TxnId::from_word(v.begin.load(Ordering::Acquire)));
+                Some(v)
+                    if crate::version::is_txn(v.begin.load(Ordering::Acquire))
+                        && !self.is_mine(v) =>
+                {
+                    let st = self
+                        .db
+                        .txns
+                        .state_of(TxnId::from_word(v.begin.load(Ordering::Acquire)));
                     if st == table::TxnState::Aborted {
                         backoff.snooze();
                     } else {
@@ -528,7 +590,10 @@ impl<'db> Transaction<'db> {
             let e = head.end.load(Ordering::Acquire);
             if e == INFINITY {
                 bump(&slot.stats.record_rmw, 1);
-                match head.end.compare_exchange(INFINITY, me, Ordering::AcqRel, Ordering::Acquire) {
+                match head
+                    .end
+                    .compare_exchange(INFINITY, me, Ordering::AcqRel, Ordering::Acquire)
+                {
                     Ok(_) => return Ok(()),
                     Err(_) => continue,
                 }
@@ -539,7 +604,11 @@ impl<'db> Transaction<'db> {
                 // The aborted writer will reset the field; taking it over is also safe
                 // (Hekaton §2.6: "or its End field contains the ID of an aborted transaction").
                 bump(&slot.stats.record_rmw, 1);
-                if head.end.compare_exchange(e, me, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                if head
+                    .end
+                    .compare_exchange(e, me, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
                     return Ok(());
                 }
                 continue;
@@ -560,11 +629,17 @@ impl<'db> Transaction<'db> {
     fn write_target(&mut self, t: &Table, tid: TupleId) -> Result<(*mut Version, bool)> {
         let head = self.stable_head(t, tid);
         // SAFETY: pinned.
-        let Some(h) = (unsafe { head.as_ref() }) else { return Ok((ptr::null_mut(), false)) };
+        let Some(h) = (unsafe { head.as_ref() }) else {
+            return Ok((ptr::null_mut(), false));
+        };
         if self.is_mine(h) {
             return Ok((head, true));
         }
-        let rt = if self.isolation == Isolation::ReadCommitted { self.db.clock.now() } else { self.begin_ts };
+        let rt = if self.isolation == Isolation::ReadCommitted {
+            self.db.clock.now()
+        } else {
+            self.begin_ts
+        };
         if self.resolver().visible(h, rt) {
             return Ok((head, false));
         }
@@ -595,7 +670,10 @@ impl<'db> Transaction<'db> {
     }
 
     fn insert_keyed(&mut self, t: &Table, row: &[u8], key: &[u8]) -> Result<()> {
-        let dup = || Error::DuplicateKey { table: t.schema.name.clone(), index: "primary".into() };
+        let dup = || Error::DuplicateKey {
+            table: t.schema.name.clone(),
+            index: "primary".into(),
+        };
         self.check_unique(t, row, None)?;
         let slot = self.slot();
         loop {
@@ -604,10 +682,15 @@ impl<'db> Transaction<'db> {
                 None => {
                     bump(&slot.stats.global_rmw, 1);
                     let Some(tid) = t.alloc_tid() else {
-                        return Err(Error::Unsupported(format!("table `{}` is full", t.schema.name)));
+                        return Err(Error::Unsupported(format!(
+                            "table `{}` is full",
+                            t.schema.name
+                        )));
                     };
                     let n = self.new_version(t, row, ptr::null_mut());
-                    let Some(e) = t.entry(tid) else { return Err(Error::Unsupported("tuple id space exhausted".into())) };
+                    let Some(e) = t.entry(tid) else {
+                        return Err(Error::Unsupported("tuple id space exhausted".into()));
+                    };
                     e.store(n, Ordering::Release);
                     bump(&slot.stats.record_rmw, 1);
                     match t.indexes[0].insert_unique(key, tid) {
@@ -635,7 +718,9 @@ impl<'db> Transaction<'db> {
                     let n = self.new_version(t, row, ptr::null_mut());
                     let Some(e) = t.entry(tid) else { continue };
                     bump(&slot.stats.record_rmw, 1);
-                    if e.compare_exchange(ptr::null_mut(), n, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                    if e.compare_exchange(ptr::null_mut(), n, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                    {
                         self.finish_write(t, tid, n, ptr::null_mut(), None, row);
                         return Ok(());
                     }
@@ -671,7 +756,14 @@ impl<'db> Transaction<'db> {
                     if let Some(e) = t.entry(tid) {
                         e.store(n, Ordering::Release);
                     }
-                    self.finish_write(t, tid, n, head, Some(crate::history::WriteKind::Insert), row);
+                    self.finish_write(
+                        t,
+                        tid,
+                        n,
+                        head,
+                        Some(crate::history::WriteKind::Insert),
+                        row,
+                    );
                     return Ok(());
                 }
             }
@@ -684,14 +776,20 @@ impl<'db> Transaction<'db> {
         unsafe { (*n).data_mut().copy_from_slice(row) };
         let slot = self.slot();
         bump(&slot.stats.versions_allocated, 1);
-        bump(&slot.stats.version_bytes_allocated, Version::alloc_size(t.schema.row_size) as u64);
+        bump(
+            &slot.stats.version_bytes_allocated,
+            Version::alloc_size(t.schema.row_size) as u64,
+        );
         n
     }
 
     fn unaccount_version(&self, t: &Table) {
         let slot = self.slot();
         bump(&slot.stats.versions_reclaimed, 1);
-        bump(&slot.stats.version_bytes_reclaimed, Version::alloc_size(t.schema.row_size) as u64);
+        bump(
+            &slot.stats.version_bytes_reclaimed,
+            Version::alloc_size(t.schema.row_size) as u64,
+        );
     }
 
     fn finish_write(
@@ -703,10 +801,20 @@ impl<'db> Transaction<'db> {
         kind: Option<crate::history::WriteKind>,
         row: &[u8],
     ) {
-        self.local.write_set.push(WriteRecord { table: t.id, tid, new, old });
+        self.local.write_set.push(WriteRecord {
+            table: t.id,
+            tid,
+            new,
+            old,
+        });
         self.index_secondary(t, tid, row);
         if let Some(rec) = self.recording.as_mut() {
-            rec.note_write(&t.schema, t.id, row, kind.unwrap_or(crate::history::WriteKind::Insert));
+            rec.note_write(
+                &t.schema,
+                t.id,
+                row,
+                kind.unwrap_or(crate::history::WriteKind::Insert),
+            );
         }
     }
 
@@ -739,7 +847,9 @@ impl<'db> Transaction<'db> {
                         index: t.schema.indexes[i].name.clone(),
                     })
                 }
-                crate::cc::mvocc::UniqueCheck::Contended => return Err(self.fail(AbortReason::UniqueConflict)),
+                crate::cc::mvocc::UniqueCheck::Contended => {
+                    return Err(self.fail(AbortReason::UniqueConflict))
+                }
             }
         }
         Ok(())
@@ -760,26 +870,35 @@ impl<'db> Transaction<'db> {
         enc?;
         let Some(tid) = t.indexes[0].get_unique(&self.local.key_buf) else {
             self.note_miss(t, false);
-            return Err(Error::NotFound { table: t.schema.name.clone() });
+            return Err(Error::NotFound {
+                table: t.schema.name.clone(),
+            });
         };
         let (head, mine) = self.write_target(t, tid)?;
         // SAFETY: pinned.
         let Some(h) = (unsafe { head.as_ref() }) else {
             self.note_miss(t, false);
-            return Err(Error::NotFound { table: t.schema.name.clone() });
+            return Err(Error::NotFound {
+                table: t.schema.name.clone(),
+            });
         };
         if h.is_tombstone() {
             if !mine {
                 self.note_read(t, head);
             }
             self.note_miss(t, false);
-            return Err(Error::NotFound { table: t.schema.name.clone() });
+            return Err(Error::NotFound {
+                table: t.schema.name.clone(),
+            });
         }
         // Apply f to a scratch copy so a failing f leaves nothing behind.
         let mut row = std::mem::take(&mut self.local.row_buf);
         row.clear();
         row.extend_from_slice(h.data());
-        let r = f(&mut RowMut { schema: &t.schema, data: &mut row });
+        let r = f(&mut RowMut {
+            schema: &t.schema,
+            data: &mut row,
+        });
         let r = r.and_then(|_| self.check_unique_changed(t, h.data(), &row, tid));
         if let Err(e) = r {
             self.local.row_buf = row;
@@ -801,16 +920,32 @@ impl<'db> Transaction<'db> {
             if let Some(e) = t.entry(tid) {
                 e.store(n, Ordering::Release);
             }
-            self.finish_write(t, tid, n, head, Some(crate::history::WriteKind::Update), &row);
+            self.finish_write(
+                t,
+                tid,
+                n,
+                head,
+                Some(crate::history::WriteKind::Update),
+                &row,
+            );
         }
         self.local.row_buf = row;
         Ok(())
     }
 
-    fn check_unique_changed(&mut self, t: &Table, old: &[u8], new: &[u8], tid: TupleId) -> Result<()> {
+    fn check_unique_changed(
+        &mut self,
+        t: &Table,
+        old: &[u8],
+        new: &[u8],
+        tid: TupleId,
+    ) -> Result<()> {
         let changed = (1..t.indexes.len()).any(|i| {
             t.schema.indexes[i].unique
-                && t.schema.indexes[i].columns.iter().any(|&c| t.schema.read_column(old, c) != t.schema.read_column(new, c))
+                && t.schema.indexes[i]
+                    .columns
+                    .iter()
+                    .any(|&c| t.schema.read_column(old, c) != t.schema.read_column(new, c))
         });
         if changed {
             self.check_unique(t, new, Some(tid))
@@ -843,20 +978,26 @@ impl<'db> Transaction<'db> {
         enc?;
         let Some(tid) = t.indexes[0].get_unique(&self.local.key_buf) else {
             self.note_miss(t, false);
-            return Err(Error::NotFound { table: t.schema.name.clone() });
+            return Err(Error::NotFound {
+                table: t.schema.name.clone(),
+            });
         };
         let (head, mine) = self.write_target(t, tid)?;
         // SAFETY: pinned.
         let Some(h) = (unsafe { head.as_ref() }) else {
             self.note_miss(t, false);
-            return Err(Error::NotFound { table: t.schema.name.clone() });
+            return Err(Error::NotFound {
+                table: t.schema.name.clone(),
+            });
         };
         if h.is_tombstone() {
             if !mine {
                 self.note_read(t, head);
             }
             self.note_miss(t, false);
-            return Err(Error::NotFound { table: t.schema.name.clone() });
+            return Err(Error::NotFound {
+                table: t.schema.name.clone(),
+            });
         }
         if mine {
             h.tombstone.store(true, Ordering::Release);
@@ -874,7 +1015,12 @@ impl<'db> Transaction<'db> {
         if let Some(e) = t.entry(tid) {
             e.store(n, Ordering::Release);
         }
-        self.local.write_set.push(WriteRecord { table: t.id, tid, new: n, old: head });
+        self.local.write_set.push(WriteRecord {
+            table: t.id,
+            tid,
+            new: n,
+            old: head,
+        });
         if let Some(rec) = self.recording.as_mut() {
             rec.note_write(&t.schema, t.id, h.data(), crate::history::WriteKind::Delete);
         }
@@ -918,7 +1064,8 @@ impl<'db> Transaction<'db> {
                     old.end.store(INFINITY, Ordering::Release);
                 }
                 let p = w.new as usize;
-                self.guard.defer_unchecked(move || Version::free(p as *mut Version));
+                self.guard
+                    .defer_unchecked(move || Version::free(p as *mut Version));
             }
             self.unaccount_version(&t);
         }
@@ -938,10 +1085,9 @@ impl<'db> Transaction<'db> {
         self.local.write_set.clear();
         slot.terminate();
         // SAFETY: we own the slot until release below.
-        unsafe { std::mem::swap(&mut *slot.local.get(), &mut self.local) };
+        unsafe { std::ptr::swap(slot.local.get(), &mut self.local) };
         self.db.txns.release(self.slot_idx);
     }
-
 }
 
 impl Drop for Transaction<'_> {

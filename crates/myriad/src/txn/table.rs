@@ -145,7 +145,9 @@ impl TxnTable {
         (0..n).map(|k| (hint + k) % n).find(|&i| {
             let s = &self.slots[i];
             !s.in_use.load(Ordering::Relaxed)
-                && s.in_use.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                && s.in_use
+                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
         })
     }
 
@@ -156,7 +158,9 @@ impl TxnTable {
     /// Resolves the state of transaction `id` (Hekaton Tables 1–2, first column).
     #[inline]
     pub fn state_of(&self, id: TxnId) -> TxnState {
-        let Some(s) = self.slots.get(id.slot()) else { return TxnState::Terminated };
+        let Some(s) = self.slots.get(id.slot()) else {
+            return TxnState::Terminated;
+        };
         if s.txn_id.load(Ordering::SeqCst) != id.0 {
             return TxnState::Terminated;
         }
@@ -186,7 +190,8 @@ impl Slot {
         id
     }
     pub fn set_preparing_pending(&self) {
-        self.state.store(pack(ST_PREPARING, PENDING_TS), Ordering::SeqCst);
+        self.state
+            .store(pack(ST_PREPARING, PENDING_TS), Ordering::SeqCst);
     }
     pub fn set_preparing(&self, ts: u64) {
         self.state.store(pack(ST_PREPARING, ts), Ordering::SeqCst);

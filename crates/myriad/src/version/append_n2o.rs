@@ -51,7 +51,9 @@ impl Version {
         let layout = Self::layout(data_len);
         // SAFETY: layout has non-zero size.
         let p = unsafe { alloc(layout) } as *mut Version;
-        let Some(nn) = NonNull::new(p) else { std::alloc::handle_alloc_error(layout) };
+        let Some(nn) = NonNull::new(p) else {
+            std::alloc::handle_alloc_error(layout)
+        };
         // SAFETY: p is a fresh allocation of at least HEADER + data_len bytes, aligned to 8.
         unsafe {
             ptr::write(
@@ -84,7 +86,10 @@ impl Version {
     pub(crate) fn data(&self) -> &[u8] {
         // SAFETY: the allocation holds data_len bytes after the header (see `alloc`).
         unsafe {
-            std::slice::from_raw_parts((self as *const Version as *const u8).add(HEADER), self.data_len as usize)
+            std::slice::from_raw_parts(
+                (self as *const Version as *const u8).add(HEADER),
+                self.data_len as usize,
+            )
         }
     }
 
@@ -96,7 +101,10 @@ impl Version {
     #[allow(clippy::mut_from_ref)]
     #[inline]
     pub(crate) unsafe fn data_mut(&self) -> &mut [u8] {
-        std::slice::from_raw_parts_mut((self as *const Version as *mut u8).add(HEADER), self.data_len as usize)
+        std::slice::from_raw_parts_mut(
+            (self as *const Version as *mut u8).add(HEADER),
+            self.data_len as usize,
+        )
     }
 
     #[inline]

@@ -33,7 +33,10 @@ pub fn val(tx: &mut Transaction<'_>, t: &TableRef, k: i64) -> Option<i64> {
 }
 
 pub fn iso(i: Isolation) -> TxnOptions {
-    TxnOptions { isolation: i, read_only: false }
+    TxnOptions {
+        isolation: i,
+        read_only: false,
+    }
 }
 
 pub fn failure(r: Result<()>) -> Option<AbortReason> {

@@ -1,0 +1,554 @@
+//! The report of one run (DESIGN.md §4): a serializable `Report` (one JSON object) and its
+//! human summary. Every report carries the full configuration, the seed, and a fidelity block
+//! saying exactly what was measured and where (git commit, machine, build profile).
+
+use super::{MemSample, RunResult, TypeLatency, LATENCY_BUCKET_NAMES};
+use myriad::{AbortReason, ChainStats, Config, Stats};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::Value as Json;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Git commit of the build (`-dirty` when tracked files were modified), from build.rs.
+pub const GIT_COMMIT: &str = env!("MYRIAD_GIT_COMMIT");
+/// Cargo profile of the build (`debug` or `release`), from build.rs.
+pub const BUILD_PROFILE: &str = env!("MYRIAD_BUILD_PROFILE");
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub workload: String,
+    /// Every flag value of the command line.
+    pub config: Json,
+    pub seed: u64,
+    pub threads: usize,
+    /// Measured interval (wall clock), without warm-up and load.
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub committed: u64,
+    /// Aborted attempts of measured transactions (each retry that failed counts once).
+    pub aborted: u64,
+    /// Measured transactions still being retried when the run ended (neither committed nor
+    /// counted as latency).
+    pub abandoned: u64,
+    /// aborted / (committed + aborted).
+    pub abort_rate: f64,
+    /// Aborts by `AbortReason::name()`; every reason is present.
+    pub abort_reasons: BTreeMap<&'static str, u64>,
+    /// committed / duration_s.
+    pub throughput_tps: f64,
+    /// Per transaction type; latency runs from the first attempt's start to the commit.
+    pub latency_us: BTreeMap<String, LatencySummary>,
+    /// Per transaction type: counts in the ranges of thesis Table 3.1.
+    pub latency_buckets: BTreeMap<String, LatencyBuckets>,
+    pub memory: Memory,
+    /// Time spent in garbage collection during the measured interval, summed over threads.
+    pub gc_ms: f64,
+    /// Atomic read-modify-writes on shared words per committed transaction (global + record).
+    pub shared_rmw_per_txn: f64,
+    pub global_rmw_per_txn: f64,
+    pub record_rmw_per_txn: f64,
+    /// Time to create and load the tables.
+    pub load_s: f64,
+    pub fidelity: Fidelity,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub mean: f64,
+    pub max: f64,
+}
+
+impl LatencySummary {
+    fn of(l: &TypeLatency) -> LatencySummary {
+        let h = &l.hist;
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let empty = h.is_empty();
+        let q = |q: f64| {
+            if empty {
+                0.0
+            } else {
+                us(h.value_at_quantile(q))
+            }
+        };
+        LatencySummary {
+            count: h.len(),
+            p50: q(0.50),
+            p95: q(0.95),
+            p99: q(0.99),
+            p999: q(0.999),
+            mean: if empty { 0.0 } else { h.mean() / 1000.0 },
+            max: if empty { 0.0 } else { us(h.max()) },
+        }
+    }
+}
+
+/// Transaction counts per latency range (thesis Table 3.1).
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencyBuckets {
+    #[serde(rename = "<10us")]
+    pub lt_10us: u64,
+    #[serde(rename = "10-100us")]
+    pub us_10_100: u64,
+    #[serde(rename = "100us-1ms")]
+    pub us_100_ms_1: u64,
+    #[serde(rename = "1-10ms")]
+    pub ms_1_10: u64,
+    #[serde(rename = "10-100ms")]
+    pub ms_10_100: u64,
+    #[serde(rename = ">=100ms")]
+    pub ge_100ms: u64,
+}
+
+impl LatencyBuckets {
+    fn of(b: [u64; 6]) -> LatencyBuckets {
+        LatencyBuckets {
+            lt_10us: b[0],
+            us_10_100: b[1],
+            us_100_ms_1: b[2],
+            ms_1_10: b[3],
+            ms_10_100: b[4],
+            ge_100ms: b[5],
+        }
+    }
+    fn counts(&self) -> [u64; 6] {
+        [
+            self.lt_10us,
+            self.us_10_100,
+            self.us_100_ms_1,
+            self.ms_1_10,
+            self.ms_10_100,
+            self.ge_100ms,
+        ]
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Memory {
+    /// Bytes of live (allocated, not reclaimed) versions at the end of the run.
+    pub version_bytes: u64,
+    pub live_versions: u64,
+    pub max_chain_len: u64,
+    /// Tuples per chain length (non-empty buckets); the last bucket counts that length or more.
+    pub chain_len_histogram: Vec<ChainBucket>,
+    /// One sample per second of the measured interval, plus one at its end.
+    pub timeseries: Vec<MemSample>,
+    /// Version bytes allocated during the measured interval per committed transaction.
+    pub version_bytes_per_txn: f64,
+    pub versions_per_txn: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ChainBucket {
+    pub chain_len: u64,
+    /// True for the last bucket: chains of `chain_len` versions or more.
+    pub or_longer: bool,
+    pub tuples: u64,
+}
+
+/// Where the run happened.
+#[derive(Clone, Debug, Serialize)]
+pub struct Machine {
+    pub nproc: usize,
+    pub os: String,
+    pub arch: &'static str,
+    pub cpu: String,
+    pub memory_gib: f64,
+}
+
+impl Machine {
+    pub fn detect() -> Machine {
+        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+        let cpuinfo = read("/proc/cpuinfo");
+        let cpu = cpuinfo
+            .lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_else(|| "unknown".into());
+        let kernel = read("/proc/sys/kernel/osrelease");
+        let os = match kernel.trim() {
+            "" => std::env::consts::OS.to_string(),
+            k => format!("{} {k}", std::env::consts::OS),
+        };
+        let mem_kib: f64 = read("/proc/meminfo")
+            .lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        Machine {
+            nproc: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            os,
+            arch: std::env::consts::ARCH,
+            cpu,
+            memory_gib: (mem_kib / (1024.0 * 1024.0) * 10.0).round() / 10.0,
+        }
+    }
+}
+
+/// What exactly was measured: the workload's own entries (in its order), then the engine
+/// configuration and the environment.
+#[derive(Clone, Debug)]
+pub struct Fidelity {
+    pub workload: Vec<(&'static str, Json)>,
+    pub protocol: String,
+    pub isolation: String,
+    pub gc: String,
+    pub version_storage: String,
+    pub durability: String,
+    pub seed: u64,
+    pub git_commit: String,
+    pub machine: Machine,
+    pub build_profile: String,
+}
+
+impl Fidelity {
+    pub fn new(workload: Vec<(&'static str, Json)>, config: &Config, seed: u64) -> Fidelity {
+        Fidelity {
+            workload,
+            protocol: config.get_protocol().name().into(),
+            isolation: config.get_isolation().name().into(),
+            gc: config.get_gc().name().into(),
+            version_storage: config.get_storage().name().into(),
+            durability: match config.get_log() {
+                myriad::LogPolicy::None => "none: in-memory".into(),
+                l => format!("{}-logging", l.name()),
+            },
+            seed,
+            git_commit: GIT_COMMIT.into(),
+            machine: Machine::detect(),
+            build_profile: BUILD_PROFILE.into(),
+        }
+    }
+
+    /// Every entry in display order.
+    fn entries(&self) -> Vec<(&'static str, Json)> {
+        let mut v = self.workload.clone();
+        v.extend([
+            ("protocol", Json::from(self.protocol.clone())),
+            ("isolation", Json::from(self.isolation.clone())),
+            ("gc", Json::from(self.gc.clone())),
+            ("version_storage", Json::from(self.version_storage.clone())),
+            ("durability", Json::from(self.durability.clone())),
+            ("seed", Json::from(self.seed)),
+            ("git_commit", Json::from(self.git_commit.clone())),
+            (
+                "machine",
+                serde_json::to_value(&self.machine).unwrap_or(Json::Null),
+            ),
+            ("build_profile", Json::from(self.build_profile.clone())),
+        ]);
+        v
+    }
+}
+
+impl Serialize for Fidelity {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let entries = self.entries();
+        let mut m = s.serialize_map(Some(entries.len()))?;
+        for (k, v) in &entries {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// Everything a report is made from.
+pub struct ReportInput<'a> {
+    pub workload: &'a str,
+    pub config: Json,
+    pub seed: u64,
+    pub threads: usize,
+    pub warmup_s: f64,
+    pub load_s: f64,
+    pub txn_types: &'a [&'a str],
+    pub run: &'a RunResult,
+    /// Engine counters after the run.
+    pub end: Stats,
+    pub chains: ChainStats,
+    pub fidelity: Fidelity,
+}
+
+impl Report {
+    pub fn new(i: ReportInput<'_>) -> Report {
+        let r = i.run;
+        let duration_s = r.duration.as_secs_f64();
+        let committed = r.committed;
+        let aborted = r.aborted_total();
+        let per_txn = |x: u64| {
+            if committed == 0 {
+                0.0
+            } else {
+                x as f64 / committed as f64
+            }
+        };
+        let (s0, s1) = (&r.stats_start, &r.stats_end);
+        let d = |f: fn(&Stats) -> u64| f(s1).saturating_sub(f(s0));
+        let global = d(|s| s.global_rmw);
+        let record = d(|s| s.record_rmw);
+        let last = i.chains.histogram.len().saturating_sub(1);
+        let chain_len_histogram = i
+            .chains
+            .histogram
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(len, &tuples)| ChainBucket {
+                chain_len: len as u64,
+                or_longer: len == last,
+                tuples,
+            })
+            .collect();
+        Report {
+            workload: i.workload.to_string(),
+            config: i.config,
+            seed: i.seed,
+            threads: i.threads,
+            duration_s,
+            warmup_s: i.warmup_s,
+            committed,
+            aborted,
+            abandoned: r.abandoned,
+            abort_rate: if committed + aborted == 0 {
+                0.0
+            } else {
+                aborted as f64 / (committed + aborted) as f64
+            },
+            abort_reasons: AbortReason::ALL
+                .iter()
+                .zip(r.aborted)
+                .map(|(reason, n)| (reason.name(), n))
+                .collect(),
+            throughput_tps: if duration_s > 0.0 {
+                committed as f64 / duration_s
+            } else {
+                0.0
+            },
+            latency_us: i
+                .txn_types
+                .iter()
+                .zip(&r.latency)
+                .map(|(t, l)| (t.to_string(), LatencySummary::of(l)))
+                .collect(),
+            latency_buckets: i
+                .txn_types
+                .iter()
+                .zip(&r.latency)
+                .map(|(t, l)| (t.to_string(), LatencyBuckets::of(l.buckets)))
+                .collect(),
+            memory: Memory {
+                version_bytes: i.end.live_version_bytes(),
+                live_versions: i.end.live_versions(),
+                max_chain_len: i.chains.max_chain_len,
+                chain_len_histogram,
+                timeseries: r.timeseries.clone(),
+                version_bytes_per_txn: per_txn(d(|s| s.version_bytes_allocated)),
+                versions_per_txn: per_txn(d(|s| s.versions_allocated)),
+            },
+            gc_ms: d(|s| s.gc_ns) as f64 / 1e6,
+            shared_rmw_per_txn: per_txn(global + record),
+            global_rmw_per_txn: per_txn(global),
+            record_rmw_per_txn: per_txn(record),
+            load_s: i.load_s,
+            fidelity: i.fidelity,
+        }
+    }
+
+    /// The terminal summary.
+    pub fn human(&self, latency_histogram: bool) -> String {
+        let mut o = String::new();
+        let _ = self.write_human(&mut o, latency_histogram);
+        o
+    }
+
+    fn write_human(&self, o: &mut String, latency_histogram: bool) -> std::fmt::Result {
+        writeln!(
+            o,
+            "myriad bench {}: {} threads, {:.2} s measured after {:.2} s warm-up (load {:.2} s), seed {}",
+            self.workload, self.threads, self.duration_s, self.warmup_s, self.load_s, self.seed
+        )?;
+        writeln!(o)?;
+        writeln!(
+            o,
+            "  throughput   {:>14} txn/s",
+            thousands(self.throughput_tps.round() as u64)
+        )?;
+        writeln!(o, "  committed    {:>14}", thousands(self.committed))?;
+        let reasons: Vec<String> = self
+            .abort_reasons
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, n)| format!("{k} {}", thousands(*n)))
+            .collect();
+        writeln!(
+            o,
+            "  aborted      {:>14}   ({:.2}% of attempts){}{}",
+            thousands(self.aborted),
+            self.abort_rate * 100.0,
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", reasons.join(", "))
+            },
+            if self.abandoned > 0 {
+                format!("; {} abandoned at the end", self.abandoned)
+            } else {
+                String::new()
+            }
+        )?;
+        writeln!(o)?;
+        writeln!(
+            o,
+            "  latency (us)    {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "count", "p50", "p95", "p99", "p99.9", "max"
+        )?;
+        for (t, l) in &self.latency_us {
+            writeln!(
+                o,
+                "  {:<15} {:>12} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
+                t,
+                thousands(l.count),
+                l.p50,
+                l.p95,
+                l.p99,
+                l.p999,
+                l.max
+            )?;
+        }
+        if latency_histogram {
+            writeln!(o)?;
+            write!(o, "  latency ranges ")?;
+            for name in LATENCY_BUCKET_NAMES {
+                write!(o, " {name:>10}")?;
+            }
+            writeln!(o)?;
+            for (t, b) in &self.latency_buckets {
+                write!(o, "  {t:<15}")?;
+                for n in b.counts() {
+                    write!(o, " {:>10}", thousands(n))?;
+                }
+                writeln!(o)?;
+            }
+        }
+        writeln!(o)?;
+        let m = &self.memory;
+        writeln!(
+            o,
+            "  memory       {} live versions, {} of versions at the end; {:.0} B ({:.2} versions) allocated per txn",
+            thousands(m.live_versions),
+            bytes(m.version_bytes),
+            m.version_bytes_per_txn,
+            m.versions_per_txn
+        )?;
+        let total: u64 = m.chain_len_histogram.iter().map(|b| b.tuples).sum();
+        let chains: Vec<String> = m
+            .chain_len_histogram
+            .iter()
+            .take(6)
+            .map(|b| {
+                format!(
+                    "{}{}: {:.2}%",
+                    b.chain_len,
+                    if b.or_longer { "+" } else { "" },
+                    100.0 * b.tuples as f64 / total.max(1) as f64
+                )
+            })
+            .collect();
+        writeln!(
+            o,
+            "  chains       max length {}; tuples by length {}",
+            m.max_chain_len,
+            chains.join(", ")
+        )?;
+        if let (Some(first), Some(peak)) = (
+            m.timeseries.first(),
+            m.timeseries.iter().max_by_key(|s| s.version_bytes),
+        ) {
+            writeln!(
+                o,
+                "  over time    {} at start, peak {} at {:.1} s ({} samples)",
+                bytes(first.version_bytes),
+                bytes(peak.version_bytes),
+                peak.t_s,
+                m.timeseries.len()
+            )?;
+        }
+        writeln!(
+            o,
+            "  gc           {:.1} ms;  shared RMW/txn {:.2} (global {:.2}, record {:.2})",
+            self.gc_ms, self.shared_rmw_per_txn, self.global_rmw_per_txn, self.record_rmw_per_txn
+        )?;
+        writeln!(o)?;
+        writeln!(o, "  fidelity")?;
+        for (k, v) in self.fidelity.entries() {
+            writeln!(o, "    {:<26} {}", k, plain(&v))?;
+        }
+        Ok(())
+    }
+}
+
+/// A JSON value as plain text: strings unquoted, objects as `k v, k v`.
+fn plain(v: &Json) -> String {
+    match v {
+        Json::String(s) => s.clone(),
+        Json::Object(m) => m
+            .iter()
+            .map(|(k, v)| format!("{k} {}", plain(v)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    }
+}
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Bytes in binary units.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = n as f64;
+    let mut u = 0;
+    while x >= 1024.0 && u < UNITS.len() - 1 {
+        x /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{x:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formatting() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(3 << 30), "3.0 GiB");
+    }
+}

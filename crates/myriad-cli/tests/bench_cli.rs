@@ -1,0 +1,291 @@
+//! `myriad bench` as a user runs it: the built binary, its exit codes, messages and JSON
+//! report. Every YCSB configuration axis runs as a tiny benchmark so none can rot.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn myriad(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_myriad"))
+        .args(args)
+        .output()
+        .expect("run the myriad binary")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json_path() -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench_cli-{}-{n}.json", std::process::id()))
+}
+
+/// Runs a tiny YCSB with `extra` flags and returns its JSON report.
+fn ycsb(extra: &[&str]) -> Value {
+    let path = json_path();
+    let p = path.to_str().expect("utf-8 temp path");
+    let mut args = vec![
+        "bench",
+        "ycsb",
+        "--rows",
+        "1000",
+        "--duration",
+        "1",
+        "--warmup",
+        "0",
+        "--threads",
+        "2",
+        "--no-progress",
+        "--json",
+        p,
+    ];
+    args.extend_from_slice(extra);
+    let out = myriad(&args);
+    assert!(
+        out.status.success(),
+        "myriad {args:?} failed: {}",
+        stderr(&out)
+    );
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        human.contains("throughput") && human.contains("fidelity"),
+        "summary: {human}"
+    );
+    let text = std::fs::read_to_string(&path).expect("JSON report written");
+    let _ = std::fs::remove_file(&path);
+    serde_json::from_str(&text).expect("report is one JSON object")
+}
+
+fn has(v: &Value, path: &str) -> bool {
+    path.split('.').try_fold(v, |v, k| v.get(k)).is_some()
+}
+
+const ABORT_REASONS: [&str; 5] = [
+    "write_write_conflict",
+    "read_validation",
+    "phantom",
+    "unique_conflict",
+    "user_abort",
+];
+
+fn check_report(r: &Value, mix: &str, layout: &str, dist: &str) {
+    for k in [
+        "workload",
+        "config",
+        "seed",
+        "threads",
+        "duration_s",
+        "committed",
+        "aborted",
+        "abort_reasons",
+        "throughput_tps",
+        "latency_us",
+        "memory.version_bytes",
+        "memory.live_versions",
+        "memory.max_chain_len",
+        "memory.chain_len_histogram",
+        "memory.timeseries",
+        "memory.version_bytes_per_txn",
+        "gc_ms",
+        "shared_rmw_per_txn",
+        "global_rmw_per_txn",
+        "record_rmw_per_txn",
+        "load_s",
+        "fidelity.mix",
+        "fidelity.read_pct",
+        "fidelity.update_pct",
+        "fidelity.row_layout",
+        "fidelity.key_generator",
+        "fidelity.theta",
+        "fidelity.keys_may_repeat_in_txn",
+        "fidelity.protocol",
+        "fidelity.isolation",
+        "fidelity.durability",
+        "fidelity.seed",
+        "fidelity.git_commit",
+        "fidelity.machine.nproc",
+        "fidelity.machine.os",
+        "fidelity.build_profile",
+    ] {
+        assert!(has(r, k), "report lacks `{k}`");
+    }
+    for flag in [
+        "rows",
+        "ops",
+        "mix",
+        "theta",
+        "key_dist",
+        "row_layout",
+        "attrs_read",
+        "attrs_modified",
+        "distinct_keys",
+        "threads",
+        "duration",
+        "warmup",
+        "seed",
+        "protocol",
+        "isolation",
+        "gc",
+        "json",
+        "no_progress",
+        "latency_histogram",
+    ] {
+        assert!(r["config"].get(flag).is_some(), "config lacks `{flag}`");
+    }
+    assert_eq!(r["workload"], "ycsb");
+    assert_eq!(r["config"]["mix"], mix);
+    assert_eq!(r["config"]["row_layout"], layout);
+    assert_eq!(r["config"]["key_dist"], dist);
+    assert_eq!(r["fidelity"]["durability"], "none: in-memory");
+    for reason in ABORT_REASONS {
+        assert!(
+            r["abort_reasons"].get(reason).is_some(),
+            "abort_reasons lacks `{reason}`"
+        );
+    }
+
+    let committed = r["committed"].as_u64().expect("committed");
+    let duration = r["duration_s"].as_f64().expect("duration_s");
+    let tps = r["throughput_tps"].as_f64().expect("throughput_tps");
+    assert!(committed > 0, "{mix}/{layout}/{dist}: nothing committed");
+    assert!((0.99..3.0).contains(&duration), "duration_s {duration}");
+    assert!(
+        (tps - committed as f64 / duration).abs() <= 1e-6 * tps.max(1.0),
+        "tps {tps} vs {committed}/{duration}"
+    );
+
+    let lat = r["latency_us"].as_object().expect("latency_us object");
+    let mut counted = 0;
+    for (ty, l) in lat {
+        for k in ["count", "p50", "p95", "p99", "p999"] {
+            assert!(l.get(k).is_some(), "latency_us.{ty} lacks `{k}`");
+        }
+        counted += l["count"].as_u64().expect("count");
+    }
+    assert_eq!(
+        counted, committed,
+        "every committed transaction has a latency"
+    );
+    let read_only = lat["read_only_txn"]["count"].as_u64().unwrap_or(0);
+    let update = lat["update_txn"]["count"].as_u64().unwrap_or(0);
+    match mix {
+        "read-only" => assert_eq!(update, 0),
+        _ => assert!(update > 0),
+    }
+    if mix == "read-only" {
+        assert_eq!(read_only, committed);
+    }
+    let ts = r["memory"]["timeseries"].as_array().expect("timeseries");
+    assert!(
+        !ts.is_empty()
+            && ts
+                .iter()
+                .all(|s| has(s, "t_s") && has(s, "live_versions") && has(s, "version_bytes"))
+    );
+    assert!(
+        r["memory"]["live_versions"]
+            .as_u64()
+            .expect("live_versions")
+            >= 1000
+    );
+}
+
+fn every_layout_and_key_dist(mix: &str) {
+    for layout in ["int64x10", "bytes100x10"] {
+        for dist in ["gray", "ycsb-scrambled"] {
+            let r = ycsb(&["--mix", mix, "--row-layout", layout, "--key-dist", dist]);
+            check_report(&r, mix, layout, dist);
+        }
+    }
+}
+
+#[test]
+fn ycsb_read_only() {
+    every_layout_and_key_dist("read-only");
+}
+
+#[test]
+fn ycsb_read_intensive() {
+    every_layout_and_key_dist("read-intensive");
+}
+
+#[test]
+fn ycsb_update_intensive() {
+    every_layout_and_key_dist("update-intensive");
+}
+
+#[test]
+fn ycsb_contended_updates_commit_and_report_abort_reasons() {
+    let r = ycsb(&[
+        "--mix",
+        "update-intensive",
+        "--theta",
+        "0.9",
+        "--latency-histogram",
+    ]);
+    check_report(&r, "update-intensive", "int64x10", "gray");
+    assert_eq!(r["config"]["theta"], 0.9);
+    let reasons = r["abort_reasons"]
+        .as_object()
+        .expect("abort_reasons object");
+    let sum: u64 = reasons.values().map(|v| v.as_u64().expect("count")).sum();
+    assert_eq!(sum, r["aborted"].as_u64().expect("aborted"));
+    assert!(has(&r, "latency_buckets.update_txn.<10us"));
+}
+
+#[test]
+fn theta_of_one_or_more_is_rejected_naming_the_flag() {
+    for theta in ["1.5", "1.0", "1"] {
+        let out = myriad(&["bench", "ycsb", "--theta", theta, "--no-progress"]);
+        assert!(!out.status.success());
+        assert!(stderr(&out).contains("--theta"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn unknown_flags_and_values_are_rejected_by_name() {
+    let out = myriad(&["bench", "ycsb", "--bogus"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--bogus"), "{}", stderr(&out));
+    for (flag, value) in [
+        ("--rows", "0"),
+        ("--ops", "0"),
+        ("--threads", "0"),
+        ("--attrs-read", "11"),
+        ("--duration", "0"),
+    ] {
+        let out = myriad(&["bench", "ycsb", flag, value]);
+        assert!(!out.status.success(), "{flag} {value} accepted");
+        assert!(stderr(&out).contains(flag), "{flag}: {}", stderr(&out));
+    }
+    let out = myriad(&["bench", "ycsb", "--rows", "5", "--ops", "10"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--ops"), "{}", stderr(&out));
+    let out = myriad(&["bench", "ycsb", "--isolation", "snapshot"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("serializable"),
+        "the choices are named: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn unbuilt_designs_and_workloads_exit_2_not_supported() {
+    let out = myriad(&["bench", "ycsb", "--protocol", "mvto", "--no-progress"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not supported"), "{}", stderr(&out));
+    for w in ["tpcc", "smallbank", "tatp"] {
+        let out = myriad(&["bench", w, "--warehouses", "4"]);
+        assert_eq!(out.status.code(), Some(2), "{w}");
+        assert!(
+            stderr(&out).contains("not supported yet"),
+            "{w}: {}",
+            stderr(&out)
+        );
+    }
+}
