@@ -268,7 +268,7 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
     let pb = progress_bar(
         progress,
         a.rows,
-        "{prefix:>7} [{wide_bar}] {human_pos}/{human_len} rows ({per_sec}, eta {eta})",
+        "{prefix:>7} [{wide_bar}] {human_pos}/{human_len} rows, eta {eta}",
     );
     pb.set_prefix("load");
     let loaded = y.load(&db, b.threads, b.seed, Some(&pb));

@@ -136,7 +136,7 @@ impl Database {
             .lock()
             .get(name)
             .ok_or_else(|| Error::UnknownTable(name.to_string()))?;
-        Ok(self.table_by_id(id))
+        Ok(self.table_by_id(id).clone())
     }
 
     /// Names of all tables.
@@ -146,9 +146,10 @@ impl Database {
         v
     }
 
-    pub(crate) fn table_by_id(&self, id: u32) -> TableRef {
+    /// A borrowed table (no reference-count traffic on the transaction path).
+    pub(crate) fn table_by_id(&self, id: u32) -> &TableRef {
         match self.tables.get(id as usize).and_then(|t| t.get()) {
-            Some(t) => t.clone(),
+            Some(t) => t,
             None => panic!("table id {id} referenced by a transaction does not exist"),
         }
     }

@@ -298,6 +298,11 @@ fn drive(
     while start.elapsed() < opts.warmup && !stopped() {
         std::thread::sleep(TICK.min(opts.warmup.saturating_sub(start.elapsed())));
         pb.set_position(start.elapsed().as_millis() as u64);
+        pb.set_message(format!(
+            "{:.1}/{:.1} s",
+            start.elapsed().as_secs_f64(),
+            opts.warmup.as_secs_f64()
+        ));
     }
     let _ = phase.compare_exchange(WARMUP, MEASURE, Ordering::SeqCst, Ordering::SeqCst);
     let m0 = Instant::now();

@@ -115,7 +115,7 @@ fn validate(tx: &mut Transaction<'_>, end_ts: u64) -> std::result::Result<(), Ab
         }
         for i in 1..t.indexes.len() {
             if t.schema.indexes[i].unique
-                && unique_holder(tx, &t, i, new.data(), Some(w.tid), Some(end_ts))
+                && unique_holder(tx, t, i, new.data(), Some(w.tid), Some(end_ts))
                     != UniqueCheck::Free
             {
                 return Err(AbortReason::UniqueConflict);

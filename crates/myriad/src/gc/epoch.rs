@@ -66,7 +66,7 @@ pub(crate) fn collect(db: &Database, slot: &Slot, queue: &mut VecDeque<Garbage>,
         }
         queue.pop_front();
         let t = db.table_by_id(g.table);
-        prune(&t, g.tid, w, slot, guard);
+        prune(t, g.tid, w, slot, guard);
     }
     bump(&slot.stats.gc_ns, start.elapsed().as_nanos() as u64);
 }

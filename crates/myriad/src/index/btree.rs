@@ -1,67 +1,2065 @@
-//! TEMPORARY placeholder until the real B+tree lands.
-use parking_lot::RwLock;
-use std::collections::BTreeMap;
+//! Optimistic-lock-coupling (OLC) B+tree: Myriad's ordered index for primary and
+//! secondary keys.
+//!
+//! # What it is
+//!
+//! A concurrent B+tree in the style of Leis et al., "The ART of practical
+//! synchronization" (optimistic lock coupling), with Silo/Masstree-style leaf
+//! versions exposed to the transaction layer. Keys are arbitrary byte strings
+//! ordered lexicographically (memcmp order); values are `u64` (in Myriad, a
+//! pointer-sized handle to a record's version chain).
+//!
+//! * Every node carries a version word: bit 0 = obsolete (reserved; never set,
+//!   because nothing is ever removed), bit 1 = locked, the remaining bits a counter.
+//!   A writer locks a node by CAS-ing the word from an unlocked value `v` to `v + 2`
+//!   and unlocks with `+ 2`, so every write critical section moves the counter.
+//! * Readers never write shared memory: they read a node's version, read the node's
+//!   fields, and re-check the version (restarting on a change). On the way down
+//!   they validate the parent *after* reading the child's version, so a child that
+//!   split in between is noticed.
+//! * Writers descend optimistically too and take write locks only on the nodes they
+//!   change (the leaf, or the node being split plus its parent). Full inner nodes
+//!   are split eagerly on the way down, so a parent always has room for the
+//!   separator of a splitting child. Conflicts restart the operation from the root,
+//!   spinning with `crossbeam_utils::Backoff`.
+//! * Leaves form a right-linked list (`next`), and each leaf records its immutable
+//!   lower fence key, so ascending scans walk the chain (B-link style: a split only
+//!   ever moves the upper half of a node into a *new* right sibling) and descending
+//!   scans re-descend from the root to the leaf just below the previous leaf's fence.
+//! * Nodes are 32-entry leaves and 64-key inner nodes. Next to each key pointer a
+//!   node keeps the key's first 8 bytes as a big-endian `u64` and its length clamped
+//!   to 9, so a binary search compares almost every key without touching the key
+//!   block (only two keys longer than 8 bytes with equal prefixes need their bytes).
+//! * Phantom protection covers the *requested* range: a scan records every leaf
+//!   whose range intersects the range up to where it stopped, including the start
+//!   leaf when nothing in it matches. Lock/unlock of a node and
+//!   [`BTree::validate_leaves`] use `SeqCst`, so a commit protocol can order them
+//!   against its own `SeqCst` operations.
+//!
+//! # Why it is hand-written
+//!
+//! Myriad's single-version protocols (OCC/Silo-style) must detect phantoms: a scan
+//! records the version of every leaf whose key range intersects the scanned range,
+//! and commit re-checks those versions ([`BTree::validate_leaves`]); any insert or
+//! split in the range moves one of them. That needs access to the leaves' version
+//! words, which no existing ordered-map crate exposes.
+//!
+//! # Invariants this module owns
+//!
+//! 1. **Nothing is freed before `Drop`.** No node and no key block is ever released
+//!    while the tree is alive (there are no deletes, and a split keeps the old node
+//!    as the left half). This is what makes optimistic reads of pointers that a
+//!    writer just moved memory-safe without epochs or hazard pointers.
+//! 2. **Readers only perform tear-free reads.** Every node field an optimistic
+//!    reader touches is an atomic. A key is reached through ONE word: a thin pointer
+//!    to a heap block `[len: usize][bytes]` that is written once before it is
+//!    published (Release store / Acquire load) and never mutated afterwards. Every
+//!    optimistically read count is clamped before it is used as an index, and null
+//!    pointers seen during a torn read are tolerated (then the version check fails).
+//! 3. **Every change to a leaf moves its version.** Inserting into a leaf and
+//!    splitting it both happen under the leaf's write lock, whose unlock bumps the
+//!    counter. Validation therefore fails after any insert into a recorded leaf.
+//! 4. **Structure.** Keys are strictly increasing within a node; an inner node with
+//!    `n` keys has `n + 1` children and child `i` holds keys in `[key[i-1], key[i])`;
+//!    all leaves are at the same depth; leaf `L`'s range is `[L.fence, L.next.fence)`
+//!    (the leftmost leaf has a null fence, the rightmost a null `next`); a leaf's
+//!    fence never changes after creation, and a leaf's range only shrinks (from the
+//!    right) when it splits. Key blocks are owned by exactly one leaf slot within
+//!    `0..count`; inner separators and fences only borrow them.
+//!
+//! Keys are meant to be 0..=4096 bytes long (the tree itself works for any length).
+//! Values and keys of a present entry never change: `insert` of a present key
+//! returns the existing value and changes nothing. Memory is only returned when the
+//! tree is dropped. `len()` is a relaxed counter bumped after each insert returns
+//! its leaf lock, so under concurrency it may briefly lag.
+
+use std::alloc::{self, Layout};
+use std::cmp::Ordering as CmpOrdering;
+use std::fmt;
+use std::mem::{align_of, size_of};
 use std::ops::Bound;
+use std::ptr;
+use std::sync::atomic::{fence, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+use crossbeam_utils::{Backoff, CachePadded};
+
+/// Maximum number of entries in a leaf.
+const LEAF_CAP: usize = 32;
+/// Maximum number of separator keys in an inner node (children = keys + 1).
+const INNER_CAP: usize = 64;
+
+/// Version-word bit: node retired (reserved; this tree never retires nodes).
+const OBSOLETE: u64 = 0b01;
+/// Version-word bit: a writer holds the node's lock.
+const LOCKED: u64 = 0b10;
+
+/// Source of unique tree identities, so a [`LeafVersion`] from another tree is caught.
+static NEXT_TREE_ID: AtomicU64 = AtomicU64::new(1);
+
+// ---------------------------------------------------------------------------
+// Key blocks
+// ---------------------------------------------------------------------------
+
+/// Header of an immutable heap key block; `len` key bytes follow it directly.
+#[repr(C)]
+struct KeyBlock {
+    len: usize,
+}
+
+const KEY_HDR: usize = size_of::<KeyBlock>();
+
+fn key_layout(len: usize) -> Layout {
+    match KEY_HDR
+        .checked_add(len)
+        .and_then(|size| Layout::from_size_align(size, align_of::<KeyBlock>()).ok())
+    {
+        Some(layout) => layout,
+        None => panic!("key of {len} bytes is too large to allocate"),
+    }
+}
+
+/// Allocates and fills a key block. The block is not yet published.
+fn alloc_key(key: &[u8]) -> *mut KeyBlock {
+    let layout = key_layout(key.len());
+    // SAFETY: the layout has non-zero size (at least the header).
+    let p = unsafe { alloc::alloc(layout) }.cast::<KeyBlock>();
+    if p.is_null() {
+        alloc::handle_alloc_error(layout);
+    }
+    // SAFETY: `p` is a fresh allocation of KEY_HDR + key.len() bytes, aligned for
+    // KeyBlock; the byte area starts right after the header.
+    unsafe {
+        ptr::write(p, KeyBlock { len: key.len() });
+        ptr::copy_nonoverlapping(key.as_ptr(), p.cast::<u8>().add(KEY_HDR), key.len());
+    }
+    p
+}
+
+/// Bytes of a key block; a null pointer (only seen by a torn optimistic read,
+/// which will fail validation) reads as the empty key.
+///
+/// # Safety
+/// `p` must be null or a key block of a live tree, and `'t` must not outlive it.
+#[inline]
+unsafe fn key_bytes<'t>(p: *const KeyBlock) -> &'t [u8] {
+    if p.is_null() {
+        return &[];
+    }
+    let len = (*p).len;
+    std::slice::from_raw_parts(p.cast::<u8>().add(KEY_HDR), len)
+}
+
+/// # Safety
+/// `p` must come from [`alloc_key`] and must not be used afterwards.
+unsafe fn free_key(p: *mut KeyBlock) {
+    let layout = key_layout((*p).len);
+    alloc::dealloc(p.cast::<u8>(), layout);
+}
+
+/// First 8 key bytes as a big-endian integer, zero-padded. If two prefixes differ,
+/// their order is the memcmp order of the keys.
+#[inline]
+fn prefix_of(key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = key.len().min(8);
+    b[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(b)
+}
+
+/// Key length clamped to 9 ("longer than the prefix"). With equal prefixes, if
+/// either key is at most 8 bytes long the clamped lengths decide the order (the
+/// shorter key is a prefix of the other, padded with zeros), so only two keys
+/// longer than 8 bytes with equal prefixes need their bytes compared.
+#[inline]
+fn short_len(len: usize) -> u8 {
+    len.min(9) as u8
+}
+
+/// A search key with its inline comparison data precomputed.
+#[derive(Clone, Copy)]
+struct Probe<'k> {
+    key: &'k [u8],
+    prefix: u64,
+    short: u8,
+}
+
+impl<'k> Probe<'k> {
+    #[inline]
+    fn new(key: &'k [u8]) -> Self {
+        Probe {
+            key,
+            prefix: prefix_of(key),
+            short: short_len(key.len()),
+        }
+    }
+}
+
+/// A separator on its way up after a split.
+struct Sep {
+    key: *mut KeyBlock,
+    prefix: u64,
+    short: u8,
+    right: *mut Header,
+}
+
+// ---------------------------------------------------------------------------
+// Nodes
+// ---------------------------------------------------------------------------
+
+/// Common node header; first field of both node kinds (`repr(C)`).
+#[repr(C)]
+struct Header {
+    version: AtomicU64,
+    /// Number of keys (leaf entries, or inner separators).
+    count: AtomicUsize,
+    /// Immutable after creation.
+    is_leaf: bool,
+}
+
+impl Header {
+    fn new(is_leaf: bool) -> Self {
+        Header {
+            version: AtomicU64::new(0),
+            count: AtomicUsize::new(0),
+            is_leaf,
+        }
+    }
+
+    /// Waits until the node is unlocked and returns its version; `None` if obsolete.
+    #[inline]
+    fn stable_version(&self) -> Option<u64> {
+        let backoff = Backoff::new();
+        loop {
+            let v = self.version.load(Ordering::Acquire);
+            if v & OBSOLETE != 0 {
+                return None;
+            }
+            if v & LOCKED == 0 {
+                return Some(v);
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// True iff the version is still `v`: everything read since `v` was loaded is a
+    /// consistent snapshot.
+    #[inline]
+    fn validate(&self, v: u64) -> bool {
+        fence(Ordering::Acquire);
+        self.version.load(Ordering::Relaxed) == v
+    }
+
+    /// Takes the write lock iff the version is still `v` (so everything read under
+    /// `v` is still current).
+    #[inline]
+    fn try_upgrade(&self, v: u64) -> bool {
+        if self
+            .version
+            .compare_exchange(v, v + LOCKED, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+        {
+            // Orders the lock before the data stores that follow (seqlock writer).
+            fence(Ordering::Release);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Releases the write lock and advances the counter.
+    #[inline]
+    fn unlock(&self) {
+        let prev = self.version.fetch_add(LOCKED, Ordering::SeqCst);
+        debug_assert!(
+            prev & LOCKED != 0,
+            "invariant violated: unlocking a node that is not locked"
+        );
+    }
+}
+
+#[repr(C)]
+struct Leaf {
+    hdr: Header,
+    /// Lower fence key (immutable; null for the leftmost leaf).
+    fence: AtomicPtr<KeyBlock>,
+    /// Right sibling, null for the rightmost leaf.
+    next: AtomicPtr<Leaf>,
+    prefixes: [AtomicU64; LEAF_CAP],
+    shorts: [AtomicU8; LEAF_CAP],
+    keys: [AtomicPtr<KeyBlock>; LEAF_CAP],
+    values: [AtomicU64; LEAF_CAP],
+}
+
+#[repr(C)]
+struct Inner {
+    hdr: Header,
+    prefixes: [AtomicU64; INNER_CAP],
+    shorts: [AtomicU8; INNER_CAP],
+    keys: [AtomicPtr<KeyBlock>; INNER_CAP],
+    children: [AtomicPtr<Header>; INNER_CAP + 1],
+}
+
+impl Leaf {
+    fn boxed(fence: *mut KeyBlock, next: *mut Leaf) -> Box<Leaf> {
+        Box::new(Leaf {
+            hdr: Header::new(true),
+            fence: AtomicPtr::new(fence),
+            next: AtomicPtr::new(next),
+            prefixes: [const { AtomicU64::new(0) }; LEAF_CAP],
+            shorts: [const { AtomicU8::new(0) }; LEAF_CAP],
+            keys: [const { AtomicPtr::new(ptr::null_mut()) }; LEAF_CAP],
+            values: [const { AtomicU64::new(0) }; LEAF_CAP],
+        })
+    }
+}
+
+impl Inner {
+    fn boxed() -> Box<Inner> {
+        Box::new(Inner {
+            hdr: Header::new(false),
+            prefixes: [const { AtomicU64::new(0) }; INNER_CAP],
+            shorts: [const { AtomicU8::new(0) }; INNER_CAP],
+            keys: [const { AtomicPtr::new(ptr::null_mut()) }; INNER_CAP],
+            children: [const { AtomicPtr::new(ptr::null_mut()) }; INNER_CAP + 1],
+        })
+    }
+}
+
+// SAFETY (for the three accessors below and all their call sites): node pointers
+// only ever come from this tree's `root`, `children` and `next` fields (or from a
+// LeafVersion checked to belong to this tree). Nodes are freed only in `Drop`, which
+// needs `&mut BTree`, so they outlive every `&BTree` borrow the references are tied to.
+
+/// # Safety
+/// `p` must be a non-null node of a live tree; `'t` must not outlive the tree.
+#[inline]
+unsafe fn node<'t>(p: *const Header) -> &'t Header {
+    &*p
+}
+
+/// # Safety
+/// As [`node`], and the node must be a leaf.
+#[inline]
+unsafe fn leaf<'t>(p: *const Header) -> &'t Leaf {
+    debug_assert!(
+        (*p).is_leaf,
+        "invariant violated: leaf access to an inner node"
+    );
+    &*p.cast::<Leaf>()
+}
+
+/// # Safety
+/// As [`node`], and the node must be an inner node.
+#[inline]
+unsafe fn inner<'t>(p: *const Header) -> &'t Inner {
+    debug_assert!(!(*p).is_leaf, "invariant violated: inner access to a leaf");
+    &*p.cast::<Inner>()
+}
+
+/// Binary search over the first `n` slots (`n` already clamped). Returns the
+/// lower bound (first slot whose key is >= `key`) and whether that slot equals
+/// `key`. On a torn read the answer is garbage but in `0..=n`.
+#[inline]
+fn search(
+    prefixes: &[AtomicU64],
+    shorts: &[AtomicU8],
+    keys: &[AtomicPtr<KeyBlock>],
+    n: usize,
+    probe: Probe<'_>,
+) -> (usize, bool) {
+    let (mut lo, mut hi) = (0usize, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let p = prefixes[mid].load(Ordering::Relaxed);
+        let ord = if p != probe.prefix {
+            p.cmp(&probe.prefix)
+        } else {
+            let sl = shorts[mid].load(Ordering::Relaxed);
+            if sl <= 8 || probe.short <= 8 {
+                sl.cmp(&probe.short)
+            } else {
+                let kb = keys[mid].load(Ordering::Acquire);
+                // SAFETY: key blocks are never freed before the tree (see module docs).
+                unsafe { key_bytes(kb) }.cmp(probe.key)
+            }
+        };
+        match ord {
+            CmpOrdering::Less => lo = mid + 1,
+            CmpOrdering::Greater => hi = mid,
+            CmpOrdering::Equal => return (mid, true),
+        }
+    }
+    (lo, false)
+}
+
+/// Where a descent goes.
+#[derive(Clone, Copy)]
+enum Target<'k> {
+    Leftmost,
+    Rightmost,
+    /// The leaf whose range contains the key.
+    Le(Probe<'k>),
+    /// The leaf whose range contains the keys just below the key.
+    Lt(Probe<'k>),
+}
+
+/// Outcome of one optimistic insert attempt.
+enum Step {
+    Done(Result<(), u64>),
+    /// A split made progress; retry at once.
+    Retry,
+    /// A concurrent writer interfered; back off and retry.
+    Conflict,
+}
+
+/// Consistent copy of a leaf's entries.
+struct LeafSnap {
+    version: u64,
+    n: usize,
+    keys: [*const KeyBlock; LEAF_CAP],
+    values: [u64; LEAF_CAP],
+    next: *const Leaf,
+}
+
+impl LeafSnap {
+    fn new() -> Self {
+        LeafSnap {
+            version: 0,
+            n: 0,
+            keys: [ptr::null(); LEAF_CAP],
+            values: [0; LEAF_CAP],
+            next: ptr::null(),
+        }
+    }
+
+    /// Fills the snapshot from `leaf`, retrying until the copy validates.
+    fn read(&mut self, leaf: &Leaf) {
+        let backoff = Backoff::new();
+        loop {
+            let Some(v) = leaf.hdr.stable_version() else {
+                panic!(
+                    "invariant violated: a leaf is marked obsolete, but nodes are never retired"
+                );
+            };
+            let n = leaf.hdr.count.load(Ordering::Relaxed).min(LEAF_CAP);
+            for i in 0..n {
+                self.keys[i] = leaf.keys[i].load(Ordering::Acquire);
+                self.values[i] = leaf.values[i].load(Ordering::Relaxed);
+            }
+            self.next = leaf.next.load(Ordering::Acquire);
+            if leaf.hdr.validate(v) {
+                self.version = v;
+                self.n = n;
+                return;
+            }
+            backoff.snooze();
+        }
+    }
+}
+
+/// Lower fence of a leaf that is some leaf's right sibling (so it has one).
+///
+/// # Safety
+/// `p` must be a non-null leaf of a live tree; `'t` must not outlive it.
+#[inline]
+unsafe fn sibling_fence<'t>(p: *const Leaf) -> &'t [u8] {
+    let f = (*p).fence.load(Ordering::Acquire);
+    assert!(
+        !f.is_null(),
+        "invariant violated: a right sibling leaf has no lower fence"
+    );
+    key_bytes(f)
+}
+
+/// `k` satisfies the lower bound.
+#[inline]
+fn above_lo(k: &[u8], lo: Bound<&[u8]>) -> bool {
+    match lo {
+        Bound::Unbounded => true,
+        Bound::Included(l) => k >= l,
+        Bound::Excluded(l) => k > l,
+    }
+}
+
+/// `k` satisfies the upper bound.
+#[inline]
+fn below_hi(k: &[u8], hi: Bound<&[u8]>) -> bool {
+    match hi {
+        Bound::Unbounded => true,
+        Bound::Included(h) => k <= h,
+        Bound::Excluded(h) => k < h,
+    }
+}
+
+/// True iff no byte string can satisfy both bounds in the obvious way
+/// (`lo > hi`, or equal with an excluded end).
+fn range_is_empty(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
+    match (lo, hi) {
+        (Bound::Included(a), Bound::Included(b)) => a > b,
+        (Bound::Included(a), Bound::Excluded(b))
+        | (Bound::Excluded(a), Bound::Included(b))
+        | (Bound::Excluded(a), Bound::Excluded(b)) => a >= b,
+        _ => false,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Public types
+// ---------------------------------------------------------------------------
+
+/// Direction of [`BTree::scan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScanDirection {
     Ascending,
     Descending,
 }
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LeafVersion(u64);
-#[derive(Default)]
-pub struct BTree {
-    m: RwLock<BTreeMap<Vec<u8>, u64>>,
+
+/// A leaf of a particular [`BTree`] and the (unlocked) version word observed on it.
+/// Only the tree that produced it may validate it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LeafVersion {
+    /// Identity of the tree the leaf belongs to.
+    tree: u64,
+    /// The leaf's address (exposed provenance).
+    leaf: usize,
+    /// The version word observed.
+    version: u64,
 }
+
+/// Concurrent ordered map from byte-string keys to `u64` values (insert-only).
+/// See the module documentation for the protocol and invariants.
+pub struct BTree {
+    root: AtomicPtr<Header>,
+    len: CachePadded<AtomicUsize>,
+    id: u64,
+}
+
+impl Default for BTree {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for BTree {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BTree").field("len", &self.len()).finish()
+    }
+}
+
 impl BTree {
+    /// An empty tree (a single empty leaf).
     pub fn new() -> Self {
-        Self::default()
-    }
-    pub fn insert(&self, key: &[u8], value: u64) -> Result<(), u64> {
-        let mut m = self.m.write();
-        if let Some(v) = m.get(key) {
-            return Err(*v);
+        let root = Box::into_raw(Leaf::boxed(ptr::null_mut(), ptr::null_mut())).cast::<Header>();
+        BTree {
+            root: AtomicPtr::new(root),
+            len: CachePadded::new(AtomicUsize::new(0)),
+            id: NEXT_TREE_ID.fetch_add(1, Ordering::Relaxed),
         }
-        m.insert(key.to_vec(), value);
-        Ok(())
     }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// True iff the tree has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of a key block, borrowed for as long as the tree.
+    #[inline]
+    fn key_of(&self, p: *const KeyBlock) -> &[u8] {
+        // SAFETY: every key pointer handled by this tree is null or one of its key
+        // blocks, which are freed only in Drop (module invariant 1).
+        unsafe { key_bytes(p) }
+    }
+
+    fn leaf_version(&self, leaf: *const Leaf, version: u64) -> LeafVersion {
+        LeafVersion {
+            tree: self.id,
+            leaf: leaf.expose_provenance(),
+            version,
+        }
+    }
+
+    // ----- lookups -------------------------------------------------------
+
+    /// One optimistic descent to the leaf for `t`. Returns the leaf and a version
+    /// read before the parent was last validated (so the leaf at that version is the
+    /// one the parent routed to), or `None` to restart.
+    fn try_find_leaf(&self, t: Target<'_>) -> Option<(*const Leaf, u64)> {
+        let mut p = self.root.load(Ordering::Acquire) as *const Header;
+        // SAFETY: see the note above `node`.
+        let mut h = unsafe { node(p) };
+        let mut v = h.stable_version()?;
+        if !ptr::eq(self.root.load(Ordering::Acquire), p) {
+            return None;
+        }
+        while !h.is_leaf {
+            // SAFETY: `h` is not a leaf.
+            let inn = unsafe { inner(p) };
+            let n = h.count.load(Ordering::Relaxed).min(INNER_CAP);
+            let idx = match t {
+                Target::Leftmost => 0,
+                Target::Rightmost => n,
+                Target::Le(probe) => {
+                    let (pos, found) = search(&inn.prefixes, &inn.shorts, &inn.keys, n, probe);
+                    pos + usize::from(found)
+                }
+                Target::Lt(probe) => search(&inn.prefixes, &inn.shorts, &inn.keys, n, probe).0,
+            };
+            let c = inn.children[idx].load(Ordering::Acquire) as *const Header;
+            if c.is_null() {
+                assert!(
+                    !h.validate(v),
+                    "invariant violated: validated inner node has a null child"
+                );
+                return None;
+            }
+            // SAFETY: see the note above `node`.
+            let ch = unsafe { node(c) };
+            let cv = ch.stable_version()?;
+            if !h.validate(v) {
+                return None;
+            }
+            p = c;
+            h = ch;
+            v = cv;
+        }
+        Some((p.cast::<Leaf>(), v))
+    }
+
+    fn find_leaf(&self, t: Target<'_>) -> (*const Leaf, u64) {
+        let backoff = Backoff::new();
+        loop {
+            if let Some(r) = self.try_find_leaf(t) {
+                return r;
+            }
+            backoff.snooze();
+        }
+    }
+
+    /// The value stored under `key`, if any.
     pub fn get(&self, key: &[u8]) -> Option<u64> {
-        self.m.read().get(key).copied()
+        let probe = Probe::new(key);
+        let backoff = Backoff::new();
+        loop {
+            if let Some((lp, v)) = self.try_find_leaf(Target::Le(probe)) {
+                // SAFETY: see the note above `node`; `lp` is a leaf.
+                let lf = unsafe { &*lp };
+                let n = lf.hdr.count.load(Ordering::Relaxed).min(LEAF_CAP);
+                let (pos, found) = search(&lf.prefixes, &lf.shorts, &lf.keys, n, probe);
+                let value = if found {
+                    lf.values[pos].load(Ordering::Relaxed)
+                } else {
+                    0
+                };
+                if lf.hdr.validate(v) {
+                    return found.then_some(value);
+                }
+            }
+            backoff.snooze();
+        }
     }
+
+    /// For a point lookup that found nothing: the leaf (and its current unlocked
+    /// version) whose range contains `key`. Inserting `key` later changes it.
+    pub fn leaf_for(&self, key: &[u8]) -> LeafVersion {
+        let (mut lp, _) = self.find_leaf(Target::Le(Probe::new(key)));
+        let backoff = Backoff::new();
+        loop {
+            // SAFETY: see the note above `node`.
+            let lf = unsafe { &*lp };
+            let Some(v) = lf.hdr.stable_version() else {
+                panic!(
+                    "invariant violated: a leaf is marked obsolete, but nodes are never retired"
+                );
+            };
+            let next = lf.next.load(Ordering::Acquire) as *const Leaf;
+            if !lf.hdr.validate(v) {
+                backoff.snooze();
+                continue;
+            }
+            // B-link move right: the leaf split after the descent and `key` moved.
+            // SAFETY: `next` is a live leaf.
+            if !next.is_null() && unsafe { sibling_fence(next) } <= key {
+                lp = next;
+                continue;
+            }
+            return self.leaf_version(lp, v);
+        }
+    }
+
+    /// True iff `lv` was produced by this tree (so [`validate_leaves`](Self::validate_leaves)
+    /// accepts it). Lets a caller that mixes read sets of several trees partition them.
+    pub fn owns(&self, lv: &LeafVersion) -> bool {
+        lv.tree == self.id
+    }
+
+    /// True iff every recorded leaf still has the recorded version (no insert into
+    /// it and no split of it since it was recorded). Loads are `SeqCst`, and leaf
+    /// unlocks are `SeqCst` read-modify-writes.
+    ///
+    /// # Panics
+    /// If a `LeafVersion` was produced by a different tree.
+    pub fn validate_leaves(&self, leaves: &[LeafVersion]) -> bool {
+        leaves.iter().all(|lv| {
+            assert_eq!(
+                lv.tree, self.id,
+                "LeafVersion validated against a tree that did not produce it"
+            );
+            let p = ptr::with_exposed_provenance::<Header>(lv.leaf);
+            // SAFETY: `lv` came from this tree (checked above; fields are private),
+            // so `p` is one of its leaves, alive until Drop.
+            unsafe { node(p) }.version.load(Ordering::SeqCst) == lv.version
+        })
+    }
+
+    // ----- scans ---------------------------------------------------------
+
+    /// Ordered range scan over the entries between `lo` and `hi`, in direction
+    /// `dir`. Calls `f(key, value)` for each entry in order until it returns
+    /// `false`. If `leaves` is given, pushes the (leaf, version) of every leaf the
+    /// scan covered whose range intersects the requested range — including the
+    /// leaf where the range starts even if it holds no matching key — so that any
+    /// later insert into the requested (covered) range fails
+    /// [`validate_leaves`](Self::validate_leaves). Entries are passed to `f` only
+    /// after the leaf copy they came from validated; no key is reported twice, and
+    /// no key present for the whole scan is skipped.
     pub fn scan(
         &self,
         lo: Bound<&[u8]>,
         hi: Bound<&[u8]>,
         dir: ScanDirection,
-        _leaves: Option<&mut Vec<LeafVersion>>,
+        leaves: Option<&mut Vec<LeafVersion>>,
         f: &mut dyn FnMut(&[u8], u64) -> bool,
     ) {
-        let items: Vec<(Vec<u8>, u64)> = self
-            .m
-            .read()
-            .range::<[u8], _>((lo, hi))
-            .map(|(k, v)| (k.clone(), *v))
-            .collect();
+        if range_is_empty(lo, hi) {
+            return;
+        }
         match dir {
-            ScanDirection::Ascending => {
-                for (k, v) in items {
-                    if !f(&k, v) {
-                        break;
+            ScanDirection::Ascending => self.scan_asc(lo, hi, leaves, f),
+            ScanDirection::Descending => self.scan_desc(lo, hi, leaves, f),
+        }
+    }
+
+    fn scan_asc(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        mut leaves: Option<&mut Vec<LeafVersion>>,
+        f: &mut dyn FnMut(&[u8], u64) -> bool,
+    ) {
+        let lo_key = match lo {
+            Bound::Unbounded => None,
+            Bound::Included(k) | Bound::Excluded(k) => Some(k),
+        };
+        let target = match lo_key {
+            None => Target::Leftmost,
+            Some(k) => Target::Le(Probe::new(k)),
+        };
+        let (mut lp, _) = self.find_leaf(target);
+        let mut snap = LeafSnap::new();
+        let mut first = true;
+        let mut last: Option<&[u8]> = None;
+        loop {
+            // SAFETY: see the note above `node`.
+            snap.read(unsafe { &*lp });
+            if first {
+                // B-link move right if the start leaf split after the descent and
+                // holds nothing at or above `lo` any more.
+                if let Some(k) = lo_key {
+                    // SAFETY: `snap.next` is a live leaf when non-null.
+                    if !snap.next.is_null() && unsafe { sibling_fence(snap.next) } <= k {
+                        lp = snap.next;
+                        continue;
                     }
                 }
+                first = false;
             }
-            ScanDirection::Descending => {
-                for (k, v) in items.into_iter().rev() {
-                    if !f(&k, v) {
-                        break;
+            if let Some(rec) = leaves.as_mut() {
+                rec.push(self.leaf_version(lp, snap.version));
+            }
+            // Keys in a validated snapshot are strictly increasing: skip to the first
+            // one above `lo` and above the last key reported, then only check `hi`.
+            let mut i = 0;
+            while i < snap.n {
+                let k = self.key_of(snap.keys[i]);
+                if above_lo(k, lo) && last.is_none_or(|l| k > l) {
+                    break;
+                }
+                i += 1;
+            }
+            for i in i..snap.n {
+                let k = self.key_of(snap.keys[i]);
+                if !below_hi(k, hi) {
+                    return;
+                }
+                last = Some(k);
+                if !f(k, snap.values[i]) {
+                    return;
+                }
+            }
+            if snap.next.is_null() {
+                return;
+            }
+            // The next leaf's range starts at its fence; stop if that is past `hi`.
+            // SAFETY: `snap.next` is a live leaf.
+            if !below_hi(unsafe { sibling_fence(snap.next) }, hi) {
+                return;
+            }
+            lp = snap.next;
+        }
+    }
+
+    fn scan_desc(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        mut leaves: Option<&mut Vec<LeafVersion>>,
+        f: &mut dyn FnMut(&[u8], u64) -> bool,
+    ) {
+        let mut upper: Bound<&[u8]> = hi;
+        let mut last: Option<&[u8]> = None;
+        let mut snap = LeafSnap::new();
+        loop {
+            let target = match upper {
+                Bound::Unbounded => Target::Rightmost,
+                Bound::Included(k) => Target::Le(Probe::new(k)),
+                Bound::Excluded(k) => Target::Lt(Probe::new(k)),
+            };
+            let (mut lp, _) = self.find_leaf(target);
+            loop {
+                // SAFETY: see the note above `node`.
+                snap.read(unsafe { &*lp });
+                // B-link move right while the right sibling still covers keys
+                // within `upper` (the leaf split after the descent).
+                // SAFETY: `snap.next` is a live leaf when non-null.
+                if !snap.next.is_null() && below_hi(unsafe { sibling_fence(snap.next) }, upper) {
+                    lp = snap.next;
+                    continue;
+                }
+                break;
+            }
+            if let Some(rec) = leaves.as_mut() {
+                rec.push(self.leaf_version(lp, snap.version));
+            }
+            // Skip (from the top) to the first key below `upper` and below the last
+            // key reported, then only check `lo`.
+            let mut end = snap.n;
+            while end > 0 {
+                let k = self.key_of(snap.keys[end - 1]);
+                if below_hi(k, upper) && last.is_none_or(|l| k < l) {
+                    break;
+                }
+                end -= 1;
+            }
+            for i in (0..end).rev() {
+                let k = self.key_of(snap.keys[i]);
+                if !above_lo(k, lo) {
+                    return;
+                }
+                last = Some(k);
+                if !f(k, snap.values[i]) {
+                    return;
+                }
+            }
+            // SAFETY: `lp` is a live leaf.
+            let fence_ptr = unsafe { &*lp }.fence.load(Ordering::Acquire);
+            if fence_ptr.is_null() {
+                return; // leftmost leaf
+            }
+            let fk = self.key_of(fence_ptr);
+            if let Bound::Included(l) | Bound::Excluded(l) = lo {
+                if fk <= l {
+                    return; // everything below this leaf is below `lo`
+                }
+            }
+            upper = Bound::Excluded(fk);
+        }
+    }
+
+    // ----- insert --------------------------------------------------------
+
+    /// Inserts `key -> value` if `key` is absent. If present, returns
+    /// `Err(existing value)` and changes nothing.
+    pub fn insert(&self, key: &[u8], value: u64) -> Result<(), u64> {
+        let probe = Probe::new(key);
+        let mut owned: *mut KeyBlock = ptr::null_mut();
+        let backoff = Backoff::new();
+        loop {
+            match self.try_insert(probe, value, &mut owned) {
+                Step::Done(r) => {
+                    match r {
+                        Ok(()) => {
+                            self.len.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(_) if !owned.is_null() => {
+                            // SAFETY: the block was allocated for this call and never
+                            // published (the insert did not happen).
+                            unsafe { free_key(owned) };
+                        }
+                        Err(_) => {}
+                    }
+                    return r;
+                }
+                Step::Retry => {}
+                Step::Conflict => backoff.snooze(),
+            }
+        }
+    }
+
+    fn try_insert(&self, probe: Probe<'_>, value: u64, owned: &mut *mut KeyBlock) -> Step {
+        let mut p = self.root.load(Ordering::Acquire);
+        // SAFETY: see the note above `node`.
+        let mut h = unsafe { node(p) };
+        let Some(mut v) = h.stable_version() else {
+            return Step::Conflict;
+        };
+        if self.root.load(Ordering::Acquire) != p {
+            return Step::Conflict;
+        }
+        let mut parent: *mut Header = ptr::null_mut();
+        let mut pv = 0u64;
+        while !h.is_leaf {
+            let n = h.count.load(Ordering::Relaxed);
+            if n >= INNER_CAP {
+                // Eager split so that a later child split finds room here.
+                return self.split_locked(parent, pv, p, v);
+            }
+            // SAFETY: `h` is not a leaf.
+            let inn = unsafe { inner(p) };
+            let (pos, found) = search(&inn.prefixes, &inn.shorts, &inn.keys, n, probe);
+            let c = inn.children[pos + usize::from(found)].load(Ordering::Acquire);
+            if c.is_null() {
+                assert!(
+                    !h.validate(v),
+                    "invariant violated: validated inner node has a null child"
+                );
+                return Step::Conflict;
+            }
+            // SAFETY: see the note above `node`.
+            let ch = unsafe { node(c) };
+            let Some(cv) = ch.stable_version() else {
+                return Step::Conflict;
+            };
+            // Validates the child pointer, the not-full check, and that the child did
+            // not split between the pointer read and `cv`.
+            if !h.validate(v) {
+                return Step::Conflict;
+            }
+            parent = p;
+            pv = v;
+            p = c;
+            h = ch;
+            v = cv;
+        }
+        // SAFETY: `h` is a leaf.
+        let lf = unsafe { leaf(p) };
+        let n = h.count.load(Ordering::Relaxed).min(LEAF_CAP);
+        let (pos, found) = search(&lf.prefixes, &lf.shorts, &lf.keys, n, probe);
+        if found {
+            let existing = lf.values[pos].load(Ordering::Relaxed);
+            return if h.validate(v) {
+                Step::Done(Err(existing))
+            } else {
+                Step::Conflict
+            };
+        }
+        if n >= LEAF_CAP {
+            return self.split_locked(parent, pv, p, v);
+        }
+        if owned.is_null() {
+            *owned = alloc_key(probe.key); // outside any lock
+        }
+        if !h.try_upgrade(v) {
+            return Step::Conflict;
+        }
+        // Locked at version `v`: `n`, `pos` and the leaf's range are as read.
+        for i in (pos..n).rev() {
+            lf.prefixes[i + 1].store(lf.prefixes[i].load(Ordering::Relaxed), Ordering::Relaxed);
+            lf.shorts[i + 1].store(lf.shorts[i].load(Ordering::Relaxed), Ordering::Relaxed);
+            lf.keys[i + 1].store(lf.keys[i].load(Ordering::Relaxed), Ordering::Release);
+            lf.values[i + 1].store(lf.values[i].load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        lf.prefixes[pos].store(probe.prefix, Ordering::Relaxed);
+        lf.shorts[pos].store(probe.short, Ordering::Relaxed);
+        lf.keys[pos].store(*owned, Ordering::Release);
+        lf.values[pos].store(value, Ordering::Relaxed);
+        lf.hdr.count.store(n + 1, Ordering::Release);
+        h.unlock();
+        Step::Done(Ok(()))
+    }
+
+    /// Locks `parent` (at `pv`, or the root pointer if null) and the full node `p`
+    /// (at `v`), splits `p`, publishes the separator, and unlocks.
+    fn split_locked(&self, parent: *mut Header, pv: u64, p: *mut Header, v: u64) -> Step {
+        // SAFETY: see the note above `node`.
+        let ph = if parent.is_null() {
+            None
+        } else {
+            Some(unsafe { node(parent) })
+        };
+        if let Some(ph) = ph {
+            if !ph.try_upgrade(pv) {
+                return Step::Conflict;
+            }
+        }
+        // SAFETY: see the note above `node`.
+        let h = unsafe { node(p) };
+        if !h.try_upgrade(v) {
+            if let Some(ph) = ph {
+                ph.unlock();
+            }
+            return Step::Conflict;
+        }
+        if ph.is_none() && self.root.load(Ordering::Acquire) != p {
+            h.unlock(); // a concurrent root split made `p` a non-root
+            return Step::Conflict;
+        }
+        let sep = if h.is_leaf {
+            self.split_leaf(p)
+        } else {
+            self.split_inner(p)
+        };
+        match ph {
+            // SAFETY: the parent is an inner node, locked by us.
+            Some(_) => unsafe { insert_separator(inner(parent), p, &sep) },
+            None => {
+                let root = Inner::boxed();
+                root.prefixes[0].store(sep.prefix, Ordering::Relaxed);
+                root.shorts[0].store(sep.short, Ordering::Relaxed);
+                root.keys[0].store(sep.key, Ordering::Relaxed);
+                root.children[0].store(p, Ordering::Relaxed);
+                root.children[1].store(sep.right, Ordering::Relaxed);
+                root.hdr.count.store(1, Ordering::Relaxed);
+                self.root
+                    .store(Box::into_raw(root).cast::<Header>(), Ordering::Release);
+            }
+        }
+        h.unlock();
+        if let Some(ph) = ph {
+            ph.unlock();
+        }
+        Step::Retry
+    }
+
+    /// Splits the locked, full leaf `p`; returns the separator and the new right leaf.
+    fn split_leaf(&self, p: *mut Header) -> Sep {
+        // SAFETY: `p` is a leaf locked by the caller.
+        let lf = unsafe { leaf(p) };
+        let n = lf.hdr.count.load(Ordering::Relaxed);
+        assert_eq!(
+            n, LEAF_CAP,
+            "invariant violated: splitting a leaf that is not full"
+        );
+        let mid = n / 2;
+        let sep = lf.keys[mid].load(Ordering::Relaxed);
+        let right = Leaf::boxed(sep, lf.next.load(Ordering::Relaxed));
+        for i in mid..n {
+            right.prefixes[i - mid]
+                .store(lf.prefixes[i].load(Ordering::Relaxed), Ordering::Relaxed);
+            right.shorts[i - mid].store(lf.shorts[i].load(Ordering::Relaxed), Ordering::Relaxed);
+            right.keys[i - mid].store(lf.keys[i].load(Ordering::Relaxed), Ordering::Relaxed);
+            right.values[i - mid].store(lf.values[i].load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        right.hdr.count.store(n - mid, Ordering::Relaxed);
+        let rp = Box::into_raw(right);
+        lf.next.store(rp, Ordering::Release);
+        lf.hdr.count.store(mid, Ordering::Release);
+        Sep {
+            key: sep,
+            prefix: lf.prefixes[mid].load(Ordering::Relaxed),
+            short: lf.shorts[mid].load(Ordering::Relaxed),
+            right: rp.cast::<Header>(),
+        }
+    }
+
+    /// Splits the locked, full inner node `p`; the middle key moves up.
+    fn split_inner(&self, p: *mut Header) -> Sep {
+        // SAFETY: `p` is an inner node locked by the caller.
+        let inn = unsafe { inner(p) };
+        let n = inn.hdr.count.load(Ordering::Relaxed);
+        assert_eq!(
+            n, INNER_CAP,
+            "invariant violated: splitting an inner node that is not full"
+        );
+        let mid = n / 2;
+        let right = Inner::boxed();
+        for i in mid + 1..n {
+            right.prefixes[i - mid - 1]
+                .store(inn.prefixes[i].load(Ordering::Relaxed), Ordering::Relaxed);
+            right.shorts[i - mid - 1]
+                .store(inn.shorts[i].load(Ordering::Relaxed), Ordering::Relaxed);
+            right.keys[i - mid - 1].store(inn.keys[i].load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        for i in mid + 1..=n {
+            right.children[i - mid - 1]
+                .store(inn.children[i].load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        right.hdr.count.store(n - mid - 1, Ordering::Relaxed);
+        inn.hdr.count.store(mid, Ordering::Release);
+        Sep {
+            key: inn.keys[mid].load(Ordering::Relaxed),
+            prefix: inn.prefixes[mid].load(Ordering::Relaxed),
+            short: inn.shorts[mid].load(Ordering::Relaxed),
+            right: Box::into_raw(right).cast::<Header>(),
+        }
+    }
+}
+
+/// Inserts separator `sep` and the new right child after `left` into the locked
+/// inner node `par`.
+fn insert_separator(par: &Inner, left: *mut Header, sep: &Sep) {
+    let n = par.hdr.count.load(Ordering::Relaxed);
+    assert!(
+        n < INNER_CAP,
+        "invariant violated: eager splitting must leave room in the parent"
+    );
+    // SAFETY: separators are live key blocks.
+    let probe = Probe {
+        key: unsafe { key_bytes(sep.key) },
+        prefix: sep.prefix,
+        short: sep.short,
+    };
+    let (pos, found) = search(&par.prefixes, &par.shorts, &par.keys, n, probe);
+    assert!(
+        !found,
+        "invariant violated: split separator already present in the parent"
+    );
+    assert!(
+        par.children[pos].load(Ordering::Relaxed) == left,
+        "invariant violated: parent does not route the separator to the split child"
+    );
+    for i in (pos..n).rev() {
+        par.prefixes[i + 1].store(par.prefixes[i].load(Ordering::Relaxed), Ordering::Relaxed);
+        par.shorts[i + 1].store(par.shorts[i].load(Ordering::Relaxed), Ordering::Relaxed);
+        par.keys[i + 1].store(par.keys[i].load(Ordering::Relaxed), Ordering::Release);
+        par.children[i + 2].store(
+            par.children[i + 1].load(Ordering::Relaxed),
+            Ordering::Release,
+        );
+    }
+    par.prefixes[pos].store(sep.prefix, Ordering::Relaxed);
+    par.shorts[pos].store(sep.short, Ordering::Relaxed);
+    par.keys[pos].store(sep.key, Ordering::Release);
+    par.children[pos + 1].store(sep.right, Ordering::Release);
+    par.hdr.count.store(n + 1, Ordering::Release);
+}
+
+impl Drop for BTree {
+    fn drop(&mut self) {
+        let root = *self.root.get_mut();
+        // SAFETY: `&mut self` excludes all readers and writers; every node is reached
+        // exactly once through the live child slots `0..=count`, and every key block
+        // is owned by exactly one live leaf slot (module invariant 4).
+        unsafe { free_subtree(root) };
+    }
+}
+
+/// # Safety
+/// Exclusive access; `p` is a node whose subtree is freed exactly once.
+unsafe fn free_subtree(p: *mut Header) {
+    if (*p).is_leaf {
+        let lf = Box::from_raw(p.cast::<Leaf>());
+        let n = lf.hdr.count.load(Ordering::Relaxed);
+        for slot in &lf.keys[..n] {
+            free_key(slot.load(Ordering::Relaxed));
+        }
+    } else {
+        let inn = Box::from_raw(p.cast::<Inner>());
+        let n = inn.hdr.count.load(Ordering::Relaxed);
+        for slot in &inn.children[..=n] {
+            free_subtree(slot.load(Ordering::Relaxed));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    struct SplitMix64(u64);
+
+    impl SplitMix64 {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        fn bytes(&mut self, len: usize, alphabet: &[u8]) -> Vec<u8> {
+            (0..len)
+                .map(|_| alphabet[self.below(alphabet.len() as u64) as usize])
+                .collect()
+        }
+    }
+
+    const ALL_BYTES: &[u8] = &[0, 1, 2, 0x41, 0x61, 0x7f, 0x80, 0xfe, 0xff];
+
+    /// Keys of varied lengths, many sharing prefixes longer than 8 bytes, many
+    /// differing only in trailing zero bytes (which pad the inline prefix).
+    fn random_key(rng: &mut SplitMix64) -> Vec<u8> {
+        match rng.below(7) {
+            0 => {
+                let len = rng.below(4) as usize;
+                rng.bytes(len, ALL_BYTES)
+            }
+            1 => {
+                let mut k = b"shared/prefix/longer/than/8/".to_vec();
+                let len = rng.below(6) as usize;
+                k.extend(rng.bytes(len, ALL_BYTES));
+                k
+            }
+            2 => {
+                let len = rng.below(20) as usize;
+                (0..len).map(|_| rng.next() as u8).collect()
+            }
+            3 => rng.next().to_be_bytes().to_vec(),
+            4 => {
+                let mut k = b"abcdefgh".to_vec();
+                let zeros = rng.below(4) as usize;
+                k.resize(k.len() + zeros, 0);
+                let len = rng.below(3) as usize;
+                k.extend(rng.bytes(len, ALL_BYTES));
+                k
+            }
+            5 => {
+                let len = rng.below(9) as usize;
+                rng.bytes(len, &[0, 0xff])
+            }
+            _ => {
+                let mut k = vec![b'x'; 100 + rng.below(50) as usize];
+                let len = rng.below(3) as usize;
+                k.extend(rng.bytes(len, ALL_BYTES));
+                k
+            }
+        }
+    }
+
+    fn value_for(key: &[u8]) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for &b in key {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        h
+    }
+
+    fn collect(
+        t: &BTree,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        dir: ScanDirection,
+        limit: usize,
+        rec: Option<&mut Vec<LeafVersion>>,
+    ) -> Vec<(Vec<u8>, u64)> {
+        let mut out = Vec::new();
+        t.scan(lo, hi, dir, rec, &mut |k, v| {
+            out.push((k.to_vec(), v));
+            out.len() < limit
+        });
+        out
+    }
+
+    fn expected(
+        m: &BTreeMap<Vec<u8>, u64>,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        dir: ScanDirection,
+        limit: usize,
+    ) -> Vec<(Vec<u8>, u64)> {
+        // BTreeMap::range panics on inverted ranges; those hold nothing.
+        let inverted = match (lo, hi) {
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
+                a > b
+            }
+            _ => false,
+        };
+        if inverted || (matches!((lo, hi), (Bound::Excluded(a), Bound::Excluded(b)) if a == b)) {
+            return Vec::new();
+        }
+        let it = m.range::<[u8], _>((lo, hi)).map(|(k, v)| (k.clone(), *v));
+        match dir {
+            ScanDirection::Ascending => it.take(limit).collect(),
+            ScanDirection::Descending => it.rev().take(limit).collect(),
+        }
+    }
+
+    impl BTree {
+        /// Checks the structural invariants (quiescent tree only); returns #entries.
+        fn check_invariants(&self) -> usize {
+            let mut leaves = Vec::new();
+            let root = self.root.load(Ordering::Acquire);
+            let mut depth = None;
+            // SAFETY: test-only walk of a quiescent tree.
+            let total = unsafe { check_node(root, None, None, 0, &mut depth, &mut leaves) };
+            for w in leaves.windows(2) {
+                // SAFETY: live leaves.
+                assert_eq!(
+                    unsafe { &*w[0] }.next.load(Ordering::Acquire) as *const Leaf,
+                    w[1]
+                );
+            }
+            if let Some(&last) = leaves.last() {
+                // SAFETY: live leaf.
+                assert!(unsafe { &*last }.next.load(Ordering::Acquire).is_null());
+            }
+            assert_eq!(total, self.len(), "len counter disagrees with the leaves");
+            total
+        }
+    }
+
+    unsafe fn check_node(
+        p: *mut Header,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+        depth: usize,
+        leaf_depth: &mut Option<usize>,
+        leaves: &mut Vec<*const Leaf>,
+    ) -> usize {
+        let h = node(p);
+        assert_eq!(h.version.load(Ordering::Relaxed) & (LOCKED | OBSOLETE), 0);
+        let n = h.count.load(Ordering::Relaxed);
+        let (prefixes, shorts, keys): (&[AtomicU64], &[AtomicU8], &[AtomicPtr<KeyBlock>]) =
+            if h.is_leaf {
+                let l = leaf(p);
+                (&l.prefixes[..n], &l.shorts[..n], &l.keys[..n])
+            } else {
+                let i = inner(p);
+                (&i.prefixes[..n], &i.shorts[..n], &i.keys[..n])
+            };
+        let ks: Vec<&[u8]> = keys
+            .iter()
+            .map(|k| key_bytes(k.load(Ordering::Relaxed)))
+            .collect();
+        for (i, k) in ks.iter().enumerate() {
+            assert_eq!(prefixes[i].load(Ordering::Relaxed), prefix_of(k));
+            assert_eq!(shorts[i].load(Ordering::Relaxed), short_len(k.len()));
+            assert!(lo.is_none_or(|l| *k >= l), "key below node range");
+            assert!(hi.is_none_or(|h| *k < h), "key above node range");
+        }
+        for w in ks.windows(2) {
+            assert!(w[0] < w[1], "keys not strictly increasing");
+        }
+        if h.is_leaf {
+            let l = leaf(p);
+            let fence = l.fence.load(Ordering::Relaxed);
+            match lo {
+                None => assert!(fence.is_null()),
+                Some(lo) => assert_eq!(key_bytes(fence), lo),
+            }
+            match *leaf_depth {
+                None => *leaf_depth = Some(depth),
+                Some(d) => assert_eq!(d, depth, "leaves at different depths"),
+            }
+            leaves.push(p.cast::<Leaf>());
+            n
+        } else {
+            assert!(n >= 1);
+            let i = inner(p);
+            let mut total = 0;
+            for c in 0..=n {
+                let clo = if c == 0 { lo } else { Some(ks[c - 1]) };
+                let chi = if c == n { hi } else { Some(ks[c]) };
+                total += check_node(
+                    i.children[c].load(Ordering::Relaxed),
+                    clo,
+                    chi,
+                    depth + 1,
+                    leaf_depth,
+                    leaves,
+                );
+            }
+            total
+        }
+    }
+
+    fn bound_of(kind: u64, k: &[u8]) -> Bound<&[u8]> {
+        match kind {
+            0 => Bound::Unbounded,
+            1 => Bound::Included(k),
+            _ => Bound::Excluded(k),
+        }
+    }
+
+    #[test]
+    fn empty_tree() {
+        let t = BTree::new();
+        assert!(t.is_empty());
+        assert_eq!(t.get(b""), None);
+        let mut rec = Vec::new();
+        for dir in [ScanDirection::Ascending, ScanDirection::Descending] {
+            rec.clear();
+            let got = collect(
+                &t,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                dir,
+                usize::MAX,
+                Some(&mut rec),
+            );
+            assert!(got.is_empty());
+            assert_eq!(rec.len(), 1, "the start leaf is recorded even when empty");
+        }
+        let lv = t.leaf_for(b"k");
+        assert!(t.validate_leaves(&rec) && t.validate_leaves(&[lv]));
+        assert_eq!(t.insert(b"", 7), Ok(()));
+        assert!(!t.validate_leaves(&rec) && !t.validate_leaves(&[lv]));
+        assert_eq!(t.get(b""), Some(7));
+        assert_eq!(t.len(), 1);
+        t.check_invariants();
+    }
+
+    #[test]
+    fn duplicate_insert_returns_existing() {
+        let t = BTree::new();
+        assert_eq!(t.insert(b"a", 1), Ok(()));
+        assert_eq!(t.insert(b"a", 2), Err(1));
+        assert_eq!(t.insert(b"a\0", 3), Ok(()));
+        assert_eq!(t.insert(b"a\0", 4), Err(3));
+        assert_eq!(t.get(b"a"), Some(1));
+        assert_eq!(t.get(b"a\0"), Some(3));
+        assert_eq!(t.get(b"a\0\0"), None);
+        assert_eq!(t.len(), 2);
+        // Duplicates in a tree with many leaves.
+        for i in 0..5000u64 {
+            assert_eq!(t.insert(&i.to_be_bytes(), i), Ok(()));
+        }
+        for i in 0..5000u64 {
+            assert_eq!(t.insert(&i.to_be_bytes(), i + 1), Err(i));
+        }
+        assert_eq!(t.len(), 5002);
+        t.check_invariants();
+    }
+
+    #[test]
+    fn random_model_inserts_gets_scans() {
+        let mut rng = SplitMix64(0x5eed_0001);
+        let t = BTree::new();
+        let mut m: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+        for must in [
+            &b""[..],
+            b"\0",
+            b"\0\0",
+            b"abcdefgh",
+            b"abcdefgh\0",
+            b"abcdefgh\0\0",
+        ] {
+            assert_eq!(t.insert(must, value_for(must)), Ok(()));
+            m.insert(must.to_vec(), value_for(must));
+        }
+        for i in 0..30_000u64 {
+            let k = random_key(&mut rng);
+            let v = i;
+            let r = t.insert(&k, v);
+            match m.get(&k) {
+                Some(&old) => assert_eq!(r, Err(old), "duplicate insert of {k:?}"),
+                None => {
+                    assert_eq!(r, Ok(()), "fresh insert of {k:?}");
+                    m.insert(k, v);
+                }
+            }
+        }
+        assert_eq!(t.len(), m.len());
+        assert_eq!(t.check_invariants(), m.len());
+        for (k, v) in &m {
+            assert_eq!(t.get(k), Some(*v), "get {k:?}");
+        }
+        for _ in 0..5000 {
+            let k = random_key(&mut rng);
+            assert_eq!(t.get(&k), m.get(&k).copied());
+        }
+        let keys: Vec<&Vec<u8>> = m.keys().collect();
+        let dirs = [ScanDirection::Ascending, ScanDirection::Descending];
+        let mut rec = Vec::new();
+        for round in 0..120 {
+            let pick = |rng: &mut SplitMix64| -> Vec<u8> {
+                if rng.below(2) == 0 {
+                    keys[rng.below(keys.len() as u64) as usize].clone()
+                } else {
+                    random_key(rng)
+                }
+            };
+            let a = pick(&mut rng);
+            let b = pick(&mut rng);
+            let (a, b) = if round % 10 == 0 || a <= b {
+                (a, b)
+            } else {
+                (b, a)
+            }; // some inverted
+            for lk in 0..3 {
+                for hk in 0..3 {
+                    let lo = bound_of(lk, &a);
+                    let hi = bound_of(hk, &b);
+                    for dir in dirs {
+                        let limit = match rng.below(4) {
+                            0 => 1 + rng.below(5) as usize,
+                            1 => 1 + rng.below(100) as usize,
+                            _ => usize::MAX,
+                        };
+                        rec.clear();
+                        let got = collect(&t, lo, hi, dir, limit, Some(&mut rec));
+                        let want = expected(&m, lo, hi, dir, limit);
+                        assert_eq!(got, want, "scan {lo:?}..{hi:?} {dir:?} limit {limit}");
+                        assert!(t.validate_leaves(&rec));
+                        if !range_is_empty(lo, hi) {
+                            assert!(!rec.is_empty(), "a non-empty range records its start leaf");
+                        }
                     }
                 }
             }
         }
+        // Full scans both ways.
+        let all = collect(
+            &t,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Ascending,
+            usize::MAX,
+            None,
+        );
+        assert_eq!(
+            all,
+            expected(
+                &m,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                ScanDirection::Ascending,
+                usize::MAX
+            )
+        );
+        let all = collect(
+            &t,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Descending,
+            usize::MAX,
+            None,
+        );
+        assert_eq!(
+            all,
+            expected(
+                &m,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                ScanDirection::Descending,
+                usize::MAX
+            )
+        );
     }
-    pub fn len(&self) -> usize {
-        self.m.read().len()
+
+    #[test]
+    fn phantom_random_inserts_invalidate_covering_scans() {
+        let mut rng = SplitMix64(0x5eed_0002);
+        let t = BTree::new();
+        let mut m = BTreeSet::new();
+        for _ in 0..8000 {
+            let k = random_key(&mut rng);
+            if t.insert(&k, 0).is_ok() {
+                m.insert(k);
+            }
+        }
+        let mut rec = Vec::new();
+        let mut checked = 0;
+        for _ in 0..2000 {
+            let a = random_key(&mut rng);
+            let b = random_key(&mut rng);
+            let (a, b) = if a <= b { (a, b) } else { (b, a) };
+            let lo = bound_of(rng.below(3), &a);
+            let hi = bound_of(rng.below(3), &b);
+            let dir = if rng.below(2) == 0 {
+                ScanDirection::Ascending
+            } else {
+                ScanDirection::Descending
+            };
+            rec.clear();
+            collect(&t, lo, hi, dir, usize::MAX, Some(&mut rec));
+            assert!(t.validate_leaves(&rec));
+            let k = random_key(&mut rng);
+            if m.contains(&k) {
+                continue;
+            }
+            assert_eq!(t.insert(&k, 1), Ok(()));
+            m.insert(k.clone());
+            if above_lo(&k, lo) && below_hi(&k, hi) {
+                assert!(
+                    !t.validate_leaves(&rec),
+                    "insert of {k:?} into scanned {lo:?}..{hi:?} not detected"
+                );
+                checked += 1;
+            }
+        }
+        assert!(
+            checked > 100,
+            "too few in-range inserts exercised: {checked}"
+        );
+        t.check_invariants();
     }
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+
+    fn spaced_tree() -> BTree {
+        let t = BTree::new();
+        for i in 0..5000u32 {
+            let k = format!("key{:06}", i * 10);
+            assert_eq!(t.insert(k.as_bytes(), u64::from(i)), Ok(()));
+        }
+        t
+    }
+
+    #[test]
+    fn validate_leaves_detects_inserts_in_range_only() {
+        for dir in [ScanDirection::Ascending, ScanDirection::Descending] {
+            let t = spaced_tree();
+            let mut rec = Vec::new();
+            let got = collect(
+                &t,
+                Bound::Included(b"key010000"),
+                Bound::Included(b"key010500"),
+                dir,
+                usize::MAX,
+                Some(&mut rec),
+            );
+            assert_eq!(got.len(), 51);
+            assert!(rec.len() >= 2, "range should span several leaves");
+            assert!(t.validate_leaves(&rec));
+            assert_eq!(t.insert(b"zzzz", 1), Ok(()));
+            assert_eq!(t.insert(b"key000005", 1), Ok(()));
+            assert_eq!(t.insert(b"a", 1), Ok(()));
+            assert!(
+                t.validate_leaves(&rec),
+                "inserts far outside the range must not invalidate"
+            );
+            assert_eq!(t.insert(b"key010255", 1), Ok(()));
+            assert!(
+                !t.validate_leaves(&rec),
+                "insert inside the range must invalidate"
+            );
+        }
+    }
+
+    #[test]
+    fn validate_leaves_empty_result_and_unbounded() {
+        let t = spaced_tree();
+        for dir in [ScanDirection::Ascending, ScanDirection::Descending] {
+            // No key lies strictly between key0X0000 and key0X0010.
+            let (lo, hi, k): (&[u8], &[u8], &[u8]) = if dir == ScanDirection::Ascending {
+                (b"key010000", b"key010010", b"key010005")
+            } else {
+                (b"key020000", b"key020010", b"key020006")
+            };
+            let mut rec = Vec::new();
+            let got = collect(
+                &t,
+                Bound::Excluded(lo),
+                Bound::Excluded(hi),
+                dir,
+                usize::MAX,
+                Some(&mut rec),
+            );
+            assert!(got.is_empty());
+            assert!(!rec.is_empty(), "empty result still records the start leaf");
+            assert!(t.validate_leaves(&rec));
+            assert_eq!(t.insert(k, 1), Ok(()));
+            assert!(!t.validate_leaves(&rec));
+        }
+        // Unbounded below: an insert before every key is a phantom.
+        for dir in [ScanDirection::Ascending, ScanDirection::Descending] {
+            let mut rec = Vec::new();
+            let got = collect(
+                &t,
+                Bound::Unbounded,
+                Bound::Included(b"key000100"),
+                dir,
+                usize::MAX,
+                Some(&mut rec),
+            );
+            // The descending pass also sees the "a" inserted by the ascending pass.
+            assert_eq!(
+                got.len(),
+                if dir == ScanDirection::Ascending {
+                    11
+                } else {
+                    12
+                }
+            );
+            assert!(t.validate_leaves(&rec));
+            let k = if dir == ScanDirection::Ascending {
+                &b"a"[..]
+            } else {
+                b"b"
+            };
+            assert_eq!(t.insert(k, 1), Ok(()));
+            assert!(!t.validate_leaves(&rec));
+        }
+        // Unbounded above: an insert after every key is a phantom.
+        for dir in [ScanDirection::Ascending, ScanDirection::Descending] {
+            let mut rec = Vec::new();
+            let got = collect(
+                &t,
+                Bound::Excluded(b"key049900"),
+                Bound::Unbounded,
+                dir,
+                usize::MAX,
+                Some(&mut rec),
+            );
+            assert_eq!(
+                got.len(),
+                if dir == ScanDirection::Ascending {
+                    9
+                } else {
+                    10
+                }
+            );
+            assert!(t.validate_leaves(&rec));
+            let k = if dir == ScanDirection::Ascending {
+                &b"zz"[..]
+            } else {
+                b"zzz"
+            };
+            assert_eq!(t.insert(k, 1), Ok(()));
+            assert!(!t.validate_leaves(&rec));
+        }
+        t.check_invariants();
+    }
+
+    #[test]
+    fn early_stop_records_only_covered_leaves() {
+        let t = spaced_tree();
+        for dir in [ScanDirection::Ascending, ScanDirection::Descending] {
+            let mut rec = Vec::new();
+            let got = collect(
+                &t,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                dir,
+                3,
+                Some(&mut rec),
+            );
+            assert_eq!(got.len(), 3);
+            assert_eq!(rec.len(), 1, "stopping in the first leaf covers one leaf");
+            let want = if dir == ScanDirection::Ascending {
+                b"key000000"
+            } else {
+                b"key049990"
+            };
+            assert_eq!(got[0].0, want);
+        }
+    }
+
+    #[test]
+    fn leaf_for_then_insert_invalidates() {
+        let t = spaced_tree();
+        let lv = t.leaf_for(b"key020005");
+        assert_eq!(t.get(b"key020005"), None);
+        assert!(t.validate_leaves(&[lv]));
+        assert_eq!(t.insert(b"aaaa", 1), Ok(()));
+        assert_eq!(t.insert(b"zzzz", 1), Ok(()));
+        assert!(
+            t.validate_leaves(&[lv]),
+            "far inserts must not touch the leaf"
+        );
+        assert_eq!(t.insert(b"key020005", 1), Ok(()));
+        assert!(!t.validate_leaves(&[lv]));
+        // Also across many leaves: each absent key's leaf is invalidated by its insert.
+        let mut rng = SplitMix64(0x5eed_0003);
+        for _ in 0..2000 {
+            let k = format!("key{:06}", rng.below(50_000));
+            if t.get(k.as_bytes()).is_some() {
+                continue;
+            }
+            let lv = t.leaf_for(k.as_bytes());
+            assert!(t.validate_leaves(&[lv]));
+            assert_eq!(t.insert(k.as_bytes(), 2), Ok(()));
+            assert!(!t.validate_leaves(&[lv]));
+        }
+        t.check_invariants();
+    }
+
+    #[test]
+    #[should_panic(expected = "did not produce it")]
+    fn foreign_leaf_version_panics() {
+        let a = BTree::new();
+        let b = BTree::new();
+        let lv = a.leaf_for(b"x");
+        assert!(a.owns(&lv) && !b.owns(&lv));
+        b.validate_leaves(&[lv]);
+    }
+
+    #[test]
+    fn sequential_orders_and_long_keys() {
+        // Ascending and descending insertion orders build deep trees (many root splits).
+        for rev in [false, true] {
+            let t = BTree::new();
+            let n = 60_000u64;
+            for i in 0..n {
+                let i = if rev { n - 1 - i } else { i };
+                assert_eq!(t.insert(&i.to_be_bytes(), i), Ok(()));
+            }
+            assert_eq!(t.check_invariants(), n as usize);
+            let mut expect = 0u64;
+            t.scan(
+                Bound::Unbounded,
+                Bound::Unbounded,
+                ScanDirection::Ascending,
+                None,
+                &mut |k, v| {
+                    assert_eq!(k, expect.to_be_bytes());
+                    assert_eq!(v, expect);
+                    expect += 1;
+                    true
+                },
+            );
+            assert_eq!(expect, n);
+            t.scan(
+                Bound::Unbounded,
+                Bound::Unbounded,
+                ScanDirection::Descending,
+                None,
+                &mut |_, v| {
+                    expect -= 1;
+                    assert_eq!(v, expect);
+                    true
+                },
+            );
+            assert_eq!(expect, 0);
+        }
+        // 4096-byte keys differing only near the end.
+        let t = BTree::new();
+        let mut m = BTreeMap::new();
+        let mut rng = SplitMix64(0x5eed_0004);
+        for i in 0..600u64 {
+            let mut k = vec![b'p'; 4096 - 8];
+            k.extend(rng.next().to_be_bytes());
+            if i % 3 == 0 {
+                k.truncate(4096 - rng.below(16) as usize);
+            }
+            if t.insert(&k, i).is_ok() {
+                m.insert(k, i);
+            }
+        }
+        assert_eq!(t.check_invariants(), m.len());
+        let got = collect(
+            &t,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Descending,
+            usize::MAX,
+            None,
+        );
+        assert_eq!(
+            got,
+            expected(
+                &m,
+                Bound::Unbounded,
+                Bound::Unbounded,
+                ScanDirection::Descending,
+                usize::MAX
+            )
+        );
+    }
+
+    #[test]
+    fn tree_is_send_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<BTree>();
+        assert_send_sync::<LeafVersion>();
+    }
+
+    /// Random keys of varied lengths; two writers share 20k of their keys (so
+    /// duplicate inserts race), two checker threads scan and read concurrently.
+    #[test]
+    fn concurrent_inserts_scans_and_gets() {
+        const WRITERS: usize = 2;
+        const OWN: usize = 80_000;
+        const SHARED: usize = 20_000;
+        let mut rng = SplitMix64(0x5eed_0005);
+        let mut distinct = BTreeSet::new();
+        let mut gen_unique = |rng: &mut SplitMix64| loop {
+            let k = random_key(rng);
+            if distinct.insert(k.clone()) {
+                return k;
+            }
+        };
+        let shared: Vec<Vec<u8>> = (0..SHARED).map(|_| gen_unique(&mut rng)).collect();
+        let mut lists: Vec<Vec<Vec<u8>>> = Vec::new();
+        for w in 0..WRITERS {
+            let mut l: Vec<Vec<u8>> = (0..OWN).map(|_| gen_unique(&mut rng)).collect();
+            l.extend(shared.iter().cloned());
+            let mut r = SplitMix64(w as u64 + 99);
+            for i in (1..l.len()).rev() {
+                let j = r.below(i as u64 + 1) as usize;
+                l.swap(i, j);
+            }
+            lists.push(l);
+        }
+        run_concurrent(lists, distinct, 0x5eed_0006);
+    }
+
+    /// Hot spot: two writers insert interleaved ascending 8-byte keys, so both hammer
+    /// the rightmost leaf and every split (and root split) is contended.
+    #[test]
+    fn concurrent_hot_spot_inserts() {
+        const PER_WRITER: u64 = 100_000;
+        let lists: Vec<Vec<Vec<u8>>> = (0..2u64)
+            .map(|t| {
+                (0..PER_WRITER)
+                    .map(|i| (i * 2 + t).to_be_bytes().to_vec())
+                    .collect()
+            })
+            .collect();
+        let distinct: BTreeSet<Vec<u8>> = lists.iter().flatten().cloned().collect();
+        run_concurrent(lists, distinct, 0x5eed_0007);
+    }
+
+    /// One writer thread per list inserts it in order while two checker threads
+    /// check scan order, completeness w.r.t. keys whose insert returned before the
+    /// scan started, the phantom guarantee (validated leaves ⇒ identical rescan),
+    /// and point reads; finally the tree is compared with `distinct`.
+    fn run_concurrent(lists: Vec<Vec<Vec<u8>>>, distinct: BTreeSet<Vec<u8>>, seed: u64) {
+        let writers_n = lists.len();
+        let total_distinct = distinct.len();
+        let lists = Arc::new(lists);
+        let tree = Arc::new(BTree::new());
+        let done: Arc<Vec<AtomicUsize>> =
+            Arc::new((0..writers_n).map(|_| AtomicUsize::new(0)).collect());
+        let stop = Arc::new(AtomicBool::new(false));
+
+        let mut writers = Vec::new();
+        for w in 0..writers_n {
+            let (tree, lists, done) = (tree.clone(), lists.clone(), done.clone());
+            writers.push(std::thread::spawn(move || {
+                let mut oks = 0usize;
+                for (i, k) in lists[w].iter().enumerate() {
+                    match tree.insert(k, value_for(k)) {
+                        Ok(()) => oks += 1,
+                        Err(v) => assert_eq!(v, value_for(k), "Err must carry the stored value"),
+                    }
+                    done[w].store(i + 1, Ordering::Release);
+                }
+                oks
+            }));
+        }
+
+        let mut checkers = Vec::new();
+        for s in 0..2u64 {
+            let (tree, lists, done, stop) =
+                (tree.clone(), lists.clone(), done.clone(), stop.clone());
+            checkers.push(std::thread::spawn(move || {
+                let mut rng = SplitMix64(seed + s);
+                let mut scans = 0usize;
+                while !stop.load(Ordering::Acquire) || scans < 4 {
+                    let snapshot: Vec<usize> =
+                        done.iter().map(|d| d.load(Ordering::Acquire)).collect();
+                    let a = random_key(&mut rng);
+                    let b = random_key(&mut rng);
+                    let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                    let (lo, hi) = if scans % 4 == 0 {
+                        (Bound::Unbounded, Bound::Unbounded)
+                    } else {
+                        (
+                            bound_of(1 + rng.below(2), &a),
+                            bound_of(1 + rng.below(2), &b),
+                        )
+                    };
+                    let dir = if rng.below(2) == 0 {
+                        ScanDirection::Ascending
+                    } else {
+                        ScanDirection::Descending
+                    };
+                    let mut rec = Vec::new();
+                    let got = collect(&tree, lo, hi, dir, usize::MAX, Some(&mut rec));
+                    for w in got.windows(2) {
+                        match dir {
+                            ScanDirection::Ascending => {
+                                assert!(w[0].0 < w[1].0, "ascending order broken")
+                            }
+                            ScanDirection::Descending => {
+                                assert!(w[0].0 > w[1].0, "descending order broken")
+                            }
+                        }
+                    }
+                    for (k, v) in &got {
+                        assert!(above_lo(k, lo) && below_hi(k, hi), "key outside range");
+                        assert_eq!(*v, value_for(k));
+                    }
+                    let mut sorted: Vec<&[u8]> = got.iter().map(|(k, _)| k.as_slice()).collect();
+                    if dir == ScanDirection::Descending {
+                        sorted.reverse();
+                    }
+                    for (w, &n) in snapshot.iter().enumerate() {
+                        for k in &lists[w][..n] {
+                            if above_lo(k, lo) && below_hi(k, hi) {
+                                assert!(
+                                    sorted.binary_search(&k.as_slice()).is_ok(),
+                                    "scan missed key {k:?} inserted before it started"
+                                );
+                            }
+                        }
+                    }
+                    // Phantom check: if the recorded leaves still validate after a
+                    // rescan, nothing was inserted into the range in between.
+                    let again = collect(&tree, lo, hi, dir, usize::MAX, None);
+                    if tree.validate_leaves(&rec) {
+                        assert_eq!(again, got, "validated leaves but the range changed");
+                    } else {
+                        assert!(again.len() >= got.len());
+                    }
+                    // Point reads of completed inserts.
+                    for _ in 0..200 {
+                        let w = rng.below(writers_n as u64) as usize;
+                        let n = done[w].load(Ordering::Acquire);
+                        if n > 0 {
+                            let k = &lists[w][rng.below(n as u64) as usize];
+                            assert_eq!(tree.get(k), Some(value_for(k)));
+                        }
+                    }
+                    scans += 1;
+                }
+                scans
+            }));
+        }
+
+        let oks: usize = writers
+            .into_iter()
+            .map(|h| h.join().expect("writer panicked"))
+            .sum();
+        stop.store(true, Ordering::Release);
+        for c in checkers {
+            assert!(c.join().expect("checker panicked") >= 4);
+        }
+        assert_eq!(
+            oks, total_distinct,
+            "each distinct key inserted exactly once"
+        );
+        assert_eq!(tree.len(), total_distinct);
+        assert_eq!(tree.check_invariants(), total_distinct);
+        let mut it = distinct.iter();
+        tree.scan(
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Ascending,
+            None,
+            &mut |k, v| {
+                let want = it.next().expect("tree has more keys than the model");
+                assert_eq!(k, want.as_slice());
+                assert_eq!(v, value_for(k));
+                true
+            },
+        );
+        assert!(it.next().is_none(), "tree has fewer keys than the model");
+        for k in &distinct {
+            assert_eq!(tree.get(k), Some(value_for(k)));
+        }
     }
 }

@@ -78,6 +78,7 @@ pub(crate) struct SlotLocal {
     pub write_set: Vec<WriteRecord>,
     pub key_buf: Vec<u8>,
     pub prefetch_tids: Vec<TupleId>,
+    pub entry_buf: Vec<u8>,
     pub key_buf2: Vec<u8>,
     pub row_buf: Vec<u8>,
     pub garbage: VecDeque<Garbage>,
@@ -360,35 +361,24 @@ impl<'db> Transaction<'db> {
             return Err(e);
         }
         let rt = self.stmt_ts();
-        let mut tids: Vec<TupleId> = Vec::new();
-        t.indexes[index].lookup_entries(&kb, &mut |tid| {
-            tids.push(tid);
-            true
-        });
         let mut n = 0;
         let mut check = std::mem::take(&mut self.local.key_buf2);
-        for tid in tids {
-            let v = self.visible_version(t, tid, rt);
+        let this = &mut *self;
+        t.indexes[index].lookup_entries(&kb, &mut |tid| {
+            let v = this.visible_version(t, tid, rt);
             // SAFETY: as in get_with.
-            let Some(r) = (unsafe { v.as_ref() }) else {
-                continue;
-            };
+            let Some(r) = (unsafe { v.as_ref() }) else { return true };
             if r.is_tombstone() {
-                continue;
+                return true;
             }
             t.schema.encode_key_from_row(index, r.data(), &mut check);
             if check != kb {
-                continue; // a stale entry: the row no longer has this key
+                return true; // a stale entry: the row no longer has this key
             }
-            self.note_read(t, v);
+            this.note_read(t, v);
             n += 1;
-            if !f(RowRef {
-                schema: &t.schema,
-                data: r.data(),
-            }) {
-                break;
-            }
-        }
+            f(RowRef { schema: &t.schema, data: r.data() })
+        });
         self.local.key_buf2 = check;
         self.push_scan(t, index, Bound::Included(&kb), Bound::Included(&kb), true);
         self.local.key_buf = kb;
@@ -432,48 +422,34 @@ impl<'db> Transaction<'db> {
             ScanDirection::Ascending
         };
         let limit = opts.limit.unwrap_or(usize::MAX);
-        let mut hits: Vec<(Vec<u8>, TupleId)> = Vec::new();
         let mut n = 0usize;
         let mut stopped_at: Option<Vec<u8>> = None;
         let mut check = std::mem::take(&mut self.local.key_buf2);
         if limit > 0 {
-            // Collect entries first: the callback may not run while the index is being read.
-            idx.scan(
-                as_ref_bound(&lo_b),
-                as_ref_bound(&hi_b),
-                dir,
-                secondary,
-                &mut |k, tid| {
-                    hits.push((k.to_vec(), tid));
-                    true
-                },
-            );
-            for (k, tid) in &hits {
-                let v = self.visible_version(t, *tid, rt);
+            let this = &mut *self;
+            // The B+tree calls back only with validated entries and holds no latch meanwhile.
+            idx.scan(as_ref_bound(&lo_b), as_ref_bound(&hi_b), dir, secondary, &mut |k, tid| {
+                let v = this.visible_version(t, tid, rt);
                 // SAFETY: as in get_with.
-                let Some(r) = (unsafe { v.as_ref() }) else {
-                    continue;
-                };
+                let Some(r) = (unsafe { v.as_ref() }) else { return true };
                 if r.is_tombstone() {
-                    continue;
+                    return true;
                 }
                 if secondary {
                     t.schema.encode_key_from_row(index, r.data(), &mut check);
-                    if &check != k {
-                        continue;
+                    if check != k {
+                        return true;
                     }
                 }
-                self.note_read(t, v);
+                this.note_read(t, v);
                 n += 1;
-                let go_on = f(RowRef {
-                    schema: &t.schema,
-                    data: r.data(),
-                });
+                let go_on = f(RowRef { schema: &t.schema, data: r.data() });
                 if !go_on || n >= limit {
-                    stopped_at = Some(k.clone());
-                    break;
+                    stopped_at = Some(k.to_vec());
+                    return false;
                 }
-            }
+                true
+            });
         }
         self.local.key_buf2 = check;
         // The observed range: up to the last row returned if the scan stopped early.
@@ -824,12 +800,13 @@ impl<'db> Transaction<'db> {
             return;
         }
         let mut key = std::mem::take(&mut self.local.key_buf2);
-        let mut buf = Vec::new();
+        let mut buf = std::mem::take(&mut self.local.entry_buf);
         for i in 1..t.indexes.len() {
             t.schema.encode_key_from_row(i, row, &mut key);
             t.indexes[i].insert_entry(&key, tid, &mut buf);
         }
         self.local.key_buf2 = key;
+        self.local.entry_buf = buf;
     }
 
     /// Write-time uniqueness check of the unique secondary indexes for `row` of tuple `own`.
@@ -1067,7 +1044,7 @@ impl<'db> Transaction<'db> {
                 self.guard
                     .defer_unchecked(move || Version::free(p as *mut Version));
             }
-            self.unaccount_version(&t);
+            self.unaccount_version(t);
         }
         self.local.write_set = writes;
         bump(&slot.stats.aborted[reason.index()], 1);
