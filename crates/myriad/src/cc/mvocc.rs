@@ -148,11 +148,11 @@ fn rescan(tx: &Transaction<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: u64) -
         };
         if index == 0 {
             if let Some(tid) = idx.get_unique(key) {
-                ok = same_view(tx, r, &t, index, tid, key, end_ts);
+                ok = same_view(tx, r, t, index, tid, key, end_ts);
             }
         } else {
             idx.lookup_entries(key, &mut |tid| {
-                ok = same_view(tx, r, &t, index, tid, key, end_ts);
+                ok = same_view(tx, r, t, index, tid, key, end_ts);
                 ok
             });
         }
@@ -163,7 +163,7 @@ fn rescan(tx: &Transaction<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: u64) -
             crate::index::ScanDirection::Ascending,
             index != 0,
             &mut |k, tid| {
-                ok = same_view(tx, r, &t, index, tid, k, end_ts);
+                ok = same_view(tx, r, t, index, tid, k, end_ts);
                 ok
             },
         );

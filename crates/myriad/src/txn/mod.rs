@@ -367,7 +367,9 @@ impl<'db> Transaction<'db> {
         t.indexes[index].lookup_entries(&kb, &mut |tid| {
             let v = this.visible_version(t, tid, rt);
             // SAFETY: as in get_with.
-            let Some(r) = (unsafe { v.as_ref() }) else { return true };
+            let Some(r) = (unsafe { v.as_ref() }) else {
+                return true;
+            };
             if r.is_tombstone() {
                 return true;
             }
@@ -377,7 +379,10 @@ impl<'db> Transaction<'db> {
             }
             this.note_read(t, v);
             n += 1;
-            f(RowRef { schema: &t.schema, data: r.data() })
+            f(RowRef {
+                schema: &t.schema,
+                data: r.data(),
+            })
         });
         self.local.key_buf2 = check;
         self.push_scan(t, index, Bound::Included(&kb), Bound::Included(&kb), true);
@@ -428,28 +433,39 @@ impl<'db> Transaction<'db> {
         if limit > 0 {
             let this = &mut *self;
             // The B+tree calls back only with validated entries and holds no latch meanwhile.
-            idx.scan(as_ref_bound(&lo_b), as_ref_bound(&hi_b), dir, secondary, &mut |k, tid| {
-                let v = this.visible_version(t, tid, rt);
-                // SAFETY: as in get_with.
-                let Some(r) = (unsafe { v.as_ref() }) else { return true };
-                if r.is_tombstone() {
-                    return true;
-                }
-                if secondary {
-                    t.schema.encode_key_from_row(index, r.data(), &mut check);
-                    if check != k {
+            idx.scan(
+                as_ref_bound(&lo_b),
+                as_ref_bound(&hi_b),
+                dir,
+                secondary,
+                &mut |k, tid| {
+                    let v = this.visible_version(t, tid, rt);
+                    // SAFETY: as in get_with.
+                    let Some(r) = (unsafe { v.as_ref() }) else {
+                        return true;
+                    };
+                    if r.is_tombstone() {
                         return true;
                     }
-                }
-                this.note_read(t, v);
-                n += 1;
-                let go_on = f(RowRef { schema: &t.schema, data: r.data() });
-                if !go_on || n >= limit {
-                    stopped_at = Some(k.to_vec());
-                    return false;
-                }
-                true
-            });
+                    if secondary {
+                        t.schema.encode_key_from_row(index, r.data(), &mut check);
+                        if check != k {
+                            return true;
+                        }
+                    }
+                    this.note_read(t, v);
+                    n += 1;
+                    let go_on = f(RowRef {
+                        schema: &t.schema,
+                        data: r.data(),
+                    });
+                    if !go_on || n >= limit {
+                        stopped_at = Some(k.to_vec());
+                        return false;
+                    }
+                    true
+                },
+            );
         }
         self.local.key_buf2 = check;
         // The observed range: up to the last row returned if the scan stopped early.
