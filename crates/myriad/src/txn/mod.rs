@@ -884,45 +884,48 @@ impl<'db> Transaction<'db> {
                 table: t.schema.name.clone(),
             });
         }
-        // Apply f to a scratch copy so a failing f leaves nothing behind.
-        let mut row = std::mem::take(&mut self.local.row_buf);
-        row.clear();
-        row.extend_from_slice(h.data());
-        let r = f(&mut RowMut {
-            schema: &t.schema,
-            data: &mut row,
-        });
-        let r = r.and_then(|_| self.check_unique_changed(t, h.data(), &row, tid));
-        if let Err(e) = r {
+        if mine {
+            // Apply f to a scratch copy so a failing f leaves nothing behind.
+            let mut row = std::mem::take(&mut self.local.row_buf);
+            row.clear();
+            row.extend_from_slice(h.data());
+            let r = f(&mut RowMut { schema: &t.schema, data: &mut row });
+            let r = r.and_then(|_| self.check_unique_changed(t, h.data(), &row, tid));
+            if r.is_ok() {
+                // SAFETY: our own uncommitted version.
+                unsafe { h.data_mut().copy_from_slice(&row) };
+                self.index_secondary(t, tid, &row);
+                if let Some(rec) = self.recording.as_mut() {
+                    rec.note_write(&t.schema, t.id, &row, crate::history::WriteKind::Update);
+                }
+            }
             self.local.row_buf = row;
+            return r;
+        }
+        // Build the new version directly (one row copy): a failing f frees the unpublished
+        // version, so nothing is left behind.
+        let n = self.new_version(t, h.data(), head);
+        // SAFETY: n is fresh and unpublished; only we reference it.
+        let r = f(&mut RowMut { schema: &t.schema, data: unsafe { (*n).data_mut() } });
+        // SAFETY: the mutable borrow above has ended; n is still ours alone.
+        let new_row = unsafe { (*n).data() };
+        let r = r.and_then(|_| self.check_unique_changed(t, h.data(), new_row, tid));
+        let r = r.and_then(|_| {
+            self.lock_version(h).map_err(|_| Error::SerializationFailure(AbortReason::WriteWriteConflict))
+        });
+        if let Err(e) = r {
+            // SAFETY: never published.
+            unsafe { Version::free(n) };
+            self.unaccount_version(t);
+            if let Error::SerializationFailure(reason) = e {
+                return Err(self.fail(reason));
+            }
             return Err(e);
         }
-        if mine {
-            // SAFETY: our own uncommitted version.
-            unsafe { h.data_mut().copy_from_slice(&row) };
-            self.index_secondary(t, tid, &row);
-            if let Some(rec) = self.recording.as_mut() {
-                rec.note_write(&t.schema, t.id, &row, crate::history::WriteKind::Update);
-            }
-        } else {
-            if self.lock_version(h).is_err() {
-                self.local.row_buf = row;
-                return Err(self.fail(AbortReason::WriteWriteConflict));
-            }
-            let n = self.new_version(t, &row, head);
-            if let Some(e) = t.entry(tid) {
-                e.store(n, Ordering::Release);
-            }
-            self.finish_write(
-                t,
-                tid,
-                n,
-                head,
-                Some(crate::history::WriteKind::Update),
-                &row,
-            );
+        if let Some(e) = t.entry(tid) {
+            e.store(n, Ordering::Release);
         }
-        self.local.row_buf = row;
+        self.finish_write(t, tid, n, head, Some(crate::history::WriteKind::Update), new_row);
         Ok(())
     }
 
