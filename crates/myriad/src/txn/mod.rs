@@ -889,7 +889,10 @@ impl<'db> Transaction<'db> {
             let mut row = std::mem::take(&mut self.local.row_buf);
             row.clear();
             row.extend_from_slice(h.data());
-            let r = f(&mut RowMut { schema: &t.schema, data: &mut row });
+            let r = f(&mut RowMut {
+                schema: &t.schema,
+                data: &mut row,
+            });
             let r = r.and_then(|_| self.check_unique_changed(t, h.data(), &row, tid));
             if r.is_ok() {
                 // SAFETY: our own uncommitted version.
@@ -906,12 +909,16 @@ impl<'db> Transaction<'db> {
         // version, so nothing is left behind.
         let n = self.new_version(t, h.data(), head);
         // SAFETY: n is fresh and unpublished; only we reference it.
-        let r = f(&mut RowMut { schema: &t.schema, data: unsafe { (*n).data_mut() } });
+        let r = f(&mut RowMut {
+            schema: &t.schema,
+            data: unsafe { (*n).data_mut() },
+        });
         // SAFETY: the mutable borrow above has ended; n is still ours alone.
         let new_row = unsafe { (*n).data() };
         let r = r.and_then(|_| self.check_unique_changed(t, h.data(), new_row, tid));
         let r = r.and_then(|_| {
-            self.lock_version(h).map_err(|_| Error::SerializationFailure(AbortReason::WriteWriteConflict))
+            self.lock_version(h)
+                .map_err(|_| Error::SerializationFailure(AbortReason::WriteWriteConflict))
         });
         if let Err(e) = r {
             // SAFETY: never published.
@@ -925,7 +932,14 @@ impl<'db> Transaction<'db> {
         if let Some(e) = t.entry(tid) {
             e.store(n, Ordering::Release);
         }
-        self.finish_write(t, tid, n, head, Some(crate::history::WriteKind::Update), new_row);
+        self.finish_write(
+            t,
+            tid,
+            n,
+            head,
+            Some(crate::history::WriteKind::Update),
+            new_row,
+        );
         Ok(())
     }
 
