@@ -131,6 +131,10 @@ struct YcsbArgs {
     bench: BenchArgs,
 }
 
+/// Least time workers get to finish their last transaction after the measured interval
+/// before the run is declared stalled (see `bench::RunOptions::stop_grace`).
+const STOP_GRACE_MIN_S: f64 = 10.0;
+
 fn default_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
@@ -284,6 +288,7 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
         duration: Duration::from_secs_f64(b.duration),
         progress,
         txn_types: ycsb::TXN_TYPES,
+        stop_grace: Duration::from_secs_f64(b.duration.max(STOP_GRACE_MIN_S)),
     };
     let run = match bench::run(&db, &opts, |i| y.worker(i, b.seed)) {
         Ok(r) => r,

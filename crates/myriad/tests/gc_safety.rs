@@ -81,3 +81,46 @@ fn deleted_rows_are_collected_and_reinsertable() {
         .unwrap();
     assert_eq!(val(&mut db.begin().unwrap(), &t, 3), Some(33));
 }
+
+#[test]
+fn live_versions_stay_flat_with_concurrent_writers() {
+    let db = Database::open(Config::new().gc_interval_txns(16).max_retries(1_000_000)).unwrap();
+    let t = kv(&db);
+    load(&db, &t, 0..10);
+    std::thread::scope(|s| {
+        for th in 0..2i64 {
+            let (db, t) = (&db, &t);
+            s.spawn(move || {
+                let mut seed = th as u64 * 7 + 1;
+                for i in 0..20_000i64 {
+                    let keys: Vec<i64> = (0..8).map(|_| (splitmix(&mut seed) % 10) as i64).collect();
+                    let _ = db.run(|tx| {
+                        for (j, k) in keys.iter().enumerate() {
+                            if j % 4 == 0 {
+                                val(tx, t, *k);
+                            } else {
+                                match tx.update(t, k, &[(1, i)]) {
+                                    Err(Error::NotFound { .. }) => {}
+                                    r => r?,
+                                }
+                            }
+                        }
+                        Ok(())
+                    });
+                }
+            });
+        }
+    });
+    let s = db.stats();
+    let cs = db.chain_stats(8);
+    println!("{s:?} {cs:?} watermark {}", db.watermark());
+    assert!(s.live_versions() < 10 + 500, "live versions grew to {}", s.live_versions());
+}
+
+fn splitmix(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

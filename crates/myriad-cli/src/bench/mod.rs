@@ -14,7 +14,8 @@ use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use myriad::{AbortReason, Database, Error, Stats};
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -49,6 +50,9 @@ pub struct RunOptions {
     pub progress: bool,
     /// Transaction-type names of the workload (its `Worker::next_txn` indexes into these).
     pub txn_types: &'static [&'static str],
+    /// How long workers may take to finish their last transaction after the measured
+    /// interval; past it the run is declared stalled and the process exits with status 1.
+    pub stop_grace: Duration,
 }
 
 /// Latency of one transaction type.
@@ -242,18 +246,27 @@ pub fn run<W: Worker>(
         "warmup"
     });
 
+    let running = AtomicUsize::new(opts.threads);
     let (tallies, measured) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..opts.threads)
             .map(|i| {
-                let (phase, make_worker) = (&phase, &make_worker);
-                s.spawn(move || worker_loop(db, phase, types, make_worker(i)))
+                let (phase, make_worker, running) = (&phase, &make_worker, &running);
+                s.spawn(move || {
+                    let r = worker_loop(db, phase, types, make_worker(i));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    r
+                })
             })
             .collect();
         let measured = drive(db, opts, &phase, &pb);
+        let (done, stopped) = std::sync::mpsc::channel::<()>();
+        let running = &running;
+        s.spawn(move || watchdog(db, opts, running, &stopped));
         let tallies: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
+        let _ = done.send(());
         (tallies, measured)
     });
     pb.finish_and_clear();
@@ -347,6 +360,27 @@ fn drive(
         series.push(MemSample::of(duration.as_secs_f64(), &s1));
     }
     (duration, series, s0, s1)
+}
+
+/// Ends the process if workers are still inside a transaction `stop_grace` after the
+/// measured interval: a benchmark must not hang, and a stalled engine is a result to report.
+fn watchdog(db: &Database, opts: &RunOptions, running: &AtomicUsize, stopped: &Receiver<()>) {
+    if stopped.recv_timeout(opts.stop_grace) != Err(RecvTimeoutError::Timeout) {
+        return;
+    }
+    let s = db.stats();
+    eprintln!(
+        "myriad: error: {} of {} workers still inside a transaction {:.0} s after the measured \
+         interval ended; the engine appears stalled ({} live versions, {} of versions, {:.0} ms \
+         in garbage collection so far)",
+        running.load(Ordering::SeqCst),
+        opts.threads,
+        opts.stop_grace.as_secs_f64(),
+        report::thousands(s.live_versions()),
+        report::bytes(s.live_version_bytes()),
+        s.gc_ns as f64 / 1e6,
+    );
+    std::process::exit(1);
 }
 
 fn worker_loop<W: Worker>(

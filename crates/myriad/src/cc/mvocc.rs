@@ -77,10 +77,8 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<()> {
     }
     bump(&slot.stats.committed, 1);
     tx.local.commits_since_gc += 1;
-    if tx.local.commits_since_gc >= tx.db.config.gc_interval_txns {
-        tx.local.commits_since_gc = 0;
-        crate::gc::collect(tx.db, slot, &mut tx.local.garbage, &tx.guard);
-    }
+    // GC runs in `finish`, after our read time is unregistered, so the collector never holds
+    // the watermark back while it works.
     tx.finish();
     Ok(())
 }

@@ -1094,6 +1094,10 @@ impl<'db> Transaction<'db> {
         self.local.scan_keys.clear();
         self.local.write_set.clear();
         slot.terminate();
+        if self.local.commits_since_gc >= self.db.config.gc_interval_txns {
+            self.local.commits_since_gc = 0;
+            crate::gc::collect(self.db, slot, &mut self.local.garbage, &self.guard);
+        }
         // SAFETY: we own the slot until release below.
         unsafe { std::ptr::swap(slot.local.get(), &mut self.local) };
         self.db.txns.release(self.slot_idx);
