@@ -17,6 +17,7 @@ use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
 use myriad::{Config, Database, Error, GcPolicy, Isolation, Protocol};
 use serde::{Serialize, Serializer};
 use std::fmt::Display;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
@@ -258,6 +259,14 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
     if let Err(m) = params.validate() {
         usage_error(m);
     }
+    // Create the report file first, so an unwritable path fails before the load and the run.
+    let mut json_file = match &b.json {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Some(f),
+            Err(e) => usage_error(format!("--json {}: {e}", path.display())),
+        },
+        None => None,
+    };
     let db = match open(b) {
         Ok(db) => db,
         Err(code) => return code,
@@ -310,12 +319,12 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
         fidelity: Fidelity::new(y.fidelity(), db.config(), b.seed),
     });
     print!("{}", report.human(b.latency_histogram));
-    if let Some(path) = &b.json {
+    if let (Some(f), Some(path)) = (json_file.as_mut(), &b.json) {
         let text = match serde_json::to_string_pretty(&report) {
             Ok(t) => t + "\n",
             Err(e) => return fatal("serializing the report", e),
         };
-        if let Err(e) = std::fs::write(path, text) {
+        if let Err(e) = f.write_all(text.as_bytes()).and_then(|_| f.sync_data()) {
             return fatal(&format!("writing {}", path.display()), e);
         }
     }

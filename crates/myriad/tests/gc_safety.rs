@@ -93,7 +93,8 @@ fn live_versions_stay_flat_with_concurrent_writers() {
             s.spawn(move || {
                 let mut seed = th as u64 * 7 + 1;
                 for i in 0..20_000i64 {
-                    let keys: Vec<i64> = (0..8).map(|_| (splitmix(&mut seed) % 10) as i64).collect();
+                    let keys: Vec<i64> =
+                        (0..8).map(|_| (splitmix(&mut seed) % 10) as i64).collect();
                     let _ = db.run(|tx| {
                         for (j, k) in keys.iter().enumerate() {
                             if j % 4 == 0 {
@@ -114,7 +115,11 @@ fn live_versions_stay_flat_with_concurrent_writers() {
     let s = db.stats();
     let cs = db.chain_stats(8);
     println!("{s:?} {cs:?} watermark {}", db.watermark());
-    assert!(s.live_versions() < 10 + 500, "live versions grew to {}", s.live_versions());
+    assert!(
+        s.live_versions() < 10 + 500,
+        "live versions grew to {}",
+        s.live_versions()
+    );
 }
 
 fn splitmix(s: &mut u64) -> u64 {

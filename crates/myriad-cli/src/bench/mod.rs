@@ -372,7 +372,7 @@ fn watchdog(db: &Database, opts: &RunOptions, running: &AtomicUsize, stopped: &R
     eprintln!(
         "myriad: error: {} of {} workers still inside a transaction {:.0} s after the measured \
          interval ended; the engine appears stalled ({} live versions, {} of versions, {:.0} ms \
-         in garbage collection so far)",
+         in completed garbage-collection passes)",
         running.load(Ordering::SeqCst),
         opts.threads,
         opts.stop_grace.as_secs_f64(),

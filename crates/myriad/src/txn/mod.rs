@@ -693,9 +693,13 @@ impl<'db> Transaction<'db> {
                         Err(_) => {
                             // Lost a race to insert this key: the tuple id stays unused.
                             e.store(ptr::null_mut(), Ordering::Release);
-                            // SAFETY: n was reachable only through this unindexed tuple id,
-                            // which no one can look up.
-                            unsafe { Version::free(n) };
+                            // SAFETY: n was reachable only through this unindexed tuple id;
+                            // only whole-table walks (chain_stats, pinned) can have seen it.
+                            let p = n as usize;
+                            unsafe {
+                                self.guard
+                                    .defer_unchecked(move || Version::free(p as *mut Version))
+                            };
                             self.unaccount_version(t);
                             continue;
                         }
