@@ -127,6 +127,10 @@ struct YcsbArgs {
     /// Keys within a transaction are distinct (a repeated draw is redrawn).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
     distinct_keys: bool,
+    /// Interleave the index and version lookups of a transaction's keys before running it
+    /// (`Transaction::prefetch`): overlaps their cache misses. Reported in the fidelity block.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
+    prefetch: bool,
     #[command(flatten)]
     #[serde(flatten)]
     bench: BenchArgs,
@@ -254,6 +258,7 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
         attrs_read: a.attrs_read as usize,
         attrs_modified: a.attrs_modified as usize,
         distinct_keys: a.distinct_keys,
+        prefetch: a.prefetch,
         isolation: b.isolation,
     };
     if let Err(m) = params.validate() {
@@ -360,6 +365,7 @@ mod tests {
             "attrs_read",
             "attrs_modified",
             "distinct_keys",
+            "prefetch",
             "threads",
             "duration",
             "warmup",

@@ -125,6 +125,8 @@ pub struct Params {
     pub attrs_modified: usize,
     /// Keys within one transaction never repeat (a repeated draw is redrawn).
     pub distinct_keys: bool,
+    /// Call `Transaction::prefetch` on the transaction's keys before its operations.
+    pub prefetch: bool,
     pub isolation: Isolation,
 }
 
@@ -289,6 +291,7 @@ impl Ycsb {
                 read_only: false,
             },
             plan: Vec::with_capacity(self.params.ops),
+            keys: Vec::with_capacity(self.params.ops),
             seen: HashSet::with_capacity(if self.params.ops > LINEAR_DEDUP_MAX {
                 self.params.ops
             } else {
@@ -344,6 +347,7 @@ impl Ycsb {
             ("key_dist", json!(p.key_dist.name())),
             ("theta", json!(p.theta)),
             ("keys_may_repeat_in_txn", json!(!p.distinct_keys)),
+            ("prefetch", json!(p.prefetch)),
         ]
     }
 }
@@ -368,6 +372,7 @@ pub struct YcsbWorker<'a> {
     rng: Rng,
     opts: TxnOptions,
     plan: Vec<Op>,
+    keys: Vec<i64>,
     seen: HashSet<u64>,
     /// Bytes that updates of the `bytes100x10` layout copy from (never allocated per operation).
     update_source: Box<[u8]>,
@@ -440,6 +445,11 @@ impl Worker for YcsbWorker<'_> {
         let t = &self.y.table;
         let src = &self.update_source;
         let mut tx = db.begin_with(self.opts)?;
+        if p.prefetch {
+            self.keys.clear();
+            self.keys.extend(self.plan.iter().map(|o| o.key));
+            tx.prefetch(t, &self.keys)?;
+        }
         for op in &self.plan {
             if op.update {
                 tx.update_with(t, &op.key, |row| {
@@ -508,6 +518,7 @@ mod tests {
             attrs_read: 10,
             attrs_modified: 2,
             distinct_keys: true,
+            prefetch: true,
             isolation: Isolation::Serializable,
         }
     }
