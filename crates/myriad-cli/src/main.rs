@@ -10,6 +10,13 @@
 mod bench;
 mod workload;
 
+/// mimalloc for the benchmark binary: versions are freed by whichever worker's epoch
+/// collection runs, often not the one that allocated them, and glibc's per-arena locking made
+/// those cross-thread frees a visible cost. The engine library itself leaves the allocator to
+/// the application.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use bench::report::{Fidelity, Report, ReportInput};
 use bench::{progress_bar, progress_enabled, RunOptions};
 use clap::error::ErrorKind;
