@@ -530,7 +530,7 @@ impl<'db> Transaction<'db> {
             if let Some(e) = t.entry(tid) {
                 let v = e.load(Ordering::Acquire) as *const u8;
                 if !v.is_null() {
-                    for l in 0..row_lines.min(4) {
+                    for l in 0..row_lines.min(32) {
                         prefetch_line(v.wrapping_add(l * 64));
                     }
                 }
