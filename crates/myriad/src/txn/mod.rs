@@ -530,7 +530,7 @@ impl<'db> Transaction<'db> {
             if let Some(e) = t.entry(tid) {
                 let v = e.load(Ordering::Acquire) as *const u8;
                 if !v.is_null() {
-                    for l in 0..row_lines.min(32) {
+                    for l in 0..row_lines.min(2) {
                         prefetch_line(v.wrapping_add(l * 64));
                     }
                 }
@@ -852,6 +852,40 @@ impl<'db> Transaction<'db> {
         Ok(())
     }
 
+    /// The live row with primary key `key` that a write applies to: its tuple id, the chain
+    /// head (the version to supersede, or our own version) and whether the head is ours.
+    /// `NotFound` if there is no such row in our snapshot (recorded as a point read).
+    fn live_row_for_write<K: Values + ?Sized>(
+        &mut self,
+        t: &Table,
+        key: &K,
+    ) -> Result<(TupleId, *mut Version, bool)> {
+        self.begin_write(t)?;
+        let mut kb = std::mem::take(&mut self.local.key_buf);
+        let enc = t.schema.encode_key_values(0, key, &mut kb);
+        self.local.key_buf = kb;
+        enc?;
+        let not_found = |t: &Table| Error::NotFound {
+            table: t.schema.name.clone(),
+        };
+        let Some(tid) = t.indexes[0].get_unique(&self.local.key_buf) else {
+            self.note_miss(t, false);
+            return Err(not_found(t));
+        };
+        let (head, mine) = self.write_target(t, tid)?;
+        // SAFETY: pinned.
+        match unsafe { head.as_ref() } {
+            Some(h) if !h.is_tombstone() => Ok((tid, head, mine)),
+            h => {
+                if h.is_some() && !mine {
+                    self.note_read(t, head);
+                }
+                self.note_miss(t, false);
+                Err(not_found(t))
+            }
+        }
+    }
+
     /// Updates the row with primary key `key` through `f`, which sees the current values and
     /// sets new ones. Nothing is changed if `f` fails.
     pub fn update_with<K: Values + ?Sized>(
@@ -860,34 +894,9 @@ impl<'db> Transaction<'db> {
         key: &K,
         f: impl FnOnce(&mut RowMut<'_>) -> Result<()>,
     ) -> Result<()> {
-        self.begin_write(t)?;
-        let mut kb = std::mem::take(&mut self.local.key_buf);
-        let enc = t.schema.encode_key_values(0, key, &mut kb);
-        self.local.key_buf = kb;
-        enc?;
-        let Some(tid) = t.indexes[0].get_unique(&self.local.key_buf) else {
-            self.note_miss(t, false);
-            return Err(Error::NotFound {
-                table: t.schema.name.clone(),
-            });
-        };
-        let (head, mine) = self.write_target(t, tid)?;
-        // SAFETY: pinned.
-        let Some(h) = (unsafe { head.as_ref() }) else {
-            self.note_miss(t, false);
-            return Err(Error::NotFound {
-                table: t.schema.name.clone(),
-            });
-        };
-        if h.is_tombstone() {
-            if !mine {
-                self.note_read(t, head);
-            }
-            self.note_miss(t, false);
-            return Err(Error::NotFound {
-                table: t.schema.name.clone(),
-            });
-        }
+        let (tid, head, mine) = self.live_row_for_write(t, key)?;
+        // SAFETY: pinned; live_row_for_write returned a non-null head.
+        let h = unsafe { &*head };
         if mine {
             // Apply f to a scratch copy so a failing f leaves nothing behind.
             let mut row = std::mem::take(&mut self.local.row_buf);
@@ -985,34 +994,9 @@ impl<'db> Transaction<'db> {
 
     /// Deletes the row with primary key `key`.
     pub fn delete<K: Values + ?Sized>(&mut self, t: &TableRef, key: &K) -> Result<()> {
-        self.begin_write(t)?;
-        let mut kb = std::mem::take(&mut self.local.key_buf);
-        let enc = t.schema.encode_key_values(0, key, &mut kb);
-        self.local.key_buf = kb;
-        enc?;
-        let Some(tid) = t.indexes[0].get_unique(&self.local.key_buf) else {
-            self.note_miss(t, false);
-            return Err(Error::NotFound {
-                table: t.schema.name.clone(),
-            });
-        };
-        let (head, mine) = self.write_target(t, tid)?;
-        // SAFETY: pinned.
-        let Some(h) = (unsafe { head.as_ref() }) else {
-            self.note_miss(t, false);
-            return Err(Error::NotFound {
-                table: t.schema.name.clone(),
-            });
-        };
-        if h.is_tombstone() {
-            if !mine {
-                self.note_read(t, head);
-            }
-            self.note_miss(t, false);
-            return Err(Error::NotFound {
-                table: t.schema.name.clone(),
-            });
-        }
+        let (tid, head, mine) = self.live_row_for_write(t, key)?;
+        // SAFETY: pinned; live_row_for_write returned a non-null head.
+        let h = unsafe { &*head };
         if mine {
             h.tombstone.store(true, Ordering::Release);
             if let Some(rec) = self.recording.as_mut() {
