@@ -383,6 +383,27 @@ fn watchdog(db: &Database, opts: &RunOptions, running: &AtomicUsize, stopped: &R
     std::process::exit(1);
 }
 
+/// How an aborted transaction is retried (stated in every report's fidelity block).
+pub const RETRY_POLICY: &str =
+    "same transaction again after a randomized exponential backoff: uniform in [0, 2 us * 2^k), k = aborts so far, capped at 0.5 ms";
+
+/// Waits before the `k`-th retry (k ≥ 1): uniform in [0, 2 µs · 2^k), at most 0.5 ms. Without it,
+/// two workers that abort each other retry in lock step and can livelock on hot keys.
+fn backoff(k: u32, salt: u64) {
+    let cap_ns = (2_000u64 << k.min(8)).min(500_000);
+    let mut z = salt
+        .wrapping_add(u64::from(k))
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    let wait = std::time::Duration::from_nanos((z ^ (z >> 29)) % cap_ns);
+    let t0 = Instant::now();
+    while t0.elapsed() < wait {
+        std::hint::spin_loop();
+    }
+    // Let the conflicting transaction finish when threads outnumber cores.
+    std::thread::yield_now();
+}
+
 fn worker_loop<W: Worker>(
     db: &Database,
     phase: &AtomicU8,
@@ -402,6 +423,7 @@ fn worker_loop<W: Worker>(
             "workload returned transaction type {ty} of {types}"
         );
         let start = Instant::now();
+        let mut aborts = 0u32;
         loop {
             match w.attempt(db) {
                 Ok(()) => {
@@ -419,8 +441,8 @@ fn worker_loop<W: Worker>(
                         tally.abandoned += measured as u64;
                         break;
                     }
-                    // Let the conflicting transaction finish when threads outnumber cores.
-                    std::thread::yield_now();
+                    aborts += 1;
+                    backoff(aborts, start.elapsed().as_nanos() as u64 ^ tally.committed);
                 }
                 Err(e) => {
                     phase.store(STOP, Ordering::SeqCst);

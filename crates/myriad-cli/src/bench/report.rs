@@ -238,6 +238,7 @@ impl Fidelity {
             ("gc", Json::from(self.gc.clone())),
             ("version_storage", Json::from(self.version_storage.clone())),
             ("durability", Json::from(self.durability.clone())),
+            ("retry_policy", Json::from(super::RETRY_POLICY)),
             ("seed", Json::from(self.seed)),
             ("git_commit", Json::from(self.git_commit.clone())),
             (
