@@ -1063,7 +1063,14 @@ impl<'db> Transaction<'db> {
                     e.store(w.old, Ordering::Release);
                 }
                 if let Some(old) = w.old.as_ref() {
-                    old.end.store(INFINITY, Ordering::Release);
+                    // Only if it is still our lock: once we are Aborted, another writer may
+                    // already have taken the lock over (Hekaton §2.6) — never clobber it.
+                    let _ = old.end.compare_exchange(
+                        self.id.word(),
+                        INFINITY,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    );
                 }
                 let p = w.new as usize;
                 self.guard
