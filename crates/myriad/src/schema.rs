@@ -252,24 +252,20 @@ impl TableSchema {
         key: &K,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        out.clear();
-        let def = &self.indexes[idx];
-        if key.count() != def.columns.len() {
-            return Err(Error::KeyArity {
-                table: self.name.clone(),
-                index: def.name.clone(),
-                expected: def.columns.len(),
-                found: key.count(),
-            });
+        if key.count() != self.indexes[idx].columns.len() {
+            return Err(self.key_arity(idx, key.count()));
         }
-        let mut i = 0;
-        key.visit(&mut |v| {
-            let col = def.columns[i];
-            let v = self.coerce_key(col, v)?;
-            encode_component(v, out);
-            i += 1;
-            Ok(())
-        })
+        self.encode_key_prefix(idx, key, out).map(|_| ())
+    }
+
+    fn key_arity(&self, idx: usize, found: usize) -> Error {
+        let def = &self.indexes[idx];
+        Error::KeyArity {
+            table: self.name.clone(),
+            index: def.name.clone(),
+            expected: def.columns.len(),
+            found,
+        }
     }
 
     /// Encodes a key prefix (the first `n` components, n <= index width) for range bounds.
@@ -282,12 +278,7 @@ impl TableSchema {
         out.clear();
         let def = &self.indexes[idx];
         if key.count() > def.columns.len() {
-            return Err(Error::KeyArity {
-                table: self.name.clone(),
-                index: def.name.clone(),
-                expected: def.columns.len(),
-                found: key.count(),
-            });
+            return Err(self.key_arity(idx, key.count()));
         }
         let mut i = 0;
         key.visit(&mut |v| {
