@@ -336,6 +336,34 @@ impl<'db> Transaction<'db> {
         self.get_with(t, key, |r| r.to_row())
     }
 
+    /// An index entry `(key, tid)` resolved to the live row visible at `rt`, recorded as read;
+    /// `None` for no visible version, a deleted row, or a stale secondary entry (the row no
+    /// longer has `key`). `check` is scratch space for the re-encoded key.
+    fn index_hit(
+        &mut self,
+        t: &Table,
+        index: usize,
+        tid: TupleId,
+        key: &[u8],
+        rt: u64,
+        check: &mut Vec<u8>,
+    ) -> Option<&'db Version> {
+        let v = self.visible_version(t, tid, rt);
+        // SAFETY: visible versions stay allocated while we are active (watermark + pin).
+        let r: &'db Version = unsafe { v.as_ref() }?;
+        if r.is_tombstone() {
+            return None;
+        }
+        if index != 0 {
+            t.schema.encode_key_from_row(index, r.data(), check);
+            if check.as_slice() != key {
+                return None;
+            }
+        }
+        self.note_read(t, v);
+        Some(r)
+    }
+
     /// Rows whose secondary index `index` (position, see `Table::index`) has key `key`;
     /// `f` returns false to stop. Returns the number of rows passed to `f`.
     pub fn get_by<K: Values + ?Sized>(
@@ -365,19 +393,9 @@ impl<'db> Transaction<'db> {
         let mut check = std::mem::take(&mut self.local.key_buf2);
         let this = &mut *self;
         t.indexes[index].lookup_entries(&kb, &mut |tid| {
-            let v = this.visible_version(t, tid, rt);
-            // SAFETY: as in get_with.
-            let Some(r) = (unsafe { v.as_ref() }) else {
+            let Some(r) = this.index_hit(t, index, tid, &kb, rt, &mut check) else {
                 return true;
             };
-            if r.is_tombstone() {
-                return true;
-            }
-            t.schema.encode_key_from_row(index, r.data(), &mut check);
-            if check != kb {
-                return true; // a stale entry: the row no longer has this key
-            }
-            this.note_read(t, v);
             n += 1;
             f(RowRef {
                 schema: &t.schema,
@@ -439,21 +457,9 @@ impl<'db> Transaction<'db> {
                 dir,
                 secondary,
                 &mut |k, tid| {
-                    let v = this.visible_version(t, tid, rt);
-                    // SAFETY: as in get_with.
-                    let Some(r) = (unsafe { v.as_ref() }) else {
+                    let Some(r) = this.index_hit(t, index, tid, k, rt, &mut check) else {
                         return true;
                     };
-                    if r.is_tombstone() {
-                        return true;
-                    }
-                    if secondary {
-                        t.schema.encode_key_from_row(index, r.data(), &mut check);
-                        if check != k {
-                            return true;
-                        }
-                    }
-                    this.note_read(t, v);
                     n += 1;
                     let go_on = f(RowRef {
                         schema: &t.schema,
