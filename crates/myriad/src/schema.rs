@@ -193,6 +193,7 @@ impl TableSchema {
         Ok(())
     }
 
+    #[cold]
     fn mismatch(&self, col: usize, ty: ColumnType, v: ValueRef<'_>) -> Error {
         Error::TypeMismatch {
             table: self.name.clone(),
@@ -252,12 +253,23 @@ impl TableSchema {
         key: &K,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        if key.count() != self.indexes[idx].columns.len() {
+        let cols = &self.indexes[idx].columns;
+        if let (Some(v), &[col]) = (key.single(), &cols[..]) {
+            // One-column key given as one value: no per-value callback.
+            out.clear();
+            match (self.columns[col].ty, v) {
+                (ColumnType::Int, ValueRef::Int(i)) => encode_component(ValueRef::Int(i), out),
+                (_, v) => encode_component(self.coerce_key(col, v)?, out),
+            }
+            return Ok(());
+        }
+        if key.count() != cols.len() {
             return Err(self.key_arity(idx, key.count()));
         }
         self.encode_key_prefix(idx, key, out).map(|_| ())
     }
 
+    #[cold]
     fn key_arity(&self, idx: usize, found: usize) -> Error {
         let def = &self.indexes[idx];
         Error::KeyArity {
@@ -290,6 +302,7 @@ impl TableSchema {
         Ok(i)
     }
 
+    #[inline]
     fn coerce_key<'v>(&self, col: usize, v: ValueRef<'v>) -> Result<ValueRef<'v>> {
         let ty = self.columns[col].ty;
         match (ty, v) {
@@ -313,6 +326,7 @@ impl TableSchema {
 }
 
 /// Appends one order-preserving key component.
+#[inline]
 pub(crate) fn encode_component(v: ValueRef<'_>, out: &mut Vec<u8>) {
     match v {
         ValueRef::Int(i) => out.extend_from_slice(&((i as u64) ^ (1 << 63)).to_be_bytes()),

@@ -191,6 +191,11 @@ pub trait Values {
     fn count(&self) -> usize;
     /// Calls `f` on each value in order, stopping at the first error.
     fn visit(&self, f: &mut dyn FnMut(ValueRef<'_>) -> Result<()>) -> Result<()>;
+    /// The value, if this is exactly one value (lets single-column keys skip `visit`).
+    #[inline]
+    fn single(&self) -> Option<ValueRef<'_>> {
+        None
+    }
 }
 
 macro_rules! single_values {
@@ -199,6 +204,10 @@ macro_rules! single_values {
             fn count(&self) -> usize { 1 }
             fn visit(&self, f: &mut dyn FnMut(ValueRef<'_>) -> Result<()>) -> Result<()> {
                 f(self.to_value_ref())
+            }
+            #[inline]
+            fn single(&self) -> Option<ValueRef<'_>> {
+                Some(self.to_value_ref())
             }
         }
     )*};
@@ -210,6 +219,10 @@ impl Values for &str {
     }
     fn visit(&self, f: &mut dyn FnMut(ValueRef<'_>) -> Result<()>) -> Result<()> {
         f(ValueRef::Str(self))
+    }
+    #[inline]
+    fn single(&self) -> Option<ValueRef<'_>> {
+        Some(ValueRef::Str(self))
     }
 }
 

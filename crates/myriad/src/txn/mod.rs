@@ -9,6 +9,8 @@
 //! protocol (`cc/mvocc.rs`), post-processes timestamps and hands old versions to GC (`gc/`).
 
 pub mod table;
+#[cfg(test)]
+mod tests;
 
 use crate::cc::visibility::Resolver;
 use crate::config::Isolation;
@@ -531,17 +533,20 @@ impl<'db> Transaction<'db> {
                 }
             }
         }
-        // The header and the first data line: the whole version of a small row. For wide rows
-        // (1 KB) prefetching all 17 lines was not better in a rough single-run comparison on a
-        // loaded machine (73–82 K vs 89–101 K txn/s, YCSB bytes100x10, 3 M rows), so the rest
-        // is left to the hardware prefetcher. Worth re-measuring on an idle machine.
-        let row_lines = Version::alloc_size(t.schema.row_size).div_ceil(64);
+        // Every line of the version (header and row). Measured on YCSB bytes100x10 (1 KB rows,
+        // 10 M rows, θ 0.9, 2 threads, 3 alternating runs each, docs/benchmarks.md): all 17
+        // lines vs header + first line, +10 % when reads touch the whole row (attrs-read 10),
+        // no difference when they touch one attribute.
+        let size = Version::alloc_size(t.schema.row_size);
         for &tid in &tids {
             if let Some(e) = t.entry(tid) {
                 let v = e.load(Ordering::Acquire) as *const u8;
                 if !v.is_null() {
-                    for l in 0..row_lines.min(2) {
-                        prefetch_line(v.wrapping_add(l * 64));
+                    // Lines covering [v, v + size); v need not be line-aligned.
+                    let first = v.wrapping_sub(v as usize % 64);
+                    let lines = (v as usize % 64 + size).div_ceil(64);
+                    for l in 0..lines {
+                        prefetch_line(first.wrapping_add(l * 64));
                     }
                 }
             }
@@ -759,8 +764,26 @@ impl<'db> Transaction<'db> {
                         return Err(self.fail(AbortReason::WriteWriteConflict));
                     }
                     let n = self.new_version(t, row, head);
-                    if let Some(e) = t.entry(tid) {
-                        e.store(n, Ordering::Release);
+                    // Install with a CAS, not a store: GC may just have cut this deleted row's
+                    // whole chain (entry → null, tombstone freed after the epoch), and a store
+                    // would link our version to freed memory. Losing that race (or finding an
+                    // aborted writer's version still on top) is a write-write conflict.
+                    bump(&self.slot().stats.record_rmw, 1);
+                    let installed = t.entry(tid).is_some_and(|e| {
+                        e.compare_exchange(head, n, Ordering::AcqRel, Ordering::Acquire)
+                            .is_ok()
+                    });
+                    if !installed {
+                        let _ = h.end.compare_exchange(
+                            self.id.word(),
+                            INFINITY,
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        );
+                        // SAFETY: never published.
+                        unsafe { Version::free(n) };
+                        self.unaccount_version(t);
+                        return Err(self.fail(AbortReason::WriteWriteConflict));
                     }
                     self.finish_write(
                         t,
@@ -777,9 +800,7 @@ impl<'db> Transaction<'db> {
     }
 
     fn new_version(&self, t: &Table, row: &[u8], next: *mut Version) -> *mut Version {
-        let n = Version::alloc(self.id.word(), row.len(), next).as_ptr();
-        // SAFETY: fresh, unpublished.
-        unsafe { (*n).data_mut().copy_from_slice(row) };
+        let n = Version::alloc_copy(self.id.word(), row, next).as_ptr();
         let slot = self.slot();
         bump(&slot.stats.versions_allocated, 1);
         bump(
@@ -1059,6 +1080,12 @@ impl<'db> Transaction<'db> {
         }
         let slot = self.slot();
         slot.set_aborted();
+        #[cfg(test)]
+        tests::ROLLBACK_PAUSE.with(|h| {
+            if let Some(f) = h.borrow_mut().as_mut() {
+                f()
+            }
+        });
         let writes = std::mem::take(&mut self.local.write_set);
         for w in writes.iter().rev() {
             let t = self.db.table_by_id(w.table);
@@ -1066,7 +1093,12 @@ impl<'db> Transaction<'db> {
             unsafe {
                 (*w.new).begin.store(INFINITY, Ordering::Release);
                 if let Some(e) = t.entry(w.tid) {
-                    e.store(w.old, Ordering::Release);
+                    // Only if our version is still the head: once we are Aborted, a writer
+                    // that took our lock on `old` over may already have installed its version
+                    // on top of `old` (its `next` is `old`, ours is out of the chain). Putting
+                    // `old` back then would lose that writer's update.
+                    bump(&slot.stats.record_rmw, 1);
+                    let _ = e.compare_exchange(w.new, w.old, Ordering::AcqRel, Ordering::Acquire);
                 }
                 if let Some(old) = w.old.as_ref() {
                     // Only if it is still our lock: once we are Aborted, another writer may

@@ -10,7 +10,8 @@
 //! - `next` only ever changes from a pointer to null (GC truncation, `take_next`), and whoever
 //!   takes a non-null `next` owns (frees) the versions behind it.
 
-use std::alloc::{alloc, dealloc, Layout};
+use super::pool;
+use std::alloc::Layout;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
@@ -47,14 +48,36 @@ impl Version {
     }
 
     /// Allocates a version with zeroed row data.
+    #[cfg(test)]
     pub(crate) fn alloc(begin: u64, data_len: usize, next: *mut Version) -> NonNull<Version> {
+        let n = Self::alloc_uninit(begin, data_len, next);
+        // SAFETY: the block holds data_len bytes after the header.
+        unsafe { ptr::write_bytes((n.as_ptr() as *mut u8).add(HEADER), 0, data_len) };
+        n
+    }
+
+    /// Allocates a version whose row data is a copy of `data`.
+    pub(crate) fn alloc_copy(begin: u64, data: &[u8], next: *mut Version) -> NonNull<Version> {
+        let n = Self::alloc_uninit(begin, data.len(), next);
+        // SAFETY: the block holds data.len() bytes after the header; `data` is another block.
+        unsafe {
+            ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                (n.as_ptr() as *mut u8).add(HEADER),
+                data.len(),
+            )
+        };
+        n
+    }
+
+    /// A version with its header written and its row data not yet initialized.
+    fn alloc_uninit(begin: u64, data_len: usize, next: *mut Version) -> NonNull<Version> {
         let layout = Self::layout(data_len);
-        // SAFETY: layout has non-zero size.
-        let p = unsafe { alloc(layout) } as *mut Version;
+        let p = pool::take(layout) as *mut Version;
         let Some(nn) = NonNull::new(p) else {
             std::alloc::handle_alloc_error(layout)
         };
-        // SAFETY: p is a fresh allocation of at least HEADER + data_len bytes, aligned to 8.
+        // SAFETY: p is a block of HEADER + data_len bytes, aligned to 8, owned by us.
         unsafe {
             ptr::write(
                 p,
@@ -65,9 +88,8 @@ impl Version {
                     data_len: data_len as u32,
                     tombstone: std::sync::atomic::AtomicBool::new(false),
                 },
-            );
-            ptr::write_bytes((p as *mut u8).add(HEADER), 0, data_len);
-        }
+            )
+        };
         nn
     }
 
@@ -78,7 +100,7 @@ impl Version {
     /// older than the unlink, and is freed once.
     pub(crate) unsafe fn free(v: *mut Version) {
         let len = (*v).data_len as usize;
-        dealloc(v as *mut u8, Self::layout(len));
+        pool::give(v as *mut u8, Self::layout(len));
     }
 
     /// The row data.

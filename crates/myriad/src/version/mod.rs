@@ -6,6 +6,7 @@
 //! that wrote it; a transaction id in End is the write lock on the version.
 
 pub mod append_n2o;
+mod pool;
 
 pub use append_n2o::Version;
 
