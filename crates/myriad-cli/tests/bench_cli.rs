@@ -321,3 +321,47 @@ fn unbuilt_designs_and_workloads_exit_2_not_supported() {
         );
     }
 }
+
+#[test]
+fn a_failed_run_leaves_an_earlier_report_untouched_and_no_partial_file() {
+    let path = json_path();
+    let partial = PathBuf::from(format!("{}.partial", path.display()));
+    std::fs::write(&path, "earlier report\n").unwrap();
+    // Fails after the report file is set up (at open: protocol not built).
+    let out = myriad(&[
+        "bench",
+        "ycsb",
+        "--protocol",
+        "mvto",
+        "--no-progress",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "earlier report\n",
+        "a failed run must not clobber PATH"
+    );
+    assert!(!partial.exists(), "{} left behind", partial.display());
+    // A successful run replaces it with a complete report and leaves no partial file.
+    let p = path.to_str().unwrap();
+    let out = myriad(&[
+        "bench",
+        "ycsb",
+        "--rows",
+        "100",
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0",
+        "--no-progress",
+        "--json",
+        p,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(v.get("throughput_tps").is_some());
+    assert!(!partial.exists());
+    let _ = std::fs::remove_file(&path);
+}

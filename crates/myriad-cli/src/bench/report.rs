@@ -194,6 +194,22 @@ impl Machine {
     }
 }
 
+/// The page size the heap was asked for, with the kernel's transparent-huge-page mode.
+fn pages_description(huge_pages: bool) -> String {
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .ok()
+        .and_then(|s| {
+            let (_, rest) = s.split_once('[')?;
+            Some(rest.split_once(']')?.0.to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    if huge_pages {
+        format!("2 MiB huge pages requested (mimalloc large OS pages; kernel THP mode: {thp})")
+    } else {
+        format!("allocator default, no huge pages requested (kernel THP mode: {thp})")
+    }
+}
+
 /// What exactly was measured: the workload's own entries (in its order), then the engine
 /// configuration and the environment.
 #[derive(Clone, Debug)]
@@ -204,6 +220,7 @@ pub struct Fidelity {
     pub gc: String,
     pub version_storage: String,
     pub durability: String,
+    pub pages: String,
     pub seed: u64,
     pub git_commit: String,
     pub machine: Machine,
@@ -211,7 +228,12 @@ pub struct Fidelity {
 }
 
 impl Fidelity {
-    pub fn new(workload: Vec<(&'static str, Json)>, config: &Config, seed: u64) -> Fidelity {
+    pub fn new(
+        workload: Vec<(&'static str, Json)>,
+        config: &Config,
+        seed: u64,
+        huge_pages: bool,
+    ) -> Fidelity {
         Fidelity {
             workload,
             protocol: config.get_protocol().name().into(),
@@ -222,6 +244,7 @@ impl Fidelity {
                 myriad::LogPolicy::None => "none: in-memory".into(),
                 l => format!("{}-logging", l.name()),
             },
+            pages: pages_description(huge_pages),
             seed,
             git_commit: GIT_COMMIT.into(),
             machine: Machine::detect(),
@@ -239,6 +262,7 @@ impl Fidelity {
             ("version_storage", Json::from(self.version_storage.clone())),
             ("durability", Json::from(self.durability.clone())),
             ("retry_policy", Json::from(super::RETRY_POLICY)),
+            ("memory_pages", Json::from(self.pages.clone())),
             ("seed", Json::from(self.seed)),
             ("git_commit", Json::from(self.git_commit.clone())),
             (
