@@ -763,6 +763,8 @@ impl<'db> Transaction<'db> {
                     if self.lock_version(h).is_err() {
                         return Err(self.fail(AbortReason::WriteWriteConflict));
                     }
+                    #[cfg(test)]
+                    tests::pause_point(tests::Pause::ReviveTombstone);
                     let n = self.new_version(t, row, head);
                     // Install with a CAS, not a store: GC may just have cut this deleted row's
                     // whole chain (entry → null, tombstone freed after the epoch), and a store
@@ -1081,11 +1083,7 @@ impl<'db> Transaction<'db> {
         let slot = self.slot();
         slot.set_aborted();
         #[cfg(test)]
-        tests::ROLLBACK_PAUSE.with(|h| {
-            if let Some(f) = h.borrow_mut().as_mut() {
-                f()
-            }
-        });
+        tests::pause_point(tests::Pause::Rollback);
         let writes = std::mem::take(&mut self.local.write_set);
         for w in writes.iter().rev() {
             let t = self.db.table_by_id(w.table);
