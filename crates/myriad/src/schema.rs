@@ -257,10 +257,7 @@ impl TableSchema {
         if let (Some(v), &[col]) = (key.single(), &cols[..]) {
             // One-column key given as one value: no per-value callback.
             out.clear();
-            match (self.columns[col].ty, v) {
-                (ColumnType::Int, ValueRef::Int(i)) => encode_component(ValueRef::Int(i), out),
-                (_, v) => encode_component(self.coerce_key(col, v)?, out),
-            }
+            encode_component(self.coerce_key(col, v)?, out);
             return Ok(());
         }
         if key.count() != cols.len() {

@@ -624,6 +624,17 @@ impl<'db> Transaction<'db> {
         }
     }
 
+    /// Releases our write lock on `v`, only if it is still ours: once we are Aborted, another
+    /// writer may already have taken it over (Hekaton §2.6) — never clobber that.
+    fn unlock_version(&self, v: &Version) {
+        let _ = v.end.compare_exchange(
+            self.id.word(),
+            INFINITY,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+
     /// Aborts the transaction for `reason` and returns the matching error.
     pub(crate) fn fail(&mut self, reason: AbortReason) -> Error {
         self.rollback(reason);
@@ -776,12 +787,7 @@ impl<'db> Transaction<'db> {
                             .is_ok()
                     });
                     if !installed {
-                        let _ = h.end.compare_exchange(
-                            self.id.word(),
-                            INFINITY,
-                            Ordering::AcqRel,
-                            Ordering::Acquire,
-                        );
+                        self.unlock_version(h);
                         // SAFETY: never published.
                         unsafe { Version::free(n) };
                         self.unaccount_version(t);
@@ -1099,14 +1105,7 @@ impl<'db> Transaction<'db> {
                     let _ = e.compare_exchange(w.new, w.old, Ordering::AcqRel, Ordering::Acquire);
                 }
                 if let Some(old) = w.old.as_ref() {
-                    // Only if it is still our lock: once we are Aborted, another writer may
-                    // already have taken the lock over (Hekaton §2.6) — never clobber it.
-                    let _ = old.end.compare_exchange(
-                        self.id.word(),
-                        INFINITY,
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
-                    );
+                    self.unlock_version(old);
                 }
                 let p = w.new as usize;
                 self.guard
