@@ -63,7 +63,7 @@ fn rmw_history(level: Isolation, threads: usize, txns: usize, seed: u64) -> Vec<
                             if i % 4 == 0 {
                                 std::thread::yield_now();
                             }
-                            tx.update(t, &b, &[(1, va + vb + 1)])
+                            tx.update(t, &b, &[(1, (va + vb + 1) % 1_000_003)])
                         }
                     })
                     .unwrap();

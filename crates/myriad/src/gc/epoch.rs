@@ -60,24 +60,52 @@ pub(crate) fn collect(db: &Database, slot: &Slot, queue: &mut VecDeque<Garbage>,
         return;
     }
     let start = Instant::now();
+    let mut cut = Cut::default();
     while let Some(g) = queue.front().copied() {
         if g.end_ts > w {
             break;
         }
         queue.pop_front();
         let t = db.table_by_id(g.table);
-        prune(t, g.tid, w, slot, guard);
+        prune(t, g.tid, w, &mut cut);
+    }
+    bump(&slot.stats.versions_reclaimed, cut.versions.len() as u64);
+    bump(&slot.stats.version_bytes_reclaimed, cut.bytes);
+    if !cut.versions.is_empty() {
+        let versions = cut.versions;
+        // One deferred call for the whole pass rather than one per version: each deferred
+        // function costs a slot in the thread's crossbeam bag and a call when the bag is run.
+        // SAFETY: every version in the batch was unlinked (claimed by `take_next` or by the
+        // head CAS) under `guard`, so no thread pinned later can reach it; each is freed once.
+        unsafe {
+            guard.defer_unchecked(move || {
+                for (addr, len) in versions {
+                    Version::free_len(addr as *mut Version, len as usize);
+                }
+            })
+        };
+        // Hand the batch to the global queue now rather than when the thread's bag of
+        // deferred calls fills, up to 64 passes later: batching must not delay reclamation.
+        guard.flush();
     }
     bump(&slot.stats.gc_ns, start.elapsed().as_nanos() as u64);
 }
 
+/// Versions cut by one `collect` pass, freed together once no thread can still reach them.
+#[derive(Default)]
+struct Cut {
+    /// Address and row length of each version.
+    versions: Vec<(usize, u32)>,
+    bytes: u64,
+}
+
 /// Cuts the versions of `tid` that no read time ≥ `w` can see.
-fn prune(t: &Table, tid: TupleId, w: u64, slot: &Slot, guard: &Guard) {
+fn prune(t: &Table, tid: TupleId, w: u64, cut: &mut Cut) {
     let Some(e) = t.entry(tid) else { return };
     let head = e.load(Ordering::Acquire);
     let mut v = head;
-    // SAFETY (whole function): pinned by `guard`; versions reachable from the head are not
-    // freed before the pin ends.
+    // SAFETY (whole function): the caller is pinned (`collect`'s guard); versions reachable
+    // from the head are not freed before the pin ends.
     unsafe {
         while let Some(x) = v.as_ref() {
             let b = x.begin.load(Ordering::Acquire);
@@ -87,31 +115,27 @@ fn prune(t: &Table, tid: TupleId, w: u64, slot: &Slot, guard: &Guard) {
             v = x.next.load(Ordering::Acquire);
         }
         let Some(x) = v.as_ref() else { return };
-        let size = Version::alloc_size(t.schema.row_size) as u64;
         if x.is_tombstone() && v == head {
             // The row is deleted as of a time every snapshot sees: the whole chain is garbage.
             if e.compare_exchange(head, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
-                free_chain(v, slot, guard, size);
+                cut_chain(v, cut);
             }
             return;
         }
-        let tail = x.take_next();
-        free_chain(tail, slot, guard, size);
+        cut_chain(x.take_next(), cut);
     }
 }
 
-/// Frees a detached chain, claiming each link with a swap.
-unsafe fn free_chain(mut p: *mut Version, slot: &Slot, guard: &Guard, size: u64) {
-    let mut n = 0;
+/// Adds a detached chain to `cut`, claiming each link with a swap. The row length is read
+/// here, while the header is in cache from the swap, so the free needs not touch it again.
+unsafe fn cut_chain(mut p: *mut Version, cut: &mut Cut) {
     while !p.is_null() {
         let next = (*p).take_next();
-        let addr = p as usize;
-        guard.defer_unchecked(move || Version::free(addr as *mut Version));
-        n += 1;
+        let len = (*p).data_len;
+        cut.versions.push((p as usize, len));
+        cut.bytes += Version::alloc_size(len as usize) as u64;
         p = next;
     }
-    bump(&slot.stats.versions_reclaimed, n);
-    bump(&slot.stats.version_bytes_reclaimed, n * size);
 }

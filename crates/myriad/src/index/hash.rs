@@ -859,10 +859,15 @@ impl HashIndex {
     /// targets other than x86-64.
     #[inline]
     pub fn prefetch(&self, key: &[u8]) {
+        self.prefetch_hashed(Self::hash_key(key));
+    }
+
+    /// `prefetch` for a key whose `hash_key` the caller already has.
+    #[inline]
+    pub fn prefetch_hashed(&self, hash: u64) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let hash = Self::hash_key(key);
             let lines = self.lines.load(Ordering::Relaxed);
             let shift = lines.addr() & LINE_SHIFT_BITS;
             let base = lines.map_addr(|a| a & !LINE_SHIFT_BITS);
@@ -876,7 +881,7 @@ impl HashIndex {
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = key;
+            let _ = hash;
         }
     }
 
@@ -885,7 +890,13 @@ impl HashIndex {
     /// slot costs one cache line (the bucket).
     #[inline]
     pub fn get(&self, key: &[u8]) -> Option<u64> {
-        let hash = Self::hash_key(key);
+        self.get_hashed(Self::hash_key(key), key)
+    }
+
+    /// `get` for a key whose `hash_key` the caller already has.
+    #[inline]
+    pub fn get_hashed(&self, hash: u64, key: &[u8]) -> Option<u64> {
+        debug_assert_eq!(hash, Self::hash_key(key));
         let guard = epoch::pin();
         let table = Self::current(&self.table, &guard);
         let bucket = table.bucket(hash);

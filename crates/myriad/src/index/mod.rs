@@ -49,11 +49,30 @@ impl Index {
         }
     }
 
-    /// Prefetches the cache line a lookup of `key` starts with (hash indexes only).
+    /// The hash a hash index files `key` under (0 for an ordered index, which ignores it).
     #[inline]
-    pub fn prefetch(&self, key: &[u8]) {
+    pub fn hash_of(&self, key: &[u8]) -> u64 {
+        match self {
+            Index::Hash(_) => HashIndex::hash_key(key),
+            Index::Ordered(_) => 0,
+        }
+    }
+
+    /// Prefetches the cache line a lookup of the key with `hash_of` `hash` starts with (hash
+    /// indexes only).
+    #[inline]
+    pub fn prefetch_hashed(&self, hash: u64) {
         if let Index::Hash(h) = self {
-            h.prefetch(key);
+            h.prefetch_hashed(hash);
+        }
+    }
+
+    /// `get_unique` for a key whose `hash_of` the caller already has.
+    #[inline]
+    pub fn get_unique_hashed(&self, hash: u64, key: &[u8]) -> Option<u64> {
+        match self {
+            Index::Hash(h) => h.get_hashed(hash, key),
+            Index::Ordered(b) => b.get(key),
         }
     }
 

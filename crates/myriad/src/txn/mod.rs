@@ -79,12 +79,67 @@ pub(crate) struct SlotLocal {
     pub scan_keys: Vec<u8>,
     pub write_set: Vec<WriteRecord>,
     pub key_buf: Vec<u8>,
-    pub prefetch_tids: Vec<TupleId>,
+    pub prefetched: Prefetched,
     pub entry_buf: Vec<u8>,
     pub key_buf2: Vec<u8>,
     pub row_buf: Vec<u8>,
     pub garbage: VecDeque<Garbage>,
     pub commits_since_gc: u32,
+}
+
+/// The primary-key lookups of the transaction's last `prefetch`, which the operations that
+/// follow reuse instead of hashing and probing the index again.
+///
+/// Sound because a primary index entry, once inserted, maps its key to the same tuple id for
+/// the life of the table: entries are never removed (a deleted row keeps its tuple id and a
+/// re-insert revives it) and never re-pointed. Keys the index did not hold are not cached (a
+/// concurrent insert may add them). Cleared when a transaction starts.
+#[derive(Default)]
+pub(crate) struct Prefetched {
+    /// Table the lookups were made in (`None`: nothing cached).
+    table: Option<u32>,
+    /// Encoded keys back to back; key `i` ends at `ends[i]`.
+    keys: Vec<u8>,
+    ends: Vec<u32>,
+    hashes: Vec<u64>,
+    /// `NO_TID` where the index had no entry.
+    tids: Vec<TupleId>,
+    heads: Vec<*const u8>,
+}
+
+const NO_TID: TupleId = TupleId::MAX;
+
+impl Prefetched {
+    fn clear(&mut self) {
+        self.table = None;
+        self.keys.clear();
+        self.ends.clear();
+        self.hashes.clear();
+        self.tids.clear();
+        self.heads.clear();
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.keys[start..self.ends[i] as usize]
+    }
+
+    /// The tuple id a prefetch found for encoded primary key `key` of table `table`.
+    #[inline]
+    fn tid_of(&self, table: u32, key: &[u8]) -> Option<TupleId> {
+        if self.table != Some(table) {
+            return None;
+        }
+        let mut start = 0usize;
+        for (i, &end) in self.ends.iter().enumerate() {
+            let end = end as usize;
+            if &self.keys[start..end] == key && self.tids[i] != NO_TID {
+                return Some(self.tids[i]);
+            }
+            start = end;
+        }
+        None
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -121,7 +176,8 @@ impl<'db> Transaction<'db> {
         slot.begin_ts.store(db.clock.now(), Ordering::SeqCst);
         let begin_ts = db.clock.now();
         // SAFETY: we own the slot (acquired in Database::begin_with).
-        let local = std::mem::take(unsafe { &mut *slot.local.get() });
+        let mut local = std::mem::take(unsafe { &mut *slot.local.get() });
+        local.prefetched.clear();
         let recording = db.history.as_ref().map(|_| Box::default());
         Transaction {
             db,
@@ -308,7 +364,7 @@ impl<'db> Transaction<'db> {
         self.local.key_buf = kb;
         enc?;
         let rt = self.stmt_ts();
-        let v = match t.indexes[0].get_unique(&self.local.key_buf) {
+        let v = match self.primary_tid(t) {
             Some(tid) => self.visible_version(t, tid, rt),
             None => ptr::null(),
         };
@@ -511,49 +567,80 @@ impl<'db> Transaction<'db> {
     /// `get`/`update`/`delete` calls that follow find index buckets, indirection entries and
     /// chain heads in cache. The lookups of all keys are interleaved stage by stage (bucket,
     /// then indirection entry, then version), so their cache misses overlap instead of being
-    /// paid one after another. Records nothing; purely a performance hint.
+    /// paid one after another. The tuple ids it finds are remembered for the operations on
+    /// the same keys that follow (no second index probe). Records no read: it changes no
+    /// result, only speed.
     pub fn prefetch<K: Values>(&mut self, t: &TableRef, keys: &[K]) -> Result<()> {
         self.begin_op(t)?;
         let idx = &t.indexes[0];
         let mut kb = std::mem::take(&mut self.local.key_buf);
-        let mut tids = std::mem::take(&mut self.local.prefetch_tids);
-        tids.clear();
+        let mut pf = std::mem::take(&mut self.local.prefetched);
+        pf.clear();
+        pf.table = Some(t.id);
+        // Three dependent stages (bucket, indirection entry, version), each a batch of misses.
+        // Within a stage the prefetches are issued back to back, after the work that computes
+        // their addresses: a prefetch that misses the TLB holds up retirement for the page
+        // walk, so spacing them out with hashing and encoding lets only a few walks overlap.
         for k in keys {
             if t.schema.encode_key_values(0, k, &mut kb).is_ok() {
-                idx.prefetch(&kb);
+                pf.keys.extend_from_slice(&kb);
+                pf.ends.push(pf.keys.len() as u32);
+                pf.hashes.push(idx.hash_of(&kb));
             }
         }
-        for k in keys {
-            if t.schema.encode_key_values(0, k, &mut kb).is_ok() {
-                if let Some(tid) = idx.get_unique(&kb) {
-                    if let Some(e) = t.entry(tid) {
-                        prefetch_line(e as *const _ as *const u8);
-                        tids.push(tid);
-                    }
-                }
+        for &h in &pf.hashes {
+            idx.prefetch_hashed(h);
+        }
+        for i in 0..pf.hashes.len() {
+            let tid = idx.get_unique_hashed(pf.hashes[i], pf.key(i));
+            pf.tids.push(tid.unwrap_or(NO_TID));
+        }
+        for &tid in &pf.tids {
+            if let Some(e) = t.entry(tid) {
+                prefetch_line(e as *const _ as *const u8);
             }
         }
-        // Every line of the version (header and row). Measured on YCSB bytes100x10 (1 KB rows,
-        // 10 M rows, θ 0.9, 2 threads, 3 alternating runs each, docs/benchmarks.md): all 17
-        // lines vs header + first line, +10 % when reads touch the whole row (attrs-read 10),
-        // no difference when they touch one attribute.
-        let size = Version::alloc_size(t.schema.row_size);
-        for &tid in &tids {
+        for &tid in &pf.tids {
             if let Some(e) = t.entry(tid) {
                 let v = e.load(Ordering::Acquire) as *const u8;
                 if !v.is_null() {
-                    // Lines covering [v, v + size); v need not be line-aligned.
-                    let first = v.wrapping_sub(v as usize % 64);
-                    let lines = (v as usize % 64 + size).div_ceil(64);
-                    for l in 0..lines {
-                        prefetch_line(first.wrapping_add(l * 64));
-                    }
+                    pf.heads.push(v);
                 }
             }
         }
+        // Every line of the version (header and row): first lines of all, then the rest.
+        // Measured on YCSB bytes100x10 (1 KB rows, 10 M rows, θ 0.9, 2 threads, 3 alternating
+        // runs each, docs/benchmarks.md): all 17 lines vs header + first line, +10 % when
+        // reads touch the whole row (attrs-read 10), no difference when they touch one.
+        let size = Version::alloc_size(t.schema.row_size);
+        for &v in &pf.heads {
+            prefetch_line(v);
+        }
+        for &v in &pf.heads {
+            // Lines covering [v, v + size); v need not be line-aligned.
+            let first = v.wrapping_sub(v as usize % 64);
+            let lines = (v as usize % 64 + size).div_ceil(64);
+            for l in 1..lines {
+                prefetch_line(first.wrapping_add(l * 64));
+            }
+        }
         self.local.key_buf = kb;
-        self.local.prefetch_tids = tids;
+        self.local.prefetched = pf;
         Ok(())
+    }
+
+    /// The tuple id of the primary key encoded in `local.key_buf`: from the last `prefetch`
+    /// if it looked the key up, else from the primary index.
+    #[inline]
+    fn primary_tid(&self, t: &Table) -> Option<TupleId> {
+        let key = &self.local.key_buf;
+        match self.local.prefetched.tid_of(t.id, key) {
+            Some(tid) => {
+                debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
+                Some(tid)
+            }
+            None => t.indexes[0].get_unique(key),
+        }
     }
 
     // ------------------------------------------------------------------ writes
@@ -907,7 +994,7 @@ impl<'db> Transaction<'db> {
         let not_found = |t: &Table| Error::NotFound {
             table: t.schema.name.clone(),
         };
-        let Some(tid) = t.indexes[0].get_unique(&self.local.key_buf) else {
+        let Some(tid) = self.primary_tid(t) else {
             self.note_miss(t, false);
             return Err(not_found(t));
         };

@@ -99,7 +99,16 @@ impl Version {
     /// `v` came from `alloc`, is unreachable for every thread that is not pinned in an epoch
     /// older than the unlink, and is freed once.
     pub(crate) unsafe fn free(v: *mut Version) {
-        let len = (*v).data_len as usize;
+        Self::free_len(v, (*v).data_len as usize);
+    }
+
+    /// `free` for a version whose row length the caller knows, without reading its header
+    /// (GC frees versions long after it last touched them).
+    ///
+    /// # Safety
+    /// As `free`, and `len` is the version's `data_len`.
+    pub(crate) unsafe fn free_len(v: *mut Version, len: usize) {
+        debug_assert_eq!((*v).data_len as usize, len);
         pool::give(v as *mut u8, Self::layout(len));
     }
 
