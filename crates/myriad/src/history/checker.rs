@@ -1,7 +1,8 @@
 //! Offline history checker: Adya's direct serialization graph (DSG).
 //!
 //! The engine records, for every COMMITTED transaction, which version of each key it read, what
-//! it wrote and which primary-key ranges it scanned. [`check`] builds the dependency graph over
+//! it wrote (with the written row's secondary-index keys) and which primary-key or
+//! secondary-index ranges it scanned. [`check`] builds the dependency graph over
 //! those transactions and reports every cycle that the isolation level of a transaction on the
 //! cycle forbids, naming the transactions and keys on it.
 //!
@@ -22,7 +23,9 @@
 //!   delete (e.g. a collected tombstone) counts as a read of that delete, not of the initial state.
 //! * `PredicateRW`: for a scan of `T`, every key in the scanned range that `T` did not read was
 //!   observed as absent at `T`'s snapshot; the first writer `U != T` of that key with
-//!   `commit_ts > begin_ts` gives `T -> U`.
+//!   `commit_ts > begin_ts` gives `T -> U`. For a scan of a secondary index, every row `T` did
+//!   not read did not match at the snapshot; the first later version that matches (its
+//!   recorded index key lies in the range) gives `T -> U` if its writer `U != T`.
 //!
 //! # What each level forbids
 //! A cycle is reported when at least one transaction on it has a level that forbids it, with
@@ -71,7 +74,11 @@
 //!   transactions.
 //! * `Read::found` is not cross-checked against the kind of the version read, and intermediate
 //!   reads (G1b) cannot be seen without per-write version ids.
-//! * A scan costs O(log keys + keys of the table in its range that have writers).
+//! * A primary-key scan costs O(log keys + keys of the table in its range that have writers);
+//!   a secondary-index scan costs O(keys of the table that have writers).
+//! * A secondary-index scan is judged by the index keys recorded with each write
+//!   (`Write::index_keys`); rows of the initial state carry none, so the delete of an initial
+//!   row that matched a scan's range adds no `D -> T` edge for that scan.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -97,7 +104,7 @@ pub enum Level {
 }
 
 /// A record key: table id + order-preserving encoded primary key bytes.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
     /// Table id.
     pub table: u32,
@@ -128,10 +135,11 @@ pub struct Read {
 }
 
 /// What a write did to its key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum WriteKind {
     /// Created a row.
     Insert,
+    #[default]
     /// Replaced a row.
     Update,
     /// Deleted a row (installed a tombstone version).
@@ -139,20 +147,27 @@ pub enum WriteKind {
 }
 
 /// A write of one key.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Write {
     /// Key written.
     pub key: Key,
     /// Kind of write.
     pub kind: WriteKind,
+    /// The written row's key in each secondary index, as `(index number, encoded key)` (index
+    /// numbers as in the table's schema; the primary key is index 0 and not listed). Empty for
+    /// a delete. Secondary-index scans are judged against these.
+    pub index_keys: Vec<(u32, Vec<u8>)>,
 }
 
-/// A predicate read: the range scanned on table `table` over the order-preserving primary-key
-/// encoding (the requested range). Rows returned are ALSO listed as Reads.
+/// A predicate read: the range scanned on index `index` of table `table` over that index's
+/// order-preserving key encoding (the requested range; a point lookup through a secondary
+/// index is the range of its one key). Rows returned are ALSO listed as Reads.
 #[derive(Clone, Debug)]
 pub struct Scan {
     /// Table scanned.
     pub table: u32,
+    /// Index scanned: 0 the primary key, otherwise a secondary index (see `Write::index_keys`).
+    pub index: u32,
     /// Lower bound of the requested range.
     pub lo: Bound<Vec<u8>>,
     /// Upper bound of the requested range.
@@ -603,6 +618,8 @@ struct Versions {
     ts: Vec<u64>,
     id: Vec<u64>,
     delete: Vec<bool>,
+    /// Index of the version's write in its transaction's `writes`.
+    write: Vec<u32>,
     /// Keys whose order came from the caller (not sorted by commit_ts).
     overridden: Vec<bool>,
 }
@@ -729,6 +746,7 @@ fn build<'a>(history: &'a [TxnRecord], version_order: &HashMap<Key, Vec<u64>>) -
         ts: Vec::with_capacity(w.len()),
         id: Vec::with_capacity(w.len()),
         delete: Vec::with_capacity(w.len()),
+        write: Vec::with_capacity(w.len()),
         overridden,
     };
     for (i, e) in w.iter().enumerate() {
@@ -741,6 +759,7 @@ fn build<'a>(history: &'a [TxnRecord], version_order: &HashMap<Key, Vec<u64>>) -
         vers.ts.push(e.2);
         vers.id.push(e.3);
         vers.delete.push(e.6);
+        vers.write.push(e.4);
     }
     drop(w);
     for k in 0..nkeys {
@@ -866,6 +885,10 @@ fn build<'a>(history: &'a [TxnRecord], version_order: &HashMap<Key, Vec<u64>>) -
                 let Some(list) = by_table.get(&s.table) else {
                     continue;
                 };
+                if s.index != 0 {
+                    secondary_scan_edges(ti, t, s, list, &read, &vers, &txns, &mut edges);
+                    continue;
+                }
                 let lo = match &s.lo {
                     Bound::Included(b) => list.partition_point(|k| bytes(k) < b.as_slice()),
                     Bound::Excluded(b) => list.partition_point(|k| bytes(k) <= b.as_slice()),
@@ -877,28 +900,9 @@ fn build<'a>(history: &'a [TxnRecord], version_order: &HashMap<Key, Vec<u64>>) -
                     Bound::Unbounded => list.len(),
                 };
                 for &k in list.get(lo..hi).unwrap_or(&[]) {
-                    if read.binary_search(&k).is_ok() {
-                        continue; // observed through an item read: the item rules cover it
-                    }
-                    if let Some(p) = vers.first_after(k, t.begin_ts) {
-                        if vers.txn[p] != ti {
-                            edges.push(E {
-                                from: ti,
-                                to: vers.txn[p],
-                                kind: PRW,
-                                key: k,
-                            });
-                        }
-                    }
-                    if let Some(p) = vers.last_visible(k, t.begin_ts) {
-                        if vers.delete[p] && vers.txn[p] != ti {
-                            edges.push(E {
-                                from: vers.txn[p],
-                                to: ti,
-                                kind: WR,
-                                key: k,
-                            });
-                        }
+                    if read.binary_search(&k).is_err() {
+                        // Not observed through an item read (those the item rules cover).
+                        predicate_edges(ti, t.begin_ts, k, &vers, None, &mut edges);
                     }
                 }
             }
@@ -912,6 +916,102 @@ fn build<'a>(history: &'a [TxnRecord], version_order: &HashMap<Key, Vec<u64>>) -
         edges,
         bad_reads,
         ignored,
+    }
+}
+
+/// Whether `key` lies between the bounds of a scan.
+fn in_range(key: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    let above = match lo {
+        Bound::Included(b) => key >= b.as_slice(),
+        Bound::Excluded(b) => key > b.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below = match hi {
+        Bound::Included(b) => key <= b.as_slice(),
+        Bound::Excluded(b) => key < b.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above && below
+}
+
+/// Whether the version at position `p` is a live row whose key in index `s.index` lies in the
+/// scanned range.
+fn version_matches(p: usize, s: &Scan, vers: &Versions, txns: &[&TxnRecord]) -> bool {
+    if vers.delete[p] {
+        return false;
+    }
+    let w = &txns[vers.txn[p] as usize].writes[vers.write[p] as usize];
+    w.index_keys
+        .iter()
+        .any(|(i, k)| *i == s.index && in_range(k, &s.lo, &s.hi))
+}
+
+/// Predicate edges of a secondary-index scan `s` by transaction `ti`: a row's primary key says
+/// nothing about whether it falls in the range, so every written key of the table is examined
+/// (O(written keys of the table) per scan), judged by the index keys recorded with each write.
+#[allow(clippy::too_many_arguments)]
+fn secondary_scan_edges(
+    ti: u32,
+    t: &TxnRecord,
+    s: &Scan,
+    list: &[u32],
+    read: &[u32],
+    vers: &Versions,
+    txns: &[&TxnRecord],
+    edges: &mut Vec<E>,
+) {
+    let matches = |p: usize| version_matches(p, s, vers, txns);
+    for &k in list {
+        if read.binary_search(&k).is_err() {
+            predicate_edges(ti, t.begin_ts, k, vers, Some(&matches), edges);
+        }
+    }
+}
+
+/// Predicate edges for key `k`, which `ti`'s scan covered but did not read: absent (or, for a
+/// secondary index, not matching) at its snapshot `begin_ts`. `matches` says whether a version
+/// lies in the scanned range; `None` (a primary-key scan) means every version of `k` does.
+///
+/// The first later version that matches changed what the scan would return: `T -> U` unless
+/// `U` is `T`. If the version visible at the snapshot is a delete of a row that matched, the
+/// scan observed that delete: `D -> T`. Rows of the initial state carry no index keys, so for
+/// a secondary index a delete of one adds no edge.
+fn predicate_edges(
+    ti: u32,
+    begin_ts: u64,
+    k: u32,
+    vers: &Versions,
+    matches: Option<&dyn Fn(usize) -> bool>,
+    edges: &mut Vec<E>,
+) {
+    let r = vers.range(k);
+    let matched = |p: usize| matches.is_none_or(|m| m(p));
+    if let Some(first) = vers.first_after(k, begin_ts) {
+        let mut later = (first..r.end).filter(|&p| vers.ts[p] > begin_ts);
+        if let Some(p) = later.find(|&p| matched(p)) {
+            if vers.txn[p] != ti {
+                edges.push(E {
+                    from: ti,
+                    to: vers.txn[p],
+                    kind: PRW,
+                    key: k,
+                });
+            }
+        }
+    }
+    if let Some(p) = vers.last_visible(k, begin_ts) {
+        let removed_a_match = match matches {
+            None => true,
+            Some(m) => p > r.start && m(p - 1),
+        };
+        if vers.delete[p] && vers.txn[p] != ti && removed_a_match {
+            edges.push(E {
+                from: vers.txn[p],
+                to: ti,
+                kind: WR,
+                key: k,
+            });
+        }
     }
 }
 
@@ -1541,7 +1641,30 @@ mod tests {
             self.rk(key(k), writer, false)
         }
         fn wk(mut self, key: Key, kind: WriteKind) -> Self {
-            self.0.writes.push(Write { key, kind });
+            self.0.writes.push(Write {
+                key,
+                kind,
+                index_keys: vec![],
+            });
+            self
+        }
+        /// A write of row `k` of table 1 whose key in secondary index 1 is `ix`.
+        fn wx(mut self, k: &str, kind: WriteKind, ix: &str) -> Self {
+            self.0.writes.push(Write {
+                key: key(k),
+                kind,
+                index_keys: vec![(1, ix.as_bytes().to_vec())],
+            });
+            self
+        }
+        /// Scan of `[lo, hi)` of secondary index 1 of table 1.
+        fn scan_ix(mut self, lo: &str, hi: &str) -> Self {
+            self.0.scans.push(Scan {
+                table: 1,
+                index: 1,
+                lo: Bound::Included(lo.as_bytes().to_vec()),
+                hi: Bound::Excluded(hi.as_bytes().to_vec()),
+            });
             self
         }
         fn w(self, k: &str) -> Self {
@@ -1557,6 +1680,7 @@ mod tests {
         fn scan(mut self, lo: &str, hi: &str) -> Self {
             self.0.scans.push(Scan {
                 table: 1,
+                index: 0,
                 lo: Bound::Included(lo.as_bytes().to_vec()),
                 hi: Bound::Excluded(hi.as_bytes().to_vec()),
             });
@@ -1869,6 +1993,59 @@ mod tests {
         assert!(run(&h).is_ok());
     }
 
+    /// Secondary index 1 of table 1 holds a "colour" per row. T1 scans colours [g, h) and
+    /// finds nothing; T2 moves row r (not green at T1's snapshot) to green and writes x; T1
+    /// then reads T2's x. Only the recorded index keys can show that T2's write changed T1's
+    /// result.
+    fn secondary_phantom(l: Level, new_colour: &str) -> Vec<TxnRecord> {
+        let x = Key::new(2, "x");
+        vec![
+            txn(3, RC, 0, 1).wx("r", WriteKind::Insert, "blue").t(),
+            txn(1, l, 1, 4).scan_ix("g", "h").rk(x.clone(), 2, true).t(),
+            txn(2, RC, 1, 2)
+                .wx("r", WriteKind::Update, new_colour)
+                .wk(x, WriteKind::Update)
+                .t(),
+        ]
+    }
+
+    #[test]
+    fn secondary_index_phantom_is_a_predicate_edge() {
+        for l in [SI, SER] {
+            let r = run(&secondary_phantom(l, "green"));
+            assert_eq!(summary(&r), vec![("G-single", l, vec![1, 2])], "{r}");
+            let got = edges(&r.anomalies[0]);
+            assert_eq!(got, vec![e(1, 2, P, "r"), (2, 1, Wr, 2, "x".to_string())]);
+        }
+        assert!(run(&secondary_phantom(RR, "green")).is_ok());
+        // A move that stays outside the range changes nothing T1 scanned.
+        assert!(run(&secondary_phantom(SER, "red")).is_ok());
+    }
+
+    #[test]
+    fn secondary_index_scan_sees_deletes_and_first_matching_writer_only() {
+        // Row r is green at T1's snapshot but deleted before it (T2): the scan observed the
+        // delete (D -> T1). T4 later re-inserts r as red (no edge), then T5 makes it green
+        // (the first matching writer: T1 -> T5).
+        let h = vec![
+            txn(9, RC, 0, 1).wx("r", WriteKind::Insert, "green").t(),
+            txn(2, RC, 1, 2).del("r").t(),
+            txn(1, SER, 3, 10).scan_ix("g", "h").t(),
+            txn(4, RC, 4, 5).wx("r", WriteKind::Insert, "red").t(),
+            txn(5, RC, 5, 6).wx("r", WriteKind::Update, "green").t(),
+        ];
+        let b = build(&h, &HashMap::new());
+        let id = |v: u32| b.txns[v as usize].id;
+        let mut got: Vec<(u64, u64, EdgeKind)> = b
+            .edges
+            .iter()
+            .filter(|e| e.kind == PRW || (e.kind == WR && id(e.to) == 1))
+            .map(|e| (id(e.from), id(e.to), edge_kind(e.kind)))
+            .collect();
+        got.sort_by_key(|&(f, t, _)| (f, t));
+        assert_eq!(got, vec![(1, 5, P), (2, 1, Wr)]);
+    }
+
     #[test]
     fn predicate_write_skew_only_serializable() {
         // Each scans the other's range, finds it empty and inserts into the other's range.
@@ -1983,6 +2160,7 @@ mod tests {
         h[0].writes.push(Write {
             key: Key::new(3, vec![0, 255]),
             kind: WriteKind::Insert,
+            index_keys: vec![],
         });
         let r = run(&h);
         assert_eq!(r.anomalies.len(), 1, "{r}");
@@ -2073,13 +2251,18 @@ mod tests {
                 let k = keys[rng.below(4) as usize];
                 let kind = [WriteKind::Insert, WriteKind::Update, WriteKind::Delete]
                     [rng.below(3) as usize];
-                t.writes.push(Write { key: key(k), kind });
+                t.writes.push(Write {
+                    key: key(k),
+                    kind,
+                    index_keys: vec![],
+                });
             }
             if rng.below(4) == 0 {
                 let lo = rng.below(4) as usize;
                 let hi = lo + 1 + rng.below(3) as usize;
                 t.scans.push(Scan {
                     table: 1,
+                    index: 0,
                     lo: Bound::Included(keys[lo].as_bytes().to_vec()),
                     hi: if hi >= 4 {
                         Bound::Unbounded
@@ -2269,12 +2452,14 @@ mod tests {
                     t.writes.push(Write {
                         key: Key::new(1, kb(k)),
                         kind,
+                        index_keys: vec![],
                     });
                     own.push((k, kind != WriteKind::Delete));
                 } else {
                     let hi = (k + 1 + rng.below(8)).min(nkeys);
                     t.scans.push(Scan {
                         table: 1,
+                        index: 0,
                         lo: Bound::Included(kb(k)),
                         hi: Bound::Excluded(kb(hi)),
                     });

@@ -104,9 +104,10 @@ impl Recording {
             });
         }
     }
-    pub fn note_scan(&mut self, table: u32, lo: Bound<&[u8]>, hi: Bound<&[u8]>) {
+    pub fn note_scan(&mut self, table: u32, index: usize, lo: Bound<&[u8]>, hi: Bound<&[u8]>) {
         self.scans.push(Scan {
             table,
+            index: index as u32,
             lo: owned(lo),
             hi: owned(hi),
         });
@@ -115,7 +116,20 @@ impl Recording {
         let mut key = Vec::new();
         schema.encode_key_from_row(0, row, &mut key);
         let key = Key { table, key };
+        // The row's secondary-index keys, for the checker's secondary-index scans.
+        let index_keys = if kind == WriteKind::Delete {
+            Vec::new()
+        } else {
+            (1..schema.indexes.len())
+                .map(|i| {
+                    let mut k = Vec::new();
+                    schema.encode_key_from_row(i, row, &mut k);
+                    (i as u32, k)
+                })
+                .collect()
+        };
         if let Some(w) = self.writes.iter_mut().find(|w| w.key == key) {
+            w.index_keys = index_keys;
             // Several writes to one row in a transaction install one version.
             w.kind = match (w.kind, kind) {
                 (WriteKind::Insert, WriteKind::Delete) | (_, WriteKind::Delete) => {
@@ -125,7 +139,11 @@ impl Recording {
                 (k, _) => k,
             };
         } else {
-            self.writes.push(Write { key, kind });
+            self.writes.push(Write {
+                key,
+                kind,
+                index_keys,
+            });
         }
     }
     pub fn into_record(self, id: u64, begin_ts: u64, commit_ts: u64, iso: Isolation) -> TxnRecord {

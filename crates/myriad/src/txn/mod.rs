@@ -462,6 +462,9 @@ impl<'db> Transaction<'db> {
         });
         self.local.key_buf2 = check;
         self.push_scan(t, index, Bound::Included(&kb), Bound::Included(&kb), true);
+        if let Some(rec) = self.recording.as_mut() {
+            rec.note_scan(t.id, index, Bound::Included(&kb), Bound::Included(&kb));
+        }
         self.local.key_buf = kb;
         Ok(n)
     }
@@ -539,10 +542,8 @@ impl<'db> Transaction<'db> {
             (None, _) => (as_ref_bound(&lo_b), as_ref_bound(&hi_b)),
         };
         self.push_scan(t, index, plo, phi, false);
-        if index == 0 {
-            if let Some(rec) = self.recording.as_mut() {
-                rec.note_scan(t.id, plo, phi);
-            }
+        if let Some(rec) = self.recording.as_mut() {
+            rec.note_scan(t.id, index, plo, phi);
         }
         Ok(n)
     }
