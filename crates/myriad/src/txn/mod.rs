@@ -130,15 +130,9 @@ impl Prefetched {
         if self.table != Some(table) {
             return None;
         }
-        let mut start = 0usize;
-        for (i, &end) in self.ends.iter().enumerate() {
-            let end = end as usize;
-            if &self.keys[start..end] == key && self.tids[i] != NO_TID {
-                return Some(self.tids[i]);
-            }
-            start = end;
-        }
-        None
+        (0..self.tids.len())
+            .find(|&i| self.tids[i] != NO_TID && self.key(i) == key)
+            .map(|i| self.tids[i])
     }
 }
 
@@ -580,8 +574,8 @@ impl<'db> Transaction<'db> {
         pf.table = Some(t.id);
         // Three dependent stages (bucket, indirection entry, version), each a batch of misses.
         // Within a stage the prefetches are issued back to back, after the work that computes
-        // their addresses: a prefetch that misses the TLB holds up retirement for the page
-        // walk, so spacing them out with hashing and encoding lets only a few walks overlap.
+        // their addresses (profiles showed the prefetches waiting, likely on page walks, so
+        // spacing them out with hashing and encoding let only a few overlap).
         for k in keys {
             if t.schema.encode_key_values(0, k, &mut kb).is_ok() {
                 pf.keys.extend_from_slice(&kb);
@@ -612,9 +606,10 @@ impl<'db> Transaction<'db> {
         // Every line of every version (header and row), first lines first, into L2
         // (PREFETCHT1), not L1. Ten 1 KB rows are 170 lines: as T0 prefetches they filled the
         // L1 miss buffers and the transaction's own loads queued behind them. Measured on
-        // YCSB bytes100x10 (10 M rows, 2 threads, alternating runs, docs/benchmarks.md):
-        // T1 for all version lines vs T0, θ 0.9 attrs-read 10 about 1.6×, θ 0 about 2×.
-        // (All 17 lines vs header + first line: +10 % with attrs-read 10, earlier.)
+        // YCSB bytes100x10 (10 M rows, 2 threads, alternating runs, docs/benchmarks.md),
+        // against T0 for every line: 1.41× at θ 0.9 and 1.36× at θ 0 with attrs-read 10,
+        // 0.95× and 1.04× with attrs-read 1. (All 17 lines vs header + first line: +10 % with
+        // attrs-read 10, earlier.)
         let size = Version::alloc_size(t.schema.row_size);
         for &v in &pf.heads {
             prefetch_line_l2(v);
@@ -1294,25 +1289,32 @@ fn encode_bounds<K: Values + ?Sized>(
     Ok((lo, hi))
 }
 
+/// Issues a software prefetch of the cache line at `p` into L1 (PREFETCHT0); never faults,
+/// whatever `p` is.
+#[inline(always)]
+pub(crate) fn prefetch_line(p: *const u8) {
+    prefetch_hint::<{ HINT_T0 }>(p);
+}
+
 /// Like `prefetch_line`, into L2 only (PREFETCHT1), for lines needed soon but not first.
 #[inline(always)]
 pub(crate) fn prefetch_line_l2(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch is a hint; it never faults, whatever the address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T1)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
+    prefetch_hint::<{ HINT_T1 }>(p);
 }
 
-/// Issues a software prefetch of the cache line at `p` (never faults, whatever `p` is).
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::{_MM_HINT_T0 as HINT_T0, _MM_HINT_T1 as HINT_T1};
+#[cfg(not(target_arch = "x86_64"))]
+const HINT_T0: i32 = 0;
+#[cfg(not(target_arch = "x86_64"))]
+const HINT_T1: i32 = 0;
+
 #[inline(always)]
-pub(crate) fn prefetch_line(p: *const u8) {
+fn prefetch_hint<const HINT: i32>(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetch is a hint; it never faults, whatever the address.
     unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0)
+        std::arch::x86_64::_mm_prefetch::<HINT>(p as *const i8)
     };
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
