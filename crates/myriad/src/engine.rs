@@ -52,6 +52,8 @@ pub struct Stats {
     pub versions_reclaimed: u64,
     pub version_bytes_reclaimed: u64,
     pub gc_ns: u64,
+    /// Field reads that waited for a Preparing writer's outcome (no commit dependencies yet).
+    pub preparing_waits: u64,
 }
 
 impl Stats {
@@ -237,6 +239,7 @@ impl Database {
             s.versions_reclaimed += l(&st.versions_reclaimed);
             s.version_bytes_reclaimed += l(&st.version_bytes_reclaimed);
             s.gc_ns += l(&st.gc_ns);
+            s.preparing_waits += l(&st.preparing_waits);
         }
         s
     }

@@ -48,6 +48,9 @@ pub struct Report {
     pub shared_rmw_per_txn: f64,
     pub global_rmw_per_txn: f64,
     pub record_rmw_per_txn: f64,
+    /// Field reads that waited for a Preparing writer's outcome, per committed transaction
+    /// (readers wait because commit dependencies are not built yet).
+    pub preparing_waits_per_txn: f64,
     /// Time to create and load the tables.
     pub load_s: f64,
     pub fidelity: Fidelity,
@@ -382,6 +385,7 @@ impl Report {
             shared_rmw_per_txn: per_txn(global + record),
             global_rmw_per_txn: per_txn(global),
             record_rmw_per_txn: per_txn(record),
+            preparing_waits_per_txn: per_txn(d(|s| s.preparing_waits)),
             load_s: i.load_s,
             fidelity: i.fidelity,
         }
@@ -508,8 +512,12 @@ impl Report {
         }
         writeln!(
             o,
-            "  gc           {:.1} ms;  shared RMW/txn {:.2} (global {:.2}, record {:.2})",
-            self.gc_ms, self.shared_rmw_per_txn, self.global_rmw_per_txn, self.record_rmw_per_txn
+            "  gc           {:.1} ms;  shared RMW/txn {:.2} (global {:.2}, record {:.2});  waits on Preparing/txn {:.4}",
+            self.gc_ms,
+            self.shared_rmw_per_txn,
+            self.global_rmw_per_txn,
+            self.record_rmw_per_txn,
+            self.preparing_waits_per_txn
         )?;
         writeln!(o)?;
         writeln!(o, "  fidelity")?;

@@ -38,6 +38,7 @@ impl Resolver<'_> {
     #[inline]
     fn resolve(&self, field: &std::sync::atomic::AtomicU64, rt: u64) -> Field {
         let backoff = Backoff::new();
+        let mut waited = false;
         loop {
             let w = field.load(Ordering::Acquire);
             if !is_txn(w) {
@@ -55,7 +56,13 @@ impl Resolver<'_> {
                 // Preparing with ts ≤ rt: the outcome decides visibility; wait for it.
                 // PreparingPending: the end timestamp is about to be published; wait.
                 // Terminated: the field has been finalised; reread it.
-                TxnState::Preparing(_) | TxnState::PreparingPending | TxnState::Terminated => {
+                TxnState::Terminated => backoff.spin(),
+                TxnState::Preparing(_) | TxnState::PreparingPending => {
+                    if !waited {
+                        waited = true;
+                        let stats = &self.txns.slot(self.me.slot()).stats;
+                        crate::txn::table::bump(&stats.preparing_waits, 1);
+                    }
                     backoff.snooze()
                 }
             }

@@ -105,6 +105,9 @@ pub(crate) struct Prefetched {
     /// `NO_TID` where the index had no entry.
     tids: Vec<TupleId>,
     heads: Vec<*const u8>,
+    /// Where `tid_of` looks first: one past its last hit (operations usually follow the
+    /// prefetch order, so the search is one comparison instead of a scan).
+    cursor: std::cell::Cell<usize>,
 }
 
 const NO_TID: TupleId = TupleId::MAX;
@@ -117,6 +120,7 @@ impl Prefetched {
         self.hashes.clear();
         self.tids.clear();
         self.heads.clear();
+        self.cursor.set(0);
     }
 
     fn key(&self, i: usize) -> &[u8] {
@@ -130,9 +134,25 @@ impl Prefetched {
         if self.table != Some(table) {
             return None;
         }
-        (0..self.tids.len())
-            .find(|&i| self.tids[i] != NO_TID && self.key(i) == key)
-            .map(|i| self.tids[i])
+        let hit = |i: usize| self.tids[i] != NO_TID && same_key(self.key(i), key);
+        let c = self.cursor.get();
+        let i = if c < self.tids.len() && hit(c) {
+            c
+        } else {
+            (0..self.tids.len()).find(|&i| hit(i))?
+        };
+        self.cursor.set(i + 1);
+        Some(self.tids[i])
+    }
+}
+
+/// Byte equality of two encoded keys, one word compare for the common 8-byte key (an
+/// integer primary key) instead of a `memcmp` call.
+#[inline]
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    match (<[u8; 8]>::try_from(a), <[u8; 8]>::try_from(b)) {
+        (Ok(x), Ok(y)) => u64::from_ne_bytes(x) == u64::from_ne_bytes(y),
+        _ => a == b,
     }
 }
 

@@ -13,6 +13,19 @@
 //! - The Preparing state is published *before* the end timestamp is drawn (`PREPARING_PENDING`),
 //!   so a reader whose read time is later than the end timestamp can never observe the writer
 //!   as Active (the first trap of the foundation issue).
+//! - `state_of` reads `txn_id`, `state`, `txn_id` again. A reader asking about a transaction
+//!   whose slot has moved on to the next one and that reads the next one's state also reads,
+//!   on the second check, the id `terminate` reset (stored before that state) or a later one,
+//!   and reports Terminated instead of pairing the old id with the new state.
+//!
+//! Memory ordering: the owner's stores are Release and readers' loads Acquire; no store here
+//! needs to be ordered before a later *load* of the same thread, so none is a full barrier
+//! (on x86 a SeqCst store is an `xchg` that waits for every earlier store to reach the cache —
+//! after a 1 KB copy into a cold version block, a DRAM round trip). The orderings that do need
+//! one are elsewhere: the end timestamp is a SeqCst fetch-add, which publishes
+//! PREPARING_PENDING and the transaction's writes to every reader whose read time it precedes;
+//! and the provisional read-time registration in `Transaction::new` is a SeqCst store followed
+//! by a SeqCst clock load (a store-load pair against the GC watermark, gc/epoch.rs).
 
 use crossbeam_utils::CachePadded;
 use std::cell::UnsafeCell;
@@ -79,6 +92,8 @@ pub(crate) struct SlotStats {
     pub versions_reclaimed: AtomicU64,
     pub version_bytes_reclaimed: AtomicU64,
     pub gc_ns: AtomicU64,
+    /// Field reads that waited for a Preparing writer's outcome (visibility or validation).
+    pub preparing_waits: AtomicU64,
 }
 
 /// Adds `n` to an owner-written counter without an atomic read-modify-write.
@@ -161,11 +176,11 @@ impl TxnTable {
         let Some(s) = self.slots.get(id.slot()) else {
             return TxnState::Terminated;
         };
-        if s.txn_id.load(Ordering::SeqCst) != id.0 {
+        if s.txn_id.load(Ordering::Acquire) != id.0 {
             return TxnState::Terminated;
         }
-        let w = s.state.load(Ordering::SeqCst);
-        if s.txn_id.load(Ordering::SeqCst) != id.0 {
+        let w = s.state.load(Ordering::Acquire);
+        if s.txn_id.load(Ordering::Acquire) != id.0 {
             return TxnState::Terminated;
         }
         let ts = w & TS_MASK;
@@ -185,26 +200,92 @@ impl Slot {
         let seq = self.seq.load(Ordering::Relaxed) + 1;
         self.seq.store(seq, Ordering::Relaxed);
         let id = TxnId((seq << SLOT_BITS) | index as u64);
-        self.state.store(pack(ST_ACTIVE, 0), Ordering::SeqCst);
-        self.txn_id.store(id.0, Ordering::SeqCst);
+        self.state.store(pack(ST_ACTIVE, 0), Ordering::Release);
+        self.txn_id.store(id.0, Ordering::Release);
         id
     }
     pub fn set_preparing_pending(&self) {
         self.state
-            .store(pack(ST_PREPARING, PENDING_TS), Ordering::SeqCst);
+            .store(pack(ST_PREPARING, PENDING_TS), Ordering::Release);
     }
     pub fn set_preparing(&self, ts: u64) {
-        self.state.store(pack(ST_PREPARING, ts), Ordering::SeqCst);
+        self.state.store(pack(ST_PREPARING, ts), Ordering::Release);
     }
     pub fn set_committed(&self, ts: u64) {
-        self.state.store(pack(ST_COMMITTED, ts), Ordering::SeqCst);
+        self.state.store(pack(ST_COMMITTED, ts), Ordering::Release);
     }
     pub fn set_aborted(&self) {
-        self.state.store(pack(ST_ABORTED, 0), Ordering::SeqCst);
+        self.state.store(pack(ST_ABORTED, 0), Ordering::Release);
     }
     /// Ends the transaction after post-processing (see the module invariants).
     pub fn terminate(&self) {
-        self.txn_id.store(0, Ordering::SeqCst);
-        self.begin_ts.store(u64::MAX, Ordering::SeqCst);
+        self.txn_id.store(0, Ordering::Release);
+        self.begin_ts.store(u64::MAX, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    /// A reader asking about a transaction that already committed, while its slot starts the
+    /// next transaction, must see Committed or Terminated — never the next transaction's
+    /// Active state paired with the old id (which makes a committed version invisible). Fails
+    /// within a few thousand rounds when `start` stores the state before the id.
+    #[test]
+    fn a_committed_transaction_is_never_seen_active_while_its_slot_moves_on() {
+        // The writer keeps cycling until the reader has made this many lookups (the reader
+        // may get the CPU late when other tests run), or gives up after MAX_ROUNDS.
+        const LOOKUPS: u64 = 2_000_000;
+        const MAX_ROUNDS: u64 = 200_000_000;
+        let table = Arc::new(TxnTable::new(1));
+        let last = Arc::new(AtomicU64::new(0));
+        let asked = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let (table, last, asked, stop) =
+                (table.clone(), last.clone(), asked.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let (mut wrong, mut n) = (0u64, 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    let id = last.load(Ordering::Acquire);
+                    if id == 0 {
+                        continue;
+                    }
+                    n += 1;
+                    if n % 1024 == 0 {
+                        asked.store(n, Ordering::Relaxed);
+                    }
+                    match table.state_of(TxnId(id)) {
+                        TxnState::Committed(_) | TxnState::Terminated => {}
+                        _ => wrong += 1,
+                    }
+                }
+                (wrong, n)
+            })
+        };
+        let slot = table.slot(0);
+        let mut ts = 0;
+        while asked.load(Ordering::Relaxed) < LOOKUPS && ts < MAX_ROUNDS {
+            ts += 1;
+            let id = slot.start(0);
+            slot.set_preparing_pending();
+            slot.set_preparing(ts);
+            slot.set_committed(ts);
+            last.store(id.0, Ordering::Release);
+            slot.terminate();
+        }
+        stop.store(true, Ordering::Relaxed);
+        let (wrong, n) = reader.join().unwrap();
+        assert!(
+            n >= LOOKUPS,
+            "the reader made only {n} lookups in {ts} rounds"
+        );
+        assert_eq!(
+            wrong, 0,
+            "{wrong} of {n} lookups saw a committed id as live"
+        );
     }
 }
