@@ -247,6 +247,7 @@ impl TableSchema {
     // ---- key encoding ----
 
     /// Encodes the key of index `idx` from caller-supplied values into `out` (cleared first).
+    #[inline]
     pub(crate) fn encode_key_values<K: Values + ?Sized>(
         &self,
         idx: usize,
@@ -257,7 +258,12 @@ impl TableSchema {
         if let (Some(v), &[col]) = (key.single(), &cols[..]) {
             // One-column key given as one value: no per-value callback.
             out.clear();
-            encode_component(self.coerce_key(col, v)?, out);
+            match (self.columns[col].ty, v) {
+                // The common integer key without the `ValueRef` round trip through
+                // `coerce_key` (whose by-memory return showed as a store-forwarding stall).
+                (ColumnType::Int, ValueRef::Int(i)) => encode_int(i, out),
+                _ => encode_component(self.coerce_key(col, v)?, out),
+            }
             return Ok(());
         }
         if key.count() != cols.len() {
@@ -326,7 +332,7 @@ impl TableSchema {
 #[inline]
 pub(crate) fn encode_component(v: ValueRef<'_>, out: &mut Vec<u8>) {
     match v {
-        ValueRef::Int(i) => out.extend_from_slice(&((i as u64) ^ (1 << 63)).to_be_bytes()),
+        ValueRef::Int(i) => encode_int(i, out),
         ValueRef::Float(f) => {
             let b = f.to_bits();
             let k = if b >> 63 == 1 { !b } else { b ^ (1 << 63) };
@@ -335,6 +341,12 @@ pub(crate) fn encode_component(v: ValueRef<'_>, out: &mut Vec<u8>) {
         ValueRef::Str(s) => encode_bytes(s.as_bytes(), out),
         ValueRef::Bytes(b) => encode_bytes(b, out),
     }
+}
+
+/// An integer key component: sign bit flipped, big-endian, so byte order is numeric order.
+#[inline]
+fn encode_int(i: i64, out: &mut Vec<u8>) {
+    out.extend_from_slice(&((i as u64) ^ (1 << 63)).to_be_bytes());
 }
 
 fn encode_bytes(b: &[u8], out: &mut Vec<u8>) {
