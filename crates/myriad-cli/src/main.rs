@@ -93,6 +93,9 @@ struct BenchArgs {
     #[arg(long, value_name = "POLICY", default_value = "txn", value_parser = parse_choice::<GcPolicy>)]
     #[serde(serialize_with = "as_display")]
     gc: GcPolicy,
+    /// With `--gc txn`: a worker looks for reclaimable versions after this many of its commits.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    gc_interval: u32,
     /// Also write the report as one JSON object to PATH.
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
@@ -257,7 +260,8 @@ fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
     let mut config = Config::new()
         .protocol(b.protocol)
         .isolation(b.isolation)
-        .gc(b.gc);
+        .gc(b.gc)
+        .gc_interval_txns(b.gc_interval);
     // One transaction-table slot per worker at least.
     if b.threads > 256 {
         config = config.max_concurrent_txns(b.threads);
@@ -438,6 +442,7 @@ mod tests {
             "protocol",
             "isolation",
             "gc",
+            "gc_interval",
             "json",
             "no_progress",
             "latency_histogram",

@@ -94,6 +94,7 @@ fn check_report(r: &Value, mix: &str, layout: &str, dist: &str) {
         "shared_rmw_per_txn",
         "global_rmw_per_txn",
         "record_rmw_per_txn",
+        "preparing_waits_per_txn",
         "load_s",
         "fidelity.mix",
         "fidelity.read_pct",
@@ -211,6 +212,7 @@ fn every_layout_and_key_dist(mix: &str) {
             ]);
             check_report(&r, mix, layout, dist);
             assert_eq!(r["fidelity"]["gc"], gc);
+            assert_eq!(r["fidelity"]["gc_interval_txns"], 16);
         }
     }
 }
@@ -254,8 +256,18 @@ fn ycsb_contended_updates_commit_and_report_abort_reasons() {
 #[test]
 fn transaction_gc_keeps_up_with_contended_updates() {
     for _ in 0..3 {
-        let r = ycsb(&["--mix", "update-intensive", "--theta", "0.9", "--gc", "txn"]);
+        let r = ycsb(&[
+            "--mix",
+            "update-intensive",
+            "--theta",
+            "0.9",
+            "--gc",
+            "txn",
+            "--gc-interval",
+            "8",
+        ]);
         check_report(&r, "update-intensive", "int64x10", "gray");
+        assert_eq!(r["fidelity"]["gc_interval_txns"], 8);
         let live = r["memory"]["live_versions"]
             .as_u64()
             .expect("live_versions");
@@ -286,6 +298,7 @@ fn unknown_flags_and_values_are_rejected_by_name() {
         ("--threads", "0"),
         ("--attrs-read", "11"),
         ("--duration", "0"),
+        ("--gc-interval", "0"),
     ] {
         let out = myriad(&["bench", "ycsb", flag, value]);
         assert!(!out.status.success(), "{flag} {value} accepted");

@@ -204,6 +204,7 @@ impl TableSchema {
     }
 
     /// Reads column `col` of `row`. `row` must be a row of this table.
+    #[inline]
     pub(crate) fn read_column<'r>(&self, row: &'r [u8], col: usize) -> ValueRef<'r> {
         let c = &self.columns[col];
         let o = c.offset;

@@ -294,6 +294,7 @@ impl<'a> RowRef<'a> {
         self.len() == 0
     }
     /// Column `col`, or `None` if out of range.
+    #[inline]
     pub fn get(&self, col: usize) -> Option<ValueRef<'a>> {
         (col < self.len()).then(|| self.schema.read_column(self.data, col))
     }

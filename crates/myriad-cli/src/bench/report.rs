@@ -221,6 +221,8 @@ pub struct Fidelity {
     pub protocol: String,
     pub isolation: String,
     pub gc: String,
+    /// With GC on: a worker collects after this many of its commits.
+    pub gc_interval_txns: u32,
     pub version_storage: String,
     pub durability: String,
     pub pages: String,
@@ -242,6 +244,7 @@ impl Fidelity {
             protocol: config.get_protocol().name().into(),
             isolation: config.get_isolation().name().into(),
             gc: config.get_gc().name().into(),
+            gc_interval_txns: config.get_gc_interval_txns(),
             version_storage: config.get_storage().name().into(),
             durability: match config.get_log() {
                 myriad::LogPolicy::None => "none: in-memory".into(),
@@ -262,6 +265,7 @@ impl Fidelity {
             ("protocol", Json::from(self.protocol.clone())),
             ("isolation", Json::from(self.isolation.clone())),
             ("gc", Json::from(self.gc.clone())),
+            ("gc_interval_txns", Json::from(self.gc_interval_txns)),
             ("version_storage", Json::from(self.version_storage.clone())),
             ("durability", Json::from(self.durability.clone())),
             ("retry_policy", Json::from(super::RETRY_POLICY)),
