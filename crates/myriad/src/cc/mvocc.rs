@@ -24,7 +24,7 @@ use crate::error::{AbortReason, Error, Result};
 use crate::gc::Garbage;
 use crate::storage::{Table, TupleId};
 use crate::txn::table::bump;
-use crate::txn::{ScanRecord, Transaction};
+use crate::txn::{ScanRecord, Transaction, TABLE_SCAN};
 use crate::version::Version;
 use std::ops::Bound;
 use std::ptr;
@@ -136,6 +136,10 @@ fn bound(arena: &[u8], b: (u8, u32, u32)) -> Bound<&[u8]> {
 /// writes) differs from the one visible as of the begin timestamp.
 fn rescan(tx: &Transaction<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: u64) -> bool {
     let t = tx.db.table_by_id(s.table);
+    if s.index == TABLE_SCAN {
+        // Every tuple, including those allocated since the scan: same view at both times.
+        return (0..t.tid_count()).all(|tid| same_view(tx, r, t, 0, tid, &[], end_ts));
+    }
     let index = s.index as usize;
     let idx = &t.indexes[index];
     let arena = &tx.local.scan_keys;

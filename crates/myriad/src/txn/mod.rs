@@ -54,12 +54,18 @@ pub struct ScanOptions {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ScanRecord {
     pub table: u32,
+    /// Index position, or `TABLE_SCAN` for a whole-table scan in tuple-id order.
     pub index: u16,
     /// Bounds as byte ranges of `SlotLocal::scan_keys`; a point lookup has lo = hi = Included.
     pub lo: (u8, u32, u32),
     pub hi: (u8, u32, u32),
     pub point: bool,
 }
+
+/// `ScanRecord::index` of a whole-table scan (`Transaction::scan_table`).
+pub(crate) const TABLE_SCAN: u16 = u16::MAX;
+/// A table scan re-pins the memory epoch after this many tuple ids.
+const TABLE_SCAN_REPIN_TIDS: u64 = 4096;
 
 /// A write: the new version at the head of `tid`'s chain and the version it superseded.
 #[derive(Clone, Copy, Debug)]
@@ -558,6 +564,59 @@ impl<'db> Transaction<'db> {
         self.push_scan(t, index, plo, phi, false);
         if let Some(rec) = self.recording.as_mut() {
             rec.note_scan(t.id, index, plo, phi);
+        }
+        Ok(n)
+    }
+
+    /// Visits every row of `t` visible to this transaction, in tuple-id (insertion) order,
+    /// until `f` returns false; returns the number of rows visited. This is the full scan a
+    /// query without a usable index needs. Under Serializable the whole table counts as read
+    /// (a predicate read that matches every row): a row that a transaction committing between
+    /// our begin and end timestamps inserts, deletes or changes aborts us at commit as a
+    /// phantom, even if `f` stopped early (conservative). Each visited row is recorded as read.
+    pub fn scan_table(
+        &mut self,
+        t: &TableRef,
+        mut f: impl FnMut(RowRef<'_>) -> bool,
+    ) -> Result<usize> {
+        self.begin_op(t)?;
+        let rt = self.stmt_ts();
+        let mut n = 0usize;
+        for tid in 0..t.tid_count() {
+            if tid % TABLE_SCAN_REPIN_TIDS == TABLE_SCAN_REPIN_TIDS - 1 {
+                // No version reference outlives an iteration (the read set is protected by
+                // the watermark), so a long scan need not hold back memory reclamation.
+                self.guard.repin();
+            }
+            let v = self.visible_version(t, tid, rt);
+            // SAFETY: visible versions stay allocated while we are active (watermark + pin).
+            let Some(r) = (unsafe { v.as_ref() }) else {
+                continue;
+            };
+            if r.is_tombstone() {
+                continue;
+            }
+            self.note_read(t, v);
+            n += 1;
+            if !f(RowRef {
+                schema: &t.schema,
+                data: r.data(),
+            }) {
+                break;
+            }
+        }
+        if self.isolation == Isolation::Serializable {
+            self.local.scan_set.push(ScanRecord {
+                table: t.id,
+                index: TABLE_SCAN,
+                lo: (2, 0, 0),
+                hi: (2, 0, 0),
+                point: false,
+            });
+        }
+        if let Some(rec) = self.recording.as_mut() {
+            // For the history checker a whole-table read is an unbounded primary-key range.
+            rec.note_scan(t.id, 0, Bound::Unbounded, Bound::Unbounded);
         }
         Ok(n)
     }
