@@ -113,6 +113,13 @@ pub enum Error {
     InvalidConfig(String),
     /// A valid configuration that this build does not implement yet (names the choice).
     Unsupported(String),
+    /// A SQL statement that does not parse, type-check or is not supported; `line` and
+    /// `column` (1-based, 0 when unknown) locate the offending text.
+    Sql {
+        line: u64,
+        column: u64,
+        message: String,
+    },
 }
 
 impl Error {
@@ -192,6 +199,17 @@ impl fmt::Display for Error {
             ),
             Error::InvalidConfig(m) => write!(f, "invalid configuration: {m}"),
             Error::Unsupported(m) => write!(f, "not supported: {m}"),
+            Error::Sql {
+                line,
+                column,
+                message,
+            } => {
+                if *line == 0 {
+                    write!(f, "SQL: {message}")
+                } else {
+                    write!(f, "SQL at line {line}, column {column}: {message}")
+                }
+            }
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod log;
 pub mod procedure;
 pub mod recovery;
 pub mod schema;
+pub mod sql;
 pub mod storage;
 pub mod timestamp;
 pub mod txn;

@@ -1,0 +1,728 @@
+//! The statement language (issue 3, first part): a SQL subset parsed with `sqlparser` and run
+//! on the engine's transaction API by a [`Session`].
+//!
+//! Built so far: `CREATE TABLE` (INT/INTEGER/BIGINT, DOUBLE/REAL/FLOAT, VARCHAR(n), TEXT,
+//! single- or multi-column `PRIMARY KEY`, kept in an ordered index), `INSERT ... VALUES` (several
+//! rows, optional column list naming every column), single-table `SELECT` (`*` or expressions,
+//! `WHERE` with comparisons, AND/OR/NOT and arithmetic including `%`, `LIMIT`), `UPDATE ... SET
+//! ... WHERE`, `DELETE ... WHERE`, `BEGIN|START TRANSACTION [ISOLATION LEVEL ...] [READ ONLY]`,
+//! `COMMIT`, `ROLLBACK`. A statement outside `BEGIN` runs as its own transaction. The planner
+//! uses the primary key when `WHERE` fixes every key column by equality with constants (a
+//! conjunct per column); anything else is a full scan (`Transaction::scan_table`, protected
+//! against phantoms under Serializable). Not built yet, and rejected with an error that says
+//! so: `CREATE INDEX`, `ORDER BY`, aggregates, parameters, procedures.
+
+mod expr;
+
+use crate::error::{Error, Result};
+use crate::schema::{ColumnType, IndexKind, TableSchema};
+use crate::storage::TableRef;
+use crate::txn::{Transaction, TxnOptions};
+use crate::value::Value;
+use crate::{Database, Isolation};
+use expr::{compile, eval, Op, Ty, E, V};
+use sqlparser::ast::{
+    self, ColumnOption, Expr, FromTable, ObjectName, SelectItem, SetExpr, Spanned, Statement,
+    TableConstraint, TableFactor, TableObject, TransactionAccessMode, TransactionIsolationLevel,
+    TransactionMode,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::{Parser, ParserError};
+
+/// Maximum length of a `TEXT` column (the engine stores rows at a fixed width).
+pub const TEXT_MAX_LEN: usize = 1024;
+
+/// A position in the statement text (1-based; 0 when unknown).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SqlPos {
+    pub line: u64,
+    pub column: u64,
+}
+
+pub(crate) fn sql_error(at: SqlPos, message: String) -> Error {
+    Error::Sql {
+        line: at.line,
+        column: at.column,
+        message,
+    }
+}
+
+fn at_span(s: sqlparser::tokenizer::Span) -> SqlPos {
+    SqlPos {
+        line: s.start.line,
+        column: s.start.column,
+    }
+}
+
+/// What a statement produced.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    /// A statement without rows; the tag says what it did (`INSERT 3`, `BEGIN`, ...).
+    Done(String),
+    /// Result rows of a `SELECT`, values in select-list order.
+    Rows {
+        columns: Vec<String>,
+        rows: Vec<Vec<Value>>,
+    },
+}
+
+/// A SQL session on a database: at most one open explicit transaction.
+pub struct Session<'db> {
+    db: &'db Database,
+    txn: Option<Transaction<'db>>,
+}
+
+impl<'db> Session<'db> {
+    pub fn new(db: &'db Database) -> Self {
+        Session { db, txn: None }
+    }
+
+    /// Is an explicit transaction (`BEGIN`) open?
+    pub fn in_transaction(&self) -> bool {
+        self.txn.is_some()
+    }
+
+    /// Parses and runs every statement of `sql` in order, stopping at the first error (the
+    /// statements before it keep their effect). An error inside an explicit transaction
+    /// aborts that transaction.
+    pub fn execute(&mut self, sql: &str) -> Result<Vec<Output>> {
+        let stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(parse_error)?;
+        let mut out = Vec::with_capacity(stmts.len());
+        for s in &stmts {
+            match self.statement(s) {
+                Ok(o) => out.push(o),
+                Err(e) => {
+                    if let Some(tx) = self.txn.take() {
+                        tx.abort();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn statement(&mut self, s: &Statement) -> Result<Output> {
+        match s {
+            Statement::StartTransaction { modes, .. } => self.begin(modes, s),
+            Statement::Commit { .. } => match self.txn.take() {
+                Some(tx) => tx.commit().map(|_| Output::Done("COMMIT".into())),
+                None => Err(sql_error(at_span(s.span()), "COMMIT without BEGIN".into())),
+            },
+            Statement::Rollback { .. } => match self.txn.take() {
+                Some(tx) => {
+                    tx.abort();
+                    Ok(Output::Done("ROLLBACK".into()))
+                }
+                None => Err(sql_error(
+                    at_span(s.span()),
+                    "ROLLBACK without BEGIN".into(),
+                )),
+            },
+            Statement::CreateTable(ct) => {
+                if self.txn.is_some() {
+                    return Err(sql_error(
+                        at_span(s.span()),
+                        "CREATE TABLE inside a transaction is not supported".into(),
+                    ));
+                }
+                self.db.create_table_from(table_schema(ct)?)?;
+                Ok(Output::Done("CREATE TABLE".into()))
+            }
+            Statement::CreateIndex(_) => Err(sql_error(
+                at_span(s.span()),
+                "CREATE INDEX is not supported yet".into(),
+            )),
+            _ => self.in_txn(|db, tx| dml(db, tx, s)),
+        }
+    }
+
+    fn begin(&mut self, modes: &[TransactionMode], s: &Statement) -> Result<Output> {
+        if self.txn.is_some() {
+            return Err(sql_error(
+                at_span(s.span()),
+                "a transaction is already open".into(),
+            ));
+        }
+        let mut opts = TxnOptions {
+            isolation: self.db.config().get_isolation(),
+            read_only: false,
+        };
+        for m in modes {
+            match m {
+                TransactionMode::AccessMode(a) => {
+                    opts.read_only = *a == TransactionAccessMode::ReadOnly
+                }
+                TransactionMode::IsolationLevel(l) => {
+                    opts.isolation = match l {
+                        TransactionIsolationLevel::ReadCommitted => Isolation::ReadCommitted,
+                        TransactionIsolationLevel::RepeatableRead => Isolation::RepeatableRead,
+                        TransactionIsolationLevel::Snapshot => Isolation::Snapshot,
+                        TransactionIsolationLevel::Serializable => Isolation::Serializable,
+                        TransactionIsolationLevel::ReadUncommitted => return Err(sql_error(
+                            at_span(s.span()),
+                            "READ UNCOMMITTED is not offered (the weakest level is READ COMMITTED)"
+                                .into(),
+                        )),
+                    }
+                }
+            }
+        }
+        self.txn = Some(self.db.begin_with(opts)?);
+        Ok(Output::Done("BEGIN".into()))
+    }
+
+    /// Runs `f` in the open transaction, or in a transaction of its own that commits.
+    fn in_txn(
+        &mut self,
+        f: impl FnOnce(&Database, &mut Transaction<'db>) -> Result<Output>,
+    ) -> Result<Output> {
+        match self.txn.as_mut() {
+            Some(tx) => f(self.db, tx),
+            None => {
+                let mut tx = self.db.begin()?;
+                let out = f(self.db, &mut tx)?;
+                tx.commit()?;
+                Ok(out)
+            }
+        }
+    }
+}
+
+fn parse_error(e: ParserError) -> Error {
+    let message = match e {
+        ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
+        ParserError::RecursionLimitExceeded => "statement nested too deeply".into(),
+    };
+    // sqlparser appends " at Line: L, Column: C".
+    let mut at = SqlPos::default();
+    let mut text = message.as_str();
+    if let Some(i) = message.rfind(" at Line: ") {
+        let tail = &message[i + " at Line: ".len()..];
+        let mut parts = tail.split(", Column: ");
+        if let (Some(l), Some(c)) = (parts.next(), parts.next()) {
+            if let (Ok(l), Ok(c)) = (l.trim().parse(), c.trim().parse()) {
+                at = SqlPos { line: l, column: c };
+                text = &message[..i];
+            }
+        }
+    }
+    sql_error(at, text.to_string())
+}
+
+fn name_of(n: &ObjectName) -> Result<String> {
+    match n.0.as_slice() {
+        [ast::ObjectNamePart::Identifier(id)] => Ok(id.value.clone()),
+        _ => Err(sql_error(
+            at_span(n.span()),
+            format!("qualified names are not supported: {n}"),
+        )),
+    }
+}
+
+fn column_type(t: &ast::DataType, at: SqlPos) -> Result<ColumnType> {
+    use ast::DataType as D;
+    Ok(match t {
+        D::Int(_) | D::Integer(_) | D::BigInt(_) => ColumnType::Int,
+        D::Double(_) | D::DoublePrecision | D::Real | D::Float(_) => ColumnType::Float,
+        D::Varchar(Some(ast::CharacterLength::IntegerLength { length, .. })) => {
+            ColumnType::Str(*length as usize)
+        }
+        D::Text => ColumnType::Str(TEXT_MAX_LEN),
+        D::Varchar(_) => {
+            return Err(sql_error(
+                at,
+                "VARCHAR needs a maximum length: VARCHAR(n)".into(),
+            ))
+        }
+        other => return Err(sql_error(at, format!("type {other} is not supported"))),
+    })
+}
+
+fn table_schema(ct: &ast::CreateTable) -> Result<TableSchema> {
+    let name = name_of(&ct.name)?;
+    let mut b = TableSchema::new(&name);
+    let mut pk: Vec<String> = Vec::new();
+    for c in &ct.columns {
+        b = b.column(&c.name.value, column_type(&c.data_type, at_span(c.span()))?);
+        for o in &c.options {
+            match &o.option {
+                ColumnOption::PrimaryKey(_) => pk.push(c.name.value.clone()),
+                ColumnOption::NotNull => {}
+                other => {
+                    return Err(sql_error(
+                        at_span(c.span()),
+                        format!("column option {other} is not supported"),
+                    ))
+                }
+            }
+        }
+    }
+    for k in &ct.constraints {
+        match k {
+            TableConstraint::PrimaryKey(p) if pk.is_empty() => {
+                for ic in &p.columns {
+                    match &ic.column.expr {
+                        Expr::Identifier(id) => pk.push(id.value.clone()),
+                        e => {
+                            return Err(sql_error(
+                                at_span(e.span()),
+                                "a primary key lists column names".into(),
+                            ))
+                        }
+                    }
+                }
+            }
+            other => {
+                return Err(sql_error(
+                    at_span(other.span()),
+                    format!("table constraint not supported: {other}"),
+                ))
+            }
+        }
+    }
+    if pk.is_empty() {
+        return Err(sql_error(
+            at_span(ct.name.span()),
+            format!("table `{name}` needs a PRIMARY KEY"),
+        ));
+    }
+    let cols: Vec<&str> = pk.iter().map(String::as_str).collect();
+    // Ordered, so that key ranges (and later ORDER BY on the key) can use it.
+    b.primary_key_with(&cols, IndexKind::Ordered).build()
+}
+
+/// The table a DML statement names.
+fn table_of(db: &Database, f: &TableFactor) -> Result<TableRef> {
+    match f {
+        TableFactor::Table { name, .. } => db.table(&name_of(name)?),
+        other => Err(sql_error(
+            at_span(other.span()),
+            format!("only a plain table can be read here: {other}"),
+        )),
+    }
+}
+
+fn single_table(db: &Database, from: &[ast::TableWithJoins], at: SqlPos) -> Result<TableRef> {
+    match from {
+        [t] if t.joins.is_empty() => table_of(db, &t.relation),
+        [] => Err(sql_error(
+            at,
+            "a FROM clause naming one table is required".into(),
+        )),
+        _ => Err(sql_error(
+            at,
+            "joins and several tables are not supported".into(),
+        )),
+    }
+}
+
+fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement) -> Result<Output> {
+    let at = at_span(s.span());
+    match s {
+        Statement::Insert(ins) => insert(db, tx, ins, at),
+        Statement::Query(q) => select(db, tx, q, at),
+        Statement::Update(u) => {
+            if u.from.is_some() || u.returning.is_some() || !u.order_by.is_empty() {
+                return Err(sql_error(
+                    at,
+                    "UPDATE ... FROM/RETURNING/ORDER BY is not supported".into(),
+                ));
+            }
+            let t = single_table(db, std::slice::from_ref(&u.table), at)?;
+            let mut sets = Vec::new();
+            for a in &u.assignments {
+                let ast::AssignmentTarget::ColumnName(n) = &a.target else {
+                    return Err(sql_error(
+                        at_span(a.span()),
+                        "assign one column at a time".into(),
+                    ));
+                };
+                let name = name_of(n)?;
+                let c = t.schema.column_index(&name).map_err(|_| {
+                    sql_error(
+                        at_span(n.span()),
+                        format!("table `{}` has no column `{name}`", t.name()),
+                    )
+                })?;
+                let cty = Ty::of_column(t.schema.columns()[c].ty);
+                let (e, ty) = compile(&a.value, Some(&t.schema))?;
+                if !(ty == cty || (cty == Ty::Float && ty == Ty::Int)) {
+                    return Err(sql_error(
+                        at_span(a.value.span()),
+                        format!(
+                            "cannot assign {} to column `{name}` of type {}",
+                            ty.name(),
+                            cty.name()
+                        ),
+                    ));
+                }
+                sets.push((c, e));
+            }
+            let keys = matching_keys(tx, &t, u.selection.as_ref())?;
+            for k in &keys {
+                let mut err = Ok(());
+                tx.update_with(&t, k.as_slice(), |row| {
+                    // Every SET expression sees the row as it was before the statement.
+                    let mut vals = Vec::with_capacity(sets.len());
+                    for (c, e) in &sets {
+                        match eval(e, Some(row.as_ref()))? {
+                            V::Val(v) => vals.push((*c, coerce(&t.schema, *c, v))),
+                            V::Bool(_) => unreachable!("type-checked"),
+                        }
+                    }
+                    for (c, v) in vals {
+                        if let Err(e) = row.set(c, &v) {
+                            err = Err(e);
+                            break;
+                        }
+                    }
+                    Ok(())
+                })?;
+                err?;
+            }
+            Ok(Output::Done(format!("UPDATE {}", keys.len())))
+        }
+        Statement::Delete(d) => {
+            let from = match &d.from {
+                FromTable::WithFromKeyword(f) | FromTable::WithoutKeyword(f) => f,
+            };
+            if d.using.is_some()
+                || d.returning.is_some()
+                || d.limit.is_some()
+                || !d.tables.is_empty()
+            {
+                return Err(sql_error(
+                    at,
+                    "DELETE ... USING/RETURNING/LIMIT is not supported".into(),
+                ));
+            }
+            let t = single_table(db, from, at)?;
+            let keys = matching_keys(tx, &t, d.selection.as_ref())?;
+            for k in &keys {
+                tx.delete(&t, k.as_slice())?;
+            }
+            Ok(Output::Done(format!("DELETE {}", keys.len())))
+        }
+        other => Err(sql_error(
+            at,
+            format!("statement not supported: {}", first_words(other)),
+        )),
+    }
+}
+
+fn first_words(s: &Statement) -> String {
+    s.to_string()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn insert(
+    db: &Database,
+    tx: &mut Transaction<'_>,
+    ins: &ast::Insert,
+    at: SqlPos,
+) -> Result<Output> {
+    let TableObject::TableName(name) = &ins.table else {
+        return Err(sql_error(
+            at,
+            "INSERT into a table function is not supported".into(),
+        ));
+    };
+    let t = db.table(&name_of(name)?)?;
+    let ncols = t.schema.columns().len();
+    // Position in the statement's value list of each table column.
+    let order: Vec<usize> = if ins.columns.is_empty() {
+        (0..ncols).collect()
+    } else {
+        let mut order = vec![usize::MAX; ncols];
+        for (i, c) in ins.columns.iter().enumerate() {
+            let n = name_of(c)?;
+            let ci = t.schema.column_index(&n).map_err(|_| {
+                sql_error(
+                    at_span(c.span()),
+                    format!("table `{}` has no column `{n}`", t.name()),
+                )
+            })?;
+            order[ci] = i;
+        }
+        if let Some(missing) = order.iter().position(|&o| o == usize::MAX) {
+            return Err(sql_error(
+                at,
+                format!(
+                    "no value for column `{}` (every column needs one)",
+                    t.schema.columns()[missing].name
+                ),
+            ));
+        }
+        order
+    };
+    let Some(src) = &ins.source else {
+        return Err(sql_error(at, "INSERT needs VALUES".into()));
+    };
+    let SetExpr::Values(values) = src.body.as_ref() else {
+        return Err(sql_error(
+            at,
+            "INSERT ... SELECT is not supported; use VALUES".into(),
+        ));
+    };
+    let mut n = 0;
+    for row in &values.rows {
+        if row.len() != ncols {
+            return Err(sql_error(
+                at_span(row.first().map(|e| e.span()).unwrap_or(ins.span())),
+                format!("{} values for {} columns", row.len(), ncols),
+            ));
+        }
+        let mut vals = Vec::with_capacity(ncols);
+        for &o in &order {
+            let e = &row[o];
+            match compile(e, None)? {
+                (x, Ty::Bool) => {
+                    let _ = x;
+                    return Err(sql_error(
+                        at_span(e.span()),
+                        "a boolean cannot be stored".into(),
+                    ));
+                }
+                (x, _) => match eval(&x, None)? {
+                    V::Val(v) => vals.push(coerce(&t.schema, vals.len(), v)),
+                    V::Bool(_) => unreachable!("type-checked"),
+                },
+            }
+        }
+        tx.insert(&t, vals.as_slice())?;
+        n += 1;
+    }
+    Ok(Output::Done(format!("INSERT {n}")))
+}
+
+/// An integer stored into a DOUBLE column becomes a float.
+fn coerce(s: &TableSchema, col: usize, v: Value) -> Value {
+    match (s.columns()[col].ty, v) {
+        (ColumnType::Float, Value::Int(i)) => Value::Float(i as f64),
+        (_, v) => v,
+    }
+}
+
+/// Primary keys of the rows `filter` selects (all rows when `None`), as of the transaction.
+fn matching_keys(
+    tx: &mut Transaction<'_>,
+    t: &TableRef,
+    filter: Option<&Expr>,
+) -> Result<Vec<Vec<Value>>> {
+    let pk: Vec<usize> = t.schema.indexes()[0].columns.clone();
+    let mut keys = Vec::new();
+    visit(tx, t, filter, &mut |r| {
+        keys.push(pk.iter().map(|&c| r[c].clone()).collect());
+        Ok(true)
+    })?;
+    Ok(keys)
+}
+
+/// Calls `f` with each row (all columns) that `filter` selects, until it returns false.
+fn visit(
+    tx: &mut Transaction<'_>,
+    t: &TableRef,
+    filter: Option<&Expr>,
+    f: &mut dyn FnMut(&[Value]) -> Result<bool>,
+) -> Result<()> {
+    let cond = match filter {
+        Some(e) => {
+            let (c, ty) = compile(e, Some(&t.schema))?;
+            if ty != Ty::Bool {
+                return Err(sql_error(
+                    at_span(e.span()),
+                    "WHERE needs a boolean condition".into(),
+                ));
+            }
+            Some(c)
+        }
+        None => None,
+    };
+    let pass = |r: crate::value::RowRef<'_>| -> Result<bool> {
+        Ok(match &cond {
+            Some(c) => eval(c, Some(r))? == V::Bool(true),
+            None => true,
+        })
+    };
+    if let Some(key) = cond.as_ref().and_then(|c| point_key(c, &t.schema)) {
+        let row = tx.get_with(t, key.as_slice(), |r| -> Result<Option<Vec<Value>>> {
+            Ok(pass(r)?.then(|| r.to_row().0))
+        })?;
+        if let Some(Some(row)) = row.transpose()? {
+            f(&row)?;
+        }
+        return Ok(());
+    }
+    let mut err = Ok(());
+    tx.scan_table(t, |r| match pass(r) {
+        Ok(false) => true,
+        Ok(true) => match f(&r.to_row().0) {
+            Ok(go) => go,
+            Err(e) => {
+                err = Err(e);
+                false
+            }
+        },
+        Err(e) => {
+            err = Err(e);
+            false
+        }
+    })?;
+    err
+}
+
+/// The primary key, if the condition's top-level conjuncts fix every key column to a
+/// constant of the column's type.
+fn point_key(c: &E, s: &TableSchema) -> Option<Vec<Value>> {
+    fn conjuncts<'a>(e: &'a E, out: &mut Vec<&'a E>) {
+        match e {
+            E::Bin(l, Op::And, r, _) => {
+                conjuncts(l, out);
+                conjuncts(r, out);
+            }
+            e => out.push(e),
+        }
+    }
+    let mut cs = Vec::new();
+    conjuncts(c, &mut cs);
+    let pk = &s.indexes()[0].columns;
+    let mut key = Vec::with_capacity(pk.len());
+    for &col in pk {
+        let want = s.columns()[col].ty;
+        let v = cs.iter().find_map(|e| match e {
+            E::Bin(l, Op::Eq, r, _) => match (l.as_ref(), r.as_ref()) {
+                (E::Col(c), E::Lit(v)) | (E::Lit(v), E::Col(c)) if *c == col => Some(v.clone()),
+                _ => None,
+            },
+            _ => None,
+        })?;
+        match (want, &v) {
+            (ColumnType::Int, Value::Int(_))
+            | (ColumnType::Float, Value::Float(_))
+            | (ColumnType::Str(_), Value::Str(_)) => key.push(v),
+            (ColumnType::Float, Value::Int(i)) => key.push(Value::Float(*i as f64)),
+            _ => return None,
+        }
+    }
+    Some(key)
+}
+
+fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -> Result<Output> {
+    if q.order_by.is_some() {
+        return Err(sql_error(at, "ORDER BY is not supported yet".into()));
+    }
+    if q.with.is_some() || q.fetch.is_some() || !q.locks.is_empty() {
+        return Err(sql_error(
+            at,
+            "WITH, FETCH and locking clauses are not supported".into(),
+        ));
+    }
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return Err(sql_error(at, "only a single SELECT is supported".into()));
+    };
+    let grouped = match &sel.group_by {
+        ast::GroupByExpr::Expressions(e, m) => !e.is_empty() || !m.is_empty(),
+        ast::GroupByExpr::All(_) => true,
+    };
+    if grouped || sel.having.is_some() || sel.distinct.is_some() {
+        return Err(sql_error(
+            at,
+            "GROUP BY, HAVING and DISTINCT are not supported yet".into(),
+        ));
+    }
+    let limit_expr = match &q.limit_clause {
+        None => None,
+        Some(ast::LimitClause::LimitOffset {
+            limit,
+            offset: None,
+            limit_by,
+        }) if limit_by.is_empty() => limit.as_ref(),
+        Some(_) => return Err(sql_error(at, "OFFSET is not supported yet".into())),
+    };
+    let limit = match limit_expr {
+        None => usize::MAX,
+        Some(e) => match compile(e, None)? {
+            (x, Ty::Int) => match eval(&x, None)? {
+                V::Val(Value::Int(n)) if n >= 0 => n as usize,
+                _ => return Err(sql_error(at_span(e.span()), "LIMIT must be ≥ 0".into())),
+            },
+            _ => {
+                return Err(sql_error(
+                    at_span(e.span()),
+                    "LIMIT needs an integer".into(),
+                ))
+            }
+        },
+    };
+    let t = single_table(db, &sel.from, at)?;
+    let mut columns = Vec::new();
+    let mut exprs = Vec::new();
+    for item in &sel.projection {
+        match item {
+            SelectItem::Wildcard(_) => {
+                for (i, c) in t.schema.columns().iter().enumerate() {
+                    columns.push(c.name.clone());
+                    exprs.push(E::Col(i));
+                }
+            }
+            SelectItem::UnnamedExpr(e) => {
+                if let Expr::Function(_) = e {
+                    return Err(sql_error(
+                        at_span(e.span()),
+                        "functions and aggregates are not supported yet".into(),
+                    ));
+                }
+                columns.push(e.to_string());
+                exprs.push(compile(e, Some(&t.schema))?.0);
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                columns.push(alias.value.clone());
+                exprs.push(compile(expr, Some(&t.schema))?.0);
+            }
+            other => {
+                return Err(sql_error(
+                    at_span(other.span()),
+                    format!("select item not supported: {other}"),
+                ))
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    if limit > 0 {
+        visit(tx, &t, sel.selection.as_ref(), &mut |r| {
+            let mut out = Vec::with_capacity(exprs.len());
+            for e in &exprs {
+                out.push(match e {
+                    E::Col(i) => r[*i].clone(),
+                    e => match eval_values(e, &t.schema, r)? {
+                        V::Val(v) => v,
+                        V::Bool(b) => Value::Int(b as i64),
+                    },
+                });
+            }
+            rows.push(out);
+            Ok(rows.len() < limit)
+        })?;
+    }
+    Ok(Output::Rows { columns, rows })
+}
+
+/// Evaluates `e` on a row given as owned values (re-encoded into a scratch row).
+fn eval_values(e: &E, s: &TableSchema, r: &[Value]) -> Result<V> {
+    let mut buf = vec![0u8; s.row_size()];
+    s.encode_row(r, &mut buf)?;
+    eval(
+        e,
+        Some(crate::value::RowRef {
+            schema: s,
+            data: &buf,
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,269 @@
+//! Statement-language tests: each statement kind, the planner's two paths, transactions, and
+//! every error class with its position.
+
+use super::*;
+use crate::{Config, Database};
+
+fn db() -> Database {
+    Database::open(Config::new()).unwrap()
+}
+
+fn rows(out: &[Output]) -> Vec<Vec<Value>> {
+    match out.last() {
+        Some(Output::Rows { rows, .. }) => rows.clone(),
+        other => panic!("no rows: {other:?}"),
+    }
+}
+
+fn ints(out: &[Output]) -> Vec<Vec<i64>> {
+    rows(out)
+        .into_iter()
+        .map(|r| {
+            r.into_iter()
+                .map(|v| match v {
+                    Value::Int(i) => i,
+                    other => panic!("not an int: {other:?}"),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn sql_err(r: Result<Vec<Output>>) -> (u64, u64, String) {
+    match r {
+        Err(Error::Sql {
+            line,
+            column,
+            message,
+        }) => (line, column, message),
+        other => panic!("expected a SQL error, got {other:?}"),
+    }
+}
+
+const SETUP: &str =
+    "CREATE TABLE acct (id INT PRIMARY KEY, owner VARCHAR(8), bal BIGINT, rate DOUBLE);
+     INSERT INTO acct VALUES (1, 'ann', 100, 0.5), (2, 'bob', 50, 1), (3, 'cy', 7, 2.5);";
+
+#[test]
+fn create_insert_select_round_trip() {
+    let db = db();
+    let mut s = Session::new(&db);
+    let out = s.execute(SETUP).unwrap();
+    assert_eq!(
+        out,
+        [
+            Output::Done("CREATE TABLE".into()),
+            Output::Done("INSERT 3".into())
+        ]
+    );
+    let out = s.execute("SELECT * FROM acct WHERE id = 2").unwrap();
+    match &out[0] {
+        Output::Rows { columns, rows } => {
+            assert_eq!(columns, &["id", "owner", "bal", "rate"]);
+            assert_eq!(
+                rows,
+                &[vec![
+                    Value::Int(2),
+                    Value::Str("bob".into()),
+                    Value::Int(50),
+                    Value::Float(1.0)
+                ]]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Full scan with a filter and arithmetic, in insertion order; column list and alias.
+    let out = s
+        .execute("SELECT id, bal * 2 + id % 2 AS x FROM acct WHERE bal > 10 OR owner = 'cy'")
+        .unwrap();
+    assert_eq!(ints(&out), [[1, 201], [2, 100], [3, 15]]);
+    assert_eq!(
+        ints(
+            &s.execute("SELECT id FROM acct WHERE NOT (id = 1) AND bal >= 7 LIMIT 1")
+                .unwrap()
+        ),
+        [[2]]
+    );
+    assert!(rows(&s.execute("SELECT id FROM acct WHERE id = 9").unwrap()).is_empty());
+    assert!(rows(&s.execute("SELECT id FROM acct LIMIT 0").unwrap()).is_empty());
+    // Column names in the INSERT list may come in any order.
+    s.execute("INSERT INTO acct (bal, id, rate, owner) VALUES (-5, 4, 3, 'dee')")
+        .unwrap();
+    assert_eq!(
+        rows(
+            &s.execute("SELECT rate, bal FROM acct WHERE id = 4")
+                .unwrap()
+        ),
+        [[Value::Float(3.0), Value::Int(-5)]]
+    );
+}
+
+#[test]
+fn update_and_delete_by_key_and_by_scan() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(SETUP).unwrap();
+    assert_eq!(
+        s.execute("UPDATE acct SET bal = bal - 10, rate = 4 WHERE id = 1")
+            .unwrap(),
+        [Output::Done("UPDATE 1".into())]
+    );
+    assert_eq!(
+        s.execute("UPDATE acct SET bal = bal + id WHERE bal < 60")
+            .unwrap(),
+        [Output::Done("UPDATE 2".into())]
+    );
+    assert_eq!(
+        ints(&s.execute("SELECT id, bal FROM acct").unwrap()),
+        [[1, 90], [2, 52], [3, 10]]
+    );
+    assert_eq!(
+        s.execute("DELETE FROM acct WHERE bal % 2 = 0 AND id > 1")
+            .unwrap(),
+        [Output::Done("DELETE 2".into())]
+    );
+    assert_eq!(ints(&s.execute("SELECT id FROM acct").unwrap()), [[1]]);
+    assert_eq!(
+        s.execute("DELETE FROM acct").unwrap(),
+        [Output::Done("DELETE 1".into())]
+    );
+    assert!(rows(&s.execute("SELECT * FROM acct").unwrap()).is_empty());
+}
+
+#[test]
+fn explicit_transactions_commit_roll_back_and_isolate() {
+    let db = db();
+    let mut a = Session::new(&db);
+    let mut b = Session::new(&db);
+    a.execute(SETUP).unwrap();
+    a.execute("BEGIN ISOLATION LEVEL SNAPSHOT; UPDATE acct SET bal = 0 WHERE id = 1")
+        .unwrap();
+    assert!(a.in_transaction());
+    // Not visible to another session before COMMIT.
+    assert_eq!(
+        ints(&b.execute("SELECT bal FROM acct WHERE id = 1").unwrap()),
+        [[100]]
+    );
+    a.execute("ROLLBACK").unwrap();
+    assert!(!a.in_transaction());
+    assert_eq!(
+        ints(&b.execute("SELECT bal FROM acct WHERE id = 1").unwrap()),
+        [[100]]
+    );
+    a.execute("START TRANSACTION; UPDATE acct SET bal = 1 WHERE id = 1; COMMIT")
+        .unwrap();
+    assert_eq!(
+        ints(&b.execute("SELECT bal FROM acct WHERE id = 1").unwrap()),
+        [[1]]
+    );
+    // READ ONLY transactions reject writes, and the error ends the transaction.
+    b.execute("BEGIN READ ONLY").unwrap();
+    assert!(matches!(
+        b.execute("DELETE FROM acct WHERE id = 1"),
+        Err(Error::ReadOnlyTransaction)
+    ));
+    assert!(!b.in_transaction());
+    // A failed statement inside a transaction aborts it: the earlier write is gone too.
+    a.execute("BEGIN; UPDATE acct SET bal = 77 WHERE id = 2")
+        .unwrap();
+    assert!(matches!(
+        a.execute("INSERT INTO acct VALUES (3, 'dup', 0, 0)"),
+        Err(Error::DuplicateKey { .. })
+    ));
+    assert!(!a.in_transaction());
+    assert_eq!(
+        ints(&a.execute("SELECT bal FROM acct WHERE id = 2").unwrap()),
+        [[50]]
+    );
+}
+
+#[test]
+fn errors_name_the_problem_and_its_position() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(SETUP).unwrap();
+    let (l, c, m) = sql_err(s.execute("SELECT id FROM acct WHERE nosuch = 1"));
+    assert_eq!((l, c), (1, 27), "{m}");
+    assert!(m.contains("no column `nosuch`"), "{m}");
+    let (l, c, m) = sql_err(s.execute("SELECT id\nFROM acct WHERE owner > 3"));
+    assert_eq!((l, c), (2, 17), "{m}");
+    assert!(m.contains("cannot compare VARCHAR with INT"), "{m}");
+    let (l, _, m) = sql_err(s.execute("SELECT id FROM acct WHERE\n  id = = 2"));
+    assert_eq!(l, 2, "{m}");
+    let (_, _, m) = sql_err(s.execute("SELECT id FROM acct WHERE bal + 1"));
+    assert!(m.contains("boolean"), "{m}");
+    let (_, _, m) = sql_err(s.execute("UPDATE acct SET owner = 5 WHERE id = 1"));
+    assert!(m.contains("cannot assign INT to column `owner`"), "{m}");
+    let (_, _, m) = sql_err(s.execute("INSERT INTO acct VALUES (9, NULL, 0, 0)"));
+    assert!(m.contains("NULL"), "{m}");
+    let (_, _, m) = sql_err(s.execute("INSERT INTO acct VALUES (9, 'x', 0)"));
+    assert!(m.contains("3 values for 4 columns"), "{m}");
+    let (_, _, m) = sql_err(s.execute("INSERT INTO acct (id, owner) VALUES (9, 'x')"));
+    assert!(m.contains("no value for column `bal`"), "{m}");
+    let (_, _, m) = sql_err(s.execute("SELECT id / 0 FROM acct WHERE id = 1"));
+    assert!(m.contains("division by zero"), "{m}");
+    let (_, _, m) = sql_err(s.execute("SELECT id FROM acct WHERE bal * 9223372036854775807 > 0"));
+    assert!(m.contains("overflow"), "{m}");
+    let (_, _, m) = sql_err(s.execute("CREATE TABLE t (a INT)"));
+    assert!(m.contains("needs a PRIMARY KEY"), "{m}");
+    let (_, _, m) = sql_err(s.execute("CREATE TABLE t (a INT PRIMARY KEY, b VARCHAR)"));
+    assert!(m.contains("VARCHAR(n)"), "{m}");
+    let (_, _, m) = sql_err(s.execute("SELECT id FROM acct LIMIT -1"));
+    assert!(m.contains("LIMIT must be"), "{m}");
+    let (_, _, m) = sql_err(s.execute("SELECT id FROM acct LIMIT 'x'"));
+    assert!(m.contains("LIMIT needs an integer"), "{m}");
+    let (_, _, m) = sql_err(s.execute("COMMIT"));
+    assert!(m.contains("without BEGIN"), "{m}");
+    let (_, _, m) = sql_err(s.execute("BEGIN ISOLATION LEVEL READ UNCOMMITTED"));
+    assert!(m.contains("READ UNCOMMITTED"), "{m}");
+    // Engine errors keep their types.
+    assert!(matches!(
+        s.execute("SELECT * FROM nope"),
+        Err(Error::UnknownTable(t)) if t == "nope"
+    ));
+    assert!(matches!(
+        s.execute("INSERT INTO acct VALUES (9, 'much too long', 0, 0)"),
+        Err(Error::ValueTooLong { .. })
+    ));
+    assert!(matches!(
+        s.execute("CREATE TABLE acct (a INT PRIMARY KEY)"),
+        Err(Error::AlreadyExists(_))
+    ));
+    // Nothing of a failed statement remains.
+    assert_eq!(
+        ints(&s.execute("SELECT id FROM acct").unwrap()),
+        [[1], [2], [3]]
+    );
+}
+
+#[test]
+fn features_not_built_yet_say_so() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(SETUP).unwrap();
+    for (q, what) in [
+        ("SELECT id FROM acct ORDER BY id", "ORDER BY"),
+        ("SELECT count(*) FROM acct", "aggregates"),
+        ("CREATE INDEX ix ON acct (bal)", "CREATE INDEX"),
+        ("SELECT id FROM acct LIMIT 1 OFFSET 1", "OFFSET"),
+        ("SELECT a.id FROM acct a, acct b", "several tables"),
+    ] {
+        let (_, _, m) = sql_err(s.execute(q));
+        assert!(m.contains(what), "{q}: {m}");
+        assert!(m.contains("not supported"), "{q}: {m}");
+    }
+}
+
+#[test]
+fn deeply_nested_input_is_an_error_not_a_crash() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(SETUP).unwrap();
+    let q = format!(
+        "SELECT id FROM acct WHERE {}id = 1{}",
+        "(".repeat(5000),
+        ")".repeat(5000)
+    );
+    let (_, _, m) = sql_err(s.execute(&q));
+    assert!(m.contains("nested"), "{m}");
+}
