@@ -8,6 +8,7 @@
 //! invalid value) or a configuration this build does not support.
 
 mod bench;
+mod shell;
 mod workload;
 
 /// mimalloc for the benchmark binary: versions are freed by whichever worker's epoch
@@ -44,6 +45,13 @@ enum Command {
     Bench {
         #[command(subcommand)]
         workload: BenchWorkload,
+    },
+    /// An interactive SQL session on an in-memory database (reads stdin when it is not a
+    /// terminal; then exits 1 if a statement failed).
+    Shell {
+        /// Isolation level of `BEGIN` and of single statements: serializable, rr, si or rc.
+        #[arg(long, value_name = "LEVEL", default_value = "serializable", value_parser = parse_choice::<Isolation>)]
+        isolation: Isolation,
     },
 }
 
@@ -216,11 +224,14 @@ fn parse_theta(s: &str) -> Result<f64, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let Command::Bench { workload } = &cli.command;
-    if let BenchWorkload::Ycsb(a) = workload {
+    if let Command::Bench {
+        workload: BenchWorkload::Ycsb(a),
+    } = &cli.command
+    {
         set_huge_pages(a.bench.huge_pages);
     }
     match cli.command {
+        Command::Shell { isolation } => shell::run(isolation),
         Command::Bench { workload } => match workload {
             BenchWorkload::Ycsb(a) => bench_ycsb(a),
             BenchWorkload::Tpcc(_) => not_yet("tpcc"),

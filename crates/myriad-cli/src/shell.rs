@@ -1,0 +1,330 @@
+//! `myriad shell`: an interactive SQL session on an in-memory database.
+//!
+//! Statements end with `;` and may span lines. On a terminal the line editor (`rustyline`)
+//! gives editing and history; otherwise statements are read from stdin, and the exit status
+//! is 1 if any statement failed (so scripts notice). An error keeps the session alive; an
+//! error inside `BEGIN ... COMMIT` rolls that transaction back, and the shell says so.
+//! Meta-commands (at the start of a statement): `\d`, `\d TABLE`, `\timing`, `\i FILE`, `\q`,
+//! `\?`.
+
+use myriad::sql::{Output, Session};
+use myriad::{Config, Database, Isolation, Value};
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+use std::time::Instant;
+
+const HELP: &str = "\\d            list tables
+\\d TABLE      describe a table
+\\timing       toggle printing each statement's time
+\\i FILE       run the statements in FILE
+\\q            quit
+\\?            this help
+Statements end with `;`.";
+
+struct Shell<'db> {
+    db: &'db Database,
+    session: Session<'db>,
+    timing: bool,
+    failed: bool,
+    /// Lines of the statement being typed.
+    pending: String,
+}
+
+/// Runs the shell; `isolation` is the default level of `BEGIN` and single statements.
+pub fn run(isolation: Isolation) -> ExitCode {
+    let db = match Database::open(Config::new().isolation(isolation)) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("myriad: error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut sh = Shell {
+        db: &db,
+        session: Session::new(&db),
+        timing: false,
+        failed: false,
+        pending: String::new(),
+    };
+    if std::io::stdin().is_terminal() {
+        sh.interactive();
+        ExitCode::SUCCESS
+    } else {
+        let stdin = std::io::stdin();
+        for line in stdin.lock().lines() {
+            match line {
+                Ok(l) => {
+                    if !sh.line(&l) {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    eprintln!("myriad: error: reading stdin: {e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
+        sh.finish_pending();
+        if sh.failed {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+impl Shell<'_> {
+    fn interactive(&mut self) {
+        let mut ed = match rustyline::DefaultEditor::new() {
+            Ok(ed) => ed,
+            Err(e) => {
+                eprintln!("myriad: error: line editor: {e}");
+                return;
+            }
+        };
+        println!("myriad shell: an in-memory database. \\? for help, \\q to quit.");
+        loop {
+            let prompt = match (self.pending.is_empty(), self.session.in_transaction()) {
+                (true, false) => "myriad> ",
+                (true, true) => "myriad*> ",
+                (false, _) => "     -> ",
+            };
+            match ed.readline(prompt) {
+                Ok(l) => {
+                    let _ = ed.add_history_entry(l.as_str());
+                    if !self.line(&l) {
+                        return;
+                    }
+                }
+                Err(rustyline::error::ReadlineError::Interrupted) => self.pending.clear(),
+                Err(_) => return, // end of input (Ctrl-D)
+            }
+        }
+    }
+
+    /// Handles one input line; false to quit.
+    fn line(&mut self, l: &str) -> bool {
+        let t = l.trim();
+        if self.pending.is_empty() && t.starts_with('\\') {
+            return self.meta(t);
+        }
+        if t.is_empty() && self.pending.is_empty() {
+            return true;
+        }
+        self.pending.push_str(l);
+        self.pending.push('\n');
+        if statement_complete(&self.pending) {
+            let text = std::mem::take(&mut self.pending);
+            self.run_sql(&text);
+        }
+        true
+    }
+
+    fn finish_pending(&mut self) {
+        if !self.pending.trim().is_empty() {
+            let text = std::mem::take(&mut self.pending);
+            self.run_sql(&text);
+        }
+    }
+
+    fn run_sql(&mut self, text: &str) {
+        let was_in_txn = self.session.in_transaction();
+        let start = Instant::now();
+        // One statement at a time, so the results of those before an error are printed.
+        let r = self.session.execute(text);
+        let elapsed = start.elapsed();
+        match r {
+            Ok(outs) => {
+                for o in &outs {
+                    print_output(o);
+                }
+            }
+            Err(e) => {
+                self.failed = true;
+                println!("ERROR: {e}");
+                if was_in_txn && !self.session.in_transaction() {
+                    println!("the transaction was rolled back");
+                }
+            }
+        }
+        if self.timing {
+            println!("Time: {:.3} ms", elapsed.as_secs_f64() * 1e3);
+        }
+        let _ = std::io::stdout().flush();
+    }
+
+    fn meta(&mut self, cmd: &str) -> bool {
+        let mut parts = cmd.splitn(2, char::is_whitespace);
+        let name = parts.next().unwrap_or("");
+        let arg = parts.next().map(str::trim).unwrap_or("");
+        match name {
+            "\\q" => return false,
+            "\\?" => println!("{HELP}"),
+            "\\timing" => {
+                self.timing = !self.timing;
+                println!("Timing is {}.", if self.timing { "on" } else { "off" });
+            }
+            "\\d" if arg.is_empty() => {
+                let mut names = self.db.table_names();
+                names.sort();
+                if names.is_empty() {
+                    println!("No tables.");
+                }
+                for n in names {
+                    println!("{n}");
+                }
+            }
+            "\\d" => match self.db.table(arg) {
+                Ok(t) => {
+                    let s = t.schema();
+                    println!("Table \"{}\"", s.name());
+                    let cols: Vec<Vec<String>> = s
+                        .columns()
+                        .iter()
+                        .map(|c| vec![c.name.clone(), c.ty.to_string()])
+                        .collect();
+                    print_table(&["column".into(), "type".into()], &cols);
+                    for (i, ix) in s.indexes().iter().enumerate() {
+                        let cols: Vec<&str> = ix
+                            .columns
+                            .iter()
+                            .map(|&c| s.columns()[c].name.as_str())
+                            .collect();
+                        println!(
+                            "{} \"{}\" {:?}{} ({})",
+                            if i == 0 { "primary key" } else { "index" },
+                            ix.name,
+                            ix.kind,
+                            if ix.unique && i > 0 { " unique" } else { "" },
+                            cols.join(", ")
+                        );
+                    }
+                }
+                Err(e) => {
+                    self.failed = true;
+                    println!("ERROR: {e}");
+                }
+            },
+            "\\i" if !arg.is_empty() => match std::fs::read_to_string(arg) {
+                Ok(text) => {
+                    for l in text.lines() {
+                        if !self.line(l) {
+                            return false;
+                        }
+                    }
+                    self.finish_pending();
+                }
+                Err(e) => {
+                    self.failed = true;
+                    println!("ERROR: cannot read {arg}: {e}");
+                }
+            },
+            _ => {
+                self.failed = true;
+                println!("ERROR: unknown command {cmd} (\\? for help)");
+            }
+        }
+        true
+    }
+}
+
+/// Does `text` end with a `;` outside a string literal (and outside a `--` comment)?
+fn statement_complete(text: &str) -> bool {
+    let mut in_str = false;
+    let mut last = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_str {
+            if c == '\'' {
+                in_str = false;
+            }
+            continue;
+        }
+        match c {
+            '\'' => {
+                in_str = true;
+                last = Some(c);
+            }
+            '-' if chars.peek() == Some(&'-') => {
+                // Comment to the end of the line.
+                for c in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+            }
+            c if c.is_whitespace() => {}
+            c => last = Some(c),
+        }
+    }
+    !in_str && last == Some(';')
+}
+
+fn print_output(o: &Output) {
+    match o {
+        Output::Done(tag) => println!("{tag}"),
+        Output::Rows { columns, rows } => {
+            let cells: Vec<Vec<String>> =
+                rows.iter().map(|r| r.iter().map(cell).collect()).collect();
+            print_table(columns, &cells);
+            println!(
+                "({} row{})",
+                rows.len(),
+                if rows.len() == 1 { "" } else { "s" }
+            );
+        }
+    }
+}
+
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Str(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+/// A psql-style aligned table.
+fn print_table(header: &[String], rows: &[Vec<String>]) {
+    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let s: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!(" {:<width$} ", c, width = w[i]))
+            .collect();
+        println!("{}", s.join("|").trim_end());
+    };
+    line(header);
+    println!(
+        "{}",
+        w.iter()
+            .map(|n| "-".repeat(n + 2))
+            .collect::<Vec<_>>()
+            .join("+")
+    );
+    for r in rows {
+        line(r);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::statement_complete;
+
+    #[test]
+    fn statements_end_at_a_semicolon_outside_strings_and_comments() {
+        assert!(statement_complete("SELECT 1;"));
+        assert!(statement_complete("SELECT 1;  \n"));
+        assert!(!statement_complete("SELECT 1"));
+        assert!(!statement_complete("SELECT ';"));
+        assert!(statement_complete("SELECT ';';"));
+        assert!(statement_complete("SELECT 'it''s';"));
+        assert!(!statement_complete("SELECT 1 -- done;\n"));
+        assert!(statement_complete("SELECT 1; -- done\n"));
+    }
+}
