@@ -4,13 +4,16 @@
 //! Built so far: `CREATE TABLE` (INT/INTEGER/BIGINT, DOUBLE/REAL/FLOAT, VARCHAR(n), TEXT,
 //! single- or multi-column `PRIMARY KEY`, kept in an ordered index), `INSERT ... VALUES` (several
 //! rows, optional column list naming every column), single-table `SELECT` (`*` or expressions,
-//! `WHERE` with comparisons, AND/OR/NOT and arithmetic including `%`, `LIMIT`), `UPDATE ... SET
-//! ... WHERE`, `DELETE ... WHERE`, `BEGIN|START TRANSACTION [ISOLATION LEVEL ...] [READ ONLY]`,
-//! `COMMIT`, `ROLLBACK`. A statement outside `BEGIN` runs as its own transaction. The planner
-//! uses the primary key when `WHERE` fixes every key column by equality with constants (a
-//! conjunct per column); anything else is a full scan (`Transaction::scan_table`, protected
-//! against phantoms under Serializable). Not built yet, and rejected with an error that says
-//! so: `CREATE INDEX`, `ORDER BY`, aggregates, parameters, procedures.
+//! `WHERE` with comparisons, AND/OR/NOT and arithmetic including `%`, `ORDER BY` the primary
+//! key ASC or DESC, `LIMIT`, and `count(*)`/`count`/`sum`/`min`/`max` without `GROUP BY`),
+//! `UPDATE ... SET ... WHERE`, `DELETE ... WHERE`, `BEGIN|START TRANSACTION [ISOLATION LEVEL
+//! ...] [READ ONLY]`, `COMMIT`, `ROLLBACK`. A statement outside `BEGIN` runs as its own
+//! transaction. The planner uses the primary key when `WHERE` fixes every key column by
+//! equality with constants (a conjunct per column), the ordered primary index for `ORDER BY`,
+//! and otherwise a full scan (`Transaction::scan_table`); under Serializable both scans are
+//! protected against phantoms. Not built yet, and rejected with an error that says so:
+//! `CREATE INDEX` and secondary indexes, `ORDER BY` other columns, `GROUP BY`, key-range
+//! plans, `NULL`, parameters, procedures.
 
 mod expr;
 
@@ -515,18 +518,21 @@ fn matching_keys(
 ) -> Result<Vec<Vec<Value>>> {
     let pk: Vec<usize> = t.schema.indexes()[0].columns.clone();
     let mut keys = Vec::new();
-    visit(tx, t, filter, &mut |r| {
+    visit(tx, t, filter, None, &mut |r| {
         keys.push(pk.iter().map(|&c| r[c].clone()).collect());
         Ok(true)
     })?;
     Ok(keys)
 }
 
-/// Calls `f` with each row (all columns) that `filter` selects, until it returns false.
+/// Calls `f` with each row (all columns) that `filter` selects, until it returns false; in
+/// primary-key order (`Some(descending)`) through the ordered primary index, else in
+/// whatever order is cheapest.
 fn visit(
     tx: &mut Transaction<'_>,
     t: &TableRef,
     filter: Option<&Expr>,
+    order: Option<bool>,
     f: &mut dyn FnMut(&[Value]) -> Result<bool>,
 ) -> Result<()> {
     let cond = match filter {
@@ -558,7 +564,7 @@ fn visit(
         return Ok(());
     }
     let mut err = Ok(());
-    tx.scan_table(t, |r| match pass(r) {
+    let mut each = |r: crate::value::RowRef<'_>| match pass(r) {
         Ok(false) => true,
         Ok(true) => match f(&r.to_row().0) {
             Ok(go) => go,
@@ -571,7 +577,21 @@ fn visit(
             err = Err(e);
             false
         }
-    })?;
+    };
+    match order {
+        Some(descending) => {
+            let opts = crate::txn::ScanOptions {
+                index: 0,
+                limit: None,
+                descending,
+            };
+            let all = std::ops::Bound::<&[Value]>::Unbounded;
+            tx.scan(t, all, all, opts, each)?;
+        }
+        None => {
+            tx.scan_table(t, &mut each)?;
+        }
+    }
     err
 }
 
@@ -612,9 +632,6 @@ fn point_key(c: &E, s: &TableSchema) -> Option<Vec<Value>> {
 }
 
 fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -> Result<Output> {
-    if q.order_by.is_some() {
-        return Err(sql_error(at, "ORDER BY is not supported yet".into()));
-    }
     if q.with.is_some() || q.fetch.is_some() || !q.locks.is_empty() {
         return Err(sql_error(
             at,
@@ -659,6 +676,22 @@ fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -
         },
     };
     let t = single_table(db, &sel.from, at)?;
+    let order = match &q.order_by {
+        None => None,
+        Some(ob) => Some(order_by(ob, &t.schema, at)?),
+    };
+    if sel.projection.iter().any(|i| {
+        matches!(
+            i,
+            SelectItem::UnnamedExpr(Expr::Function(_))
+                | SelectItem::ExprWithAlias {
+                    expr: Expr::Function(_),
+                    ..
+                }
+        )
+    }) {
+        return aggregate(tx, &t, sel, order, limit);
+    }
     let mut columns = Vec::new();
     let mut exprs = Vec::new();
     for item in &sel.projection {
@@ -670,12 +703,6 @@ fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -
                 }
             }
             SelectItem::UnnamedExpr(e) => {
-                if let Expr::Function(_) = e {
-                    return Err(sql_error(
-                        at_span(e.span()),
-                        "functions and aggregates are not supported yet".into(),
-                    ));
-                }
                 columns.push(e.to_string());
                 exprs.push(compile(e, Some(&t.schema))?.0);
             }
@@ -693,7 +720,7 @@ fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -
     }
     let mut rows = Vec::new();
     if limit > 0 {
-        visit(tx, &t, sel.selection.as_ref(), &mut |r| {
+        visit(tx, &t, sel.selection.as_ref(), order, &mut |r| {
             let mut out = Vec::with_capacity(exprs.len());
             for e in &exprs {
                 out.push(match e {
@@ -708,6 +735,195 @@ fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -
             Ok(rows.len() < limit)
         })?;
     }
+    Ok(Output::Rows { columns, rows })
+}
+
+/// `ORDER BY` the primary-key columns, all ascending or all descending: true if descending.
+fn order_by(ob: &ast::OrderBy, s: &TableSchema, at: SqlPos) -> Result<bool> {
+    let not_key = || {
+        sql_error(
+            at,
+            format!(
+                "ORDER BY is supported on the primary key ({}) only; other orders are not supported yet",
+                s.indexes()[0]
+                    .columns
+                    .iter()
+                    .map(|&c| s.columns()[c].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+    };
+    let ast::OrderByKind::Expressions(items) = &ob.kind else {
+        return Err(not_key());
+    };
+    let pk = &s.indexes()[0].columns;
+    if items.len() != pk.len() {
+        return Err(not_key());
+    }
+    let mut desc = None;
+    for (item, &col) in items.iter().zip(pk) {
+        match compile(&item.expr, Some(s))?.0 {
+            E::Col(c) if c == col => {}
+            _ => return Err(not_key()),
+        }
+        let d = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+        if matches!(item.options.sort, Some(ast::OrderBySort::Using(_)))
+            || desc.is_some_and(|x| x != d)
+        {
+            return Err(not_key());
+        }
+        desc = Some(d);
+    }
+    Ok(desc.unwrap_or(false))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AggKind {
+    Count,
+    Sum,
+    Min,
+    Max,
+}
+
+/// `SELECT count(*) | count(e) | sum(e) | min(e) | max(e), ... FROM t [WHERE ...]`: one row.
+fn aggregate(
+    tx: &mut Transaction<'_>,
+    t: &TableRef,
+    sel: &ast::Select,
+    order: Option<bool>,
+    limit: usize,
+) -> Result<Output> {
+    let mut columns = Vec::new();
+    let mut aggs: Vec<(AggKind, Option<E>, Ty, SqlPos)> = Vec::new();
+    for item in &sel.projection {
+        let (e, name) = match item {
+            SelectItem::UnnamedExpr(e) => (e, e.to_string()),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
+            other => return Err(sql_error(
+                at_span(other.span()),
+                "mixing aggregates and plain columns needs GROUP BY, which is not supported yet"
+                    .into(),
+            )),
+        };
+        let at = at_span(e.span());
+        let Expr::Function(f) = e else {
+            return Err(sql_error(
+                at,
+                "mixing aggregates and plain columns needs GROUP BY, which is not supported yet"
+                    .into(),
+            ));
+        };
+        let fname = name_of(&f.name)?.to_ascii_lowercase();
+        let kind = match fname.as_str() {
+            "count" => AggKind::Count,
+            "sum" => AggKind::Sum,
+            "min" => AggKind::Min,
+            "max" => AggKind::Max,
+            _ => return Err(sql_error(at, format!("function {fname} is not supported"))),
+        };
+        let ast::FunctionArguments::List(list) = &f.args else {
+            return Err(sql_error(at, format!("{fname} takes one argument")));
+        };
+        if f.filter.is_some()
+            || f.over.is_some()
+            || list.duplicate_treatment.is_some()
+            || !list.clauses.is_empty()
+        {
+            return Err(sql_error(
+                at,
+                format!("{fname} with DISTINCT, FILTER or OVER is not supported"),
+            ));
+        }
+        let arg = match list.args.as_slice() {
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]
+                if kind == AggKind::Count =>
+            {
+                None
+            }
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))] => {
+                let (c, ty) = compile(x, Some(&t.schema))?;
+                if ty == Ty::Bool || (kind == AggKind::Sum && !matches!(ty, Ty::Int | Ty::Float)) {
+                    return Err(sql_error(
+                        at,
+                        format!("{fname} of {} is not supported", ty.name()),
+                    ));
+                }
+                Some((c, ty))
+            }
+            _ => return Err(sql_error(at, format!("{fname} takes one argument"))),
+        };
+        let ty = match (&arg, kind) {
+            (_, AggKind::Count) => Ty::Int,
+            (Some((_, ty)), _) => *ty,
+            (None, _) => unreachable!("only count takes *"),
+        };
+        aggs.push((kind, arg.map(|a| a.0), ty, at));
+        columns.push(name);
+    }
+    let mut acc: Vec<Option<Value>> = vec![None; aggs.len()];
+    let mut count = 0i64;
+    visit(tx, t, sel.selection.as_ref(), order, &mut |r| {
+        count += 1;
+        for (i, (kind, arg, _, at)) in aggs.iter().enumerate() {
+            let Some(e) = arg else { continue };
+            let v = match e {
+                E::Col(c) => r[*c].clone(),
+                e => match eval_values(e, &t.schema, r)? {
+                    V::Val(v) => v,
+                    V::Bool(_) => unreachable!("type-checked"),
+                },
+            };
+            acc[i] = Some(match (acc[i].take(), kind) {
+                (None, AggKind::Count) => Value::Int(1),
+                (None, _) => v,
+                (Some(Value::Int(n)), AggKind::Count) => Value::Int(n + 1),
+                (Some(a), AggKind::Sum) => match eval(
+                    &E::Bin(Box::new(E::Lit(a)), Op::Add, Box::new(E::Lit(v)), *at),
+                    None,
+                )? {
+                    V::Val(s) => s,
+                    V::Bool(_) => unreachable!("a sum is a number"),
+                },
+                (Some(a), AggKind::Min | AggKind::Max) => {
+                    let less = eval(
+                        &E::Bin(
+                            Box::new(E::Lit(v.clone())),
+                            Op::Lt,
+                            Box::new(E::Lit(a.clone())),
+                            *at,
+                        ),
+                        None,
+                    )? == V::Bool(true);
+                    if less == (*kind == AggKind::Min) {
+                        v
+                    } else {
+                        a
+                    }
+                }
+                (Some(a), AggKind::Count) => a,
+            });
+        }
+        Ok(true)
+    })?;
+    let mut row = Vec::with_capacity(aggs.len());
+    for (i, (kind, arg, _, at)) in aggs.iter().enumerate() {
+        row.push(match (kind, arg, acc[i].take()) {
+            (AggKind::Count, None, _) => Value::Int(count),
+            (AggKind::Count, Some(_), v) => v.unwrap_or(Value::Int(0)),
+            (_, _, Some(v)) => v,
+            (_, _, None) => {
+                return Err(sql_error(
+                    *at,
+                    format!(
+                        "{} over no rows is NULL, and NULL is not supported yet",
+                        columns[i]
+                    ),
+                ))
+            }
+        });
+    }
+    let rows = if limit == 0 { Vec::new() } else { vec![row] };
     Ok(Output::Rows { columns, rows })
 }
 

@@ -242,8 +242,11 @@ fn features_not_built_yet_say_so() {
     let mut s = Session::new(&db);
     s.execute(SETUP).unwrap();
     for (q, what) in [
-        ("SELECT id FROM acct ORDER BY id", "ORDER BY"),
-        ("SELECT count(*) FROM acct", "aggregates"),
+        ("SELECT id FROM acct ORDER BY bal", "ORDER BY"),
+        ("SELECT id FROM acct ORDER BY id, bal", "ORDER BY"),
+        ("SELECT count(*) FROM acct GROUP BY owner", "GROUP BY"),
+        ("SELECT id, count(*) FROM acct", "GROUP BY"),
+        ("SELECT sum(bal) FROM acct WHERE id > 9", "NULL"),
         ("CREATE INDEX ix ON acct (bal)", "CREATE INDEX"),
         ("SELECT id FROM acct LIMIT 1 OFFSET 1", "OFFSET"),
         ("SELECT a.id FROM acct a, acct b", "several tables"),
@@ -266,4 +269,78 @@ fn deeply_nested_input_is_an_error_not_a_crash() {
     );
     let (_, _, m) = sql_err(s.execute(&q));
     assert!(m.contains("nested"), "{m}");
+}
+
+#[test]
+fn order_by_the_key_and_aggregates() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(
+        "CREATE TABLE t (k INT PRIMARY KEY, g INT, x DOUBLE, name TEXT);
+         INSERT INTO t VALUES (5, 1, 0.5, 'e'), (1, 2, 1.5, 'a'), (9, 1, -2, 'i'), (3, 2, 4, 'c');",
+    )
+    .unwrap();
+    assert_eq!(
+        ints(&s.execute("SELECT k FROM t ORDER BY k").unwrap()),
+        [[1], [3], [5], [9]]
+    );
+    assert_eq!(
+        ints(
+            &s.execute("SELECT k FROM t WHERE g = 1 ORDER BY k DESC")
+                .unwrap()
+        ),
+        [[9], [5]]
+    );
+    assert_eq!(
+        ints(
+            &s.execute("SELECT k FROM t ORDER BY k DESC LIMIT 2")
+                .unwrap()
+        ),
+        [[9], [5]]
+    );
+    let out = s
+        .execute("SELECT count(*), count(g) AS n, sum(g), min(k), max(k * 2) FROM t WHERE k > 1")
+        .unwrap();
+    match &out[0] {
+        Output::Rows { columns, rows } => {
+            assert_eq!(
+                columns,
+                &["count(*)", "n", "sum(g)", "min(k)", "max(k * 2)"]
+            );
+            assert_eq!(
+                rows,
+                &[vec![
+                    Value::Int(3),
+                    Value::Int(3),
+                    Value::Int(4),
+                    Value::Int(3),
+                    Value::Int(18)
+                ]]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        rows(
+            &s.execute("SELECT sum(x), min(name), max(name) FROM t")
+                .unwrap()
+        ),
+        [[
+            Value::Float(4.0),
+            Value::Str("a".into()),
+            Value::Str("i".into())
+        ]]
+    );
+    assert_eq!(
+        ints(&s.execute("SELECT count(*) FROM t WHERE k > 100").unwrap()),
+        [[0]]
+    );
+    let (_, _, m) = sql_err(s.execute("SELECT sum(name) FROM t"));
+    assert!(m.contains("sum of VARCHAR"), "{m}");
+    let (_, _, m) = sql_err(s.execute("SELECT avg(k) FROM t"));
+    assert!(m.contains("function avg is not supported"), "{m}");
+    s.execute("INSERT INTO t VALUES (10, 0, 0, 'z'), (11, 0, 0, 'y')")
+        .unwrap();
+    let (_, _, m) = sql_err(s.execute("SELECT sum(k * 9223372036854775807) FROM t"));
+    assert!(m.contains("overflow"), "{m}");
 }
