@@ -344,3 +344,118 @@ fn order_by_the_key_and_aggregates() {
     let (_, _, m) = sql_err(s.execute("SELECT sum(k * 9223372036854775807) FROM t"));
     assert!(m.contains("overflow"), "{m}");
 }
+
+/// Random token soup and random mutations of valid statements: every input ends in `Ok` or a
+/// typed error, never a panic (no panics reachable from the public API).
+#[test]
+fn random_statements_never_panic() {
+    const TOKENS: &[&str] = &[
+        "SELECT",
+        "INSERT",
+        "INTO",
+        "VALUES",
+        "UPDATE",
+        "SET",
+        "DELETE",
+        "FROM",
+        "WHERE",
+        "ORDER",
+        "BY",
+        "LIMIT",
+        "BEGIN",
+        "COMMIT",
+        "ROLLBACK",
+        "CREATE",
+        "TABLE",
+        "PRIMARY",
+        "KEY",
+        "INT",
+        "DOUBLE",
+        "VARCHAR(3)",
+        "TEXT",
+        "acct",
+        "id",
+        "owner",
+        "bal",
+        "rate",
+        "nope",
+        "count(*)",
+        "sum(bal)",
+        "min(owner)",
+        "max(rate)",
+        "(",
+        ")",
+        ",",
+        ";",
+        "*",
+        "+",
+        "-",
+        "/",
+        "%",
+        "=",
+        "<>",
+        "<",
+        ">=",
+        "AND",
+        "OR",
+        "NOT",
+        "0",
+        "1",
+        "-1",
+        "9223372036854775807",
+        "1.5",
+        "'x'",
+        "'much too long'",
+        "NULL",
+        "TRUE",
+        "DESC",
+    ];
+    const VALID: &[&str] = &[
+        "SELECT id, bal * 2 FROM acct WHERE id = 1 AND bal > 0 ORDER BY id DESC LIMIT 2",
+        "UPDATE acct SET bal = bal % 7 + id WHERE owner = 'ann' OR rate < 1",
+        "INSERT INTO acct (id, owner, bal, rate) VALUES (7, 'q', 1, 2.5)",
+        "DELETE FROM acct WHERE NOT (id = 2) AND bal / 1 >= 0",
+        "SELECT count(*), sum(bal), min(owner), max(rate) FROM acct WHERE id > 0",
+    ];
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(SETUP).unwrap();
+    let mut seed = 0x5EED_u64;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((seed >> 33) as usize) % n
+    };
+    let (mut ok, mut sql_errors, mut engine_errors) = (0, 0, 0);
+    for i in 0..8000 {
+        let stmt = if i % 4 == 0 {
+            (0..1 + next(12))
+                .map(|_| TOKENS[next(TOKENS.len())])
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else {
+            // Replace, drop or duplicate one token of a valid statement.
+            let mut words: Vec<&str> = VALID[next(VALID.len())].split(' ').collect();
+            let at = next(words.len());
+            match next(3) {
+                0 => words[at] = TOKENS[next(TOKENS.len())],
+                1 => {
+                    words.remove(at);
+                }
+                _ => words.insert(at, TOKENS[next(TOKENS.len())]),
+            }
+            words.join(" ")
+        };
+        match s.execute(&stmt) {
+            Ok(_) => ok += 1,
+            Err(Error::Sql { .. }) => sql_errors += 1,
+            Err(_) => engine_errors += 1,
+        }
+    }
+    // The mutations reach execution, not only the parser.
+    assert!(
+        ok > 300 && engine_errors > 50 && sql_errors > 1000,
+        "ok {ok}, SQL errors {sql_errors}, engine errors {engine_errors}"
+    );
+}
