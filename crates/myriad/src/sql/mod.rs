@@ -9,11 +9,12 @@
 //! `UPDATE ... SET ... WHERE`, `DELETE ... WHERE`, `BEGIN|START TRANSACTION [ISOLATION LEVEL
 //! ...] [READ ONLY]`, `COMMIT`, `ROLLBACK`. A statement outside `BEGIN` runs as its own
 //! transaction. The planner uses the primary key when `WHERE` fixes every key column by
-//! equality with constants (a conjunct per column), the ordered primary index for `ORDER BY`,
-//! and otherwise a full scan (`Transaction::scan_table`); under Serializable both scans are
-//! protected against phantoms. Not built yet, and rejected with an error that says so:
-//! `CREATE INDEX` and secondary indexes, `ORDER BY` other columns, `GROUP BY`, key-range
-//! plans, `NULL`, parameters, procedures.
+//! equality with constants (a conjunct per column), a range of the ordered primary index when
+//! `WHERE` bounds a one-column key (`k > 3 AND k <= 9`) or for `ORDER BY`, and otherwise a full
+//! scan (`Transaction::scan_table`); under Serializable each scan is protected against
+//! phantoms over the range it covers. Not built yet, and rejected with an error that says so:
+//! `CREATE INDEX` and secondary indexes, `ORDER BY` other columns, `GROUP BY`, `NULL`,
+//! parameters, procedures.
 
 mod expr;
 
@@ -31,6 +32,7 @@ use sqlparser::ast::{
 };
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::{Parser, ParserError};
+use std::ops::Bound;
 
 /// Maximum length of a `TEXT` column (the engine stores rows at a fixed width).
 pub const TEXT_MAX_LEN: usize = 1024;
@@ -578,57 +580,111 @@ fn visit(
             false
         }
     };
-    match order {
-        Some(descending) => {
-            let opts = crate::txn::ScanOptions {
-                index: 0,
-                limit: None,
-                descending,
-            };
-            let all = std::ops::Bound::<&[Value]>::Unbounded;
-            tx.scan(t, all, all, opts, each)?;
-        }
-        None => {
-            tx.scan_table(t, &mut each)?;
-        }
+    let range = cond.as_ref().and_then(|c| key_range(c, &t.schema));
+    if order.is_some() || range.is_some() {
+        let opts = crate::txn::ScanOptions {
+            index: 0,
+            limit: None,
+            descending: order.unwrap_or(false),
+        };
+        let (lo, hi) = range.unwrap_or((Bound::Unbounded, Bound::Unbounded));
+        tx.scan(t, one_value(&lo), one_value(&hi), opts, each)?;
+    } else {
+        tx.scan_table(t, &mut each)?;
     }
     err
+}
+
+/// A one-column key bound as the engine's key type.
+fn one_value(b: &Bound<Value>) -> Bound<&[Value]> {
+    match b {
+        Bound::Included(v) => Bound::Included(std::slice::from_ref(v)),
+        Bound::Excluded(v) => Bound::Excluded(std::slice::from_ref(v)),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// The top-level AND-ed parts of a condition.
+fn conjuncts<'a>(e: &'a E, out: &mut Vec<&'a E>) {
+    match e {
+        E::Bin(l, Op::And, r, _) => {
+            conjuncts(l, out);
+            conjuncts(r, out);
+        }
+        e => out.push(e),
+    }
+}
+
+/// `v` as a key value of column `col`, if its type fits exactly (an INT literal fits a
+/// DOUBLE key).
+fn key_value(s: &TableSchema, col: usize, v: &Value) -> Option<Value> {
+    match (s.columns()[col].ty, v) {
+        (ColumnType::Int, Value::Int(_))
+        | (ColumnType::Float, Value::Float(_))
+        | (ColumnType::Str(_), Value::Str(_)) => Some(v.clone()),
+        (ColumnType::Float, Value::Int(i)) => Some(Value::Float(*i as f64)),
+        _ => None,
+    }
 }
 
 /// The primary key, if the condition's top-level conjuncts fix every key column to a
 /// constant of the column's type.
 fn point_key(c: &E, s: &TableSchema) -> Option<Vec<Value>> {
-    fn conjuncts<'a>(e: &'a E, out: &mut Vec<&'a E>) {
-        match e {
-            E::Bin(l, Op::And, r, _) => {
-                conjuncts(l, out);
-                conjuncts(r, out);
-            }
-            e => out.push(e),
-        }
-    }
     let mut cs = Vec::new();
     conjuncts(c, &mut cs);
-    let pk = &s.indexes()[0].columns;
-    let mut key = Vec::with_capacity(pk.len());
-    for &col in pk {
-        let want = s.columns()[col].ty;
-        let v = cs.iter().find_map(|e| match e {
-            E::Bin(l, Op::Eq, r, _) => match (l.as_ref(), r.as_ref()) {
-                (E::Col(c), E::Lit(v)) | (E::Lit(v), E::Col(c)) if *c == col => Some(v.clone()),
+    s.indexes()[0]
+        .columns
+        .iter()
+        .map(|&col| {
+            cs.iter().find_map(|e| match e {
+                E::Bin(l, Op::Eq, r, _) => match (l.as_ref(), r.as_ref()) {
+                    (E::Col(c), E::Lit(v)) | (E::Lit(v), E::Col(c)) if *c == col => {
+                        key_value(s, col, v)
+                    }
+                    _ => None,
+                },
                 _ => None,
+            })
+        })
+        .collect()
+}
+
+/// Bounds on a one-column primary key implied by the condition's top-level conjuncts
+/// (`k > 3 AND k <= 9`, constants on either side); `None` if there are none. Any implied
+/// bound is sound: the full condition is still applied to every row the range yields.
+fn key_range(c: &E, s: &TableSchema) -> Option<(Bound<Value>, Bound<Value>)> {
+    let [col] = s.indexes()[0].columns.as_slice() else {
+        return None;
+    };
+    let mut cs = Vec::new();
+    conjuncts(c, &mut cs);
+    let (mut lo, mut hi) = (Bound::Unbounded, Bound::Unbounded);
+    for e in cs {
+        let E::Bin(l, op, r, _) = e else { continue };
+        // Normalise to `key op constant`.
+        let (op, v) = match (l.as_ref(), r.as_ref()) {
+            (E::Col(c), E::Lit(v)) if c == col => (*op, v),
+            (E::Lit(v), E::Col(c)) if c == col => match op {
+                Op::Lt => (Op::Gt, v),
+                Op::Le => (Op::Ge, v),
+                Op::Gt => (Op::Lt, v),
+                Op::Ge => (Op::Le, v),
+                o => (*o, v),
             },
-            _ => None,
-        })?;
-        match (want, &v) {
-            (ColumnType::Int, Value::Int(_))
-            | (ColumnType::Float, Value::Float(_))
-            | (ColumnType::Str(_), Value::Str(_)) => key.push(v),
-            (ColumnType::Float, Value::Int(i)) => key.push(Value::Float(*i as f64)),
-            _ => return None,
+            _ => continue,
+        };
+        let Some(v) = key_value(s, *col, v) else {
+            continue;
+        };
+        match op {
+            Op::Gt if lo == Bound::Unbounded => lo = Bound::Excluded(v),
+            Op::Ge if lo == Bound::Unbounded => lo = Bound::Included(v),
+            Op::Lt if hi == Bound::Unbounded => hi = Bound::Excluded(v),
+            Op::Le if hi == Bound::Unbounded => hi = Bound::Included(v),
+            _ => {}
         }
     }
-    Some(key)
+    (lo != Bound::Unbounded || hi != Bound::Unbounded).then_some((lo, hi))
 }
 
 fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -> Result<Output> {
