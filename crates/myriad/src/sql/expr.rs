@@ -4,7 +4,7 @@
 use super::{sql_error, SqlPos};
 use crate::error::Result;
 use crate::schema::{ColumnType, TableSchema};
-use crate::value::{RowRef, Value, ValueRef};
+use crate::value::{RowRef, Value};
 use sqlparser::ast::{self, BinaryOperator, Expr, Spanned, UnaryOperator};
 
 /// The type of an expression.
@@ -233,15 +233,6 @@ fn binary(op: &BinaryOperator, l: Ty, r: Ty, at: SqlPos) -> Result<(Op, Ty)> {
     }
 }
 
-fn owned(v: ValueRef<'_>) -> Value {
-    match v {
-        ValueRef::Int(i) => Value::Int(i),
-        ValueRef::Float(f) => Value::Float(f),
-        ValueRef::Str(s) => Value::Str(s.to_string()),
-        ValueRef::Bytes(b) => Value::Bytes(b.to_vec()),
-    }
-}
-
 fn as_f64(v: &Value) -> f64 {
     match v {
         Value::Int(i) => *i as f64,
@@ -254,7 +245,7 @@ fn as_f64(v: &Value) -> f64 {
 pub(crate) fn eval(e: &E, row: Option<RowRef<'_>>) -> Result<V> {
     Ok(match e {
         E::Col(i) => match row.and_then(|r| r.get(*i)) {
-            Some(v) => V::Val(owned(v)),
+            Some(v) => V::Val(v.to_value()),
             None => {
                 return Err(sql_error(
                     SqlPos::default(),

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::schema::{ColumnType, IndexKind, TableSchema};
 use crate::storage::TableRef;
 use crate::txn::{Transaction, TxnOptions};
-use crate::value::Value;
+use crate::value::{RowRef, Value, ValueRef};
 use crate::{Database, Isolation};
 use expr::{compile, eval, Op, Ty, E, V};
 use sqlparser::ast::{
@@ -343,13 +343,8 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement) -> Result<Output>
                         "assign one column at a time".into(),
                     ));
                 };
-                let name = name_of(n)?;
-                let c = t.schema.column_index(&name).map_err(|_| {
-                    sql_error(
-                        at_span(n.span()),
-                        format!("table `{}` has no column `{name}`", t.name()),
-                    )
-                })?;
+                let c = column_of(&t, n)?;
+                let name = &t.schema.columns()[c].name;
                 let cty = Ty::of_column(t.schema.columns()[c].ty);
                 let (e, ty) = compile(&a.value, Some(&t.schema))?;
                 if !(ty == cty || (cty == Ty::Float && ty == Ty::Int)) {
@@ -416,6 +411,17 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement) -> Result<Output>
     }
 }
 
+/// The position of the column `n` names, or an error at `n` naming table and column.
+fn column_of(t: &TableRef, n: &ObjectName) -> Result<usize> {
+    let name = name_of(n)?;
+    t.schema.column_index(&name).map_err(|_| {
+        sql_error(
+            at_span(n.span()),
+            format!("table `{}` has no column `{name}`", t.name()),
+        )
+    })
+}
+
 fn first_words(s: &Statement) -> String {
     s.to_string()
         .split_whitespace()
@@ -444,14 +450,7 @@ fn insert(
     } else {
         let mut order = vec![usize::MAX; ncols];
         for (i, c) in ins.columns.iter().enumerate() {
-            let n = name_of(c)?;
-            let ci = t.schema.column_index(&n).map_err(|_| {
-                sql_error(
-                    at_span(c.span()),
-                    format!("table `{}` has no column `{n}`", t.name()),
-                )
-            })?;
-            order[ci] = i;
+            order[column_of(&t, c)?] = i;
         }
         if let Some(missing) = order.iter().position(|&o| o == usize::MAX) {
             return Err(sql_error(
@@ -484,18 +483,14 @@ fn insert(
         let mut vals = Vec::with_capacity(ncols);
         for &o in &order {
             let e = &row[o];
-            match compile(e, None)? {
-                (x, Ty::Bool) => {
-                    let _ = x;
+            match eval(&compile(e, None)?.0, None)? {
+                V::Val(v) => vals.push(coerce(&t.schema, vals.len(), v)),
+                V::Bool(_) => {
                     return Err(sql_error(
                         at_span(e.span()),
                         "a boolean cannot be stored".into(),
-                    ));
+                    ))
                 }
-                (x, _) => match eval(&x, None)? {
-                    V::Val(v) => vals.push(coerce(&t.schema, vals.len(), v)),
-                    V::Bool(_) => unreachable!("type-checked"),
-                },
             }
         }
         tx.insert(&t, vals.as_slice())?;
@@ -521,13 +516,20 @@ fn matching_keys(
     let pk: Vec<usize> = t.schema.indexes()[0].columns.clone();
     let mut keys = Vec::new();
     visit(tx, t, filter, None, &mut |r| {
-        keys.push(pk.iter().map(|&c| r[c].clone()).collect());
+        keys.push(pk.iter().map(|&c| value_at(r, c)).collect::<Result<_>>()?);
         Ok(true)
     })?;
     Ok(keys)
 }
 
-/// Calls `f` with each row (all columns) that `filter` selects, until it returns false; in
+/// Column `c` of a row (`c` was resolved against the row's schema, so it is in range).
+fn value_at(r: RowRef<'_>, c: usize) -> Result<Value> {
+    r.get(c)
+        .map(ValueRef::to_value)
+        .ok_or_else(|| sql_error(SqlPos::default(), format!("no column #{c} in the row")))
+}
+
+/// Calls `f` with each row that `filter` selects, until it returns false; in
 /// primary-key order (`Some(descending)`) through the ordered primary index, else in
 /// whatever order is cheapest.
 fn visit(
@@ -535,7 +537,7 @@ fn visit(
     t: &TableRef,
     filter: Option<&Expr>,
     order: Option<bool>,
-    f: &mut dyn FnMut(&[Value]) -> Result<bool>,
+    f: &mut dyn FnMut(RowRef<'_>) -> Result<bool>,
 ) -> Result<()> {
     let cond = match filter {
         Some(e) => {
@@ -550,25 +552,26 @@ fn visit(
         }
         None => None,
     };
-    let pass = |r: crate::value::RowRef<'_>| -> Result<bool> {
+    let pass = |r: RowRef<'_>| -> Result<bool> {
         Ok(match &cond {
             Some(c) => eval(c, Some(r))? == V::Bool(true),
             None => true,
         })
     };
     if let Some(key) = cond.as_ref().and_then(|c| point_key(c, &t.schema)) {
-        let row = tx.get_with(t, key.as_slice(), |r| -> Result<Option<Vec<Value>>> {
-            Ok(pass(r)?.then(|| r.to_row().0))
-        })?;
-        if let Some(Some(row)) = row.transpose()? {
-            f(&row)?;
-        }
+        tx.get_with(t, key.as_slice(), |r| -> Result<()> {
+            if pass(r)? {
+                f(r)?;
+            }
+            Ok(())
+        })?
+        .transpose()?;
         return Ok(());
     }
     let mut err = Ok(());
-    let mut each = |r: crate::value::RowRef<'_>| match pass(r) {
+    let mut each = |r: RowRef<'_>| match pass(r) {
         Ok(false) => true,
-        Ok(true) => match f(&r.to_row().0) {
+        Ok(true) => match f(r) {
             Ok(go) => go,
             Err(e) => {
                 err = Err(e);
@@ -779,12 +782,9 @@ fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -
         visit(tx, &t, sel.selection.as_ref(), order, &mut |r| {
             let mut out = Vec::with_capacity(exprs.len());
             for e in &exprs {
-                out.push(match e {
-                    E::Col(i) => r[*i].clone(),
-                    e => match eval_values(e, &t.schema, r)? {
-                        V::Val(v) => v,
-                        V::Bool(b) => Value::Int(b as i64),
-                    },
+                out.push(match eval(e, Some(r))? {
+                    V::Val(v) => v,
+                    V::Bool(b) => Value::Int(b as i64),
                 });
             }
             rows.push(out);
@@ -923,12 +923,8 @@ fn aggregate(
         count += 1;
         for (i, (kind, arg, _, at)) in aggs.iter().enumerate() {
             let Some(e) = arg else { continue };
-            let v = match e {
-                E::Col(c) => r[*c].clone(),
-                e => match eval_values(e, &t.schema, r)? {
-                    V::Val(v) => v,
-                    V::Bool(_) => unreachable!("type-checked"),
-                },
+            let V::Val(v) = eval(e, Some(r))? else {
+                unreachable!("type-checked: aggregates take no booleans")
             };
             acc[i] = Some(match (acc[i].take(), kind) {
                 (None, AggKind::Count) => Value::Int(1),
@@ -981,19 +977,6 @@ fn aggregate(
     }
     let rows = if limit == 0 { Vec::new() } else { vec![row] };
     Ok(Output::Rows { columns, rows })
-}
-
-/// Evaluates `e` on a row given as owned values (re-encoded into a scratch row).
-fn eval_values(e: &E, s: &TableSchema, r: &[Value]) -> Result<V> {
-    let mut buf = vec![0u8; s.row_size()];
-    s.encode_row(r, &mut buf)?;
-    eval(
-        e,
-        Some(crate::value::RowRef {
-            schema: s,
-            data: &buf,
-        }),
-    )
 }
 
 #[cfg(test)]
