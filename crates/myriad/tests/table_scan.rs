@@ -3,7 +3,6 @@
 
 mod common;
 use common::*;
-use myriad::history::{check, Level};
 use myriad::*;
 
 /// A hash-keyed table (no ordered index at all: only a table scan reads it whole).
@@ -166,16 +165,5 @@ fn count_and_insert(level: Isolation) -> (Vec<history::TxnRecord>, bool) {
 
 #[test]
 fn write_skew_through_table_scans_is_reported_when_judged_as_serializable() {
-    let (mut h, both) = count_and_insert(Isolation::Snapshot);
-    assert!(both, "snapshot isolation lets both commit");
-    assert!(check(&h).anomalies.is_empty(), "allowed under SI");
-    for r in h.iter_mut() {
-        r.level = Level::Serializable;
-    }
-    let report = check(&h);
-    assert_eq!(report.anomalies.len(), 1, "{:?}", report.anomalies);
-    assert_eq!(report.anomalies[0].name, "G2", "{}", report.anomalies[0]);
-    let (h, both) = count_and_insert(Isolation::Serializable);
-    assert!(!both, "the phantom check must abort one of the two");
-    assert!(check(&h).anomalies.is_empty());
+    assert_predicate_write_skew(count_and_insert);
 }

@@ -46,3 +46,23 @@ pub fn failure(r: Result<()>) -> Option<AbortReason> {
         Err(e) => panic!("unexpected error {e}"),
     }
 }
+
+/// A predicate write skew, run by `run(level)` (history, whether both transactions
+/// committed): under SI both commit and the history is clean; judged as Serializable the
+/// checker reports exactly one G2; under Serializable the engine aborts one of them.
+pub fn assert_predicate_write_skew(run: impl Fn(Isolation) -> (Vec<history::TxnRecord>, bool)) {
+    use history::{check, Level};
+    let (mut h, both) = run(Isolation::Snapshot);
+    assert!(both, "snapshot isolation lets both commit");
+    assert!(check(&h).anomalies.is_empty(), "allowed under SI");
+    for r in h.iter_mut() {
+        r.level = Level::Serializable;
+    }
+    let report = check(&h);
+    assert_eq!(report.anomalies.len(), 1, "{:?}", report.anomalies);
+    assert_eq!(report.anomalies[0].name, "G2", "{}", report.anomalies[0]);
+    // Under Serializable the engine aborts one of them, and the history is clean.
+    let (h, both) = run(Isolation::Serializable);
+    assert!(!both, "the phantom check must abort one of the two");
+    assert!(check(&h).anomalies.is_empty());
+}
