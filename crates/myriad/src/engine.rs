@@ -35,6 +35,9 @@ pub struct Database {
     tables: Box<[OnceLock<TableRef>]>,
     names: Mutex<HashMap<String, u32>>,
     pub(crate) history: Option<HistoryLog>,
+    /// Registered stored procedures by lower-case name (read once per `Database::call`;
+    /// callers that keep the `Arc<Procedure>` never touch it).
+    pub(crate) procedures: std::sync::RwLock<HashMap<String, Arc<crate::procedure::Procedure>>>,
 }
 
 /// Engine-wide counters, summed over the transaction table.
@@ -97,6 +100,7 @@ impl Database {
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
             names: Mutex::new(HashMap::new()),
             history: config.record_history.then(HistoryLog::default),
+            procedures: Default::default(),
             config,
         })
     }

@@ -120,6 +120,13 @@ pub enum Error {
         column: u64,
         message: String,
     },
+    /// No stored procedure of this name is registered.
+    UnknownProcedure(String),
+    /// A call with the wrong number or types of arguments (the message says which).
+    ProcedureArguments { procedure: String, message: String },
+    /// The procedure ran `RAISE` or `ROLLBACK`: the transaction was rolled back (a user abort,
+    /// never retried).
+    ProcedureAbort { procedure: String, message: String },
 }
 
 impl Error {
@@ -209,6 +216,13 @@ impl fmt::Display for Error {
                 } else {
                     write!(f, "SQL at line {line}, column {column}: {message}")
                 }
+            }
+            Error::UnknownProcedure(p) => write!(f, "unknown procedure `{p}`"),
+            Error::ProcedureArguments { procedure, message } => {
+                write!(f, "call of `{procedure}`: {message}")
+            }
+            Error::ProcedureAbort { procedure, message } => {
+                write!(f, "procedure `{procedure}` rolled back: {message}")
             }
         }
     }

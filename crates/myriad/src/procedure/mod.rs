@@ -1,2 +1,310 @@
-//! Stored procedures (thesis §3.3, §4.3). Not built yet: transactions are Rust closures
-//! (`Database::run`) or explicit `Transaction` calls.
+//! Stored procedures (thesis §3.2–3.3, §4.3–4.4).
+//!
+//! A procedure is written in SQL (`CREATE PROCEDURE name(p INT, ks BIGINT[]) AS $$ DECLARE
+//! ... BEGIN ... END $$`, a PL/pgSQL-like body: `SELECT ... INTO`, `INSERT`, `UPDATE`,
+//! `DELETE`, `:=`, `IF/ELSIF/ELSE`, `FOR i IN a..b LOOP`, `FOR r IN SELECT ... LOOP`,
+//! `RETURN`, `RAISE EXCEPTION`, `ROLLBACK`) or with the Rust [`ProcedureBuilder`]. Both reach
+//! one compiler, which resolves tables, columns and variables once and plans every `WHERE`
+//! (point key, key range, scan) into an IR that [`Procedure::execute`] interprets inside a
+//! transaction of any protocol. Each IR operation records which variables are its access key
+//! and which its values ([`OpInfo`]); [`Procedure::def_use`] gives the def-use graph that
+//! Transaction Healing and PACMAN are built on.
+//!
+//! Differences from PL/pgSQL, all deliberate: there is no NULL, so a declared variable
+//! starts at its type's zero value and a `SELECT ... INTO` that finds no row leaves its
+//! variables unchanged and sets `found` to false; parameters cannot be assigned (a replayed
+//! or healed call must see them as given); `RAISE` only raises exceptions (an abort).
+
+mod build;
+mod exec;
+mod graph;
+mod ir;
+pub(crate) mod parse;
+mod surface;
+
+pub use build::{Block, Ex, ProcedureBuilder, VarType};
+pub use graph::{Edge, Source};
+pub use ir::{OpInfo, UseKind};
+pub(crate) use surface::Def;
+
+use crate::error::{Error, Result};
+use crate::sql::expr::{Ty, V};
+use crate::txn::{Transaction, TxnOptions};
+use crate::value::Value;
+use crate::Database;
+use std::sync::Arc;
+
+/// An argument of a call: a scalar or an array.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    Value(Value),
+    Array(Vec<Value>),
+}
+
+impl From<Value> for Arg {
+    fn from(v: Value) -> Self {
+        Arg::Value(v)
+    }
+}
+impl From<i64> for Arg {
+    fn from(v: i64) -> Self {
+        Arg::Value(Value::Int(v))
+    }
+}
+impl From<f64> for Arg {
+    fn from(v: f64) -> Self {
+        Arg::Value(Value::Float(v))
+    }
+}
+impl From<&str> for Arg {
+    fn from(v: &str) -> Self {
+        Arg::Value(Value::Str(v.to_string()))
+    }
+}
+impl From<Vec<i64>> for Arg {
+    fn from(v: Vec<i64>) -> Self {
+        Arg::Array(v.into_iter().map(Value::Int).collect())
+    }
+}
+impl From<Vec<Value>> for Arg {
+    fn from(v: Vec<Value>) -> Self {
+        Arg::Array(v)
+    }
+}
+
+/// A compiled stored procedure.
+pub struct Procedure {
+    pub(crate) p: ir::Proc,
+}
+
+impl std::fmt::Debug for Procedure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Procedure")
+            .field("name", &self.p.name)
+            .field("ops", &self.p.ops.len())
+            .finish()
+    }
+}
+
+fn scalar_fits(ty: Ty, v: &Value) -> Option<V> {
+    match (ty, v) {
+        (Ty::Int, Value::Int(_)) | (Ty::Float, Value::Float(_)) | (Ty::Str, Value::Str(_)) => {
+            Some(V::Val(v.clone()))
+        }
+        (Ty::Float, Value::Int(i)) => Some(V::Val(Value::Float(*i as f64))),
+        (Ty::Bool, Value::Int(i)) => Some(V::Bool(*i != 0)),
+        _ => None,
+    }
+}
+
+impl Procedure {
+    pub fn name(&self) -> &str {
+        &self.p.name
+    }
+
+    /// Parameter names and SQL types.
+    pub fn params(&self) -> Vec<(String, &'static str)> {
+        self.p.vars[..self.p.nparams]
+            .iter()
+            .map(|(n, t)| (n.clone(), t.name()))
+            .collect()
+    }
+
+    /// Every operation of the IR, in source order (the index is the operation id).
+    pub fn ops(&self) -> &[OpInfo] {
+        &self.p.ops
+    }
+
+    /// Name of variable slot `v` (parameters first, then `found`, then the rest).
+    pub fn var_name(&self, v: usize) -> &str {
+        self.p.vars[v].0.split('#').next().unwrap_or_default()
+    }
+
+    /// The def-use graph: which operations consume each operation's outputs, and how.
+    pub fn def_use(&self) -> Vec<Edge> {
+        self.p.def_use()
+    }
+
+    /// The IR and the def-use graph as text (`myriad explain`).
+    pub fn explain(&self) -> String {
+        self.p.explain()
+    }
+
+    /// The def-use graph as Graphviz `dot` (`myriad explain --dot`).
+    pub fn explain_dot(&self) -> String {
+        self.p.explain_dot()
+    }
+
+    fn bind(&self, args: &[Arg]) -> Result<exec::Frame> {
+        let bad = |message: String| Error::ProcedureArguments {
+            procedure: self.p.name.clone(),
+            message,
+        };
+        if args.len() != self.p.nparams {
+            return Err(bad(format!(
+                "{} arguments given, {} expected",
+                args.len(),
+                self.p.nparams
+            )));
+        }
+        let mut f = self.p.frame();
+        for (i, a) in args.iter().enumerate() {
+            let (name, ty) = &self.p.vars[i];
+            f.vars[i] = match (a, ty.element()) {
+                (Arg::Value(v), None) => scalar_fits(*ty, v),
+                (Arg::Array(xs), Some(el)) => xs
+                    .iter()
+                    .map(|x| match scalar_fits(el, x) {
+                        Some(V::Val(v)) => Some(v),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<Value>>>()
+                    .map(V::Arr),
+                _ => None,
+            }
+            .ok_or_else(|| {
+                let found = match a {
+                    Arg::Value(v) => v.as_ref().type_name().to_string(),
+                    Arg::Array(_) => "an array (or an array with elements of another type)".into(),
+                };
+                bad(format!(
+                    "parameter `{name}` is {}, found {found}",
+                    ty.name()
+                ))
+            })?;
+        }
+        Ok(f)
+    }
+
+    /// Runs the procedure inside `tx` (which stays open); returns the values of its `RETURN`.
+    pub fn execute(&self, tx: &mut Transaction<'_>, args: &[Arg]) -> Result<Vec<Value>> {
+        let mut f = self.bind(args)?;
+        self.p.run(tx, &mut f)
+    }
+
+    /// Runs the procedure as its own transaction at the database's default isolation level,
+    /// retrying serialization failures like [`Database::run`].
+    pub fn call(&self, db: &Database, args: &[Arg]) -> Result<Vec<Value>> {
+        self.call_with(
+            db,
+            TxnOptions {
+                isolation: db.config().isolation,
+                read_only: false,
+            },
+            args,
+        )
+    }
+
+    /// [`Procedure::call`] with explicit transaction options.
+    pub fn call_with(&self, db: &Database, opts: TxnOptions, args: &[Arg]) -> Result<Vec<Value>> {
+        let mut f = self.bind(args)?;
+        db.run_with(opts, |tx| self.p.run(tx, &mut f))
+    }
+}
+
+impl Database {
+    /// Compiles and registers every `CREATE [OR REPLACE] PROCEDURE` in `sql` (other statements
+    /// are an error); returns the procedures in order. Nothing is registered if any fails.
+    pub fn create_procedures(&self, sql: &str) -> Result<Vec<Arc<Procedure>>> {
+        let mut defs = Vec::new();
+        for item in parse::script(sql)? {
+            match item {
+                parse::Item::Procedure(d, replace) => defs.push((d, replace)),
+                parse::Item::Sql(s) => {
+                    return Err(crate::sql::sql_error(
+                        crate::sql::at_span(sqlparser::ast::Spanned::span(s.as_ref())),
+                        "only CREATE PROCEDURE statements are allowed here".into(),
+                    ))
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for (d, replace) in &defs {
+            out.push((
+                Arc::new(Procedure {
+                    p: ir::compile(self, d)?,
+                }),
+                *replace,
+            ));
+        }
+        self.register_all(&out)?;
+        Ok(out.into_iter().map(|(p, _)| p).collect())
+    }
+
+    /// Compiles and registers one parsed definition (`CREATE PROCEDURE` in a SQL session).
+    pub(crate) fn create_procedure_from(&self, d: &Def, replace: bool) -> Result<()> {
+        let p = Arc::new(Procedure {
+            p: ir::compile(self, d)?,
+        });
+        self.register_all(&[(p, replace)])
+    }
+
+    /// Compiles a procedure without registering it (`myriad explain`).
+    pub fn compile_procedures(&self, sql: &str) -> Result<Vec<Procedure>> {
+        let mut out = Vec::new();
+        for item in parse::script(sql)? {
+            match item {
+                parse::Item::Procedure(d, _) => out.push(Procedure {
+                    p: ir::compile(self, &d)?,
+                }),
+                parse::Item::Sql(_) => {}
+            }
+        }
+        Ok(out)
+    }
+
+    /// Compiles and registers a procedure made with the builder.
+    pub fn register_procedure(&self, b: ProcedureBuilder) -> Result<Arc<Procedure>> {
+        let p = Arc::new(Procedure {
+            p: ir::compile(self, &b.def)?,
+        });
+        self.register_all(&[(p.clone(), false)])?;
+        Ok(p)
+    }
+
+    /// Registers all or none: an existing name without `replace` fails the whole set.
+    pub(crate) fn register_all(&self, ps: &[(Arc<Procedure>, bool)]) -> Result<()> {
+        let mut reg = self.procedures.write().unwrap_or_else(|e| e.into_inner());
+        for (p, replace) in ps {
+            if !replace && reg.contains_key(&p.name().to_ascii_lowercase()) {
+                return Err(Error::AlreadyExists(p.name().to_string()));
+            }
+        }
+        for (p, _) in ps {
+            reg.insert(p.name().to_ascii_lowercase(), p.clone());
+        }
+        Ok(())
+    }
+
+    /// The registered procedure of this name (case-insensitive). Keep the handle: calling
+    /// through it skips the name lookup.
+    pub fn procedure(&self, name: &str) -> Result<Arc<Procedure>> {
+        self.procedures
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&name.to_ascii_lowercase())
+            .cloned()
+            .ok_or_else(|| Error::UnknownProcedure(name.to_string()))
+    }
+
+    /// Names of the registered procedures, sorted.
+    pub fn procedure_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .procedures
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .map(|p| p.name().to_string())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Calls the registered procedure `name` as its own transaction (see [`Procedure::call`]).
+    pub fn call(&self, name: &str, args: &[Arg]) -> Result<Vec<Value>> {
+        self.procedure(name)?.call(self, args)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -14,6 +14,10 @@ pub(crate) enum Ty {
     Float,
     Str,
     Bool,
+    /// Arrays exist only as procedure parameters; elements are scalars.
+    IntArray,
+    FloatArray,
+    StrArray,
 }
 
 impl Ty {
@@ -30,7 +34,23 @@ impl Ty {
             Ty::Float => "DOUBLE",
             Ty::Str => "VARCHAR",
             Ty::Bool => "BOOLEAN",
+            Ty::IntArray => "INT[]",
+            Ty::FloatArray => "DOUBLE[]",
+            Ty::StrArray => "VARCHAR[]",
         }
+    }
+    /// The element type of an array type.
+    pub(crate) fn element(self) -> Option<Ty> {
+        match self {
+            Ty::IntArray => Some(Ty::Int),
+            Ty::FloatArray => Some(Ty::Float),
+            Ty::StrArray => Some(Ty::Str),
+            _ => None,
+        }
+    }
+    /// Can a value of type `from` be stored where `self` is expected (INT widens to DOUBLE)?
+    pub(crate) fn accepts(self, from: Ty) -> bool {
+        self == from || (self == Ty::Float && from == Ty::Int)
     }
     fn numeric(self) -> bool {
         matches!(self, Ty::Int | Ty::Float)
@@ -58,6 +78,16 @@ pub(crate) enum Op {
 #[derive(Clone, Debug)]
 pub(crate) enum E {
     Col(usize),
+    /// A procedure variable or parameter (a slot of the frame).
+    Var(usize),
+    /// Element of an array variable, 1-based as in PostgreSQL.
+    Elem(usize, Box<E>, SqlPos),
+    /// Number of elements of an array variable.
+    Len(usize),
+    /// String concatenation (`||`); numbers are rendered as text.
+    Concat(Box<E>, Box<E>),
+    /// `substring(s FROM start [FOR len])`, 1-based, by characters.
+    Substr(Box<E>, Box<E>, Option<Box<E>>),
     Lit(Value),
     Bool(bool),
     Neg(Box<E>),
@@ -70,6 +100,27 @@ pub(crate) enum E {
 pub(crate) enum V {
     Val(Value),
     Bool(bool),
+    /// An array (procedure parameters only).
+    Arr(Vec<Value>),
+}
+
+impl V {
+    /// The value to store in a column or key (booleans and arrays cannot be stored).
+    pub(crate) fn stored(self, at: SqlPos) -> Result<Value> {
+        match self {
+            V::Val(v) => Ok(v),
+            V::Bool(_) => Err(sql_error(at, "a boolean cannot be stored".into())),
+            V::Arr(_) => Err(sql_error(at, "an array cannot be stored".into())),
+        }
+    }
+}
+
+/// What names mean while compiling an expression: the columns of the table the statement
+/// reads (if any) and the procedure's variables (slot = position).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Scope<'a> {
+    pub table: Option<&'a TableSchema>,
+    pub vars: &'a [(String, Ty)],
 }
 
 fn pos(e: &Expr) -> SqlPos {
@@ -82,10 +133,29 @@ fn pos(e: &Expr) -> SqlPos {
 
 /// Compiles `e` against `schema` (`None`: a constant expression, no columns allowed).
 pub(crate) fn compile(e: &Expr, schema: Option<&TableSchema>) -> Result<(E, Ty)> {
+    compile_in(
+        e,
+        Scope {
+            table: schema,
+            vars: &[],
+        },
+    )
+}
+
+/// Compiles `e` in `scope`: names resolve to the table's columns or to variables (a name that
+/// is both is ambiguous), types are checked.
+pub(crate) fn compile_in(e: &Expr, scope: Scope<'_>) -> Result<(E, Ty)> {
     let at = pos(e);
+    let schema = scope.table;
+    let compile = |e: &Expr, _: Option<&TableSchema>| compile_in(e, scope);
     match e {
         Expr::Nested(inner) => compile(inner, schema),
-        Expr::Identifier(id) => column(&id.value, schema, at),
+        Expr::Identifier(id) => name(&id.value, scope, at),
+        Expr::CompoundIdentifier(parts)
+            if parts.len() == 2 && var(&dotted(parts), scope).is_some() =>
+        {
+            name(&dotted(parts), scope, at)
+        }
         Expr::CompoundIdentifier(parts) if parts.len() == 2 => {
             if let Some(s) = schema {
                 if !parts[0].value.eq_ignore_ascii_case(s.name()) {
@@ -121,13 +191,176 @@ pub(crate) fn compile(e: &Expr, schema: Option<&TableSchema>) -> Result<(E, Ty)>
                 )),
             }
         }
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::StringConcat,
+            right,
+        } => {
+            let (l, lt) = compile(left, schema)?;
+            let (r, rt) = compile(right, schema)?;
+            if lt.element().is_some() || rt.element().is_some() || (lt != Ty::Str && rt != Ty::Str)
+            {
+                return Err(sql_error(
+                    at,
+                    format!(
+                        "operator || needs a string, found {} and {}",
+                        lt.name(),
+                        rt.name()
+                    ),
+                ));
+            }
+            Ok((E::Concat(Box::new(l), Box::new(r)), Ty::Str))
+        }
         Expr::BinaryOp { left, op, right } => {
             let (l, lt) = compile(left, schema)?;
             let (r, rt) = compile(right, schema)?;
             let (o, ty) = binary(op, lt, rt, at)?;
             Ok((E::Bin(Box::new(l), o, Box::new(r), at), ty))
         }
+        Expr::CompoundFieldAccess { root, access_chain } => {
+            let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] =
+                access_chain.as_slice()
+            else {
+                return Err(sql_error(at, format!("expression not supported: {e}")));
+            };
+            let (arr, at_) = array_var(root, scope, at)?;
+            let (i, it) = compile(index, schema)?;
+            if it != Ty::Int {
+                return Err(sql_error(
+                    pos(index),
+                    format!("an array index must be INT, found {}", it.name()),
+                ));
+            }
+            Ok((E::Elem(arr, Box::new(i), at), at_))
+        }
+        Expr::Substring {
+            expr,
+            substring_from,
+            substring_for,
+            ..
+        } => {
+            let (s, st) = compile(expr, schema)?;
+            if st != Ty::Str {
+                return Err(sql_error(
+                    at,
+                    format!("substring needs a string, found {}", st.name()),
+                ));
+            }
+            let int = |x: &Expr| -> Result<Box<E>> {
+                match compile(x, schema)? {
+                    (c, Ty::Int) => Ok(Box::new(c)),
+                    (_, t) => Err(sql_error(
+                        pos(x),
+                        format!("substring positions must be INT, found {}", t.name()),
+                    )),
+                }
+            };
+            let from = match substring_from {
+                Some(f) => int(f)?,
+                None => Box::new(E::Lit(Value::Int(1))),
+            };
+            let len = substring_for.as_deref().map(int).transpose()?;
+            Ok((E::Substr(Box::new(s), from, len), Ty::Str))
+        }
+        Expr::Function(f) => function(f, scope, at),
         _ => Err(sql_error(at, format!("expression not supported: {e}"))),
+    }
+}
+
+fn dotted(parts: &[ast::Ident]) -> String {
+    format!("{}.{}", parts[0].value, parts[1].value)
+}
+
+fn var(name: &str, scope: Scope<'_>) -> Option<usize> {
+    scope
+        .vars
+        .iter()
+        .position(|(n, _)| n.eq_ignore_ascii_case(name))
+}
+
+/// A column of the scope's table or a variable.
+fn name(n: &str, scope: Scope<'_>, at: SqlPos) -> Result<(E, Ty)> {
+    let col = scope.table.and_then(|s| s.column_index(n).ok());
+    match (col, var(n, scope)) {
+        (Some(_), Some(_)) => Err(sql_error(
+            at,
+            format!(
+                "`{n}` is ambiguous: both a column of `{}` and a variable",
+                scope.table.map(|s| s.name()).unwrap_or_default()
+            ),
+        )),
+        (None, Some(v)) => Ok((E::Var(v), scope.vars[v].1)),
+        _ if scope.table.is_none() && !scope.vars.is_empty() => {
+            Err(sql_error(at, format!("unknown variable `{n}`")))
+        }
+        _ => column(n, scope.table, at),
+    }
+}
+
+/// An array variable named by `e`.
+fn array_var(e: &Expr, scope: Scope<'_>, at: SqlPos) -> Result<(usize, Ty)> {
+    let n = match e {
+        Expr::Identifier(id) => id.value.clone(),
+        _ => {
+            return Err(sql_error(
+                at,
+                format!("only an array variable can be indexed: {e}"),
+            ))
+        }
+    };
+    match var(&n, scope) {
+        Some(v) => match scope.vars[v].1.element() {
+            Some(t) => Ok((v, t)),
+            None => Err(sql_error(
+                at,
+                format!("`{n}` is {}, not an array", scope.vars[v].1.name()),
+            )),
+        },
+        None => Err(sql_error(at, format!("unknown array variable `{n}`"))),
+    }
+}
+
+/// The built-in functions usable in expressions (aggregates are handled by the statements).
+fn function(f: &ast::Function, scope: Scope<'_>, at: SqlPos) -> Result<(E, Ty)> {
+    let fname = f.name.to_string().to_ascii_lowercase();
+    let args: Vec<&Expr> = match &f.args {
+        ast::FunctionArguments::List(l) => l
+            .args
+            .iter()
+            .map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Ok(x),
+                _ => Err(sql_error(at, format!("unsupported argument in {fname}()"))),
+            })
+            .collect::<Result<_>>()?,
+        _ => return Err(sql_error(at, format!("function not supported: {fname}"))),
+    };
+    match (fname.as_str(), args.as_slice()) {
+        ("array_length", [a, _]) | ("cardinality", [a]) => {
+            let (v, _) = array_var(a, scope, at)?;
+            Ok((E::Len(v), Ty::Int))
+        }
+        ("substr" | "substring", [s, from, rest @ ..]) if rest.len() <= 1 => {
+            let (s, st) = compile_in(s, scope)?;
+            let (from, ft) = compile_in(from, scope)?;
+            let len = match rest {
+                [l] => Some(compile_in(l, scope)?),
+                _ => None,
+            };
+            if st != Ty::Str || ft != Ty::Int || len.as_ref().is_some_and(|l| l.1 != Ty::Int) {
+                return Err(sql_error(at, "substr(string, INT [, INT]) expected".into()));
+            }
+            Ok((
+                E::Substr(Box::new(s), Box::new(from), len.map(|l| Box::new(l.0))),
+                Ty::Str,
+            ))
+        }
+        _ => Err(sql_error(
+            at,
+            format!(
+                "function not supported: {fname} with {} arguments",
+                args.len()
+            ),
+        )),
     }
 }
 
@@ -190,7 +423,7 @@ fn binary(op: &BinaryOperator, l: Ty, r: Ty, at: SqlPos) -> Result<(Op, Ty)> {
     };
     let cmp = |o: Op| -> Result<(Op, Ty)> {
         if (l.numeric() && r.numeric())
-            || (l == r && l != Ty::Bool)
+            || (l == r && l != Ty::Bool && l.element().is_none())
             || (l == Ty::Bool && r == Ty::Bool && matches!(o, Op::Eq | Op::Ne))
         {
             Ok((o, Ty::Bool))
@@ -233,6 +466,18 @@ fn binary(op: &BinaryOperator, l: Ty, r: Ty, at: SqlPos) -> Result<(Op, Ty)> {
     }
 }
 
+/// A value as text (for `||`).
+fn text(v: V) -> String {
+    match v {
+        V::Val(Value::Str(s)) => s,
+        V::Val(Value::Int(i)) => i.to_string(),
+        V::Val(Value::Float(f)) => f.to_string(),
+        V::Val(Value::Bytes(b)) => String::from_utf8_lossy(&b).into_owned(),
+        V::Bool(b) => b.to_string(),
+        V::Arr(_) => String::new(),
+    }
+}
+
 fn as_f64(v: &Value) -> f64 {
     match v {
         Value::Int(i) => *i as f64,
@@ -243,7 +488,72 @@ fn as_f64(v: &Value) -> f64 {
 
 /// Evaluates a compiled expression on `row` (`None` for constant expressions).
 pub(crate) fn eval(e: &E, row: Option<RowRef<'_>>) -> Result<V> {
+    eval_in(e, row, &[])
+}
+
+/// Evaluates a compiled expression on `row` with the variables `vars`.
+pub(crate) fn eval_in(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> {
+    let eval = |e: &E, row: Option<RowRef<'_>>| eval_in(e, row, vars);
     Ok(match e {
+        E::Var(v) => vars[*v].clone(),
+        E::Elem(a, i, at) => {
+            let V::Val(Value::Int(i)) = eval(i, row)? else {
+                return Err(sql_error(*at, "array index is not an integer".into()));
+            };
+            match &vars[*a] {
+                V::Arr(xs) if i >= 1 && (i as u64) <= xs.len() as u64 => {
+                    V::Val(xs[(i - 1) as usize].clone())
+                }
+                V::Arr(xs) => {
+                    return Err(sql_error(
+                        *at,
+                        format!("array index {i} out of range 1..{}", xs.len()),
+                    ))
+                }
+                _ => return Err(sql_error(*at, "not an array".into())),
+            }
+        }
+        E::Len(a) => match &vars[*a] {
+            V::Arr(xs) => V::Val(Value::Int(xs.len() as i64)),
+            _ => V::Val(Value::Int(0)),
+        },
+        E::Concat(l, r) => {
+            let mut s = text(eval(l, row)?);
+            s.push_str(&text(eval(r, row)?));
+            V::Val(Value::Str(s))
+        }
+        E::Substr(s, from, len) => {
+            let s = text(eval(s, row)?);
+            let int = |v: V| match v {
+                V::Val(Value::Int(i)) => i,
+                _ => 0,
+            };
+            // PostgreSQL semantics: characters [from, from+len) intersected with [1, n].
+            let from = int(eval(from, row)?);
+            let end = match len {
+                Some(l) => {
+                    let l = int(eval(l, row)?);
+                    if l < 0 {
+                        return Err(sql_error(
+                            SqlPos::default(),
+                            "negative substring length not allowed".into(),
+                        ));
+                    }
+                    from.saturating_add(l)
+                }
+                None => i64::MAX,
+            };
+            let (lo, hi) = (from.max(1), end);
+            let out: String = if hi <= lo {
+                String::new()
+            } else {
+                s.chars()
+                    .skip((lo - 1) as usize)
+                    .take((hi - lo).min(usize::MAX as i64) as usize)
+                    .collect()
+            };
+            V::Val(Value::Str(out))
+        }
         E::Col(i) => match row.and_then(|r| r.get(*i)) {
             Some(v) => V::Val(v.to_value()),
             None => {

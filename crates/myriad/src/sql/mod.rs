@@ -16,22 +16,22 @@
 //! `CREATE INDEX` and secondary indexes, `ORDER BY` other columns, `GROUP BY`, `NULL`,
 //! parameters, procedures.
 
-mod expr;
+pub(crate) mod expr;
 
 use crate::error::{Error, Result};
+use crate::procedure::parse::Item;
 use crate::schema::{ColumnType, IndexKind, TableSchema};
 use crate::storage::TableRef;
 use crate::txn::{Transaction, TxnOptions};
 use crate::value::{RowRef, Value, ValueRef};
 use crate::{Database, Isolation};
-use expr::{compile, eval, Op, Ty, E, V};
+pub(crate) use expr::{compile, compile_in, eval, eval_in, Op, Scope, Ty, E, V};
 use sqlparser::ast::{
     self, ColumnOption, Expr, FromTable, ObjectName, SelectItem, SetExpr, Spanned, Statement,
     TableConstraint, TableFactor, TableObject, TransactionAccessMode, TransactionIsolationLevel,
     TransactionMode,
 };
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::{Parser, ParserError};
+use sqlparser::parser::ParserError;
 use std::ops::Bound;
 
 /// Maximum length of a `TEXT` column (the engine stores rows at a fixed width).
@@ -52,7 +52,7 @@ pub(crate) fn sql_error(at: SqlPos, message: String) -> Error {
     }
 }
 
-fn at_span(s: sqlparser::tokenizer::Span) -> SqlPos {
+pub(crate) fn at_span(s: sqlparser::tokenizer::Span) -> SqlPos {
     SqlPos {
         line: s.start.line,
         column: s.start.column,
@@ -91,10 +91,14 @@ impl<'db> Session<'db> {
     /// statements before it keep their effect). An error inside an explicit transaction
     /// aborts that transaction.
     pub fn execute(&mut self, sql: &str) -> Result<Vec<Output>> {
-        let stmts = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(parse_error)?;
-        let mut out = Vec::with_capacity(stmts.len());
-        for s in &stmts {
-            match self.statement(s) {
+        let items = crate::procedure::parse::script(sql)?;
+        let mut out = Vec::with_capacity(items.len());
+        for item in &items {
+            let r = match item {
+                Item::Sql(s) => self.statement(s),
+                Item::Procedure(d, replace) => self.create_procedure(d, *replace),
+            };
+            match r {
                 Ok(o) => out.push(o),
                 Err(e) => {
                     if let Some(tx) = self.txn.take() {
@@ -138,8 +142,80 @@ impl<'db> Session<'db> {
                 at_span(s.span()),
                 "CREATE INDEX is not supported yet".into(),
             )),
+            Statement::Call(f) => self.call(f),
             _ => self.in_txn(|db, tx| dml(db, tx, s)),
         }
+    }
+
+    fn create_procedure(&mut self, d: &crate::procedure::Def, replace: bool) -> Result<Output> {
+        if self.txn.is_some() {
+            return Err(sql_error(
+                d.at,
+                "CREATE PROCEDURE inside a transaction is not supported".into(),
+            ));
+        }
+        self.db.create_procedure_from(d, replace)?;
+        Ok(Output::Done("CREATE PROCEDURE".into()))
+    }
+
+    /// `CALL name(args)`: in the open transaction, or as a transaction of its own. The
+    /// arguments are constants; `ARRAY[...]` passes an array.
+    fn call(&mut self, f: &ast::Function) -> Result<Output> {
+        let at = at_span(f.span());
+        let proc = self.db.procedure(&name_of(&f.name)?)?;
+        let exprs: Vec<&Expr> = match &f.args {
+            ast::FunctionArguments::None => Vec::new(),
+            ast::FunctionArguments::List(l) => l
+                .args
+                .iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) => Ok(x),
+                    other => Err(sql_error(
+                        at_span(other.span()),
+                        format!("unsupported argument: {other}"),
+                    )),
+                })
+                .collect::<Result<_>>()?,
+            ast::FunctionArguments::Subquery(_) => {
+                return Err(sql_error(at, "CALL arguments must be values".into()))
+            }
+        };
+        let constant = |e: &Expr| -> Result<Value> {
+            eval(&compile(e, None)?.0, None)?.stored(at_span(e.span()))
+        };
+        let mut args = Vec::with_capacity(exprs.len());
+        for e in exprs {
+            args.push(match e {
+                Expr::Array(a) => crate::procedure::Arg::Array(
+                    a.elem.iter().map(constant).collect::<Result<_>>()?,
+                ),
+                e => crate::procedure::Arg::Value(constant(e)?),
+            });
+        }
+        let values = self.in_txn(|_, tx| {
+            proc.execute(tx, &args).map(|v| Output::Rows {
+                columns: Vec::new(),
+                rows: vec![v],
+            })
+        })?;
+        Ok(match values {
+            Output::Rows { rows, .. } if rows.first().is_some_and(|r| !r.is_empty()) => {
+                let n = rows[0].len();
+                Output::Rows {
+                    columns: (1..=n)
+                        .map(|i| {
+                            if n == 1 {
+                                "return".into()
+                            } else {
+                                format!("return{i}")
+                            }
+                        })
+                        .collect(),
+                    rows,
+                }
+            }
+            _ => Output::Done("CALL".into()),
+        })
     }
 
     fn begin(&mut self, modes: &[TransactionMode], s: &Statement) -> Result<Output> {
@@ -194,7 +270,7 @@ impl<'db> Session<'db> {
     }
 }
 
-fn parse_error(e: ParserError) -> Error {
+pub(crate) fn parse_error(e: ParserError) -> Error {
     let message = match e {
         ParserError::TokenizerError(m) | ParserError::ParserError(m) => m,
         ParserError::RecursionLimitExceeded => "statement nested too deeply".into(),
@@ -215,7 +291,7 @@ fn parse_error(e: ParserError) -> Error {
     sql_error(at, text.to_string())
 }
 
-fn name_of(n: &ObjectName) -> Result<String> {
+pub(crate) fn name_of(n: &ObjectName) -> Result<String> {
     match n.0.as_slice() {
         [ast::ObjectNamePart::Identifier(id)] => Ok(id.value.clone()),
         _ => Err(sql_error(
@@ -225,7 +301,7 @@ fn name_of(n: &ObjectName) -> Result<String> {
     }
 }
 
-fn column_type(t: &ast::DataType, at: SqlPos) -> Result<ColumnType> {
+pub(crate) fn column_type(t: &ast::DataType, at: SqlPos) -> Result<ColumnType> {
     use ast::DataType as D;
     Ok(match t {
         D::Int(_) | D::Integer(_) | D::BigInt(_) => ColumnType::Int,
@@ -366,10 +442,8 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement) -> Result<Output>
                     // Every SET expression sees the row as it was before the statement.
                     let mut vals = Vec::with_capacity(sets.len());
                     for (c, e) in &sets {
-                        match eval(e, Some(row.as_ref()))? {
-                            V::Val(v) => vals.push((*c, coerce(&t.schema, *c, v))),
-                            V::Bool(_) => unreachable!("type-checked"),
-                        }
+                        let v = eval(e, Some(row.as_ref()))?.stored(at)?;
+                        vals.push((*c, coerce(&t.schema, *c, v)));
                     }
                     for (c, v) in vals {
                         if let Err(e) = row.set(c, &v) {
@@ -483,15 +557,8 @@ fn insert(
         let mut vals = Vec::with_capacity(ncols);
         for &o in &order {
             let e = &row[o];
-            match eval(&compile(e, None)?.0, None)? {
-                V::Val(v) => vals.push(coerce(&t.schema, vals.len(), v)),
-                V::Bool(_) => {
-                    return Err(sql_error(
-                        at_span(e.span()),
-                        "a boolean cannot be stored".into(),
-                    ))
-                }
-            }
+            let v = eval(&compile(e, None)?.0, None)?.stored(at_span(e.span()))?;
+            vals.push(coerce(&t.schema, vals.len(), v));
         }
         tx.insert(&t, vals.as_slice())?;
         n += 1;
@@ -500,7 +567,7 @@ fn insert(
 }
 
 /// An integer stored into a DOUBLE column becomes a float.
-fn coerce(s: &TableSchema, col: usize, v: Value) -> Value {
+pub(crate) fn coerce(s: &TableSchema, col: usize, v: Value) -> Value {
     match (s.columns()[col].ty, v) {
         (ColumnType::Float, Value::Int(i)) => Value::Float(i as f64),
         (_, v) => v,
@@ -540,27 +607,118 @@ fn visit(
     f: &mut dyn FnMut(RowRef<'_>) -> Result<bool>,
 ) -> Result<()> {
     let cond = match filter {
-        Some(e) => {
-            let (c, ty) = compile(e, Some(&t.schema))?;
-            if ty != Ty::Bool {
-                return Err(sql_error(
-                    at_span(e.span()),
-                    "WHERE needs a boolean condition".into(),
-                ));
-            }
-            Some(c)
-        }
+        Some(e) => Some(condition(
+            e,
+            Scope {
+                table: Some(&t.schema),
+                vars: &[],
+            },
+        )?),
         None => None,
     };
-    let pass = |r: RowRef<'_>| -> Result<bool> {
-        Ok(match &cond {
-            Some(c) => eval(c, Some(r))? == V::Bool(true),
+    let mut key = Vec::new();
+    visit_plan(
+        tx,
+        t,
+        &Access::plan(cond, &t.schema),
+        &[],
+        &mut key,
+        order,
+        f,
+    )
+}
+
+/// Compiles a `WHERE` condition, which must be boolean.
+pub(crate) fn condition(e: &Expr, scope: Scope<'_>) -> Result<E> {
+    let (c, ty) = compile_in(e, scope)?;
+    if ty != Ty::Bool {
+        return Err(sql_error(
+            at_span(e.span()),
+            format!("WHERE needs a boolean condition, found {}", ty.name()),
+        ));
+    }
+    Ok(c)
+}
+
+/// How a statement reaches the rows its condition selects, decided once at compile time.
+/// Key expressions do not read the row (literals, variables, parameters); their values are
+/// computed when the statement runs.
+#[derive(Clone, Debug)]
+pub(crate) struct Access {
+    pub filter: Option<E>,
+    /// Equality on every primary-key column: a point lookup.
+    pub point: Option<Vec<E>>,
+    /// The condition says more than the key equalities (so a point update must read first).
+    pub residual: bool,
+    /// Bounds on a one-column primary key: a range scan of the ordered primary index.
+    pub range: Option<(Bound<E>, Bound<E>)>,
+}
+
+impl Access {
+    pub(crate) fn plan(filter: Option<E>, s: &TableSchema) -> Access {
+        let mut a = Access {
+            point: None,
+            residual: false,
+            range: None,
+            filter: None,
+        };
+        if let Some(c) = &filter {
+            let mut cs = Vec::new();
+            conjuncts(c, &mut cs);
+            a.point = point_key(&cs, s);
+            a.residual = cs.len() > s.indexes()[0].columns.len();
+            if a.point.is_none() {
+                a.range = key_range(&cs, s);
+            }
+        }
+        a.filter = filter;
+        a
+    }
+
+    /// The point key's values, or `None` when one does not fit its column's type (then no
+    /// row can match exactly... unless coercion applies, so the caller scans instead).
+    pub(crate) fn point_values(
+        &self,
+        s: &TableSchema,
+        vars: &[V],
+        out: &mut Vec<Value>,
+    ) -> Result<bool> {
+        out.clear();
+        let Some(keys) = &self.point else {
+            return Ok(false);
+        };
+        for (e, &col) in keys.iter().zip(&s.indexes()[0].columns) {
+            match key_value(s, col, eval_in(e, None, vars)?) {
+                Some(v) => out.push(v),
+                None => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Does the (compiled) condition hold on `r`?
+    pub(crate) fn passes(&self, r: RowRef<'_>, vars: &[V]) -> Result<bool> {
+        Ok(match &self.filter {
+            Some(c) => eval_in(c, Some(r), vars)? == V::Bool(true),
             None => true,
         })
-    };
-    if let Some(key) = cond.as_ref().and_then(|c| point_key(c, &t.schema)) {
+    }
+}
+
+/// [`visit`] with a compiled access plan and the variables its expressions read; `key` is
+/// a reusable buffer for the point key.
+pub(crate) fn visit_plan(
+    tx: &mut Transaction<'_>,
+    t: &TableRef,
+    a: &Access,
+    vars: &[V],
+    key: &mut Vec<Value>,
+    order: Option<bool>,
+    f: &mut dyn FnMut(RowRef<'_>) -> Result<bool>,
+) -> Result<()> {
+    if a.point_values(&t.schema, vars, key)? {
         tx.get_with(t, key.as_slice(), |r| -> Result<()> {
-            if pass(r)? {
+            if a.passes(r, vars)? {
                 f(r)?;
             }
             Ok(())
@@ -569,7 +727,7 @@ fn visit(
         return Ok(());
     }
     let mut err = Ok(());
-    let mut each = |r: RowRef<'_>| match pass(r) {
+    let mut each = |r: RowRef<'_>| match a.passes(r, vars) {
         Ok(false) => true,
         Ok(true) => match f(r) {
             Ok(go) => go,
@@ -583,7 +741,20 @@ fn visit(
             false
         }
     };
-    let range = cond.as_ref().and_then(|c| key_range(c, &t.schema));
+    let col = t.schema.indexes()[0].columns[0];
+    let bound = |b: &Bound<E>| -> Result<Bound<Value>> {
+        Ok(match b {
+            Bound::Included(e) => key_value(&t.schema, col, eval_in(e, None, vars)?)
+                .map_or(Bound::Unbounded, Bound::Included),
+            Bound::Excluded(e) => key_value(&t.schema, col, eval_in(e, None, vars)?)
+                .map_or(Bound::Unbounded, Bound::Excluded),
+            Bound::Unbounded => Bound::Unbounded,
+        })
+    };
+    let range = match &a.range {
+        Some((lo, hi)) => Some((bound(lo)?, bound(hi)?)),
+        None => None,
+    };
     if order.is_some() || range.is_some() {
         let opts = crate::txn::ScanOptions {
             index: 0,
@@ -618,34 +789,52 @@ fn conjuncts<'a>(e: &'a E, out: &mut Vec<&'a E>) {
     }
 }
 
-/// `v` as a key value of column `col`, if its type fits exactly (an INT literal fits a
-/// DOUBLE key).
-fn key_value(s: &TableSchema, col: usize, v: &Value) -> Option<Value> {
+/// Does `e` read no column (so it can be computed before the row is found)?
+fn row_free(e: &E) -> bool {
+    match e {
+        E::Col(_) => false,
+        E::Lit(_) | E::Bool(_) | E::Var(_) | E::Len(_) => true,
+        E::Elem(_, x, _) | E::Neg(x) | E::Not(x) => row_free(x),
+        E::Concat(l, r) | E::Bin(l, _, r, _) => row_free(l) && row_free(r),
+        E::Substr(a, b, c) => row_free(a) && row_free(b) && c.as_deref().is_none_or(row_free),
+    }
+}
+
+/// `v` as a key value of column `col`, if its type fits (an INT fits a DOUBLE key, an
+/// integral DOUBLE an INT key).
+fn key_value(s: &TableSchema, col: usize, v: V) -> Option<Value> {
     match (s.columns()[col].ty, v) {
-        (ColumnType::Int, Value::Int(_))
-        | (ColumnType::Float, Value::Float(_))
-        | (ColumnType::Str(_), Value::Str(_)) => Some(v.clone()),
-        (ColumnType::Float, Value::Int(i)) => Some(Value::Float(*i as f64)),
+        (ColumnType::Int, V::Val(v @ Value::Int(_)))
+        | (ColumnType::Float, V::Val(v @ Value::Float(_)))
+        | (ColumnType::Str(_), V::Val(v @ Value::Str(_))) => Some(v),
+        (ColumnType::Float, V::Val(Value::Int(i))) => Some(Value::Float(i as f64)),
+        (ColumnType::Int, V::Val(Value::Float(f))) if f.fract() == 0.0 && f.abs() < 9.0e18 => {
+            Some(Value::Int(f as i64))
+        }
         _ => None,
     }
 }
 
-/// The primary key, if the condition's top-level conjuncts fix every key column to a
-/// constant of the column's type.
-fn point_key(c: &E, s: &TableSchema) -> Option<Vec<Value>> {
-    let mut cs = Vec::new();
-    conjuncts(c, &mut cs);
+/// `(col, e)` if `e` is `col = x` or `x = col` with `x` not reading the row.
+fn equality(e: &E) -> Option<(usize, &E)> {
+    match e {
+        E::Bin(l, Op::Eq, r, _) => match (l.as_ref(), r.as_ref()) {
+            (E::Col(c), x) | (x, E::Col(c)) if row_free(x) => Some((*c, x)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The primary-key expressions, if the condition's top-level conjuncts fix every key column
+/// by equality.
+fn point_key(cs: &[&E], s: &TableSchema) -> Option<Vec<E>> {
     s.indexes()[0]
         .columns
         .iter()
         .map(|&col| {
-            cs.iter().find_map(|e| match e {
-                E::Bin(l, Op::Eq, r, _) => match (l.as_ref(), r.as_ref()) {
-                    (E::Col(c), E::Lit(v)) | (E::Lit(v), E::Col(c)) if *c == col => {
-                        key_value(s, col, v)
-                    }
-                    _ => None,
-                },
+            cs.iter().find_map(|e| match equality(e) {
+                Some((c, x)) if c == col => Some(x.clone()),
                 _ => None,
             })
         })
@@ -653,41 +842,37 @@ fn point_key(c: &E, s: &TableSchema) -> Option<Vec<Value>> {
 }
 
 /// Bounds on a one-column primary key implied by the condition's top-level conjuncts
-/// (`k > 3 AND k <= 9`, constants on either side); `None` if there are none. Any implied
-/// bound is sound: the full condition is still applied to every row the range yields.
-fn key_range(c: &E, s: &TableSchema) -> Option<(Bound<Value>, Bound<Value>)> {
+/// (`k > 3 AND k <= 9`, either side); `None` if there are none. Any implied bound is sound:
+/// the full condition is still applied to every row the range yields.
+fn key_range(cs: &[&E], s: &TableSchema) -> Option<(Bound<E>, Bound<E>)> {
     let [col] = s.indexes()[0].columns.as_slice() else {
         return None;
     };
-    let mut cs = Vec::new();
-    conjuncts(c, &mut cs);
     let (mut lo, mut hi) = (Bound::Unbounded, Bound::Unbounded);
     for e in cs {
         let E::Bin(l, op, r, _) = e else { continue };
-        // Normalise to `key op constant`.
+        // Normalise to `key op x`.
         let (op, v) = match (l.as_ref(), r.as_ref()) {
-            (E::Col(c), E::Lit(v)) if c == col => (*op, v),
-            (E::Lit(v), E::Col(c)) if c == col => match op {
-                Op::Lt => (Op::Gt, v),
-                Op::Le => (Op::Ge, v),
-                Op::Gt => (Op::Lt, v),
-                Op::Ge => (Op::Le, v),
-                o => (*o, v),
+            (E::Col(c), x) if c == col && row_free(x) => (*op, x),
+            (x, E::Col(c)) if c == col && row_free(x) => match op {
+                Op::Lt => (Op::Gt, x),
+                Op::Le => (Op::Ge, x),
+                Op::Gt => (Op::Lt, x),
+                Op::Ge => (Op::Le, x),
+                o => (*o, x),
             },
             _ => continue,
         };
-        let Some(v) = key_value(s, *col, v) else {
-            continue;
-        };
+        let v = v.clone();
         match op {
-            Op::Gt if lo == Bound::Unbounded => lo = Bound::Excluded(v),
-            Op::Ge if lo == Bound::Unbounded => lo = Bound::Included(v),
-            Op::Lt if hi == Bound::Unbounded => hi = Bound::Excluded(v),
-            Op::Le if hi == Bound::Unbounded => hi = Bound::Included(v),
+            Op::Gt if matches!(lo, Bound::Unbounded) => lo = Bound::Excluded(v),
+            Op::Ge if matches!(lo, Bound::Unbounded) => lo = Bound::Included(v),
+            Op::Lt if matches!(hi, Bound::Unbounded) => hi = Bound::Excluded(v),
+            Op::Le if matches!(hi, Bound::Unbounded) => hi = Bound::Included(v),
             _ => {}
         }
     }
-    (lo != Bound::Unbounded || hi != Bound::Unbounded).then_some((lo, hi))
+    (!matches!(lo, Bound::Unbounded) || !matches!(hi, Bound::Unbounded)).then_some((lo, hi))
 }
 
 fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -> Result<Output> {
@@ -783,8 +968,8 @@ fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -
             let mut out = Vec::with_capacity(exprs.len());
             for e in &exprs {
                 out.push(match eval(e, Some(r))? {
-                    V::Val(v) => v,
                     V::Bool(b) => Value::Int(b as i64),
+                    v => v.stored(at)?,
                 });
             }
             rows.push(out);
@@ -834,41 +1019,30 @@ fn order_by(ob: &ast::OrderBy, s: &TableSchema, at: SqlPos) -> Result<bool> {
     Ok(desc.unwrap_or(false))
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum AggKind {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AggKind {
     Count,
     Sum,
     Min,
     Max,
 }
 
-/// `SELECT count(*) | count(e) | sum(e) | min(e) | max(e), ... FROM t [WHERE ...]`: one row.
-fn aggregate(
-    tx: &mut Transaction<'_>,
-    t: &TableRef,
-    sel: &ast::Select,
-    order: Option<bool>,
-    limit: usize,
-) -> Result<Output> {
-    let mut columns = Vec::new();
-    let mut aggs: Vec<(AggKind, Option<E>, Ty, SqlPos)> = Vec::new();
-    for item in &sel.projection {
-        let (e, name) = match item {
-            SelectItem::UnnamedExpr(e) => (e, e.to_string()),
-            SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
-            other => return Err(sql_error(
-                at_span(other.span()),
-                "mixing aggregates and plain columns needs GROUP BY, which is not supported yet"
-                    .into(),
-            )),
-        };
+/// One compiled aggregate of a select list.
+#[derive(Clone, Debug)]
+pub(crate) struct Agg {
+    pub kind: AggKind,
+    /// `None` for `count(*)`.
+    pub arg: Option<E>,
+    pub ty: Ty,
+    pub at: SqlPos,
+}
+
+impl Agg {
+    /// `Some` if `e` is an aggregate call (`count/sum/min/max`), compiled in `scope`.
+    pub(crate) fn compile(e: &Expr, scope: Scope<'_>) -> Result<Option<Agg>> {
         let at = at_span(e.span());
         let Expr::Function(f) = e else {
-            return Err(sql_error(
-                at,
-                "mixing aggregates and plain columns needs GROUP BY, which is not supported yet"
-                    .into(),
-            ));
+            return Ok(None);
         };
         let fname = name_of(&f.name)?.to_ascii_lowercase();
         let kind = match fname.as_str() {
@@ -876,7 +1050,7 @@ fn aggregate(
             "sum" => AggKind::Sum,
             "min" => AggKind::Min,
             "max" => AggKind::Max,
-            _ => return Err(sql_error(at, format!("function {fname} is not supported"))),
+            _ => return Ok(None),
         };
         let ast::FunctionArguments::List(list) = &f.args else {
             return Err(sql_error(at, format!("{fname} takes one argument")));
@@ -898,8 +1072,10 @@ fn aggregate(
                 None
             }
             [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))] => {
-                let (c, ty) = compile(x, Some(&t.schema))?;
-                if ty == Ty::Bool || (kind == AggKind::Sum && !matches!(ty, Ty::Int | Ty::Float)) {
+                let (c, ty) = compile_in(x, scope)?;
+                if !matches!(ty, Ty::Int | Ty::Float | Ty::Str)
+                    || (kind == AggKind::Sum && ty == Ty::Str)
+                {
                     return Err(sql_error(
                         at,
                         format!("{fname} of {} is not supported", ty.name()),
@@ -910,70 +1086,115 @@ fn aggregate(
             _ => return Err(sql_error(at, format!("{fname} takes one argument"))),
         };
         let ty = match (&arg, kind) {
-            (_, AggKind::Count) => Ty::Int,
-            (Some((_, ty)), _) => *ty,
-            (None, _) => unreachable!("only count takes *"),
+            (Some((_, ty)), AggKind::Sum | AggKind::Min | AggKind::Max) => *ty,
+            _ => Ty::Int,
         };
-        aggs.push((kind, arg.map(|a| a.0), ty, at));
+        Ok(Some(Agg {
+            kind,
+            arg: arg.map(|a| a.0),
+            ty,
+            at,
+        }))
+    }
+
+    /// Folds row `r` into the running value `acc`.
+    pub(crate) fn add(&self, acc: &mut Option<Value>, r: RowRef<'_>, vars: &[V]) -> Result<()> {
+        let v = match &self.arg {
+            Some(e) => eval_in(e, Some(r), vars)?.stored(self.at)?,
+            None => Value::Int(0),
+        };
+        *acc = Some(match (acc.take(), self.kind) {
+            (None, AggKind::Count) => Value::Int(1),
+            (Some(Value::Int(n)), AggKind::Count) => Value::Int(n + 1),
+            (Some(a), AggKind::Count) => a,
+            (None, _) => v,
+            (Some(a), AggKind::Sum) => eval(
+                &E::Bin(Box::new(E::Lit(a)), Op::Add, Box::new(E::Lit(v)), self.at),
+                None,
+            )?
+            .stored(self.at)?,
+            (Some(a), AggKind::Min | AggKind::Max) => {
+                let less = eval(
+                    &E::Bin(
+                        Box::new(E::Lit(v.clone())),
+                        Op::Lt,
+                        Box::new(E::Lit(a.clone())),
+                        self.at,
+                    ),
+                    None,
+                )? == V::Bool(true);
+                if less == (self.kind == AggKind::Min) {
+                    v
+                } else {
+                    a
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// The aggregate's result; `what` names it in the error for sum/min/max over no rows.
+    pub(crate) fn finish(&self, acc: Option<Value>, what: &str) -> Result<Value> {
+        match (self.kind, acc) {
+            (AggKind::Count, v) => Ok(v.unwrap_or(Value::Int(0))),
+            (_, Some(v)) => Ok(v),
+            (_, None) => Err(sql_error(
+                self.at,
+                format!("{what} over no rows is NULL, and NULL is not supported yet"),
+            )),
+        }
+    }
+}
+
+/// `SELECT count(*) | count(e) | sum(e) | min(e) | max(e), ... FROM t [WHERE ...]`: one row.
+fn aggregate(
+    tx: &mut Transaction<'_>,
+    t: &TableRef,
+    sel: &ast::Select,
+    order: Option<bool>,
+    limit: usize,
+) -> Result<Output> {
+    let mixing = |at| {
+        sql_error(
+            at,
+            "mixing aggregates and plain columns needs GROUP BY, which is not supported yet".into(),
+        )
+    };
+    let scope = Scope {
+        table: Some(&t.schema),
+        vars: &[],
+    };
+    let mut columns = Vec::new();
+    let mut aggs = Vec::new();
+    for item in &sel.projection {
+        let (e, name) = match item {
+            SelectItem::UnnamedExpr(e) => (e, e.to_string()),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
+            other => return Err(mixing(at_span(other.span()))),
+        };
+        let Some(a) = Agg::compile(e, scope)? else {
+            if let Expr::Function(f) = e {
+                let fname = name_of(&f.name)?.to_ascii_lowercase();
+                return Err(sql_error(
+                    at_span(e.span()),
+                    format!("function {fname} is not supported"),
+                ));
+            }
+            return Err(mixing(at_span(e.span())));
+        };
+        aggs.push(a);
         columns.push(name);
     }
     let mut acc: Vec<Option<Value>> = vec![None; aggs.len()];
-    let mut count = 0i64;
     visit(tx, t, sel.selection.as_ref(), order, &mut |r| {
-        count += 1;
-        for (i, (kind, arg, _, at)) in aggs.iter().enumerate() {
-            let Some(e) = arg else { continue };
-            let V::Val(v) = eval(e, Some(r))? else {
-                unreachable!("type-checked: aggregates take no booleans")
-            };
-            acc[i] = Some(match (acc[i].take(), kind) {
-                (None, AggKind::Count) => Value::Int(1),
-                (None, _) => v,
-                (Some(Value::Int(n)), AggKind::Count) => Value::Int(n + 1),
-                (Some(a), AggKind::Sum) => match eval(
-                    &E::Bin(Box::new(E::Lit(a)), Op::Add, Box::new(E::Lit(v)), *at),
-                    None,
-                )? {
-                    V::Val(s) => s,
-                    V::Bool(_) => unreachable!("a sum is a number"),
-                },
-                (Some(a), AggKind::Min | AggKind::Max) => {
-                    let less = eval(
-                        &E::Bin(
-                            Box::new(E::Lit(v.clone())),
-                            Op::Lt,
-                            Box::new(E::Lit(a.clone())),
-                            *at,
-                        ),
-                        None,
-                    )? == V::Bool(true);
-                    if less == (*kind == AggKind::Min) {
-                        v
-                    } else {
-                        a
-                    }
-                }
-                (Some(a), AggKind::Count) => a,
-            });
+        for (a, acc) in aggs.iter().zip(acc.iter_mut()) {
+            a.add(acc, r, &[])?;
         }
         Ok(true)
     })?;
     let mut row = Vec::with_capacity(aggs.len());
-    for (i, (kind, arg, _, at)) in aggs.iter().enumerate() {
-        row.push(match (kind, arg, acc[i].take()) {
-            (AggKind::Count, None, _) => Value::Int(count),
-            (AggKind::Count, Some(_), v) => v.unwrap_or(Value::Int(0)),
-            (_, _, Some(v)) => v,
-            (_, _, None) => {
-                return Err(sql_error(
-                    *at,
-                    format!(
-                        "{} over no rows is NULL, and NULL is not supported yet",
-                        columns[i]
-                    ),
-                ))
-            }
-        });
+    for ((a, acc), name) in aggs.iter().zip(acc).zip(&columns) {
+        row.push(a.finish(acc, name)?);
     }
     let rows = if limit == 0 { Vec::new() } else { vec![row] };
     Ok(Output::Rows { columns, rows })

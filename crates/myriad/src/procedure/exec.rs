@@ -1,0 +1,368 @@
+//! The interpreter: runs a compiled procedure inside a transaction of any protocol.
+//!
+//! Nothing is looked up by name here, and a statement allocates nothing of its own on the
+//! point-key paths: keys and computed values go to buffers of the [`Frame`], which lives for
+//! the whole call. Strings are the exception (a `VARCHAR` value is a `String`), as are scans
+//! that must collect keys before they write.
+
+use super::ir::{Items, Proc, Read, Stmt};
+use crate::error::{Error, Result};
+use crate::sql::expr::{eval_in, Ty, E, V};
+use crate::sql::{coerce, sql_error, visit_plan, SqlPos};
+use crate::txn::Transaction;
+use crate::value::Value;
+
+/// The variables of one call, plus scratch buffers reused by every statement.
+pub(crate) struct Frame {
+    pub vars: Vec<V>,
+    out: Vec<Value>,
+    key: Vec<Value>,
+}
+
+enum Flow {
+    Next,
+    Return(Vec<Value>),
+}
+
+/// The zero value of a type (a declared variable without an initial value starts here:
+/// there is no NULL).
+pub(crate) fn zero(ty: Ty) -> V {
+    match ty {
+        Ty::Int => V::Val(Value::Int(0)),
+        Ty::Float => V::Val(Value::Float(0.0)),
+        Ty::Str => V::Val(Value::Str(String::new())),
+        Ty::Bool => V::Bool(false),
+        Ty::IntArray | Ty::FloatArray | Ty::StrArray => V::Arr(Vec::new()),
+    }
+}
+
+/// `v` stored into a variable of type `ty` (an INT widens to DOUBLE).
+fn fit(ty: Ty, v: V) -> V {
+    match (ty, v) {
+        (Ty::Float, V::Val(Value::Int(i))) => V::Val(Value::Float(i as f64)),
+        (_, v) => v,
+    }
+}
+
+impl Proc {
+    /// A frame for one call; the caller fills the parameter slots.
+    pub(crate) fn frame(&self) -> Frame {
+        Frame {
+            vars: self.vars.iter().map(|(_, t)| zero(*t)).collect(),
+            out: Vec::new(),
+            key: Vec::new(),
+        }
+    }
+
+    fn at(&self, op: usize) -> SqlPos {
+        SqlPos {
+            line: self.ops[op].line,
+            column: 0,
+        }
+    }
+
+    /// Runs the body in `tx` with the parameters already in `f`; returns the values of
+    /// `RETURN` (none if the body ends without one).
+    pub(crate) fn run(&self, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Vec<Value>> {
+        for (i, (_, ty)) in self.vars.iter().enumerate().skip(self.nparams) {
+            f.vars[i] = zero(*ty);
+        }
+        for (slot, init) in &self.inits {
+            if let Some(e) = init {
+                let v = eval_in(e, None, &f.vars)?;
+                f.vars[*slot] = fit(self.vars[*slot].1, v);
+            }
+        }
+        match self.block(&self.body, tx, f)? {
+            Flow::Return(v) => Ok(v),
+            Flow::Next => Ok(Vec::new()),
+        }
+    }
+
+    fn block(&self, stmts: &[Stmt], tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Flow> {
+        for s in stmts {
+            if let Flow::Return(v) = self.stmt(s, tx, f)? {
+                return Ok(Flow::Return(v));
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    fn set_found(&self, f: &mut Frame, found: bool) {
+        f.vars[self.nparams] = V::Bool(found);
+    }
+
+    fn limit(&self, r: &Read, vars: &[V]) -> Result<u64> {
+        Ok(match &r.limit {
+            None => u64::MAX,
+            Some(e) => match eval_in(e, None, vars)? {
+                V::Val(Value::Int(n)) => n.max(0) as u64,
+                _ => 0,
+            },
+        })
+    }
+
+    /// Calls `each` with the values of `r`'s items for each matching row, up to its limit,
+    /// until `each` returns false; the values are in `out`.
+    fn rows(
+        &self,
+        op: usize,
+        r: &Read,
+        es: &[E],
+        tx: &mut Transaction<'_>,
+        f: &mut Frame,
+        each: &mut dyn FnMut(&[Value]) -> Result<bool>,
+    ) -> Result<()> {
+        let mut left = self.limit(r, &f.vars)?;
+        if left == 0 {
+            return Ok(());
+        }
+        let at = self.at(op);
+        let Frame { vars, out, key } = f;
+        visit_plan(tx, &r.table, &r.access, vars, key, r.order, &mut |row| {
+            out.clear();
+            for e in es {
+                out.push(eval_in(e, Some(row), vars)?.stored(at)?);
+            }
+            left -= 1;
+            Ok(each(out)? && left > 0)
+        })
+    }
+
+    /// Primary keys of the rows `access` selects (for writes that cannot go by point key).
+    fn keys_of(
+        &self,
+        table: &crate::storage::TableRef,
+        access: &crate::sql::Access,
+        tx: &mut Transaction<'_>,
+        f: &mut Frame,
+    ) -> Result<Vec<Vec<Value>>> {
+        let pk = &table.schema.indexes()[0].columns;
+        let mut keys = Vec::new();
+        let Frame { vars, key, .. } = f;
+        visit_plan(tx, table, access, vars, key, None, &mut |row| {
+            let mut k = Vec::with_capacity(pk.len());
+            for &c in pk {
+                k.push(
+                    row.get(c)
+                        .map(|v| v.to_value())
+                        .ok_or_else(|| sql_error(SqlPos::default(), format!("no column #{c}")))?,
+                );
+            }
+            keys.push(k);
+            Ok(true)
+        })?;
+        Ok(keys)
+    }
+
+    fn stmt(&self, s: &Stmt, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Flow> {
+        match s {
+            Stmt::SelectInto { op, read, into } => match &read.items {
+                Items::Exprs(es) => {
+                    let mut got = false;
+                    self.rows(*op, read, es, tx, f, &mut |_| {
+                        got = true;
+                        Ok(false)
+                    })?;
+                    if got {
+                        for (i, &slot) in into.iter().enumerate() {
+                            let v = std::mem::replace(&mut f.out[i], Value::Int(0));
+                            f.vars[slot] = fit(self.vars[slot].1, V::Val(v));
+                        }
+                    }
+                    self.set_found(f, got);
+                }
+                Items::Aggs(aggs) => {
+                    let mut acc: Vec<Option<Value>> = vec![None; aggs.len()];
+                    let mut left = self.limit(read, &f.vars)?;
+                    if left > 0 {
+                        let Frame { vars, key, .. } = f;
+                        visit_plan(
+                            tx,
+                            &read.table,
+                            &read.access,
+                            vars,
+                            key,
+                            read.order,
+                            &mut |row| {
+                                for (a, acc) in aggs.iter().zip(acc.iter_mut()) {
+                                    a.add(acc, row, vars)?;
+                                }
+                                left -= 1;
+                                Ok(left > 0)
+                            },
+                        )?;
+                    }
+                    for ((a, acc), &slot) in aggs.iter().zip(acc).zip(into) {
+                        let v = a.finish(acc, &self.vars[slot].0)?;
+                        f.vars[slot] = fit(self.vars[slot].1, V::Val(v));
+                    }
+                    self.set_found(f, true);
+                }
+            },
+            Stmt::Update {
+                op,
+                table,
+                access,
+                sets,
+            } => {
+                let at = self.at(*op);
+                let point =
+                    !access.residual && access.point_values(&table.schema, &f.vars, &mut f.key)?;
+                let keys = if point {
+                    None
+                } else {
+                    Some(self.keys_of(table, access, tx, f)?)
+                };
+                let schema = &table.schema;
+                let Frame { vars, out, key } = f;
+                let mut apply = |tx: &mut Transaction<'_>, k: &[Value]| {
+                    tx.update_with(table, k, |row| {
+                        // Every SET expression sees the row as it was before the statement.
+                        out.clear();
+                        for (c, e) in sets {
+                            let v = eval_in(e, Some(row.as_ref()), vars)?.stored(at)?;
+                            out.push(coerce(schema, *c, v));
+                        }
+                        for ((c, _), v) in sets.iter().zip(out.iter()) {
+                            row.set(*c, v)?;
+                        }
+                        Ok(())
+                    })
+                };
+                let found = match keys {
+                    None => match apply(tx, key.as_slice()) {
+                        Ok(()) => true,
+                        Err(Error::NotFound { .. }) => false,
+                        Err(e) => return Err(e),
+                    },
+                    Some(keys) => {
+                        for k in &keys {
+                            apply(tx, k)?;
+                        }
+                        !keys.is_empty()
+                    }
+                };
+                self.set_found(f, found);
+            }
+            Stmt::Insert { op, table, rows } => {
+                let at = self.at(*op);
+                for r in rows {
+                    f.out.clear();
+                    for (c, e) in r.iter().enumerate() {
+                        let v = eval_in(e, None, &f.vars)?.stored(at)?;
+                        f.out.push(coerce(&table.schema, c, v));
+                    }
+                    tx.insert(table, f.out.as_slice())?;
+                }
+            }
+            Stmt::Delete { table, access, .. } => {
+                let found = if !access.residual
+                    && access.point_values(&table.schema, &f.vars, &mut f.key)?
+                {
+                    match tx.delete(table, f.key.as_slice()) {
+                        Ok(()) => true,
+                        Err(Error::NotFound { .. }) => false,
+                        Err(e) => return Err(e),
+                    }
+                } else {
+                    let keys = self.keys_of(table, access, tx, f)?;
+                    for k in &keys {
+                        tx.delete(table, k.as_slice())?;
+                    }
+                    !keys.is_empty()
+                };
+                self.set_found(f, found);
+            }
+            Stmt::Assign { slot, value, .. } => {
+                let v = eval_in(value, None, &f.vars)?;
+                f.vars[*slot] = fit(self.vars[*slot].1, v);
+            }
+            Stmt::If {
+                arms, otherwise, ..
+            } => {
+                for (c, body) in arms {
+                    if eval_in(c, None, &f.vars)? == V::Bool(true) {
+                        return self.block(body, tx, f);
+                    }
+                }
+                return self.block(otherwise, tx, f);
+            }
+            Stmt::ForRange {
+                slot, lo, hi, body, ..
+            } => {
+                let int = |v: V| match v {
+                    V::Val(Value::Int(i)) => i,
+                    _ => 0,
+                };
+                let (lo, hi) = (
+                    int(eval_in(lo, None, &f.vars)?),
+                    int(eval_in(hi, None, &f.vars)?),
+                );
+                let mut i = lo;
+                while i <= hi {
+                    f.vars[*slot] = V::Val(Value::Int(i));
+                    if let Flow::Return(v) = self.block(body, tx, f)? {
+                        return Ok(Flow::Return(v));
+                    }
+                    i += 1;
+                }
+            }
+            Stmt::ForRows {
+                op,
+                read,
+                fields,
+                body,
+            } => {
+                let Items::Exprs(es) = &read.items else {
+                    return Err(sql_error(
+                        self.at(*op),
+                        "FOR ... IN SELECT with aggregates is not supported".into(),
+                    ));
+                };
+                // The query runs to completion before the body (PostgreSQL's semantics too):
+                // the body's own writes cannot change which rows the loop visits.
+                let mut rows: Vec<Vec<Value>> = Vec::new();
+                self.rows(*op, read, es, tx, f, &mut |vals| {
+                    rows.push(vals.to_vec());
+                    Ok(true)
+                })?;
+                for row in rows {
+                    for (&slot, v) in fields.iter().zip(row) {
+                        f.vars[slot] = V::Val(v);
+                    }
+                    if let Flow::Return(v) = self.block(body, tx, f)? {
+                        return Ok(Flow::Return(v));
+                    }
+                }
+            }
+            Stmt::Return { op, values } => {
+                let at = self.at(*op);
+                let mut out = Vec::with_capacity(values.len());
+                for e in values {
+                    out.push(eval_in(e, None, &f.vars)?.stored(at)?);
+                }
+                return Ok(Flow::Return(out));
+            }
+            Stmt::Raise { message, .. } => {
+                let message = match eval_in(message, None, &f.vars)? {
+                    V::Val(Value::Str(s)) => s,
+                    V::Val(v) => v.to_string(),
+                    V::Bool(b) => b.to_string(),
+                    V::Arr(_) => "array".into(),
+                };
+                return Err(Error::ProcedureAbort {
+                    procedure: self.name.clone(),
+                    message,
+                });
+            }
+            Stmt::Rollback { .. } => {
+                return Err(Error::ProcedureAbort {
+                    procedure: self.name.clone(),
+                    message: "ROLLBACK".into(),
+                })
+            }
+        }
+        Ok(Flow::Next)
+    }
+}

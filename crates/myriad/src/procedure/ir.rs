@@ -1,0 +1,719 @@
+//! The compiled form of a procedure: tables resolved to handles, columns to positions,
+//! variables to frame slots, every `WHERE` planned once (point key, key range or scan).
+//!
+//! Every operation carries an [`OpInfo`] that states which variables form its *access key*
+//! (they decide which tuples it touches) and which are its *values* (they only decide what
+//! it writes or computes). Transaction Healing (thesis §3.3) restores an operation whose key
+//! inputs changed by re-running its lookup, and one whose value inputs changed by
+//! recomputing only; PACMAN (§4.4) builds its flow/data dependencies from the same split.
+
+use super::surface::{self, Def};
+use crate::error::Result;
+use crate::schema::ColumnType;
+use crate::sql::expr::{compile_in, Scope, Ty, E};
+use crate::sql::{condition, sql_error, Access, Agg, SqlPos};
+use crate::storage::TableRef;
+use crate::Database;
+use sqlparser::ast::Expr;
+
+/// Which role a variable plays in an operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum UseKind {
+    /// Decides which tuples the operation accesses (a key, a bound, a predicate, a limit).
+    Key,
+    /// Decides what the operation writes, computes or returns.
+    Value,
+    /// Decides whether or how often nested operations run (an IF or loop condition).
+    Control,
+}
+
+impl UseKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            UseKind::Key => "key",
+            UseKind::Value => "value",
+            UseKind::Control => "control",
+        }
+    }
+}
+
+/// What the analyses need to know about one operation.
+#[derive(Clone, Debug)]
+pub struct OpInfo {
+    /// Source line (1-based; 0 for procedures made with the builder).
+    pub line: u64,
+    /// The statement's text.
+    pub text: String,
+    /// Nesting depth (0 = top level).
+    pub depth: usize,
+    /// Variables read, with their role; sorted, no duplicates per (var, kind).
+    pub uses: Vec<(usize, UseKind)>,
+    /// Variables written.
+    pub defs: Vec<usize>,
+    /// Table accessed, if any.
+    pub table: Option<String>,
+    /// Reads or writes the database?
+    pub access: Option<&'static str>,
+}
+
+/// A select list: plain expressions, or aggregates over every matching row.
+pub(crate) enum Items {
+    Exprs(Vec<E>),
+    Aggs(Vec<Agg>),
+}
+
+pub(crate) struct Read {
+    pub table: TableRef,
+    pub access: Access,
+    pub items: Items,
+    pub order: Option<bool>,
+    pub limit: Option<E>,
+}
+
+pub(crate) enum Stmt {
+    /// `SELECT ... INTO`: the first matching row (aggregates: all), `FOUND` says if any.
+    SelectInto {
+        op: usize,
+        read: Read,
+        into: Vec<usize>,
+    },
+    Update {
+        op: usize,
+        table: TableRef,
+        access: Access,
+        sets: Vec<(usize, E)>,
+    },
+    Insert {
+        op: usize,
+        table: TableRef,
+        rows: Vec<Vec<E>>,
+    },
+    Delete {
+        op: usize,
+        table: TableRef,
+        access: Access,
+    },
+    Assign {
+        op: usize,
+        slot: usize,
+        value: E,
+    },
+    If {
+        op: usize,
+        arms: Vec<(E, Vec<Stmt>)>,
+        otherwise: Vec<Stmt>,
+    },
+    ForRange {
+        op: usize,
+        slot: usize,
+        lo: E,
+        hi: E,
+        body: Vec<Stmt>,
+    },
+    ForRows {
+        op: usize,
+        read: Read,
+        fields: Vec<usize>,
+        body: Vec<Stmt>,
+    },
+    Return {
+        op: usize,
+        values: Vec<E>,
+    },
+    Raise {
+        op: usize,
+        message: E,
+    },
+    Rollback {
+        op: usize,
+    },
+}
+
+/// A compiled procedure.
+pub(crate) struct Proc {
+    pub name: String,
+    /// Number of parameters: they occupy the first slots.
+    pub nparams: usize,
+    /// Every slot: parameters, `found`, declared variables, loop variables, row fields.
+    pub vars: Vec<(String, Ty)>,
+    /// Initial values of declared variables: (slot, expression).
+    pub inits: Vec<(usize, Option<E>)>,
+    pub body: Vec<Stmt>,
+    pub ops: Vec<OpInfo>,
+}
+
+/// Slot of the `found` variable (set by every SELECT INTO, UPDATE and DELETE).
+pub(crate) const FOUND: &str = "found";
+
+struct Compiler<'a> {
+    db: &'a Database,
+    vars: Vec<(String, Ty)>,
+    ops: Vec<OpInfo>,
+    depth: usize,
+    proc_name: String,
+    /// Slot of `found`; the parameters are the slots before it.
+    found_slot: usize,
+}
+
+/// Every variable `e` reads.
+pub(crate) fn vars_of(e: &E, out: &mut Vec<usize>) {
+    match e {
+        E::Var(v) | E::Len(v) => out.push(*v),
+        E::Elem(v, i, _) => {
+            out.push(*v);
+            vars_of(i, out);
+        }
+        E::Col(_) | E::Lit(_) | E::Bool(_) => {}
+        E::Neg(x) | E::Not(x) => vars_of(x, out),
+        E::Concat(l, r) | E::Bin(l, _, r, _) => {
+            vars_of(l, out);
+            vars_of(r, out);
+        }
+        E::Substr(a, b, c) => {
+            vars_of(a, out);
+            vars_of(b, out);
+            if let Some(c) = c {
+                vars_of(c, out);
+            }
+        }
+    }
+}
+
+fn type_of(t: ColumnType) -> Ty {
+    Ty::of_column(t)
+}
+
+impl Compiler<'_> {
+    fn scope<'s>(&'s self, t: Option<&'s TableRef>) -> Scope<'s> {
+        Scope {
+            table: t.map(|t| &t.schema),
+            vars: &self.vars,
+        }
+    }
+
+    fn expr(&self, e: &Expr, t: Option<&TableRef>) -> Result<(E, Ty)> {
+        compile_in(e, self.scope(t))
+    }
+
+    fn slot(&self, name: &str, at: SqlPos) -> Result<usize> {
+        self.vars
+            .iter()
+            .position(|(n, _)| n.eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                sql_error(
+                    at,
+                    format!(
+                        "unknown variable `{name}` (declare it in DECLARE) in procedure `{}`",
+                        self.proc_name
+                    ),
+                )
+            })
+    }
+
+    fn new_slot(&mut self, name: String, ty: Ty, at: SqlPos) -> Result<usize> {
+        if self.vars.iter().any(|(n, _)| n.eq_ignore_ascii_case(&name)) {
+            return Err(sql_error(
+                at,
+                format!("variable `{name}` is declared twice"),
+            ));
+        }
+        self.vars.push((name, ty));
+        Ok(self.vars.len() - 1)
+    }
+
+    fn table(&self, name: &str, at: SqlPos) -> Result<TableRef> {
+        self.db
+            .table(name)
+            .map_err(|_| sql_error(at, format!("unknown table `{name}`")))
+    }
+
+    fn op(
+        &mut self,
+        s: &surface::Stmt,
+        table: Option<&TableRef>,
+        access: Option<&'static str>,
+    ) -> usize {
+        self.ops.push(OpInfo {
+            line: s.at().line,
+            text: s.describe(),
+            depth: self.depth,
+            uses: Vec::new(),
+            defs: Vec::new(),
+            table: table.map(|t| t.name().to_string()),
+            access,
+        });
+        self.ops.len() - 1
+    }
+
+    fn uses(&mut self, op: usize, e: &E, kind: UseKind) {
+        let mut vs = Vec::new();
+        vars_of(e, &mut vs);
+        let u = &mut self.ops[op].uses;
+        u.extend(vs.into_iter().map(|v| (v, kind)));
+        u.sort();
+        u.dedup();
+    }
+
+    fn access_uses(&mut self, op: usize, a: &Access) {
+        if let Some(f) = &a.filter {
+            self.uses(op, f, UseKind::Key);
+        }
+    }
+
+    fn check_assign(&self, target: Ty, found: Ty, what: &str, at: SqlPos) -> Result<()> {
+        if target.accepts(found) {
+            Ok(())
+        } else {
+            Err(sql_error(
+                at,
+                format!(
+                    "cannot assign {} to {what} of type {}",
+                    found.name(),
+                    target.name()
+                ),
+            ))
+        }
+    }
+
+    fn filter(&self, f: &Option<Expr>, t: &TableRef) -> Result<Access> {
+        let cond = match f {
+            Some(e) => Some(condition(e, self.scope(Some(t)))?),
+            None => None,
+        };
+        Ok(Access::plan(cond, &t.schema))
+    }
+
+    /// Compiles a row source; returns it with the output names and types of its items.
+    fn read(&mut self, sel: &surface::Select, at: SqlPos) -> Result<(Read, Vec<(String, Ty)>)> {
+        let t = self.table(&sel.table, at)?;
+        let access = self.filter(&sel.filter, &t)?;
+        let mut exprs = Vec::new();
+        let mut aggs = Vec::new();
+        let mut out = Vec::new();
+        for (e, alias) in &sel.items {
+            if let Expr::Wildcard(_) = e {
+                for (i, c) in t.schema.columns().iter().enumerate() {
+                    exprs.push(E::Col(i));
+                    out.push((c.name.clone(), type_of(c.ty)));
+                }
+                continue;
+            }
+            let name = alias.clone().unwrap_or_else(|| match e {
+                Expr::Identifier(id) => id.value.clone(),
+                Expr::CompoundIdentifier(p) => {
+                    p.last().map(|i| i.value.clone()).unwrap_or_default()
+                }
+                other => other.to_string(),
+            });
+            match Agg::compile(e, self.scope(Some(&t)))? {
+                Some(a) => {
+                    out.push((name, a.ty));
+                    aggs.push(a);
+                }
+                None => {
+                    let (c, ty) = self.expr(e, Some(&t))?;
+                    if ty == Ty::Bool {
+                        return Err(sql_error(at, format!("cannot select a boolean: {e}")));
+                    }
+                    out.push((name, ty));
+                    exprs.push(c);
+                }
+            }
+        }
+        let items =
+            match (exprs.is_empty(), aggs.is_empty()) {
+                (_, true) => Items::Exprs(exprs),
+                (true, false) => Items::Aggs(aggs),
+                (false, false) => return Err(sql_error(
+                    at,
+                    "mixing aggregates and plain columns needs GROUP BY, which is not supported"
+                        .into(),
+                )),
+            };
+        let order = match &sel.order {
+            None => None,
+            Some((c, desc)) => {
+                let pk = &t.schema.indexes()[0].columns;
+                match t.schema.column_index(c) {
+                    Ok(i) if pk.len() == 1 && pk[0] == i => Some(*desc),
+                    _ => {
+                        return Err(sql_error(
+                            at,
+                            format!(
+                                "ORDER BY `{c}`: only the one-column primary key of `{}` can order rows",
+                                t.name()
+                            ),
+                        ))
+                    }
+                }
+            }
+        };
+        let limit = match &sel.limit {
+            None => None,
+            Some(l) => match self.expr(l, None)? {
+                (e, Ty::Int) => Some(e),
+                (_, ty) => {
+                    return Err(sql_error(
+                        at,
+                        format!("LIMIT needs an INT, found {}", ty.name()),
+                    ))
+                }
+            },
+        };
+        Ok((
+            Read {
+                table: t,
+                access,
+                items,
+                order,
+                limit,
+            },
+            out,
+        ))
+    }
+
+    fn read_uses(&mut self, op: usize, r: &Read) {
+        self.access_uses(op, &r.access);
+        if let Some(l) = &r.limit {
+            self.uses(op, l, UseKind::Key);
+        }
+        let es: Vec<E> = match &r.items {
+            Items::Exprs(es) => es.clone(),
+            Items::Aggs(a) => a.iter().filter_map(|a| a.arg.clone()).collect(),
+        };
+        for e in &es {
+            self.uses(op, e, UseKind::Value);
+        }
+    }
+
+    fn block(&mut self, stmts: &[surface::Stmt]) -> Result<Vec<Stmt>> {
+        stmts.iter().map(|s| self.stmt(s)).collect()
+    }
+
+    fn nested(&mut self, stmts: &[surface::Stmt]) -> Result<Vec<Stmt>> {
+        self.depth += 1;
+        let r = self.block(stmts);
+        self.depth -= 1;
+        r
+    }
+
+    fn found(&self) -> usize {
+        self.found_slot
+    }
+
+    fn stmt(&mut self, s: &surface::Stmt) -> Result<Stmt> {
+        use surface::Stmt as S;
+        Ok(match s {
+            S::SelectInto { sel, into, at } => {
+                let (read, out) = self.read(sel, *at)?;
+                if into.len() != out.len() {
+                    return Err(sql_error(
+                        *at,
+                        format!(
+                            "SELECT has {} values but INTO names {} variables",
+                            out.len(),
+                            into.len()
+                        ),
+                    ));
+                }
+                let mut slots = Vec::new();
+                for (v, (name, ty)) in into.iter().zip(&out) {
+                    let slot = self.slot(v, *at)?;
+                    self.check_assign(
+                        self.vars[slot].1,
+                        *ty,
+                        &format!("variable `{v}` (from `{name}`)"),
+                        *at,
+                    )?;
+                    slots.push(slot);
+                }
+                let op = self.op(s, Some(&read.table), Some("read"));
+                self.read_uses(op, &read);
+                let found = self.found();
+                self.ops[op].defs = slots.iter().copied().chain([found]).collect();
+                Stmt::SelectInto {
+                    op,
+                    read,
+                    into: slots,
+                }
+            }
+            S::Update {
+                table,
+                sets,
+                filter,
+                at,
+            } => {
+                let t = self.table(table, *at)?;
+                let access = self.filter(filter, &t)?;
+                let pk = &t.schema.indexes()[0].columns;
+                let mut cs = Vec::new();
+                for (c, e) in sets {
+                    let ci = t.schema.column_index(c).map_err(|_| {
+                        sql_error(*at, format!("table `{}` has no column `{c}`", t.name()))
+                    })?;
+                    if pk.contains(&ci) {
+                        return Err(sql_error(
+                            *at,
+                            format!("cannot update primary-key column `{}.{c}`; delete and insert instead", t.name()),
+                        ));
+                    }
+                    let (x, ty) = self.expr(e, Some(&t))?;
+                    self.check_assign(
+                        type_of(t.schema.columns()[ci].ty),
+                        ty,
+                        &format!("column `{c}`"),
+                        *at,
+                    )?;
+                    cs.push((ci, x));
+                }
+                let op = self.op(s, Some(&t), Some("write"));
+                self.access_uses(op, &access);
+                for (_, x) in &cs {
+                    self.uses(op, x, UseKind::Value);
+                }
+                let found = self.found();
+                self.ops[op].defs = vec![found];
+                Stmt::Update {
+                    op,
+                    table: t,
+                    access,
+                    sets: cs,
+                }
+            }
+            S::Insert {
+                table,
+                columns,
+                rows,
+                at,
+            } => {
+                let t = self.table(table, *at)?;
+                let n = t.schema.columns().len();
+                let order: Vec<usize> = if columns.is_empty() {
+                    (0..n).collect()
+                } else {
+                    let mut order = vec![usize::MAX; n];
+                    for (i, c) in columns.iter().enumerate() {
+                        let ci = t.schema.column_index(c).map_err(|_| {
+                            sql_error(*at, format!("table `{}` has no column `{c}`", t.name()))
+                        })?;
+                        order[ci] = i;
+                    }
+                    if let Some(m) = order.iter().position(|&o| o == usize::MAX) {
+                        return Err(sql_error(
+                            *at,
+                            format!(
+                                "no value for column `{}` (every column needs one)",
+                                t.schema.columns()[m].name
+                            ),
+                        ));
+                    }
+                    order
+                };
+                let mut out = Vec::new();
+                for row in rows {
+                    if row.len() != n {
+                        return Err(sql_error(
+                            *at,
+                            format!("{} values for {n} columns", row.len()),
+                        ));
+                    }
+                    let mut r = Vec::with_capacity(n);
+                    for (ci, &o) in order.iter().enumerate() {
+                        let (x, ty) = self.expr(&row[o], None)?;
+                        let c = &t.schema.columns()[ci];
+                        self.check_assign(type_of(c.ty), ty, &format!("column `{}`", c.name), *at)?;
+                        r.push(x);
+                    }
+                    out.push(r);
+                }
+                let op = self.op(s, Some(&t), Some("write"));
+                let pk = t.schema.indexes()[0].columns.clone();
+                for r in &out {
+                    for (ci, x) in r.iter().enumerate() {
+                        let kind = if pk.contains(&ci) {
+                            UseKind::Key
+                        } else {
+                            UseKind::Value
+                        };
+                        self.uses(op, x, kind);
+                    }
+                }
+                Stmt::Insert {
+                    op,
+                    table: t,
+                    rows: out,
+                }
+            }
+            S::Delete { table, filter, at } => {
+                let t = self.table(table, *at)?;
+                let access = self.filter(filter, &t)?;
+                let op = self.op(s, Some(&t), Some("write"));
+                self.access_uses(op, &access);
+                let found = self.found();
+                self.ops[op].defs = vec![found];
+                Stmt::Delete {
+                    op,
+                    table: t,
+                    access,
+                }
+            }
+            S::Assign { var, value, at } => {
+                let slot = self.slot(var, *at)?;
+                if slot < self.found_slot {
+                    // Parameters are read-only: a healed or replayed call must see them as given.
+                    return Err(sql_error(
+                        *at,
+                        format!("parameter `{var}` cannot be assigned"),
+                    ));
+                }
+                let (x, ty) = self.expr(value, None)?;
+                self.check_assign(self.vars[slot].1, ty, &format!("variable `{var}`"), *at)?;
+                let op = self.op(s, None, None);
+                self.uses(op, &x, UseKind::Value);
+                self.ops[op].defs = vec![slot];
+                Stmt::Assign { op, slot, value: x }
+            }
+            S::If {
+                arms,
+                otherwise,
+                at,
+            } => {
+                let op = self.op(s, None, None);
+                let mut out = Vec::new();
+                for (c, body) in arms {
+                    let (x, ty) = self.expr(c, None)?;
+                    if ty != Ty::Bool {
+                        return Err(sql_error(
+                            *at,
+                            format!("IF needs a boolean condition, found {}", ty.name()),
+                        ));
+                    }
+                    self.uses(op, &x, UseKind::Control);
+                    out.push((x, self.nested(body)?));
+                }
+                let otherwise = self.nested(otherwise)?;
+                Stmt::If {
+                    op,
+                    arms: out,
+                    otherwise,
+                }
+            }
+            S::ForRange {
+                var,
+                lo,
+                hi,
+                body,
+                at,
+            } => {
+                let (l, lt) = self.expr(lo, None)?;
+                let (h, ht) = self.expr(hi, None)?;
+                if lt != Ty::Int || ht != Ty::Int {
+                    return Err(sql_error(*at, "FOR ... IN a..b needs INT bounds".into()));
+                }
+                let slot = self.new_slot(var.clone(), Ty::Int, *at)?;
+                let op = self.op(s, None, None);
+                self.uses(op, &l, UseKind::Control);
+                self.uses(op, &h, UseKind::Control);
+                self.ops[op].defs = vec![slot];
+                let body = self.nested(body)?;
+                // The loop variable's name is free again after the loop.
+                self.vars[slot].0 = format!("{var}#{slot}");
+                Stmt::ForRange {
+                    op,
+                    slot,
+                    lo: l,
+                    hi: h,
+                    body,
+                }
+            }
+            S::ForRows { var, sel, body, at } => {
+                let (read, out) = self.read(sel, *at)?;
+                let mut fields = Vec::new();
+                for (name, ty) in &out {
+                    fields.push(self.new_slot(format!("{var}.{name}"), *ty, *at)?);
+                }
+                let op = self.op(s, Some(&read.table), Some("read"));
+                self.read_uses(op, &read);
+                self.ops[op].defs = fields.clone();
+                let body = self.nested(body)?;
+                for &f in &fields {
+                    self.vars[f].0 = format!("{}#{f}", self.vars[f].0);
+                }
+                Stmt::ForRows {
+                    op,
+                    read,
+                    fields,
+                    body,
+                }
+            }
+            S::Return { values, at } => {
+                let mut out = Vec::new();
+                for v in values {
+                    let (x, ty) = self.expr(v, None)?;
+                    if ty == Ty::Bool || ty.element().is_some() {
+                        return Err(sql_error(*at, format!("cannot return {}", ty.name())));
+                    }
+                    out.push(x);
+                }
+                let op = self.op(s, None, None);
+                for x in &out {
+                    self.uses(op, x, UseKind::Value);
+                }
+                Stmt::Return { op, values: out }
+            }
+            S::Raise { message, .. } => {
+                let (x, _) = self.expr(message, None)?;
+                let op = self.op(s, None, None);
+                self.uses(op, &x, UseKind::Value);
+                Stmt::Raise { op, message: x }
+            }
+            S::Rollback { .. } => Stmt::Rollback {
+                op: self.op(s, None, None),
+            },
+        })
+    }
+}
+
+/// Compiles a definition against the database's tables.
+pub(crate) fn compile(db: &Database, def: &Def) -> Result<Proc> {
+    let mut c = Compiler {
+        db,
+        vars: Vec::new(),
+        ops: Vec::new(),
+        depth: 0,
+        proc_name: def.name.clone(),
+        found_slot: 0,
+    };
+    for (n, ty) in &def.params {
+        c.new_slot(n.clone(), *ty, def.at)?;
+    }
+    c.found_slot = c.new_slot(FOUND.into(), Ty::Bool, def.at)?;
+    let mut inits = Vec::new();
+    for (n, ty, init) in &def.decls {
+        if ty.element().is_some() {
+            return Err(sql_error(
+                def.at,
+                format!("variable `{n}`: arrays can only be parameters"),
+            ));
+        }
+        let init = match init {
+            Some(e) => {
+                let (x, t) = c.expr(e, None)?;
+                c.check_assign(*ty, t, &format!("variable `{n}`"), def.at)?;
+                Some(x)
+            }
+            None => None,
+        };
+        let slot = c.new_slot(n.clone(), *ty, def.at)?;
+        inits.push((slot, init));
+    }
+    let body = c.block(&def.body)?;
+    Ok(Proc {
+        name: def.name.clone(),
+        nparams: def.params.len(),
+        vars: c.vars,
+        inits,
+        body,
+        ops: c.ops,
+    })
+}

@@ -1,0 +1,457 @@
+use super::*;
+use crate::sql::{Output, Session};
+use crate::{Config, Error};
+
+fn db() -> Database {
+    Database::open(Config::default()).unwrap()
+}
+
+/// Thesis Fig. 3.1: the bank-transfer procedure, each statement on the line the figure gives
+/// it (the declarations share line 1 with the header).
+const TRANSFER: &str = "\
+CREATE PROCEDURE transfer(src_id VARCHAR(16)) AS $$ DECLARE dst_id VARCHAR(16); src_val DOUBLE; dst_val DOUBLE; tmp DOUBLE; bonus INT; BEGIN
+  SELECT dst INTO dst_id FROM client WHERE name = src_id;
+  SELECT val INTO src_val FROM balance WHERE name = src_id;
+  SELECT val INTO dst_val FROM balance WHERE name = dst_id;
+  tmp := 0.01 * src_val;
+  UPDATE balance SET val = src_val - tmp WHERE name = src_id;
+  UPDATE balance SET val = dst_val + tmp WHERE name = dst_id;
+  SELECT val INTO bonus FROM bonus WHERE name = src_id;
+  UPDATE bonus SET val = bonus + 1 WHERE name = src_id;
+END $$;";
+
+fn bank(db: &Database) {
+    let mut s = Session::new(db);
+    s.execute(
+        "CREATE TABLE client (name VARCHAR(16) PRIMARY KEY, dst VARCHAR(16));
+         CREATE TABLE balance (name VARCHAR(16) PRIMARY KEY, val DOUBLE);
+         CREATE TABLE bonus (name VARCHAR(16) PRIMARY KEY, val INT);
+         INSERT INTO client VALUES ('Amy', 'Dan'), ('Dan', 'Amy');
+         INSERT INTO balance VALUES ('Amy', 2000), ('Dan', 1200);
+         INSERT INTO bonus VALUES ('Amy', 18), ('Dan', 7);",
+    )
+    .unwrap();
+}
+
+fn rows(s: &mut Session<'_>, sql: &str) -> Vec<Vec<Value>> {
+    match s.execute(sql).unwrap().pop() {
+        Some(Output::Rows { rows, .. }) => rows,
+        other => panic!("no rows: {other:?}"),
+    }
+}
+
+/// (from line, to line, variable, kind) for every edge between operations.
+fn edges(p: &Procedure) -> Vec<(u64, u64, String, UseKind)> {
+    p.def_use()
+        .into_iter()
+        .filter_map(|e| match e.from {
+            Source::Op(f) => Some((
+                p.ops()[f].line,
+                p.ops()[e.to].line,
+                p.var_name(e.var).to_string(),
+                e.kind,
+            )),
+            Source::Entry => None,
+        })
+        .collect()
+}
+
+#[test]
+fn bank_transfer_dependencies_match_thesis_figure_3_3() {
+    let db = db();
+    bank(&db);
+    let p = db.create_procedures(TRANSFER).unwrap().remove(0);
+    let e = edges(&p);
+    let has = |from: u64, to: u64, var: &str, kind: UseKind| {
+        e.iter()
+            .any(|x| x.0 == from && x.1 == to && x.2 == var && x.3 == kind)
+    };
+    // Lines 4 and 7 are key-dependent on line 2 (dstId is their access key).
+    assert!(has(2, 4, "dst_id", UseKind::Key), "{e:?}");
+    assert!(has(2, 7, "dst_id", UseKind::Key), "{e:?}");
+    // Line 9 is value-dependent on line 8 (bonus is the value it writes).
+    assert!(has(8, 9, "bonus", UseKind::Value), "{e:?}");
+    // ... and not key-dependent on anything: its key is the parameter.
+    assert!(!e.iter().any(|x| x.1 == 9 && x.3 == UseKind::Key), "{e:?}");
+    // The rest of the figure: 6 and 7 take values from 3, 4 and 5.
+    assert!(has(3, 5, "src_val", UseKind::Value));
+    assert!(has(3, 6, "src_val", UseKind::Value));
+    assert!(has(5, 6, "tmp", UseKind::Value));
+    assert!(has(4, 7, "dst_val", UseKind::Value));
+    assert!(has(5, 7, "tmp", UseKind::Value));
+    // Nothing else consumes line 2's output as a value.
+    assert!(!e
+        .iter()
+        .any(|x| x.0 == 2 && x.3 == UseKind::Value && x.2 == "dst_id"));
+    // The IR records the same split per operation.
+    let op7 = p.ops().iter().find(|o| o.line == 7).unwrap();
+    let names = |k: UseKind| -> Vec<&str> {
+        op7.uses
+            .iter()
+            .filter(|u| u.1 == k)
+            .map(|u| p.var_name(u.0))
+            .collect()
+    };
+    assert_eq!(names(UseKind::Key), ["dst_id"]);
+    assert_eq!(names(UseKind::Value), ["dst_val", "tmp"]);
+    // Text and dot outputs name the edges.
+    let text = p.explain();
+    assert!(
+        text.contains("#0 (line 2) -> #2 (line 4)  key dst_id"),
+        "{text}"
+    );
+    let dot = p.explain_dot();
+    assert!(
+        dot.contains("op6 -> op7 [label=\"bonus (value)\", style=dashed]"),
+        "{dot}"
+    );
+
+    // And it runs: $20 moves from Amy to Dan, Amy's bonus goes up by one.
+    assert_eq!(
+        db.call("transfer", &["Amy".into()]).unwrap(),
+        Vec::<Value>::new()
+    );
+    let mut s = Session::new(&db);
+    assert_eq!(
+        rows(&mut s, "SELECT name, val FROM balance ORDER BY name"),
+        [
+            [Value::Str("Amy".into()), Value::Float(1980.0)],
+            [Value::Str("Dan".into()), Value::Float(1220.0)]
+        ]
+    );
+    assert_eq!(
+        rows(&mut s, "SELECT val FROM bonus WHERE name = 'Amy'"),
+        [[Value::Int(19)]]
+    );
+}
+
+#[test]
+fn the_builder_produces_the_same_ir_as_sql() {
+    let db = db();
+    bank(&db);
+    let sql = db.compile_procedures(TRANSFER).unwrap().remove(0);
+    let n = Ex::name;
+    let key = |v: &str| Some(n("name").eq(n(v)));
+    let b = ProcedureBuilder::new("transfer_b")
+        .param("src_id", VarType::Text)
+        .declare("dst_id", VarType::Text)
+        .declare("src_val", VarType::Float)
+        .declare("dst_val", VarType::Float)
+        .declare("tmp", VarType::Float)
+        .declare("bonus", VarType::Int)
+        .body(|b| {
+            b.select_into("client", &[n("dst")], &["dst_id"], key("src_id"))
+                .select_into("balance", &[n("val")], &["src_val"], key("src_id"))
+                .select_into("balance", &[n("val")], &["dst_val"], key("dst_id"))
+                .assign("tmp", Ex::float(0.01).mul(n("src_val")))
+                .update(
+                    "balance",
+                    &[("val", n("src_val").sub(n("tmp")))],
+                    key("src_id"),
+                )
+                .update(
+                    "balance",
+                    &[("val", n("dst_val").add(n("tmp")))],
+                    key("dst_id"),
+                )
+                .select_into("bonus", &[n("val")], &["bonus"], key("src_id"))
+                .update(
+                    "bonus",
+                    &[("val", n("bonus").add(Ex::int(1)))],
+                    key("src_id"),
+                );
+        });
+    let built = db.register_procedure(b).unwrap();
+    // Same operations, same uses and definitions, same graph (lines differ: the builder
+    // numbers statements from 1).
+    assert_eq!(sql.ops().len(), built.ops().len());
+    for (a, b) in sql.ops().iter().zip(built.ops()) {
+        assert_eq!(a.uses, b.uses);
+        assert_eq!(a.defs, b.defs);
+        assert_eq!(a.text, b.text);
+        assert_eq!(a.line, b.line + 1);
+    }
+    assert_eq!(sql.def_use(), built.def_use());
+    built.call(&db, &["Dan".into()]).unwrap();
+    let mut s = Session::new(&db);
+    assert_eq!(
+        rows(&mut s, "SELECT val FROM balance WHERE name = 'Amy'"),
+        [[Value::Float(2012.0)]]
+    );
+}
+
+#[test]
+fn control_flow_loops_arrays_and_strings() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute("CREATE TABLE kv (k INT PRIMARY KEY, v INT, tag VARCHAR(32))")
+        .unwrap();
+    db.create_procedures(
+        "CREATE PROCEDURE fill(ks BIGINT[], prefix TEXT) AS $$
+         DECLARE total INT := 0; label TEXT; n INT;
+         BEGIN
+           FOR i IN 1..cardinality(ks) LOOP
+             IF ks[i] % 3 = 0 THEN
+               label := prefix || 'fizz' || ks[i];
+             ELSIF ks[i] % 5 = 0 THEN
+               label := substring(prefix || 'buzz' FROM 2 FOR 4);
+             ELSE
+               label := prefix;
+             END IF;
+             INSERT INTO kv VALUES (ks[i], ks[i] * 10, label);
+           END LOOP;
+           FOR r IN SELECT k, v FROM kv WHERE k >= 3 ORDER BY k DESC LOOP
+             total := total + r.v;
+           END LOOP;
+           SELECT count(*) INTO n FROM kv;
+           RETURN total, n, label;
+         END $$;",
+    )
+    .unwrap();
+    let out = db
+        .call("fill", &[vec![1i64, 3, 5, 7].into(), "x".into()])
+        .unwrap();
+    assert_eq!(
+        out,
+        [Value::Int(150), Value::Int(4), Value::Str("x".into())]
+    );
+    assert_eq!(
+        rows(&mut s, "SELECT k, tag FROM kv ORDER BY k"),
+        [
+            [Value::Int(1), Value::Str("x".into())],
+            [Value::Int(3), Value::Str("xfizz3".into())],
+            [Value::Int(5), Value::Str("buzz".into())],
+            [Value::Int(7), Value::Str("x".into())]
+        ]
+    );
+    // CALL from SQL, with an array literal; the RETURN values come back as a row.
+    assert_eq!(
+        rows(&mut s, "CALL fill(ARRAY[9, 10], 'y')"),
+        [[
+            Value::Int(150 + 90 + 100),
+            Value::Int(6),
+            Value::Str("buzz".into())
+        ]]
+    );
+    // An index outside the array is a runtime error that names it, and rolls back.
+    let e = db.call("fill", &[vec![11i64].into(), "z".into()]);
+    assert!(e.is_ok());
+    db.create_procedures(
+        "CREATE PROCEDURE bad(ks INT[]) AS $$ DECLARE x INT; BEGIN x := ks[2]; END $$",
+    )
+    .unwrap();
+    let e = db.call("bad", &[vec![1i64].into()]).unwrap_err();
+    assert!(
+        e.to_string().contains("array index 2 out of range 1..1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn found_raise_and_rollback_undo_everything() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(
+        "CREATE TABLE acct (id INT PRIMARY KEY, bal INT); INSERT INTO acct VALUES (1, 100), (2, 5)",
+    )
+    .unwrap();
+    db.create_procedures(
+        "CREATE PROCEDURE pay(src INT, dst INT, amount INT) AS $$
+         DECLARE b INT;
+         BEGIN
+           INSERT INTO acct VALUES (1000 + src, 0);
+           SELECT bal INTO b FROM acct WHERE id = src;
+           IF NOT found THEN
+             RAISE EXCEPTION 'no account %', src;
+           END IF;
+           IF b < amount THEN
+             ROLLBACK;
+           END IF;
+           UPDATE acct SET bal = bal - amount WHERE id = src;
+           UPDATE acct SET bal = bal + amount WHERE id = dst;
+           IF NOT found THEN
+             RAISE EXCEPTION 'no account % (to receive %)', dst, amount;
+           END IF;
+           RETURN b - amount;
+         END $$;",
+    )
+    .unwrap();
+    assert_eq!(
+        db.call("pay", &[1i64.into(), 2i64.into(), 30i64.into()])
+            .unwrap(),
+        [Value::Int(70)]
+    );
+    let err = db
+        .call("pay", &[9i64.into(), 2i64.into(), 1i64.into()])
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::ProcedureAbort { procedure, message } if procedure == "pay" && message == "no account 9"),
+        "{err}"
+    );
+    let err = db
+        .call("pay", &[2i64.into(), 1i64.into(), 500i64.into()])
+        .unwrap_err();
+    assert!(matches!(&err, Error::ProcedureAbort { message, .. } if message == "ROLLBACK"));
+    let err = db
+        .call("pay", &[2i64.into(), 77i64.into(), 10i64.into()])
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "procedure `pay` rolled back: no account 77 (to receive 10)"
+    );
+    // Only the first call left anything behind.
+    assert_eq!(
+        rows(&mut s, "SELECT id, bal FROM acct ORDER BY id"),
+        [
+            [Value::Int(1), Value::Int(70)],
+            [Value::Int(2), Value::Int(35)],
+            [Value::Int(1001), Value::Int(0)]
+        ]
+    );
+}
+
+fn sql_err(r: Result<Vec<Arc<Procedure>>>) -> (u64, u64, String) {
+    match r {
+        Err(Error::Sql {
+            line,
+            column,
+            message,
+        }) => (line, column, message),
+        Err(e) => panic!("not a SQL error: {e}"),
+        Ok(_) => panic!("compiled"),
+    }
+}
+
+#[test]
+fn compile_errors_name_the_problem_and_where() {
+    let db = db();
+    bank(&db);
+    let wrap = |body: &str| {
+        format!("CREATE PROCEDURE p(k INT, ks INT[]) AS $$\nDECLARE v INT; s TEXT;\nBEGIN\n{body}\nEND $$")
+    };
+    let check = |body: &str, line: u64, col: u64, needle: &str| {
+        let (l, c, m) = sql_err(db.create_procedures(&wrap(body)));
+        assert!(m.contains(needle), "{body}: {m}");
+        if line > 0 {
+            assert_eq!(l, line, "{body}: {m}");
+        }
+        if col > 0 {
+            assert_eq!(c, col, "{body}: {m}");
+        }
+    };
+    check(
+        "  SELECT val INTO v FROM nope WHERE name = 'x';",
+        4,
+        3,
+        "unknown table `nope`",
+    );
+    check(
+        "  SELECT nope INTO v FROM bonus;",
+        4,
+        0,
+        "table `bonus` has no column `nope`",
+    );
+    check("  v := w + 1;", 4, 0, "unknown variable `w`");
+    check(
+        "  v := 'text';",
+        4,
+        3,
+        "cannot assign VARCHAR to variable `v` of type INT",
+    );
+    check("  k := 1;", 4, 3, "parameter `k` cannot be assigned");
+    check("  SELECT val FROM bonus;", 4, 3, "needs INTO");
+    check(
+        "  SELECT val, name INTO v FROM bonus;",
+        4,
+        3,
+        "SELECT has 2 values but INTO names 1",
+    );
+    check(
+        "  IF v THEN v := 1; END IF;",
+        4,
+        3,
+        "IF needs a boolean condition, found INT",
+    );
+    check("  IF v > 1 THEN v := 1;", 0, 0, "Expected: IF");
+    check(
+        "  UPDATE bonus SET name = 'x' WHERE val = 1;",
+        4,
+        3,
+        "cannot update primary-key column `bonus.name`",
+    );
+    check("  v := ks;", 4, 0, "cannot assign INT[] to variable `v`");
+    check("  v := s[1];", 4, 0, "`s` is VARCHAR, not an array");
+    check("  RAISE EXCEPTION 'x % %', v;", 4, 0, "2 `%` but 1 values");
+    check(
+        "  FOR i IN 1..3 LOOP v := i; END LOOP; v := i;",
+        4,
+        0,
+        "unknown variable `i`",
+    );
+    // Procedures: names, arguments.
+    db.create_procedures("CREATE PROCEDURE q(a INT, b DOUBLE) AS $$ BEGIN RETURN a + b; END $$")
+        .unwrap();
+    assert!(matches!(
+        db.create_procedures("CREATE PROCEDURE q() AS $$ BEGIN END $$"),
+        Err(Error::AlreadyExists(n)) if n == "q"
+    ));
+    db.create_procedures(
+        "CREATE OR REPLACE PROCEDURE q(a INT, b DOUBLE) AS $$ BEGIN RETURN a * b; END $$",
+    )
+    .unwrap();
+    assert_eq!(
+        db.call("q", &[2i64.into(), 3i64.into()]).unwrap(),
+        [Value::Float(6.0)]
+    );
+    let e = db.call("q", &[2i64.into()]).unwrap_err();
+    assert_eq!(e.to_string(), "call of `q`: 1 arguments given, 2 expected");
+    let e = db.call("q", &["x".into(), 1.5.into()]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "call of `q`: parameter `a` is INT, found VARCHAR"
+    );
+    assert!(matches!(db.call("nope", &[]), Err(Error::UnknownProcedure(n)) if n == "nope"));
+    assert_eq!(db.procedure_names(), ["q"]);
+}
+
+#[test]
+fn concurrent_transfers_conserve_money() {
+    let db = Database::open(Config::default().max_retries(1_000)).unwrap();
+    let mut s = Session::new(&db);
+    s.execute("CREATE TABLE acct (id INT PRIMARY KEY, bal INT)")
+        .unwrap();
+    for i in 0..8 {
+        s.execute(&format!("INSERT INTO acct VALUES ({i}, 1000)"))
+            .unwrap();
+    }
+    let p = db
+        .create_procedures(
+            "CREATE PROCEDURE move(a INT, b INT, amount INT) AS $$ DECLARE x INT; BEGIN
+               SELECT bal INTO x FROM acct WHERE id = a;
+               IF x >= amount THEN
+                 UPDATE acct SET bal = x - amount WHERE id = a;
+                 UPDATE acct SET bal = bal + amount WHERE id = b;
+               END IF;
+             END $$",
+        )
+        .unwrap()
+        .remove(0);
+    std::thread::scope(|sc| {
+        for t in 0..2i64 {
+            let (db, p) = (&db, &p);
+            sc.spawn(move || {
+                for i in 0..2_000i64 {
+                    let a = (i * 7 + t) % 8;
+                    let b = (i * 3 + 1 + t) % 8;
+                    if a != b {
+                        p.call(db, &[a.into(), b.into(), (i % 50).into()]).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!(
+        rows(&mut s, "SELECT sum(bal), min(bal) FROM acct")[0][0],
+        Value::Int(8000)
+    );
+}
