@@ -53,6 +53,17 @@ enum Command {
         #[arg(long, value_name = "LEVEL", default_value = "serializable", value_parser = parse_choice::<Isolation>)]
         isolation: Isolation,
     },
+    /// Print each stored procedure's IR and def-use graph (key, value and control uses).
+    /// The files run in order on an empty in-memory database, so the CREATE TABLE statements
+    /// a procedure needs go in an earlier file or earlier in the same file.
+    Explain {
+        /// SQL files: CREATE TABLE ...; CREATE PROCEDURE ... AS $$ ... $$; ...
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print the def-use graphs as Graphviz dot instead of text.
+        #[arg(long)]
+        dot: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -153,6 +164,10 @@ struct YcsbArgs {
     /// (`Transaction::prefetch`): overlaps their cache misses. Reported in the fidelity block.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
     prefetch: bool,
+    /// Run each transaction as a stored procedure (`ycsb_txn`, written in the SQL procedure
+    /// language and interpreted) instead of native Rust calls; int64x10 layout only.
+    #[arg(long)]
+    as_procedure: bool,
     #[command(flatten)]
     #[serde(flatten)]
     bench: BenchArgs,
@@ -232,6 +247,7 @@ fn main() -> ExitCode {
     }
     match cli.command {
         Command::Shell { isolation } => shell::run(isolation),
+        Command::Explain { files, dot } => explain(&files, dot),
         Command::Bench { workload } => match workload {
             BenchWorkload::Ycsb(a) => bench_ycsb(a),
             BenchWorkload::Tpcc(_) => not_yet("tpcc"),
@@ -286,6 +302,46 @@ fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
     })
 }
 
+/// `myriad explain FILE...`: runs the files' statements in order on an empty in-memory
+/// database (so the tables exist) and prints every procedure they define, in order.
+fn explain(files: &[PathBuf], dot: bool) -> ExitCode {
+    let db = match Database::open(Config::default()) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut s = myriad::sql::Session::new(&db);
+    let mut out = String::new();
+    for file in files {
+        let run = |s: &mut myriad::sql::Session<'_>, out: &mut String| -> myriad::Result<()> {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| Error::InvalidConfig(format!("cannot read the file: {e}")))?;
+            for o in s.execute(&text)? {
+                if let myriad::sql::Output::Done(tag) = o {
+                    if let Some(name) = tag.strip_prefix("CREATE PROCEDURE ") {
+                        let p = db.procedure(name)?;
+                        *out += &if dot { p.explain_dot() } else { p.explain() };
+                        out.push('\n');
+                    }
+                }
+            }
+            Ok(())
+        };
+        if let Err(e) = run(&mut s, &mut out) {
+            eprintln!("error: {}: {e}", file.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    if out.is_empty() {
+        eprintln!("error: no CREATE PROCEDURE in the files");
+        return ExitCode::FAILURE;
+    }
+    print!("{out}");
+    ExitCode::SUCCESS
+}
+
 fn bench_ycsb(a: YcsbArgs) -> ExitCode {
     let b = &a.bench;
     let params = ycsb::Params {
@@ -300,6 +356,7 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
         distinct_keys: a.distinct_keys,
         prefetch: a.prefetch,
         isolation: b.isolation,
+        as_procedure: a.as_procedure,
     };
     if let Err(m) = params.validate() {
         usage_error(m);

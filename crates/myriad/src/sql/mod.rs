@@ -155,7 +155,7 @@ impl<'db> Session<'db> {
             ));
         }
         self.db.create_procedure_from(d, replace)?;
-        Ok(Output::Done("CREATE PROCEDURE".into()))
+        Ok(Output::Done(format!("CREATE PROCEDURE {}", d.name)))
     }
 
     /// `CALL name(args)`: in the open transaction, or as a transaction of its own. The
