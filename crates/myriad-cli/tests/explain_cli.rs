@@ -34,19 +34,25 @@ fn bank_transfer_shows_the_key_and_value_dependencies_of_figure_3_3() {
         assert!(out.contains(edge), "missing `{edge}` in:\n{out}");
     }
     // Line 9 has no key dependency on any operation.
+    assert!(!out.lines().any(|l| l.contains("(line 9)  key")), "{out}");
+    // The IR lists each operation's key and value uses.
     assert!(
-        !out.lines().any(|l| l.contains("(line 9)  key")),
+        out.contains("UPDATE balance SET val = dst_val + tmp WHERE name = dst_id [write balance]"),
         "{out}"
     );
-    // The IR lists each operation's key and value uses.
-    assert!(out.contains("UPDATE balance SET val = dst_val + tmp WHERE name = dst_id [write balance]"), "{out}");
     assert!(out.contains("key: dst_id; value: dst_val, tmp"), "{out}");
 
     let (ok, dot, err) = explain(&["--dot", "bank.sql", "transfer.sql"]);
     assert!(ok, "{err}");
     assert!(dot.starts_with("digraph \"transfer\" {"), "{dot}");
-    assert!(dot.contains("op0 -> op2 [label=\"dst_id (key)\", style=solid];"), "{dot}");
-    assert!(dot.contains("op6 -> op7 [label=\"bonus (value)\", style=dashed];"), "{dot}");
+    assert!(
+        dot.contains("op0 -> op2 [label=\"dst_id (key)\", style=solid];"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("op6 -> op7 [label=\"bonus (value)\", style=dashed];"),
+        "{dot}"
+    );
     assert!(dot.trim_end().ends_with('}'));
 }
 
@@ -55,11 +61,17 @@ fn errors_name_the_file_and_the_problem() {
     // Without the tables the procedure does not compile: the error says which table.
     let (ok, _, err) = explain(&["transfer.sql"]);
     assert!(!ok);
-    assert!(err.contains("transfer.sql") && err.contains("unknown table `client`"), "{err}");
+    assert!(
+        err.contains("transfer.sql") && err.contains("unknown table `client`"),
+        "{err}"
+    );
     let (ok, _, err) = explain(&["bank.sql"]);
     assert!(!ok);
     assert!(err.contains("no CREATE PROCEDURE"), "{err}");
     let (ok, _, err) = explain(&["missing.sql"]);
     assert!(!ok);
-    assert!(err.contains("missing.sql") && err.contains("cannot read"), "{err}");
+    assert!(
+        err.contains("missing.sql") && err.contains("cannot read"),
+        "{err}"
+    );
 }

@@ -233,6 +233,13 @@ impl<T: ToValueRef> Values for [T] {
     fn visit(&self, f: &mut dyn FnMut(ValueRef<'_>) -> Result<()>) -> Result<()> {
         self.iter().try_for_each(|v| f(v.to_value_ref()))
     }
+    #[inline]
+    fn single(&self) -> Option<ValueRef<'_>> {
+        match &self[..] {
+            [v] => Some(v.to_value_ref()),
+            _ => None,
+        }
+    }
 }
 impl<T: ToValueRef> Values for &[T] {
     fn count(&self) -> usize {
@@ -240,6 +247,13 @@ impl<T: ToValueRef> Values for &[T] {
     }
     fn visit(&self, f: &mut dyn FnMut(ValueRef<'_>) -> Result<()>) -> Result<()> {
         self.iter().try_for_each(|v| f(v.to_value_ref()))
+    }
+    #[inline]
+    fn single(&self) -> Option<ValueRef<'_>> {
+        match &self[..] {
+            [v] => Some(v.to_value_ref()),
+            _ => None,
+        }
     }
 }
 impl<T: ToValueRef, const N: usize> Values for [T; N] {
@@ -256,6 +270,13 @@ impl<T: ToValueRef> Values for Vec<T> {
     }
     fn visit(&self, f: &mut dyn FnMut(ValueRef<'_>) -> Result<()>) -> Result<()> {
         self.iter().try_for_each(|v| f(v.to_value_ref()))
+    }
+    #[inline]
+    fn single(&self) -> Option<ValueRef<'_>> {
+        match &self[..] {
+            [v] => Some(v.to_value_ref()),
+            _ => None,
+        }
     }
 }
 
@@ -293,6 +314,17 @@ impl<'a> RowRef<'a> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Column `col` if it is an INT column (read without building a `ValueRef`).
+    #[inline]
+    pub(crate) fn int_at(&self, col: usize) -> Option<i64> {
+        let c = self.schema.columns.get(col)?;
+        if c.ty != crate::schema::ColumnType::Int {
+            return None;
+        }
+        let b = self.data.get(c.offset..c.offset + 8)?;
+        Some(i64::from_le_bytes(b.try_into().ok()?))
+    }
+
     /// Column `col`, or `None` if out of range.
     #[inline]
     pub fn get(&self, col: usize) -> Option<ValueRef<'a>> {

@@ -11,7 +11,7 @@ use super::zipf::{GrayZipf, ScrambledZipf};
 use super::Worker;
 use crate::bench::parallel_chunks;
 use indicatif::ProgressBar;
-use myriad::procedure::{Arg, Procedure};
+use myriad::procedure::{Arg, CallFrame, Procedure};
 use myriad::{
     ColumnType, Database, Error, Isolation, Result, RowRef, TableRef, TableSchema, TxnOptions,
     Value, ValueRef,
@@ -237,7 +237,9 @@ pub fn procedure_sql(p: &Params) -> String {
         );
         update += &branch(a, starts(p.attrs_modified), &stmt);
     }
-    let decls: String = (0..p.attrs_read).map(|j| format!("x{j} BIGINT; ")).collect();
+    let decls: String = (0..p.attrs_read)
+        .map(|j| format!("x{j} BIGINT; "))
+        .collect();
     format!(
         "CREATE PROCEDURE ycsb_txn(keys BIGINT[], upd BIGINT[], attr BIGINT[], vals BIGINT[]) AS $$
 DECLARE {decls}
@@ -381,6 +383,7 @@ impl Ycsb {
                 Arg::Array(Vec::new()),
                 Arg::Array(Vec::new()),
             ],
+            frame: None,
         }
     }
 
@@ -460,8 +463,10 @@ pub struct YcsbWorker<'a> {
     seen: HashSet<u64>,
     /// Bytes that updates of the `bytes100x10` layout copy from (never allocated per operation).
     update_source: Box<[u8]>,
-    /// The procedure's arguments (`--as-procedure`), refilled per transaction.
+    /// The procedure's arguments and call frame (`--as-procedure`), reused by every
+    /// transaction.
     args: Vec<Arg>,
+    frame: Option<CallFrame>,
 }
 
 /// Column of the `j`-th attribute touched by an operation starting at attribute `first`.
@@ -550,7 +555,8 @@ impl Worker for YcsbWorker<'_> {
                     v.extend(self.plan.iter().map(|o| Value::Int(f(o))));
                 }
             }
-            proc.execute(&mut tx, &self.args)?;
+            let frame = self.frame.get_or_insert_with(|| proc.frame());
+            proc.execute_in(&mut tx, &self.args, frame)?;
             return tx.commit();
         }
         for op in &self.plan {

@@ -7,10 +7,11 @@
 
 use super::ir::{Items, Proc, Read, Stmt};
 use crate::error::{Error, Result};
-use crate::sql::expr::{eval_in, Ty, E, V};
+use crate::sql::expr::{eval_in, holds, value_of, Ty, E, V};
 use crate::sql::{coerce, sql_error, visit_plan, SqlPos};
 use crate::txn::Transaction;
 use crate::value::Value;
+use crate::value::ValueRef;
 
 /// The variables of one call, plus scratch buffers reused by every statement.
 pub(crate) struct Frame {
@@ -88,6 +89,7 @@ impl Proc {
         Ok(Flow::Next)
     }
 
+    #[inline]
     fn set_found(&self, f: &mut Frame, found: bool) {
         f.vars[self.nparams] = V::Bool(found);
     }
@@ -122,7 +124,7 @@ impl Proc {
         visit_plan(tx, &r.table, &r.access, vars, key, r.order, &mut |row| {
             out.clear();
             for e in es {
-                out.push(eval_in(e, Some(row), vars)?.stored(at)?);
+                out.push(value_of(e, Some(row), vars)?.stored(at)?);
             }
             left -= 1;
             Ok(each(out)? && left > 0)
@@ -158,6 +160,37 @@ impl Proc {
     fn stmt(&self, s: &Stmt, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Flow> {
         match s {
             Stmt::SelectInto { op, read, into } => match &read.items {
+                Items::Exprs(_)
+                    if read.access.pure_point()
+                        && read.limit.is_none()
+                        && read.cols.is_some()
+                        && read
+                            .access
+                            .point_values(&read.table.schema, &f.vars, &mut f.key)? =>
+                {
+                    // The common case (a point read of columns into variables): no
+                    // evaluator, no intermediate buffer.
+                    let cols = read.cols.as_deref().unwrap_or_default();
+                    let Frame { vars, key, .. } = f;
+                    let got = tx.get_with(&read.table, key.as_slice(), |r| {
+                        for (&c, &slot) in cols.iter().zip(into) {
+                            // INT into INT in place: no temporary values through the stack.
+                            if let (V::Val(Value::Int(x)), Some(i)) = (&mut vars[slot], r.int_at(c))
+                            {
+                                *x = i;
+                                continue;
+                            }
+                            vars[slot] = match (self.vars[slot].1, r.get(c)) {
+                                (Ty::Float, Some(ValueRef::Int(i))) => {
+                                    V::Val(Value::Float(i as f64))
+                                }
+                                (_, Some(v)) => V::Val(v.to_value()),
+                                (_, None) => vars[slot].clone(),
+                            };
+                        }
+                    })?;
+                    self.set_found(f, got.is_some());
+                }
                 Items::Exprs(es) => {
                     let mut got = false;
                     self.rows(*op, read, es, tx, f, &mut |_| {
@@ -207,8 +240,8 @@ impl Proc {
                 sets,
             } => {
                 let at = self.at(*op);
-                let point =
-                    !access.residual && access.point_values(&table.schema, &f.vars, &mut f.key)?;
+                let point = access.pure_point()
+                    && access.point_values(&table.schema, &f.vars, &mut f.key)?;
                 let keys = if point {
                     None
                 } else {
@@ -221,7 +254,7 @@ impl Proc {
                         // Every SET expression sees the row as it was before the statement.
                         out.clear();
                         for (c, e) in sets {
-                            let v = eval_in(e, Some(row.as_ref()), vars)?.stored(at)?;
+                            let v = value_of(e, Some(row.as_ref()), vars)?.stored(at)?;
                             out.push(coerce(schema, *c, v));
                         }
                         for ((c, _), v) in sets.iter().zip(out.iter()) {
@@ -257,7 +290,7 @@ impl Proc {
                 }
             }
             Stmt::Delete { table, access, .. } => {
-                let found = if !access.residual
+                let found = if access.pure_point()
                     && access.point_values(&table.schema, &f.vars, &mut f.key)?
                 {
                     match tx.delete(table, f.key.as_slice()) {
@@ -275,14 +308,14 @@ impl Proc {
                 self.set_found(f, found);
             }
             Stmt::Assign { slot, value, .. } => {
-                let v = eval_in(value, None, &f.vars)?;
+                let v = value_of(value, None, &f.vars)?;
                 f.vars[*slot] = fit(self.vars[*slot].1, v);
             }
             Stmt::If {
                 arms, otherwise, ..
             } => {
                 for (c, body) in arms {
-                    if eval_in(c, None, &f.vars)? == V::Bool(true) {
+                    if holds(c, None, &f.vars)? {
                         return self.block(body, tx, f);
                     }
                 }

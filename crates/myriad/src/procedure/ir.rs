@@ -66,6 +66,9 @@ pub(crate) struct Read {
     pub table: TableRef,
     pub access: Access,
     pub items: Items,
+    /// The items are plain columns (these): a point read copies them straight into the
+    /// variables.
+    pub cols: Option<Vec<usize>>,
     pub order: Option<bool>,
     pub limit: Option<E>,
 }
@@ -360,11 +363,22 @@ impl Compiler<'_> {
                 }
             },
         };
+        let cols = match &items {
+            Items::Exprs(es) => es
+                .iter()
+                .map(|e| match e {
+                    E::Col(c) => Some(*c),
+                    _ => None,
+                })
+                .collect(),
+            Items::Aggs(_) => None,
+        };
         Ok((
             Read {
                 table: t,
                 access,
                 items,
+                cols,
                 order,
                 limit,
             },

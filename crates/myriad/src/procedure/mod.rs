@@ -72,6 +72,10 @@ impl From<Vec<Value>> for Arg {
     }
 }
 
+/// The variables and scratch buffers of a call, kept between calls by a caller that runs
+/// one procedure many times (see [`Procedure::execute_in`]).
+pub struct CallFrame(exec::Frame);
+
 /// A compiled stored procedure.
 pub struct Procedure {
     pub(crate) p: ir::Proc,
@@ -135,7 +139,8 @@ impl Procedure {
         self.p.explain_dot()
     }
 
-    fn bind(&self, args: &[Arg]) -> Result<exec::Frame> {
+    /// Puts `args` into the parameter slots of `f` (reusing its arrays' storage).
+    fn bind(&self, args: &[Arg], f: &mut exec::Frame) -> Result<()> {
         let bad = |message: String| Error::ProcedureArguments {
             procedure: self.p.name.clone(),
             message,
@@ -147,39 +152,79 @@ impl Procedure {
                 self.p.nparams
             )));
         }
-        let mut f = self.p.frame();
+        if f.vars.len() != self.p.vars.len() {
+            *f = self.p.frame();
+        }
         for (i, a) in args.iter().enumerate() {
             let (name, ty) = &self.p.vars[i];
-            f.vars[i] = match (a, ty.element()) {
-                (Arg::Value(v), None) => scalar_fits(*ty, v),
-                (Arg::Array(xs), Some(el)) => xs
-                    .iter()
-                    .map(|x| match scalar_fits(el, x) {
-                        Some(V::Val(v)) => Some(v),
-                        _ => None,
-                    })
-                    .collect::<Option<Vec<Value>>>()
-                    .map(V::Arr),
-                _ => None,
-            }
-            .ok_or_else(|| {
+            let ok = match (a, ty.element()) {
+                (Arg::Value(v), None) => match scalar_fits(*ty, v) {
+                    Some(v) => {
+                        f.vars[i] = v;
+                        true
+                    }
+                    None => false,
+                },
+                (Arg::Array(xs), Some(el)) => {
+                    if !matches!(f.vars[i], V::Arr(_)) {
+                        f.vars[i] = V::Arr(Vec::new());
+                    }
+                    let V::Arr(out) = &mut f.vars[i] else {
+                        unreachable!("set just above")
+                    };
+                    out.clear();
+                    let mut ok = true;
+                    if el == Ty::Int && xs.iter().all(|x| matches!(x, Value::Int(_))) {
+                        out.extend_from_slice(xs);
+                        continue;
+                    }
+                    for x in xs {
+                        match scalar_fits(el, x) {
+                            Some(V::Val(v)) => out.push(v),
+                            _ => {
+                                ok = false;
+                                break;
+                            }
+                        }
+                    }
+                    ok
+                }
+                _ => false,
+            };
+            if !ok {
                 let found = match a {
                     Arg::Value(v) => v.as_ref().type_name().to_string(),
                     Arg::Array(_) => "an array (or an array with elements of another type)".into(),
                 };
-                bad(format!(
+                return Err(bad(format!(
                     "parameter `{name}` is {}, found {found}",
                     ty.name()
-                ))
-            })?;
+                )));
+            }
         }
-        Ok(f)
+        Ok(())
     }
 
     /// Runs the procedure inside `tx` (which stays open); returns the values of its `RETURN`.
     pub fn execute(&self, tx: &mut Transaction<'_>, args: &[Arg]) -> Result<Vec<Value>> {
-        let mut f = self.bind(args)?;
-        self.p.run(tx, &mut f)
+        self.execute_in(tx, args, &mut self.frame())
+    }
+
+    /// A call frame to reuse across calls of this procedure ([`Procedure::execute_in`]).
+    pub fn frame(&self) -> CallFrame {
+        CallFrame(self.p.frame())
+    }
+
+    /// [`Procedure::execute`] with a caller-kept frame: after the first call, a call of a
+    /// procedure that reads and writes integers allocates nothing.
+    pub fn execute_in(
+        &self,
+        tx: &mut Transaction<'_>,
+        args: &[Arg],
+        frame: &mut CallFrame,
+    ) -> Result<Vec<Value>> {
+        self.bind(args, &mut frame.0)?;
+        self.p.run(tx, &mut frame.0)
     }
 
     /// Runs the procedure as its own transaction at the database's default isolation level,
@@ -197,7 +242,8 @@ impl Procedure {
 
     /// [`Procedure::call`] with explicit transaction options.
     pub fn call_with(&self, db: &Database, opts: TxnOptions, args: &[Arg]) -> Result<Vec<Value>> {
-        let mut f = self.bind(args)?;
+        let mut f = self.p.frame();
+        self.bind(args, &mut f)?;
         db.run_with(opts, |tx| self.p.run(tx, &mut f))
     }
 }

@@ -466,6 +466,81 @@ fn binary(op: &BinaryOperator, l: Ty, r: Ty, at: SqlPos) -> Result<(Op, Ty)> {
     }
 }
 
+/// Fast path for integer expressions (literals, variables, array elements, `+ - *`, and
+/// INT columns of `row`): `None` whenever the general [`eval_in`] is needed, including for
+/// every error (overflow, index out of range), which it then reports.
+#[inline]
+pub(crate) fn eval_int(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Option<i64> {
+    match e {
+        E::Lit(Value::Int(i)) => Some(*i),
+        E::Var(v) => match &vars[*v] {
+            V::Val(Value::Int(i)) => Some(*i),
+            _ => None,
+        },
+        E::Col(c) => row?.int_at(*c),
+        E::Elem(a, i, _) => {
+            let i = eval_int(i, row, vars)?;
+            match &vars[*a] {
+                V::Arr(xs) => match xs.get(usize::try_from(i).ok()?.checked_sub(1)?)? {
+                    Value::Int(x) => Some(*x),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        E::Bin(l, op, r, _) => {
+            let (a, b) = (eval_int(l, row, vars)?, eval_int(r, row, vars)?);
+            match op {
+                Op::Add => a.checked_add(b),
+                Op::Sub => a.checked_sub(b),
+                Op::Mul => a.checked_mul(b),
+                Op::Mod if b != 0 => a.checked_rem(b),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// Fast path for conditions over integers (comparisons, NOT, AND, OR); `None`: use
+/// [`eval_in`].
+#[inline]
+pub(crate) fn eval_cond(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Option<bool> {
+    match e {
+        E::Bool(b) => Some(*b),
+        E::Not(x) => Some(!eval_cond(x, row, vars)?),
+        E::Bin(l, Op::And, r, _) => Some(eval_cond(l, row, vars)? && eval_cond(r, row, vars)?),
+        E::Bin(l, Op::Or, r, _) => Some(eval_cond(l, row, vars)? || eval_cond(r, row, vars)?),
+        E::Bin(l, op @ (Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge), r, _) => {
+            let (a, b) = (eval_int(l, row, vars)?, eval_int(r, row, vars)?);
+            Some(test(*op, a.cmp(&b)))
+        }
+        E::Var(v) => match &vars[*v] {
+            V::Bool(b) => Some(*b),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A condition's truth: the fast path, else the general evaluator.
+#[inline]
+pub(crate) fn holds(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<bool> {
+    match eval_cond(e, row, vars) {
+        Some(b) => Ok(b),
+        None => Ok(eval_in(e, row, vars)? == V::Bool(true)),
+    }
+}
+
+/// An expression's value: the integer fast path, else the general evaluator.
+#[inline]
+pub(crate) fn value_of(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> {
+    match eval_int(e, row, vars) {
+        Some(i) => Ok(V::Val(Value::Int(i))),
+        None => eval_in(e, row, vars),
+    }
+}
+
 /// A value as text (for `||`).
 fn text(v: V) -> String {
     match v {

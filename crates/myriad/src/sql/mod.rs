@@ -688,7 +688,13 @@ impl Access {
             return Ok(false);
         };
         for (e, &col) in keys.iter().zip(&s.indexes()[0].columns) {
-            match key_value(s, col, eval_in(e, None, vars)?) {
+            if s.columns()[col].ty == ColumnType::Int {
+                if let Some(i) = expr::eval_int(e, None, vars) {
+                    out.push(Value::Int(i));
+                    continue;
+                }
+            }
+            match key_value(s, col, expr::value_of(e, None, vars)?) {
                 Some(v) => out.push(v),
                 None => return Ok(false),
             }
@@ -698,10 +704,15 @@ impl Access {
 
     /// Does the (compiled) condition hold on `r`?
     pub(crate) fn passes(&self, r: RowRef<'_>, vars: &[V]) -> Result<bool> {
-        Ok(match &self.filter {
-            Some(c) => eval_in(c, Some(r), vars)? == V::Bool(true),
-            None => true,
-        })
+        match &self.filter {
+            Some(c) => expr::holds(c, Some(r), vars),
+            None => Ok(true),
+        }
+    }
+
+    /// A point lookup whose condition is exactly the key equalities (a found row matches).
+    pub(crate) fn pure_point(&self) -> bool {
+        self.point.is_some() && !self.residual
     }
 }
 
@@ -718,7 +729,7 @@ pub(crate) fn visit_plan(
 ) -> Result<()> {
     if a.point_values(&t.schema, vars, key)? {
         tx.get_with(t, key.as_slice(), |r| -> Result<()> {
-            if a.passes(r, vars)? {
+            if !a.residual || a.passes(r, vars)? {
                 f(r)?;
             }
             Ok(())
