@@ -52,7 +52,12 @@ fn script(a: &[&str], b: &[&str]) -> Option<Vec<(Op, usize)>> {
 }
 
 /// A unified diff of `expected` against `actual`, or `None` if they are equal.
-pub fn unified(expected: &str, actual: &str, expected_name: &str, actual_name: &str) -> Option<String> {
+pub fn unified(
+    expected: &str,
+    actual: &str,
+    expected_name: &str,
+    actual_name: &str,
+) -> Option<String> {
     if expected == actual {
         return None;
     }
@@ -60,7 +65,11 @@ pub fn unified(expected: &str, actual: &str, expected_name: &str, actual_name: &
     let b: Vec<&str> = actual.lines().collect();
     let mut out = format!("--- {expected_name}\n+++ {actual_name}\n");
     let Some(ops) = script(&a, &b) else {
-        let first = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+        let first = a
+            .iter()
+            .zip(&b)
+            .position(|(x, y)| x != y)
+            .unwrap_or(a.len().min(b.len()));
         let _ = writeln!(
             out,
             "(too large for a line diff) first difference at line {}:\n-{}\n+{}",
@@ -145,6 +154,8 @@ mod tests {
 
     #[test]
     fn a_missing_final_newline_is_a_difference() {
-        assert!(unified("a\n", "a", "e", "a").unwrap().contains("final newline"));
+        assert!(unified("a\n", "a", "e", "a")
+            .unwrap()
+            .contains("final newline"));
     }
 }

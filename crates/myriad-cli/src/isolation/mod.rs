@@ -186,8 +186,7 @@ fn run_spec(
                 out.clear();
             }
         };
-        if !runner::run_permutation(&spec, number, perm, &Engine { db: &db }, timing, &mut sink)
-        {
+        if !runner::run_permutation(&spec, number, perm, &Engine { db: &db }, timing, &mut sink) {
             eprintln!("myriad: error: {shown}: a setup block failed in permutation {number}");
             setup_ok = false;
         }
@@ -203,7 +202,12 @@ fn run_spec(
             return false;
         }
     };
-    match diff::unified(&want, &out, &exp_path.display().to_string(), &format!("{shown} (actual)")) {
+    match diff::unified(
+        &want,
+        &out,
+        &exp_path.display().to_string(),
+        &format!("{shown} (actual)"),
+    ) {
         None => {
             println!("ok      {shown}");
             setup_ok
@@ -428,7 +432,10 @@ mod tests {
             split("-- c;\n/* x; */ ROLLBACK;;  -- tail;"),
             [("-- c;\n/* x; */ ROLLBACK;", "ROLLBACK")]
         );
-        assert_eq!(split("SELECT \"a;\" FROM t"), [("SELECT \"a;\" FROM t", "SELECT")]);
+        assert_eq!(
+            split("SELECT \"a;\" FROM t"),
+            [("SELECT \"a;\" FROM t", "SELECT")]
+        );
         assert!(split("  -- only a comment\n").is_empty());
         // Unterminated quotes and comments do not panic.
         assert_eq!(split("SELECT 'x").len(), 1);
@@ -453,7 +460,10 @@ mod tests {
         ok(b.execute("BEGIN"));
         let r = b.execute("UPDATE t SET v = 2 WHERE k = 1");
         let e = r.error.unwrap();
-        assert_eq!((e.kind, e.reason), ("serialization_failure", Some("write_write_conflict")));
+        assert_eq!(
+            (e.kind, e.reason),
+            ("serialization_failure", Some("write_write_conflict"))
+        );
         assert_eq!(e.message, "serialization failure: write_write_conflict");
         // Not run as an autocommit statement.
         let e = b.execute("SELECT v FROM t WHERE k = 1").error.unwrap();

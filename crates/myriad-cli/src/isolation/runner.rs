@@ -119,7 +119,9 @@ struct Worker {
 
 impl Worker {
     fn send(&self, sql: &str) -> bool {
-        self.to.as_ref().is_some_and(|t| t.send(sql.to_owned()).is_ok())
+        self.to
+            .as_ref()
+            .is_some_and(|t| t.send(sql.to_owned()).is_ok())
     }
 
     fn wait(&self) -> StepResult {
@@ -424,7 +426,11 @@ mod tests {
                     } => format!(
                         "{kind:?} {} {}",
                         session.unwrap_or("-"),
-                        if result.error.is_some() { "error" } else { "ok" }
+                        if result.error.is_some() {
+                            "error"
+                        } else {
+                            "ok"
+                        }
                     ),
                     Event::Step { step, status, .. } => match status {
                         Status::Done(r) => format!(
@@ -475,7 +481,10 @@ mod tests {
              permutation a1 a2",
             50,
         );
-        assert_eq!(log, ["perm a1 a2", "a1 waiting", "a1 completed ok", "a2 ok"]);
+        assert_eq!(
+            log,
+            ["perm a1 a2", "a1 waiting", "a1 completed ok", "a2 ok"]
+        );
         assert!(start.elapsed() >= Duration::from_millis(400));
     }
 

@@ -374,7 +374,10 @@ pub fn parse(text: &str) -> Result<Spec, SpecError> {
                 if perm.is_empty() {
                     return Err(err(
                         line,
-                        format!("expected step names after `permutation`, found {}", p.found()),
+                        format!(
+                            "expected step names after `permutation`, found {}",
+                            p.found()
+                        ),
                     ));
                 }
                 raw_perms.push(perm);
@@ -538,20 +541,48 @@ permutation "s2w" s1r
     #[test]
     fn errors_name_the_line() {
         for (text, line, needle) in [
-            ("session s1\nstep a { x }\nstep a { y }", 3, "duplicate step name `a`"),
-            ("session s1\nstep a { x }\npermutation a b", 3, "undefined step `b`"),
+            (
+                "session s1\nstep a { x }\nstep a { y }",
+                3,
+                "duplicate step name `a`",
+            ),
+            (
+                "session s1\nstep a { x }\npermutation a b",
+                3,
+                "undefined step `b`",
+            ),
             ("session s1\n\nstep a { x", 3, "unterminated"),
-            ("session s1\nstep a { x }\nsetup { y }", 3, "before the first `session`"),
+            (
+                "session s1\nstep a { x }\nsetup { y }",
+                3,
+                "before the first `session`",
+            ),
             ("setup { x }", 1, "no `session`"),
             ("session s1\nteardown { x }", 2, "has no steps"),
             ("session s1\nstep a\n", 2, "expected { SQL } after `step`"),
-            ("session s1\nstep a { x }\npermutation a(*)", 3, "blocker annotations"),
+            (
+                "session s1\nstep a { x }\npermutation a(*)",
+                3,
+                "blocker annotations",
+            ),
             ("session s1 step a { x } bogus", 1, "found `bogus`"),
             ("session\n", 1, "expected a session name"),
             ("session s1\nstep a { x } }", 2, "without a matching"),
-            ("session s1\nstep a { x }\n\n  @", 4, "unexpected character `@`"),
-            ("session s1\nstep a { x }\npermutation\n", 3, "expected step names"),
-            ("session s1\nstep a { x }\nsession s1 step b { y }", 3, "duplicate session"),
+            (
+                "session s1\nstep a { x }\n\n  @",
+                4,
+                "unexpected character `@`",
+            ),
+            (
+                "session s1\nstep a { x }\npermutation\n",
+                3,
+                "expected step names",
+            ),
+            (
+                "session s1\nstep a { x }\nsession s1 step b { y }",
+                3,
+                "duplicate session",
+            ),
         ] {
             let e = parse(text).expect_err(text);
             assert_eq!(e.line, line, "{text:?}: {e}");
@@ -561,16 +592,19 @@ permutation "s2w" s1r
 
     #[test]
     fn all_permutations_keep_session_order() {
-        let s = parse("session a step a1 {x} step a2 {x} session b step b1 {x} step b2 {x}")
-            .unwrap();
+        let s =
+            parse("session a step a1 {x} step a2 {x} session b step b1 {x} step b2 {x}").unwrap();
         let ps = all_permutations(&s).unwrap();
         assert_eq!(ps.len(), 6); // C(4, 2)
         let first: Vec<&str> = ps[0].iter().map(|&r| s.step(r).name.as_str()).collect();
         assert_eq!(first, ["a1", "a2", "b1", "b2"]);
         for p in &ps {
             for sess in 0..2 {
-                let order: Vec<usize> =
-                    p.iter().filter(|r| r.session == sess).map(|r| r.step).collect();
+                let order: Vec<usize> = p
+                    .iter()
+                    .filter(|r| r.session == sess)
+                    .map(|r| r.step)
+                    .collect();
                 assert_eq!(order, [0, 1]);
             }
         }
