@@ -343,9 +343,9 @@ struct Stmt<'a> {
     first_word: &'a str,
 }
 
-/// Splits SQL at `;` outside string literals, quoted identifiers and comments. Pieces with
-/// nothing but blanks and comments are dropped. (Only statement boundaries are found here;
-/// `sql::Session` parses each piece.)
+/// Splits SQL at `;` outside string literals, quoted identifiers, dollar-quoted strings and
+/// comments. Pieces with nothing but blanks and comments are dropped. (Only statement
+/// boundaries are found here; `sql::Session` parses each piece.)
 fn split_statements(sql: &str) -> Vec<Stmt<'_>> {
     let b = sql.as_bytes();
     let mut out = Vec::new();
@@ -369,6 +369,17 @@ fn split_statements(sql: &str) -> Vec<Stmt<'_>> {
                     i += 1;
                 }
                 i += 1;
+            }
+            // PostgreSQL dollar quoting (`$$ ... $$`, `$tag$ ... $tag$`), as procedure
+            // bodies use.
+            b'$' if dollar_tag(b, i).is_some() => {
+                first.get_or_insert((i, i));
+                let tag = dollar_tag(b, i).unwrap_or(&[]);
+                i += tag.len();
+                while i < b.len() && !b[i..].starts_with(tag) {
+                    i += 1;
+                }
+                i += tag.len();
             }
             b'-' if b.get(i + 1) == Some(&b'-') => {
                 while i < b.len() && b[i] != b'\n' {
@@ -407,6 +418,15 @@ fn split_statements(sql: &str) -> Vec<Stmt<'_>> {
     out
 }
 
+/// The opening `$tag$` of a dollar-quoted string at `i`, if there is one.
+fn dollar_tag(b: &[u8], i: usize) -> Option<&[u8]> {
+    let mut j = i + 1;
+    while j < b.len() && (b[j].is_ascii_alphanumeric() || b[j] == b'_') {
+        j += 1;
+    }
+    (b.get(j) == Some(&b'$') && !b.get(i + 1).is_some_and(u8::is_ascii_digit)).then(|| &b[i..=j])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,6 +457,15 @@ mod tests {
             [("SELECT \"a;\" FROM t", "SELECT")]
         );
         assert!(split("  -- only a comment\n").is_empty());
+        assert_eq!(
+            split("CREATE PROCEDURE p() AS $$ a; b; $$; CALL p()"),
+            [
+                ("CREATE PROCEDURE p() AS $$ a; b; $$;", "CREATE"),
+                ("CALL p()", "CALL")
+            ]
+        );
+        assert_eq!(split("SELECT $x$;$y$;$x$; $1").len(), 2);
+        assert_eq!(split("SELECT $$ never closed; x").len(), 1);
         // Unterminated quotes and comments do not panic.
         assert_eq!(split("SELECT 'x").len(), 1);
         assert_eq!(split("/* x").len(), 0);
