@@ -2,12 +2,15 @@
 //!
 //! `myriad bench <workload>` opens an embedded in-memory database with the chosen design
 //! (`--protocol`, `--isolation`, `--gc`), loads the workload's tables, runs it, and prints a
-//! human summary (and with `--json PATH` one JSON object; DESIGN.md §4).
+//! human summary (and with `--json PATH` one JSON object; DESIGN.md §4). `myriad shell` is an
+//! interactive SQL session; `myriad isolation-test SPEC...` runs isolation specs
+//! (`isolation/`).
 //!
 //! Exit codes: 0 success; 1 a fatal error during the run; 2 a usage error (unknown flag,
 //! invalid value) or a configuration this build does not support.
 
 mod bench;
+mod isolation;
 mod shell;
 mod workload;
 
@@ -64,6 +67,9 @@ enum Command {
         #[arg(long)]
         dot: bool,
     },
+    /// Run isolation specs (PostgreSQL's isolation-tester syntax): every permutation of the
+    /// sessions' steps on a fresh in-memory database; compare with expected output.
+    IsolationTest(isolation::IsolationArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -248,6 +254,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Shell { isolation } => shell::run(isolation),
         Command::Explain { files, dot } => explain(&files, dot),
+        Command::IsolationTest(a) => isolation::run(a),
         Command::Bench { workload } => match workload {
             BenchWorkload::Ycsb(a) => bench_ycsb(a),
             BenchWorkload::Tpcc(_) => not_yet("tpcc"),
