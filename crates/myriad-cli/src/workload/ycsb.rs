@@ -544,16 +544,19 @@ impl Worker for YcsbWorker<'_> {
         if let Some(proc) = &self.y.procedure {
             // The same plan as arguments: keys, update flags, first attributes, values (kept
             // below 2^61 so that `vals[i] + j` cannot overflow).
-            for (a, f) in self.args.iter_mut().zip([
-                (|o: &Op| o.key) as fn(&Op) -> i64,
-                |o| o.update as i64,
-                |o| o.attr as i64,
-                |o| (o.value >> 3) as i64,
-            ]) {
-                if let Arg::Array(v) = a {
-                    v.clear();
-                    v.extend(self.plan.iter().map(|o| Value::Int(f(o))));
-                }
+            let [Arg::Array(keys), Arg::Array(upd), Arg::Array(attr), Arg::Array(vals)] =
+                &mut self.args[..]
+            else {
+                unreachable!("four array arguments, made in `worker`")
+            };
+            for v in [&mut *keys, &mut *upd, &mut *attr, &mut *vals] {
+                v.clear();
+            }
+            for o in &self.plan {
+                keys.push(Value::Int(o.key));
+                upd.push(Value::Int(o.update as i64));
+                attr.push(Value::Int(o.attr as i64));
+                vals.push(Value::Int((o.value >> 3) as i64));
             }
             let frame = self.frame.get_or_insert_with(|| proc.frame());
             proc.execute_in(&mut tx, &self.args, frame)?;

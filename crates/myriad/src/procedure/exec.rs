@@ -7,7 +7,7 @@
 
 use super::ir::{Items, Proc, Read, Stmt};
 use crate::error::{Error, Result};
-use crate::sql::expr::{eval_in, holds, value_of, Ty, E, V};
+use crate::sql::expr::{eval_in, eval_int, holds, value_of, Ty, E, V};
 use crate::sql::{coerce, sql_error, visit_plan, SqlPos};
 use crate::txn::Transaction;
 use crate::value::Value;
@@ -34,6 +34,16 @@ pub(crate) fn zero(ty: Ty) -> V {
         Ty::Str => V::Val(Value::Str(String::new())),
         Ty::Bool => V::Bool(false),
         Ty::IntArray | Ty::FloatArray | Ty::StrArray => V::Arr(Vec::new()),
+    }
+}
+
+/// Stores an integer into a slot in place when it already holds one: building a `V` on the
+/// stack and copying it in costs a store-forwarding stall on every loop iteration.
+#[inline]
+fn set_int(slot: &mut V, i: i64) {
+    match slot {
+        V::Val(Value::Int(x)) => *x = i,
+        s => *s = V::Val(Value::Int(i)),
     }
 }
 
@@ -91,7 +101,10 @@ impl Proc {
 
     #[inline]
     fn set_found(&self, f: &mut Frame, found: bool) {
-        f.vars[self.nparams] = V::Bool(found);
+        match &mut f.vars[self.nparams] {
+            V::Bool(b) => *b = found,
+            s => *s = V::Bool(found),
+        }
     }
 
     fn limit(&self, r: &Read, vars: &[V]) -> Result<u64> {
@@ -308,6 +321,12 @@ impl Proc {
                 self.set_found(f, found);
             }
             Stmt::Assign { slot, value, .. } => {
+                if self.vars[*slot].1 == Ty::Int {
+                    if let Some(i) = eval_int(value, None, &f.vars) {
+                        set_int(&mut f.vars[*slot], i);
+                        return Ok(Flow::Next);
+                    }
+                }
                 let v = value_of(value, None, &f.vars)?;
                 f.vars[*slot] = fit(self.vars[*slot].1, v);
             }
@@ -334,7 +353,7 @@ impl Proc {
                 );
                 let mut i = lo;
                 while i <= hi {
-                    f.vars[*slot] = V::Val(Value::Int(i));
+                    set_int(&mut f.vars[*slot], i);
                     if let Flow::Return(v) = self.block(body, tx, f)? {
                         return Ok(Flow::Return(v));
                     }
