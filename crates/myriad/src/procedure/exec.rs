@@ -170,40 +170,69 @@ impl Proc {
         Ok(keys)
     }
 
+    /// The statements a loop body runs most (point reads of columns, IF, integer
+    /// assignments, integer FOR) in a small function; everything else in `general`, so the
+    /// hot path does not pay for the large frame of the rare statements.
+    #[inline]
     fn stmt(&self, s: &Stmt, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Flow> {
         match s {
-            Stmt::SelectInto { op, read, into } => match &read.items {
-                Items::Exprs(_)
-                    if read.access.pure_point()
-                        && read.limit.is_none()
-                        && read.cols.is_some()
-                        && read
-                            .access
-                            .point_values(&read.table.schema, &f.vars, &mut f.key)? =>
-                {
-                    // The common case (a point read of columns into variables): no
-                    // evaluator, no intermediate buffer.
-                    let cols = read.cols.as_deref().unwrap_or_default();
-                    let Frame { vars, key, .. } = f;
-                    let got = tx.get_with(&read.table, key.as_slice(), |r| {
-                        for (&c, &slot) in cols.iter().zip(into) {
-                            // INT into INT in place: no temporary values through the stack.
-                            if let (V::Val(Value::Int(x)), Some(i)) = (&mut vars[slot], r.int_at(c))
-                            {
-                                *x = i;
-                                continue;
-                            }
-                            vars[slot] = match (self.vars[slot].1, r.get(c)) {
-                                (Ty::Float, Some(ValueRef::Int(i))) => {
-                                    V::Val(Value::Float(i as f64))
-                                }
-                                (_, Some(v)) => V::Val(v.to_value()),
-                                (_, None) => vars[slot].clone(),
-                            };
-                        }
-                    })?;
-                    self.set_found(f, got.is_some());
+            Stmt::SelectInto { read, into, .. }
+                if read.access.pure_point()
+                    && read.limit.is_none()
+                    && read.cols.is_some()
+                    && read
+                        .access
+                        .point_values(&read.table.schema, &f.vars, &mut f.key)? =>
+            {
+                self.point_read(read, into, tx, f)
+            }
+            Stmt::If {
+                arms, otherwise, ..
+            } => {
+                for (c, body) in arms {
+                    if holds(c, None, &f.vars)? {
+                        return self.block(body, tx, f);
+                    }
                 }
+                self.block(otherwise, tx, f)
+            }
+            _ => self.general(s, tx, f),
+        }
+    }
+
+    /// A point read of plain columns into variables: no evaluator, no intermediate buffer
+    /// (the key is already in `f.key`).
+    fn point_read(
+        &self,
+        read: &Read,
+        into: &[usize],
+        tx: &mut Transaction<'_>,
+        f: &mut Frame,
+    ) -> Result<Flow> {
+        let cols = read.cols.as_deref().unwrap_or_default();
+        let Frame { vars, key, .. } = f;
+        let got = tx.get_with(&read.table, key.as_slice(), |r| {
+            for (&c, &slot) in cols.iter().zip(into) {
+                // INT into INT in place: no temporary values through the stack.
+                if let (V::Val(Value::Int(x)), Some(i)) = (&mut vars[slot], r.int_at(c)) {
+                    *x = i;
+                    continue;
+                }
+                vars[slot] = match (self.vars[slot].1, r.get(c)) {
+                    (Ty::Float, Some(ValueRef::Int(i))) => V::Val(Value::Float(i as f64)),
+                    (_, Some(v)) => V::Val(v.to_value()),
+                    (_, None) => vars[slot].clone(),
+                };
+            }
+        })?;
+        self.set_found(f, got.is_some());
+        Ok(Flow::Next)
+    }
+
+    #[inline(never)]
+    fn general(&self, s: &Stmt, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Flow> {
+        match s {
+            Stmt::SelectInto { op, read, into } => match &read.items {
                 Items::Exprs(es) => {
                     let mut got = false;
                     self.rows(*op, read, es, tx, f, &mut |_| {
