@@ -226,6 +226,15 @@ impl Values for &str {
     }
 }
 
+/// The value of a one-element slice (the single-value key path).
+#[inline]
+fn one<T: ToValueRef>(s: &[T]) -> Option<ValueRef<'_>> {
+    match s {
+        [v] => Some(v.to_value_ref()),
+        _ => None,
+    }
+}
+
 impl<T: ToValueRef> Values for [T] {
     fn count(&self) -> usize {
         self.len()
@@ -235,10 +244,7 @@ impl<T: ToValueRef> Values for [T] {
     }
     #[inline]
     fn single(&self) -> Option<ValueRef<'_>> {
-        match &self[..] {
-            [v] => Some(v.to_value_ref()),
-            _ => None,
-        }
+        one(self)
     }
 }
 impl<T: ToValueRef> Values for &[T] {
@@ -250,10 +256,7 @@ impl<T: ToValueRef> Values for &[T] {
     }
     #[inline]
     fn single(&self) -> Option<ValueRef<'_>> {
-        match &self[..] {
-            [v] => Some(v.to_value_ref()),
-            _ => None,
-        }
+        one(self)
     }
 }
 impl<T: ToValueRef, const N: usize> Values for [T; N] {
@@ -273,10 +276,7 @@ impl<T: ToValueRef> Values for Vec<T> {
     }
     #[inline]
     fn single(&self) -> Option<ValueRef<'_>> {
-        match &self[..] {
-            [v] => Some(v.to_value_ref()),
-            _ => None,
-        }
+        one(self)
     }
 }
 

@@ -171,6 +171,23 @@ pub(crate) fn compile_in(e: &Expr, scope: Scope<'_>) -> Result<(E, Ty)> {
             }
             column(&parts[1].value, schema, at)
         }
+        Expr::Value(ast::ValueWithSpan {
+            value: ast::Value::Placeholder(ph),
+            ..
+        }) => match var(ph, scope) {
+            Some(v) => Ok((E::Var(v), scope.vars[v].1)),
+            None => Err(sql_error(
+                at,
+                format!(
+                    "no value for parameter {ph} ({} given)",
+                    scope
+                        .vars
+                        .iter()
+                        .filter(|(n, _)| n.starts_with('$'))
+                        .count()
+                ),
+            )),
+        },
         Expr::Value(v) => literal(&v.value, at),
         Expr::UnaryOp { op, expr } => {
             let (x, t) = compile(expr, schema)?;
@@ -290,7 +307,7 @@ fn name(n: &str, scope: Scope<'_>, at: SqlPos) -> Result<(E, Ty)> {
             ),
         )),
         (None, Some(v)) => Ok((E::Var(v), scope.vars[v].1)),
-        _ if scope.table.is_none() && !scope.vars.is_empty() => {
+        _ if scope.table.is_none() && scope.vars.iter().any(|(n, _)| !n.starts_with('$')) => {
             Err(sql_error(at, format!("unknown variable `{n}`")))
         }
         _ => column(n, scope.table, at),

@@ -12,9 +12,10 @@
 //! equality with constants (a conjunct per column), a range of the ordered primary index when
 //! `WHERE` bounds a one-column key (`k > 3 AND k <= 9`) or for `ORDER BY`, and otherwise a full
 //! scan (`Transaction::scan_table`); under Serializable each scan is protected against
-//! phantoms over the range it covers. Not built yet, and rejected with an error that says so:
-//! `CREATE INDEX` and secondary indexes, `ORDER BY` other columns, `GROUP BY`, `NULL`,
-//! parameters, procedures.
+//! phantoms over the range it covers. Key expressions may read parameters (`$1`,
+//! [`Session::execute_with`]) and, in procedures, variables. `CREATE PROCEDURE` and `CALL`
+//! are handled with `crate::procedure`. Not built yet, and rejected with an error that says
+//! so: `CREATE INDEX` and secondary indexes, `ORDER BY` other columns, `GROUP BY`, `NULL`.
 
 pub(crate) mod expr;
 
@@ -59,6 +60,29 @@ pub(crate) fn at_span(s: sqlparser::tokenizer::Span) -> SqlPos {
     }
 }
 
+/// The `$1, $2, ...` parameters of [`Session::execute_with`]: names and types for the
+/// compiler, values for the evaluator.
+#[derive(Clone, Copy, Default)]
+struct Params<'a> {
+    names: &'a [(String, Ty)],
+    vals: &'a [V],
+}
+
+impl Params<'_> {
+    fn compile(&self, e: &Expr, table: Option<&TableSchema>) -> Result<(E, Ty)> {
+        compile_in(
+            e,
+            Scope {
+                table,
+                vars: self.names,
+            },
+        )
+    }
+    fn eval(&self, e: &E, row: Option<RowRef<'_>>) -> Result<V> {
+        eval_in(e, row, self.vals)
+    }
+}
+
 /// What a statement produced.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Output {
@@ -75,11 +99,19 @@ pub enum Output {
 pub struct Session<'db> {
     db: &'db Database,
     txn: Option<Transaction<'db>>,
+    /// Parameters of the statements being run (`execute_with`).
+    names: Vec<(String, Ty)>,
+    vals: Vec<V>,
 }
 
 impl<'db> Session<'db> {
     pub fn new(db: &'db Database) -> Self {
-        Session { db, txn: None }
+        Session {
+            db,
+            txn: None,
+            names: Vec::new(),
+            vals: Vec::new(),
+        }
     }
 
     /// Is an explicit transaction (`BEGIN`) open?
@@ -91,6 +123,33 @@ impl<'db> Session<'db> {
     /// statements before it keep their effect). An error inside an explicit transaction
     /// aborts that transaction.
     pub fn execute(&mut self, sql: &str) -> Result<Vec<Output>> {
+        self.execute_with(sql, &[])
+    }
+
+    /// [`Session::execute`] with parameters: `$1` is `params[0]`, and so on, usable wherever
+    /// a value is (in `WHERE`, `SET`, `VALUES`, the select list, `LIMIT`); a parameter's type
+    /// is its value's.
+    pub fn execute_with(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Output>> {
+        self.names.clear();
+        self.vals.clear();
+        for (i, v) in params.iter().enumerate() {
+            let ty = match v {
+                Value::Int(_) => Ty::Int,
+                Value::Float(_) => Ty::Float,
+                Value::Str(_) => Ty::Str,
+                Value::Bytes(_) => {
+                    return Err(sql_error(
+                        SqlPos::default(),
+                        format!(
+                            "parameter ${}: BYTES values are not supported in SQL",
+                            i + 1
+                        ),
+                    ))
+                }
+            };
+            self.names.push((format!("${}", i + 1), ty));
+            self.vals.push(V::Val(v.clone()));
+        }
         let items = crate::procedure::parse::script(sql)?;
         let mut out = Vec::with_capacity(items.len());
         for item in &items {
@@ -143,7 +202,19 @@ impl<'db> Session<'db> {
                 "CREATE INDEX is not supported yet".into(),
             )),
             Statement::Call(f) => self.call(f),
-            _ => self.in_txn(|db, tx| dml(db, tx, s)),
+            _ => {
+                let (names, vals) = (
+                    std::mem::take(&mut self.names),
+                    std::mem::take(&mut self.vals),
+                );
+                let p = Params {
+                    names: &names,
+                    vals: &vals,
+                };
+                let r = self.in_txn(|db, tx| dml(db, tx, s, p));
+                (self.names, self.vals) = (names, vals);
+                r
+            }
         }
     }
 
@@ -180,8 +251,13 @@ impl<'db> Session<'db> {
                 return Err(sql_error(at, "CALL arguments must be values".into()))
             }
         };
+        let p = Params {
+            names: &self.names,
+            vals: &self.vals,
+        };
         let constant = |e: &Expr| -> Result<Value> {
-            eval(&compile(e, None)?.0, None)?.stored(at_span(e.span()))
+            p.eval(&p.compile(e, None)?.0, None)?
+                .stored(at_span(e.span()))
         };
         let mut args = Vec::with_capacity(exprs.len());
         for e in exprs {
@@ -398,11 +474,11 @@ fn single_table(db: &Database, from: &[ast::TableWithJoins], at: SqlPos) -> Resu
     }
 }
 
-fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement) -> Result<Output> {
+fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement, p: Params<'_>) -> Result<Output> {
     let at = at_span(s.span());
     match s {
-        Statement::Insert(ins) => insert(db, tx, ins, at),
-        Statement::Query(q) => select(db, tx, q, at),
+        Statement::Insert(ins) => insert(db, tx, ins, at, p),
+        Statement::Query(q) => select(db, tx, q, at, p),
         Statement::Update(u) => {
             if u.from.is_some() || u.returning.is_some() || !u.order_by.is_empty() {
                 return Err(sql_error(
@@ -422,7 +498,7 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement) -> Result<Output>
                 let c = column_of(&t, n)?;
                 let name = &t.schema.columns()[c].name;
                 let cty = Ty::of_column(t.schema.columns()[c].ty);
-                let (e, ty) = compile(&a.value, Some(&t.schema))?;
+                let (e, ty) = p.compile(&a.value, Some(&t.schema))?;
                 if !(ty == cty || (cty == Ty::Float && ty == Ty::Int)) {
                     return Err(sql_error(
                         at_span(a.value.span()),
@@ -435,14 +511,14 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement) -> Result<Output>
                 }
                 sets.push((c, e));
             }
-            let keys = matching_keys(tx, &t, u.selection.as_ref())?;
+            let keys = matching_keys(tx, &t, u.selection.as_ref(), p)?;
             for k in &keys {
                 let mut err = Ok(());
                 tx.update_with(&t, k.as_slice(), |row| {
                     // Every SET expression sees the row as it was before the statement.
                     let mut vals = Vec::with_capacity(sets.len());
                     for (c, e) in &sets {
-                        let v = eval(e, Some(row.as_ref()))?.stored(at)?;
+                        let v = p.eval(e, Some(row.as_ref()))?.stored(at)?;
                         vals.push((*c, coerce(&t.schema, *c, v)));
                     }
                     for (c, v) in vals {
@@ -472,7 +548,7 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement) -> Result<Output>
                 ));
             }
             let t = single_table(db, from, at)?;
-            let keys = matching_keys(tx, &t, d.selection.as_ref())?;
+            let keys = matching_keys(tx, &t, d.selection.as_ref(), p)?;
             for k in &keys {
                 tx.delete(&t, k.as_slice())?;
             }
@@ -509,6 +585,7 @@ fn insert(
     tx: &mut Transaction<'_>,
     ins: &ast::Insert,
     at: SqlPos,
+    p: Params<'_>,
 ) -> Result<Output> {
     let TableObject::TableName(name) = &ins.table else {
         return Err(sql_error(
@@ -557,7 +634,9 @@ fn insert(
         let mut vals = Vec::with_capacity(ncols);
         for &o in &order {
             let e = &row[o];
-            let v = eval(&compile(e, None)?.0, None)?.stored(at_span(e.span()))?;
+            let v = p
+                .eval(&p.compile(e, None)?.0, None)?
+                .stored(at_span(e.span()))?;
             vals.push(coerce(&t.schema, vals.len(), v));
         }
         tx.insert(&t, vals.as_slice())?;
@@ -579,10 +658,11 @@ fn matching_keys(
     tx: &mut Transaction<'_>,
     t: &TableRef,
     filter: Option<&Expr>,
+    p: Params<'_>,
 ) -> Result<Vec<Vec<Value>>> {
     let pk: Vec<usize> = t.schema.indexes()[0].columns.clone();
     let mut keys = Vec::new();
-    visit(tx, t, filter, None, &mut |r| {
+    visit(tx, t, filter, None, p, &mut |r| {
         keys.push(pk.iter().map(|&c| value_at(r, c)).collect::<Result<_>>()?);
         Ok(true)
     })?;
@@ -604,6 +684,7 @@ fn visit(
     t: &TableRef,
     filter: Option<&Expr>,
     order: Option<bool>,
+    p: Params<'_>,
     f: &mut dyn FnMut(RowRef<'_>) -> Result<bool>,
 ) -> Result<()> {
     let cond = match filter {
@@ -611,7 +692,7 @@ fn visit(
             e,
             Scope {
                 table: Some(&t.schema),
-                vars: &[],
+                vars: p.names,
             },
         )?),
         None => None,
@@ -621,7 +702,7 @@ fn visit(
         tx,
         t,
         &Access::plan(cond, &t.schema),
-        &[],
+        p.vals,
         &mut key,
         order,
         f,
@@ -886,7 +967,13 @@ fn key_range(cs: &[&E], s: &TableSchema) -> Option<(Bound<E>, Bound<E>)> {
     (!matches!(lo, Bound::Unbounded) || !matches!(hi, Bound::Unbounded)).then_some((lo, hi))
 }
 
-fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -> Result<Output> {
+fn select(
+    db: &Database,
+    tx: &mut Transaction<'_>,
+    q: &ast::Query,
+    at: SqlPos,
+    p: Params<'_>,
+) -> Result<Output> {
     if q.with.is_some() || q.fetch.is_some() || !q.locks.is_empty() {
         return Err(sql_error(
             at,
@@ -917,8 +1004,8 @@ fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -
     };
     let limit = match limit_expr {
         None => usize::MAX,
-        Some(e) => match compile(e, None)? {
-            (x, Ty::Int) => match eval(&x, None)? {
+        Some(e) => match p.compile(e, None)? {
+            (x, Ty::Int) => match p.eval(&x, None)? {
                 V::Val(Value::Int(n)) if n >= 0 => n as usize,
                 _ => return Err(sql_error(at_span(e.span()), "LIMIT must be ≥ 0".into())),
             },
@@ -945,7 +1032,7 @@ fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -
                 }
         )
     }) {
-        return aggregate(tx, &t, sel, order, limit);
+        return aggregate(tx, &t, sel, order, limit, p);
     }
     let mut columns = Vec::new();
     let mut exprs = Vec::new();
@@ -959,11 +1046,11 @@ fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -
             }
             SelectItem::UnnamedExpr(e) => {
                 columns.push(e.to_string());
-                exprs.push(compile(e, Some(&t.schema))?.0);
+                exprs.push(p.compile(e, Some(&t.schema))?.0);
             }
             SelectItem::ExprWithAlias { expr, alias } => {
                 columns.push(alias.value.clone());
-                exprs.push(compile(expr, Some(&t.schema))?.0);
+                exprs.push(p.compile(expr, Some(&t.schema))?.0);
             }
             other => {
                 return Err(sql_error(
@@ -975,10 +1062,10 @@ fn select(db: &Database, tx: &mut Transaction<'_>, q: &ast::Query, at: SqlPos) -
     }
     let mut rows = Vec::new();
     if limit > 0 {
-        visit(tx, &t, sel.selection.as_ref(), order, &mut |r| {
+        visit(tx, &t, sel.selection.as_ref(), order, p, &mut |r| {
             let mut out = Vec::with_capacity(exprs.len());
             for e in &exprs {
-                out.push(match eval(e, Some(r))? {
+                out.push(match p.eval(e, Some(r))? {
                     V::Bool(b) => Value::Int(b as i64),
                     v => v.stored(at)?,
                 });
@@ -1164,6 +1251,7 @@ fn aggregate(
     sel: &ast::Select,
     order: Option<bool>,
     limit: usize,
+    p: Params<'_>,
 ) -> Result<Output> {
     let mixing = |at| {
         sql_error(
@@ -1173,7 +1261,7 @@ fn aggregate(
     };
     let scope = Scope {
         table: Some(&t.schema),
-        vars: &[],
+        vars: p.names,
     };
     let mut columns = Vec::new();
     let mut aggs = Vec::new();
@@ -1197,9 +1285,9 @@ fn aggregate(
         columns.push(name);
     }
     let mut acc: Vec<Option<Value>> = vec![None; aggs.len()];
-    visit(tx, t, sel.selection.as_ref(), order, &mut |r| {
+    visit(tx, t, sel.selection.as_ref(), order, p, &mut |r| {
         for (a, acc) in aggs.iter().zip(acc.iter_mut()) {
-            a.add(acc, r, &[])?;
+            a.add(acc, r, p.vals)?;
         }
         Ok(true)
     })?;

@@ -550,3 +550,53 @@ fn a_key_range_read_conflicts_only_with_writes_in_its_range() {
         }
     }
 }
+
+#[test]
+fn parameters_stand_for_values_everywhere() {
+    let db = Database::open(Config::new()).unwrap();
+    let mut s = Session::new(&db);
+    s.execute("CREATE TABLE kv (k INT PRIMARY KEY, v VARCHAR(8), x DOUBLE)")
+        .unwrap();
+    for k in 1..=5i64 {
+        s.execute_with(
+            "INSERT INTO kv VALUES ($1, $2, $1 * 1.5)",
+            &[Value::Int(k), Value::Str(format!("v{k}"))],
+        )
+        .unwrap();
+    }
+    s.execute_with(
+        "UPDATE kv SET v = $2 WHERE k = $1",
+        &[Value::Int(3), "three".into()],
+    )
+    .unwrap();
+    let out = s
+        .execute_with(
+            "SELECT k, v FROM kv WHERE k >= $1 AND x < $2 ORDER BY k LIMIT $3",
+            &[Value::Int(2), Value::Float(6.5), Value::Int(2)],
+        )
+        .unwrap();
+    assert_eq!(
+        out,
+        [Output::Rows {
+            columns: vec!["k".into(), "v".into()],
+            rows: vec![
+                vec![Value::Int(2), Value::from("v2")],
+                vec![Value::Int(3), Value::from("three")]
+            ]
+        }]
+    );
+    let out = s
+        .execute_with("SELECT count(*) FROM kv WHERE v = $1", &["v5".into()])
+        .unwrap();
+    assert_eq!(ints(&out), [[1]]);
+    let (_, _, m) = sql_err(s.execute_with("SELECT v FROM kv WHERE k = $3", &[Value::Int(1)]));
+    assert!(m.contains("no value for parameter $3 (1 given)"), "{m}");
+    let (_, _, m) = sql_err(s.execute_with("SELECT v FROM kv WHERE k = $1", &["x".into()]));
+    assert!(m.contains("cannot compare INT with VARCHAR"), "{m}");
+    let (_, _, m) = sql_err(s.execute("SELECT v FROM kv WHERE k = $1"));
+    assert!(m.contains("no value for parameter $1 (0 given)"), "{m}");
+    // Parameters are values, not names: an unknown column is still an unknown column.
+    let (_, _, m) =
+        sql_err(s.execute_with("INSERT INTO kv VALUES (9, nope, 1.0)", &[Value::Int(1)]));
+    assert!(m.contains("`nope` is not allowed here"), "{m}");
+}
