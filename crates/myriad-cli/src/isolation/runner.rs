@@ -457,7 +457,7 @@ mod tests {
             "session a step a1 { wait go } step a2 { echo }
              session b step b1 { echo } step b2 { set go }
              permutation a1 b1 b2 a2",
-            200,
+            500,
         );
         assert!(ok);
         assert_eq!(
@@ -477,25 +477,25 @@ mod tests {
     fn the_next_step_of_a_waiting_session_waits_for_it() {
         let start = Instant::now();
         let (log, _) = run(
-            "session a step a1 { sleep 400 } step a2 { echo }
+            "session a step a1 { sleep 2000 } step a2 { echo }
              permutation a1 a2",
-            50,
+            500,
         );
         assert_eq!(
             log,
             ["perm a1 a2", "a1 waiting", "a1 completed ok", "a2 ok"]
         );
-        assert!(start.elapsed() >= Duration::from_millis(400));
+        assert!(start.elapsed() >= Duration::from_millis(2000));
     }
 
     #[test]
     fn a_step_still_waiting_at_the_end_is_completed_before_the_teardown() {
         let (log, _) = run(
             "teardown { echo }
-             session a step a1 { sleep 300 } teardown { echo }
+             session a step a1 { sleep 2000 } teardown { echo }
              session b step b1 { fail }
              permutation a1 b1",
-            50,
+            500,
         );
         assert_eq!(
             log,
@@ -514,7 +514,7 @@ mod tests {
     fn a_failed_setup_skips_the_steps() {
         let (log, ok) = run(
             "setup { echo } session a setup { fail } step a1 { echo } permutation a1",
-            50,
+            500,
         );
         assert!(!ok);
         assert_eq!(log, ["perm a1", "Setup - ok", "Setup a error"]);
@@ -525,7 +525,7 @@ mod tests {
         let (log, ok) = run(
             "session a step a1 { panic } step a2 { echo } session b step b1 { echo }
              permutation a1 b1 a2",
-            1000,
+            30_000,
         );
         assert!(ok);
         assert_eq!(log[0], "perm a1 b1 a2");

@@ -11,10 +11,10 @@ use super::zipf::{GrayZipf, ScrambledZipf};
 use super::Worker;
 use crate::bench::parallel_chunks;
 use indicatif::ProgressBar;
-use myriad::procedure::{Arg, CallFrame, Procedure};
+use myriad::procedure::{CallFrame, Procedure};
 use myriad::{
     ColumnType, Database, Error, Isolation, Result, RowRef, TableRef, TableSchema, TxnOptions,
-    Value, ValueRef,
+    ValueRef,
 };
 use serde::Serialize;
 use serde_json::{json, Value as Json};
@@ -377,12 +377,6 @@ impl Ycsb {
                 0
             }),
             update_source,
-            args: vec![
-                Arg::Array(Vec::new()),
-                Arg::Array(Vec::new()),
-                Arg::Array(Vec::new()),
-                Arg::Array(Vec::new()),
-            ],
             frame: None,
         }
     }
@@ -463,9 +457,8 @@ pub struct YcsbWorker<'a> {
     seen: HashSet<u64>,
     /// Bytes that updates of the `bytes100x10` layout copy from (never allocated per operation).
     update_source: Box<[u8]>,
-    /// The procedure's arguments and call frame (`--as-procedure`), reused by every
-    /// transaction.
-    args: Vec<Arg>,
+    /// The procedure's call frame (`--as-procedure`): the arguments are written into it in
+    /// place, reused by every transaction.
     frame: Option<CallFrame>,
 }
 
@@ -544,22 +537,13 @@ impl Worker for YcsbWorker<'_> {
         if let Some(proc) = &self.y.procedure {
             // The same plan as arguments: keys, update flags, first attributes, values (kept
             // below 2^61 so that `vals[i] + j` cannot overflow).
-            let [Arg::Array(keys), Arg::Array(upd), Arg::Array(attr), Arg::Array(vals)] =
-                &mut self.args[..]
-            else {
-                unreachable!("four array arguments, made in `worker`")
-            };
-            for v in [&mut *keys, &mut *upd, &mut *attr, &mut *vals] {
-                v.clear();
-            }
-            for o in &self.plan {
-                keys.push(Value::Int(o.key));
-                upd.push(Value::Int(o.update as i64));
-                attr.push(Value::Int(o.attr as i64));
-                vals.push(Value::Int((o.value >> 3) as i64));
-            }
             let frame = self.frame.get_or_insert_with(|| proc.frame());
-            proc.execute_in(&mut tx, &self.args, frame)?;
+            let plan = &self.plan;
+            frame.set_ints(0, plan.iter().map(|o| o.key));
+            frame.set_ints(1, plan.iter().map(|o| o.update as i64));
+            frame.set_ints(2, plan.iter().map(|o| o.attr as i64));
+            frame.set_ints(3, plan.iter().map(|o| (o.value >> 3) as i64));
+            proc.execute_bound(&mut tx, frame)?;
             return tx.commit();
         }
         for op in &self.plan {
@@ -634,7 +618,7 @@ fn read_attrs(r: RowRef<'_>, first: u8, n: usize) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use myriad::{Config, Row};
+    use myriad::{Config, Row, Value};
 
     fn params(rows: u64, layout: RowLayout) -> Params {
         Params {

@@ -33,7 +33,8 @@ pub(crate) fn zero(ty: Ty) -> V {
         Ty::Float => V::Val(Value::Float(0.0)),
         Ty::Str => V::Val(Value::Str(String::new())),
         Ty::Bool => V::Bool(false),
-        Ty::IntArray | Ty::FloatArray | Ty::StrArray => V::Arr(Vec::new()),
+        Ty::IntArray => V::IntArr(Vec::new()),
+        Ty::FloatArray | Ty::StrArray => V::Arr(Vec::new()),
     }
 }
 
@@ -430,7 +431,7 @@ impl Proc {
                     V::Val(Value::Str(s)) => s,
                     V::Val(v) => v.to_string(),
                     V::Bool(b) => b.to_string(),
-                    V::Arr(_) => "array".into(),
+                    V::Arr(_) | V::IntArr(_) => "array".into(),
                 };
                 return Err(Error::ProcedureAbort {
                     procedure: self.name.clone(),

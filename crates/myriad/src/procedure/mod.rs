@@ -76,6 +76,28 @@ impl From<Vec<Value>> for Arg {
 /// one procedure many times (see [`Procedure::execute_in`]).
 pub struct CallFrame(exec::Frame);
 
+impl CallFrame {
+    /// Sets scalar parameter `i` (0-based) for [`Procedure::execute_bound`].
+    pub fn set(&mut self, i: usize, v: Value) {
+        if let Some(slot) = self.0.vars.get_mut(i) {
+            *slot = V::Val(v);
+        }
+    }
+
+    /// Fills INT-array parameter `i` (0-based) in place, reusing its storage.
+    pub fn set_ints(&mut self, i: usize, xs: impl IntoIterator<Item = i64>) {
+        if let Some(slot) = self.0.vars.get_mut(i) {
+            if !matches!(slot, V::IntArr(_)) {
+                *slot = V::IntArr(Vec::new());
+            }
+            if let V::IntArr(out) = slot {
+                out.clear();
+                out.extend(xs);
+            }
+        }
+    }
+}
+
 /// A compiled stored procedure.
 pub struct Procedure {
     pub(crate) p: ir::Proc,
@@ -165,6 +187,26 @@ impl Procedure {
                     }
                     None => false,
                 },
+                (Arg::Array(xs), Some(Ty::Int)) => {
+                    if !matches!(f.vars[i], V::IntArr(_)) {
+                        f.vars[i] = V::IntArr(Vec::new());
+                    }
+                    let V::IntArr(out) = &mut f.vars[i] else {
+                        unreachable!("set just above")
+                    };
+                    out.clear();
+                    let mut ok = true;
+                    for x in xs {
+                        match x {
+                            Value::Int(v) => out.push(*v),
+                            _ => {
+                                ok = false;
+                                break;
+                            }
+                        }
+                    }
+                    ok
+                }
                 (Arg::Array(xs), Some(el)) => {
                     if !matches!(f.vars[i], V::Arr(_)) {
                         f.vars[i] = V::Arr(Vec::new());
@@ -174,10 +216,6 @@ impl Procedure {
                     };
                     out.clear();
                     let mut ok = true;
-                    if el == Ty::Int && xs.iter().all(|x| matches!(x, Value::Int(_))) {
-                        out.extend_from_slice(xs);
-                        continue;
-                    }
                     for x in xs {
                         match scalar_fits(el, x) {
                             Some(V::Val(v)) => out.push(v),
@@ -213,6 +251,48 @@ impl Procedure {
     /// A call frame to reuse across calls of this procedure ([`Procedure::execute_in`]).
     pub fn frame(&self) -> CallFrame {
         CallFrame(self.p.frame())
+    }
+
+    /// Runs the procedure with the arguments already in `frame` (set with
+    /// [`CallFrame::set`] and [`CallFrame::set_ints`]): the caller fills the parameters in
+    /// place, so nothing is copied. Each parameter's type is checked.
+    pub fn execute_bound(
+        &self,
+        tx: &mut Transaction<'_>,
+        frame: &mut CallFrame,
+    ) -> Result<Vec<Value>> {
+        let f = &mut frame.0;
+        if f.vars.len() != self.p.vars.len() {
+            return Err(Error::ProcedureArguments {
+                procedure: self.p.name.clone(),
+                message: "the call frame belongs to another procedure".into(),
+            });
+        }
+        for (i, (name, ty)) in self.p.vars[..self.p.nparams].iter().enumerate() {
+            let ok = match (ty, &f.vars[i]) {
+                (Ty::IntArray, V::IntArr(_)) => true,
+                (Ty::IntArray, _) => false,
+                (t, V::Arr(xs)) if t.element().is_some() => xs
+                    .iter()
+                    .all(|x| scalar_fits(t.element().unwrap_or(Ty::Int), x).is_some()),
+                (t, V::Val(v)) if t.element().is_none() => match scalar_fits(*t, v) {
+                    Some(v) => {
+                        f.vars[i] = v;
+                        true
+                    }
+                    None => false,
+                },
+                (Ty::Bool, V::Bool(_)) => true,
+                _ => false,
+            };
+            if !ok {
+                return Err(Error::ProcedureArguments {
+                    procedure: self.p.name.clone(),
+                    message: format!("parameter `{name}` needs {}", ty.name()),
+                });
+            }
+        }
+        self.p.run(tx, f)
     }
 
     /// [`Procedure::execute`] with a caller-kept frame: after the first call, a call of a

@@ -455,3 +455,55 @@ fn concurrent_transfers_conserve_money() {
         Value::Int(8000)
     );
 }
+
+#[test]
+fn a_caller_kept_frame_takes_arguments_in_place_and_checks_their_types() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(
+        "CREATE TABLE t (k INT PRIMARY KEY, v INT); INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)",
+    )
+    .unwrap();
+    let p = db
+        .create_procedures(
+            "CREATE PROCEDURE total(ks INT[], bump INT) AS $$ DECLARE x INT; acc INT; BEGIN
+               FOR i IN 1..cardinality(ks) LOOP
+                 SELECT v INTO x FROM t WHERE k = ks[i];
+                 IF found THEN acc := acc + x + bump; END IF;
+               END LOOP;
+               RETURN acc;
+             END $$",
+        )
+        .unwrap()
+        .remove(0);
+    let mut frame = p.frame();
+    let mut tx = db.begin().unwrap();
+    for (ks, bump, want) in [(vec![1, 2], 0, 30), (vec![3, 9, 1], 1, 42), (vec![], 5, 0)] {
+        frame.set_ints(0, ks.iter().copied());
+        frame.set(1, Value::Int(bump));
+        assert_eq!(
+            p.execute_bound(&mut tx, &mut frame).unwrap(),
+            [Value::Int(want)]
+        );
+        // The same through `execute_in` (arguments copied in) and `execute` (a new frame).
+        let args = [Arg::from(ks.clone()), Arg::from(bump)];
+        assert_eq!(
+            p.execute_in(&mut tx, &args, &mut frame).unwrap(),
+            [Value::Int(want)]
+        );
+        assert_eq!(p.execute(&mut tx, &args).unwrap(), [Value::Int(want)]);
+    }
+    frame.set(1, Value::from("x"));
+    let e = p.execute_bound(&mut tx, &mut frame).unwrap_err();
+    assert_eq!(e.to_string(), "call of `total`: parameter `bump` needs INT");
+    let other = db
+        .create_procedures("CREATE PROCEDURE other() AS $$ BEGIN END $$")
+        .unwrap()
+        .remove(0);
+    let e = other.execute_bound(&mut tx, &mut frame).unwrap_err();
+    assert!(
+        e.to_string().contains("belongs to another procedure"),
+        "{e}"
+    );
+    tx.commit().unwrap();
+}

@@ -102,6 +102,8 @@ pub(crate) enum V {
     Bool(bool),
     /// An array (procedure parameters only).
     Arr(Vec<Value>),
+    /// An INT array, unboxed (the common case: keys and codes passed to a procedure).
+    IntArr(Vec<i64>),
 }
 
 impl V {
@@ -110,7 +112,7 @@ impl V {
         match self {
             V::Val(v) => Ok(v),
             V::Bool(_) => Err(sql_error(at, "a boolean cannot be stored".into())),
-            V::Arr(_) => Err(sql_error(at, "an array cannot be stored".into())),
+            V::Arr(_) | V::IntArr(_) => Err(sql_error(at, "an array cannot be stored".into())),
         }
     }
 }
@@ -497,8 +499,10 @@ pub(crate) fn eval_int(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Option<i64
         E::Col(c) => row?.int_at(*c),
         E::Elem(a, i, _) => {
             let i = eval_int(i, row, vars)?;
+            let i = usize::try_from(i).ok()?.checked_sub(1)?;
             match &vars[*a] {
-                V::Arr(xs) => match xs.get(usize::try_from(i).ok()?.checked_sub(1)?)? {
+                V::IntArr(xs) => xs.get(i).copied(),
+                V::Arr(xs) => match xs.get(i)? {
                     Value::Int(x) => Some(*x),
                     _ => None,
                 },
@@ -566,7 +570,7 @@ fn text(v: V) -> String {
         V::Val(Value::Float(f)) => f.to_string(),
         V::Val(Value::Bytes(b)) => String::from_utf8_lossy(&b).into_owned(),
         V::Bool(b) => b.to_string(),
-        V::Arr(_) => String::new(),
+        V::Arr(_) | V::IntArr(_) => String::new(),
     }
 }
 
@@ -592,21 +596,26 @@ pub(crate) fn eval_in(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> {
             let V::Val(Value::Int(i)) = eval(i, row)? else {
                 return Err(sql_error(*at, "array index is not an integer".into()));
             };
+            let len = match &vars[*a] {
+                V::Arr(xs) => xs.len(),
+                V::IntArr(xs) => xs.len(),
+                _ => return Err(sql_error(*at, "not an array".into())),
+            };
+            if i < 1 || (i as u64) > len as u64 {
+                return Err(sql_error(
+                    *at,
+                    format!("array index {i} out of range 1..{len}"),
+                ));
+            }
             match &vars[*a] {
-                V::Arr(xs) if i >= 1 && (i as u64) <= xs.len() as u64 => {
-                    V::Val(xs[(i - 1) as usize].clone())
-                }
-                V::Arr(xs) => {
-                    return Err(sql_error(
-                        *at,
-                        format!("array index {i} out of range 1..{}", xs.len()),
-                    ))
-                }
+                V::IntArr(xs) => V::Val(Value::Int(xs[(i - 1) as usize])),
+                V::Arr(xs) => V::Val(xs[(i - 1) as usize].clone()),
                 _ => return Err(sql_error(*at, "not an array".into())),
             }
         }
         E::Len(a) => match &vars[*a] {
             V::Arr(xs) => V::Val(Value::Int(xs.len() as i64)),
+            V::IntArr(xs) => V::Val(Value::Int(xs.len() as i64)),
             _ => V::Val(Value::Int(0)),
         },
         E::Concat(l, r) => {
