@@ -162,6 +162,10 @@ struct Compiler<'a> {
 pub(crate) fn vars_of(e: &E, out: &mut Vec<usize>) {
     match e {
         E::Var(v) | E::Len(v) => out.push(*v),
+        E::ElemVar(v, i, _) => {
+            out.push(*v);
+            out.push(*i);
+        }
         E::Elem(v, i, _) => {
             out.push(*v);
             vars_of(i, out);

@@ -82,6 +82,8 @@ pub(crate) enum E {
     Var(usize),
     /// Element of an array variable, 1-based as in PostgreSQL.
     Elem(usize, Box<E>, SqlPos),
+    /// `array[i]` with `i` a variable (a loop's `ks[i]`): one dispatch instead of two.
+    ElemVar(usize, usize, SqlPos),
     /// Number of elements of an array variable.
     Len(usize),
     /// String concatenation (`||`); numbers are rendered as text.
@@ -250,7 +252,10 @@ pub(crate) fn compile_in(e: &Expr, scope: Scope<'_>) -> Result<(E, Ty)> {
                     format!("an array index must be INT, found {}", it.name()),
                 ));
             }
-            Ok((E::Elem(arr, Box::new(i), at), at_))
+            Ok(match i {
+                E::Var(iv) => (E::ElemVar(arr, iv, at), at_),
+                i => (E::Elem(arr, Box::new(i), at), at_),
+            })
         }
         Expr::Substring {
             expr,
@@ -486,10 +491,11 @@ fn binary(op: &BinaryOperator, l: Ty, r: Ty, at: SqlPos) -> Result<(Op, Ty)> {
 }
 
 /// Fast path for integer expressions (literals, variables, array elements, `+ - *`, and
-/// INT columns of `row`): `None` whenever the general [`eval_in`] is needed, including for
+/// INT columns of `row`; the row by reference: a 24-byte argument copied through the stack
+/// stalls on store forwarding): `None` whenever the general [`eval_in`] is needed, including for
 /// every error (overflow, index out of range), which it then reports.
 #[inline]
-pub(crate) fn eval_int(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Option<i64> {
+pub(crate) fn eval_int(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<i64> {
     match e {
         E::Lit(Value::Int(i)) => Some(*i),
         E::Var(v) => match &vars[*v] {
@@ -497,6 +503,20 @@ pub(crate) fn eval_int(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Option<i64
             _ => None,
         },
         E::Col(c) => row?.int_at(*c),
+        E::ElemVar(a, iv, _) => {
+            let V::Val(Value::Int(i)) = vars[*iv] else {
+                return None;
+            };
+            let i = usize::try_from(i).ok()?.checked_sub(1)?;
+            match &vars[*a] {
+                V::IntArr(xs) => xs.get(i).copied(),
+                V::Arr(xs) => match xs.get(i)? {
+                    Value::Int(x) => Some(*x),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
         E::Elem(a, i, _) => {
             let i = eval_int(i, row, vars)?;
             let i = usize::try_from(i).ok()?.checked_sub(1)?;
@@ -526,7 +546,7 @@ pub(crate) fn eval_int(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Option<i64
 /// Fast path for conditions over integers (comparisons, NOT, AND, OR); `None`: use
 /// [`eval_in`].
 #[inline]
-pub(crate) fn eval_cond(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Option<bool> {
+pub(crate) fn eval_cond(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<bool> {
     match e {
         E::Bool(b) => Some(*b),
         E::Not(x) => Some(!eval_cond(x, row, vars)?),
@@ -547,7 +567,7 @@ pub(crate) fn eval_cond(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Option<bo
 /// A condition's truth: the fast path, else the general evaluator.
 #[inline]
 pub(crate) fn holds(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<bool> {
-    match eval_cond(e, row, vars) {
+    match eval_cond(e, row.as_ref(), vars) {
         Some(b) => Ok(b),
         None => Ok(eval_in(e, row, vars)? == V::Bool(true)),
     }
@@ -556,7 +576,7 @@ pub(crate) fn holds(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<bool> 
 /// An expression's value: the integer fast path, else the general evaluator.
 #[inline]
 pub(crate) fn value_of(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> {
-    match eval_int(e, row, vars) {
+    match eval_int(e, row.as_ref(), vars) {
         Some(i) => Ok(V::Val(Value::Int(i))),
         None => eval_in(e, row, vars),
     }
@@ -592,8 +612,14 @@ pub(crate) fn eval_in(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> {
     let eval = |e: &E, row: Option<RowRef<'_>>| eval_in(e, row, vars);
     Ok(match e {
         E::Var(v) => vars[*v].clone(),
-        E::Elem(a, i, at) => {
-            let V::Val(Value::Int(i)) = eval(i, row)? else {
+        E::Elem(_, _, at) | E::ElemVar(_, _, at) => {
+            let (a, i) = match e {
+                E::Elem(a, i, _) => (*a, eval(i, row)?),
+                E::ElemVar(a, iv, _) => (*a, vars[*iv].clone()),
+                _ => unreachable!("matched above"),
+            };
+            let a = &a;
+            let V::Val(Value::Int(i)) = i else {
                 return Err(sql_error(*at, "array index is not an integer".into()));
             };
             let len = match &vars[*a] {

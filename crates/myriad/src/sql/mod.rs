@@ -764,22 +764,32 @@ impl Access {
         vars: &[V],
         out: &mut Vec<Value>,
     ) -> Result<bool> {
-        out.clear();
         let Some(keys) = &self.point else {
+            out.clear();
             return Ok(false);
         };
-        for (e, &col) in keys.iter().zip(&s.indexes()[0].columns) {
+        // INT keys overwrite the buffer's INT values in place (building a `Value` and moving
+        // it in stalls on store forwarding); anything else is pushed after a truncate.
+        for (k, (e, &col)) in keys.iter().zip(&s.indexes()[0].columns).enumerate() {
             if s.columns()[col].ty == ColumnType::Int {
                 if let Some(i) = expr::eval_int(e, None, vars) {
-                    out.push(Value::Int(i));
+                    match out.get_mut(k) {
+                        Some(Value::Int(x)) => *x = i,
+                        _ => {
+                            out.truncate(k);
+                            out.push(Value::Int(i));
+                        }
+                    }
                     continue;
                 }
             }
+            out.truncate(k);
             match key_value(s, col, expr::value_of(e, None, vars)?) {
                 Some(v) => out.push(v),
                 None => return Ok(false),
             }
         }
+        out.truncate(keys.len());
         Ok(true)
     }
 
@@ -885,7 +895,7 @@ fn conjuncts<'a>(e: &'a E, out: &mut Vec<&'a E>) {
 fn row_free(e: &E) -> bool {
     match e {
         E::Col(_) => false,
-        E::Lit(_) | E::Bool(_) | E::Var(_) | E::Len(_) => true,
+        E::Lit(_) | E::Bool(_) | E::Var(_) | E::Len(_) | E::ElemVar(..) => true,
         E::Elem(_, x, _) | E::Neg(x) | E::Not(x) => row_free(x),
         E::Concat(l, r) | E::Bin(l, _, r, _) => row_free(l) && row_free(r),
         E::Substr(a, b, c) => row_free(a) && row_free(b) && c.as_deref().is_none_or(row_free),
