@@ -121,18 +121,90 @@ impl Database {
         if names.contains_key(&schema.name) {
             return Err(Error::AlreadyExists(format!("table `{}`", schema.name)));
         }
-        let id = names.len();
-        if id >= MAX_TABLES {
-            return Err(Error::InvalidSchema(format!(
-                "more than {MAX_TABLES} tables"
-            )));
-        }
+        let id = self.free_table_id()?;
         let t = Arc::new(Table::new(id as u32, self.id, schema));
         if self.tables[id].set(t.clone()).is_err() {
             return Err(Error::AlreadyExists(format!("table id {id}")));
         }
         names.insert(t.schema.name.clone(), id as u32);
         Ok(t)
+    }
+
+    /// Adds a secondary index to a table that has never held a row (the engine builds an
+    /// index with its table; there is no online index build). The table is replaced by a
+    /// copy with the index: look it up again (`Database::table`); the old handle's
+    /// operations fail. A table a registered procedure uses cannot be changed (its compiled
+    /// plans hold the handle). DDL: do not run it while other threads write the table.
+    pub fn create_index(
+        &self,
+        table: &str,
+        name: &str,
+        columns: &[&str],
+        kind: crate::schema::IndexKind,
+        unique: bool,
+    ) -> Result<TableRef> {
+        let mut names = self.names.lock();
+        let &old_id = names
+            .get(table)
+            .ok_or_else(|| Error::UnknownTable(table.to_string()))?;
+        let old = self.tables[old_id as usize]
+            .get()
+            .cloned()
+            .ok_or_else(|| Error::UnknownTable(table.to_string()))?;
+        let used_by: Vec<String> = self
+            .procedures
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|p| p.ops().iter().any(|o| o.table.as_deref() == Some(table)))
+            .map(|p| p.name().to_string())
+            .collect();
+        if !used_by.is_empty() {
+            return Err(Error::Unsupported(format!(
+                "CREATE INDEX on `{table}`, which procedure(s) {} use: create indexes before the procedures",
+                used_by.join(", ")
+            )));
+        }
+        let schema = old
+            .schema
+            .to_builder()
+            .index(name, columns, kind, unique)
+            .build()?;
+        if old.schema.index_position(name).is_ok() {
+            return Err(Error::AlreadyExists(format!("index `{name}` on `{table}`")));
+        }
+        let id = self.free_table_id()?;
+        // Retire first, then look for rows: an insert that passed its table check before the
+        // retirement and allocates a tuple id after this check is the DDL race the doc
+        // comment rules out.
+        old.retired.store(true, Ordering::SeqCst);
+        if old.tid_count() > 0 {
+            old.retired.store(false, Ordering::SeqCst);
+            return Err(Error::Unsupported(format!(
+                "CREATE INDEX on `{table}`, which has rows: indexes can only be added to an empty table (create them right after CREATE TABLE)"
+            )));
+        }
+        let t = Arc::new(Table::new(id as u32, self.id, schema));
+        if self.tables[id].set(t.clone()).is_err() {
+            old.retired.store(false, Ordering::SeqCst);
+            return Err(Error::AlreadyExists(format!("table id {id}")));
+        }
+        // The old id keeps its slot (ids are never reused); the name now maps to the copy.
+        names.insert(table.to_string(), id as u32);
+        Ok(t)
+    }
+
+    /// The first unused table id (ids are never reused: a table replaced by
+    /// `create_index` keeps its slot). Called with the names lock held.
+    fn free_table_id(&self) -> Result<usize> {
+        self.tables
+            .iter()
+            .position(|s| s.get().is_none())
+            .ok_or_else(|| {
+                Error::InvalidSchema(format!(
+                    "more than {MAX_TABLES} tables (each CREATE INDEX also uses one)"
+                ))
+            })
     }
 
     /// The table named `name`.

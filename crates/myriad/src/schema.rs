@@ -143,6 +143,27 @@ impl TableSchema {
             })
     }
 
+    /// A builder that rebuilds this schema (to extend it, e.g. with an index).
+    pub fn to_builder(&self) -> TableBuilder {
+        let names = |cols: &[usize]| -> Vec<String> {
+            cols.iter().map(|&c| self.columns[c].name.clone()).collect()
+        };
+        TableBuilder {
+            name: self.name.clone(),
+            columns: self
+                .columns
+                .iter()
+                .map(|c| (c.name.clone(), c.ty))
+                .collect(),
+            pk: self.indexes.first().map(|pk| (names(&pk.columns), pk.kind)),
+            secondary: self.indexes[1..]
+                .iter()
+                .map(|d| (d.name.clone(), names(&d.columns), d.kind, d.unique))
+                .collect(),
+            expected_rows: self.expected_rows,
+        }
+    }
+
     pub(crate) fn is_pk_column(&self, col: usize) -> bool {
         self.indexes[0].columns.contains(&col)
     }

@@ -14,8 +14,11 @@
 //! scan (`Transaction::scan_table`); under Serializable each scan is protected against
 //! phantoms over the range it covers. Key expressions may read parameters (`$1`,
 //! [`Session::execute_with`]) and, in procedures, variables. `CREATE PROCEDURE` and `CALL`
-//! are handled with `crate::procedure`. Not built yet, and rejected with an error that says
-//! so: `CREATE INDEX` and secondary indexes, `ORDER BY` other columns, `GROUP BY`, `NULL`.
+//! are handled with `crate::procedure`. `CREATE [UNIQUE] INDEX ... [USING BTREE|HASH]` adds a
+//! secondary index to a table without rows (`Database::create_index`); `WHERE` equalities on
+//! all its columns make an index lookup (after the point key, before a key range). Not built
+//! yet, and rejected with an error that says so: indexes on tables with rows, `ORDER BY`
+//! other columns, `GROUP BY`, `NULL`.
 
 pub(crate) mod expr;
 
@@ -197,10 +200,7 @@ impl<'db> Session<'db> {
                 self.db.create_table_from(table_schema(ct)?)?;
                 Ok(Output::Done("CREATE TABLE".into()))
             }
-            Statement::CreateIndex(_) => Err(sql_error(
-                at_span(s.span()),
-                "CREATE INDEX is not supported yet".into(),
-            )),
+            Statement::CreateIndex(ci) => self.create_index(ci, at_span(s.span())),
             Statement::Call(f) => self.call(f),
             _ => {
                 let (names, vals) = (
@@ -216,6 +216,77 @@ impl<'db> Session<'db> {
                 r
             }
         }
+    }
+
+    /// `CREATE [UNIQUE] INDEX [name] ON table [USING BTREE|HASH] (col, ...)`: on an empty
+    /// table only (see `Database::create_index`). B-tree by default.
+    fn create_index(&mut self, ci: &ast::CreateIndex, at: SqlPos) -> Result<Output> {
+        if self.txn.is_some() {
+            return Err(sql_error(
+                at,
+                "CREATE INDEX inside a transaction is not supported".into(),
+            ));
+        }
+        if ci.concurrently
+            || ci.predicate.is_some()
+            || !ci.include.is_empty()
+            || !ci.with.is_empty()
+            || ci.nulls_distinct.is_some()
+        {
+            return Err(sql_error(
+                at,
+                "CREATE INDEX with CONCURRENTLY, WHERE, INCLUDE, WITH or NULLS is not supported"
+                    .into(),
+            ));
+        }
+        let table = name_of(&ci.table_name)?;
+        let kind = match &ci.using {
+            None | Some(ast::IndexType::BTree) => IndexKind::Ordered,
+            Some(ast::IndexType::Hash) => IndexKind::Hash,
+            Some(other) => {
+                return Err(sql_error(
+                    at,
+                    format!("index type {other} is not supported (BTREE or HASH)"),
+                ))
+            }
+        };
+        let mut cols = Vec::new();
+        for c in &ci.columns {
+            match &c.column.expr {
+                Expr::Identifier(id) if c.operator_class.is_none() => cols.push(id.value.clone()),
+                other => {
+                    return Err(sql_error(
+                        at_span(other.span()),
+                        format!("only plain columns can be indexed, not {other}"),
+                    ))
+                }
+            }
+        }
+        let name = match &ci.name {
+            Some(n) => name_of(n)?,
+            None => format!("{table}_{}_idx", cols.join("_")),
+        };
+        let t = self.db.table(&table).map_err(|_| {
+            sql_error(
+                at_span(ci.table_name.span()),
+                format!("unknown table `{table}`"),
+            )
+        })?;
+        for c in &cols {
+            if t.schema.column_index(c).is_err() {
+                return Err(sql_error(
+                    at,
+                    format!("table `{table}` has no column `{c}`"),
+                ));
+            }
+        }
+        if ci.if_not_exists && t.schema.index_position(&name).is_ok() {
+            return Ok(Output::Done("CREATE INDEX".into()));
+        }
+        let refs: Vec<&str> = cols.iter().map(String::as_str).collect();
+        self.db
+            .create_index(&table, &name, &refs, kind, ci.unique)?;
+        Ok(Output::Done("CREATE INDEX".into()))
     }
 
     fn create_procedure(&mut self, d: &crate::procedure::Def, replace: bool) -> Result<Output> {
@@ -733,6 +804,9 @@ pub(crate) struct Access {
     pub residual: bool,
     /// Bounds on a one-column primary key: a range scan of the ordered primary index.
     pub range: Option<(Bound<E>, Bound<E>)>,
+    /// Equality on every column of a secondary index (position, key expressions): a lookup
+    /// of that index, used when there is no point key.
+    pub index: Option<(usize, Vec<E>)>,
 }
 
 impl Access {
@@ -741,6 +815,7 @@ impl Access {
             point: None,
             residual: false,
             range: None,
+            index: None,
             filter: None,
         };
         if let Some(c) = &filter {
@@ -749,6 +824,7 @@ impl Access {
             a.point = point_key(&cs, s);
             a.residual = cs.len() > s.indexes()[0].columns.len();
             if a.point.is_none() {
+                a.index = index_key(&cs, s);
                 a.range = key_range(&cs, s);
             }
         }
@@ -843,6 +919,19 @@ pub(crate) fn visit_plan(
             false
         }
     };
+    if let (Some((i, keys)), None) = (&a.index, order) {
+        let mut vals = Vec::with_capacity(keys.len());
+        for (e, &col) in keys.iter().zip(&t.schema.indexes()[*i].columns) {
+            match key_value(&t.schema, col, expr::value_of(e, None, vars)?) {
+                Some(v) => vals.push(v),
+                None => break,
+            }
+        }
+        if vals.len() == keys.len() {
+            tx.get_by(t, *i, vals.as_slice(), each)?;
+            return err;
+        }
+    }
     let col = t.schema.indexes()[0].columns[0];
     let bound = |b: &Bound<E>| -> Result<Bound<Value>> {
         Ok(match b {
@@ -941,6 +1030,26 @@ fn point_key(cs: &[&E], s: &TableSchema) -> Option<Vec<E>> {
             })
         })
         .collect()
+}
+
+/// A secondary index whose every column the conjuncts fix by equality (unique indexes
+/// first), with the key expressions in the index's column order.
+fn index_key(cs: &[&E], s: &TableSchema) -> Option<(usize, Vec<E>)> {
+    let mut order: Vec<usize> = (1..s.indexes().len()).collect();
+    order.sort_by_key(|&i| !s.indexes()[i].unique);
+    order.into_iter().find_map(|i| {
+        let keys: Option<Vec<E>> = s.indexes()[i]
+            .columns
+            .iter()
+            .map(|&col| {
+                cs.iter().find_map(|e| match equality(e) {
+                    Some((c, x)) if c == col => Some(x.clone()),
+                    _ => None,
+                })
+            })
+            .collect();
+        keys.map(|k| (i, k))
+    })
 }
 
 /// Bounds on a one-column primary key implied by the condition's top-level conjuncts

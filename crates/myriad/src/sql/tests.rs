@@ -247,7 +247,6 @@ fn features_not_built_yet_say_so() {
         ("SELECT count(*) FROM acct GROUP BY owner", "GROUP BY"),
         ("SELECT id, count(*) FROM acct", "GROUP BY"),
         ("SELECT sum(bal) FROM acct WHERE id > 9", "NULL"),
-        ("CREATE INDEX ix ON acct (bal)", "CREATE INDEX"),
         ("SELECT id FROM acct LIMIT 1 OFFSET 1", "OFFSET"),
         ("SELECT a.id FROM acct a, acct b", "several tables"),
     ] {
@@ -599,4 +598,130 @@ fn parameters_stand_for_values_everywhere() {
     let (_, _, m) =
         sql_err(s.execute_with("INSERT INTO kv VALUES (9, nope, 1.0)", &[Value::Int(1)]));
     assert!(m.contains("`nope` is not allowed here"), "{m}");
+}
+
+#[test]
+fn secondary_indexes_from_sql_are_used_and_protect_only_their_key() {
+    for (insert_city, conflicts) in [("b", false), ("a", true)] {
+        let db = db();
+        let mut a = Session::new(&db);
+        let mut b = Session::new(&db);
+        let before = db.table("acct").err();
+        assert!(before.is_some());
+        a.execute(
+            "CREATE TABLE acct (id INT PRIMARY KEY, city VARCHAR(8), bal INT);
+             CREATE INDEX acct_city ON acct (city);
+             CREATE UNIQUE INDEX ON acct USING HASH (bal);
+             CREATE TABLE log (id INT PRIMARY KEY, n INT);
+             INSERT INTO acct VALUES (1, 'a', 10), (2, 'b', 20), (3, 'a', 30);",
+        )
+        .unwrap();
+        let t = db.table("acct").unwrap();
+        assert_eq!(t.schema().indexes().len(), 3);
+        assert!(t.schema().indexes()[2].unique);
+        // Same rows through the index as through a scan (OR defeats the index plan).
+        assert_eq!(
+            ints(&a.execute("SELECT id FROM acct WHERE city = 'a'").unwrap()),
+            ints(
+                &a.execute("SELECT id FROM acct WHERE city = 'a' OR 1 = 0")
+                    .unwrap()
+            )
+        );
+        a.execute("BEGIN ISOLATION LEVEL SERIALIZABLE").unwrap();
+        assert_eq!(
+            ints(
+                &a.execute("SELECT count(*) FROM acct WHERE city = 'a'")
+                    .unwrap()
+            ),
+            [[2]]
+        );
+        b.execute(&format!("INSERT INTO acct VALUES (9, '{insert_city}', 90)"))
+            .unwrap();
+        a.execute("INSERT INTO log VALUES (1, 2)").unwrap();
+        let commit = a.execute("COMMIT");
+        if conflicts {
+            assert!(
+                matches!(
+                    commit,
+                    Err(Error::SerializationFailure(crate::AbortReason::Phantom))
+                ),
+                "{commit:?}"
+            );
+        } else {
+            // A full-table scan would have aborted here: the index lookup was the plan.
+            assert!(commit.is_ok(), "{commit:?}");
+        }
+        // The unique index rejects a duplicate; the unique lookup finds its row.
+        assert!(matches!(
+            b.execute("INSERT INTO acct VALUES (10, 'c', 20)"),
+            Err(Error::DuplicateKey { .. })
+        ));
+        assert_eq!(
+            ints(&b.execute("SELECT id FROM acct WHERE bal = 30").unwrap()),
+            [[3]]
+        );
+        // Updates and deletes find rows through the index too.
+        b.execute("UPDATE acct SET bal = bal + 1 WHERE city = 'a'")
+            .unwrap();
+        assert_eq!(
+            ints(
+                &b.execute("SELECT sum(bal) FROM acct WHERE city = 'a'")
+                    .unwrap()
+            ),
+            [[if conflicts { 11 + 31 + 91 } else { 11 + 31 }]]
+        );
+    }
+}
+
+#[test]
+fn create_index_errors_name_the_problem() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(
+        "CREATE TABLE t (k INT PRIMARY KEY, v INT); CREATE TABLE e (k INT PRIMARY KEY, v INT)",
+    )
+    .unwrap();
+    let old = db.table("e").unwrap();
+    s.execute("CREATE INDEX ev ON e (v)").unwrap();
+    // A handle from before the index is refused (its table has been replaced).
+    let mut tx = db.begin().unwrap();
+    let err = tx.insert(&old, &[1i64, 2]).unwrap_err();
+    assert!(err.to_string().contains("before CREATE INDEX"), "{err}");
+    tx.abort();
+    s.execute("INSERT INTO t VALUES (1, 1)").unwrap();
+    let err = s.execute("CREATE INDEX tv ON t (v)").unwrap_err();
+    assert!(err.to_string().contains("which has rows"), "{err}");
+    // The failed attempt left the table usable.
+    assert_eq!(
+        ints(&s.execute("SELECT v FROM t WHERE k = 1").unwrap()),
+        [[1]]
+    );
+    let err = s.execute("CREATE INDEX ev ON e (v)").unwrap_err();
+    assert!(err.to_string().contains("already exists"), "{err}");
+    s.execute("CREATE INDEX IF NOT EXISTS ev ON e (v)").unwrap();
+    for (q, what) in [
+        (
+            "CREATE INDEX x ON e (nope)",
+            "table `e` has no column `nope`",
+        ),
+        ("CREATE INDEX x ON nope (v)", "unknown table `nope`"),
+        (
+            "CREATE INDEX x ON e USING GIN (v)",
+            "index type GIN is not supported",
+        ),
+        ("CREATE INDEX x ON e ((v + 1))", "only plain columns"),
+        ("CREATE INDEX x ON e (v) WHERE v > 1", "WHERE"),
+    ] {
+        let (_, _, m) = sql_err(s.execute(q));
+        assert!(m.contains(what), "{q}: {m}");
+    }
+    s.execute("CREATE TABLE p (k INT PRIMARY KEY, v INT)")
+        .unwrap();
+    s.execute("CREATE PROCEDURE getp(x INT) AS $$ DECLARE y INT; BEGIN SELECT v INTO y FROM p WHERE k = x; END $$")
+        .unwrap();
+    let err = s.execute("CREATE INDEX pv ON p (v)").unwrap_err();
+    assert!(err.to_string().contains("procedure(s) getp use"), "{err}");
+    // Creating tables after an index still works (ids are not reused).
+    s.execute("CREATE TABLE later (k INT PRIMARY KEY)").unwrap();
+    s.execute("INSERT INTO later VALUES (1)").unwrap();
 }

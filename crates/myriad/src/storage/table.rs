@@ -29,6 +29,9 @@ pub struct Table {
     pub(crate) indexes: Vec<Index>,
     directory: Box<[AtomicPtr<Segment>]>,
     next_tid: AtomicU64,
+    /// Replaced by a copy with one more index (`Database::create_index`): transactions
+    /// refuse this handle, so nothing is written where no lookup would find it.
+    pub(crate) retired: std::sync::atomic::AtomicBool,
 }
 
 /// A cheap, clonable handle to a table.
@@ -50,6 +53,7 @@ impl Table {
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),
             next_tid: AtomicU64::new(0),
+            retired: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

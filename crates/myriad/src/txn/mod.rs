@@ -242,6 +242,12 @@ impl<'db> Transaction<'db> {
         if t.db_id != self.db.id {
             return Err(Error::UnknownTable(t.schema.name.clone()));
         }
+        if t.retired.load(Ordering::Relaxed) {
+            return Err(Error::UnknownTable(format!(
+                "{} (a handle from before CREATE INDEX; look the table up again)",
+                t.schema.name
+            )));
+        }
         Ok(())
     }
 
