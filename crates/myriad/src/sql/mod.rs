@@ -1017,10 +1017,10 @@ fn equality(e: &E) -> Option<(usize, &E)> {
     }
 }
 
-/// The primary-key expressions, if the condition's top-level conjuncts fix every key column
-/// by equality.
-fn point_key(cs: &[&E], s: &TableSchema) -> Option<Vec<E>> {
-    s.indexes()[0]
+/// The key expressions of index `i`, if the condition's top-level conjuncts fix every one
+/// of its columns by equality.
+fn index_equalities(cs: &[&E], s: &TableSchema, i: usize) -> Option<Vec<E>> {
+    s.indexes()[i]
         .columns
         .iter()
         .map(|&col| {
@@ -1032,24 +1032,19 @@ fn point_key(cs: &[&E], s: &TableSchema) -> Option<Vec<E>> {
         .collect()
 }
 
+/// The primary-key expressions, if the conjuncts fix every key column by equality.
+fn point_key(cs: &[&E], s: &TableSchema) -> Option<Vec<E>> {
+    index_equalities(cs, s, 0)
+}
+
 /// A secondary index whose every column the conjuncts fix by equality (unique indexes
 /// first), with the key expressions in the index's column order.
 fn index_key(cs: &[&E], s: &TableSchema) -> Option<(usize, Vec<E>)> {
     let mut order: Vec<usize> = (1..s.indexes().len()).collect();
     order.sort_by_key(|&i| !s.indexes()[i].unique);
-    order.into_iter().find_map(|i| {
-        let keys: Option<Vec<E>> = s.indexes()[i]
-            .columns
-            .iter()
-            .map(|&col| {
-                cs.iter().find_map(|e| match equality(e) {
-                    Some((c, x)) if c == col => Some(x.clone()),
-                    _ => None,
-                })
-            })
-            .collect();
-        keys.map(|k| (i, k))
-    })
+    order
+        .into_iter()
+        .find_map(|i| index_equalities(cs, s, i).map(|k| (i, k)))
 }
 
 /// Bounds on a one-column primary key implied by the condition's top-level conjuncts
