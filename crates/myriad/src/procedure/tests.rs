@@ -507,3 +507,30 @@ fn a_caller_kept_frame_takes_arguments_in_place_and_checks_their_types() {
     );
     tx.commit().unwrap();
 }
+
+#[test]
+fn procedures_read_through_secondary_indexes() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(
+        "CREATE TABLE c (id INT PRIMARY KEY, city VARCHAR(8), n INT);
+         CREATE INDEX c_city ON c (city);
+         INSERT INTO c VALUES (1, 'a', 1), (2, 'b', 2), (3, 'a', 3);",
+    )
+    .unwrap();
+    let p = db
+        .create_procedures(
+            "CREATE PROCEDURE total(x VARCHAR(8)) AS $$ DECLARE t INT; BEGIN
+               FOR r IN SELECT n FROM c WHERE city = x LOOP t := t + r.n; END LOOP;
+               RETURN t;
+             END $$",
+        )
+        .unwrap()
+        .remove(0);
+    let ir::Stmt::ForRows { read, .. } = &p.p.body[0] else {
+        panic!("a FOR loop over rows")
+    };
+    assert_eq!(read.access.index.as_ref().map(|i| i.0), Some(1));
+    assert_eq!(db.call("total", &["a".into()]).unwrap(), [Value::Int(4)]);
+    assert_eq!(db.call("total", &["z".into()]).unwrap(), [Value::Int(0)]);
+}
