@@ -69,7 +69,8 @@ pub(crate) struct Read {
     /// The items are plain columns (these): a point read copies them straight into the
     /// variables.
     pub cols: Option<Vec<usize>>,
-    pub order: Option<bool>,
+    /// Ordered index and direction.
+    pub order: Option<(usize, bool)>,
     pub limit: Option<E>,
 }
 
@@ -340,14 +341,18 @@ impl Compiler<'_> {
         let order = match &sel.order {
             None => None,
             Some((c, desc)) => {
-                let pk = &t.schema.indexes()[0].columns;
-                match t.schema.column_index(c) {
-                    Ok(i) if pk.len() == 1 && pk[0] == i => Some(*desc),
-                    _ => {
+                let index = t
+                    .schema
+                    .column_index(c)
+                    .ok()
+                    .and_then(|i| crate::sql::ordered_index(&t.schema, &[i]));
+                match index {
+                    Some(i) => Some((i, *desc)),
+                    None => {
                         return Err(sql_error(
                             at,
                             format!(
-                                "ORDER BY `{c}`: only the one-column primary key of `{}` can order rows",
+                                "ORDER BY `{c}`: only the primary key of `{}` or a column with a one-column B-tree index can order rows",
                                 t.name()
                             ),
                         ))

@@ -18,7 +18,7 @@
 //! secondary index to a table without rows (`Database::create_index`); `WHERE` equalities on
 //! all its columns make an index lookup (after the point key, before a key range). Not built
 //! yet, and rejected with an error that says so: indexes on tables with rows, `ORDER BY`
-//! other columns, `GROUP BY`, `NULL`.
+//! without an ordered index giving that order, `GROUP BY`, `NULL`.
 
 pub(crate) mod expr;
 
@@ -747,14 +747,13 @@ fn value_at(r: RowRef<'_>, c: usize) -> Result<Value> {
         .ok_or_else(|| sql_error(SqlPos::default(), format!("no column #{c} in the row")))
 }
 
-/// Calls `f` with each row that `filter` selects, until it returns false; in
-/// primary-key order (`Some(descending)`) through the ordered primary index, else in
-/// whatever order is cheapest.
+/// Calls `f` with each row that `filter` selects, until it returns false; in the order of
+/// an ordered index (`Some((index, descending))`), else in whatever order is cheapest.
 fn visit(
     tx: &mut Transaction<'_>,
     t: &TableRef,
     filter: Option<&Expr>,
-    order: Option<bool>,
+    order: Option<(usize, bool)>,
     p: Params<'_>,
     f: &mut dyn FnMut(RowRef<'_>) -> Result<bool>,
 ) -> Result<()> {
@@ -891,7 +890,7 @@ pub(crate) fn visit_plan(
     a: &Access,
     vars: &[V],
     key: &mut Vec<Value>,
-    order: Option<bool>,
+    order: Option<(usize, bool)>,
     f: &mut dyn FnMut(RowRef<'_>) -> Result<bool>,
 ) -> Result<()> {
     if a.point_values(&t.schema, vars, key)? {
@@ -947,12 +946,17 @@ pub(crate) fn visit_plan(
         None => None,
     };
     if order.is_some() || range.is_some() {
+        let (index, descending) = order.unwrap_or((0, false));
         let opts = crate::txn::ScanOptions {
-            index: 0,
+            index,
             limit: None,
-            descending: order.unwrap_or(false),
+            descending,
         };
-        let (lo, hi) = range.unwrap_or((Bound::Unbounded, Bound::Unbounded));
+        // The key range bounds the primary index; another index is scanned whole.
+        let (lo, hi) = match range {
+            Some(r) if index == 0 => r,
+            _ => (Bound::Unbounded, Bound::Unbounded),
+        };
         tx.scan(t, one_value(&lo), one_value(&hi), opts, each)?;
     } else {
         tx.scan_table(t, &mut each)?;
@@ -1192,12 +1196,14 @@ fn select(
 }
 
 /// `ORDER BY` the primary-key columns, all ascending or all descending: true if descending.
-fn order_by(ob: &ast::OrderBy, s: &TableSchema, at: SqlPos) -> Result<bool> {
+/// The ordered index that gives `ORDER BY`'s order, and whether it runs descending: the
+/// primary key, or one column with a one-column B-tree index of its own.
+fn order_by(ob: &ast::OrderBy, s: &TableSchema, at: SqlPos) -> Result<(usize, bool)> {
     let not_key = || {
         sql_error(
             at,
             format!(
-                "ORDER BY is supported on the primary key ({}) only; other orders are not supported yet",
+                "ORDER BY is supported on the primary key ({}) or on a column with a one-column B-tree index; other orders are not supported yet",
                 s.indexes()[0]
                     .columns
                     .iter()
@@ -1210,14 +1216,11 @@ fn order_by(ob: &ast::OrderBy, s: &TableSchema, at: SqlPos) -> Result<bool> {
     let ast::OrderByKind::Expressions(items) = &ob.kind else {
         return Err(not_key());
     };
-    let pk = &s.indexes()[0].columns;
-    if items.len() != pk.len() {
-        return Err(not_key());
-    }
+    let mut cols = Vec::new();
     let mut desc = None;
-    for (item, &col) in items.iter().zip(pk) {
+    for item in items {
         match compile(&item.expr, Some(s))?.0 {
-            E::Col(c) if c == col => {}
+            E::Col(c) => cols.push(c),
             _ => return Err(not_key()),
         }
         let d = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
@@ -1228,7 +1231,18 @@ fn order_by(ob: &ast::OrderBy, s: &TableSchema, at: SqlPos) -> Result<bool> {
         }
         desc = Some(d);
     }
-    Ok(desc.unwrap_or(false))
+    let index = ordered_index(s, &cols).ok_or_else(not_key)?;
+    Ok((index, desc.unwrap_or(false)))
+}
+
+/// The primary key if it is exactly `cols`, else an ordered secondary index on exactly
+/// `cols`.
+pub(crate) fn ordered_index(s: &TableSchema, cols: &[usize]) -> Option<usize> {
+    s.indexes()
+        .iter()
+        .enumerate()
+        .find(|(i, d)| d.columns == cols && (*i == 0 || d.kind == IndexKind::Ordered))
+        .map(|(i, _)| i)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1363,7 +1377,7 @@ fn aggregate(
     tx: &mut Transaction<'_>,
     t: &TableRef,
     sel: &ast::Select,
-    order: Option<bool>,
+    order: Option<(usize, bool)>,
     limit: usize,
     p: Params<'_>,
 ) -> Result<Output> {

@@ -720,3 +720,38 @@ fn create_index_errors_name_the_problem() {
     s.execute("CREATE TABLE later (k INT PRIMARY KEY)").unwrap();
     s.execute("INSERT INTO later VALUES (1)").unwrap();
 }
+
+#[test]
+fn order_by_a_column_with_a_btree_index() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(
+        "CREATE TABLE t (k INT PRIMARY KEY, v INT, w INT);
+         CREATE INDEX t_v ON t (v);
+         CREATE INDEX t_w ON t USING HASH (w);
+         INSERT INTO t VALUES (1, 30, 1), (2, 10, 2), (3, 20, 3), (4, 40, 4);",
+    )
+    .unwrap();
+    assert_eq!(
+        ints(&s.execute("SELECT k, v FROM t ORDER BY v").unwrap()),
+        [[2, 10], [3, 20], [1, 30], [4, 40]]
+    );
+    assert_eq!(
+        ints(
+            &s.execute("SELECT k FROM t WHERE k > 1 ORDER BY v DESC LIMIT 2")
+                .unwrap()
+        ),
+        [[4], [3]]
+    );
+    let (_, _, m) = sql_err(s.execute("SELECT k FROM t ORDER BY w"));
+    assert!(m.contains("one-column B-tree index"), "{m}");
+    // Procedures order rows the same way.
+    db.create_procedures(
+        "CREATE PROCEDURE top() AS $$ DECLARE a INT; BEGIN
+           SELECT k INTO a FROM t ORDER BY v DESC LIMIT 1;
+           RETURN a;
+         END $$",
+    )
+    .unwrap();
+    assert_eq!(db.call("top", &[]).unwrap(), [Value::Int(4)]);
+}
