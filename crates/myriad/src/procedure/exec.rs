@@ -18,12 +18,21 @@ pub(crate) struct Frame {
     pub vars: Vec<V>,
     out: Vec<Value>,
     key: Vec<Value>,
+    /// The values of the `RETURN` that ended the call.
+    ret: Vec<Value>,
 }
 
+/// How a statement ended. `RETURN`'s values wait in `Frame::ret`, so a statement's result
+/// (`Step`) is two words, returned in registers: with a `Vec` inside and `Error` (about
+/// 100 bytes) as the error type, every statement's result went through memory.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Flow {
     Next,
-    Return(Vec<Value>),
+    Return,
 }
+
+/// A statement's result; errors are boxed (rare, and it keeps `Step` small).
+type Step = std::result::Result<Flow, Box<Error>>;
 
 /// The zero value of a type (a declared variable without an initial value starts here:
 /// there is no NULL).
@@ -63,6 +72,7 @@ impl Proc {
             vars: self.vars.iter().map(|(_, t)| zero(*t)).collect(),
             out: Vec::new(),
             key: Vec::new(),
+            ret: Vec::new(),
         }
     }
 
@@ -85,16 +95,16 @@ impl Proc {
                 f.vars[*slot] = fit(self.vars[*slot].1, v);
             }
         }
-        match self.block(&self.body, tx, f)? {
-            Flow::Return(v) => Ok(v),
+        match self.block(&self.body, tx, f).map_err(|e| *e)? {
+            Flow::Return => Ok(std::mem::take(&mut f.ret)),
             Flow::Next => Ok(Vec::new()),
         }
     }
 
-    fn block(&self, stmts: &[Stmt], tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Flow> {
+    fn block(&self, stmts: &[Stmt], tx: &mut Transaction<'_>, f: &mut Frame) -> Step {
         for s in stmts {
-            if let Flow::Return(v) = self.stmt(s, tx, f)? {
-                return Ok(Flow::Return(v));
+            if self.stmt(s, tx, f)? == Flow::Return {
+                return Ok(Flow::Return);
             }
         }
         Ok(Flow::Next)
@@ -134,7 +144,7 @@ impl Proc {
             return Ok(());
         }
         let at = self.at(op);
-        let Frame { vars, out, key } = f;
+        let Frame { vars, out, key, .. } = f;
         visit_plan(tx, &r.table, &r.access, vars, key, r.order, &mut |row| {
             out.clear();
             for e in es {
@@ -175,7 +185,7 @@ impl Proc {
     /// assignments, integer FOR) in a small function; everything else in `general`, so the
     /// hot path does not pay for the large frame of the rare statements.
     #[inline]
-    fn stmt(&self, s: &Stmt, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Flow> {
+    fn stmt(&self, s: &Stmt, tx: &mut Transaction<'_>, f: &mut Frame) -> Step {
         match s {
             Stmt::SelectInto { read, into, .. }
                 if read.access.pure_point()
@@ -209,7 +219,7 @@ impl Proc {
         into: &[usize],
         tx: &mut Transaction<'_>,
         f: &mut Frame,
-    ) -> Result<Flow> {
+    ) -> Step {
         let cols = read.cols.as_deref().unwrap_or_default();
         let Frame { vars, key, .. } = f;
         let got = tx.get_with(&read.table, key.as_slice(), |r| {
@@ -231,7 +241,7 @@ impl Proc {
     }
 
     #[inline(never)]
-    fn general(&self, s: &Stmt, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Flow> {
+    fn general(&self, s: &Stmt, tx: &mut Transaction<'_>, f: &mut Frame) -> Step {
         match s {
             Stmt::SelectInto { op, read, into } => match &read.items {
                 Items::Exprs(es) => {
@@ -291,7 +301,7 @@ impl Proc {
                     Some(self.keys_of(table, access, tx, f)?)
                 };
                 let schema = &table.schema;
-                let Frame { vars, out, key } = f;
+                let Frame { vars, out, key, .. } = f;
                 let mut apply = |tx: &mut Transaction<'_>, k: &[Value]| {
                     tx.update_with(table, k, |row| {
                         // Every SET expression sees the row as it was before the statement.
@@ -310,7 +320,7 @@ impl Proc {
                     None => match apply(tx, key.as_slice()) {
                         Ok(()) => true,
                         Err(Error::NotFound { .. }) => false,
-                        Err(e) => return Err(e),
+                        Err(e) => return Err(Box::new(e)),
                     },
                     Some(keys) => {
                         for k in &keys {
@@ -339,7 +349,7 @@ impl Proc {
                     match tx.delete(table, f.key.as_slice()) {
                         Ok(()) => true,
                         Err(Error::NotFound { .. }) => false,
-                        Err(e) => return Err(e),
+                        Err(e) => return Err(Box::new(e)),
                     }
                 } else {
                     let keys = self.keys_of(table, access, tx, f)?;
@@ -384,8 +394,8 @@ impl Proc {
                 let mut i = lo;
                 while i <= hi {
                     set_int(&mut f.vars[*slot], i);
-                    if let Flow::Return(v) = self.block(body, tx, f)? {
-                        return Ok(Flow::Return(v));
+                    if self.block(body, tx, f)? == Flow::Return {
+                        return Ok(Flow::Return);
                     }
                     i += 1;
                 }
@@ -397,10 +407,10 @@ impl Proc {
                 body,
             } => {
                 let Items::Exprs(es) = &read.items else {
-                    return Err(sql_error(
+                    return Err(Box::new(sql_error(
                         self.at(*op),
                         "FOR ... IN SELECT with aggregates is not supported".into(),
-                    ));
+                    )));
                 };
                 // The query runs to completion before the body (PostgreSQL's semantics too):
                 // the body's own writes cannot change which rows the loop visits.
@@ -413,8 +423,8 @@ impl Proc {
                     for (&slot, v) in fields.iter().zip(row) {
                         f.vars[slot] = V::Val(v);
                     }
-                    if let Flow::Return(v) = self.block(body, tx, f)? {
-                        return Ok(Flow::Return(v));
+                    if self.block(body, tx, f)? == Flow::Return {
+                        return Ok(Flow::Return);
                     }
                 }
             }
@@ -424,7 +434,8 @@ impl Proc {
                 for e in values {
                     out.push(eval_in(e, None, &f.vars)?.stored(at)?);
                 }
-                return Ok(Flow::Return(out));
+                f.ret = out;
+                return Ok(Flow::Return);
             }
             Stmt::Raise { message, .. } => {
                 let message = match eval_in(message, None, &f.vars)? {
@@ -433,16 +444,16 @@ impl Proc {
                     V::Bool(b) => b.to_string(),
                     V::Arr(_) | V::IntArr(_) => "array".into(),
                 };
-                return Err(Error::ProcedureAbort {
+                return Err(Box::new(Error::ProcedureAbort {
                     procedure: self.name.clone(),
                     message,
-                });
+                }));
             }
             Stmt::Rollback { .. } => {
-                return Err(Error::ProcedureAbort {
+                return Err(Box::new(Error::ProcedureAbort {
                     procedure: self.name.clone(),
                     message: "ROLLBACK".into(),
-                })
+                }))
             }
         }
         Ok(Flow::Next)
