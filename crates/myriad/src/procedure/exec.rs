@@ -370,16 +370,8 @@ impl Proc {
                 let v = value_of(value, None, &f.vars)?;
                 f.vars[*slot] = fit(self.vars[*slot].1, v);
             }
-            Stmt::If {
-                arms, otherwise, ..
-            } => {
-                for (c, body) in arms {
-                    if holds(c, None, &f.vars)? {
-                        return self.block(body, tx, f);
-                    }
-                }
-                return self.block(otherwise, tx, f);
-            }
+            // Handled by `stmt`, which never passes it here.
+            Stmt::If { .. } => return self.stmt(s, tx, f),
             Stmt::ForRange {
                 slot, lo, hi, body, ..
             } => {

@@ -503,32 +503,11 @@ pub(crate) fn eval_int(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<i6
             _ => None,
         },
         E::Col(c) => row?.int_at(*c),
-        E::ElemVar(a, iv, _) => {
-            let V::Val(Value::Int(i)) = vars[*iv] else {
-                return None;
-            };
-            let i = usize::try_from(i).ok()?.checked_sub(1)?;
-            match &vars[*a] {
-                V::IntArr(xs) => xs.get(i).copied(),
-                V::Arr(xs) => match xs.get(i)? {
-                    Value::Int(x) => Some(*x),
-                    _ => None,
-                },
-                _ => None,
-            }
-        }
-        E::Elem(a, i, _) => {
-            let i = eval_int(i, row, vars)?;
-            let i = usize::try_from(i).ok()?.checked_sub(1)?;
-            match &vars[*a] {
-                V::IntArr(xs) => xs.get(i).copied(),
-                V::Arr(xs) => match xs.get(i)? {
-                    Value::Int(x) => Some(*x),
-                    _ => None,
-                },
-                _ => None,
-            }
-        }
+        E::ElemVar(a, iv, _) => match vars[*iv] {
+            V::Val(Value::Int(i)) => int_elem(&vars[*a], i),
+            _ => None,
+        },
+        E::Elem(a, i, _) => int_elem(&vars[*a], eval_int(i, row, vars)?),
         E::Bin(l, op, r, _) => {
             let (a, b) = (eval_int(l, row, vars)?, eval_int(r, row, vars)?);
             match op {
@@ -539,6 +518,20 @@ pub(crate) fn eval_int(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<i6
                 _ => None,
             }
         }
+        _ => None,
+    }
+}
+
+/// Element `i` (1-based) of an INT array, if in range.
+#[inline]
+fn int_elem(arr: &V, i: i64) -> Option<i64> {
+    let i = usize::try_from(i).ok()?.checked_sub(1)?;
+    match arr {
+        V::IntArr(xs) => xs.get(i).copied(),
+        V::Arr(xs) => match xs.get(i)? {
+            Value::Int(x) => Some(*x),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -614,11 +607,10 @@ pub(crate) fn eval_in(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> {
         E::Var(v) => vars[*v].clone(),
         E::Elem(_, _, at) | E::ElemVar(_, _, at) => {
             let (a, i) = match e {
-                E::Elem(a, i, _) => (*a, eval(i, row)?),
-                E::ElemVar(a, iv, _) => (*a, vars[*iv].clone()),
+                E::Elem(a, i, _) => (a, eval(i, row)?),
+                E::ElemVar(a, iv, _) => (a, vars[*iv].clone()),
                 _ => unreachable!("matched above"),
             };
-            let a = &a;
             let V::Val(Value::Int(i)) = i else {
                 return Err(sql_error(*at, "array index is not an integer".into()));
             };
