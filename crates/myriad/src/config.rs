@@ -94,6 +94,7 @@ pub struct Config {
     pub(crate) max_retries: u32,
     pub(crate) record_history: bool,
     pub(crate) gc_interval_txns: u32,
+    pub(crate) ddl_wait: std::time::Duration,
 }
 
 impl Default for Config {
@@ -113,6 +114,7 @@ impl Default for Config {
             // the next update) while they are still in L2; on YCSB bytes100x10 θ 0.9 it was
             // faster in 5 of 6 alternating pairs, and no different at θ 0 (docs/benchmarks.md).
             gc_interval_txns: 16,
+            ddl_wait: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -170,6 +172,12 @@ impl Config {
     /// A worker looks for reclaimable versions after this many of its commits (default 16).
     pub fn gc_interval_txns(mut self, n: u32) -> Self {
         self.gc_interval_txns = n;
+        self
+    }
+    /// How long `Database::create_index` waits for running transactions to finish before it
+    /// gives up with `Error::Busy` (default 10 s).
+    pub fn ddl_wait(mut self, d: std::time::Duration) -> Self {
+        self.ddl_wait = d;
         self
     }
 

@@ -5,6 +5,7 @@ use crate::config::Config;
 use crate::error::{AbortReason, Error, Result};
 use crate::history::{HistoryLog, TxnRecord};
 use crate::schema::{TableBuilder, TableSchema};
+use crate::storage::table::{BUILDING, LIVE, REPLACED};
 use crate::storage::{Table, TableRef};
 use crate::timestamp::Clock;
 use crate::txn::table::TxnTable;
@@ -34,6 +35,9 @@ pub struct Database {
     pub(crate) txns: TxnTable,
     tables: Box<[OnceLock<TableRef>]>,
     names: Mutex<HashMap<String, u32>>,
+    /// Serialises `create_index` calls (held while it waits for transactions, so that
+    /// table lookups, which take `names`, are not blocked meanwhile).
+    ddl: Mutex<()>,
     pub(crate) history: Option<HistoryLog>,
     /// Registered stored procedures by lower-case name (read once per `Database::call`;
     /// callers that keep the `Arc<Procedure>` never touch it).
@@ -99,6 +103,7 @@ impl Database {
             txns: TxnTable::new(config.max_concurrent_txns),
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
             names: Mutex::new(HashMap::new()),
+            ddl: Mutex::new(()),
             history: config.record_history.then(HistoryLog::default),
             procedures: Default::default(),
             config,
@@ -130,11 +135,18 @@ impl Database {
         Ok(t)
     }
 
-    /// Adds a secondary index to a table that has never held a row (the engine builds an
-    /// index with its table; there is no online index build). The table is replaced by a
+    /// Adds a secondary index to a table, with or without rows. The table is replaced by a
     /// copy with the index: look it up again (`Database::table`); the old handle's
-    /// operations fail. A table a registered procedure uses cannot be changed (its compiled
-    /// plans hold the handle). DDL: do not run it while other threads write the table.
+    /// operations fail with `UnknownTable`.
+    ///
+    /// The build is offline for this table: from the moment it starts, transactions that
+    /// touch the table fail with `Error::Busy`; it waits (up to `Config::ddl_wait`) for every
+    /// transaction already running to finish, then moves the version chains into the copy and
+    /// builds all its indexes from them (a unique index first checks that no two live rows
+    /// share a key: `DuplicateKey`). Other tables are not affected. A transaction still open
+    /// after that wait (this thread's own included) makes it fail with `Busy` and leave the
+    /// table as it was. A table a registered procedure uses cannot be changed (its compiled
+    /// plans hold the handle).
     pub fn create_index(
         &self,
         table: &str,
@@ -143,14 +155,8 @@ impl Database {
         kind: crate::schema::IndexKind,
         unique: bool,
     ) -> Result<TableRef> {
-        let mut names = self.names.lock();
-        let &old_id = names
-            .get(table)
-            .ok_or_else(|| Error::UnknownTable(table.to_string()))?;
-        let old = self.tables[old_id as usize]
-            .get()
-            .cloned()
-            .ok_or_else(|| Error::UnknownTable(table.to_string()))?;
+        let _ddl = self.ddl.lock();
+        let old = self.table(table)?;
         let used_by: Vec<String> = self
             .procedures
             .read()
@@ -173,25 +179,69 @@ impl Database {
         if old.schema.index_position(name).is_ok() {
             return Err(Error::AlreadyExists(format!("index `{name}` on `{table}`")));
         }
-        let id = self.free_table_id()?;
-        // Retire first, then look for rows: an insert that passed its table check before the
-        // retirement and allocates a tuple id after this check is the DDL race the doc
-        // comment rules out.
-        old.retired.store(true, Ordering::SeqCst);
-        if old.tid_count() > 0 {
-            old.retired.store(false, Ordering::SeqCst);
-            return Err(Error::Unsupported(format!(
-                "CREATE INDEX on `{table}`, which has rows: indexes can only be added to an empty table (create them right after CREATE TABLE)"
-            )));
-        }
+        let new_idx = schema.indexes.len() - 1;
+        old.state.store(BUILDING, Ordering::SeqCst);
+        let checked = self.quiesce(table).and_then(|()| {
+            if unique && old.has_duplicate_key(&schema, new_idx) {
+                return Err(Error::DuplicateKey {
+                    table: table.to_string(),
+                    index: name.to_string(),
+                });
+            }
+            Ok(())
+        });
+        let mut names = self.names.lock();
+        let id = match checked.and_then(|()| self.free_table_id()) {
+            Ok(id) => id,
+            Err(e) => {
+                old.state.store(LIVE, Ordering::SeqCst);
+                return Err(e);
+            }
+        };
         let t = Arc::new(Table::new(id as u32, self.id, schema));
+        t.take_rows(&old);
+        t.build_indexes();
         if self.tables[id].set(t.clone()).is_err() {
-            old.retired.store(false, Ordering::SeqCst);
+            old.take_rows(&t);
+            old.state.store(LIVE, Ordering::SeqCst);
             return Err(Error::AlreadyExists(format!("table id {id}")));
         }
         // The old id keeps its slot (ids are never reused); the name now maps to the copy.
         names.insert(table.to_string(), id as u32);
+        old.state.store(REPLACED, Ordering::SeqCst);
         Ok(t)
+    }
+
+    /// Waits until every transaction that was running when the caller marked `table`
+    /// BUILDING has ended (later ones cannot touch it), or fails with `Busy` after
+    /// `Config::ddl_wait`.
+    fn quiesce(&self, table: &str) -> Result<()> {
+        let running: Vec<(usize, u64)> = self
+            .txns
+            .slots()
+            .enumerate()
+            .filter(|(_, s)| s.in_use.load(Ordering::SeqCst))
+            .map(|(i, s)| (i, s.txn_id.load(Ordering::SeqCst)))
+            .collect();
+        let still = |&(i, id): &(usize, u64)| {
+            let s = self.txns.slot(i);
+            s.in_use.load(Ordering::SeqCst) && s.txn_id.load(Ordering::SeqCst) == id
+        };
+        let wait = self.config.ddl_wait;
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let n = running.iter().filter(|r| still(r)).count();
+            if n == 0 {
+                return Ok(());
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(Error::Busy(format!(
+                    "CREATE INDEX on `{table}` waited {wait:?} for {n} open transaction(s) to \
+                     finish (one may be this thread's own); nothing was changed"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 
     /// The first unused table id (ids are never reused: a table replaced by

@@ -120,6 +120,10 @@ pub enum Error {
         column: u64,
         message: String,
     },
+    /// DDL and transactions met: a transaction touched a table that `CREATE INDEX` is
+    /// rebuilding, or `CREATE INDEX` timed out waiting for open transactions (the message
+    /// says which).
+    Busy(String),
     /// No stored procedure of this name is registered.
     UnknownProcedure(String),
     /// A call with the wrong number or types of arguments (the message says which).
@@ -217,6 +221,7 @@ impl fmt::Display for Error {
                     write!(f, "SQL at line {line}, column {column}: {message}")
                 }
             }
+            Error::Busy(m) => write!(f, "busy: {m}"),
             Error::UnknownProcedure(p) => write!(f, "unknown procedure `{p}`"),
             Error::ProcedureArguments { procedure, message } => {
                 write!(f, "call of `{procedure}`: {message}")

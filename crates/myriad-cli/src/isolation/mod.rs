@@ -331,6 +331,7 @@ fn error_kind(e: &Error) -> (&'static str, Option<&'static str>) {
         Error::InvalidConfig(_) => "invalid_config",
         Error::Unsupported(_) => "unsupported",
         Error::Sql { .. } => "sql",
+        Error::Busy(_) => "busy",
         Error::UnknownProcedure(_) => "unknown_procedure",
         Error::ProcedureArguments { .. } => "procedure_arguments",
         Error::ProcedureAbort { .. } => "procedure_abort",

@@ -15,9 +15,9 @@
 //! phantoms over the range it covers. Key expressions may read parameters (`$1`,
 //! [`Session::execute_with`]) and, in procedures, variables. `CREATE PROCEDURE` and `CALL`
 //! are handled with `crate::procedure`. `CREATE [UNIQUE] INDEX ... [USING BTREE|HASH]` adds a
-//! secondary index to a table without rows (`Database::create_index`); `WHERE` equalities on
+//! secondary index (`Database::create_index`, also on a table with rows); `WHERE` equalities on
 //! all its columns make an index lookup (after the point key, before a key range). Not built
-//! yet, and rejected with an error that says so: indexes on tables with rows, `ORDER BY`
+//! yet, and rejected with an error that says so: `ORDER BY`
 //! without an ordered index giving that order, `GROUP BY`, `NULL`.
 
 pub(crate) mod expr;
@@ -218,8 +218,8 @@ impl<'db> Session<'db> {
         }
     }
 
-    /// `CREATE [UNIQUE] INDEX [name] ON table [USING BTREE|HASH] (col, ...)`: on an empty
-    /// table only (see `Database::create_index`). B-tree by default.
+    /// `CREATE [UNIQUE] INDEX [name] ON table [USING BTREE|HASH] (col, ...)`
+    /// (see `Database::create_index`). B-tree by default.
     fn create_index(&mut self, ci: &ast::CreateIndex, at: SqlPos) -> Result<Output> {
         if self.txn.is_some() {
             return Err(sql_error(

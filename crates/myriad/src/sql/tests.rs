@@ -683,14 +683,30 @@ fn create_index_errors_name_the_problem() {
     let err = tx.insert(&old, &[1i64, 2]).unwrap_err();
     assert!(err.to_string().contains("before CREATE INDEX"), "{err}");
     tx.abort();
-    s.execute("INSERT INTO t VALUES (1, 1)").unwrap();
-    let err = s.execute("CREATE INDEX tv ON t (v)").unwrap_err();
-    assert!(err.to_string().contains("which has rows"), "{err}");
-    // The failed attempt left the table usable.
+    s.execute("INSERT INTO t VALUES (1, 1), (2, 1), (3, 2)")
+        .unwrap();
+    let err = s.execute("CREATE UNIQUE INDEX tv ON t (v)").unwrap_err();
+    assert_eq!(
+        err,
+        Error::DuplicateKey {
+            table: "t".into(),
+            index: "tv".into()
+        }
+    );
+    // The failed attempt left the table usable; a plain index on the rows works.
     assert_eq!(
         ints(&s.execute("SELECT v FROM t WHERE k = 1").unwrap()),
         [[1]]
     );
+    s.execute("CREATE INDEX tv ON t (v)").unwrap();
+    let t = db.table("t").unwrap();
+    assert_eq!(t.schema.indexes.len(), 2);
+    assert_eq!(
+        ints(&s.execute("SELECT k FROM t WHERE v = 1 ORDER BY k").unwrap()),
+        [[1], [2]]
+    );
+    let err = s.execute("BEGIN; CREATE INDEX tw ON t (k, v)").unwrap_err();
+    assert!(err.to_string().contains("inside a transaction"), "{err}");
     let err = s.execute("CREATE INDEX ev ON e (v)").unwrap_err();
     assert!(err.to_string().contains("already exists"), "{err}");
     s.execute("CREATE INDEX IF NOT EXISTS ev ON e (v)").unwrap();

@@ -9,7 +9,7 @@ use crate::index::Index;
 use crate::schema::TableSchema;
 use crate::version::Version;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// A tuple id: the index of a logical row's indirection entry.
@@ -29,10 +29,18 @@ pub struct Table {
     pub(crate) indexes: Vec<Index>,
     directory: Box<[AtomicPtr<Segment>]>,
     next_tid: AtomicU64,
-    /// Replaced by a copy with one more index (`Database::create_index`): transactions
-    /// refuse this handle, so nothing is written where no lookup would find it.
-    pub(crate) retired: std::sync::atomic::AtomicBool,
+    /// `LIVE`, `BUILDING` (`Database::create_index` is moving its rows into a copy with one
+    /// more index) or `REPLACED` (the copy took over). Transactions refuse a table that is
+    /// not live, so nothing is written where no lookup would find it.
+    pub(crate) state: AtomicU8,
 }
+
+/// `Table::state`: in use.
+pub(crate) const LIVE: u8 = 0;
+/// `Table::state`: its rows are being moved to a copy with a new index.
+pub(crate) const BUILDING: u8 = 1;
+/// `Table::state`: replaced by the copy; the handle is stale.
+pub(crate) const REPLACED: u8 = 2;
 
 /// A cheap, clonable handle to a table.
 pub type TableRef = Arc<Table>;
@@ -53,7 +61,7 @@ impl Table {
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),
             next_tid: AtomicU64::new(0),
-            retired: std::sync::atomic::AtomicBool::new(false),
+            state: AtomicU8::new(LIVE),
         }
     }
 
@@ -115,6 +123,93 @@ impl Table {
         }
         // SAFETY: published segments live until the table is dropped.
         Some(unsafe { &(*seg)[(tid as usize) & (SEG_LEN - 1)] })
+    }
+}
+
+/// The row data of the newest committed version of a chain, unless that version is a delete
+/// (or the chain holds no committed version).
+///
+/// # Safety
+/// `head` is a chain head no writer is changing (the table is quiesced) and its versions
+/// stay allocated for the call (the caller is pinned or the chains are private).
+unsafe fn latest_committed<'a>(head: *const Version) -> Option<&'a Version> {
+    let mut v = head;
+    while let Some(x) = v.as_ref() {
+        let b = x.begin.load(Ordering::Acquire);
+        if !crate::version::is_txn(b) && b != crate::version::INFINITY {
+            return (!x.is_tombstone()).then_some(x);
+        }
+        v = x.next.load(Ordering::Acquire);
+    }
+    None
+}
+
+// Index builds (`Database::create_index`). The rows move by pointer rather than being copied:
+// a copy would need new versions with the old timestamps for every chain, and the chains
+// (with their history) are exactly what readers of old snapshots need to find unchanged.
+impl Table {
+    /// True if two rows whose newest committed versions are live share a key of index `idx`
+    /// of `schema` (a table with this one's columns). Call only while no transaction can
+    /// write this table.
+    pub(crate) fn has_duplicate_key(&self, schema: &TableSchema, idx: usize) -> bool {
+        let mut seen = std::collections::HashSet::new();
+        let mut key = Vec::new();
+        let _guard = crossbeam_epoch::pin();
+        for tid in 0..self.tid_count() {
+            let Some(e) = self.entry(tid) else { continue };
+            // SAFETY: no writer (quiesced); pinned against concurrent GC frees.
+            if let Some(v) = unsafe { latest_committed(e.load(Ordering::Acquire)) } {
+                schema.encode_key_from_row(idx, v.data(), &mut key);
+                if !seen.insert(key.clone()) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Moves every version chain and the tuple-id counter of `from` into this table, which
+    /// has the same columns and no rows; `from` is left empty. Call only while no
+    /// transaction can reach either table. A garbage collector pruning a chain meanwhile is
+    /// harmless: segments move whole, so its entry pointer still names the same word.
+    pub(crate) fn take_rows(&self, from: &Table) {
+        for (to, fr) in self.directory.iter().zip(from.directory.iter()) {
+            let seg = fr.swap(ptr::null_mut(), Ordering::AcqRel);
+            let prev = to.swap(seg, Ordering::AcqRel);
+            debug_assert!(prev.is_null(), "take_rows into a table with rows");
+        }
+        self.next_tid
+            .store(from.next_tid.swap(0, Ordering::AcqRel), Ordering::Release);
+    }
+
+    /// Fills every index from the chains (after `take_rows`): the primary key of each tuple,
+    /// and for each secondary index the key of every version still in a chain (secondary
+    /// indexes are multimaps that keep every key a tuple held; see `index`).
+    pub(crate) fn build_indexes(&self) {
+        let mut key = Vec::new();
+        let mut buf = Vec::new();
+        let _guard = crossbeam_epoch::pin();
+        for tid in 0..self.tid_count() {
+            let Some(e) = self.entry(tid) else { continue };
+            let head = e.load(Ordering::Acquire);
+            // SAFETY: no writer (quiesced); pinned against concurrent GC frees.
+            let Some(h) = (unsafe { head.as_ref() }) else {
+                continue;
+            };
+            self.schema.encode_key_from_row(0, h.data(), &mut key);
+            // A tuple id is reachable from one primary key (primary keys are never updated),
+            // so this cannot collide.
+            let _ = self.indexes[0].insert_unique(&key, tid);
+            let mut v = head;
+            // SAFETY: as above.
+            while let Some(x) = unsafe { v.as_ref() } {
+                for i in 1..self.indexes.len() {
+                    self.schema.encode_key_from_row(i, x.data(), &mut key);
+                    self.indexes[i].insert_entry(&key, tid, &mut buf);
+                }
+                v = x.next.load(Ordering::Acquire);
+            }
+        }
     }
 }
 

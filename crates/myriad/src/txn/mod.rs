@@ -242,11 +242,22 @@ impl<'db> Transaction<'db> {
         if t.db_id != self.db.id {
             return Err(Error::UnknownTable(t.schema.name.clone()));
         }
-        if t.retired.load(Ordering::Relaxed) {
-            return Err(Error::UnknownTable(format!(
-                "{} (a handle from before CREATE INDEX; look the table up again)",
-                t.schema.name
-            )));
+        // SeqCst pairs with `Database::create_index`: it sets the state, then looks for
+        // transactions in flight; we claimed our slot, then read the state.
+        match t.state.load(Ordering::SeqCst) {
+            crate::storage::table::LIVE => {}
+            crate::storage::table::BUILDING => {
+                return Err(Error::Busy(format!(
+                    "table `{}` is being rebuilt by CREATE INDEX; retry when it finishes",
+                    t.schema.name
+                )))
+            }
+            _ => {
+                return Err(Error::UnknownTable(format!(
+                    "{} (a handle from before CREATE INDEX; look the table up again)",
+                    t.schema.name
+                )))
+            }
         }
         Ok(())
     }

@@ -161,7 +161,9 @@ impl TxnTable {
             let s = &self.slots[i];
             !s.in_use.load(Ordering::Relaxed)
                 && s.in_use
-                    .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                    // SeqCst: `Database::create_index` relies on a slot claimed before it
+                    // marked a table BUILDING being visible to its scan of the slots.
+                    .compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed)
                     .is_ok()
         })
     }
