@@ -18,6 +18,8 @@ pub(crate) struct Frame {
     pub vars: Vec<V>,
     out: Vec<Value>,
     key: Vec<Value>,
+    /// INT results of a statement's expressions (the fast UPDATE path).
+    ints: Vec<i64>,
     /// The values of the `RETURN` that ended the call.
     ret: Vec<Value>,
 }
@@ -72,6 +74,7 @@ impl Proc {
             vars: self.vars.iter().map(|(_, t)| zero(*t)).collect(),
             out: Vec::new(),
             key: Vec::new(),
+            ints: Vec::new(),
             ret: Vec::new(),
         }
     }
@@ -86,8 +89,12 @@ impl Proc {
     /// Runs the body in `tx` with the parameters already in `f`; returns the values of
     /// `RETURN` (none if the body ends without one).
     pub(crate) fn run(&self, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Vec<Value>> {
-        for (i, (_, ty)) in self.vars.iter().enumerate().skip(self.nparams) {
-            f.vars[i] = zero(*ty);
+        for (v, (_, ty)) in f.vars.iter_mut().zip(&self.vars).skip(self.nparams) {
+            match (v, ty) {
+                (V::Val(Value::Int(x)), Ty::Int) => *x = 0,
+                (V::Bool(b), Ty::Bool) => *b = false,
+                (v, ty) => *v = zero(*ty),
+            }
         }
         for (slot, init) in &self.inits {
             if let Some(e) = init {
@@ -187,6 +194,16 @@ impl Proc {
     #[inline]
     fn stmt(&self, s: &Stmt, tx: &mut Transaction<'_>, f: &mut Frame) -> Step {
         match s {
+            Stmt::SelectInto {
+                read: read @ Read {
+                    int_key: Some(k), ..
+                },
+                into,
+                ..
+            } => match eval_int(k, None, &f.vars) {
+                Some(key) => self.point_read(read, into, &key, tx, f),
+                None => self.general(s, tx, f),
+            },
             Stmt::SelectInto { read, into, .. }
                 if read.access.pure_point()
                     && read.limit.is_none()
@@ -195,11 +212,60 @@ impl Proc {
                         .access
                         .point_values(&read.table.schema, &f.vars, &mut f.key)? =>
             {
-                self.point_read(read, into, tx, f)
+                let key = std::mem::take(&mut f.key);
+                let r = self.point_read(read, into, key.as_slice(), tx, f);
+                f.key = key;
+                r
+            }
+            Stmt::Update {
+                table,
+                sets,
+                int_key: Some(k),
+                ..
+            } => {
+                let Some(key) = eval_int(k, None, &f.vars) else {
+                    return self.general(s, tx, f);
+                };
+                f.ints.clear();
+                for (_, e) in sets {
+                    match eval_int(e, None, &f.vars) {
+                        Some(v) => f.ints.push(v),
+                        None => return self.general(s, tx, f),
+                    }
+                }
+                let ints = &f.ints;
+                let found = match tx.update_with(table, &key, |row| {
+                    for ((c, _), &v) in sets.iter().zip(ints) {
+                        row.set(*c, v)?;
+                    }
+                    Ok(())
+                }) {
+                    Ok(()) => true,
+                    Err(Error::NotFound { .. }) => false,
+                    Err(e) => return Err(Box::new(e)),
+                };
+                self.set_found(f, found);
+                Ok(Flow::Next)
             }
             Stmt::If {
-                arms, otherwise, ..
+                arms,
+                otherwise,
+                switch,
+                ..
             } => {
+                if let Some(sw) = switch {
+                    if let Some(x) = eval_int(&sw.on, None, &f.vars) {
+                        let arm = x
+                            .checked_sub(sw.lo)
+                            .and_then(|d| usize::try_from(d).ok())
+                            .and_then(|d| sw.arm.get(d))
+                            .map_or(arms.len(), |&a| a as usize);
+                        return match arms.get(arm) {
+                            Some((_, body)) => self.block(body, tx, f),
+                            None => self.block(otherwise, tx, f),
+                        };
+                    }
+                }
                 for (c, body) in arms {
                     if holds(c, None, &f.vars)? {
                         return self.block(body, tx, f);
@@ -211,18 +277,18 @@ impl Proc {
         }
     }
 
-    /// A point read of plain columns into variables: no evaluator, no intermediate buffer
-    /// (the key is already in `f.key`).
-    fn point_read(
+    /// A point read of plain columns into variables: no evaluator, no intermediate buffer.
+    fn point_read<K: crate::value::Values + ?Sized>(
         &self,
         read: &Read,
         into: &[usize],
+        key: &K,
         tx: &mut Transaction<'_>,
         f: &mut Frame,
     ) -> Step {
         let cols = read.cols.as_deref().unwrap_or_default();
-        let Frame { vars, key, .. } = f;
-        let got = tx.get_with(&read.table, key.as_slice(), |r| {
+        let vars = &mut f.vars;
+        let got = tx.get_with(&read.table, key, |r| {
             for (&c, &slot) in cols.iter().zip(into) {
                 // INT into INT in place: no temporary values through the stack.
                 if let (V::Val(Value::Int(x)), Some(i)) = (&mut vars[slot], r.int_at(c)) {
@@ -291,6 +357,7 @@ impl Proc {
                 table,
                 access,
                 sets,
+                ..
             } => {
                 let at = self.at(*op);
                 let point = access.pure_point()

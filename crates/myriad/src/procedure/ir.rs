@@ -13,6 +13,7 @@ use crate::schema::ColumnType;
 use crate::sql::expr::{compile_in, Scope, Ty, E};
 use crate::sql::{condition, sql_error, Access, Agg, SqlPos};
 use crate::storage::TableRef;
+use crate::value::Value;
 use crate::Database;
 use sqlparser::ast::Expr;
 
@@ -72,6 +73,19 @@ pub(crate) struct Read {
     /// Ordered index and direction.
     pub order: Option<(usize, bool)>,
     pub limit: Option<E>,
+    /// A point read of plain columns by a one-column INT primary key (this expression, when
+    /// it evaluates to an INT): the interpreter's fast path. See [`int_point_key`].
+    pub int_key: Option<E>,
+}
+
+/// A multi-way `IF x = c1 THEN ... ELSIF x = c2 ...` over one INT variable or array element
+/// and distinct-enough INT literals, as a jump table (the chain tests its arms in order; the
+/// table finds the first arm whose literal equals `x` in one step).
+pub(crate) struct Switch {
+    pub on: E,
+    pub lo: i64,
+    /// `arm[x - lo]`: the arm to run, or `arms.len()` for the ELSE branch.
+    pub arm: Vec<u16>,
 }
 
 pub(crate) enum Stmt {
@@ -86,6 +100,9 @@ pub(crate) enum Stmt {
         table: TableRef,
         access: Access,
         sets: Vec<(usize, E)>,
+        /// Set when the key is one INT primary-key column (this expression) and every SET
+        /// stores an INT computed without reading the row: the interpreter's fast path.
+        int_key: Option<E>,
     },
     Insert {
         op: usize,
@@ -106,6 +123,7 @@ pub(crate) enum Stmt {
         op: usize,
         arms: Vec<(E, Vec<Stmt>)>,
         otherwise: Vec<Stmt>,
+        switch: Option<Box<Switch>>,
     },
     ForRange {
         op: usize,
@@ -144,6 +162,69 @@ pub(crate) struct Proc {
     pub inits: Vec<(usize, Option<E>)>,
     pub body: Vec<Stmt>,
     pub ops: Vec<OpInfo>,
+}
+
+/// The key expression of a pure point access on a one-column INT primary key.
+fn int_point_key(t: &TableRef, a: &Access) -> Option<E> {
+    let pk = &t.schema.indexes()[0].columns;
+    match (a.pure_point(), pk.as_slice(), &a.point) {
+        (true, &[c], Some(keys))
+            if t.schema.columns()[c].ty == ColumnType::Int && keys.len() == 1 =>
+        {
+            Some(keys[0].clone())
+        }
+        _ => None,
+    }
+}
+
+/// Longest jump table `switch` builds (entries, one `u16` each).
+const SWITCH_SPAN: i64 = 1024;
+
+/// The jump table of an `IF` chain whose every arm is `x = literal` (either side) for one
+/// variable or loop-indexed array element `x`; `None` for anything else or fewer than three
+/// arms (a test or two is as fast).
+fn switch(arms: &[(E, Vec<Stmt>)]) -> Option<Box<Switch>> {
+    if arms.len() < 3 || arms.len() >= u16::MAX as usize {
+        return None;
+    }
+    let same = |a: &E, b: &E| match (a, b) {
+        (E::Var(x), E::Var(y)) => x == y,
+        (E::ElemVar(a, i, _), E::ElemVar(b, j, _)) => a == b && i == j,
+        _ => false,
+    };
+    let mut on: Option<&E> = None;
+    let mut lits = Vec::with_capacity(arms.len());
+    for (c, _) in arms {
+        let E::Bin(l, crate::sql::expr::Op::Eq, r, _) = c else {
+            return None;
+        };
+        let (x, n) = match (&**l, &**r) {
+            (x, E::Lit(Value::Int(n))) | (E::Lit(Value::Int(n)), x) => (x, *n),
+            _ => return None,
+        };
+        if !matches!(x, E::Var(_) | E::ElemVar(..)) || on.is_some_and(|o| !same(o, x)) {
+            return None;
+        }
+        on = Some(x);
+        lits.push(n);
+    }
+    let (lo, hi) = (*lits.iter().min()?, *lits.iter().max()?);
+    if hi.checked_sub(lo)? >= SWITCH_SPAN {
+        return None;
+    }
+    let none = arms.len() as u16;
+    let mut arm = vec![none; (hi - lo + 1) as usize];
+    for (k, n) in lits.iter().enumerate() {
+        let e = &mut arm[(n - lo) as usize];
+        if *e == none {
+            *e = k as u16;
+        }
+    }
+    Some(Box::new(Switch {
+        on: on?.clone(),
+        lo,
+        arm,
+    }))
 }
 
 /// Slot of the `found` variable (set by every SELECT INTO, UPDATE and DELETE).
@@ -384,6 +465,10 @@ impl Compiler<'_> {
         };
         Ok((
             Read {
+                int_key: match (&cols, &limit) {
+                    (Some(_), None) => int_point_key(&t, &access),
+                    _ => None,
+                },
                 table: t,
                 access,
                 items,
@@ -496,7 +581,11 @@ impl Compiler<'_> {
                 }
                 let found = self.found();
                 self.ops[op].defs = vec![found];
+                let int_sets = cs
+                    .iter()
+                    .all(|(c, e)| t.schema.columns()[*c].ty == ColumnType::Int && !e.reads_row());
                 Stmt::Update {
+                    int_key: int_sets.then(|| int_point_key(&t, &access)).flatten(),
                     op,
                     table: t,
                     access,
@@ -617,6 +706,7 @@ impl Compiler<'_> {
                 let otherwise = self.nested(otherwise)?;
                 Stmt::If {
                     op,
+                    switch: switch(&out),
                     arms: out,
                     otherwise,
                 }

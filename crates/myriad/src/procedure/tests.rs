@@ -534,3 +534,103 @@ fn procedures_read_through_secondary_indexes() {
     assert_eq!(db.call("total", &["a".into()]).unwrap(), [Value::Int(4)]);
     assert_eq!(db.call("total", &["z".into()]).unwrap(), [Value::Int(0)]);
 }
+
+/// The jump table of an `IF x = c ...` chain picks the arm the chain would: the first arm
+/// with an equal literal (duplicates, literals on either side, negative values), ELSE for a
+/// value in a hole or outside the literals, and an error for an out-of-range element.
+#[test]
+fn if_chains_over_one_int_run_as_jump_tables_with_chain_semantics() {
+    let db = db();
+    let p = db
+        .create_procedures(
+            "CREATE PROCEDURE pick(xs INT[]) AS $$ DECLARE r INT := 0; x INT; BEGIN
+               FOR i IN 1..cardinality(xs) LOOP
+                 IF xs[i] = 2 THEN r := r * 10 + 1;
+                 ELSIF 5 = xs[i] THEN r := r * 10 + 2;
+                 ELSIF xs[i] = 2 THEN r := r * 10 + 9;
+                 ELSIF xs[i] = -1 THEN r := r * 10 + 3;
+                 ELSE r := r * 10 + 4;
+                 END IF;
+               END LOOP;
+               x := xs[1];
+               IF x = 7 THEN r := r * 10 + 5; ELSIF x = 8 THEN r := r * 10 + 6;
+               ELSIF x = 9 THEN r := r * 10 + 7; END IF;
+               RETURN r;
+             END $$",
+        )
+        .unwrap()
+        .remove(0);
+    let ir::Stmt::ForRange { body, .. } = &p.p.body[0] else {
+        panic!("the first statement is the loop")
+    };
+    assert!(
+        matches!(&body[0], ir::Stmt::If { switch: Some(sw), .. } if sw.lo == -1 && sw.arm.len() == 7),
+        "the chain compiled to a jump table"
+    );
+    let call = |xs: Vec<i64>| db.call("pick", &[xs.into()]);
+    assert_eq!(call(vec![2, 5, -1, 0]).unwrap(), [Value::Int(1234)]);
+    assert_eq!(call(vec![3, 6, -2, i64::MAX]).unwrap(), [Value::Int(4444)]);
+    assert_eq!(call(vec![7]).unwrap(), [Value::Int(45)]);
+    assert_eq!(call(vec![9, 2]).unwrap(), [Value::Int(417)]);
+    assert_eq!(call(vec![i64::MIN]).unwrap(), [Value::Int(4)]);
+    // Not an equality chain over one variable: no table, same answers.
+    let q = db
+        .create_procedures(
+            "CREATE PROCEDURE mixed(a INT, b INT) AS $$ BEGIN
+               IF a = 1 THEN RETURN 1; ELSIF b = 2 THEN RETURN 2; ELSIF a = 3 THEN RETURN 3;
+               END IF; RETURN 0; END $$",
+        )
+        .unwrap()
+        .remove(0);
+    assert!(matches!(&q.p.body[0], ir::Stmt::If { switch: None, .. }));
+    assert_eq!(
+        db.call("mixed", &[3i64.into(), 2i64.into()]).unwrap(),
+        [Value::Int(2)]
+    );
+}
+
+/// The INT point-update fast path keeps UPDATE's meaning: `found` for a missing key, and a
+/// SET that reads the row (here a swap) goes the general way, where every SET sees the old row.
+#[test]
+fn int_point_updates_set_found_and_swaps_see_the_old_row() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute("CREATE TABLE t (k INT PRIMARY KEY, a INT, b INT); INSERT INTO t VALUES (1, 10, 20)")
+        .unwrap();
+    let ps = db
+        .create_procedures(
+            "CREATE PROCEDURE put(key INT, v INT) AS $$ BEGIN
+               UPDATE t SET a = v * 2, b = v + 1 WHERE k = key;
+               IF found THEN RETURN 1; END IF;
+               RETURN 0;
+             END $$;
+             CREATE PROCEDURE swap(key INT) AS $$ BEGIN
+               UPDATE t SET a = b, b = a WHERE k = key;
+             END $$",
+        )
+        .unwrap();
+    assert!(matches!(
+        &ps[0].p.body[0],
+        ir::Stmt::Update {
+            int_key: Some(_),
+            ..
+        }
+    ));
+    assert!(matches!(
+        &ps[1].p.body[0],
+        ir::Stmt::Update { int_key: None, .. }
+    ));
+    assert_eq!(
+        db.call("put", &[1i64.into(), 4i64.into()]).unwrap(),
+        [Value::Int(1)]
+    );
+    assert_eq!(
+        db.call("put", &[2i64.into(), 4i64.into()]).unwrap(),
+        [Value::Int(0)]
+    );
+    db.call("swap", &[1i64.into()]).unwrap();
+    assert_eq!(
+        rows(&mut s, "SELECT a, b FROM t"),
+        [[Value::Int(5), Value::Int(8)]]
+    );
+}

@@ -97,6 +97,21 @@ pub(crate) enum E {
     Bin(Box<E>, Op, Box<E>, SqlPos),
 }
 
+impl E {
+    /// True if evaluating this expression reads a column of the current row.
+    pub(crate) fn reads_row(&self) -> bool {
+        match self {
+            E::Col(_) => true,
+            E::Var(_) | E::ElemVar(..) | E::Len(_) | E::Lit(_) | E::Bool(_) => false,
+            E::Elem(_, x, _) | E::Neg(x) | E::Not(x) => x.reads_row(),
+            E::Concat(a, b) | E::Bin(a, _, b, _) => a.reads_row() || b.reads_row(),
+            E::Substr(a, b, c) => {
+                a.reads_row() || b.reads_row() || c.as_ref().is_some_and(|c| c.reads_row())
+            }
+        }
+    }
+}
+
 /// A value during evaluation (booleans are not storable).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum V {
