@@ -509,7 +509,10 @@ fn binary(op: &BinaryOperator, l: Ty, r: Ty, at: SqlPos) -> Result<(Op, Ty)> {
 /// INT columns of `row`; the row by reference: a 24-byte argument copied through the stack
 /// stalls on store forwarding): `None` whenever the general [`eval_in`] is needed, including for
 /// every error (overflow, index out of range), which it then reports.
-#[inline]
+///
+/// The leaves (literal, variable, loop-indexed element) are inlined into every caller; a
+/// call per leaf was most of the interpreter's expression cost.
+#[inline(always)]
 pub(crate) fn eval_int(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<i64> {
     match e {
         E::Lit(Value::Int(i)) => Some(*i),
@@ -517,11 +520,19 @@ pub(crate) fn eval_int(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<i6
             V::Val(Value::Int(i)) => Some(*i),
             _ => None,
         },
-        E::Col(c) => row?.int_at(*c),
         E::ElemVar(a, iv, _) => match vars[*iv] {
             V::Val(Value::Int(i)) => int_elem(&vars[*a], i),
             _ => None,
         },
+        _ => eval_int_inner(e, row, vars),
+    }
+}
+
+/// `eval_int` of the expressions that are not leaves.
+#[inline(never)]
+fn eval_int_inner(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<i64> {
+    match e {
+        E::Col(c) => row?.int_at(*c),
         E::Elem(a, i, _) => int_elem(&vars[*a], eval_int(i, row, vars)?),
         E::Bin(l, op, r, _) => {
             let (a, b) = (eval_int(l, row, vars)?, eval_int(r, row, vars)?);
