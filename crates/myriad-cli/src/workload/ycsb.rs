@@ -8,7 +8,7 @@
 
 use super::rng::Rng;
 use super::zipf::{GrayZipf, ScrambledZipf};
-use super::Worker;
+use super::{Workload, Worker};
 use crate::bench::parallel_chunks;
 use indicatif::ProgressBar;
 use myriad::procedure::{CallFrame, Procedure};
@@ -430,6 +430,36 @@ impl Ycsb {
             ("prefetch", json!(p.prefetch)),
             ("as_procedure", json!(p.as_procedure)),
         ]
+    }
+}
+
+impl Workload for Ycsb {
+    type Worker<'a> = YcsbWorker<'a>;
+
+    fn txn_types(&self) -> &'static [&'static str] {
+        TXN_TYPES
+    }
+
+    fn load_units(&self) -> (u64, &'static str) {
+        (self.params.rows, "rows")
+    }
+
+    fn load(
+        &self,
+        db: &Database,
+        threads: usize,
+        seed: u64,
+        progress: Option<&ProgressBar>,
+    ) -> Result<()> {
+        Ycsb::load(self, db, threads, seed, progress)
+    }
+
+    fn worker(&self, thread: usize, seed: u64) -> YcsbWorker<'_> {
+        Ycsb::worker(self, thread, seed)
+    }
+
+    fn fidelity(&self) -> Vec<(&'static str, Json)> {
+        Ycsb::fidelity(self)
     }
 }
 
