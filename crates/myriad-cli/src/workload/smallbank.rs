@@ -20,7 +20,7 @@
 
 use super::rng::Rng;
 use super::zipf::GrayZipf;
-use super::{query_int, returned_int, Workload, Worker};
+use super::{query_int, returned_int, Worker, Workload};
 use crate::bench::parallel_chunks;
 use indicatif::ProgressBar;
 use myriad::procedure::{CallFrame, Procedure};
@@ -446,7 +446,10 @@ mod tests {
         let before = query_int(&db, "SELECT sum(bal) FROM savings").unwrap();
         db.call("amalgamate", &[0i64.into(), 1i64.into()]).unwrap();
         let e = db
-            .call("transact_savings", &[0i64.into(), (-TRANSACT_SAVINGS_CENTS).into()])
+            .call(
+                "transact_savings",
+                &[0i64.into(), (-TRANSACT_SAVINGS_CENTS).into()],
+            )
             .unwrap_err();
         assert!(matches!(e, Error::ProcedureAbort { .. }), "{e}");
         let e = db
@@ -459,7 +462,8 @@ mod tests {
         assert!(e.to_string().contains("no customer 7"), "{e}");
         // An overdrawn check costs the penalty and says so.
         assert_eq!(
-            db.call("write_check", &[0i64.into(), 500i64.into()]).unwrap(),
+            db.call("write_check", &[0i64.into(), 500i64.into()])
+                .unwrap(),
             [Value::Int(-600)]
         );
         let savings = query_int(&db, "SELECT sum(bal) FROM savings").unwrap();

@@ -18,7 +18,7 @@
 //! holds the loaded rows plus the committed inserts minus the committed deletes.
 
 use super::rng::Rng;
-use super::{query_int, returned_int, Workload, Worker};
+use super::{query_int, returned_int, Worker, Workload};
 use crate::bench::parallel_chunks;
 use indicatif::ProgressBar;
 use myriad::procedure::{CallFrame, Procedure};
@@ -379,8 +379,14 @@ impl Workload for Tatp {
                 "call_forwarding_loaded",
                 json!(self.loaded_cf.load(Ordering::Relaxed)),
             ),
-            ("call_forwarding_inserted", json!(count(INSERT_CALL_FORWARDING))),
-            ("call_forwarding_deleted", json!(count(DELETE_CALL_FORWARDING))),
+            (
+                "call_forwarding_inserted",
+                json!(count(INSERT_CALL_FORWARDING)),
+            ),
+            (
+                "call_forwarding_deleted",
+                json!(count(DELETE_CALL_FORWARDING)),
+            ),
         ]
     }
 
@@ -499,7 +505,9 @@ impl Worker for TatpWorker<'_> {
                 self.calls[ty] += user as u64;
                 // A row a concurrent insert committed first: the spec's duplicate-key failure.
                 return Err(match e {
-                    Error::DuplicateKey { .. } => Error::SerializationFailure(AbortReason::UserAbort),
+                    Error::DuplicateKey { .. } => {
+                        Error::SerializationFailure(AbortReason::UserAbort)
+                    }
                     e => e,
                 });
             }
@@ -557,7 +565,10 @@ mod tests {
         // 2.5 rows of each per subscriber, 1.5 call forwardings per special facility.
         for (rows, mean) in [(ai, 2.5), (sf, 2.5), (cf, 3.75)] {
             let per = rows as f64 / subs as f64;
-            assert!((per - mean).abs() < 0.15, "{rows} rows: {per} per subscriber");
+            assert!(
+                (per - mean).abs() < 0.15,
+                "{rows} rows: {per} per subscriber"
+            );
         }
     }
 

@@ -8,7 +8,7 @@
 
 use super::rng::Rng;
 use super::zipf::{GrayZipf, ScrambledZipf};
-use super::{Workload, Worker};
+use super::{Worker, Workload};
 use crate::bench::parallel_chunks;
 use indicatif::ProgressBar;
 use myriad::procedure::{CallFrame, Procedure};
