@@ -9,8 +9,45 @@ pub mod ycsb;
 pub mod zipf;
 
 use indicatif::ProgressBar;
-use myriad::{Database, Error, Value};
+use myriad::{Database, Error, Transaction, Value};
+use rng::Rng;
 use serde_json::Value as Json;
+
+/// Stream tag of the load generators (worker streams are small thread indices).
+const LOAD_STREAM: u64 = 1 << 63;
+
+/// Loads one chunk in one transaction: `insert` gets the chunk's generator,
+/// `Rng::new(seed, LOAD_STREAM | chunk)`, so the loaded data depends on the seed alone (not on
+/// the thread count). A serialization failure reruns the whole chunk from a fresh generator,
+/// so a retry loads the same rows. Returns what `insert` returned for the committed attempt.
+pub(crate) fn load_chunk<T>(
+    db: &Database,
+    seed: u64,
+    chunk: u64,
+    mut insert: impl FnMut(&mut Transaction<'_>, &mut Rng) -> myriad::Result<T>,
+) -> myriad::Result<T> {
+    loop {
+        let mut rng = Rng::new(seed, LOAD_STREAM | chunk);
+        let mut tx = db.begin()?;
+        match insert(&mut tx, &mut rng).and_then(|t| tx.commit().map(|()| t)) {
+            Ok(t) => return Ok(t),
+            Err(e) if e.is_retryable() => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A transaction type drawn with the percentages `mix_pct` (which sum to 100).
+pub(crate) fn draw_type(rng: &mut Rng, mix_pct: &[u64]) -> usize {
+    let mut r = rng.below(100);
+    for (ty, &pct) in mix_pct.iter().enumerate() {
+        if r < pct {
+            return ty;
+        }
+        r -= pct;
+    }
+    mix_pct.len() - 1
+}
 
 /// One thread's source of transactions.
 ///

@@ -20,7 +20,7 @@
 
 use super::rng::Rng;
 use super::zipf::GrayZipf;
-use super::{query_int, returned_int, Worker, Workload};
+use super::{draw_type, load_chunk, query_int, returned_int, Worker, Workload};
 use crate::bench::parallel_chunks;
 use indicatif::ProgressBar;
 use myriad::procedure::{CallFrame, Procedure};
@@ -45,7 +45,6 @@ const BALANCE: usize = 1;
 const DEPOSIT_CHECKING: usize = 2;
 const SEND_PAYMENT: usize = 3;
 const TRANSACT_SAVINGS: usize = 4;
-const WRITE_CHECK: usize = 5;
 /// Percent of each type, in `TXN_TYPES` order (OLTPBench / H-Store).
 pub const MIX_PCT: [u64; 6] = [15, 15, 15, 25, 15, 15];
 /// Amounts in cents (OLTPBench's `SmallBankConstants`).
@@ -58,8 +57,6 @@ const MIN_BALANCE_CENTS: i64 = 1_000_000;
 const MAX_BALANCE_CENTS: i64 = 5_000_000;
 /// Customers per load transaction.
 const LOAD_CHUNK: u64 = 1000;
-/// Stream tag of the load generators (worker streams are small thread indices).
-const LOAD_STREAM: u64 = 1 << 63;
 /// Most customers (keeps every total far from i64 overflow: 2 · 10^9 · $50,000 in cents).
 pub const MAX_ACCOUNTS: u64 = 1_000_000_000;
 
@@ -123,42 +120,33 @@ impl Smallbank {
         })
     }
 
-    fn load_chunk(&self, db: &Database, seed: u64, chunk: u64, name: &mut String) -> Result<u64> {
+    fn load_customers(
+        &self,
+        db: &Database,
+        seed: u64,
+        chunk: u64,
+        name: &mut String,
+    ) -> Result<u64> {
         use std::fmt::Write as _;
         let lo = chunk * LOAD_CHUNK;
         let hi = (lo + LOAD_CHUNK).min(self.params.accounts);
         let span = (MAX_BALANCE_CENTS - MIN_BALANCE_CENTS + 1) as u64;
-        loop {
-            // Every attempt regenerates the chunk from its seed: a retry loads the same rows.
-            let mut rng = Rng::new(seed, LOAD_STREAM | chunk);
+        let cents = load_chunk(db, seed, chunk, |tx, rng| {
             let mut cents = 0i64;
-            let mut tx = db.begin()?;
-            let mut r = Ok(());
             for id in lo as i64..hi as i64 {
                 name.clear();
                 let _ = write!(name, "customer{id:010}");
                 let s = MIN_BALANCE_CENTS + rng.below(span) as i64;
                 let c = MIN_BALANCE_CENTS + rng.below(span) as i64;
                 cents += s + c;
-                r = tx
-                    .insert(&self.accounts, &[ValueRef::Int(id), ValueRef::Str(name)])
-                    .and_then(|_| tx.insert(&self.savings, &[ValueRef::Int(id), ValueRef::Int(s)]))
-                    .and_then(|_| {
-                        tx.insert(&self.checking, &[ValueRef::Int(id), ValueRef::Int(c)])
-                    });
-                if r.is_err() {
-                    break;
-                }
+                tx.insert(&self.accounts, &[ValueRef::Int(id), ValueRef::Str(name)])?;
+                tx.insert(&self.savings, &[ValueRef::Int(id), ValueRef::Int(s)])?;
+                tx.insert(&self.checking, &[ValueRef::Int(id), ValueRef::Int(c)])?;
             }
-            match r.and_then(|_| tx.commit()) {
-                Ok(()) => {
-                    self.loaded_cents.fetch_add(cents, Ordering::Relaxed);
-                    return Ok(hi - lo);
-                }
-                Err(e) if e.is_retryable() => continue,
-                Err(e) => return Err(e),
-            }
-        }
+            Ok(cents)
+        })?;
+        self.loaded_cents.fetch_add(cents, Ordering::Relaxed);
+        Ok(hi - lo)
     }
 }
 
@@ -183,7 +171,7 @@ impl Workload for Smallbank {
     ) -> Result<()> {
         let chunks = self.params.accounts.div_ceil(LOAD_CHUNK);
         parallel_chunks(threads, chunks, progress, |chunk, name: &mut String| {
-            self.load_chunk(db, seed, chunk, name)
+            self.load_customers(db, seed, chunk, name)
         })
     }
 
@@ -292,15 +280,7 @@ impl Drop for SmallbankWorker<'_> {
 
 impl Worker for SmallbankWorker<'_> {
     fn next_txn(&mut self) -> usize {
-        let mut r = self.rng.below(100);
-        self.ty = MIX_PCT
-            .iter()
-            .position(|&p| {
-                let hit = r < p;
-                r = r.saturating_sub(p);
-                hit
-            })
-            .unwrap_or(WRITE_CHECK);
+        self.ty = draw_type(&mut self.rng, &MIX_PCT);
         self.c0 = self.sb.zipf.next(&mut self.rng) as i64;
         if self.ty == TRANSACT_SAVINGS {
             self.savings_cents = if self.rng.below(2) == 0 {
@@ -342,6 +322,7 @@ impl Worker for SmallbankWorker<'_> {
             }
             DEPOSIT_CHECKING => Some(DEPOSIT_CHECKING_CENTS),
             TRANSACT_SAVINGS => Some(self.savings_cents),
+            // write_check, the last type.
             _ => Some(WRITE_CHECK_CENTS),
         };
         if let Some(v) = amount {

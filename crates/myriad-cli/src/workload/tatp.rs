@@ -18,7 +18,7 @@
 //! holds the loaded rows plus the committed inserts minus the committed deletes.
 
 use super::rng::Rng;
-use super::{query_int, returned_int, Worker, Workload};
+use super::{draw_type, load_chunk, query_int, returned_int, Worker, Workload};
 use crate::bench::parallel_chunks;
 use indicatif::ProgressBar;
 use myriad::procedure::{CallFrame, Procedure};
@@ -62,8 +62,6 @@ pub const MIX_PCT: [u64; TYPES] = [35, 10, 35, 2, 14, 2, 2];
 const EXPECTED_SUCCESS_PCT: [f64; TYPES] = [100.0, 14.8, 62.5, 62.5, 100.0, 31.25, 31.25];
 /// Subscribers per load transaction.
 const LOAD_CHUNK: u64 = 1000;
-/// Stream tag of the load generators (worker streams are small thread indices).
-const LOAD_STREAM: u64 = 1 << 63;
 /// Most subscribers (ids and sub_nbr have 15 digits at most).
 pub const MAX_SUBSCRIBERS: u64 = 1_000_000_000;
 /// Columns of SUBSCRIBER: s_id, sub_nbr, bit_1..10, hex_1..10, byte2_1..10, msc, vlr.
@@ -256,33 +254,24 @@ impl Tatp {
         Ok(cf_rows)
     }
 
-    fn load_chunk(&self, db: &Database, seed: u64, chunk: u64, s: &mut LoadScratch) -> Result<u64> {
+    fn load_subscribers(
+        &self,
+        db: &Database,
+        seed: u64,
+        chunk: u64,
+        s: &mut LoadScratch,
+    ) -> Result<u64> {
         let lo = 1 + chunk * LOAD_CHUNK;
         let hi = (lo + LOAD_CHUNK).min(self.params.subscribers + 1);
-        loop {
-            // Every attempt regenerates the chunk from its seed: a retry loads the same rows.
-            let mut rng = Rng::new(seed, LOAD_STREAM | chunk);
+        let cf_rows = load_chunk(db, seed, chunk, |tx, rng| {
             let mut cf_rows = 0;
-            let mut tx = db.begin()?;
-            let mut r = Ok(());
             for s_id in lo as i64..hi as i64 {
-                match self.insert_subscriber(&mut tx, &mut rng, s_id, s) {
-                    Ok(n) => cf_rows += n,
-                    Err(e) => {
-                        r = Err(e);
-                        break;
-                    }
-                }
+                cf_rows += self.insert_subscriber(tx, rng, s_id, s)?;
             }
-            match r.and_then(|_| tx.commit()) {
-                Ok(()) => {
-                    self.loaded_cf.fetch_add(cf_rows, Ordering::Relaxed);
-                    return Ok(hi - lo);
-                }
-                Err(e) if e.is_retryable() => continue,
-                Err(e) => return Err(e),
-            }
-        }
+            Ok(cf_rows)
+        })?;
+        self.loaded_cf.fetch_add(cf_rows, Ordering::Relaxed);
+        Ok(hi - lo)
     }
 
     fn success_pct(&self) -> Vec<f64> {
@@ -321,7 +310,7 @@ impl Workload for Tatp {
     ) -> Result<()> {
         let chunks = self.params.subscribers.div_ceil(LOAD_CHUNK);
         parallel_chunks(threads, chunks, progress, |chunk, s: &mut LoadScratch| {
-            self.load_chunk(db, seed, chunk, s)
+            self.load_subscribers(db, seed, chunk, s)
         })
     }
 
@@ -436,15 +425,7 @@ impl Drop for TatpWorker<'_> {
 
 impl Worker for TatpWorker<'_> {
     fn next_txn(&mut self) -> usize {
-        let mut r = self.rng.below(100);
-        self.ty = MIX_PCT
-            .iter()
-            .position(|&p| {
-                let hit = r < p;
-                r = r.saturating_sub(p);
-                hit
-            })
-            .unwrap_or(DELETE_CALL_FORWARDING);
+        self.ty = draw_type(&mut self.rng, &MIX_PCT);
         self.s_id = self.t.s_id(&mut self.rng);
         let rng = &mut self.rng;
         let sf_type = 1 + rng.below(4) as i64;
