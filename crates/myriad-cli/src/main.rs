@@ -33,7 +33,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
+use workload::smallbank::{self, Smallbank};
+use workload::tatp::{self, Tatp};
 use workload::ycsb::{self, KeyDist, Mix, RowLayout, Ycsb};
+use workload::Workload;
 
 #[derive(Parser, Debug)]
 #[command(name = "myriad", version, about = "Myriad: a multi-version main-memory transaction engine", long_about = None)]
@@ -78,10 +81,21 @@ enum BenchWorkload {
     Ycsb(YcsbArgs),
     /// TPC-C (not supported yet).
     Tpcc(NotYet),
-    /// Smallbank (not supported yet).
-    Smallbank(NotYet),
-    /// TATP (not supported yet).
-    Tatp(NotYet),
+    /// Smallbank (thesis §3.5): six banking stored procedures over three tables, Zipfian customers.
+    Smallbank(SmallbankArgs),
+    /// TATP (Hekaton §5.3): seven telecom stored procedures over four tables, 80% reads.
+    Tatp(TatpArgs),
+}
+
+impl BenchWorkload {
+    fn bench_args(&self) -> Option<&BenchArgs> {
+        match self {
+            BenchWorkload::Ycsb(a) => Some(&a.bench),
+            BenchWorkload::Smallbank(a) => Some(&a.bench),
+            BenchWorkload::Tatp(a) => Some(&a.bench),
+            BenchWorkload::Tpcc(_) => None,
+        }
+    }
 }
 
 /// Accepts anything, so a planned workload reports "not supported" rather than a flag error.
@@ -179,6 +193,40 @@ struct YcsbArgs {
     bench: BenchArgs,
 }
 
+/// `myriad bench smallbank`.
+#[derive(Args, Debug, Clone, Serialize)]
+struct SmallbankArgs {
+    /// Customers, i.e. rows in each of ACCOUNTS, SAVINGS and CHECKING (thesis Table 3.2: 1000).
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(2..=smallbank::MAX_ACCOUNTS))]
+    accounts: u64,
+    /// Zipfian skew θ in [0, 1) of the customers the transactions pick; 0 is uniform.
+    #[arg(long, value_name = "F", default_value_t = 0.5, allow_negative_numbers = true, value_parser = parse_theta)]
+    theta: f64,
+    /// After the run, check that the money in SAVINGS and CHECKING changed by exactly what the
+    /// committed transactions deposited and withdrew; exit 1 if not.
+    #[arg(long)]
+    check: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    bench: BenchArgs,
+}
+
+/// `myriad bench tatp`.
+#[derive(Args, Debug, Clone, Serialize)]
+struct TatpArgs {
+    /// Subscribers (rows in SUBSCRIBER; about 2.5, 2.5 and 3.75 times as many in ACCESS_INFO,
+    /// SPECIAL_FACILITY and CALL_FORWARDING).
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=tatp::MAX_SUBSCRIBERS))]
+    subscribers: u64,
+    /// After the run, check that CALL_FORWARDING holds the loaded rows plus the committed
+    /// inserts minus the committed deletes; exit 1 if not.
+    #[arg(long)]
+    check: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    bench: BenchArgs,
+}
+
 /// Least time workers get to finish their last transaction after the measured interval
 /// before the run is declared stalled (see `bench::RunOptions::stop_grace`).
 const STOP_GRACE_MIN_S: f64 = 10.0;
@@ -245,11 +293,10 @@ fn parse_theta(s: &str) -> Result<f64, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Bench {
-        workload: BenchWorkload::Ycsb(a),
-    } = &cli.command
-    {
-        set_huge_pages(a.bench.huge_pages);
+    if let Command::Bench { workload } = &cli.command {
+        if let Some(b) = workload.bench_args() {
+            set_huge_pages(b.huge_pages);
+        }
     }
     match cli.command {
         Command::Shell { isolation } => shell::run(isolation),
@@ -258,8 +305,8 @@ fn main() -> ExitCode {
         Command::Bench { workload } => match workload {
             BenchWorkload::Ycsb(a) => bench_ycsb(a),
             BenchWorkload::Tpcc(_) => not_yet("tpcc"),
-            BenchWorkload::Smallbank(_) => not_yet("smallbank"),
-            BenchWorkload::Tatp(_) => not_yet("tatp"),
+            BenchWorkload::Smallbank(a) => bench_smallbank(a),
+            BenchWorkload::Tatp(a) => bench_tatp(a),
         },
     }
 }
@@ -275,7 +322,7 @@ fn set_huge_pages(on: bool) {
 }
 
 fn not_yet(workload: &str) -> ExitCode {
-    eprintln!("myriad: not supported yet: workload `{workload}` (built: ycsb)");
+    eprintln!("myriad: not supported yet: workload `{workload}` (built: ycsb, smallbank, tatp)");
     ExitCode::from(2)
 }
 
@@ -368,6 +415,49 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
     if let Err(m) = params.validate() {
         usage_error(m);
     }
+    let config = serde_json::to_value(&a).unwrap_or_default();
+    bench_workload("ycsb", config, b, false, |db| Ycsb::create(db, params))
+}
+
+fn bench_smallbank(a: SmallbankArgs) -> ExitCode {
+    let b = &a.bench;
+    let params = smallbank::Params {
+        accounts: a.accounts,
+        theta: a.theta,
+        isolation: b.isolation,
+    };
+    if let Err(m) = params.validate() {
+        usage_error(m);
+    }
+    let config = serde_json::to_value(&a).unwrap_or_default();
+    bench_workload("smallbank", config, b, a.check, |db| {
+        Smallbank::create(db, params)
+    })
+}
+
+fn bench_tatp(a: TatpArgs) -> ExitCode {
+    let b = &a.bench;
+    let params = tatp::Params {
+        subscribers: a.subscribers,
+        isolation: b.isolation,
+    };
+    if let Err(m) = params.validate() {
+        usage_error(m);
+    }
+    let config = serde_json::to_value(&a).unwrap_or_default();
+    bench_workload("tatp", config, b, a.check, |db| Tatp::create(db, params))
+}
+
+/// Every workload's run: opens the database, creates the workload (`create`), loads it with a
+/// progress bar, runs it, optionally checks its invariant, and prints (and with `--json`
+/// writes) the report. Exit 1 on a fatal error or a failed check.
+fn bench_workload<W: Workload>(
+    name: &str,
+    config: serde_json::Value,
+    b: &BenchArgs,
+    check: bool,
+    create: impl FnOnce(&Database) -> myriad::Result<W>,
+) -> ExitCode {
     // Create the report file first, so an unwritable path fails before the load and the run.
     let json_out = match &b.json {
         Some(path) => match JsonOut::create(path) {
@@ -383,49 +473,65 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
     let progress = progress_enabled(b.no_progress);
 
     let load_start = Instant::now();
-    let y = match Ycsb::create(&db, params) {
-        Ok(y) => y,
-        Err(e) => return fatal("creating usertable", e),
+    let w = match create(&db) {
+        Ok(w) => w,
+        Err(e) => return fatal(&format!("creating the {name} tables"), e),
     };
+    let (units, unit) = w.load_units();
     let pb = progress_bar(
         progress,
-        a.rows,
-        "{prefix:>7} [{wide_bar}] {human_pos}/{human_len} rows, eta {eta}",
+        units,
+        &format!("{{prefix:>7}} [{{wide_bar}}] {{human_pos}}/{{human_len}} {unit}, eta {{eta}}"),
     );
     pb.set_prefix("load");
-    let loaded = y.load(&db, b.threads, b.seed, Some(&pb));
+    let loaded = w.load(&db, b.threads, b.seed, Some(&pb));
     pb.finish_and_clear();
     if let Err(e) = loaded {
-        return fatal("loading usertable", e);
+        return fatal(&format!("loading the {name} tables"), e);
     }
     let load_s = load_start.elapsed().as_secs_f64();
 
+    let txn_types = w.txn_types();
     let opts = RunOptions {
         threads: b.threads,
         warmup: Duration::from_secs_f64(b.warmup),
         duration: Duration::from_secs_f64(b.duration),
         progress,
-        txn_types: ycsb::TXN_TYPES,
+        txn_types,
         stop_grace: Duration::from_secs_f64(b.duration.max(STOP_GRACE_MIN_S)),
     };
-    let run = match bench::run(&db, &opts, |i| y.worker(i, b.seed)) {
+    let run = match bench::run(&db, &opts, |i| w.worker(i, b.seed)) {
         Ok(r) => r,
-        Err(e) => return fatal("running ycsb", e),
+        Err(e) => return fatal(&format!("running {name}"), e),
     };
     let end = db.stats();
     let chains = db.chain_stats(64);
+    let mut results = w.results();
+    let mut failed_check = None;
+    if check {
+        match w.check(&db) {
+            Some(Ok(Ok(m))) => results.push(("check", serde_json::json!(format!("ok: {m}")))),
+            Some(Ok(Err(m))) => {
+                results.push(("check", serde_json::json!(format!("FAILED: {m}"))));
+                failed_check = Some(m);
+            }
+            Some(Err(e)) => return fatal("checking the invariant", e),
+            None => {}
+        }
+    }
     let report = Report::new(ReportInput {
-        workload: "ycsb",
-        config: serde_json::to_value(&a).unwrap_or_default(),
+        workload: name,
+        config,
         seed: b.seed,
         threads: b.threads,
         warmup_s: b.warmup,
         load_s,
-        txn_types: ycsb::TXN_TYPES,
+        txn_types,
         run: &run,
         end,
         chains,
-        fidelity: Fidelity::new(y.fidelity(), db.config(), b.seed, b.huge_pages),
+        results,
+        fidelity: Fidelity::new(w.fidelity(), db.config(), b.seed, b.huge_pages),
     });
     print!("{}", report.human(b.latency_histogram));
     if let Some(out) = json_out {
@@ -438,7 +544,10 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
             return fatal(&format!("writing {}", path.display()), e);
         }
     }
-    ExitCode::SUCCESS
+    match failed_check {
+        Some(m) => fatal(&format!("{name} check failed"), m),
+        None => ExitCode::SUCCESS,
+    }
 }
 
 /// The `--json` destination. The report goes to `PATH.partial`, created before the load (so an

@@ -1,5 +1,6 @@
 //! `myriad bench` as a user runs it: the built binary, its exit codes, messages and JSON
-//! report. Every YCSB configuration axis runs as a tiny benchmark so none can rot.
+//! report. Every YCSB configuration axis, Smallbank and TATP run as tiny benchmarks so none
+//! can rot.
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -26,15 +27,19 @@ fn json_path() -> PathBuf {
 
 /// Runs a tiny YCSB with `extra` flags and returns its JSON report.
 fn ycsb(extra: &[&str]) -> Value {
+    let mut args = vec!["--rows", "1000", "--duration", "1"];
+    args.extend_from_slice(extra);
+    bench("ycsb", &args)
+}
+
+/// Runs `myriad bench WORKLOAD` on 2 threads without warm-up with `extra` flags; returns its
+/// JSON report.
+fn bench(workload: &str, extra: &[&str]) -> Value {
     let path = json_path();
     let p = path.to_str().expect("utf-8 temp path");
     let mut args = vec![
         "bench",
-        "ycsb",
-        "--rows",
-        "1000",
-        "--duration",
-        "1",
+        workload,
         "--warmup",
         "0",
         "--threads",
@@ -324,15 +329,13 @@ fn unbuilt_designs_and_workloads_exit_2_not_supported() {
     let out = myriad(&["bench", "ycsb", "--protocol", "mvto", "--no-progress"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("not supported"), "{}", stderr(&out));
-    for w in ["tpcc", "smallbank", "tatp"] {
-        let out = myriad(&["bench", w, "--warehouses", "4"]);
-        assert_eq!(out.status.code(), Some(2), "{w}");
-        assert!(
-            stderr(&out).contains("not supported yet"),
-            "{w}: {}",
-            stderr(&out)
-        );
-    }
+    let out = myriad(&["bench", "tpcc", "--warehouses", "4"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("not supported yet"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -377,4 +380,138 @@ fn a_failed_run_leaves_an_earlier_report_untouched_and_no_partial_file() {
     assert!(v.get("throughput_tps").is_some());
     assert!(!partial.exists());
     let _ = std::fs::remove_file(&path);
+}
+
+/// The report of a stored-procedure workload: one latency row and one user-abort count per
+/// transaction type, user aborts inside `abort_reasons`, and a passing `--check` if asked.
+fn check_procedure_report(r: &Value, workload: &str, types: &[&str]) {
+    assert_eq!(r["workload"], workload);
+    let committed = r["committed"].as_u64().expect("committed");
+    assert!(committed > 0, "{workload}: nothing committed");
+    let lat = r["latency_us"].as_object().expect("latency_us");
+    let user = r["user_aborts_by_type"]
+        .as_object()
+        .expect("user_aborts_by_type");
+    let mut counted = 0;
+    let mut user_total = 0;
+    for t in types {
+        counted += lat[*t]["count"].as_u64().expect("count");
+        user_total += user[*t].as_u64().expect("user aborts");
+        assert!(has(r, &format!("latency_buckets.{t}.<10us")), "{t}");
+    }
+    assert_eq!(lat.len(), types.len());
+    assert_eq!(
+        counted, committed,
+        "every committed transaction has a latency"
+    );
+    assert_eq!(
+        user_total,
+        r["abort_reasons"]["user_abort"].as_u64().unwrap()
+    );
+    if r["config"]["check"].as_bool().expect("config.check") {
+        let check = r["results"]["check"].as_str().expect("results.check");
+        assert!(check.starts_with("ok: "), "{workload}: {check}");
+    } else {
+        assert!(r["results"].get("check").is_none());
+    }
+    for k in [
+        "fidelity.mix",
+        "fidelity.key_generator",
+        "fidelity.procedures",
+        "fidelity.isolation",
+    ] {
+        assert!(has(r, k), "report lacks `{k}`");
+    }
+}
+
+const SMALLBANK_TYPES: [&str; 6] = [
+    "amalgamate",
+    "balance",
+    "deposit_checking",
+    "send_payment",
+    "transact_savings",
+    "write_check",
+];
+
+const TATP_TYPES: [&str; 7] = [
+    "get_subscriber_data",
+    "get_new_destination",
+    "get_access_data",
+    "update_subscriber_data",
+    "update_location",
+    "insert_call_forwarding",
+    "delete_call_forwarding",
+];
+
+/// Read Committed runs without `--check`: Amalgamate's read and its write of the same
+/// balance may see different versions there, so money can legitimately be lost.
+fn check_flag(isolation: &str) -> &'static [&'static str] {
+    if isolation == "rc" {
+        &[]
+    } else {
+        &["--check"]
+    }
+}
+
+#[test]
+fn smallbank_runs_at_every_isolation_level_and_keeps_the_money() {
+    for isolation in ["serializable", "si", "rr", "rc"] {
+        let mut args = vec![
+            "--accounts",
+            "100",
+            "--theta",
+            "0.9",
+            "--duration",
+            "0.3",
+            "--isolation",
+            isolation,
+            "--latency-histogram",
+        ];
+        args.extend_from_slice(check_flag(isolation));
+        let r = bench("smallbank", &args);
+        check_procedure_report(&r, "smallbank", &SMALLBANK_TYPES);
+        assert_eq!(r["config"]["accounts"], 100);
+        assert_eq!(r["config"]["theta"], 0.9);
+        assert!(has(&r, "results.committed_delta_cents"));
+    }
+}
+
+#[test]
+fn tatp_runs_at_every_isolation_level_and_counts_its_expected_failures() {
+    for isolation in ["serializable", "si", "rr", "rc"] {
+        let mut args = vec![
+            "--subscribers",
+            "2000",
+            "--duration",
+            "0.3",
+            "--isolation",
+            isolation,
+        ];
+        args.extend_from_slice(check_flag(isolation));
+        let r = bench("tatp", &args);
+        check_procedure_report(&r, "tatp", &TATP_TYPES);
+        assert_eq!(r["config"]["subscribers"], 2000);
+        let user = &r["user_aborts_by_type"];
+        assert!(
+            user["insert_call_forwarding"].as_u64().unwrap() > 0,
+            "{user}"
+        );
+        assert_eq!(user["get_subscriber_data"], 0);
+        assert_eq!(r["results"]["success_pct"]["update_location"], 100.0);
+        assert!(has(&r, "results.call_forwarding_inserted"));
+    }
+}
+
+#[test]
+fn smallbank_and_tatp_reject_bad_sizes_by_flag() {
+    for (w, flag, value) in [
+        ("smallbank", "--accounts", "1"),
+        ("smallbank", "--theta", "1.0"),
+        ("tatp", "--subscribers", "0"),
+        ("tatp", "--theta", "0.5"),
+    ] {
+        let out = myriad(&["bench", w, flag, value, "--no-progress"]);
+        assert_eq!(out.status.code(), Some(2), "{w} {flag} {value}");
+        assert!(stderr(&out).contains(flag), "{w} {flag}: {}", stderr(&out));
+    }
 }

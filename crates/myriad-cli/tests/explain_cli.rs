@@ -75,3 +75,24 @@ fn errors_name_the_file_and_the_problem() {
         "{err}"
     );
 }
+
+/// The benchmark procedures `myriad bench smallbank|tatp` run explain on their own.
+#[test]
+fn the_smallbank_and_tatp_workload_files_explain() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/");
+    for (file, procs) in [("smallbank.sql", 6), ("tatp.sql", 7)] {
+        let out = Command::new(env!("CARGO_BIN_EXE_myriad"))
+            .arg("explain")
+            .arg(format!("{dir}{file}"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let n = text.lines().filter(|l| l.starts_with("PROCEDURE ")).count();
+        assert_eq!(n, procs, "{file}:\n{text}");
+    }
+}

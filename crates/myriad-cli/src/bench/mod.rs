@@ -99,6 +99,8 @@ struct ThreadTally {
     aborted: [u64; REASONS],
     /// Transactions given up because the run ended while they were being retried.
     abandoned: u64,
+    /// User aborts per transaction type.
+    user_aborted: Vec<u64>,
     latency: Vec<TypeLatency>,
 }
 
@@ -108,6 +110,7 @@ impl ThreadTally {
             committed: 0,
             aborted: [0; REASONS],
             abandoned: 0,
+            user_aborted: vec![0; types],
             latency: (0..types).map(|_| TypeLatency::new()).collect(),
         }
     }
@@ -138,6 +141,8 @@ pub struct RunResult {
     pub committed: u64,
     pub aborted: [u64; REASONS],
     pub abandoned: u64,
+    /// User aborts (the transaction's own decision, not retried) per transaction type.
+    pub user_aborted: Vec<u64>,
     pub duration: Duration,
     pub latency: Vec<TypeLatency>,
     pub timeseries: Vec<MemSample>,
@@ -276,6 +281,7 @@ pub fn run<W: Worker>(
         committed: 0,
         aborted: [0; REASONS],
         abandoned: 0,
+        user_aborted: vec![0; types],
         duration,
         latency: (0..types).map(|_| TypeLatency::new()).collect(),
         timeseries,
@@ -287,6 +293,9 @@ pub fn run<W: Worker>(
         result.committed += t.committed;
         result.abandoned += t.abandoned;
         for (a, b) in result.aborted.iter_mut().zip(t.aborted) {
+            *a += b;
+        }
+        for (a, b) in result.user_aborted.iter_mut().zip(&t.user_aborted) {
             *a += b;
         }
         for (a, b) in result.latency.iter_mut().zip(&t.latency) {
@@ -404,6 +413,15 @@ fn backoff(k: u32, salt: u64) {
     std::thread::yield_now();
 }
 
+/// A user abort: the procedure ran `RAISE`/`ROLLBACK`, or the workload aborted the
+/// transaction itself.
+fn is_user_abort(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::ProcedureAbort { .. } | Error::SerializationFailure(AbortReason::UserAbort)
+    )
+}
+
 fn worker_loop<W: Worker>(
     db: &Database,
     phase: &AtomicU8,
@@ -433,7 +451,16 @@ fn worker_loop<W: Worker>(
                     }
                     break;
                 }
-                Err(Error::SerializationFailure(reason)) if reason != AbortReason::UserAbort => {
+                Err(e) if is_user_abort(&e) => {
+                    // The transaction's own decision (a RAISE, a missing row the workload
+                    // treats as a failure): counted, never retried.
+                    if measured {
+                        tally.aborted[reason_index(AbortReason::UserAbort)] += 1;
+                        tally.user_aborted[ty] += 1;
+                    }
+                    break;
+                }
+                Err(Error::SerializationFailure(reason)) => {
                     if measured {
                         tally.aborted[reason_index(reason)] += 1;
                     }

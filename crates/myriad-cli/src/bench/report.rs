@@ -35,6 +35,8 @@ pub struct Report {
     pub abort_rate: f64,
     /// Aborts by `AbortReason::name()`; every reason is present.
     pub abort_reasons: BTreeMap<&'static str, u64>,
+    /// User aborts (counted in `abort_reasons.user_abort`, never retried) per transaction type.
+    pub user_aborts_by_type: BTreeMap<String, u64>,
     /// committed / duration_s.
     pub throughput_tps: f64,
     /// Per transaction type; latency runs from the first attempt's start to the commit.
@@ -53,7 +55,18 @@ pub struct Report {
     pub preparing_waits_per_txn: f64,
     /// Time to create and load the tables.
     pub load_s: f64,
+    /// What the workload itself observed (outcome counts, its invariant check), in its order.
+    #[serde(serialize_with = "as_map")]
+    pub results: Vec<(&'static str, Json)>,
     pub fidelity: Fidelity,
+}
+
+fn as_map<S: Serializer>(entries: &[(&'static str, Json)], s: S) -> Result<S::Ok, S::Error> {
+    let mut m = s.serialize_map(Some(entries.len()))?;
+    for (k, v) in entries {
+        m.serialize_entry(k, v)?;
+    }
+    m.end()
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -284,12 +297,7 @@ impl Fidelity {
 
 impl Serialize for Fidelity {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let entries = self.entries();
-        let mut m = s.serialize_map(Some(entries.len()))?;
-        for (k, v) in &entries {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
+        as_map(&self.entries(), s)
     }
 }
 
@@ -306,6 +314,7 @@ pub struct ReportInput<'a> {
     /// Engine counters after the run.
     pub end: Stats,
     pub chains: ChainStats,
+    pub results: Vec<(&'static str, Json)>,
     pub fidelity: Fidelity,
 }
 
@@ -359,6 +368,12 @@ impl Report {
                 .zip(r.aborted)
                 .map(|(reason, n)| (reason.name(), n))
                 .collect(),
+            user_aborts_by_type: i
+                .txn_types
+                .iter()
+                .zip(&r.user_aborted)
+                .map(|(t, n)| (t.to_string(), *n))
+                .collect(),
             throughput_tps: if duration_s > 0.0 {
                 committed as f64 / duration_s
             } else {
@@ -391,6 +406,7 @@ impl Report {
             record_rmw_per_txn: per_txn(record),
             preparing_waits_per_txn: per_txn(d(|s| s.preparing_waits)),
             load_s: i.load_s,
+            results: i.results,
             fidelity: i.fidelity,
         }
     }
@@ -437,16 +453,27 @@ impl Report {
                 String::new()
             }
         )?;
+        let user: Vec<String> = self
+            .user_aborts_by_type
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, n)| format!("{k} {}", thousands(*n)))
+            .collect();
+        if !user.is_empty() {
+            writeln!(o, "  user aborts  {}", user.join(", "))?;
+        }
         writeln!(o)?;
+        // The first column fits the longest transaction-type name.
+        let w = self.latency_us.keys().map(String::len).fold(15, usize::max);
         writeln!(
             o,
-            "  latency (us)    {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}",
-            "count", "p50", "p95", "p99", "p99.9", "max"
+            "  {:<w$} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "latency (us)", "count", "p50", "p95", "p99", "p99.9", "max"
         )?;
         for (t, l) in &self.latency_us {
             writeln!(
                 o,
-                "  {:<15} {:>12} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
+                "  {:<w$} {:>12} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
                 t,
                 thousands(l.count),
                 l.p50,
@@ -458,13 +485,13 @@ impl Report {
         }
         if latency_histogram {
             writeln!(o)?;
-            write!(o, "  latency ranges ")?;
+            write!(o, "  {:<w$}", "latency ranges")?;
             for name in LATENCY_BUCKET_NAMES {
                 write!(o, " {name:>10}")?;
             }
             writeln!(o)?;
             for (t, b) in &self.latency_buckets {
-                write!(o, "  {t:<15}")?;
+                write!(o, "  {t:<w$}")?;
                 for n in b.counts() {
                     write!(o, " {:>10}", thousands(n))?;
                 }
@@ -523,6 +550,13 @@ impl Report {
             self.record_rmw_per_txn,
             self.preparing_waits_per_txn
         )?;
+        if !self.results.is_empty() {
+            writeln!(o)?;
+            writeln!(o, "  results")?;
+            for (k, v) in &self.results {
+                writeln!(o, "    {:<26} {}", k, plain(v))?;
+            }
+        }
         writeln!(o)?;
         writeln!(o, "  fidelity")?;
         for (k, v) in self.fidelity.entries() {

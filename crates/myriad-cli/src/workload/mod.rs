@@ -3,10 +3,51 @@
 //! and reporting, so every workload is measured the same way.
 
 pub mod rng;
+pub mod smallbank;
+pub mod tatp;
 pub mod ycsb;
 pub mod zipf;
 
-use myriad::Database;
+use indicatif::ProgressBar;
+use myriad::{Database, Error, Transaction, Value};
+use rng::Rng;
+use serde_json::Value as Json;
+
+/// Stream tag of the load generators (worker streams are small thread indices).
+const LOAD_STREAM: u64 = 1 << 63;
+
+/// Loads one chunk in one transaction: `insert` gets the chunk's generator,
+/// `Rng::new(seed, LOAD_STREAM | chunk)`, so the loaded data depends on the seed alone (not on
+/// the thread count). A serialization failure reruns the whole chunk from a fresh generator,
+/// so a retry loads the same rows. Returns what `insert` returned for the committed attempt.
+pub(crate) fn load_chunk<T>(
+    db: &Database,
+    seed: u64,
+    chunk: u64,
+    mut insert: impl FnMut(&mut Transaction<'_>, &mut Rng) -> myriad::Result<T>,
+) -> myriad::Result<T> {
+    loop {
+        let mut rng = Rng::new(seed, LOAD_STREAM | chunk);
+        let mut tx = db.begin()?;
+        match insert(&mut tx, &mut rng).and_then(|t| tx.commit().map(|()| t)) {
+            Ok(t) => return Ok(t),
+            Err(e) if e.is_retryable() => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A transaction type drawn with the percentages `mix_pct` (which sum to 100).
+pub(crate) fn draw_type(rng: &mut Rng, mix_pct: &[u64]) -> usize {
+    let mut r = rng.below(100);
+    for (ty, &pct) in mix_pct.iter().enumerate() {
+        if r < pct {
+            return ty;
+        }
+        r -= pct;
+    }
+    mix_pct.len() - 1
+}
 
 /// One thread's source of transactions.
 ///
@@ -18,6 +59,70 @@ pub trait Worker {
     fn next_txn(&mut self) -> usize;
 
     /// Runs the drawn transaction once and commits it. `Error::SerializationFailure` means it
-    /// aborted and may be retried; any other error is fatal to the run.
+    /// aborted and may be retried; a user abort (`Error::ProcedureAbort`, or
+    /// `SerializationFailure(UserAbort)`) is counted and not retried; any other error is fatal
+    /// to the run.
     fn attempt(&mut self, db: &Database) -> myriad::Result<()>;
+}
+
+/// A workload whose tables exist: what `myriad bench` needs to load it, run it and report.
+pub trait Workload: Sync {
+    type Worker<'a>: Worker
+    where
+        Self: 'a;
+
+    /// Transaction-type names, in report order.
+    fn txn_types(&self) -> &'static [&'static str];
+
+    /// What the loader's progress bar counts: the total and its unit.
+    fn load_units(&self) -> (u64, &'static str);
+
+    /// Loads the tables with `threads` threads; the data depends on `seed` alone.
+    fn load(
+        &self,
+        db: &Database,
+        threads: usize,
+        seed: u64,
+        progress: Option<&ProgressBar>,
+    ) -> myriad::Result<()>;
+
+    /// The worker of thread `thread`.
+    fn worker(&self, thread: usize, seed: u64) -> Self::Worker<'_>;
+
+    /// What this run's workload is, for the report's fidelity block.
+    fn fidelity(&self) -> Vec<(&'static str, Json)>;
+
+    /// What the workers observed (valid once they are all dropped): outcome counts.
+    fn results(&self) -> Vec<(&'static str, Json)> {
+        Vec::new()
+    }
+
+    /// Checks the workload's invariant after the run (workers dropped). `Ok` describes what
+    /// held, `Err` what did not; `None` when the workload has no check.
+    fn check(&self, _db: &Database) -> Option<myriad::Result<Result<String, String>>> {
+        None
+    }
+}
+
+/// The first `RETURN` value of procedure `name` as an integer.
+pub(crate) fn returned_int(name: &str, out: &[Value]) -> myriad::Result<i64> {
+    out.first()
+        .and_then(Value::as_i64)
+        .ok_or_else(|| Error::ProcedureArguments {
+            procedure: name.to_string(),
+            message: format!("expected to RETURN an integer, returned {out:?}"),
+        })
+}
+
+/// The single integer a one-row aggregate query (`SELECT count(*) ...`) returns.
+pub(crate) fn query_int(db: &Database, sql: &str) -> myriad::Result<i64> {
+    let out = myriad::sql::Session::new(db).execute(sql)?;
+    match out.last() {
+        Some(myriad::sql::Output::Rows { rows, .. }) => rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(Value::as_i64)
+            .ok_or_else(|| Error::InvalidConfig(format!("`{sql}` returned no integer"))),
+        _ => Err(Error::InvalidConfig(format!("`{sql}` returned no rows"))),
+    }
 }

@@ -8,7 +8,7 @@
 
 use super::rng::Rng;
 use super::zipf::{GrayZipf, ScrambledZipf};
-use super::Worker;
+use super::{load_chunk, Worker, Workload};
 use crate::bench::parallel_chunks;
 use indicatif::ProgressBar;
 use myriad::procedure::{CallFrame, Procedure};
@@ -32,8 +32,6 @@ pub const LOAD_CHUNK_ROWS: u64 = 1000;
 pub const TXN_TYPES: &[&str] = &["read_only_txn", "update_txn"];
 const READ_ONLY_TXN: usize = 0;
 const UPDATE_TXN: usize = 1;
-/// Stream tag of the load generators (worker streams are small thread indices).
-const LOAD_STREAM: u64 = 1 << 63;
 /// Size of a worker's source buffer for byte-attribute updates.
 const UPDATE_SOURCE_BYTES: usize = 4096 + FIELD_BYTES;
 
@@ -313,23 +311,12 @@ impl Ycsb {
             buf.resize(row_bytes, 0);
             let lo = chunk * LOAD_CHUNK_ROWS;
             let hi = (lo + LOAD_CHUNK_ROWS).min(self.params.rows);
-            loop {
-                // Every attempt regenerates the chunk from its seed: a retry loads the same rows.
-                let mut rng = Rng::new(seed, LOAD_STREAM | chunk);
-                let mut tx = db.begin()?;
-                let mut r = Ok(());
+            load_chunk(db, seed, chunk, |tx, rng| {
                 for key in lo..hi {
-                    r = self.insert_row(&mut tx, key as i64, &mut rng, buf);
-                    if r.is_err() {
-                        break;
-                    }
+                    self.insert_row(tx, key as i64, rng, buf)?;
                 }
-                match r.and_then(|_| tx.commit()) {
-                    Ok(()) => return Ok(hi - lo),
-                    Err(e) if e.is_retryable() => continue,
-                    Err(e) => return Err(e),
-                }
-            }
+                Ok(hi - lo)
+            })
         })
     }
 
@@ -430,6 +417,36 @@ impl Ycsb {
             ("prefetch", json!(p.prefetch)),
             ("as_procedure", json!(p.as_procedure)),
         ]
+    }
+}
+
+impl Workload for Ycsb {
+    type Worker<'a> = YcsbWorker<'a>;
+
+    fn txn_types(&self) -> &'static [&'static str] {
+        TXN_TYPES
+    }
+
+    fn load_units(&self) -> (u64, &'static str) {
+        (self.params.rows, "rows")
+    }
+
+    fn load(
+        &self,
+        db: &Database,
+        threads: usize,
+        seed: u64,
+        progress: Option<&ProgressBar>,
+    ) -> Result<()> {
+        Ycsb::load(self, db, threads, seed, progress)
+    }
+
+    fn worker(&self, thread: usize, seed: u64) -> YcsbWorker<'_> {
+        Ycsb::worker(self, thread, seed)
+    }
+
+    fn fidelity(&self) -> Vec<(&'static str, Json)> {
+        Ycsb::fidelity(self)
     }
 }
 
