@@ -345,14 +345,14 @@ impl Compiler<'_> {
                     .schema
                     .column_index(c)
                     .ok()
-                    .and_then(|i| crate::sql::ordered_index(&t.schema, &[i]));
+                    .and_then(|i| access.order_by_column(&t.schema, i));
                 match index {
                     Some(i) => Some((i, *desc)),
                     None => {
                         return Err(sql_error(
                             at,
                             format!(
-                                "ORDER BY `{c}`: only the primary key of `{}` or a column with a one-column B-tree index can order rows",
+                                "ORDER BY `{c}`: only the primary key of `{}`, a column with a one-column B-tree index, or the key column after those `WHERE` fixes by equality can order rows",
                                 t.name()
                             ),
                         ))
