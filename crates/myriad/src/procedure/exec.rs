@@ -87,7 +87,11 @@ impl Proc {
     /// `RETURN` (none if the body ends without one).
     pub(crate) fn run(&self, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Vec<Value>> {
         for (i, (_, ty)) in self.vars.iter().enumerate().skip(self.nparams) {
-            f.vars[i] = zero(*ty);
+            match (&mut f.vars[i], ty) {
+                // A declared array starts empty, keeping its storage from the last call.
+                (V::IntArr(xs), Ty::IntArray) => xs.clear(),
+                (slot, ty) => *slot = zero(*ty),
+            }
         }
         for (slot, init) in &self.inits {
             if let Some(e) = init {
@@ -361,6 +365,16 @@ impl Proc {
                 self.set_found(f, found);
             }
             Stmt::Assign { slot, value, .. } => {
+                if let E::Append(a, x) = value {
+                    if a == slot {
+                        // `arr := arr || x` appends in place.
+                        let x = value_of(x, None, &f.vars)?;
+                        if let (V::IntArr(xs), V::Val(Value::Int(i))) = (&mut f.vars[*slot], &x) {
+                            xs.push(*i);
+                            return Ok(Flow::Next);
+                        }
+                    }
+                }
                 if self.vars[*slot].1 == Ty::Int {
                     if let Some(i) = eval_int(value, None, &f.vars) {
                         set_int(&mut f.vars[*slot], i);

@@ -171,6 +171,10 @@ pub(crate) fn vars_of(e: &E, out: &mut Vec<usize>) {
             out.push(*v);
             vars_of(i, out);
         }
+        E::Append(v, x) | E::AnyEq(x, v) => {
+            out.push(*v);
+            vars_of(x, out);
+        }
         E::Col(_) | E::Lit(_) | E::Bool(_) => {}
         E::Neg(x) | E::Not(x) => vars_of(x, out),
         E::Concat(l, r) | E::Bin(l, _, r, _) => {
@@ -713,10 +717,12 @@ pub(crate) fn compile(db: &Database, def: &Def) -> Result<Proc> {
     c.found_slot = c.new_slot(FOUND.into(), Ty::Bool, def.at)?;
     let mut inits = Vec::new();
     for (n, ty, init) in &def.decls {
-        if ty.element().is_some() {
+        if ty.element().is_some() && (*ty != Ty::IntArray || init.is_some()) {
             return Err(sql_error(
                 def.at,
-                format!("variable `{n}`: arrays can only be parameters"),
+                format!(
+                    "variable `{n}`: a declared array must be INT[] and starts empty (no initial value)"
+                ),
             ));
         }
         let init = match init {

@@ -1026,6 +1026,7 @@ fn row_free(e: &E) -> bool {
     match e {
         E::Col(_) => false,
         E::Lit(_) | E::Bool(_) | E::Var(_) | E::Len(_) | E::ElemVar(..) => true,
+        E::Append(_, x) | E::AnyEq(x, _) => row_free(x),
         E::Elem(_, x, _) | E::Neg(x) | E::Not(x) => row_free(x),
         E::Concat(l, r) | E::Bin(l, _, r, _) => row_free(l) && row_free(r),
         E::Substr(a, b, c) => row_free(a) && row_free(b) && c.as_deref().is_none_or(row_free),
