@@ -726,7 +726,7 @@ pub(crate) fn eval_in(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> {
             } else {
                 s.chars()
                     .skip((lo - 1) as usize)
-                    .take((hi - lo).min(usize::MAX as i64) as usize)
+                    .take(usize::try_from(hi - lo).unwrap_or(usize::MAX))
                     .collect()
             };
             V::Val(Value::Str(out))

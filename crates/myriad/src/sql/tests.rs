@@ -890,3 +890,24 @@ fn procedures_order_by_the_key_column_after_a_fixed_prefix() {
         .unwrap_err();
     assert!(e.to_string().contains("ORDER BY"), "{e}");
 }
+
+#[test]
+fn substring_takes_at_most_its_length() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(
+        "CREATE TABLE t (k INT PRIMARY KEY, v VARCHAR(8)); INSERT INTO t VALUES (1, 'abcdef')",
+    )
+    .unwrap();
+    let out = s
+        .execute(
+            "SELECT substring(v FROM 1 FOR 2), substring(k || v FROM 2 FOR 3), substr(v, 5), \
+             substring(v FROM 0 FOR 2), substring(v FROM 3 FOR 0) FROM t",
+        )
+        .unwrap();
+    let want: Vec<Value> = ["ab", "abc", "ef", "a", ""]
+        .into_iter()
+        .map(Value::from)
+        .collect();
+    assert_eq!(rows(&out), [want]);
+}
