@@ -33,6 +33,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
+use workload::tpcc::{self, Tpcc};
 use workload::ycsb::{self, KeyDist, Mix, RowLayout, Ycsb};
 
 #[derive(Parser, Debug)]
@@ -76,8 +77,8 @@ enum Command {
 enum BenchWorkload {
     /// YCSB (thesis §5.7.1): one table, Zipfian point reads and updates.
     Ycsb(YcsbArgs),
-    /// TPC-C (not supported yet).
-    Tpcc(NotYet),
+    /// TPC-C (spec rev. 5.11, the five transactions as stored procedures) with StockScan.
+    Tpcc(TpccArgs),
     /// Smallbank (not supported yet).
     Smallbank(NotYet),
     /// TATP (not supported yet).
@@ -179,6 +180,36 @@ struct YcsbArgs {
     bench: BenchArgs,
 }
 
+/// `myriad bench tpcc`.
+#[derive(Args, Debug, Clone, Serialize)]
+struct TpccArgs {
+    /// Warehouses (the contention knob: terminals share a home warehouse when there are
+    /// fewer warehouses than threads).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(i64).range(1..=100_000))]
+    warehouses: i64,
+    /// Percentage of New-Order lines supplied by another warehouse and of Payments for another
+    /// warehouse's customer (both set to P); 0 disables cross-warehouse transactions. Default:
+    /// the standard 1% and 15%.
+    #[arg(long, value_name = "P", value_parser = parse_pct)]
+    remote_pct: Option<f64>,
+    /// Thesis §4.7.1: New-Order, Payment and Delivery without INSERT and DELETE (the database
+    /// does not grow).
+    #[arg(long)]
+    no_inserts: bool,
+    /// Extra threads that repeatedly run StockScan (thesis §5.7.1: a read-only scan of STOCK
+    /// counting each warehouse's items); its latency is reported as `stock_scan`, and its
+    /// commits are not counted in the throughput.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1024))]
+    stock_scan_threads: u64,
+    /// After the run, check TPC-C consistency conditions 1–4 (clause 3.3.2); exit 1 on a
+    /// violation.
+    #[arg(long)]
+    check: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    bench: BenchArgs,
+}
+
 /// Least time workers get to finish their last transaction after the measured interval
 /// before the run is declared stalled (see `bench::RunOptions::stop_grace`).
 const STOP_GRACE_MIN_S: f64 = 10.0;
@@ -232,6 +263,14 @@ fn parse_warmup(s: &str) -> Result<f64, String> {
     parse_seconds(s, false)
 }
 
+fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=100.0).contains(&x) => Ok(x),
+        Ok(_) => Err(format!("must be a percentage in [0, 100], got {s}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 fn parse_theta(s: &str) -> Result<f64, String> {
     let x: f64 = s.parse().map_err(|e| format!("{e}"))?;
     if (0.0..1.0).contains(&x) {
@@ -245,11 +284,12 @@ fn parse_theta(s: &str) -> Result<f64, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Bench {
-        workload: BenchWorkload::Ycsb(a),
-    } = &cli.command
-    {
-        set_huge_pages(a.bench.huge_pages);
+    if let Command::Bench { workload } = &cli.command {
+        match workload {
+            BenchWorkload::Ycsb(a) => set_huge_pages(a.bench.huge_pages),
+            BenchWorkload::Tpcc(a) => set_huge_pages(a.bench.huge_pages),
+            _ => {}
+        }
     }
     match cli.command {
         Command::Shell { isolation } => shell::run(isolation),
@@ -257,7 +297,7 @@ fn main() -> ExitCode {
         Command::IsolationTest(a) => isolation::run(a),
         Command::Bench { workload } => match workload {
             BenchWorkload::Ycsb(a) => bench_ycsb(a),
-            BenchWorkload::Tpcc(_) => not_yet("tpcc"),
+            BenchWorkload::Tpcc(a) => bench_tpcc(a),
             BenchWorkload::Smallbank(_) => not_yet("smallbank"),
             BenchWorkload::Tatp(_) => not_yet("tatp"),
         },
@@ -275,7 +315,7 @@ fn set_huge_pages(on: bool) {
 }
 
 fn not_yet(workload: &str) -> ExitCode {
-    eprintln!("myriad: not supported yet: workload `{workload}` (built: ycsb)");
+    eprintln!("myriad: not supported yet: workload `{workload}` (built: ycsb, tpcc)");
     ExitCode::from(2)
 }
 
@@ -349,6 +389,77 @@ fn explain(files: &[PathBuf], dot: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// What every benchmark does before loading: create the `--json` file (so an unwritable
+/// path fails before the load and the run) and open the database.
+fn bench_setup(b: &BenchArgs) -> Result<(Option<JsonOut>, Database), ExitCode> {
+    let json_out = match &b.json {
+        Some(path) => match JsonOut::create(path) {
+            Ok(f) => Some(f),
+            Err(e) => usage_error(format!("--json {}: {e}", path.display())),
+        },
+        None => None,
+    };
+    Ok((json_out, open(b)?))
+}
+
+/// A loaded workload, ready for the shared runner and report.
+struct Loaded<'a, W, F: Fn(usize) -> W + Sync> {
+    workload: &'static str,
+    config: serde_json::Value,
+    txn_types: &'static [&'static str],
+    /// Runner threads (workers plus any background threads).
+    threads: usize,
+    load_s: f64,
+    make_worker: F,
+    fidelity: Vec<(&'static str, serde_json::Value)>,
+    json_out: Option<JsonOut>,
+    db: &'a Database,
+}
+
+/// Runs a loaded workload through `bench::run`, prints the report and writes its JSON.
+/// Returns the report, or the exit code of a failure (already reported).
+fn run_and_report<W: workload::Worker, F: Fn(usize) -> W + Sync>(
+    b: &BenchArgs,
+    l: Loaded<'_, W, F>,
+) -> Result<Report, ExitCode> {
+    let db = l.db;
+    let opts = RunOptions {
+        threads: l.threads,
+        warmup: Duration::from_secs_f64(b.warmup),
+        duration: Duration::from_secs_f64(b.duration),
+        progress: progress_enabled(b.no_progress),
+        txn_types: l.txn_types,
+        stop_grace: Duration::from_secs_f64(b.duration.max(STOP_GRACE_MIN_S)),
+    };
+    let run = bench::run(db, &opts, l.make_worker)
+        .map_err(|e| fatal(&format!("running {}", l.workload), e))?;
+    let end = db.stats();
+    let chains = db.chain_stats(64);
+    let report = Report::new(ReportInput {
+        workload: l.workload,
+        config: l.config,
+        seed: b.seed,
+        threads: l.threads,
+        warmup_s: b.warmup,
+        load_s: l.load_s,
+        txn_types: l.txn_types,
+        run: &run,
+        end,
+        chains,
+        fidelity: Fidelity::new(l.fidelity, db.config(), b.seed, b.huge_pages),
+    });
+    print!("{}", report.human(b.latency_histogram));
+    if let Some(out) = l.json_out {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| fatal("serializing the report", e))?
+            + "\n";
+        let path = out.path.clone();
+        out.finish(&text)
+            .map_err(|e| fatal(&format!("writing {}", path.display()), e))?;
+    }
+    Ok(report)
+}
+
 fn bench_ycsb(a: YcsbArgs) -> ExitCode {
     let b = &a.bench;
     let params = ycsb::Params {
@@ -368,16 +479,8 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
     if let Err(m) = params.validate() {
         usage_error(m);
     }
-    // Create the report file first, so an unwritable path fails before the load and the run.
-    let json_out = match &b.json {
-        Some(path) => match JsonOut::create(path) {
-            Ok(f) => Some(f),
-            Err(e) => usage_error(format!("--json {}: {e}", path.display())),
-        },
-        None => None,
-    };
-    let db = match open(b) {
-        Ok(db) => db,
+    let (json_out, db) = match bench_setup(b) {
+        Ok(x) => x,
         Err(code) => return code,
     };
     let progress = progress_enabled(b.no_progress);
@@ -398,44 +501,87 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
     if let Err(e) = loaded {
         return fatal("loading usertable", e);
     }
-    let load_s = load_start.elapsed().as_secs_f64();
-
-    let opts = RunOptions {
-        threads: b.threads,
-        warmup: Duration::from_secs_f64(b.warmup),
-        duration: Duration::from_secs_f64(b.duration),
-        progress,
-        txn_types: ycsb::TXN_TYPES,
-        stop_grace: Duration::from_secs_f64(b.duration.max(STOP_GRACE_MIN_S)),
-    };
-    let run = match bench::run(&db, &opts, |i| y.worker(i, b.seed)) {
-        Ok(r) => r,
-        Err(e) => return fatal("running ycsb", e),
-    };
-    let end = db.stats();
-    let chains = db.chain_stats(64);
-    let report = Report::new(ReportInput {
+    let l = Loaded {
         workload: "ycsb",
         config: serde_json::to_value(&a).unwrap_or_default(),
-        seed: b.seed,
-        threads: b.threads,
-        warmup_s: b.warmup,
-        load_s,
         txn_types: ycsb::TXN_TYPES,
-        run: &run,
-        end,
-        chains,
-        fidelity: Fidelity::new(y.fidelity(), db.config(), b.seed, b.huge_pages),
-    });
-    print!("{}", report.human(b.latency_histogram));
-    if let Some(out) = json_out {
-        let text = match serde_json::to_string_pretty(&report) {
-            Ok(t) => t + "\n",
-            Err(e) => return fatal("serializing the report", e),
-        };
-        let path = out.path.clone();
-        if let Err(e) = out.finish(&text) {
-            return fatal(&format!("writing {}", path.display()), e);
+        threads: b.threads,
+        load_s: load_start.elapsed().as_secs_f64(),
+        make_worker: |i| y.worker(i, b.seed),
+        fidelity: y.fidelity(),
+        json_out,
+        db: &db,
+    };
+    match run_and_report(b, l) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(code) => code,
+    }
+}
+
+fn bench_tpcc(a: TpccArgs) -> ExitCode {
+    let b = &a.bench;
+    let params = tpcc::Params {
+        warehouses: a.warehouses,
+        scale: tpcc::Scale::standard(),
+        remote_pct: a.remote_pct,
+        no_inserts: a.no_inserts,
+        isolation: b.isolation,
+    };
+    let (json_out, db) = match bench_setup(b) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let progress = progress_enabled(b.no_progress);
+    let load_start = Instant::now();
+    let t = match Tpcc::create(&db, params, b.seed) {
+        Ok(t) => t,
+        Err(e) => return fatal("creating the TPC-C tables and procedures", e),
+    };
+    let pb = progress_bar(
+        progress,
+        t.load_rows_estimate(),
+        "{prefix:>7} [{wide_bar}] {human_pos}/~{human_len} rows, eta {eta}",
+    );
+    pb.set_prefix("load");
+    let loaded = t.load(&db, b.threads, b.seed, Some(&pb));
+    pb.finish_and_clear();
+    if let Err(e) = loaded {
+        return fatal("loading TPC-C", e);
+    }
+    let scanners = a.stock_scan_threads as usize;
+    let l = Loaded {
+        workload: "tpcc",
+        config: serde_json::to_value(&a).unwrap_or_default(),
+        txn_types: tpcc::TXN_TYPES,
+        threads: b.threads + scanners,
+        load_s: load_start.elapsed().as_secs_f64(),
+        make_worker: |i| t.worker(i, b.threads, b.seed),
+        fidelity: t.fidelity(scanners),
+        json_out,
+        db: &db,
+    };
+    if let Err(code) = run_and_report(b, l) {
+        return code;
+    }
+    if a.check {
+        match t.check(&db) {
+            Ok(bad) if bad.is_empty() => {
+                println!(
+                    "\n  check        TPC-C consistency conditions 1-4 hold{}",
+                    if a.no_inserts {
+                        " (2 not checked: --no-inserts)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            Ok(bad) => {
+                for v in &bad {
+                    eprintln!("myriad: consistency violation: {v}");
+                }
+                return ExitCode::from(1);
+            }
+            Err(e) => return fatal("checking TPC-C consistency", e),
         }
     }
     ExitCode::SUCCESS

@@ -411,6 +411,7 @@ fn worker_loop<W: Worker>(
     mut w: W,
 ) -> Result<ThreadTally, Error> {
     let mut tally = ThreadTally::new(types);
+    let counted = w.counts_as_throughput();
     loop {
         let ph = phase.load(Ordering::Relaxed);
         if ph == STOP {
@@ -428,12 +429,19 @@ fn worker_loop<W: Worker>(
             match w.attempt(db) {
                 Ok(()) => {
                     if measured {
-                        tally.committed += 1;
+                        tally.committed += counted as u64;
                         tally.latency[ty].record(start.elapsed().as_nanos() as u64);
                     }
                     break;
                 }
-                Err(Error::SerializationFailure(reason)) if reason != AbortReason::UserAbort => {
+                Err(Error::SerializationFailure(AbortReason::UserAbort)) => {
+                    // The workload's own rollback: counted, never retried.
+                    if measured {
+                        tally.aborted[reason_index(AbortReason::UserAbort)] += 1;
+                    }
+                    break;
+                }
+                Err(Error::SerializationFailure(reason)) => {
                     if measured {
                         tally.aborted[reason_index(reason)] += 1;
                     }
