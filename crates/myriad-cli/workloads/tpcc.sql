@@ -207,14 +207,19 @@ BEGIN
 END $$;
 
 -- Clause 2.7: Delivery, all ten districts in one transaction (the deferred-execution queue
--- of the spec is not modelled). Returns the number of orders delivered.
-CREATE PROCEDURE delivery(w INT, carrier INT, delivery_d INT, inserts INT) AS $$
+-- of the spec is not modelled). `from_o_ids[d]` is a lower bound on district d's oldest new
+-- order that the driver remembers from its last Delivery (as Silo's TPC-C does): a deleted
+-- row's index entry stays in the B-tree, so a scan from the district's first key would walk
+-- every order ever delivered. Returns the order delivered in each district (0: none).
+CREATE PROCEDURE delivery(w INT, carrier INT, delivery_d INT, from_o_ids BIGINT[],
+                          inserts INT) AS $$
 DECLARE
-  x_o_id INT; x_c INT; x_cnt INT; x_amount INT; total INT; delivered INT;
+  x_o_id INT; x_c INT; x_cnt INT; x_amount INT; total INT; done BIGINT[];
 BEGIN
   FOR d IN 1..10 LOOP
+    x_o_id := 0;
     SELECT no_o_id INTO x_o_id FROM new_order
-      WHERE no_w_id = w AND no_d_id = d ORDER BY no_o_id LIMIT 1;
+      WHERE no_w_id = w AND no_d_id = d AND no_o_id >= from_o_ids[d] ORDER BY no_o_id LIMIT 1;
     IF found THEN
       IF inserts = 1 THEN
         DELETE FROM new_order WHERE no_w_id = w AND no_d_id = d AND no_o_id = x_o_id;
@@ -232,10 +237,11 @@ BEGIN
       END LOOP;
       UPDATE customer SET c_balance = c_balance + total, c_delivery_cnt = c_delivery_cnt + 1
         WHERE c_w_id = w AND c_d_id = d AND c_id = x_c;
-      delivered := delivered + 1;
     END IF;
+    done := done || x_o_id;
   END LOOP;
-  RETURN delivered;
+  RETURN done[1], done[2], done[3], done[4], done[5], done[6], done[7], done[8], done[9],
+         done[10];
 END $$;
 
 -- Clause 2.8: Stock-Level (read-only): distinct items of the district's last 20 orders whose

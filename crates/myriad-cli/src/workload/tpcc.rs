@@ -621,6 +621,7 @@ impl Tpcc {
             supply: Vec::with_capacity(15),
             quantities: Vec::with_capacity(15),
             txns: 0,
+            delivered: [0; DISTRICTS as usize],
         }
     }
 
@@ -810,6 +811,9 @@ pub struct TpccWorker<'a> {
     quantities: Vec<i64>,
     /// Transactions drawn (the logical clock of their dates).
     txns: i64,
+    /// Per district of the home warehouse: no undelivered order has a lower id (the
+    /// Delivery scan's starting point, see `delivery` in tpcc.sql).
+    delivered: [i64; DISTRICTS as usize],
 }
 
 impl TpccWorker<'_> {
@@ -956,12 +960,14 @@ impl Worker for TpccWorker<'_> {
                 let carrier = uniform(&mut self.rng, 1, 10);
                 let ins = !self.t.params.no_inserts as i64;
                 let f = &mut self.frames[DELIVERY];
-                for (i, v) in [self.home, carrier, EPOCH_S + self.txns, ins]
+                for (i, v) in [self.home, carrier, EPOCH_S + self.txns]
                     .into_iter()
                     .enumerate()
                 {
                     f.set(i, Value::Int(v));
                 }
+                f.set_ints(3, self.delivered[..].iter().copied());
+                f.set(4, Value::Int(ins));
             }
             _ => {
                 let d = uniform(&mut self.rng, 1, DISTRICTS);
@@ -983,7 +989,19 @@ impl Worker for TpccWorker<'_> {
         })?;
         let proc = &self.t.procs.by_type[self.ty];
         match proc.execute_bound(&mut tx, &mut self.frames[self.ty]) {
-            Ok(_) => tx.commit(),
+            Ok(out) => {
+                tx.commit()?;
+                if self.ty == DELIVERY && !self.t.params.no_inserts {
+                    // Orders up to the one delivered are gone for good: the next Delivery of
+                    // this terminal starts its scans after them.
+                    for (hint, o) in self.delivered.iter_mut().zip(&out) {
+                        if let Value::Int(o) = o {
+                            *hint = (*hint).max(*o + 1);
+                        }
+                    }
+                }
+                Ok(())
+            }
             // The 1% New-Order on an unused item id rolls back as the spec wants: a user
             // abort, counted as such and not retried. Any other RAISE is a bug.
             Err(Error::ProcedureAbort { .. }) if self.ty == NEW_ORDER && self.rollback => {
