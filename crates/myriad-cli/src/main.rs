@@ -35,6 +35,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 use workload::smallbank::{self, Smallbank};
 use workload::tatp::{self, Tatp};
+use workload::tpcc::{self, Tpcc, TpccBench};
 use workload::ycsb::{self, KeyDist, Mix, RowLayout, Ycsb};
 use workload::Workload;
 
@@ -79,8 +80,8 @@ enum Command {
 enum BenchWorkload {
     /// YCSB (thesis §5.7.1): one table, Zipfian point reads and updates.
     Ycsb(YcsbArgs),
-    /// TPC-C (not supported yet).
-    Tpcc(NotYet),
+    /// TPC-C (spec rev. 5.11, the five transactions as stored procedures) with StockScan.
+    Tpcc(TpccArgs),
     /// Smallbank (thesis §3.5): six banking stored procedures over three tables, Zipfian customers.
     Smallbank(SmallbankArgs),
     /// TATP (Hekaton §5.3): seven telecom stored procedures over four tables, 80% reads.
@@ -93,16 +94,9 @@ impl BenchWorkload {
             BenchWorkload::Ycsb(a) => Some(&a.bench),
             BenchWorkload::Smallbank(a) => Some(&a.bench),
             BenchWorkload::Tatp(a) => Some(&a.bench),
-            BenchWorkload::Tpcc(_) => None,
+            BenchWorkload::Tpcc(a) => Some(&a.bench),
         }
     }
-}
-
-/// Accepts anything, so a planned workload reports "not supported" rather than a flag error.
-#[derive(Args, Debug)]
-struct NotYet {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
-    args: Vec<String>,
 }
 
 /// Flags every workload shares.
@@ -188,6 +182,36 @@ struct YcsbArgs {
     /// language and interpreted) instead of native Rust calls; int64x10 layout only.
     #[arg(long)]
     as_procedure: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    bench: BenchArgs,
+}
+
+/// `myriad bench tpcc`.
+#[derive(Args, Debug, Clone, Serialize)]
+struct TpccArgs {
+    /// Warehouses (the contention knob: terminals share a home warehouse when there are
+    /// fewer warehouses than threads).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(i64).range(1..=100_000))]
+    warehouses: i64,
+    /// Percentage of New-Order lines supplied by another warehouse and of Payments for another
+    /// warehouse's customer (both set to P); 0 disables cross-warehouse transactions. Default:
+    /// the standard 1% and 15%.
+    #[arg(long, value_name = "P", value_parser = parse_pct)]
+    remote_pct: Option<f64>,
+    /// Thesis §4.7.1: New-Order, Payment and Delivery without INSERT and DELETE (the database
+    /// does not grow).
+    #[arg(long)]
+    no_inserts: bool,
+    /// Extra threads that repeatedly run StockScan (thesis §5.7.1: a read-only scan of STOCK
+    /// counting each warehouse's items); its latency is reported as `stock_scan`, and its
+    /// commits are not counted in the throughput.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1024))]
+    stock_scan_threads: u64,
+    /// After the run, check TPC-C consistency conditions 1–4 (clause 3.3.2); exit 1 on a
+    /// violation.
+    #[arg(long)]
+    check: bool,
     #[command(flatten)]
     #[serde(flatten)]
     bench: BenchArgs,
@@ -280,6 +304,14 @@ fn parse_warmup(s: &str) -> Result<f64, String> {
     parse_seconds(s, false)
 }
 
+fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=100.0).contains(&x) => Ok(x),
+        Ok(_) => Err(format!("must be a percentage in [0, 100], got {s}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 fn parse_theta(s: &str) -> Result<f64, String> {
     let x: f64 = s.parse().map_err(|e| format!("{e}"))?;
     if (0.0..1.0).contains(&x) {
@@ -304,7 +336,7 @@ fn main() -> ExitCode {
         Command::IsolationTest(a) => isolation::run(a),
         Command::Bench { workload } => match workload {
             BenchWorkload::Ycsb(a) => bench_ycsb(a),
-            BenchWorkload::Tpcc(_) => not_yet("tpcc"),
+            BenchWorkload::Tpcc(a) => bench_tpcc(a),
             BenchWorkload::Smallbank(a) => bench_smallbank(a),
             BenchWorkload::Tatp(a) => bench_tatp(a),
         },
@@ -319,11 +351,6 @@ fn set_huge_pages(on: bool) {
     unsafe {
         libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, on as _);
     }
-}
-
-fn not_yet(workload: &str) -> ExitCode {
-    eprintln!("myriad: not supported yet: workload `{workload}` (built: ycsb, smallbank, tatp)");
-    ExitCode::from(2)
 }
 
 /// A usage error found after parsing: clap's format and exit code (2).
@@ -435,6 +462,25 @@ fn bench_smallbank(a: SmallbankArgs) -> ExitCode {
     })
 }
 
+fn bench_tpcc(a: TpccArgs) -> ExitCode {
+    let b = &a.bench;
+    let params = tpcc::Params {
+        warehouses: a.warehouses,
+        scale: tpcc::Scale::standard(),
+        remote_pct: a.remote_pct,
+        no_inserts: a.no_inserts,
+        isolation: b.isolation,
+    };
+    let config = serde_json::to_value(&a).unwrap_or_default();
+    bench_workload("tpcc", config, b, a.check, |db| {
+        Ok(TpccBench {
+            t: Tpcc::create(db, params, b.seed)?,
+            terminals: b.threads,
+            scanners: a.stock_scan_threads as usize,
+        })
+    })
+}
+
 fn bench_tatp(a: TatpArgs) -> ExitCode {
     let b = &a.bench;
     let params = tatp::Params {
@@ -493,7 +539,7 @@ fn bench_workload<W: Workload>(
 
     let txn_types = w.txn_types();
     let opts = RunOptions {
-        threads: b.threads,
+        threads: b.threads + w.extra_threads(),
         warmup: Duration::from_secs_f64(b.warmup),
         duration: Duration::from_secs_f64(b.duration),
         progress,

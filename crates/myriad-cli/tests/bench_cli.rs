@@ -329,13 +329,6 @@ fn unbuilt_designs_and_workloads_exit_2_not_supported() {
     let out = myriad(&["bench", "ycsb", "--protocol", "mvto", "--no-progress"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("not supported"), "{}", stderr(&out));
-    let out = myriad(&["bench", "tpcc", "--warehouses", "4"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("not supported yet"),
-        "{}",
-        stderr(&out)
-    );
 }
 
 #[test]

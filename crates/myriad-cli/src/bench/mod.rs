@@ -429,6 +429,7 @@ fn worker_loop<W: Worker>(
     mut w: W,
 ) -> Result<ThreadTally, Error> {
     let mut tally = ThreadTally::new(types);
+    let counted = w.counts_as_throughput();
     loop {
         let ph = phase.load(Ordering::Relaxed);
         if ph == STOP {
@@ -446,7 +447,7 @@ fn worker_loop<W: Worker>(
             match w.attempt(db) {
                 Ok(()) => {
                     if measured {
-                        tally.committed += 1;
+                        tally.committed += counted as u64;
                         tally.latency[ty].record(start.elapsed().as_nanos() as u64);
                     }
                     break;

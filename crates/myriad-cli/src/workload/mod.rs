@@ -5,6 +5,8 @@
 pub mod rng;
 pub mod smallbank;
 pub mod tatp;
+
+pub mod tpcc;
 pub mod ycsb;
 pub mod zipf;
 
@@ -53,6 +55,8 @@ pub(crate) fn draw_type(rng: &mut Rng, mix_pct: &[u64]) -> usize {
 ///
 /// The runner calls `next_txn` once per transaction, then `attempt` until it commits: the
 /// inputs drawn by `next_txn` are kept, so a retry after an abort is the same transaction.
+/// `attempt` returning `SerializationFailure(UserAbort)` means the transaction rolled itself
+/// back as the workload intends (TPC-C's 1% New-Order): counted as a user abort, not retried.
 pub trait Worker {
     /// Draws the next transaction's inputs; returns its type (an index into the workload's
     /// transaction-type names).
@@ -63,6 +67,13 @@ pub trait Worker {
     /// `SerializationFailure(UserAbort)`) is counted and not retried; any other error is fatal
     /// to the run.
     fn attempt(&mut self, db: &Database) -> myriad::Result<()>;
+
+    /// Whether this worker's commits count in the run's committed total and throughput
+    /// (false for a background query thread such as TPC-C's StockScan, whose latency is
+    /// still recorded under its own transaction type).
+    fn counts_as_throughput(&self) -> bool {
+        true
+    }
 }
 
 /// A workload whose tables exist: what `myriad bench` needs to load it, run it and report.
@@ -85,6 +96,12 @@ pub trait Workload: Sync {
         seed: u64,
         progress: Option<&ProgressBar>,
     ) -> myriad::Result<()>;
+
+    /// Threads the runner starts beyond `--threads` (workers `threads..threads + extra`,
+    /// e.g. TPC-C's StockScan threads).
+    fn extra_threads(&self) -> usize {
+        0
+    }
 
     /// The worker of thread `thread`.
     fn worker(&self, thread: usize, seed: u64) -> Self::Worker<'_>;

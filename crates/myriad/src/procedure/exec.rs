@@ -93,6 +93,8 @@ impl Proc {
             match (v, ty) {
                 (V::Val(Value::Int(x)), Ty::Int) => *x = 0,
                 (V::Bool(b), Ty::Bool) => *b = false,
+                // A declared array starts empty, keeping its storage from the last call.
+                (V::IntArr(xs), Ty::IntArray) => xs.clear(),
                 (v, ty) => *v = zero(*ty),
             }
         }
@@ -428,6 +430,16 @@ impl Proc {
                 self.set_found(f, found);
             }
             Stmt::Assign { slot, value, .. } => {
+                if let E::Append(a, x) = value {
+                    if a == slot {
+                        // `arr := arr || x` appends in place.
+                        let x = value_of(x, None, &f.vars)?;
+                        if let (V::IntArr(xs), V::Val(Value::Int(i))) = (&mut f.vars[*slot], &x) {
+                            xs.push(*i);
+                            return Ok(Flow::Next);
+                        }
+                    }
+                }
                 if self.vars[*slot].1 == Ty::Int {
                     if let Some(i) = eval_int(value, None, &f.vars) {
                         set_int(&mut f.vars[*slot], i);

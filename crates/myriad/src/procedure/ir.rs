@@ -252,6 +252,10 @@ pub(crate) fn vars_of(e: &E, out: &mut Vec<usize>) {
             out.push(*v);
             vars_of(i, out);
         }
+        E::Append(v, x) | E::AnyEq(x, v) => {
+            out.push(*v);
+            vars_of(x, out);
+        }
         E::Col(_) | E::Lit(_) | E::Bool(_) => {}
         E::Neg(x) | E::Not(x) => vars_of(x, out),
         E::Concat(l, r) | E::Bin(l, _, r, _) => {
@@ -426,14 +430,14 @@ impl Compiler<'_> {
                     .schema
                     .column_index(c)
                     .ok()
-                    .and_then(|i| crate::sql::ordered_index(&t.schema, &[i]));
+                    .and_then(|i| access.order_by_column(&t.schema, i));
                 match index {
                     Some(i) => Some((i, *desc)),
                     None => {
                         return Err(sql_error(
                             at,
                             format!(
-                                "ORDER BY `{c}`: only the primary key of `{}` or a column with a one-column B-tree index can order rows",
+                                "ORDER BY `{c}`: only the primary key of `{}`, a column with a one-column B-tree index, or the key column after those `WHERE` fixes by equality can order rows",
                                 t.name()
                             ),
                         ))
@@ -803,10 +807,12 @@ pub(crate) fn compile(db: &Database, def: &Def) -> Result<Proc> {
     c.found_slot = c.new_slot(FOUND.into(), Ty::Bool, def.at)?;
     let mut inits = Vec::new();
     for (n, ty, init) in &def.decls {
-        if ty.element().is_some() {
+        if ty.element().is_some() && (*ty != Ty::IntArray || init.is_some()) {
             return Err(sql_error(
                 def.at,
-                format!("variable `{n}`: arrays can only be parameters"),
+                format!(
+                    "variable `{n}`: a declared array must be INT[] and starts empty (no initial value)"
+                ),
             ));
         }
         let init = match init {

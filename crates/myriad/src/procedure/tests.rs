@@ -634,3 +634,51 @@ fn int_point_updates_set_found_and_swaps_see_the_old_row() {
         [[Value::Int(5), Value::Int(8)]]
     );
 }
+
+#[test]
+fn declared_int_arrays_append_and_any() {
+    let db = db();
+    Session::new(&db)
+        .execute(
+            "CREATE TABLE line (o INT, n INT, item INT, PRIMARY KEY (o, n));
+             INSERT INTO line VALUES (1, 1, 7), (1, 2, 9), (2, 1, 7), (2, 2, 4), (3, 1, 9), (3, 2, 5);",
+        )
+        .unwrap();
+    let p = db
+        .create_procedures(
+            "CREATE PROCEDURE distinct_items(lo INT, hi INT) AS $$
+             DECLARE seen BIGINT[]; k INT; BEGIN
+               FOR r IN SELECT item FROM line WHERE o >= lo AND o <= hi LOOP
+                 IF NOT r.item = ANY(seen) THEN
+                   seen := seen || r.item;
+                 END IF;
+               END LOOP;
+               k := cardinality(seen);
+               RETURN k, seen[k];
+             END $$;",
+        )
+        .unwrap()
+        .remove(0);
+    // The frame is reused: the array starts empty on every call.
+    let mut f = p.frame();
+    let mut call = |lo: i64, hi: i64| {
+        let mut tx = db.begin().unwrap();
+        let r = p
+            .execute_in(&mut tx, &[lo.into(), hi.into()], &mut f)
+            .unwrap();
+        tx.commit().unwrap();
+        r
+    };
+    assert_eq!(call(1, 3), [Value::Int(4), Value::Int(5)]);
+    assert_eq!(call(1, 2), [Value::Int(3), Value::Int(4)]);
+    assert_eq!(call(3, 3), [Value::Int(2), Value::Int(5)]);
+    // Only INT arrays, starting empty.
+    for decl in ["xs DOUBLE[]", "xs BIGINT[] := 1"] {
+        let e = db
+            .create_procedures(&format!(
+                "CREATE PROCEDURE bad() AS $$ DECLARE {decl}; BEGIN RETURN 1; END $$;"
+            ))
+            .unwrap_err();
+        assert!(e.to_string().contains("declared array"), "{decl}: {e}");
+    }
+}

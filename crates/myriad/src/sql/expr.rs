@@ -86,6 +86,10 @@ pub(crate) enum E {
     ElemVar(usize, usize, SqlPos),
     /// Number of elements of an array variable.
     Len(usize),
+    /// `arr || x`: INT array variable `arr` with `x` appended (PostgreSQL's array append).
+    Append(usize, Box<E>),
+    /// `x = ANY(arr)`: does INT array variable `arr` hold `x`?
+    AnyEq(Box<E>, usize),
     /// String concatenation (`||`); numbers are rendered as text.
     Concat(Box<E>, Box<E>),
     /// `substring(s FROM start [FOR len])`, 1-based, by characters.
@@ -103,7 +107,9 @@ impl E {
         match self {
             E::Col(_) => true,
             E::Var(_) | E::ElemVar(..) | E::Len(_) | E::Lit(_) | E::Bool(_) => false,
-            E::Elem(_, x, _) | E::Neg(x) | E::Not(x) => x.reads_row(),
+            E::Elem(_, x, _) | E::Neg(x) | E::Not(x) | E::Append(_, x) | E::AnyEq(x, _) => {
+                x.reads_row()
+            }
             E::Concat(a, b) | E::Bin(a, _, b, _) => a.reads_row() || b.reads_row(),
             E::Substr(a, b, c) => {
                 a.reads_row() || b.reads_row() || c.as_ref().is_some_and(|c| c.reads_row())
@@ -234,6 +240,9 @@ pub(crate) fn compile_in(e: &Expr, scope: Scope<'_>) -> Result<(E, Ty)> {
         } => {
             let (l, lt) = compile(left, schema)?;
             let (r, rt) = compile(right, schema)?;
+            if let (E::Var(arr), Ty::IntArray, Ty::Int) = (&l, lt, rt) {
+                return Ok((E::Append(*arr, Box::new(r)), Ty::IntArray));
+            }
             if lt.element().is_some() || rt.element().is_some() || (lt != Ty::Str && rt != Ty::Str)
             {
                 return Err(sql_error(
@@ -302,6 +311,22 @@ pub(crate) fn compile_in(e: &Expr, scope: Scope<'_>) -> Result<(E, Ty)> {
             Ok((E::Substr(Box::new(s), from, len), Ty::Str))
         }
         Expr::Function(f) => function(f, scope, at),
+        Expr::AnyOp {
+            left,
+            compare_op: BinaryOperator::Eq,
+            right,
+            ..
+        } => {
+            let (x, xt) = compile(left, schema)?;
+            let (arr, et) = array_var(right, scope, at)?;
+            if xt != Ty::Int || et != Ty::Int {
+                return Err(sql_error(
+                    at,
+                    format!("= ANY needs an INT and an INT array, found {}", xt.name()),
+                ));
+            }
+            Ok((E::AnyEq(Box::new(x), arr), Ty::Bool))
+        }
         _ => Err(sql_error(at, format!("expression not supported: {e}"))),
     }
 }
@@ -579,6 +604,13 @@ pub(crate) fn eval_cond(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<b
             V::Bool(b) => Some(*b),
             _ => None,
         },
+        E::AnyEq(x, a) => {
+            let x = eval_int(x, row, vars)?;
+            match &vars[*a] {
+                V::IntArr(xs) => Some(xs.contains(&x)),
+                _ => None,
+            }
+        }
         _ => None,
     }
 }
@@ -598,6 +630,25 @@ pub(crate) fn value_of(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> 
     match eval_int(e, row.as_ref(), vars) {
         Some(i) => Ok(V::Val(Value::Int(i))),
         None => eval_in(e, row, vars),
+    }
+}
+
+/// The elements of an INT array value (empty for anything else: the compiler checked types).
+fn int_array(v: &V) -> Vec<i64> {
+    match v {
+        V::IntArr(xs) => xs.clone(),
+        V::Arr(xs) => xs.iter().filter_map(Value::as_i64).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn int_of(v: V) -> Result<i64> {
+    match v {
+        V::Val(Value::Int(i)) => Ok(i),
+        other => Err(sql_error(
+            SqlPos::default(),
+            format!("an INT array element must be INT, found {other:?}"),
+        )),
     }
 }
 
@@ -662,6 +713,15 @@ pub(crate) fn eval_in(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> {
             V::IntArr(xs) => V::Val(Value::Int(xs.len() as i64)),
             _ => V::Val(Value::Int(0)),
         },
+        E::Append(a, x) => {
+            let mut xs = int_array(&vars[*a]);
+            xs.push(int_of(eval(x, row)?)?);
+            V::IntArr(xs)
+        }
+        E::AnyEq(x, a) => {
+            let x = int_of(eval(x, row)?)?;
+            V::Bool(int_array(&vars[*a]).contains(&x))
+        }
         E::Concat(l, r) => {
             let mut s = text(eval(l, row)?);
             s.push_str(&text(eval(r, row)?));
@@ -694,7 +754,7 @@ pub(crate) fn eval_in(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> {
             } else {
                 s.chars()
                     .skip((lo - 1) as usize)
-                    .take((hi - lo).min(usize::MAX as i64) as usize)
+                    .take(usize::try_from(hi - lo).unwrap_or(usize::MAX))
                     .collect()
             };
             V::Val(Value::Str(out))

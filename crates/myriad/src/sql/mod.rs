@@ -29,7 +29,7 @@ use crate::storage::TableRef;
 use crate::txn::{Transaction, TxnOptions};
 use crate::value::{RowRef, Value, ValueRef};
 use crate::{Database, Isolation};
-pub(crate) use expr::{compile, compile_in, eval, eval_in, Op, Scope, Ty, E, V};
+pub(crate) use expr::{compile, compile_in, eval, eval_in, value_of, Op, Scope, Ty, E, V};
 use sqlparser::ast::{
     self, ColumnOption, Expr, FromTable, ObjectName, SelectItem, SetExpr, Spanned, Statement,
     TableConstraint, TableFactor, TableObject, TransactionAccessMode, TransactionIsolationLevel,
@@ -801,8 +801,8 @@ pub(crate) struct Access {
     pub point: Option<Vec<E>>,
     /// The condition says more than the key equalities (so a point update must read first).
     pub residual: bool,
-    /// Bounds on a one-column primary key: a range scan of the ordered primary index.
-    pub range: Option<(Bound<E>, Bound<E>)>,
+    /// A range of an ordered index (the primary key or a B-tree secondary index).
+    pub range: Option<KeyRange>,
     /// Equality on every column of a secondary index (position, key expressions): a lookup
     /// of that index, used when there is no point key.
     pub index: Option<(usize, Vec<E>)>,
@@ -882,6 +882,31 @@ impl Access {
     }
 }
 
+/// A range scan of ordered index `index`: the condition fixes its first `prefix` columns by
+/// equality and may bound the next one; `lo`/`hi` are key prefixes (the fixed values, plus
+/// the bound when there is one), which the engine's scan accepts.
+#[derive(Clone, Debug)]
+pub(crate) struct KeyRange {
+    pub index: usize,
+    pub prefix: usize,
+    pub lo: Bound<Vec<E>>,
+    pub hi: Bound<Vec<E>>,
+}
+
+impl Access {
+    /// The ordered index whose order is `ORDER BY col` among the rows this plan selects: an
+    /// index on `col` alone, or the range's index when `col` is the column right after the
+    /// prefix its equalities fix (`WHERE w = 1 AND d = 2 ORDER BY o` on a key `(w, d, o)`).
+    pub(crate) fn order_by_column(&self, s: &TableSchema, col: usize) -> Option<usize> {
+        if let Some(r) = &self.range {
+            if s.indexes()[r.index].columns.get(r.prefix) == Some(&col) {
+                return Some(r.index);
+            }
+        }
+        ordered_index(s, &[col])
+    }
+}
+
 /// [`visit`] with a compiled access plan and the variables its expressions read; `key` is
 /// a reusable buffer for the point key.
 pub(crate) fn visit_plan(
@@ -931,44 +956,56 @@ pub(crate) fn visit_plan(
             return err;
         }
     }
-    let col = t.schema.indexes()[0].columns[0];
-    let bound = |b: &Bound<E>| -> Result<Bound<Value>> {
-        Ok(match b {
-            Bound::Included(e) => key_value(&t.schema, col, eval_in(e, None, vars)?)
-                .map_or(Bound::Unbounded, Bound::Included),
-            Bound::Excluded(e) => key_value(&t.schema, col, eval_in(e, None, vars)?)
-                .map_or(Bound::Unbounded, Bound::Excluded),
-            Bound::Unbounded => Bound::Unbounded,
-        })
-    };
     let range = match &a.range {
-        Some((lo, hi)) => Some((bound(lo)?, bound(hi)?)),
-        None => None,
+        Some(r) if order.is_none_or(|(i, _)| i == r.index) => {
+            let cols = &t.schema.indexes()[r.index].columns;
+            let bound = |b: &Bound<Vec<E>>| -> Result<Bound<Vec<Value>>> {
+                let key = |es: &Vec<E>| -> Result<Option<Vec<Value>>> {
+                    let mut k = Vec::with_capacity(es.len());
+                    for (e, &col) in es.iter().zip(cols) {
+                        match key_value(&t.schema, col, value_of(e, None, vars)?) {
+                            Some(v) => k.push(v),
+                            // A value that fits no key of the column: no bound from it (the
+                            // condition still filters every row).
+                            None => return Ok(None),
+                        }
+                    }
+                    Ok(Some(k))
+                };
+                Ok(match b {
+                    Bound::Included(es) => key(es)?.map_or(Bound::Unbounded, Bound::Included),
+                    Bound::Excluded(es) => key(es)?.map_or(Bound::Unbounded, Bound::Excluded),
+                    Bound::Unbounded => Bound::Unbounded,
+                })
+            };
+            Some((r.index, bound(&r.lo)?, bound(&r.hi)?))
+        }
+        _ => None,
     };
     if order.is_some() || range.is_some() {
         let (index, descending) = order.unwrap_or((0, false));
+        // The key range bounds its index; another ordered index is scanned whole.
+        let (index, lo, hi) = match range {
+            Some(r) => r,
+            None => (index, Bound::Unbounded, Bound::Unbounded),
+        };
         let opts = crate::txn::ScanOptions {
             index,
             limit: None,
             descending,
         };
-        // The key range bounds the primary index; another index is scanned whole.
-        let (lo, hi) = match range {
-            Some(r) if index == 0 => r,
-            _ => (Bound::Unbounded, Bound::Unbounded),
-        };
-        tx.scan(t, one_value(&lo), one_value(&hi), opts, each)?;
+        tx.scan(t, as_slice(&lo), as_slice(&hi), opts, each)?;
     } else {
         tx.scan_table(t, &mut each)?;
     }
     err
 }
 
-/// A one-column key bound as the engine's key type.
-fn one_value(b: &Bound<Value>) -> Bound<&[Value]> {
+/// A key-prefix bound as the engine's key type.
+fn as_slice(b: &Bound<Vec<Value>>) -> Bound<&[Value]> {
     match b {
-        Bound::Included(v) => Bound::Included(std::slice::from_ref(v)),
-        Bound::Excluded(v) => Bound::Excluded(std::slice::from_ref(v)),
+        Bound::Included(v) => Bound::Included(v.as_slice()),
+        Bound::Excluded(v) => Bound::Excluded(v.as_slice()),
         Bound::Unbounded => Bound::Unbounded,
     }
 }
@@ -989,6 +1026,7 @@ fn row_free(e: &E) -> bool {
     match e {
         E::Col(_) => false,
         E::Lit(_) | E::Bool(_) | E::Var(_) | E::Len(_) | E::ElemVar(..) => true,
+        E::Append(_, x) | E::AnyEq(x, _) => row_free(x),
         E::Elem(_, x, _) | E::Neg(x) | E::Not(x) => row_free(x),
         E::Concat(l, r) | E::Bin(l, _, r, _) => row_free(l) && row_free(r),
         E::Substr(a, b, c) => row_free(a) && row_free(b) && c.as_deref().is_none_or(row_free),
@@ -1051,20 +1089,71 @@ fn index_key(cs: &[&E], s: &TableSchema) -> Option<(usize, Vec<E>)> {
         .find_map(|i| index_equalities(cs, s, i).map(|k| (i, k)))
 }
 
-/// Bounds on a one-column primary key implied by the condition's top-level conjuncts
-/// (`k > 3 AND k <= 9`, either side); `None` if there are none. Any implied bound is sound:
-/// the full condition is still applied to every row the range yields.
-fn key_range(cs: &[&E], s: &TableSchema) -> Option<(Bound<E>, Bound<E>)> {
-    let [col] = s.indexes()[0].columns.as_slice() else {
-        return None;
-    };
-    let (mut lo, mut hi) = (Bound::Unbounded, Bound::Unbounded);
+/// The best range of an ordered index implied by the condition's top-level conjuncts: the
+/// index (primary key first on a tie) whose leading columns the most equalities fix, the next
+/// column's bounds (`k > 3 AND k <= 9`, either side) counting too; `None` if no ordered index
+/// has a fixed or bounded first column. Any implied range is sound: the full condition is
+/// still applied to every row it yields.
+fn key_range(cs: &[&E], s: &TableSchema) -> Option<KeyRange> {
+    let mut best: Option<(usize, KeyRange)> = None;
+    for (i, def) in s.indexes().iter().enumerate() {
+        if i != 0 && def.kind != IndexKind::Ordered {
+            continue;
+        }
+        let mut prefix = Vec::new();
+        for &col in &def.columns {
+            match cs
+                .iter()
+                .find_map(|e| equality(e).filter(|(c, _)| *c == col))
+            {
+                Some((_, x)) => prefix.push(x.clone()),
+                None => break,
+            }
+        }
+        let k = prefix.len();
+        let (lo, hi) = match def.columns.get(k) {
+            Some(&col) => column_bounds(cs, col),
+            None => (None, None),
+        };
+        let score = 2 * k + usize::from(lo.is_some() || hi.is_some());
+        if score == 0 || best.as_ref().is_some_and(|(b, _)| *b >= score) {
+            continue;
+        }
+        let with = |b: Option<(bool, E)>| match b {
+            Some((inclusive, x)) => {
+                let mut key = prefix.clone();
+                key.push(x);
+                if inclusive {
+                    Bound::Included(key)
+                } else {
+                    Bound::Excluded(key)
+                }
+            }
+            None if k > 0 => Bound::Included(prefix.clone()),
+            None => Bound::Unbounded,
+        };
+        let range = KeyRange {
+            index: i,
+            prefix: k,
+            lo: with(lo),
+            hi: with(hi),
+        };
+        best = Some((score, range));
+    }
+    best.map(|(_, r)| r)
+}
+
+/// The first lower and upper bound the conjuncts put on column `col`, each as
+/// (inclusive, bound expression).
+type ColBound = Option<(bool, E)>;
+fn column_bounds(cs: &[&E], col: usize) -> (ColBound, ColBound) {
+    let (mut lo, mut hi) = (None, None);
     for e in cs {
         let E::Bin(l, op, r, _) = e else { continue };
-        // Normalise to `key op x`.
+        // Normalise to `col op x`.
         let (op, v) = match (l.as_ref(), r.as_ref()) {
-            (E::Col(c), x) if c == col && row_free(x) => (*op, x),
-            (x, E::Col(c)) if c == col && row_free(x) => match op {
+            (E::Col(c), x) if *c == col && row_free(x) => (*op, x),
+            (x, E::Col(c)) if *c == col && row_free(x) => match op {
                 Op::Lt => (Op::Gt, x),
                 Op::Le => (Op::Ge, x),
                 Op::Gt => (Op::Lt, x),
@@ -1073,16 +1162,15 @@ fn key_range(cs: &[&E], s: &TableSchema) -> Option<(Bound<E>, Bound<E>)> {
             },
             _ => continue,
         };
-        let v = v.clone();
         match op {
-            Op::Gt if matches!(lo, Bound::Unbounded) => lo = Bound::Excluded(v),
-            Op::Ge if matches!(lo, Bound::Unbounded) => lo = Bound::Included(v),
-            Op::Lt if matches!(hi, Bound::Unbounded) => hi = Bound::Excluded(v),
-            Op::Le if matches!(hi, Bound::Unbounded) => hi = Bound::Included(v),
+            Op::Gt if lo.is_none() => lo = Some((false, v.clone())),
+            Op::Ge if lo.is_none() => lo = Some((true, v.clone())),
+            Op::Lt if hi.is_none() => hi = Some((false, v.clone())),
+            Op::Le if hi.is_none() => hi = Some((true, v.clone())),
             _ => {}
         }
     }
-    (!matches!(lo, Bound::Unbounded) || !matches!(hi, Bound::Unbounded)).then_some((lo, hi))
+    (lo, hi)
 }
 
 fn select(

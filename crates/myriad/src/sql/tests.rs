@@ -771,3 +771,143 @@ fn order_by_a_column_with_a_btree_index() {
     .unwrap();
     assert_eq!(db.call("top", &[]).unwrap(), [Value::Int(4)]);
 }
+
+#[test]
+fn composite_key_prefix_ranges_return_what_a_full_scan_returns() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(
+        "CREATE TABLE c (a INT, b INT, k INT, v INT, PRIMARY KEY (a, b, k));
+         CREATE INDEX c_vb ON c (v, b);",
+    )
+    .unwrap();
+    let mut values = Vec::new();
+    for a in 0..3 {
+        for b in 0..4 {
+            for k in 0..5 {
+                values.push(format!("({a}, {b}, {k}, {})", (a + b + k) % 3));
+            }
+        }
+    }
+    s.execute(&format!("INSERT INTO c VALUES {}", values.join(", ")))
+        .unwrap();
+    let all = ints(&s.execute("SELECT a, b, k, v FROM c").unwrap());
+    type Pred = fn(i64, i64, i64, i64) -> bool;
+    let cases: [(&str, Pred); 8] = [
+        ("a = 1", |a, _, _, _| a == 1),
+        ("a = 1 AND b = 2", |a, b, _, _| a == 1 && b == 2),
+        ("b = 2 AND a = 1 AND k >= 3", |a, b, k, _| {
+            a == 1 && b == 2 && k >= 3
+        }),
+        ("a = 2 AND b = 0 AND k > 1 AND k < 4", |a, b, k, _| {
+            a == 2 && b == 0 && (2..4).contains(&k)
+        }),
+        ("a = 0 AND b <= 1", |a, b, _, _| a == 0 && b <= 1),
+        ("a > 0 AND v = 1", |a, _, _, v| a > 0 && v == 1),
+        ("v = 2 AND b > 1", |_, b, _, v| v == 2 && b > 1),
+        ("a = 1 AND k = 2", |a, _, k, _| a == 1 && k == 2),
+    ];
+    for (w, pred) in cases {
+        let mut got = ints(
+            &s.execute(&format!("SELECT a, b, k, v FROM c WHERE {w}"))
+                .unwrap(),
+        );
+        got.sort();
+        let want: Vec<Vec<i64>> = all
+            .iter()
+            .filter(|r| pred(r[0], r[1], r[2], r[3]))
+            .cloned()
+            .collect();
+        assert!(!want.is_empty(), "{w}");
+        assert_eq!(got, want, "{w}");
+    }
+}
+
+#[test]
+fn a_composite_prefix_read_conflicts_only_with_writes_under_its_prefix() {
+    for (insert_key, conflicts) in [("(2, 0)", false), ("(1, 9)", true)] {
+        let db = db();
+        let mut a = Session::new(&db);
+        let mut b = Session::new(&db);
+        a.execute(
+            "CREATE TABLE r (w INT, o INT, v INT, PRIMARY KEY (w, o));
+             CREATE TABLE log (id INT PRIMARY KEY, n INT);
+             INSERT INTO r VALUES (1, 1, 0), (1, 2, 0), (2, 5, 0);",
+        )
+        .unwrap();
+        a.execute("BEGIN ISOLATION LEVEL SERIALIZABLE").unwrap();
+        assert_eq!(
+            ints(&a.execute("SELECT count(*) FROM r WHERE w = 1").unwrap()),
+            [[2]]
+        );
+        b.execute(&format!(
+            "INSERT INTO r VALUES {}",
+            insert_key.replace(')', ", 1)")
+        ))
+        .unwrap();
+        a.execute("INSERT INTO log VALUES (1, 2)").unwrap();
+        // Without the conflict, a full-table scan would have aborted: the prefix range was used.
+        assert_phantom_abort_iff(a.execute("COMMIT"), conflicts);
+    }
+}
+
+#[test]
+fn procedures_order_by_the_key_column_after_a_fixed_prefix() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(
+        "CREATE TABLE no (w INT, d INT, o INT, PRIMARY KEY (w, d, o));
+         CREATE TABLE ord (w INT, o INT, c INT, PRIMARY KEY (w, o));
+         CREATE INDEX ord_c ON ord (w, c, o);
+         INSERT INTO no VALUES (1, 1, 7), (1, 1, 3), (1, 1, 9), (1, 2, 1), (2, 1, 2);
+         INSERT INTO ord VALUES (1, 1, 5), (1, 2, 6), (1, 3, 5), (1, 4, 5), (2, 9, 5);",
+    )
+    .unwrap();
+    db.create_procedures(
+        "CREATE PROCEDURE oldest(pw INT, pd INT) AS $$ DECLARE x INT; y INT; BEGIN
+           SELECT o INTO x FROM no WHERE w = pw AND d = pd ORDER BY o LIMIT 1;
+           SELECT o INTO y FROM no WHERE w = pw AND d = pd ORDER BY o DESC LIMIT 1;
+           RETURN x, y;
+         END $$;
+         CREATE PROCEDURE last_order(pw INT, pc INT) AS $$ DECLARE x INT; BEGIN
+           SELECT o INTO x FROM ord WHERE w = pw AND c = pc ORDER BY o DESC LIMIT 1;
+           RETURN x;
+         END $$;",
+    )
+    .unwrap();
+    let call = |name: &str, a: i64, b: i64| db.call(name, &[a.into(), b.into()]).unwrap();
+    assert_eq!(call("oldest", 1, 1), [Value::Int(3), Value::Int(9)]);
+    assert_eq!(call("oldest", 1, 2), [Value::Int(1), Value::Int(1)]);
+    assert_eq!(call("last_order", 1, 5), [Value::Int(4)]);
+    assert_eq!(call("last_order", 2, 5), [Value::Int(9)]);
+    // A column that no fixed prefix puts in order is still refused.
+    let e = db
+        .create_procedures(
+            "CREATE PROCEDURE bad(pw INT) AS $$ DECLARE x INT; BEGIN
+               SELECT o INTO x FROM no WHERE w = pw ORDER BY o LIMIT 1;
+             END $$;",
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("ORDER BY"), "{e}");
+}
+
+#[test]
+fn substring_takes_at_most_its_length() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(
+        "CREATE TABLE t (k INT PRIMARY KEY, v VARCHAR(8)); INSERT INTO t VALUES (1, 'abcdef')",
+    )
+    .unwrap();
+    let out = s
+        .execute(
+            "SELECT substring(v FROM 1 FOR 2), substring(k || v FROM 2 FOR 3), substr(v, 5), \
+             substring(v FROM 0 FOR 2), substring(v FROM 3 FOR 0) FROM t",
+        )
+        .unwrap();
+    let want: Vec<Value> = ["ab", "abc", "ef", "a", ""]
+        .into_iter()
+        .map(Value::from)
+        .collect();
+    assert_eq!(rows(&out), [want]);
+}

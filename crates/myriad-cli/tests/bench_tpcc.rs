@@ -1,0 +1,159 @@
+//! `myriad bench tpcc` as a user runs it: short two-thread runs under Serializable and SI
+//! that must pass TPC-C consistency conditions 1–4 (`--check`), with StockScan reported on
+//! its own, and the procedures file readable by `myriad explain`.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn myriad(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_myriad"))
+        .args(args)
+        .output()
+        .expect("run the myriad binary")
+}
+
+fn tpcc(tag: &str, extra: &[&str]) -> (Value, String) {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench_tpcc-{}-{tag}.json", std::process::id()));
+    let p = path.to_str().expect("utf-8 temp path");
+    let mut args = vec![
+        "bench",
+        "tpcc",
+        "--threads",
+        "2",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0",
+        "--no-progress",
+        "--check",
+        "--json",
+        p,
+    ];
+    args.extend_from_slice(extra);
+    let out = myriad(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "myriad {args:?} failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&path).expect("JSON report written");
+    let _ = std::fs::remove_file(&path);
+    (
+        serde_json::from_str(&text).expect("one JSON object"),
+        stdout,
+    )
+}
+
+#[test]
+fn short_runs_keep_the_consistency_conditions_under_serializable_and_si() {
+    for (isolation, warehouses) in [("serializable", "2"), ("si", "1")] {
+        let (r, human) = tpcc(
+            isolation,
+            &[
+                "--isolation",
+                isolation,
+                "--warehouses",
+                warehouses,
+                "--stock-scan-threads",
+                "1",
+            ],
+        );
+        assert!(
+            human.contains("consistency conditions 1-4 hold"),
+            "{isolation}: {human}"
+        );
+        assert_eq!(r["workload"], "tpcc");
+        assert_eq!(
+            r["config"]["warehouses"].as_i64(),
+            Some(warehouses.parse().unwrap())
+        );
+        assert_eq!(r["fidelity"]["isolation"], isolation);
+        let lat = &r["latency_us"];
+        for ty in [
+            "new_order",
+            "payment",
+            "order_status",
+            "delivery",
+            "stock_level",
+        ] {
+            assert!(
+                lat[ty]["count"].as_u64() > Some(0),
+                "{isolation}: no {ty}: {lat}"
+            );
+        }
+        // StockScan runs on its own thread, is reported under its own type, and is not part
+        // of the committed count.
+        let scans = lat["stock_scan"]["count"].as_u64().unwrap_or(0);
+        assert!(scans > 0, "{isolation}: {lat}");
+        let terminal: u64 = [
+            "new_order",
+            "payment",
+            "order_status",
+            "delivery",
+            "stock_level",
+        ]
+        .iter()
+        .map(|t| lat[t]["count"].as_u64().unwrap_or(0))
+        .sum();
+        assert_eq!(r["committed"].as_u64(), Some(terminal), "{isolation}");
+        // The 1% New-Order rollback is a user abort, counted and not retried.
+        assert!(r["abort_reasons"]["user_abort"].as_u64() > Some(0), "{r}");
+    }
+}
+
+#[test]
+fn no_inserts_keeps_the_database_size_and_remote_zero_keeps_warehouses_apart() {
+    let (r, human) = tpcc(
+        "noins",
+        &["--no-inserts", "--remote-pct", "0", "--warehouses", "2"],
+    );
+    assert!(human.contains("2 not checked: --no-inserts"), "{human}");
+    assert_eq!(r["fidelity"]["inserts"], false);
+    assert!(
+        r["fidelity"]["remote"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("0% "),
+        "{}",
+        r["fidelity"]
+    );
+}
+
+#[test]
+fn invalid_flags_are_usage_errors() {
+    for args in [
+        &["--warehouses", "0"][..],
+        &["--remote-pct", "101"],
+        &["--remote-pct", "-1"],
+    ] {
+        let mut argv = vec!["bench", "tpcc"];
+        argv.extend_from_slice(args);
+        let out = myriad(&argv);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn the_tpcc_procedures_explain() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/tpcc.sql");
+    let out = myriad(&["explain", file]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for p in [
+        "new_order",
+        "payment",
+        "order_status",
+        "delivery",
+        "stock_level",
+        "stock_scan",
+    ] {
+        assert!(text.contains(&format!("PROCEDURE {p}(")), "{p} missing");
+    }
+}
