@@ -9,30 +9,34 @@
 -- The Rust driver (`myriad bench tpcc`) draws every input (NURand ids, names, amounts) and
 -- passes it as parameters; `inserts = 0` is the thesis's `--no-inserts` (§4.7.1): no INSERT
 -- and no DELETE, everything else unchanged. Run `myriad explain` on this file for the IR.
+--
+-- Tables read only by whole keys (warehouse, district, customer, history, item, stock) have
+-- hash primary keys (`USING HASH`); the others are B-trees because the transactions scan
+-- ranges of their keys. StockScan's per-warehouse count of STOCK is then a table scan.
 
 CREATE TABLE warehouse (
   w_id INT, w_name VARCHAR(10), w_street_1 VARCHAR(20), w_street_2 VARCHAR(20),
   w_city VARCHAR(20), w_state VARCHAR(2), w_zip VARCHAR(9), w_tax INT, w_ytd INT,
-  PRIMARY KEY (w_id));
+  PRIMARY KEY (w_id) USING HASH);
 CREATE TABLE district (
   d_w_id INT, d_id INT, d_name VARCHAR(10), d_street_1 VARCHAR(20), d_street_2 VARCHAR(20),
   d_city VARCHAR(20), d_state VARCHAR(2), d_zip VARCHAR(9), d_tax INT, d_ytd INT,
   d_next_o_id INT,
-  PRIMARY KEY (d_w_id, d_id));
+  PRIMARY KEY (d_w_id, d_id) USING HASH);
 CREATE TABLE customer (
   c_w_id INT, c_d_id INT, c_id INT, c_first VARCHAR(16), c_middle VARCHAR(2),
   c_last VARCHAR(16), c_street_1 VARCHAR(20), c_street_2 VARCHAR(20), c_city VARCHAR(20),
   c_state VARCHAR(2), c_zip VARCHAR(9), c_phone VARCHAR(16), c_since INT, c_credit VARCHAR(2),
   c_credit_lim INT, c_discount INT, c_balance INT, c_ytd_payment INT, c_payment_cnt INT,
   c_delivery_cnt INT, c_data VARCHAR(500),
-  PRIMARY KEY (c_w_id, c_d_id, c_id));
+  PRIMARY KEY (c_w_id, c_d_id, c_id) USING HASH);
 -- Payment and Order-Status by last name: the rows of one name in c_first order.
 CREATE INDEX customer_by_name ON customer USING BTREE (c_w_id, c_d_id, c_last, c_first);
 -- HISTORY has no key in the spec; h_id is a surrogate the driver makes unique.
 CREATE TABLE history (
   h_id INT, h_c_id INT, h_c_d_id INT, h_c_w_id INT, h_d_id INT, h_w_id INT, h_date INT,
   h_amount INT, h_data VARCHAR(24),
-  PRIMARY KEY (h_id));
+  PRIMARY KEY (h_id) USING HASH);
 -- Delivery takes a district's oldest new order: the first key under (w, d).
 CREATE TABLE new_order (
   no_w_id INT, no_d_id INT, no_o_id INT,
@@ -49,14 +53,14 @@ CREATE TABLE order_line (
   PRIMARY KEY (ol_w_id, ol_d_id, ol_o_id, ol_number));
 CREATE TABLE item (
   i_id INT, i_im_id INT, i_name VARCHAR(24), i_price INT, i_data VARCHAR(50),
-  PRIMARY KEY (i_id));
+  PRIMARY KEY (i_id) USING HASH);
 CREATE TABLE stock (
   s_w_id INT, s_i_id INT, s_quantity INT,
   s_dist_01 VARCHAR(24), s_dist_02 VARCHAR(24), s_dist_03 VARCHAR(24), s_dist_04 VARCHAR(24),
   s_dist_05 VARCHAR(24), s_dist_06 VARCHAR(24), s_dist_07 VARCHAR(24), s_dist_08 VARCHAR(24),
   s_dist_09 VARCHAR(24), s_dist_10 VARCHAR(24),
   s_ytd INT, s_order_cnt INT, s_remote_cnt INT, s_data VARCHAR(50),
-  PRIMARY KEY (s_w_id, s_i_id));
+  PRIMARY KEY (s_w_id, s_i_id) USING HASH);
 
 -- Clause 2.4: New-Order. An item id that does not exist (the driver's 1%) rolls the whole
 -- transaction back. Returns the order id and the order's total in cents.

@@ -486,9 +486,29 @@ fn table_schema(ct: &ast::CreateTable) -> Result<TableSchema> {
             }
         }
     }
+    let mut pk_kind = IndexKind::Ordered;
     for k in &ct.constraints {
         match k {
             TableConstraint::PrimaryKey(p) if pk.is_empty() => {
+                let using =
+                    p.index_type
+                        .iter()
+                        .chain(p.index_options.iter().filter_map(|o| match o {
+                            ast::IndexOption::Using(t) => Some(t),
+                            _ => None,
+                        }));
+                for t in using {
+                    pk_kind = match t {
+                        ast::IndexType::BTree => IndexKind::Ordered,
+                        ast::IndexType::Hash => IndexKind::Hash,
+                        other => return Err(sql_error(
+                            at_span(k.span()),
+                            format!(
+                                "primary key index type {other} is not supported (BTREE or HASH)"
+                            ),
+                        )),
+                    };
+                }
                 for ic in &p.columns {
                     match &ic.column.expr {
                         Expr::Identifier(id) => pk.push(id.value.clone()),
@@ -516,8 +536,10 @@ fn table_schema(ct: &ast::CreateTable) -> Result<TableSchema> {
         ));
     }
     let cols: Vec<&str> = pk.iter().map(String::as_str).collect();
-    // Ordered, so that key ranges (and later ORDER BY on the key) can use it.
-    b.primary_key_with(&cols, IndexKind::Ordered).build()
+    // Ordered unless asked otherwise, so that key ranges and ORDER BY on the key can use it;
+    // `PRIMARY KEY (cols) USING HASH` makes a hash index, for
+    // tables read only by point keys.
+    b.primary_key_with(&cols, pk_kind).build()
 }
 
 /// The table a DML statement names.
@@ -1097,7 +1119,8 @@ fn index_key(cs: &[&E], s: &TableSchema) -> Option<(usize, Vec<E>)> {
 fn key_range(cs: &[&E], s: &TableSchema) -> Option<KeyRange> {
     let mut best: Option<(usize, KeyRange)> = None;
     for (i, def) in s.indexes().iter().enumerate() {
-        if i != 0 && def.kind != IndexKind::Ordered {
+        // A hash index (primary or secondary) cannot scan a range.
+        if def.kind != IndexKind::Ordered {
             continue;
         }
         let mut prefix = Vec::new();
@@ -1323,13 +1346,12 @@ fn order_by(ob: &ast::OrderBy, s: &TableSchema, at: SqlPos) -> Result<(usize, bo
     Ok((index, desc.unwrap_or(false)))
 }
 
-/// The primary key if it is exactly `cols`, else an ordered secondary index on exactly
-/// `cols`.
+/// The first B-tree index (primary key first) on exactly `cols`.
 pub(crate) fn ordered_index(s: &TableSchema, cols: &[usize]) -> Option<usize> {
     s.indexes()
         .iter()
         .enumerate()
-        .find(|(i, d)| d.columns == cols && (*i == 0 || d.kind == IndexKind::Ordered))
+        .find(|(_, d)| d.columns == cols && d.kind == IndexKind::Ordered)
         .map(|(i, _)| i)
 }
 

@@ -911,3 +911,37 @@ fn substring_takes_at_most_its_length() {
         .collect();
     assert_eq!(rows(&out), [want]);
 }
+
+#[test]
+fn hash_primary_keys_serve_points_and_never_ranges() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute(
+        "CREATE TABLE h (a INT, b INT, v INT, PRIMARY KEY (a, b) USING HASH);
+         CREATE TABLE h2 (k INT, v INT, PRIMARY KEY (k) USING HASH);
+         INSERT INTO h VALUES (1, 1, 10), (1, 2, 20), (2, 1, 30);
+         INSERT INTO h2 VALUES (1, 1), (2, 2), (3, 3)",
+    )
+    .unwrap();
+    for (t, kind) in [("h", IndexKind::Hash), ("h2", IndexKind::Hash)] {
+        assert_eq!(db.table(t).unwrap().schema.indexes()[0].kind, kind, "{t}");
+    }
+    assert_eq!(
+        ints(&s.execute("SELECT v FROM h WHERE a = 1 AND b = 2").unwrap()),
+        [[20]]
+    );
+    // A key prefix or a key range on a hash key is answered by a scan, not by the index.
+    let mut got = ints(&s.execute("SELECT v FROM h WHERE a = 1").unwrap());
+    got.sort();
+    assert_eq!(got, [[10], [20]]);
+    assert_eq!(
+        ints(&s.execute("SELECT count(*) FROM h2 WHERE k >= 2").unwrap()),
+        [[2]]
+    );
+    let err = s.execute("SELECT v FROM h2 ORDER BY k").unwrap_err();
+    assert!(err.to_string().contains("ORDER BY"), "{err}");
+    let err = s
+        .execute("CREATE TABLE g (k INT, PRIMARY KEY (k) USING GIST)")
+        .unwrap_err();
+    assert!(err.to_string().contains("BTREE or HASH"), "{err}");
+}
