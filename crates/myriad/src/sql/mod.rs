@@ -501,12 +501,14 @@ fn table_schema(ct: &ast::CreateTable) -> Result<TableSchema> {
                     pk_kind = match t {
                         ast::IndexType::BTree => IndexKind::Ordered,
                         ast::IndexType::Hash => IndexKind::Hash,
-                        other => return Err(sql_error(
-                            at_span(k.span()),
-                            format!(
+                        other => {
+                            return Err(sql_error(
+                                at_span(k.span()),
+                                format!(
                                 "primary key index type {other} is not supported (BTREE or HASH)"
                             ),
-                        )),
+                            ))
+                        }
                     };
                 }
                 for ic in &p.columns {
