@@ -76,8 +76,15 @@ choice_enum!(
 );
 
 choice_enum!(
-    /// Durability (thesis ch. 4). Myriad is memory-only so far.
+    /// Durability (thesis ch. 4). `none` is memory-only; `logical` writes the after-image of
+    /// every written row (thesis §4.2.1). Physical and command logging are not built yet.
     LogPolicy { None = "none", Logical = "logical", Physical = "physical", Command = "command" }
+);
+
+choice_enum!(
+    /// Whether loggers `fsync` each group commit. `never` is for measuring the rest of the
+    /// logging path: a commit is then acknowledged once written to the OS, not to the disk.
+    FsyncPolicy { Always = "always", Never = "never" }
 );
 
 /// Engine configuration: a builder with defaults, validated at `Database::open`.
@@ -95,6 +102,11 @@ pub struct Config {
     pub(crate) record_history: bool,
     pub(crate) gc_interval_txns: u32,
     pub(crate) ddl_wait: std::time::Duration,
+    pub(crate) data_dir: Option<std::path::PathBuf>,
+    pub(crate) loggers: usize,
+    pub(crate) fsync: FsyncPolicy,
+    pub(crate) epoch_interval: std::time::Duration,
+    pub(crate) log_file_bytes: u64,
 }
 
 impl Default for Config {
@@ -115,6 +127,13 @@ impl Default for Config {
             // faster in 5 of 6 alternating pairs, and no different at θ 0 (docs/benchmarks.md).
             gc_interval_txns: 16,
             ddl_wait: std::time::Duration::from_secs(10),
+            data_dir: None,
+            loggers: 1,
+            fsync: FsyncPolicy::Always,
+            // SiloR uses 40 ms; a waiting committer also starts a round at once (log/), so
+            // the interval bounds latency only for commits nobody waits for.
+            epoch_interval: std::time::Duration::from_millis(10),
+            log_file_bytes: 64 << 20,
         }
     }
 }
@@ -179,6 +198,45 @@ impl Config {
     pub fn ddl_wait(mut self, d: std::time::Duration) -> Self {
         self.ddl_wait = d;
         self
+    }
+
+    /// Makes the database durable in `dir` (created if missing; an existing one is
+    /// recovered at open). Sets logical logging unless another log policy was chosen.
+    pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        if self.log == LogPolicy::None {
+            self.log = LogPolicy::Logical;
+        }
+        self
+    }
+    /// Logger threads, each writing its own log files (default 1).
+    pub fn loggers(mut self, n: usize) -> Self {
+        self.loggers = n;
+        self
+    }
+    pub fn fsync(mut self, f: FsyncPolicy) -> Self {
+        self.fsync = f;
+        self
+    }
+    /// Longest time between group commits when no committer is waiting (default 10 ms).
+    pub fn epoch_interval(mut self, d: std::time::Duration) -> Self {
+        self.epoch_interval = d;
+        self
+    }
+    /// A logger starts a new log file once its current one reaches this size (default 64 MiB).
+    pub fn log_file_bytes(mut self, n: u64) -> Self {
+        self.log_file_bytes = n;
+        self
+    }
+
+    pub fn get_data_dir(&self) -> Option<&std::path::Path> {
+        self.data_dir.as_deref()
+    }
+    pub fn get_loggers(&self) -> usize {
+        self.loggers
+    }
+    pub fn get_fsync(&self) -> FsyncPolicy {
+        self.fsync
     }
 
     pub fn get_protocol(&self) -> Protocol {
@@ -252,8 +310,41 @@ impl Config {
         if self.index_pointers != IndexPointers::LogicalTid {
             return Err(unsupported("index pointers", self.index_pointers.name()));
         }
-        if self.log != LogPolicy::None {
-            return Err(unsupported("logging", self.log.name()));
+        match (self.log, &self.data_dir) {
+            (LogPolicy::None, None) | (LogPolicy::Logical, Some(_)) => {}
+            (LogPolicy::Physical | LogPolicy::Command, _) => {
+                return Err(unsupported("logging", self.log.name()))
+            }
+            (LogPolicy::None, Some(_)) => {
+                return Err(Error::InvalidConfig(
+                    "a data directory needs a log (`none` is the memory-only mode)".into(),
+                ))
+            }
+            (_, None) => {
+                return Err(Error::InvalidConfig(format!(
+                    "log `{}` needs a data directory (Config::data_dir / --data-dir)",
+                    self.log
+                )))
+            }
+        }
+        if self.loggers == 0 || self.loggers > 64 {
+            return Err(Error::InvalidConfig(format!(
+                "loggers must be in 1..=64, got {}",
+                self.loggers
+            )));
+        }
+        if self.epoch_interval.is_zero() || self.epoch_interval > std::time::Duration::from_secs(10)
+        {
+            return Err(Error::InvalidConfig(format!(
+                "epoch interval must be in (0, 10 s], got {:?}",
+                self.epoch_interval
+            )));
+        }
+        if self.log_file_bytes < 4096 {
+            return Err(Error::InvalidConfig(format!(
+                "log file size must be at least 4096 bytes, got {}",
+                self.log_file_bytes
+            )));
         }
         if self.max_concurrent_txns == 0 || self.max_concurrent_txns > crate::txn::table::MAX_SLOTS
         {

@@ -4,6 +4,7 @@
 use crate::config::Config;
 use crate::error::{AbortReason, Error, Result};
 use crate::history::{HistoryLog, TxnRecord};
+use crate::log::{CommitTicket, LogManager};
 use crate::schema::{TableBuilder, TableSchema};
 use crate::storage::table::{BUILDING, LIVE, REPLACED};
 use crate::storage::{Table, TableRef};
@@ -42,6 +43,10 @@ pub struct Database {
     /// Registered stored procedures by lower-case name (read once per `Database::call`;
     /// callers that keep the `Arc<Procedure>` never touch it).
     pub(crate) procedures: std::sync::RwLock<HashMap<String, Arc<crate::procedure::Procedure>>>,
+    /// The log of a durable database, set once recovery is done (`recovery/`).
+    pub(crate) log: OnceLock<Arc<LogManager>>,
+    /// The data directory's state; `None` for a memory-only database.
+    pub(crate) durable: Option<crate::recovery::DurableState>,
 }
 
 /// Engine-wide counters, summed over the transaction table.
@@ -94,10 +99,22 @@ pub struct ChainStats {
 }
 
 impl Database {
-    /// Opens an in-memory database after validating `config`.
+    /// Opens a database after validating `config`: memory-only, or durable in
+    /// `Config::data_dir` (an existing directory is recovered first; `recovery/`).
     pub fn open(config: Config) -> Result<Database> {
         config.validate()?;
-        Ok(Database {
+        if config.data_dir.is_some() {
+            return crate::recovery::open(config);
+        }
+        Ok(Self::new_in_memory(config, None))
+    }
+
+    /// The engine without a log (the recovery path attaches one when it is done).
+    pub(crate) fn new_in_memory(
+        config: Config,
+        durable: Option<crate::recovery::DurableState>,
+    ) -> Database {
+        Database {
             id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
             clock: Clock::new(),
             txns: TxnTable::new(config.max_concurrent_txns),
@@ -106,8 +123,40 @@ impl Database {
             ddl: Mutex::new(()),
             history: config.record_history.then(HistoryLog::default),
             procedures: Default::default(),
+            log: OnceLock::new(),
+            durable,
             config,
-        })
+        }
+    }
+
+    /// Waits until the commit of `ticket` is durable. Memory-only databases return at once.
+    /// Fails with `Error::LogFailed` if the log failed before the commit became durable.
+    pub fn wait_durable(&self, ticket: CommitTicket) -> Result<()> {
+        match self.log.get() {
+            Some(l) if ticket.epoch > 0 => l.wait_durable(ticket.epoch),
+            _ => Ok(()),
+        }
+    }
+
+    /// True once the commit of `ticket` is durable (always, for a memory-only database).
+    pub fn is_durable(&self, ticket: CommitTicket) -> bool {
+        self.log
+            .get()
+            .is_none_or(|l| l.durable_epoch() >= ticket.epoch)
+    }
+
+    /// Log counters (`None` for a memory-only database).
+    pub fn log_stats(&self) -> Option<crate::log::LogStats> {
+        self.log.get().map(|l| l.stats())
+    }
+
+    /// Makes a DDL change durable before it takes effect (a no-op for memory-only databases
+    /// and while recovery recreates the tables).
+    fn log_ddl(&self, id: usize, replaces: Option<u32>, schema: &TableSchema) -> Result<()> {
+        match &self.durable {
+            Some(d) => d.log_table(id as u32, replaces, schema),
+            None => Ok(()),
+        }
     }
 
     /// The configuration this database was opened with.
@@ -127,11 +176,23 @@ impl Database {
             return Err(Error::AlreadyExists(format!("table `{}`", schema.name)));
         }
         let id = self.free_table_id()?;
+        self.log_ddl(id, None, &schema)?;
         let t = Arc::new(Table::new(id as u32, self.id, schema));
         if self.tables[id].set(t.clone()).is_err() {
             return Err(Error::AlreadyExists(format!("table id {id}")));
         }
         names.insert(t.schema.name.clone(), id as u32);
+        Ok(t)
+    }
+
+    /// Recreates a table under the id it had before a restart (recovery; no catalog write).
+    pub(crate) fn restore_table(&self, id: u32, schema: TableSchema) -> Result<TableRef> {
+        let mut names = self.names.lock();
+        let t = Arc::new(Table::new(id, self.id, schema));
+        if (id as usize) >= MAX_TABLES || self.tables[id as usize].set(t.clone()).is_err() {
+            return Err(Error::AlreadyExists(format!("table id {id}")));
+        }
+        names.insert(t.schema.name.clone(), id);
         Ok(t)
     }
 
@@ -201,6 +262,11 @@ impl Database {
         let t = Arc::new(Table::new(id as u32, self.id, schema));
         t.take_rows(&old);
         t.build_indexes();
+        if let Err(e) = self.log_ddl(id, Some(old.id), &t.schema) {
+            old.take_rows(&t);
+            old.state.store(LIVE, Ordering::SeqCst);
+            return Err(e);
+        }
         if self.tables[id].set(t.clone()).is_err() {
             old.take_rows(&t);
             old.state.store(LIVE, Ordering::SeqCst);
@@ -348,6 +414,16 @@ impl Database {
         })
     }
 
+    /// Every live table (not replaced by `create_index`), in id order.
+    pub(crate) fn live_tables(&self) -> Vec<TableRef> {
+        let names = self.names.lock();
+        let mut ids: Vec<u32> = names.values().copied().collect();
+        ids.sort_unstable();
+        ids.into_iter()
+            .filter_map(|id| self.tables[id as usize].get().cloned())
+            .collect()
+    }
+
     /// Counters summed over every worker.
     pub fn stats(&self) -> Stats {
         let mut s = Stats::default();
@@ -435,5 +511,14 @@ impl Database {
     /// Takes the recorded history (empty unless `Config::record_history(true)`).
     pub fn take_history(&self) -> Vec<TxnRecord> {
         self.history.as_ref().map(|h| h.take()).unwrap_or_default()
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        // A last group commit makes every deferred commit durable before the files close.
+        if let Some(l) = self.log.get() {
+            l.shutdown();
+        }
     }
 }

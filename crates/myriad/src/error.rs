@@ -131,6 +131,18 @@ pub enum Error {
     /// The procedure ran `RAISE` or `ROLLBACK`: the transaction was rolled back (a user abort,
     /// never retried).
     ProcedureAbort { procedure: String, message: String },
+    /// A file operation on the data directory failed (names the path and the OS error).
+    Io { path: String, message: String },
+    /// A log, checkpoint or catalog file is damaged where it must be intact: bytes before the
+    /// durable epoch, or a checkpoint the manifest names. Opening refuses; nothing is changed.
+    Corrupt {
+        file: String,
+        offset: u64,
+        message: String,
+    },
+    /// Writing or syncing the log failed earlier: the database acknowledges no further
+    /// commits (the message is the first I/O error). Reopen the directory to recover.
+    LogFailed(String),
 }
 
 impl Error {
@@ -229,11 +241,31 @@ impl fmt::Display for Error {
             Error::ProcedureAbort { procedure, message } => {
                 write!(f, "procedure `{procedure}` rolled back: {message}")
             }
+            Error::Io { path, message } => write!(f, "I/O error on `{path}`: {message}"),
+            Error::Corrupt {
+                file,
+                offset,
+                message,
+            } => write!(f, "`{file}` is damaged at byte {offset}: {message}"),
+            Error::LogFailed(m) => write!(
+                f,
+                "the log failed and no further commits are acknowledged: {m}"
+            ),
         }
     }
 }
 
 impl std::error::Error for Error {}
+
+impl Error {
+    /// An `Io` error for `path`.
+    pub(crate) fn io(path: &std::path::Path, e: &std::io::Error) -> Error {
+        Error::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        }
+    }
+}
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -27,11 +27,14 @@ pub mod value;
 pub mod version;
 
 pub use config::{
-    Config, GcPolicy, IndexPointers, Isolation, LogPolicy, Protocol, TimestampPolicy,
+    Config, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogPolicy, Protocol, TimestampPolicy,
     VersionStorage,
 };
 pub use engine::{ChainStats, Database, Stats};
 pub use error::{AbortReason, Error, Result};
+pub use log::{CommitTicket, LogStats};
+pub use recovery::checkpoint::CheckpointInfo;
+pub use recovery::RecoveryReport;
 pub use schema::{ColumnType, IndexKind, TableBuilder, TableSchema};
 pub use storage::TableRef;
 pub use txn::{ScanOptions, Transaction, TxnOptions};

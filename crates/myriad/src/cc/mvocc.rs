@@ -30,16 +30,19 @@ use std::ops::Bound;
 use std::ptr;
 use std::sync::atomic::Ordering;
 
-/// Commits `tx` under MVOCC.
-pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<()> {
+/// Commits `tx` under MVOCC. Returns the group-commit epoch of its log record (`log/`): the
+/// commit is durable once that epoch is (0 for a memory-only database).
+pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let slot = tx.slot();
     if tx.local.write_set.is_empty() {
+        // Every commit this transaction saw has an epoch ≤ the current one.
+        let epoch = tx.db.log.get().map_or(0, |l| l.current_epoch());
         if let (Some(rec), Some(h)) = (tx.recording.take(), tx.db.history.as_ref()) {
             h.push(rec.into_record(tx.id.word(), tx.begin_ts, tx.begin_ts, tx.isolation));
         }
         bump(&slot.stats.committed, 1);
         tx.finish();
-        return Ok(());
+        return Ok(epoch);
     }
     // Publish Preparing before drawing the end timestamp (see txn/table.rs).
     slot.set_preparing_pending();
@@ -50,6 +53,18 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<()> {
     if let Err(reason) = validate(tx, end_ts) {
         tx.rollback(reason);
         return Err(Error::SerializationFailure(reason));
+    }
+    // The log record goes to the slot's buffer before anyone can see us Committed (see the
+    // epoch argument in log/mod.rs).
+    let mut epoch = 0;
+    if let Some(log) = tx.db.log.get() {
+        match log.append(tx.slot_idx, end_ts, &tx.local.write_set) {
+            Ok(e) => epoch = e,
+            Err(e) => {
+                tx.rollback(AbortReason::UserAbort);
+                return Err(e);
+            }
+        }
     }
     slot.set_committed(end_ts);
 
@@ -80,7 +95,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<()> {
     // GC runs in `finish`, after our read time is unregistered, so the collector never holds
     // the watermark back while it works.
     tx.finish();
-    Ok(())
+    Ok(epoch)
 }
 
 fn validate(tx: &mut Transaction<'_>, end_ts: u64) -> std::result::Result<(), AbortReason> {

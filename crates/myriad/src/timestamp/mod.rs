@@ -23,6 +23,10 @@ impl Clock {
     pub fn now(&self) -> u64 {
         self.now.load(Ordering::SeqCst)
     }
+    /// Moves the clock forward to at least `ts` (recovery continues the old clock).
+    pub fn advance_to(&self, ts: u64) {
+        self.now.fetch_max(ts, Ordering::SeqCst);
+    }
     /// Draws a fresh end timestamp.
     #[inline]
     pub fn next_end_ts(&self) -> u64 {

@@ -19,6 +19,7 @@ use crate::error::{AbortReason, Error, Result};
 use crate::gc::Garbage;
 use crate::history::Recording;
 use crate::index::{prefix_end, ScanDirection};
+use crate::log::CommitTicket;
 use crate::schema::TableSchema;
 use crate::storage::{Table, TableRef, TupleId};
 use crate::value::{Row, RowMut, RowRef, ToValueRef, Values};
@@ -860,6 +861,12 @@ impl<'db> Transaction<'db> {
         out
     }
 
+    /// Inserts a row given in the table's row layout (recovery).
+    pub(crate) fn insert_raw(&mut self, t: &TableRef, row: &[u8]) -> Result<()> {
+        self.begin_write(t)?;
+        self.insert_encoded(t, row)
+    }
+
     fn insert_encoded(&mut self, t: &Table, row: &[u8]) -> Result<()> {
         let mut key = std::mem::take(&mut self.local.key_buf);
         t.schema.encode_key_from_row(0, row, &mut key);
@@ -1247,12 +1254,22 @@ impl<'db> Transaction<'db> {
 
     // ------------------------------------------------------------------ end
 
-    /// Commits. On a serialization failure the transaction is aborted and the error says why.
-    pub fn commit(mut self) -> Result<()> {
+    /// Commits, and in a durable database waits until the commit is durable (group commit,
+    /// `log/`). On a serialization failure the transaction is aborted and the error says why.
+    pub fn commit(self) -> Result<()> {
+        let db = self.db;
+        let ticket = self.commit_deferred()?;
+        db.wait_durable(ticket)
+    }
+
+    /// Commits without waiting for durability: the changes are visible to other
+    /// transactions at once, and the commit is durable (may be acknowledged to a client)
+    /// once `Database::is_durable(ticket)`. For a memory-only database this is `commit`.
+    pub fn commit_deferred(mut self) -> Result<CommitTicket> {
         if self.status != Status::Active {
             return Err(Error::TransactionClosed);
         }
-        crate::cc::mvocc::commit(&mut self)
+        crate::cc::mvocc::commit(&mut self).map(|epoch| CommitTicket { epoch })
     }
 
     /// Aborts (a user abort).

@@ -1,0 +1,215 @@
+//! The catalog file: every `CREATE TABLE` and `CREATE INDEX` of a durable database, appended
+//! and fsynced before the DDL call returns (DDL is rare; a synchronous write keeps it simple).
+//! Log records name tables by id; the catalog maps ids to schemas, and a `CREATE INDEX`
+//! record says which id the new table replaces, so records written under the old id still
+//! find their table.
+
+use super::format::{self, Get, Put};
+use crate::error::{Error, Result};
+use crate::schema::{ColumnType, IndexKind, TableBuilder, TableSchema};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+const CATALOG_MAGIC: u32 = 0x4341_524d; // "MRAC"
+pub(crate) const CATALOG_FILE: &str = "catalog";
+const NO_TABLE: u32 = u32::MAX;
+
+/// One catalog record.
+#[derive(Clone, Debug)]
+pub(crate) struct TableRecord {
+    pub id: u32,
+    /// The table this one replaces (`CREATE INDEX`).
+    pub replaces: Option<u32>,
+    pub schema: TableSchema,
+}
+
+pub(crate) struct Catalog {
+    path: PathBuf,
+    file: File,
+}
+
+impl Catalog {
+    /// Opens (creating) the catalog of `dir` for appending.
+    pub(crate) fn open(dir: &Path) -> Result<Catalog> {
+        let path = dir.join(CATALOG_FILE);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, &e))?;
+        Ok(Catalog { path, file })
+    }
+
+    /// Appends `rec` durably.
+    pub(crate) fn append(&mut self, rec: &TableRecord) -> Result<()> {
+        let mut out = Vec::new();
+        format::put_block(&mut out, CATALOG_MAGIC, &encode(rec));
+        self.file
+            .write_all(&out)
+            .and_then(|_| self.file.sync_data())
+            .map_err(|e| Error::io(&self.path, &e))
+    }
+
+    /// Reads every record. A torn last record (a DDL that never returned) is dropped; any
+    /// other damage is an error.
+    pub(crate) fn read(dir: &Path) -> Result<Vec<TableRecord>> {
+        let path = dir.join(CATALOG_FILE);
+        let data = match std::fs::read(&path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(&path, &e)),
+        };
+        let (blocks, end, why) = format::read_blocks(&data, CATALOG_MAGIC);
+        if let Some(why) = why {
+            // Only the very last write can be torn: what follows the damage must be shorter
+            // than one block header plus the payload it announces, i.e. nothing complete.
+            if !is_torn_tail(&data[end..]) {
+                return Err(Error::Corrupt {
+                    file: path.display().to_string(),
+                    offset: end as u64,
+                    message: why,
+                });
+            }
+        }
+        let mut out = Vec::new();
+        let mut at = 0u64;
+        for b in blocks {
+            out.push(decode(b).ok_or_else(|| format::malformed(&path, at, "catalog record"))?);
+            at += (format::BLOCK_HEADER + b.len()) as u64;
+        }
+        Ok(out)
+    }
+}
+
+/// True if `rest` (what follows the last intact block) can be one partly written block.
+pub(crate) fn is_torn_tail(rest: &[u8]) -> bool {
+    if rest.len() < format::BLOCK_HEADER {
+        return true;
+    }
+    let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
+    rest.len() <= format::BLOCK_HEADER + len.min(format::MAX_BLOCK)
+}
+
+fn encode(r: &TableRecord) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.u32(r.id);
+    p.u32(r.replaces.unwrap_or(NO_TABLE));
+    encode_schema(&r.schema, &mut p);
+    p
+}
+
+fn decode(b: &[u8]) -> Option<TableRecord> {
+    let mut g = Get::new(b);
+    let id = g.u32()?;
+    let replaces = g.u32()?;
+    let schema = decode_schema(&mut g)?;
+    Some(TableRecord {
+        id,
+        replaces: (replaces != NO_TABLE).then_some(replaces),
+        schema,
+    })
+}
+
+pub(crate) fn encode_schema(s: &TableSchema, p: &mut Vec<u8>) {
+    p.bytes(s.name.as_bytes());
+    p.u64(s.expected_rows as u64);
+    p.u32(s.columns.len() as u32);
+    for c in &s.columns {
+        p.bytes(c.name.as_bytes());
+        let (tag, n) = match c.ty {
+            ColumnType::Int => (0, 0),
+            ColumnType::Float => (1, 0),
+            ColumnType::Str(n) => (2, n),
+            ColumnType::Bytes(n) => (3, n),
+        };
+        p.u8(tag);
+        p.u64(n as u64);
+    }
+    p.u32(s.indexes.len() as u32);
+    for i in &s.indexes {
+        p.bytes(i.name.as_bytes());
+        p.u32(i.columns.len() as u32);
+        for &c in &i.columns {
+            p.u32(c as u32);
+        }
+        p.u8(matches!(i.kind, IndexKind::Ordered) as u8);
+        p.u8(i.unique as u8);
+    }
+}
+
+pub(crate) fn decode_schema(g: &mut Get<'_>) -> Option<TableSchema> {
+    let name = g.str()?;
+    let expected = g.u64()? as usize;
+    let ncols = g.u32()? as usize;
+    let mut cols = Vec::new();
+    let mut b = TableSchema::new(&name).expected_rows(expected);
+    for _ in 0..ncols {
+        let cname = g.str()?;
+        let tag = g.u8()?;
+        let n = g.u64()? as usize;
+        let ty = match tag {
+            0 => ColumnType::Int,
+            1 => ColumnType::Float,
+            2 => ColumnType::Str(n),
+            3 => ColumnType::Bytes(n),
+            _ => return None,
+        };
+        b = b.column(&cname, ty);
+        cols.push(cname);
+    }
+    let nidx = g.u32()? as usize;
+    for k in 0..nidx {
+        let iname = g.str()?;
+        let n = g.u32()? as usize;
+        let mut names = Vec::new();
+        for _ in 0..n {
+            names.push(cols.get(g.u32()? as usize)?.as_str());
+        }
+        let kind = if g.u8()? == 1 {
+            IndexKind::Ordered
+        } else {
+            IndexKind::Hash
+        };
+        let unique = g.u8()? == 1;
+        b = if k == 0 {
+            b.primary_key_with(&names, kind)
+        } else {
+            b.index(&iname, &names, kind, unique)
+        };
+    }
+    build(b)
+}
+
+fn build(b: TableBuilder) -> Option<TableSchema> {
+    b.build().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemas_round_trip() {
+        let s = TableSchema::new("t")
+            .column("a", ColumnType::Int)
+            .column("b", ColumnType::Str(12))
+            .column("c", ColumnType::Float)
+            .column("d", ColumnType::Bytes(3))
+            .primary_key_with(&["b", "a"], IndexKind::Ordered)
+            .index("by_c", &["c"], IndexKind::Hash, false)
+            .index("by_d", &["d", "a"], IndexKind::Ordered, true)
+            .expected_rows(77)
+            .build()
+            .unwrap();
+        let rec = TableRecord {
+            id: 5,
+            replaces: Some(2),
+            schema: s.clone(),
+        };
+        let back = decode(&encode(&rec)).unwrap();
+        assert_eq!(back.id, 5);
+        assert_eq!(back.replaces, Some(2));
+        assert_eq!(format!("{:?}", back.schema), format!("{s:?}"));
+    }
+}

@@ -1,0 +1,363 @@
+//! Durable databases (`Config::data_dir`): what is committed survives closing and reopening,
+//! through logs and checkpoints; one process owns a directory; damaged files are refused where
+//! they must be intact and dropped where they are a torn tail. The crash tests (SIGKILL under
+//! load) are in `crash.rs`.
+
+use myriad::*;
+use std::path::{Path, PathBuf};
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!(
+            "myriad-test-{tag}-{}-{:?}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn open(dir: &Path) -> Result<Database> {
+    Database::open(Config::new().data_dir(dir))
+}
+
+fn schema() -> TableBuilder {
+    TableSchema::new("acct")
+        .column("id", ColumnType::Int)
+        .column("bal", ColumnType::Int)
+        .column("name", ColumnType::Str(16))
+        .primary_key_with(&["id"], IndexKind::Ordered)
+        .index("by_name", &["name"], IndexKind::Hash, true)
+}
+
+/// Every row as (id, bal, name), by id.
+fn dump(db: &Database, table: &str) -> Vec<(i64, i64, String)> {
+    let t = db.table(table).unwrap();
+    let mut tx = db.begin().unwrap();
+    let mut out = Vec::new();
+    tx.scan_table(&t, |r| {
+        let Some(ValueRef::Int(id)) = r.get(0) else {
+            panic!()
+        };
+        let Some(ValueRef::Int(b)) = r.get(1) else {
+            panic!()
+        };
+        let Some(ValueRef::Str(n)) = r.get(2) else {
+            panic!()
+        };
+        out.push((id, b, n.to_string()));
+        true
+    })
+    .unwrap();
+    tx.commit().unwrap();
+    out.sort();
+    out
+}
+
+fn log_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("log-"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Commits inserts, updates, deletes and a re-insert, with a CREATE INDEX in between.
+fn write_history(db: &Database) -> Vec<(i64, i64, String)> {
+    let t = db.create_table(schema()).unwrap();
+    let mut tx = db.begin().unwrap();
+    for i in 0..200i64 {
+        tx.insert(&t, &(i, 100, format!("n{i}").as_str())).unwrap();
+    }
+    tx.commit().unwrap();
+    for i in (0..200i64).step_by(3) {
+        db.run(|tx| tx.update(&t, &i, &[(1, i * 2)])).unwrap();
+    }
+    for i in (0..200i64).step_by(10) {
+        db.run(|tx| tx.delete(&t, &i)).unwrap();
+    }
+    db.run(|tx| tx.insert(&t, &(20i64, 7i64, "back"))).unwrap();
+    // An aborted transaction leaves nothing behind.
+    let mut tx = db.begin().unwrap();
+    tx.update(&t, &1i64, &[(1, -1i64)]).unwrap();
+    tx.abort();
+    let t = db
+        .create_index("acct", "by_bal", &["bal"], IndexKind::Ordered, false)
+        .unwrap();
+    for i in (1..200i64).step_by(7).filter(|i| i % 10 != 0) {
+        db.run(|tx| tx.update(&t, &i, &[(1, 5i64)])).unwrap();
+    }
+    dump(db, "acct")
+}
+
+#[test]
+fn commits_survive_reopen_through_the_log_and_through_checkpoints() {
+    let d = TempDir::new("reopen");
+    let expect = {
+        let db = open(d.path()).unwrap();
+        write_history(&db)
+    };
+    let db = open(d.path()).unwrap();
+    let rep = db.recovery_report().unwrap().clone();
+    assert!(rep.records_replayed > 0, "{rep:?}");
+    assert_eq!(rep.rows, expect.len() as u64);
+    assert_eq!(dump(&db, "acct"), expect);
+    // Indexes were rebuilt: the unique one refuses a duplicate, the new one finds rows.
+    let t = db.table("acct").unwrap();
+    let mut tx = db.begin().unwrap();
+    assert!(matches!(
+        tx.insert(&t, &(1000i64, 0i64, "n1")),
+        Err(Error::DuplicateKey { .. })
+    ));
+    tx.abort();
+    let mut tx = db.begin().unwrap();
+    let by_bal = t.index("by_bal").unwrap();
+    let fives = tx
+        .scan_rows(
+            &t,
+            std::ops::Bound::Included(&5i64),
+            std::ops::Bound::Included(&5i64),
+            ScanOptions {
+                index: by_bal,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(fives.len(), expect.iter().filter(|r| r.1 == 5).count());
+    tx.commit().unwrap();
+    // Recovery closed with a checkpoint: the old logs are gone.
+    assert!(rep.checkpoint_write > std::time::Duration::ZERO);
+    // More commits on top of the checkpoint, an explicit checkpoint, more commits.
+    db.run(|tx| tx.update(&t, &2i64, &[(1, 42i64)])).unwrap();
+    let info = db.checkpoint().unwrap();
+    assert_eq!(info.rows, expect.len() as u64);
+    db.run(|tx| tx.delete(&t, &3i64)).unwrap();
+    db.run(|tx| tx.insert(&t, &(500i64, 1i64, "new"))).unwrap();
+    let expect2 = dump(&db, "acct");
+    drop(db);
+    let db = open(d.path()).unwrap();
+    let rep = db.recovery_report().unwrap();
+    assert_eq!(rep.checkpoint_ts, Some(info.ts));
+    assert_eq!(rep.records_replayed, 2, "{rep:?}");
+    assert_eq!(dump(&db, "acct"), expect2);
+    // A third generation: the clock and epochs continued, so nothing old comes back.
+    let t = db.table("acct").unwrap();
+    db.run(|tx| tx.update(&t, &500i64, &[(1, 2i64)])).unwrap();
+    let expect3 = dump(&db, "acct");
+    drop(db);
+    let db = open(d.path()).unwrap();
+    assert_eq!(dump(&db, "acct"), expect3);
+}
+
+#[test]
+fn deferred_commits_are_durable_after_close_and_tickets_resolve() {
+    let d = TempDir::new("deferred");
+    {
+        let db = Database::open(
+            Config::new()
+                .data_dir(d.path())
+                .loggers(2)
+                .epoch_interval(std::time::Duration::from_millis(50)),
+        )
+        .unwrap();
+        let t = db.create_table(schema()).unwrap();
+        let mut tickets = Vec::new();
+        for i in 0..100i64 {
+            let mut tx = db.begin().unwrap();
+            tx.insert(&t, &(i, i, format!("n{i}").as_str())).unwrap();
+            tickets.push(tx.commit_deferred().unwrap());
+        }
+        let last = *tickets.last().unwrap();
+        assert!(last.epoch() > 0);
+        db.wait_durable(last).unwrap();
+        assert!(tickets.iter().all(|&k| db.is_durable(k)));
+        for i in 100..150i64 {
+            let mut tx = db.begin().unwrap();
+            tx.insert(&t, &(i, i, format!("n{i}").as_str())).unwrap();
+            tx.commit_deferred().unwrap();
+        }
+        // Dropped with 50 commits not yet acknowledged: close makes them durable.
+        let s = db.log_stats().unwrap();
+        assert!(s.bytes_written > 0);
+    }
+    let db = open(d.path()).unwrap();
+    assert_eq!(dump(&db, "acct").len(), 150);
+}
+
+#[test]
+fn a_directory_has_one_owner() {
+    let d = TempDir::new("lock");
+    let db = open(d.path()).unwrap();
+    match open(d.path()) {
+        Err(Error::Io { message, .. }) => assert!(message.contains("LOCK"), "{message}"),
+        Err(e) => panic!("wrong error {e}"),
+        Ok(_) => panic!("a second open succeeded"),
+    }
+    drop(db);
+    open(d.path()).unwrap();
+}
+
+#[test]
+fn configuration_errors_name_the_problem() {
+    let d = TempDir::new("cfg");
+    let e = Database::open(Config::new().log(LogPolicy::Logical))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("needs a data directory"), "{e}");
+    let e = Database::open(Config::new().data_dir(d.path()).log(LogPolicy::None))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("needs a log"), "{e}");
+    for p in [LogPolicy::Physical, LogPolicy::Command] {
+        let e = Database::open(Config::new().data_dir(d.path()).log(p))
+            .err()
+            .unwrap();
+        assert!(matches!(e, Error::Unsupported(_)), "{e}");
+    }
+    let e = Database::open(Config::new().data_dir(d.path()).loggers(0))
+        .err()
+        .unwrap();
+    assert!(matches!(e, Error::InvalidConfig(_)), "{e}");
+    let e = Database::open(Config::new())
+        .unwrap()
+        .checkpoint()
+        .err()
+        .unwrap();
+    assert!(matches!(e, Error::Unsupported(_)), "{e}");
+}
+
+/// Writes 20 single-row commits without a checkpoint after them, and returns the directory
+/// with its log as it was at the crash (the database is leaked: no clean close).
+fn crashed_dir(tag: &str) -> (TempDir, Vec<(i64, i64, String)>) {
+    let d = TempDir::new(tag);
+    let db = open(d.path()).unwrap();
+    let t = db.create_table(schema()).unwrap();
+    for i in 0..20i64 {
+        db.run(|tx| tx.insert(&t, &(i, i, format!("n{i}").as_str())))
+            .unwrap();
+    }
+    let expect = dump(&db, "acct");
+    // Simulate a crash: copy the files as they are now, while the database still runs.
+    let copy = TempDir::new(&format!("{tag}-copy"));
+    for e in std::fs::read_dir(d.path()).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() && e.file_name() != "LOCK" {
+            std::fs::copy(e.path(), copy.path().join(e.file_name())).unwrap();
+        }
+    }
+    drop(db);
+    (copy, expect)
+}
+
+#[test]
+fn a_torn_tail_after_the_durable_epoch_is_dropped_and_reported() {
+    let (d, expect) = crashed_dir("torn");
+    let logs = log_files(d.path());
+    let last = logs.last().unwrap();
+    // A half-written block after the durable end: header of a 100-byte block, 30 bytes.
+    let mut f = std::fs::OpenOptions::new().append(true).open(last).unwrap();
+    use std::io::Write;
+    let mut junk = vec![0x4d, 0x52, 0x59, 0x4c];
+    junk.extend_from_slice(&100u32.to_le_bytes());
+    junk.extend_from_slice(&[0u8; 30]);
+    f.write_all(&junk).unwrap();
+    drop(f);
+    let db = open(d.path()).unwrap();
+    let rep = db.recovery_report().unwrap();
+    assert_eq!(rep.bytes_dropped, junk.len() as u64, "{rep:?}");
+    assert_eq!(rep.dropped.len(), 1);
+    assert_eq!(dump(&db, "acct"), expect);
+}
+
+#[test]
+fn damage_before_the_durable_epoch_refuses_to_open_and_changes_nothing() {
+    let (d, _) = crashed_dir("damage");
+    let logs = log_files(d.path());
+    let victim = logs
+        .iter()
+        .find(|p| std::fs::metadata(p).unwrap().len() > 40)
+        .unwrap()
+        .clone();
+    let mut data = std::fs::read(&victim).unwrap();
+    let at = data.len() / 2;
+    data[at] ^= 0x10;
+    std::fs::write(&victim, &data).unwrap();
+    let before: Vec<_> = {
+        let mut v: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n != "LOCK")
+            .collect();
+        v.sort();
+        v
+    };
+    for _ in 0..2 {
+        match open(d.path()) {
+            Err(Error::Corrupt { file, .. }) => {
+                assert!(file.ends_with(&*victim.file_name().unwrap().to_string_lossy()))
+            }
+            Err(e) => panic!("wrong error: {e}"),
+            Ok(_) => panic!("opened a damaged log"),
+        }
+    }
+    let mut after: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "LOCK")
+        .collect();
+    after.sort();
+    assert_eq!(before, after, "a refused open changed the directory");
+    assert_eq!(std::fs::read(&victim).unwrap(), data);
+    // Truncating inside the durable bytes is refused too.
+    data[at] ^= 0x10;
+    std::fs::write(&victim, &data[..data.len() - 3]).unwrap();
+    assert!(matches!(open(d.path()), Err(Error::Corrupt { .. })));
+}
+
+#[test]
+fn a_damaged_checkpoint_is_refused() {
+    let d = TempDir::new("ckpt");
+    {
+        let db = open(d.path()).unwrap();
+        write_history(&db);
+        db.checkpoint().unwrap();
+    }
+    let ck = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("checkpoint-")
+        })
+        .unwrap();
+    let f = ck.join("table-0000");
+    let mut data = std::fs::read(&f).unwrap();
+    let n = data.len();
+    data[n - 5] ^= 1;
+    std::fs::write(&f, &data).unwrap();
+    match open(d.path()) {
+        Err(Error::Corrupt { file, .. }) => assert!(file.contains("table-0000"), "{file}"),
+        Err(e) => panic!("wrong error: {e}"),
+        Ok(_) => panic!("opened a damaged checkpoint"),
+    }
+}
