@@ -22,9 +22,10 @@
 //! Each logger writes what it collected as one checksummed block (`format.rs`) to its own
 //! file and fsyncs it; then the coordinator appends a persistent-epoch record (E and, per
 //! logger, the file and offset up to which everything is durable) to `pepoch`, fsyncs it,
-//! publishes E as durable and wakes the committers waiting for it. A round in which nobody
-//! wrote publishes E without touching the disk. Blocks may hold records of epoch E+1 (appended
-//! after the advance); recovery ignores records above the persistent epoch.
+//! publishes E as durable and wakes the committers waiting for it. Blocks may hold records of
+//! epoch E+1 (appended after the advance); recovery ignores records above the persistent
+//! epoch, so the next round writes a persistent-epoch record even if it wrote no block. Only
+//! a round after two rounds without blocks publishes its epoch without touching the disk.
 //!
 //! **Failure.** The first write or fsync error stops the coordinator: no epoch becomes durable
 //! after it, waiting committers get `Error::LogFailed`, and later commits are refused (an
@@ -403,6 +404,7 @@ impl LogManager {
         drop(out_tx);
         let mut pepoch_bytes = pepoch.metadata().map(|m| m.len()).unwrap_or(0);
         let mut positions = vec![LogPos { seq: 0, offset: 0 }; n];
+        let mut wrote_before = false;
         loop {
             let (stop, rotate) = {
                 let mut c = self.ctl.lock();
@@ -432,7 +434,12 @@ impl LogManager {
                     Err(_) => err = Some(Error::LogFailed("a logger thread stopped".into())),
                 }
             }
-            if err.is_none() && (wrote || rotate) {
+            // Blocks written in the previous round may hold records of this round's epoch
+            // (appended after that round's advance): publishing this epoch needs a record
+            // on disk even if this round wrote nothing.
+            let need = wrote || wrote_before || rotate;
+            wrote_before = wrote;
+            if err.is_none() && need {
                 let rec = PersistentEpoch {
                     epoch: e,
                     positions: positions.clone(),
