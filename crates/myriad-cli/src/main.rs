@@ -21,11 +21,11 @@ mod workload;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use bench::report::{Fidelity, Report, ReportInput};
+use bench::report::{self, Fidelity, Report, ReportInput};
 use bench::{progress_bar, progress_enabled, RunOptions};
 use clap::error::ErrorKind;
 use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
-use myriad::{Config, Database, Error, GcPolicy, Isolation, Protocol};
+use myriad::{Config, Database, Error, FsyncPolicy, GcPolicy, Isolation, LogPolicy, Protocol};
 use serde::{Serialize, Serializer};
 use std::fmt::Display;
 use std::io::Write as _;
@@ -71,9 +71,33 @@ enum Command {
         #[arg(long)]
         dot: bool,
     },
+    /// Recover a data directory (checkpoint, then the log up to the persistent epoch), print
+    /// the time of each phase, and close it (with a fresh checkpoint).
+    Recover {
+        /// The data directory.
+        dir: PathBuf,
+        /// Also write the report as JSON to PATH.
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+    },
+    /// Inspect a data directory's log without opening it.
+    Log {
+        #[command(subcommand)]
+        command: LogCommand,
+    },
     /// Run isolation specs (PostgreSQL's isolation-tester syntax): every permutation of the
     /// sessions' steps on a fresh in-memory database; compare with expected output.
     IsolationTest(isolation::IsolationArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum LogCommand {
+    /// Print the persistent epoch, the current checkpoint, and per log file its epochs,
+    /// record count, size and checksum status (read-only: works while the directory is open).
+    Inspect {
+        /// The data directory.
+        dir: PathBuf,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -138,6 +162,28 @@ struct BenchArgs {
     /// Print transaction counts per latency range (<10us ... >=100ms) per transaction type.
     #[arg(long)]
     latency_histogram: bool,
+    /// Make the database durable in DIR (a new or empty directory: the benchmark loads its own
+    /// data). Commits are acknowledged by epoch group commit; latencies run to durability.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Logging with --data-dir: logical (after-images; the default) or none. physical and
+    /// command are not built yet.
+    #[arg(long, value_name = "KIND", value_parser = parse_choice::<LogPolicy>)]
+    #[serde(serialize_with = "opt_display")]
+    log: Option<LogPolicy>,
+    /// Logger threads, each writing its own log files.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    loggers: u64,
+    /// fsync each group commit (always), or not (never: for measuring; not durable).
+    #[arg(long, value_name = "WHEN", default_value = "always", value_parser = parse_choice::<FsyncPolicy>)]
+    #[serde(serialize_with = "as_display")]
+    fsync: FsyncPolicy,
+    /// Longest time between group commits, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    epoch_ms: u64,
+    /// Take a checkpoint every SECS seconds while the benchmark runs.
+    #[arg(long, value_name = "SECS", value_parser = parse_duration)]
+    checkpoint_interval: Option<f64>,
     /// Back the heap with 2 MiB transparent huge pages (mimalloc's large OS pages): fewer TLB
     /// misses on large tables. Reported in the fidelity block.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
@@ -261,6 +307,13 @@ fn default_threads() -> usize {
         .unwrap_or(1)
 }
 
+fn opt_display<T: Display, S: Serializer>(v: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.serialize_str(&v.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
 fn as_display<T: Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(v)
 }
@@ -334,6 +387,10 @@ fn main() -> ExitCode {
         Command::Shell { isolation } => shell::run(isolation),
         Command::Explain { files, dot } => explain(&files, dot),
         Command::IsolationTest(a) => isolation::run(a),
+        Command::Recover { dir, json } => recover(&dir, json.as_deref()),
+        Command::Log {
+            command: LogCommand::Inspect { dir },
+        } => log_inspect(&dir),
         Command::Bench { workload } => match workload {
             BenchWorkload::Ycsb(a) => bench_ycsb(a),
             BenchWorkload::Tpcc(a) => bench_tpcc(a),
@@ -369,7 +426,16 @@ fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .protocol(b.protocol)
         .isolation(b.isolation)
         .gc(b.gc)
-        .gc_interval_txns(b.gc_interval);
+        .gc_interval_txns(b.gc_interval)
+        .loggers(b.loggers as usize)
+        .fsync(b.fsync)
+        .epoch_interval(Duration::from_millis(b.epoch_ms));
+    if let Some(dir) = &b.data_dir {
+        config = config.data_dir(dir);
+    }
+    if let Some(l) = b.log {
+        config = config.log(l);
+    }
     // One transaction-table slot per worker at least.
     if b.threads > 256 {
         config = config.max_concurrent_txns(b.threads);
@@ -381,6 +447,138 @@ fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         }
         e => fatal("opening the database", e),
     })
+}
+
+/// `myriad recover DIR`.
+fn recover(dir: &std::path::Path, json: Option<&std::path::Path>) -> ExitCode {
+    if !dir.is_dir() {
+        return fatal(
+            &format!("recovering {}", dir.display()),
+            "no such directory",
+        );
+    }
+    let t = Instant::now();
+    let db = match Database::open(Config::new().data_dir(dir)) {
+        Ok(db) => db,
+        Err(e) => return fatal(&format!("recovering {}", dir.display()), e),
+    };
+    let open_s = t.elapsed().as_secs_f64();
+    let Some(r) = db.recovery_report().cloned() else {
+        return fatal("recovering", "no recovery report");
+    };
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("recovered {}", dir.display());
+    println!(
+        "  checkpoint        {}",
+        r.checkpoint_ts.map_or("none".into(), |t| format!(
+            "ts {t}, {} rows",
+            report::thousands(r.checkpoint_rows)
+        ))
+    );
+    println!("  persistent epoch  {}", r.persistent_epoch);
+    println!(
+        "  log               {} files, {}, {} records: {} replayed, {} past the persistent epoch (never acknowledged)",
+        r.log_files,
+        report::bytes(r.log_bytes),
+        report::thousands(r.log_records),
+        report::thousands(r.records_replayed),
+        report::thousands(r.records_not_durable)
+    );
+    for d in &r.dropped {
+        println!("  dropped tail      {d}");
+    }
+    println!(
+        "  database          {} tables, {} rows",
+        r.tables,
+        report::thousands(r.rows)
+    );
+    println!("  phases (ms)       checkpoint load {:.1}, log load {:.1}, install (rows and indexes) {:.1}, checkpoint write {:.1}; total {:.1} (open {:.1})",
+        ms(r.checkpoint_load), ms(r.log_load), ms(r.install), ms(r.checkpoint_write), ms(r.total()), open_s * 1e3);
+    if let Some(path) = json {
+        let v = serde_json::json!({
+            "dir": dir.display().to_string(),
+            "checkpoint_ts": r.checkpoint_ts,
+            "checkpoint_rows": r.checkpoint_rows,
+            "persistent_epoch": r.persistent_epoch,
+            "log_files": r.log_files,
+            "log_bytes": r.log_bytes,
+            "log_records": r.log_records,
+            "records_replayed": r.records_replayed,
+            "records_not_durable": r.records_not_durable,
+            "bytes_dropped": r.bytes_dropped,
+            "dropped": r.dropped,
+            "tables": r.tables,
+            "rows": r.rows,
+            "ms": {
+                "checkpoint_load": ms(r.checkpoint_load),
+                "log_load": ms(r.log_load),
+                "install": ms(r.install),
+                "checkpoint_write": ms(r.checkpoint_write),
+                "total": ms(r.total()),
+            },
+        });
+        let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
+        if let Err(e) = std::fs::write(path, text) {
+            return fatal(&format!("writing {}", path.display()), e);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// `myriad log inspect DIR`.
+fn log_inspect(dir: &std::path::Path) -> ExitCode {
+    let info = match myriad::log::inspect::inspect(dir) {
+        Ok(i) => i,
+        Err(e) => return fatal(&format!("inspecting {}", dir.display()), e),
+    };
+    println!(
+        "persistent epoch  {}",
+        info.persistent_epoch
+            .map_or("none (nothing acknowledged yet)".into(), |e| e.to_string())
+    );
+    match &info.checkpoint {
+        Some(c) => {
+            println!("checkpoint        ts {} in {}", c.ts, c.dir.display());
+            for (t, rows) in &c.tables {
+                println!("  {t:<20} {} rows", report::thousands(*rows));
+            }
+        }
+        None => println!("checkpoint        none"),
+    }
+    println!(
+        "{:<24} {:>12} {:>8} {:>10} {:>23}  checksums",
+        "log file", "bytes", "blocks", "records", "epochs"
+    );
+    let mut damaged = false;
+    for f in &info.files {
+        let name = f
+            .path
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().to_string());
+        let epochs = f.epochs.map_or("-".into(), |(a, b)| format!("{a}..{b}"));
+        let status = match &f.damage {
+            None => "ok".to_string(),
+            Some(why) => {
+                damaged = true;
+                format!("damaged at byte {}: {why}", f.valid_bytes)
+            }
+        };
+        println!(
+            "{name:<24} {:>12} {:>8} {:>10} {epochs:>23}  {status}{}",
+            report::thousands(f.bytes),
+            f.blocks,
+            report::thousands(f.records),
+            if f.needed {
+                ""
+            } else {
+                " (older than the checkpoint; unused)"
+            }
+        );
+    }
+    if damaged {
+        println!("some files end in damaged bytes: a torn tail after the persistent epoch is dropped at recovery; damage before it makes recovery refuse to open");
+    }
+    ExitCode::SUCCESS
 }
 
 /// `myriad explain FILE...`: runs the files' statements in order on an empty in-memory
@@ -512,6 +710,15 @@ fn bench_workload<W: Workload>(
         },
         None => None,
     };
+    if let Some(dir) = &b.data_dir {
+        if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+            usage_error(format!(
+                "--data-dir {}: not empty; the benchmark loads its own data into a new or empty \
+                 directory",
+                dir.display()
+            ));
+        }
+    }
     let db = match open(b) {
         Ok(db) => db,
         Err(code) => return code,
@@ -535,6 +742,13 @@ fn bench_workload<W: Workload>(
     if let Err(e) = loaded {
         return fatal(&format!("loading the {name} tables"), e);
     }
+    // A durable run starts from a checkpoint of the loaded data, so its log (and a recovery
+    // of it) holds the run's commits only. Counted in the load time.
+    if b.data_dir.is_some() {
+        if let Err(e) = db.checkpoint() {
+            return fatal("checkpointing the loaded data", e);
+        }
+    }
     let load_s = load_start.elapsed().as_secs_f64();
 
     let txn_types = w.txn_types();
@@ -546,13 +760,46 @@ fn bench_workload<W: Workload>(
         txn_types,
         stop_grace: Duration::from_secs_f64(b.duration.max(STOP_GRACE_MIN_S)),
     };
-    let run = match bench::run(&db, &opts, |i| w.worker(i, b.seed)) {
+    let log0 = db.log_stats();
+    let (c0, t0) = (db.stats().committed, Instant::now());
+    let ckpt = Checkpointer::default();
+    let run = std::thread::scope(|s| {
+        if let Some(secs) = b.checkpoint_interval {
+            let (ckpt, db) = (&ckpt, &db);
+            s.spawn(move || ckpt.run(db, Duration::from_secs_f64(secs)));
+        }
+        let r = bench::run(&db, &opts, |i| w.worker(i, b.seed));
+        ckpt.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        r
+    });
+    let run = match run {
         Ok(r) => r,
         Err(e) => return fatal(&format!("running {name}"), e),
     };
+    if let Some(e) = ckpt.error.lock().map(|mut e| e.take()).unwrap_or(None) {
+        return fatal("taking a checkpoint", e);
+    }
     let end = db.stats();
     let chains = db.chain_stats(64);
     let mut results = w.results();
+    if let (Some(l0), Some(l1)) = (log0, db.log_stats()) {
+        // Over the whole run (warm-up included), per committed transaction of any kind.
+        let bytes = l1.bytes_written - l0.bytes_written;
+        let secs = t0.elapsed().as_secs_f64().max(1e-9);
+        let txns = db.stats().committed - c0;
+        results.push((
+            "log",
+            serde_json::json!({
+                "bytes": bytes,
+                "bytes_per_s": (bytes as f64 / secs) as u64,
+                "bytes_per_txn": if txns > 0 { (bytes as f64 / txns as f64 * 10.0).round() / 10.0 } else { 0.0 },
+                "fsyncs": l1.fsyncs - l0.fsyncs,
+                "group_commits": l1.rounds - l0.rounds,
+                "checkpoints": ckpt.taken.load(std::sync::atomic::Ordering::Relaxed),
+                "checkpoint_ms": ckpt.ms.load(std::sync::atomic::Ordering::Relaxed),
+            }),
+        ));
+    }
     let mut failed_check = None;
     if check {
         match w.check(&db) {
@@ -593,6 +840,41 @@ fn bench_workload<W: Workload>(
     match failed_check {
         Some(m) => fatal(&format!("{name} check failed"), m),
         None => ExitCode::SUCCESS,
+    }
+}
+
+/// `--checkpoint-interval`: takes checkpoints while the benchmark runs.
+#[derive(Default)]
+struct Checkpointer {
+    stop: std::sync::atomic::AtomicBool,
+    taken: std::sync::atomic::AtomicU64,
+    ms: std::sync::atomic::AtomicU64,
+    error: std::sync::Mutex<Option<Error>>,
+}
+
+impl Checkpointer {
+    fn run(&self, db: &Database, every: Duration) {
+        use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+        let mut next = Instant::now() + every;
+        while !self.stop.load(SeqCst) {
+            if Instant::now() < next {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            match db.checkpoint() {
+                Ok(info) => {
+                    self.taken.fetch_add(1, Relaxed);
+                    self.ms.fetch_add(info.elapsed.as_millis() as u64, Relaxed);
+                }
+                Err(e) => {
+                    if let Ok(mut g) = self.error.lock() {
+                        *g = Some(e);
+                    }
+                    return;
+                }
+            }
+            next = Instant::now() + every;
+        }
     }
 }
 

@@ -4,7 +4,9 @@
 //!
 //! Timing. A shared `phase` word moves WARMUP → MEASURE → STOP; a worker reads it between
 //! transactions, and a transaction counts iff it *started* in MEASURE. Its latency runs from
-//! the start of its first attempt to its commit, across retries. The measured duration is
+//! the start of its first attempt to its commit, across retries, and in a durable database
+//! to the group commit that made it durable (workers commit with `commit_deferred` and go on;
+//! each keeps its measured commits in a queue until they are durable). The measured duration is
 //! the main thread's time between the MEASURE and STOP transitions.
 
 pub mod report;
@@ -12,7 +14,8 @@ pub mod report;
 use crate::workload::Worker;
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use myriad::{AbortReason, Database, Error, Stats};
+use myriad::{AbortReason, CommitTicket, Database, Error, Stats};
+use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -430,9 +433,26 @@ fn worker_loop<W: Worker>(
 ) -> Result<ThreadTally, Error> {
     let mut tally = ThreadTally::new(types);
     let counted = w.counts_as_throughput();
+    // Measured commits not yet durable, oldest first (a worker's tickets come in epoch
+    // order): their latency ends when the group commit acknowledges them, as in SiloR.
+    let mut pending: VecDeque<(CommitTicket, Instant, usize)> = VecDeque::new();
     loop {
+        while let Some(&(k, start, ty)) = pending.front() {
+            if !db.is_durable(k) {
+                break;
+            }
+            tally.latency[ty].record(start.elapsed().as_nanos() as u64);
+            pending.pop_front();
+        }
         let ph = phase.load(Ordering::Relaxed);
         if ph == STOP {
+            if let Some(&(k, _, _)) = pending.back() {
+                db.wait_durable(k)?;
+                let now = Instant::now();
+                for (_, start, ty) in pending.drain(..) {
+                    tally.latency[ty].record(now.duration_since(start).as_nanos() as u64);
+                }
+            }
             return Ok(tally);
         }
         let measured = ph == MEASURE;
@@ -445,10 +465,14 @@ fn worker_loop<W: Worker>(
         let mut aborts = 0u32;
         loop {
             match w.attempt(db) {
-                Ok(()) => {
+                Ok(ticket) => {
                     if measured {
                         tally.committed += counted as u64;
-                        tally.latency[ty].record(start.elapsed().as_nanos() as u64);
+                        if pending.is_empty() && db.is_durable(ticket) {
+                            tally.latency[ty].record(start.elapsed().as_nanos() as u64);
+                        } else {
+                            pending.push_back((ticket, start, ty));
+                        }
                     }
                     break;
                 }

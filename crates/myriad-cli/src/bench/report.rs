@@ -261,7 +261,20 @@ impl Fidelity {
             version_storage: config.get_storage().name().into(),
             durability: match config.get_log() {
                 myriad::LogPolicy::None => "none: in-memory".into(),
-                l => format!("{}-logging", l.name()),
+                l => format!(
+                    "{} logging in {}, {} logger(s), fsync {}, epoch group commit{}",
+                    l.name(),
+                    config
+                        .get_data_dir()
+                        .map_or(String::new(), |d| d.display().to_string()),
+                    config.get_loggers(),
+                    config.get_fsync(),
+                    if config.get_fsync() == myriad::FsyncPolicy::Never {
+                        " (NOT durable: commits are acknowledged once written to the OS)"
+                    } else {
+                        ""
+                    }
+                ),
             },
             pages: pages_description(huge_pages),
             seed,

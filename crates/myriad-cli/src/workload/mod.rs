@@ -62,11 +62,12 @@ pub trait Worker {
     /// transaction-type names).
     fn next_txn(&mut self) -> usize;
 
-    /// Runs the drawn transaction once and commits it. `Error::SerializationFailure` means it
-    /// aborted and may be retried; a user abort (`Error::ProcedureAbort`, or
+    /// Runs the drawn transaction once and commits it with `commit_deferred` (the runner
+    /// waits for durability, so a worker never blocks on the log). `Error::SerializationFailure`
+    /// means it aborted and may be retried; a user abort (`Error::ProcedureAbort`, or
     /// `SerializationFailure(UserAbort)`) is counted and not retried; any other error is fatal
     /// to the run.
-    fn attempt(&mut self, db: &Database) -> myriad::Result<()>;
+    fn attempt(&mut self, db: &Database) -> myriad::Result<myriad::CommitTicket>;
 
     /// Whether this worker's commits count in the run's committed total and throughput
     /// (false for a background query thread such as TPC-C's StockScan, whose latency is

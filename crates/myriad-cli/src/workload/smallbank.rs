@@ -301,7 +301,7 @@ impl Worker for SmallbankWorker<'_> {
         self.ty
     }
 
-    fn attempt(&mut self, db: &Database) -> Result<()> {
+    fn attempt(&mut self, db: &Database) -> Result<myriad::CommitTicket> {
         let ty = self.ty;
         let mut tx = db.begin_with(TxnOptions {
             isolation: self.sb.params.isolation,
@@ -329,11 +329,11 @@ impl Worker for SmallbankWorker<'_> {
             f.set(1, Value::Int(v));
         }
         let out = self.sb.procs[ty].execute_bound(&mut tx, f)?;
-        tx.commit()?;
+        let ticket = tx.commit_deferred()?;
         if ty != BALANCE {
             self.delta_cents += returned_int(TXN_TYPES[ty], &out)?;
         }
-        Ok(())
+        Ok(ticket)
     }
 }
 

@@ -447,7 +447,7 @@ impl Worker for TatpWorker<'_> {
         self.ty
     }
 
-    fn attempt(&mut self, db: &Database) -> Result<()> {
+    fn attempt(&mut self, db: &Database) -> Result<myriad::CommitTicket> {
         let ty = self.ty;
         let mut tx = db.begin_with(TxnOptions {
             isolation: self.t.params.isolation,
@@ -493,12 +493,12 @@ impl Worker for TatpWorker<'_> {
                 });
             }
         };
-        tx.commit()?;
+        let ticket = tx.commit_deferred()?;
         self.calls[ty] += 1;
         if returned_int(TXN_TYPES[ty], &out)? > 0 {
             self.succeeded[ty] += 1;
         }
-        Ok(())
+        Ok(ticket)
     }
 }
 

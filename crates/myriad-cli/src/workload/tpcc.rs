@@ -1037,7 +1037,7 @@ impl Worker for TpccWorker<'_> {
         self.ty
     }
 
-    fn attempt(&mut self, db: &Database) -> Result<()> {
+    fn attempt(&mut self, db: &Database) -> Result<myriad::CommitTicket> {
         let read_only = matches!(self.ty, ORDER_STATUS | STOCK_LEVEL | STOCK_SCAN);
         let mut tx = db.begin_with(TxnOptions {
             isolation: self.t.params.isolation,
@@ -1046,7 +1046,7 @@ impl Worker for TpccWorker<'_> {
         let proc = &self.t.procs.by_type[self.ty];
         match proc.execute_bound(&mut tx, &mut self.frames[self.ty]) {
             Ok(out) => {
-                tx.commit()?;
+                let ticket = tx.commit_deferred()?;
                 if self.ty == DELIVERY && !self.t.params.no_inserts {
                     // Orders up to the one delivered are gone for good: the next Delivery of
                     // this terminal starts its scans after them.
@@ -1056,7 +1056,7 @@ impl Worker for TpccWorker<'_> {
                         }
                     }
                 }
-                Ok(())
+                Ok(ticket)
             }
             // The 1% New-Order on an unused item id rolls back as the spec wants: a user
             // abort, counted as such and not retried. Any other RAISE is a bug.
@@ -1177,7 +1177,7 @@ mod tests {
         for _ in 0..2_000 {
             let ty = w.next_txn();
             match w.attempt(&db) {
-                Ok(()) => seen[ty] += 1,
+                Ok(_) => seen[ty] += 1,
                 Err(Error::SerializationFailure(AbortReason::UserAbort)) => {
                     assert_eq!(ty, NEW_ORDER);
                     rolled_back += 1;

@@ -541,7 +541,7 @@ impl Worker for YcsbWorker<'_> {
         }
     }
 
-    fn attempt(&mut self, db: &Database) -> Result<()> {
+    fn attempt(&mut self, db: &Database) -> Result<myriad::CommitTicket> {
         let p = &self.y.params;
         let t = &self.y.table;
         let src = &self.update_source;
@@ -561,7 +561,7 @@ impl Worker for YcsbWorker<'_> {
             frame.set_ints(2, plan.iter().map(|o| o.attr as i64));
             frame.set_ints(3, plan.iter().map(|o| (o.value >> 3) as i64));
             proc.execute_bound(&mut tx, frame)?;
-            return tx.commit();
+            return tx.commit_deferred();
         }
         for op in &self.plan {
             if op.update {
@@ -595,7 +595,7 @@ impl Worker for YcsbWorker<'_> {
                 }
             }
         }
-        tx.commit()
+        tx.commit_deferred()
     }
 }
 

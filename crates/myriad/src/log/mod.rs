@@ -33,6 +33,7 @@
 
 pub(crate) mod catalog;
 pub(crate) mod format;
+pub mod inspect;
 
 use crate::error::{Error, Result};
 use crate::txn::WriteRecord;
