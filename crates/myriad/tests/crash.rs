@@ -20,6 +20,9 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Acknowledged transfers: id → (from, to, amount).
+type Acked = HashMap<i64, (i64, i64, i64)>;
+
 const ACCOUNTS: i64 = 40;
 const OPENING: i64 = 1000;
 
@@ -98,7 +101,7 @@ fn child(dir: &Path, generation: i64) {
         for th in 0..2i64 {
             let (db, acct, xfer, out) = (&db, &acct, &xfer, out.clone());
             s.spawn(move || {
-                let mut rng = (generation as u64 + 1) * 0x9E37_79B9_7F4A_7C15 ^ (th as u64 + 7);
+                let mut rng = ((generation as u64 + 1) * 0x9E37_79B9_7F4A_7C15) ^ (th as u64 + 7);
                 for seq in 0i64.. {
                     let id = generation * 1_000_000_000 + th * 100_000_000 + seq;
                     let from = (xorshift(&mut rng) % ACCOUNTS as u64) as i64;
@@ -156,7 +159,7 @@ fn create(dir: &Path) {
 }
 
 /// Recovers `dir` and checks it against the acknowledged transfers.
-fn check(dir: &Path, acked: &HashMap<i64, (i64, i64, i64)>, round: usize) -> usize {
+fn check(dir: &Path, acked: &Acked, round: usize) -> usize {
     let db = Database::open(config(dir))
         .unwrap_or_else(|e| panic!("round {round}: recovery failed: {e}"));
     let acct = db.table("acct").unwrap();
@@ -208,7 +211,7 @@ fn parent(kills: usize, seed: u64) {
     std::fs::create_dir_all(&dir).unwrap();
     create(&dir);
     let mut rng = seed | 1;
-    let acked: Arc<Mutex<HashMap<i64, (i64, i64, i64)>>> = Default::default();
+    let acked: Arc<Mutex<Acked>> = Default::default();
     let exe = std::env::current_exe().unwrap();
     let started = Instant::now();
     let mut total_present = 0;

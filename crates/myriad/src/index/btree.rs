@@ -1964,7 +1964,7 @@ mod tests {
                     let a = random_key(&mut rng);
                     let b = random_key(&mut rng);
                     let (a, b) = if a <= b { (a, b) } else { (b, a) };
-                    let (lo, hi) = if scans % 4 == 0 {
+                    let (lo, hi) = if scans.is_multiple_of(4) {
                         (Bound::Unbounded, Bound::Unbounded)
                     } else {
                         (

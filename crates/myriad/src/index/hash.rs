@@ -2247,9 +2247,15 @@ mod tests {
         const WRITERS: u64 = 2;
         const KEYS: u64 = 300;
         const TIDS: u64 = 12;
-        let tid_of = |k: u64, i: u64| if (k + i) % 4 == 0 { (1 << 50) | i } else { i };
+        let tid_of = |k: u64, i: u64| {
+            if (k + i).is_multiple_of(4) {
+                (1 << 50) | i
+            } else {
+                i
+            }
+        };
         let key_of = |k: u64| {
-            if k % 3 == 0 {
+            if k.is_multiple_of(3) {
                 format!("long-multimap-key-{k}").into_bytes()
             } else {
                 // Unique: two low bytes of k, zero-padded to 2..=5 bytes.

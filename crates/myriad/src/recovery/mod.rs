@@ -177,6 +177,9 @@ struct Next {
     checkpoint: bool,
 }
 
+/// One table's recovery input: its checkpoint rows and its log images by key.
+type TableInput = (TableRef, Vec<u8>, HashMap<Vec<u8>, Image>);
+
 /// The newest image of one key found in the log.
 struct Image {
     ts: u64,
@@ -356,7 +359,7 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
 
     // 4. Install, one table per thread at a time.
     let t = Instant::now();
-    let tables: Vec<(TableRef, Vec<u8>, HashMap<Vec<u8>, Image>)> = by_id
+    let tables: Vec<TableInput> = by_id
         .values()
         .map(|tr| {
             (
