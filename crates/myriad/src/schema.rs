@@ -31,7 +31,7 @@ pub enum ColumnType {
 }
 
 impl ColumnType {
-    fn width(self) -> usize {
+    pub(crate) fn width(self) -> usize {
         match self {
             ColumnType::Int | ColumnType::Float => 8,
             ColumnType::Str(n) | ColumnType::Bytes(n) => 2 + n,

@@ -91,6 +91,22 @@ fn write_history(db: &Database) -> Vec<(i64, i64, String)> {
     for i in (0..200i64).step_by(3) {
         db.run(|tx| tx.update(&t, &i, &[(1, i * 2)])).unwrap();
     }
+    // Two adjacent columns at once (one patch run), a string growing and shrinking.
+    for i in (0..200i64).step_by(4) {
+        let name = if i % 8 == 0 {
+            format!("a-much-longer{i}")
+        } else {
+            format!("s{i}")
+        };
+        db.run(|tx| {
+            tx.update(
+                &t,
+                &i,
+                &[(1, Value::Int(i + 1)), (2, Value::from(name.as_str()))],
+            )
+        })
+        .unwrap();
+    }
     for i in (0..200i64).step_by(10) {
         db.run(|tx| tx.delete(&t, &i)).unwrap();
     }

@@ -58,7 +58,10 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     // epoch argument in log/mod.rs).
     let mut epoch = 0;
     if let Some(log) = tx.db.log.get() {
-        match log.append(tx.slot_idx, end_ts, &tx.local.write_set) {
+        let db = tx.db;
+        match log.append(tx.slot_idx, end_ts, &tx.local.write_set, |id| {
+            &db.table_by_id(id).schema
+        }) {
             Ok(e) => epoch = e,
             Err(e) => {
                 tx.rollback(AbortReason::UserAbort);

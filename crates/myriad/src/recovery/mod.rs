@@ -16,9 +16,10 @@
 //!    up to the durable position of the last persistent-epoch record must be intact (else
 //!    `Error::Corrupt` naming file and offset, and nothing is changed); a damaged tail after it
 //!    is dropped and counted. Of the intact records, those of epochs ≤ the persistent epoch and
-//!    end timestamps after the checkpoint's are kept, newest per key;
-//! 4. each table is filled from its checkpoint rows, minus keys the log changed, plus the log's
-//!    newest images (install: inserts through the normal write path, so every index is built);
+//!    end timestamps after the checkpoint's are kept, grouped by table and key;
+//! 4. each table is filled (install: inserts through the normal write path, so every index is
+//!    built): a key's changes are applied in commit order on top of its checkpoint row — a put
+//!    replaces the row, a delete removes it, a patch overwrites the columns it names;
 //! 5. if there was anything to recover, a fresh checkpoint is written and the old logs are
 //!    deleted: the new session's epochs and log sequence numbers continue after the old ones,
 //!    and its records are all newer than that checkpoint, so a later recovery never confuses
@@ -34,7 +35,9 @@ use crate::engine::Database;
 use crate::error::{Error, Result};
 use crate::log::catalog::{Catalog, TableRecord};
 use crate::log::format::{self, Get};
-use crate::log::{LogManager, PersistentEpoch, LOG_MAGIC, OP_DELETE, OP_PUT};
+use crate::log::{
+    apply_patch, LogManager, PersistentEpoch, LOG_MAGIC, OP_DELETE, OP_PATCH, OP_PUT,
+};
 use crate::schema::TableSchema;
 use crate::storage::TableRef;
 use crate::txn::TxnOptions;
@@ -178,13 +181,13 @@ struct Next {
 }
 
 /// One table's recovery input: its checkpoint rows and its log images by key.
-type TableInput = (TableRef, Vec<u8>, HashMap<Vec<u8>, Image>);
+type TableInput = (TableRef, Vec<u8>, HashMap<Vec<u8>, Vec<Change>>);
 
-/// The newest image of one key found in the log.
-struct Image {
+/// One logged change of a key: a whole row (put), a delete, or a patch of changed columns.
+struct Change {
     ts: u64,
     op: u8,
-    row: Vec<u8>,
+    data: Vec<u8>,
 }
 
 fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
@@ -261,7 +264,7 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
     files.sort();
     let mut max_ts = ckpt_ts;
     let mut max_epoch = durable_epoch;
-    let mut images: HashMap<u32, HashMap<Vec<u8>, Image>> = HashMap::new();
+    let mut images: HashMap<u32, HashMap<Vec<u8>, Vec<Change>>> = HashMap::new();
     let mut key = Vec::new();
     for (logger, seq, path) in &files {
         let data = std::fs::read(path).map_err(|e| Error::io(path, &e))?;
@@ -316,7 +319,6 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
                 for _ in 0..n {
                     let tid = r.u32().ok_or_else(bad)?;
                     let op = r.u8().ok_or_else(bad)?;
-                    let row = r.bytes().ok_or_else(bad)?;
                     let id = current(tid).ok_or_else(|| Error::Corrupt {
                         file: path.display().to_string(),
                         offset: at,
@@ -326,30 +328,39 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
                         ),
                     })?;
                     let schema = &by_id[&id].schema;
-                    if row.len() != schema.row_size || !(op == OP_PUT || op == OP_DELETE) {
-                        return Err(bad());
-                    }
-                    schema.encode_key_from_row(0, row, &mut key);
-                    let m = images.entry(id).or_default();
-                    match m.get_mut(key.as_slice()) {
-                        Some(img) if img.ts >= ts => {}
-                        Some(img) => {
-                            img.ts = ts;
-                            img.op = op;
-                            img.row.clear();
-                            img.row.extend_from_slice(row);
+                    let data = match op {
+                        OP_PUT | OP_DELETE => {
+                            let row = r.bytes().ok_or_else(bad)?;
+                            if row.len() != schema.row_size {
+                                return Err(bad());
+                            }
+                            schema.encode_key_from_row(0, row, &mut key);
+                            row
                         }
-                        None => {
-                            m.insert(
-                                key.clone(),
-                                Image {
-                                    ts,
-                                    op,
-                                    row: row.to_vec(),
-                                },
-                            );
+                        OP_PATCH => {
+                            key.clear();
+                            key.extend_from_slice(r.bytes().ok_or_else(bad)?);
+                            // Walk the patch to find its end; it is applied at install.
+                            let from = r.at;
+                            let k = r.u32().ok_or_else(bad)?;
+                            for _ in 0..k {
+                                r.u32().ok_or_else(bad)?;
+                                r.bytes().ok_or_else(bad)?;
+                            }
+                            &rec[from..r.at]
                         }
-                    }
+                        _ => return Err(bad()),
+                    };
+                    images
+                        .entry(id)
+                        .or_default()
+                        .entry(key.clone())
+                        .or_default()
+                        .push(Change {
+                            ts,
+                            op,
+                            data: data.to_vec(),
+                        });
                 }
             }
             at += (format::BLOCK_HEADER + b.len()) as u64;
@@ -380,10 +391,10 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
                 s.spawn(|| {
                     let mut rows = 0;
                     loop {
-                        let Some((tr, ckpt, imgs)) = work.lock().pop() else {
+                        let Some((tr, ckpt, changes)) = work.lock().pop() else {
                             return Ok(rows);
                         };
-                        rows += install(db, &tr, &ckpt, &imgs)?;
+                        rows += install(db, &tr, &ckpt, changes)?;
                     }
                 })
             })
@@ -411,13 +422,44 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
     ))
 }
 
-/// Fills one table: checkpoint rows whose key the log did not change, then the log's newest
-/// live images. Returns the number of rows.
+/// The state of a key after its logged changes, applied in commit order on top of `base`
+/// (its checkpoint row). Only the changes after its last whole-row put or delete matter.
+fn resolve(t: &TableRef, base: Option<&[u8]>, changes: &mut [Change]) -> Result<Option<Vec<u8>>> {
+    changes.sort_unstable_by_key(|c| c.ts);
+    let from = changes.iter().rposition(|c| c.op != OP_PATCH).unwrap_or(0);
+    let mut cur = if changes.get(from).is_some_and(|c| c.op != OP_PATCH) {
+        None
+    } else {
+        base.map(<[u8]>::to_vec)
+    };
+    let bad = |m: &str| Error::Corrupt {
+        file: format!("log of table `{}`", t.schema.name),
+        offset: 0,
+        message: m.to_string(),
+    };
+    for c in &changes[from..] {
+        match c.op {
+            OP_PUT => cur = Some(c.data.clone()),
+            OP_DELETE => cur = None,
+            _ => {
+                let row = cur.as_mut().ok_or_else(|| {
+                    bad("an update of a row that neither the checkpoint nor the log has")
+                })?;
+                apply_patch(&mut Get::new(&c.data), row)
+                    .ok_or_else(|| bad("an update patch outside the row"))?;
+            }
+        }
+    }
+    Ok(cur)
+}
+
+/// Fills one table: checkpoint rows the log did not change, checkpoint rows with their
+/// logged changes applied, and rows the log created. Returns the number of rows.
 fn install(
     db: &Database,
     t: &TableRef,
     ckpt: &[u8],
-    imgs: &HashMap<Vec<u8>, Image>,
+    mut changes: HashMap<Vec<u8>, Vec<Change>>,
 ) -> Result<u64> {
     const BATCH: usize = 1024;
     let size = t.schema.row_size;
@@ -427,6 +469,7 @@ fn install(
         read_only: false,
     };
     let mut rows = 0u64;
+    let mut owned: Vec<Vec<u8>> = Vec::new();
     let mut batch: Vec<&[u8]> = Vec::with_capacity(BATCH);
     let flush = |batch: &mut Vec<&[u8]>| -> Result<()> {
         if batch.is_empty() {
@@ -450,7 +493,10 @@ fn install(
     if size > 0 {
         for row in ckpt.chunks_exact(size) {
             t.schema.encode_key_from_row(0, row, &mut key);
-            if imgs.contains_key(key.as_slice()) {
+            if let Some(mut ch) = changes.remove(key.as_slice()) {
+                if let Some(r) = resolve(t, Some(row), &mut ch)? {
+                    owned.push(r);
+                }
                 continue;
             }
             batch.push(row);
@@ -460,13 +506,17 @@ fn install(
             }
         }
     }
-    for img in imgs.values() {
-        if img.op == OP_PUT {
-            batch.push(&img.row);
-            rows += 1;
-            if batch.len() == BATCH {
-                flush(&mut batch)?;
-            }
+    flush(&mut batch)?;
+    for ch in changes.values_mut() {
+        if let Some(r) = resolve(t, None, ch)? {
+            owned.push(r);
+        }
+    }
+    for r in &owned {
+        batch.push(r);
+        rows += 1;
+        if batch.len() == BATCH {
+            flush(&mut batch)?;
         }
     }
     flush(&mut batch)?;
