@@ -80,6 +80,12 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
     },
+    /// Recover a data directory and check a workload's consistency conditions on it (exit 1
+    /// on a violation).
+    Check {
+        #[command(subcommand)]
+        workload: CheckWorkload,
+    },
     /// Inspect a data directory's log without opening it.
     Log {
         #[command(subcommand)]
@@ -88,6 +94,20 @@ enum Command {
     /// Run isolation specs (PostgreSQL's isolation-tester syntax): every permutation of the
     /// sessions' steps on a fresh in-memory database; compare with expected output.
     IsolationTest(isolation::IsolationArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum CheckWorkload {
+    /// TPC-C consistency conditions 1-4 (clause 3.3.2) on a directory written by
+    /// `myriad bench tpcc --data-dir`.
+    Tpcc {
+        /// The data directory.
+        #[arg(long, value_name = "DIR")]
+        data_dir: PathBuf,
+        /// The run had --no-inserts (condition 2 is then not checked).
+        #[arg(long)]
+        no_inserts: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -388,6 +408,13 @@ fn main() -> ExitCode {
         Command::Explain { files, dot } => explain(&files, dot),
         Command::IsolationTest(a) => isolation::run(a),
         Command::Recover { dir, json } => recover(&dir, json.as_deref()),
+        Command::Check {
+            workload:
+                CheckWorkload::Tpcc {
+                    data_dir,
+                    no_inserts,
+                },
+        } => check_tpcc(&data_dir, no_inserts),
         Command::Log {
             command: LogCommand::Inspect { dir },
         } => log_inspect(&dir),
@@ -523,6 +550,45 @@ fn recover(dir: &std::path::Path, json: Option<&std::path::Path>) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// `myriad check tpcc --data-dir DIR`.
+fn check_tpcc(dir: &std::path::Path, no_inserts: bool) -> ExitCode {
+    if !dir.is_dir() {
+        return fatal(
+            &format!("recovering {}", dir.display()),
+            "no such directory",
+        );
+    }
+    let db = match Database::open(Config::new().data_dir(dir)) {
+        Ok(db) => db,
+        Err(e) => return fatal(&format!("recovering {}", dir.display()), e),
+    };
+    let tables = match tpcc::Tables::lookup(&db) {
+        Ok(t) => t,
+        Err(e) => return fatal("finding the TPC-C tables", e),
+    };
+    match tpcc::check_tables(&db, &tables, no_inserts) {
+        Ok(bad) if bad.is_empty() => {
+            println!(
+                "TPC-C consistency conditions 1-4 hold{} ({} recovered rows)",
+                if no_inserts {
+                    " (2 not checked: --no-inserts)"
+                } else {
+                    ""
+                },
+                db.recovery_report().map_or(0, |r| r.rows)
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(bad) => {
+            for b in &bad {
+                eprintln!("violation: {b}");
+            }
+            fatal("TPC-C check", format!("{} violation(s)", bad.len()))
+        }
+        Err(e) => fatal("checking", e),
+    }
 }
 
 /// `myriad log inspect DIR`.

@@ -110,6 +110,44 @@ fn a_durable_run_recovers_with_every_row_and_the_log_reads_back() {
 }
 
 #[test]
+fn a_durable_tpcc_run_recovers_consistent() {
+    let dir = tmp("tpcc");
+    let d = dir.to_str().unwrap();
+    ok(
+        &myriad(&[
+            "bench",
+            "tpcc",
+            "--warehouses",
+            "2",
+            "--threads",
+            "2",
+            "--duration",
+            "0.5",
+            "--warmup",
+            "0",
+            "--no-progress",
+            "--data-dir",
+            d,
+        ]),
+        "durable tpcc",
+    );
+    let out = ok(&myriad(&["check", "tpcc", "--data-dir", d]), "check tpcc");
+    assert!(out.contains("conditions 1-4 hold"), "{out}");
+    // Break condition 1 in the recovered data (a warehouse's W_YTD), and the check fails.
+    {
+        use myriad::{Config, Database, Value};
+        let db = Database::open(Config::new().data_dir(&dir)).unwrap();
+        let w = db.table("warehouse").unwrap();
+        db.run(|tx| tx.update(&w, &1i64, &[(8, Value::Int(1))]))
+            .unwrap();
+    }
+    let bad = myriad(&["check", "tpcc", "--data-dir", d]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("condition 1"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn data_directory_errors_are_clear() {
     let missing = tmp("missing");
     let out = myriad(&["recover", missing.to_str().unwrap()]);

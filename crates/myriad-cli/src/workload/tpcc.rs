@@ -214,6 +214,24 @@ pub struct Tables {
     pub stock: TableRef,
 }
 
+impl Tables {
+    /// The TPC-C tables of `db` (created by `workloads/tpcc.sql`).
+    pub fn lookup(db: &Database) -> Result<Tables> {
+        let t = |n: &str| db.table(n);
+        Ok(Tables {
+            warehouse: t("warehouse")?,
+            district: t("district")?,
+            customer: t("customer")?,
+            history: t("history")?,
+            new_order: t("new_order")?,
+            orders: t("orders")?,
+            order_line: t("order_line")?,
+            item: t("item")?,
+            stock: t("stock")?,
+        })
+    }
+}
+
 /// The procedures, in `TXN_TYPES` order.
 struct Procs {
     by_type: [Arc<Procedure>; 6],
@@ -237,18 +255,7 @@ impl Tpcc {
             )));
         }
         Session::new(db).execute(SQL)?;
-        let t = |n: &str| db.table(n);
-        let tables = Tables {
-            warehouse: t("warehouse")?,
-            district: t("district")?,
-            customer: t("customer")?,
-            history: t("history")?,
-            new_order: t("new_order")?,
-            orders: t("orders")?,
-            order_line: t("order_line")?,
-            item: t("item")?,
-            stock: t("stock")?,
-        };
+        let tables = Tables::lookup(db)?;
         let p = |n: &str| db.procedure(n);
         let procs = Procs {
             by_type: [
@@ -668,95 +675,100 @@ impl Tpcc {
     /// violations found (empty: consistent). With `--no-inserts`, New-Order advances
     /// D_NEXT_O_ID without inserting the order, so condition 2 is not checked.
     pub fn check(&self, db: &Database) -> Result<Vec<String>> {
-        let t = &self.tables;
-        let mut tx = db.begin_with(TxnOptions {
-            isolation: Isolation::Snapshot,
-            read_only: true,
-        })?;
-        let mut bad = Vec::new();
-        let mut w_ytd = HashMap::new();
-        scan(&mut tx, &t.warehouse, |r| {
-            w_ytd.insert(r.i64(0)?, r.i64(8)?);
-            Ok(())
-        })?;
-        // Per district: d_ytd, d_next_o_id.
-        let mut dist = HashMap::new();
-        let mut d_ytd_sum: HashMap<i64, i64> = HashMap::new();
-        scan(&mut tx, &t.district, |r| {
-            let (w, d, ytd) = (r.i64(0)?, r.i64(1)?, r.i64(9)?);
-            dist.insert((w, d), r.i64(10)?);
-            *d_ytd_sum.entry(w).or_default() += ytd;
-            Ok(())
-        })?;
-        for (w, ytd) in &w_ytd {
-            let sum = d_ytd_sum.get(w).copied().unwrap_or(0);
-            if *ytd != sum {
+        check_tables(db, &self.tables, self.params.no_inserts)
+    }
+}
+
+/// Consistency conditions 1–4 over `t` (2 skipped when the run had no inserts); returns the
+/// violations found (empty: all hold).
+pub fn check_tables(db: &Database, t: &Tables, no_inserts: bool) -> Result<Vec<String>> {
+    let mut tx = db.begin_with(TxnOptions {
+        isolation: Isolation::Snapshot,
+        read_only: true,
+    })?;
+    let mut bad = Vec::new();
+    let mut w_ytd = HashMap::new();
+    scan(&mut tx, &t.warehouse, |r| {
+        w_ytd.insert(r.i64(0)?, r.i64(8)?);
+        Ok(())
+    })?;
+    // Per district: d_ytd, d_next_o_id.
+    let mut dist = HashMap::new();
+    let mut d_ytd_sum: HashMap<i64, i64> = HashMap::new();
+    scan(&mut tx, &t.district, |r| {
+        let (w, d, ytd) = (r.i64(0)?, r.i64(1)?, r.i64(9)?);
+        dist.insert((w, d), r.i64(10)?);
+        *d_ytd_sum.entry(w).or_default() += ytd;
+        Ok(())
+    })?;
+    for (w, ytd) in &w_ytd {
+        let sum = d_ytd_sum.get(w).copied().unwrap_or(0);
+        if *ytd != sum {
+            bad.push(format!(
+                "condition 1: warehouse {w}: W_YTD {ytd} != sum(D_YTD) {sum}"
+            ));
+        }
+    }
+    // Per district: max(o_id), sum(o_ol_cnt).
+    let mut orders: HashMap<(i64, i64), (i64, i64)> = HashMap::new();
+    scan(&mut tx, &t.orders, |r| {
+        let e = orders.entry((r.i64(0)?, r.i64(1)?)).or_default();
+        e.0 = e.0.max(r.i64(2)?);
+        e.1 += r.i64(6)?;
+        Ok(())
+    })?;
+    // Per district: (max, min, count) of new-order ids.
+    let mut new_orders: HashMap<(i64, i64), (i64, i64, i64)> = HashMap::new();
+    scan(&mut tx, &t.new_order, |r| {
+        let o = r.i64(2)?;
+        let e = new_orders
+            .entry((r.i64(0)?, r.i64(1)?))
+            .or_insert((i64::MIN, i64::MAX, 0));
+        *e = (e.0.max(o), e.1.min(o), e.2 + 1);
+        Ok(())
+    })?;
+    let mut lines: HashMap<(i64, i64), i64> = HashMap::new();
+    scan(&mut tx, &t.order_line, |r| {
+        *lines.entry((r.i64(0)?, r.i64(1)?)).or_default() += 1;
+        Ok(())
+    })?;
+    tx.commit()?;
+    let mut districts: Vec<_> = dist.into_iter().collect();
+    districts.sort_unstable();
+    for ((w, d), next) in districts {
+        let (max_o, ol_sum) = orders.get(&(w, d)).copied().unwrap_or((0, 0));
+        let no = new_orders.get(&(w, d)).copied();
+        if !no_inserts {
+            if next - 1 != max_o {
                 bad.push(format!(
-                    "condition 1: warehouse {w}: W_YTD {ytd} != sum(D_YTD) {sum}"
+                    "condition 2: district ({w}, {d}): D_NEXT_O_ID - 1 = {} != max(O_ID) {max_o}",
+                    next - 1
                 ));
             }
-        }
-        // Per district: max(o_id), sum(o_ol_cnt).
-        let mut orders: HashMap<(i64, i64), (i64, i64)> = HashMap::new();
-        scan(&mut tx, &t.orders, |r| {
-            let e = orders.entry((r.i64(0)?, r.i64(1)?)).or_default();
-            e.0 = e.0.max(r.i64(2)?);
-            e.1 += r.i64(6)?;
-            Ok(())
-        })?;
-        // Per district: (max, min, count) of new-order ids.
-        let mut new_orders: HashMap<(i64, i64), (i64, i64, i64)> = HashMap::new();
-        scan(&mut tx, &t.new_order, |r| {
-            let o = r.i64(2)?;
-            let e = new_orders
-                .entry((r.i64(0)?, r.i64(1)?))
-                .or_insert((i64::MIN, i64::MAX, 0));
-            *e = (e.0.max(o), e.1.min(o), e.2 + 1);
-            Ok(())
-        })?;
-        let mut lines: HashMap<(i64, i64), i64> = HashMap::new();
-        scan(&mut tx, &t.order_line, |r| {
-            *lines.entry((r.i64(0)?, r.i64(1)?)).or_default() += 1;
-            Ok(())
-        })?;
-        tx.commit()?;
-        let mut districts: Vec<_> = dist.into_iter().collect();
-        districts.sort_unstable();
-        for ((w, d), next) in districts {
-            let (max_o, ol_sum) = orders.get(&(w, d)).copied().unwrap_or((0, 0));
-            let no = new_orders.get(&(w, d)).copied();
-            if !self.params.no_inserts {
-                if next - 1 != max_o {
+            if let Some((max_no, _, _)) = no {
+                if max_no != max_o {
                     bad.push(format!(
-                        "condition 2: district ({w}, {d}): D_NEXT_O_ID - 1 = {} != max(O_ID) {max_o}",
-                        next - 1
-                    ));
-                }
-                if let Some((max_no, _, _)) = no {
-                    if max_no != max_o {
-                        bad.push(format!(
                             "condition 2: district ({w}, {d}): max(NO_O_ID) {max_no} != max(O_ID) {max_o}"
                         ));
-                    }
                 }
             }
-            if let Some((max_no, min_no, count)) = no {
-                if max_no - min_no + 1 != count {
-                    bad.push(format!(
+        }
+        if let Some((max_no, min_no, count)) = no {
+            if max_no - min_no + 1 != count {
+                bad.push(format!(
                         "condition 3: district ({w}, {d}): max(NO_O_ID) - min(NO_O_ID) + 1 = {} != {count} rows of NEW-ORDER",
                         max_no - min_no + 1
                     ));
-                }
-            }
-            let n_lines = lines.get(&(w, d)).copied().unwrap_or(0);
-            if ol_sum != n_lines {
-                bad.push(format!(
-                    "condition 4: district ({w}, {d}): sum(O_OL_CNT) {ol_sum} != {n_lines} rows of ORDER-LINE"
-                ));
             }
         }
-        Ok(bad)
+        let n_lines = lines.get(&(w, d)).copied().unwrap_or(0);
+        if ol_sum != n_lines {
+            bad.push(format!(
+                    "condition 4: district ({w}, {d}): sum(O_OL_CNT) {ol_sum} != {n_lines} rows of ORDER-LINE"
+                ));
+        }
     }
+    Ok(bad)
 }
 
 /// Runs `f` on every visible row of `t`, stopping at its first error.
