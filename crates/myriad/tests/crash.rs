@@ -101,7 +101,8 @@ fn child(dir: &Path, generation: i64) {
         for th in 0..2i64 {
             let (db, acct, xfer, out) = (&db, &acct, &xfer, out.clone());
             s.spawn(move || {
-                let mut rng = ((generation as u64 + 1) * 0x9E37_79B9_7F4A_7C15) ^ (th as u64 + 7);
+                let mut rng =
+                    (generation as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (th as u64 + 7);
                 for seq in 0i64.. {
                     let id = generation * 1_000_000_000 + th * 100_000_000 + seq;
                     let from = (xorshift(&mut rng) % ACCOUNTS as u64) as i64;
