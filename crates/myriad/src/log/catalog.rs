@@ -6,7 +6,7 @@
 
 use super::format::{self, Get, Put};
 use crate::error::{Error, Result};
-use crate::schema::{ColumnType, IndexKind, TableBuilder, TableSchema};
+use crate::schema::{ColumnType, IndexKind, TableSchema};
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -178,10 +178,6 @@ pub(crate) fn decode_schema(g: &mut Get<'_>) -> Option<TableSchema> {
             b.index(&iname, &names, kind, unique)
         };
     }
-    build(b)
-}
-
-fn build(b: TableBuilder) -> Option<TableSchema> {
     b.build().ok()
 }
 

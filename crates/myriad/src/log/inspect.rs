@@ -3,7 +3,7 @@
 //! epoch range, size and checksum status.
 
 use super::format::{self, Get};
-use super::{parse_log_file_name, PersistentEpoch, LOG_MAGIC};
+use super::{PersistentEpoch, LOG_MAGIC};
 use crate::error::{Error, Result};
 use crate::recovery::checkpoint::Manifest;
 use std::path::{Path, PathBuf};
@@ -55,23 +55,14 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
     let pe = PersistentEpoch::read_last(dir)?;
     let manifest = Manifest::read_current(dir)?;
     let mut files = Vec::new();
-    for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, &e))? {
-        let e = e.map_err(|e| Error::io(dir, &e))?;
-        let Some((logger, seq)) = parse_log_file_name(&e.file_name().to_string_lossy()) else {
-            continue;
-        };
-        let path = e.path();
+    for (logger, seq, path) in super::log_files(dir)? {
         let data = std::fs::read(&path).map_err(|x| Error::io(&path, &x))?;
         let (blocks, end, why) = format::read_blocks(&data, LOG_MAGIC);
         let mut records = 0;
         let mut epochs: Option<(u64, u64)> = None;
         for b in &blocks {
             let mut g = Get::new(b);
-            while let Some(len) = g.u32() {
-                let Some(rec) = g.data.get(g.at..g.at + len as usize) else {
-                    break;
-                };
-                g.at += len as usize;
+            while let Some(rec) = super::next_record(&mut g) {
                 if let Some(ep) = Get::new(rec).u64() {
                     records += 1;
                     epochs = Some(epochs.map_or((ep, ep), |(lo, hi)| (lo.min(ep), hi.max(ep))));
@@ -94,7 +85,6 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
             needed,
         });
     }
-    files.sort_by_key(|f| (f.logger, f.seq));
     Ok(DirInfo {
         persistent_epoch: pe.map(|p| p.epoch),
         checkpoint: manifest.map(|m| CheckpointSummary {

@@ -77,6 +77,28 @@ pub(crate) fn parse_log_file_name(name: &str) -> Option<(usize, u64)> {
     Some((l.parse().ok()?, s.parse().ok()?))
 }
 
+/// The log files in `dir` as (logger, seq, path), in logger then sequence order.
+pub(crate) fn log_files(dir: &Path) -> Result<Vec<(usize, u64, PathBuf)>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, &e))? {
+        let e = e.map_err(|e| Error::io(dir, &e))?;
+        if let Some((logger, seq)) = parse_log_file_name(&e.file_name().to_string_lossy()) {
+            out.push((logger, seq, e.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The next transaction record of a log block (`len u32 | record`); `None` at the end or
+/// when the length does not fit (a format error: the block's checksum passed).
+pub(crate) fn next_record<'a>(g: &mut format::Get<'a>) -> Option<&'a [u8]> {
+    let len = g.u32()? as usize;
+    let rec = g.data.get(g.at..g.at.checked_add(len)?)?;
+    g.at += len;
+    Some(rec)
+}
+
 /// Where a logger's durable bytes end.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LogPos {

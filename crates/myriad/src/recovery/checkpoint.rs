@@ -293,15 +293,16 @@ fn remove_obsolete(dir: &Path, keep: &str, first_seq: &[u64]) -> Result<usize> {
     for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, &e))? {
         let e = e.map_err(|e| Error::io(dir, &e))?;
         let name = e.file_name().to_string_lossy().to_string();
-        let p = e.path();
         if name.starts_with("checkpoint-") && name != keep {
+            let p = e.path();
             std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, &e))?;
             n += 1;
-        } else if let Some((logger, seq)) = crate::log::parse_log_file_name(&name) {
-            if first_seq.get(logger).is_some_and(|&f| seq < f) || logger >= first_seq.len() {
-                std::fs::remove_file(&p).map_err(|e| Error::io(&p, &e))?;
-                n += 1;
-            }
+        }
+    }
+    for (logger, seq, p) in crate::log::log_files(dir)? {
+        if first_seq.get(logger).is_none_or(|&f| seq < f) {
+            std::fs::remove_file(&p).map_err(|e| Error::io(&p, &e))?;
+            n += 1;
         }
     }
     Ok(n)

@@ -244,24 +244,15 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
     let pe = PersistentEpoch::read_last(dir)?;
     let durable_epoch = pe.as_ref().map_or(0, |p| p.epoch);
     rep.persistent_epoch = durable_epoch;
-    let mut files: Vec<(usize, u64, PathBuf)> = Vec::new();
-    let mut max_seq = 0;
-    let mut any_log = false;
-    for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, &e))? {
-        let e = e.map_err(|e| Error::io(dir, &e))?;
-        let name = e.file_name().to_string_lossy().to_string();
-        if let Some((logger, seq)) = crate::log::parse_log_file_name(&name) {
-            any_log = true;
-            max_seq = max_seq.max(seq);
-            let first = manifest
-                .as_ref()
-                .map_or(0, |m| m.first_seq.get(logger).copied().unwrap_or(0));
-            if seq >= first {
-                files.push((logger, seq, e.path()));
-            }
-        }
-    }
-    files.sort();
+    let all = crate::log::log_files(dir)?;
+    let any_log = !all.is_empty();
+    let max_seq = all.iter().map(|f| f.1).max().unwrap_or(0);
+    let first = |logger: usize| {
+        manifest
+            .as_ref()
+            .map_or(0, |m| m.first_seq.get(logger).copied().unwrap_or(0))
+    };
+    let files: Vec<(usize, u64, PathBuf)> = all.into_iter().filter(|f| f.1 >= first(f.0)).collect();
     let mut max_ts = ckpt_ts;
     let mut max_epoch = durable_epoch;
     let mut images: HashMap<u32, HashMap<Vec<u8>, Vec<Change>>> = HashMap::new();
@@ -298,9 +289,7 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
             let bad = || format::malformed(path, at, "log record");
             let mut g = Get::new(b);
             while !g.done() {
-                let len = g.u32().ok_or_else(bad)? as usize;
-                let rec = g.data.get(g.at..g.at + len).ok_or_else(bad)?;
-                g.at += len;
+                let rec = crate::log::next_record(&mut g).ok_or_else(bad)?;
                 let mut r = Get::new(rec);
                 let epoch = r.u64().ok_or_else(bad)?;
                 let ts = r.u64().ok_or_else(bad)?;
@@ -351,16 +340,18 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
                         }
                         _ => return Err(bad()),
                     };
-                    images
-                        .entry(id)
-                        .or_default()
-                        .entry(key.clone())
-                        .or_default()
-                        .push(Change {
-                            ts,
-                            op,
-                            data: data.to_vec(),
-                        });
+                    let change = Change {
+                        ts,
+                        op,
+                        data: data.to_vec(),
+                    };
+                    let by_key = images.entry(id).or_default();
+                    match by_key.get_mut(key.as_slice()) {
+                        Some(v) => v.push(change),
+                        None => {
+                            by_key.insert(key.clone(), vec![change]);
+                        }
+                    }
                 }
             }
             at += (format::BLOCK_HEADER + b.len()) as u64;
@@ -437,9 +428,9 @@ fn resolve(t: &TableRef, base: Option<&[u8]>, changes: &mut [Change]) -> Result<
         offset: 0,
         message: m.to_string(),
     };
-    for c in &changes[from..] {
+    for c in &mut changes[from..] {
         match c.op {
-            OP_PUT => cur = Some(c.data.clone()),
+            OP_PUT => cur = Some(std::mem::take(&mut c.data)),
             OP_DELETE => cur = None,
             _ => {
                 let row = cur.as_mut().ok_or_else(|| {
