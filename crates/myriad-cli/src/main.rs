@@ -25,7 +25,9 @@ use bench::report::{self, Fidelity, Report, ReportInput};
 use bench::{progress_bar, progress_enabled, RunOptions};
 use clap::error::ErrorKind;
 use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
-use myriad::{Config, Database, Error, FsyncPolicy, GcPolicy, Isolation, LogPolicy, Protocol};
+use myriad::{
+    Config, Database, Error, FsyncPolicy, GcPolicy, Isolation, LogPolicy, Protocol, RecoveryScheme,
+};
 use serde::{Serialize, Serializer};
 use std::fmt::Display;
 use std::io::Write as _;
@@ -79,6 +81,13 @@ enum Command {
         /// Also write the report as JSON to PATH.
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
+        /// How the log is replayed: auto (serial for a command log, else
+        /// parallel-partitioned), serial, parallel-latched or parallel-partitioned.
+        #[arg(long, value_name = "SCHEME", default_value = "auto", value_parser = parse_choice::<RecoveryScheme>)]
+        recovery: RecoveryScheme,
+        /// Recovery threads (default: the machine's cores).
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
     },
     /// Recover a data directory and check a workload's consistency conditions on it (exit 1
     /// on a violation).
@@ -407,7 +416,12 @@ fn main() -> ExitCode {
         Command::Shell { isolation } => shell::run(isolation),
         Command::Explain { files, dot } => explain(&files, dot),
         Command::IsolationTest(a) => isolation::run(a),
-        Command::Recover { dir, json } => recover(&dir, json.as_deref()),
+        Command::Recover {
+            dir,
+            json,
+            recovery,
+            threads,
+        } => recover(&dir, json.as_deref(), recovery, threads),
         Command::Check {
             workload:
                 CheckWorkload::Tpcc {
@@ -477,7 +491,12 @@ fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
 }
 
 /// `myriad recover DIR`.
-fn recover(dir: &std::path::Path, json: Option<&std::path::Path>) -> ExitCode {
+fn recover(
+    dir: &std::path::Path,
+    json: Option<&std::path::Path>,
+    scheme: RecoveryScheme,
+    threads: Option<usize>,
+) -> ExitCode {
     if !dir.is_dir() {
         return fatal(
             &format!("recovering {}", dir.display()),
@@ -485,8 +504,16 @@ fn recover(dir: &std::path::Path, json: Option<&std::path::Path>) -> ExitCode {
         );
     }
     let t = Instant::now();
-    let db = match Database::open(Config::new().data_dir(dir)) {
+    let mut config = Config::new().data_dir(dir).recovery(scheme);
+    if let Some(n) = threads {
+        config = config.recovery_threads(n);
+    }
+    let db = match Database::open(config) {
         Ok(db) => db,
+        Err(e @ (Error::InvalidConfig(_) | Error::Unsupported(_))) => {
+            eprintln!("myriad: {e}");
+            return ExitCode::from(2);
+        }
         Err(e) => return fatal(&format!("recovering {}", dir.display()), e),
     };
     let open_s = t.elapsed().as_secs_f64();
@@ -494,7 +521,13 @@ fn recover(dir: &std::path::Path, json: Option<&std::path::Path>) -> ExitCode {
         return fatal("recovering", "no recovery report");
     };
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    println!("recovered {}", dir.display());
+    println!(
+        "recovered {} ({}, {} thread{})",
+        dir.display(),
+        r.scheme,
+        r.threads,
+        if r.threads == 1 { "" } else { "s" }
+    );
     println!(
         "  checkpoint        {}",
         r.checkpoint_ts.map_or("none".into(), |t| format!(
@@ -504,11 +537,12 @@ fn recover(dir: &std::path::Path, json: Option<&std::path::Path>) -> ExitCode {
     );
     println!("  persistent epoch  {}", r.persistent_epoch);
     println!(
-        "  log               {} files, {}, {} records: {} replayed, {} past the persistent epoch (never acknowledged)",
+        "  log               {} files, {}, {} records: {} replayed ({} procedure calls), {} past the persistent epoch (never acknowledged)",
         r.log_files,
         report::bytes(r.log_bytes),
         report::thousands(r.log_records),
         report::thousands(r.records_replayed),
+        report::thousands(r.calls_replayed),
         report::thousands(r.records_not_durable)
     );
     for d in &r.dropped {
@@ -519,11 +553,13 @@ fn recover(dir: &std::path::Path, json: Option<&std::path::Path>) -> ExitCode {
         r.tables,
         report::thousands(r.rows)
     );
-    println!("  phases (ms)       checkpoint load {:.1}, log load {:.1}, install (rows and indexes) {:.1}, checkpoint write {:.1}; total {:.1} (open {:.1})",
-        ms(r.checkpoint_load), ms(r.log_load), ms(r.install), ms(r.checkpoint_write), ms(r.total()), open_s * 1e3);
+    println!("  phases (ms)       checkpoint load (rows and indexes) {:.1}, log load {:.1}, replay {:.1}, checkpoint write {:.1}; total {:.1} (open {:.1})",
+        ms(r.checkpoint_load), ms(r.log_load), ms(r.replay), ms(r.checkpoint_write), ms(r.total()), open_s * 1e3);
     if let Some(path) = json {
         let v = serde_json::json!({
             "dir": dir.display().to_string(),
+            "scheme": r.scheme,
+            "threads": r.threads,
             "checkpoint_ts": r.checkpoint_ts,
             "checkpoint_rows": r.checkpoint_rows,
             "persistent_epoch": r.persistent_epoch,
@@ -531,6 +567,7 @@ fn recover(dir: &std::path::Path, json: Option<&std::path::Path>) -> ExitCode {
             "log_bytes": r.log_bytes,
             "log_records": r.log_records,
             "records_replayed": r.records_replayed,
+            "calls_replayed": r.calls_replayed,
             "records_not_durable": r.records_not_durable,
             "bytes_dropped": r.bytes_dropped,
             "dropped": r.dropped,
@@ -539,7 +576,7 @@ fn recover(dir: &std::path::Path, json: Option<&std::path::Path>) -> ExitCode {
             "ms": {
                 "checkpoint_load": ms(r.checkpoint_load),
                 "log_load": ms(r.log_load),
-                "install": ms(r.install),
+                "replay": ms(r.replay),
                 "checkpoint_write": ms(r.checkpoint_write),
                 "total": ms(r.total()),
             },
@@ -612,8 +649,8 @@ fn log_inspect(dir: &std::path::Path) -> ExitCode {
         None => println!("checkpoint        none"),
     }
     println!(
-        "{:<24} {:>12} {:>8} {:>10} {:>23}  checksums",
-        "log file", "bytes", "blocks", "records", "epochs"
+        "{:<24} {:>12} {:>8} {:>10} {:>10} {:>23}  checksums",
+        "log file", "bytes", "blocks", "records", "calls", "epochs"
     );
     let mut damaged = false;
     for f in &info.files {
@@ -630,10 +667,11 @@ fn log_inspect(dir: &std::path::Path) -> ExitCode {
             }
         };
         println!(
-            "{name:<24} {:>12} {:>8} {:>10} {epochs:>23}  {status}{}",
+            "{name:<24} {:>12} {:>8} {:>10} {:>10} {epochs:>23}  {status}{}",
             report::thousands(f.bytes),
             f.blocks,
             report::thousands(f.records),
+            report::thousands(f.calls),
             if f.needed {
                 ""
             } else {

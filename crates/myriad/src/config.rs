@@ -77,8 +77,28 @@ choice_enum!(
 
 choice_enum!(
     /// Durability (thesis ch. 4). `none` is memory-only; `logical` writes the after-image of
-    /// every written row (thesis §4.2.1). Physical and command logging are not built yet.
+    /// every written row (thesis §4.2.1); `command` writes a serializable transaction that is
+    /// one stored-procedure call as the call, anything else as rows (thesis §4.4.5).
+    /// Physical logging is not built yet.
     LogPolicy { None = "none", Logical = "logical", Physical = "physical", Command = "command" }
+);
+
+choice_enum!(
+    /// How recovery replays the log after loading the checkpoint (thesis §4.7.1's baselines).
+    /// `auto` is `serial` for a command log and `parallel-partitioned` for a logical one.
+    RecoveryScheme {
+        Auto = "auto",
+        /// CLR: every record (command or logical) in commit order on one thread.
+        Serial = "serial",
+        /// LLR: threads apply records in any order into a latched table of rows, last writer
+        /// (per column) wins.
+        ParallelLatched = "parallel-latched",
+        /// LLR-P: records shuffled by table and key into one partition per thread, each
+        /// replayed latch-free in commit order.
+        ParallelPartitioned = "parallel-partitioned",
+        /// PLR: physical records installed at their tuple ids.
+        Physical = "physical",
+    }
 );
 
 choice_enum!(
@@ -107,6 +127,8 @@ pub struct Config {
     pub(crate) fsync: FsyncPolicy,
     pub(crate) epoch_interval: std::time::Duration,
     pub(crate) log_file_bytes: u64,
+    pub(crate) recovery: RecoveryScheme,
+    pub(crate) recovery_threads: usize,
 }
 
 impl Default for Config {
@@ -134,6 +156,8 @@ impl Default for Config {
             // the interval bounds latency only for commits nobody waits for.
             epoch_interval: std::time::Duration::from_millis(10),
             log_file_bytes: 64 << 20,
+            recovery: RecoveryScheme::Auto,
+            recovery_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 }
@@ -229,6 +253,23 @@ impl Config {
         self
     }
 
+    /// How opening a data directory replays its log (default `auto`).
+    pub fn recovery(mut self, r: RecoveryScheme) -> Self {
+        self.recovery = r;
+        self
+    }
+    /// Threads recovery uses (default: the machine's cores).
+    pub fn recovery_threads(mut self, n: usize) -> Self {
+        self.recovery_threads = n;
+        self
+    }
+    pub fn get_recovery(&self) -> RecoveryScheme {
+        self.recovery
+    }
+    pub fn get_recovery_threads(&self) -> usize {
+        self.recovery_threads
+    }
+
     pub fn get_data_dir(&self) -> Option<&std::path::Path> {
         self.data_dir.as_deref()
     }
@@ -311,10 +352,8 @@ impl Config {
             return Err(unsupported("index pointers", self.index_pointers.name()));
         }
         match (self.log, &self.data_dir) {
-            (LogPolicy::None, None) | (LogPolicy::Logical, Some(_)) => {}
-            (LogPolicy::Physical | LogPolicy::Command, _) => {
-                return Err(unsupported("logging", self.log.name()))
-            }
+            (LogPolicy::None, None) | (LogPolicy::Logical | LogPolicy::Command, Some(_)) => {}
+            (LogPolicy::Physical, _) => return Err(unsupported("logging", self.log.name())),
             (LogPolicy::None, Some(_)) => {
                 return Err(Error::InvalidConfig(
                     "a data directory needs a log (`none` is the memory-only mode)".into(),
@@ -326,6 +365,28 @@ impl Config {
                     self.log
                 )))
             }
+        }
+        match (self.log, self.recovery) {
+            (_, RecoveryScheme::Physical) => {
+                return Err(unsupported("recovery", self.recovery.name()))
+            }
+            (
+                LogPolicy::Command,
+                RecoveryScheme::ParallelLatched | RecoveryScheme::ParallelPartitioned,
+            ) => {
+                return Err(Error::InvalidConfig(format!(
+                    "log `command` cannot be replayed by recovery `{}`: a logged call must \
+                     run in commit order (recovery `serial` or `auto`)",
+                    self.recovery
+                )))
+            }
+            _ => {}
+        }
+        if self.recovery_threads == 0 || self.recovery_threads > 256 {
+            return Err(Error::InvalidConfig(format!(
+                "recovery threads must be in 1..=256, got {}",
+                self.recovery_threads
+            )));
         }
         if self.loggers == 0 || self.loggers > 64 {
             return Err(Error::InvalidConfig(format!(
@@ -340,9 +401,9 @@ impl Config {
                 self.epoch_interval
             )));
         }
-        if self.log_file_bytes < 4096 {
+        if self.log_file_bytes < 4096 || self.log_file_bytes > 1 << 30 {
             return Err(Error::InvalidConfig(format!(
-                "log file size must be at least 4096 bytes, got {}",
+                "log file size must be in 4 KiB..=1 GiB, got {}",
                 self.log_file_bytes
             )));
         }

@@ -59,7 +59,8 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let mut epoch = 0;
     if let Some(log) = tx.db.log.get() {
         let db = tx.db;
-        match log.append(tx.slot_idx, end_ts, &tx.local.write_set, |id| {
+        let command = tx.logged_command();
+        match log.append(tx.slot_idx, end_ts, &tx.local.write_set, command, |id| {
             &db.table_by_id(id).schema
         }) {
             Ok(e) => epoch = e,

@@ -1,8 +1,9 @@
-//! The catalog file: every `CREATE TABLE` and `CREATE INDEX` of a durable database, appended
-//! and fsynced before the DDL call returns (DDL is rare; a synchronous write keeps it simple).
-//! Log records name tables by id; the catalog maps ids to schemas, and a `CREATE INDEX`
-//! record says which id the new table replaces, so records written under the old id still
-//! find their table.
+//! The catalog file: every `CREATE TABLE`, `CREATE INDEX` and `CREATE PROCEDURE` of a durable
+//! database, appended and fsynced before the DDL call returns (DDL is rare; a synchronous
+//! write keeps it simple). Log records name tables by id; the catalog maps ids to schemas, and
+//! a `CREATE INDEX` record says which id the new table replaces, so records written under the
+//! old id still find their table. A procedure is kept as its SQL text (command-log records
+//! name procedures, and recovery replays them).
 
 use super::format::{self, Get, Put};
 use crate::error::{Error, Result};
@@ -14,8 +15,19 @@ use std::path::{Path, PathBuf};
 const CATALOG_MAGIC: u32 = 0x4341_524d; // "MRAC"
 pub(crate) const CATALOG_FILE: &str = "catalog";
 const NO_TABLE: u32 = u32::MAX;
+/// First word of a procedure record (a table record starts with its id, always smaller).
+const PROCEDURE: u32 = u32::MAX - 1;
 
 /// One catalog record.
+#[derive(Clone, Debug)]
+pub(crate) enum Record {
+    Table(TableRecord),
+    /// The SQL texts of procedures registered together (one record, so all or none are
+    /// durable); a later procedure of the same name replaces an earlier one.
+    Procedures(Vec<String>),
+}
+
+/// A table's catalog record.
 #[derive(Clone, Debug)]
 pub(crate) struct TableRecord {
     pub id: u32,
@@ -42,7 +54,7 @@ impl Catalog {
     }
 
     /// Appends `rec` durably.
-    pub(crate) fn append(&mut self, rec: &TableRecord) -> Result<()> {
+    pub(crate) fn append(&mut self, rec: &Record) -> Result<()> {
         let mut out = Vec::new();
         format::put_block(&mut out, CATALOG_MAGIC, &encode(rec));
         self.file
@@ -53,7 +65,7 @@ impl Catalog {
 
     /// Reads every record. A torn last record (a DDL that never returned) is dropped; any
     /// other damage is an error.
-    pub(crate) fn read(dir: &Path) -> Result<Vec<TableRecord>> {
+    pub(crate) fn read(dir: &Path) -> Result<Vec<Record>> {
         let path = dir.join(CATALOG_FILE);
         let data = match std::fs::read(&path) {
             Ok(d) => d,
@@ -91,24 +103,43 @@ pub(crate) fn is_torn_tail(rest: &[u8]) -> bool {
     rest.len() <= format::BLOCK_HEADER + len.min(format::MAX_BLOCK)
 }
 
-fn encode(r: &TableRecord) -> Vec<u8> {
+fn encode(r: &Record) -> Vec<u8> {
     let mut p = Vec::new();
-    p.u32(r.id);
-    p.u32(r.replaces.unwrap_or(NO_TABLE));
-    encode_schema(&r.schema, &mut p);
+    match r {
+        Record::Table(r) => {
+            p.u32(r.id);
+            p.u32(r.replaces.unwrap_or(NO_TABLE));
+            encode_schema(&r.schema, &mut p);
+        }
+        Record::Procedures(sqls) => {
+            p.u32(PROCEDURE);
+            p.u32(sqls.len() as u32);
+            for sql in sqls {
+                p.bytes(sql.as_bytes());
+            }
+        }
+    }
     p
 }
 
-fn decode(b: &[u8]) -> Option<TableRecord> {
+fn decode(b: &[u8]) -> Option<Record> {
     let mut g = Get::new(b);
     let id = g.u32()?;
+    if id == PROCEDURE {
+        let n = g.u32()?;
+        let mut sqls = Vec::new();
+        for _ in 0..n {
+            sqls.push(g.str()?);
+        }
+        return Some(Record::Procedures(sqls));
+    }
     let replaces = g.u32()?;
     let schema = decode_schema(&mut g)?;
-    Some(TableRecord {
+    Some(Record::Table(TableRecord {
         id,
         replaces: (replaces != NO_TABLE).then_some(replaces),
         schema,
-    })
+    }))
 }
 
 pub(crate) fn encode_schema(s: &TableSchema, p: &mut Vec<u8>) {
@@ -198,14 +229,25 @@ mod tests {
             .expected_rows(77)
             .build()
             .unwrap();
-        let rec = TableRecord {
+        let rec = Record::Table(TableRecord {
             id: 5,
             replaces: Some(2),
             schema: s.clone(),
+        });
+        let Some(Record::Table(back)) = decode(&encode(&rec)) else {
+            panic!("not a table record")
         };
-        let back = decode(&encode(&rec)).unwrap();
         assert_eq!(back.id, 5);
         assert_eq!(back.replaces, Some(2));
         assert_eq!(format!("{:?}", back.schema), format!("{s:?}"));
+        let sqls = vec![
+            "CREATE PROCEDURE p(x INT) AS $$ BEGIN RETURN x; END $$".to_string(),
+            "CREATE PROCEDURE q() AS $$ BEGIN END $$".to_string(),
+        ];
+        let Some(Record::Procedures(back)) = decode(&encode(&Record::Procedures(sqls.clone())))
+        else {
+            panic!("not a procedure record")
+        };
+        assert_eq!(back, sqls);
     }
 }

@@ -76,6 +76,9 @@ pub(crate) trait Put {
     fn u32(&mut self, v: u32);
     fn u64(&mut self, v: u64);
     fn bytes(&mut self, v: &[u8]);
+    /// A signed integer as a zigzag LEB128 varint (1 byte for -64..=63): command-log
+    /// arguments are mostly small ids.
+    fn varint(&mut self, v: i64);
 }
 
 impl Put for Vec<u8> {
@@ -96,6 +99,15 @@ impl Put for Vec<u8> {
     fn bytes(&mut self, v: &[u8]) {
         self.u32(v.len() as u32);
         self.extend_from_slice(v);
+    }
+    #[inline]
+    fn varint(&mut self, v: i64) {
+        let mut z = ((v << 1) ^ (v >> 63)) as u64;
+        while z >= 0x80 {
+            self.push((z as u8) | 0x80);
+            z >>= 7;
+        }
+        self.push(z as u8);
     }
 }
 
@@ -130,6 +142,17 @@ impl<'a> Get<'a> {
         let mut b = [0u8; 8];
         b.copy_from_slice(s);
         Some(u64::from_le_bytes(b))
+    }
+    pub fn varint(&mut self) -> Option<i64> {
+        let mut z = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            z |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(((z >> 1) as i64) ^ -((z & 1) as i64));
+            }
+        }
+        None
     }
     pub fn bytes(&mut self) -> Option<&'a [u8]> {
         let n = self.u32()? as usize;
@@ -172,6 +195,37 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn varints_round_trip_and_small_ones_are_short() {
+        let xs = [
+            0i64,
+            1,
+            -1,
+            63,
+            -64,
+            64,
+            -65,
+            300,
+            i64::MAX,
+            i64::MIN,
+            1 << 40,
+        ];
+        let mut b = Vec::new();
+        for &x in &xs {
+            b.varint(x);
+        }
+        let mut g = Get::new(&b);
+        for &x in &xs {
+            assert_eq!(g.varint(), Some(x));
+        }
+        assert!(g.done());
+        let mut one = Vec::new();
+        one.varint(-64);
+        assert_eq!(one.len(), 1);
+        // A varint cut short is a format error, not a wrong value.
+        assert_eq!(Get::new(&[0x80, 0x80]).varint(), None);
+    }
 
     #[test]
     fn blocks_round_trip_and_every_damage_is_caught() {

@@ -17,6 +17,8 @@ pub struct LogFileInfo {
     pub bytes: u64,
     pub blocks: u64,
     pub records: u64,
+    /// Of the records, procedure calls (command logging).
+    pub calls: u64,
     /// Smallest and largest epoch of its records (`None` if it has none).
     pub epochs: Option<(u64, u64)>,
     /// Where the intact blocks end, and why reading stopped there (`None`: the whole file
@@ -59,12 +61,15 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
         let data = std::fs::read(&path).map_err(|x| Error::io(&path, &x))?;
         let (blocks, end, why) = format::read_blocks(&data, LOG_MAGIC);
         let mut records = 0;
+        let mut calls = 0;
         let mut epochs: Option<(u64, u64)> = None;
         for b in &blocks {
             let mut g = Get::new(b);
             while let Some(rec) = super::next_record(&mut g) {
-                if let Some(ep) = Get::new(rec).u64() {
+                let mut r = Get::new(rec);
+                if let (Some(ep), Some(_), Some(n)) = (r.u64(), r.u64(), r.u32()) {
                     records += 1;
+                    calls += u64::from(n == super::COMMAND);
                     epochs = Some(epochs.map_or((ep, ep), |(lo, hi)| (lo.min(ep), hi.max(ep))));
                 }
             }
@@ -79,6 +84,7 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
             bytes: data.len() as u64,
             blocks: blocks.len() as u64,
             records,
+            calls,
             epochs,
             valid_bytes: end as u64,
             damage: why,

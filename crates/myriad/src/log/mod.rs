@@ -58,6 +58,9 @@ pub(crate) const PEPOCH_MAGIC: u32 = 0x4550_524d; // "MRPE"
 pub(crate) const OP_PUT: u8 = 1;
 pub(crate) const OP_DELETE: u8 = 2;
 pub(crate) const OP_PATCH: u8 = 3;
+/// The write count of a command record: the rest of the record is a procedure call
+/// (`procedure/command.rs`) instead of writes.
+pub(crate) const COMMAND: u32 = u32::MAX;
 const PEPOCH_FILE: &str = "pepoch";
 /// The persistent-epoch file is rewritten with only its last record past this size.
 const PEPOCH_MAX_BYTES: u64 = 1 << 20;
@@ -358,7 +361,8 @@ impl LogManager {
     }
 
     /// Appends the commit record of a transaction (called after validation, before the
-    /// transaction is marked Committed). Returns the record's epoch. An update of a row that
+    /// transaction is marked Committed). Returns the record's epoch. With `command`, the
+    /// record is that procedure call (command logging) and `writes` are not logged. An update of a row that
     /// existed is logged as a patch (its primary key and the bytes of the columns that
     /// changed); an insert or re-insert as the whole row; a delete as the row it deleted.
     pub(crate) fn append<'s>(
@@ -366,6 +370,7 @@ impl LogManager {
         slot: usize,
         end_ts: u64,
         writes: &[WriteRecord],
+        command: Option<&[u8]>,
         schema_of: impl Fn(u32) -> &'s TableSchema,
     ) -> Result<u64> {
         self.check_failed()?;
@@ -377,6 +382,13 @@ impl LogManager {
         b.u32(0);
         b.u64(epoch);
         b.u64(end_ts);
+        if let Some(call) = command {
+            b.u32(COMMAND);
+            b.extend_from_slice(call);
+            let len = (b.len() - start - 4) as u32;
+            b[start..start + 4].copy_from_slice(&len.to_le_bytes());
+            return Ok(epoch);
+        }
         b.u32(writes.len() as u32);
         for w in writes {
             // SAFETY: our own committed-to-be versions and the versions they replace (write

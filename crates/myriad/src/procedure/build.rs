@@ -199,6 +199,7 @@ impl ProcedureBuilder {
                 decls: Vec::new(),
                 body: Vec::new(),
                 at: SqlPos::default(),
+                source: String::new(),
             },
             line: Rc::new(Cell::new(0)),
         }

@@ -16,6 +16,7 @@
 //! or healed call must see them as given); `RAISE` only raises exceptions (an abort).
 
 mod build;
+mod command;
 mod exec;
 mod graph;
 mod ir;
@@ -23,6 +24,7 @@ pub(crate) mod parse;
 mod surface;
 
 pub use build::{Block, Ex, ProcedureBuilder, VarType};
+pub(crate) use command::replay_call;
 pub use graph::{Edge, Source};
 pub use ir::{OpInfo, UseKind};
 pub(crate) use surface::Def;
@@ -32,6 +34,7 @@ use crate::sql::expr::{Ty, V};
 use crate::txn::{Transaction, TxnOptions};
 use crate::value::Value;
 use crate::Database;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// An argument of a call: a scalar or an array.
@@ -101,6 +104,11 @@ impl CallFrame {
 /// A compiled stored procedure.
 pub struct Procedure {
     pub(crate) p: ir::Proc,
+    /// Its `CREATE PROCEDURE` text; empty for a builder-made procedure, which a durable
+    /// database neither keeps in its catalog nor logs as a command.
+    source: String,
+    /// Its definition number in a durable database's catalog (command-log records name it).
+    logged_as: std::sync::OnceLock<u32>,
 }
 
 impl std::fmt::Debug for Procedure {
@@ -292,7 +300,7 @@ impl Procedure {
                 });
             }
         }
-        self.p.run(tx, f)
+        self.run(tx, f)
     }
 
     /// [`Procedure::execute`] with a caller-kept frame: after the first call, a call of a
@@ -304,7 +312,7 @@ impl Procedure {
         frame: &mut CallFrame,
     ) -> Result<Vec<Value>> {
         self.bind(args, &mut frame.0)?;
-        self.p.run(tx, &mut frame.0)
+        self.run(tx, &mut frame.0)
     }
 
     /// Runs the procedure as its own transaction at the database's default isolation level,
@@ -324,7 +332,7 @@ impl Procedure {
     pub fn call_with(&self, db: &Database, opts: TxnOptions, args: &[Arg]) -> Result<Vec<Value>> {
         let mut f = self.p.frame();
         self.bind(args, &mut f)?;
-        db.run_with(opts, |tx| self.p.run(tx, &mut f))
+        db.run_with(opts, |tx| self.run(tx, &mut f))
     }
 }
 
@@ -349,6 +357,8 @@ impl Database {
             out.push((
                 Arc::new(Procedure {
                     p: ir::compile(self, d)?,
+                    source: d.source.clone(),
+                    logged_as: Default::default(),
                 }),
                 *replace,
             ));
@@ -361,8 +371,27 @@ impl Database {
     pub(crate) fn create_procedure_from(&self, d: &Def, replace: bool) -> Result<()> {
         let p = Arc::new(Procedure {
             p: ir::compile(self, d)?,
+            source: d.source.clone(),
+            logged_as: Default::default(),
         });
         self.register_all(&[(p, replace)])
+    }
+
+    /// Compiles a procedure kept in the catalog as definition number `def` (recovery).
+    pub(crate) fn procedure_from_catalog(&self, sql: &str, def: u32) -> Result<Procedure> {
+        let mut items = parse::script(sql)?;
+        let (Some(parse::Item::Procedure(d, _)), None) = (items.pop(), items.pop()) else {
+            return Err(Error::InvalidConfig(
+                "a catalog procedure record is not one CREATE PROCEDURE".into(),
+            ));
+        };
+        let p = Procedure {
+            p: ir::compile(self, &d)?,
+            source: d.source.clone(),
+            logged_as: Default::default(),
+        };
+        let _ = p.logged_as.set(def);
+        Ok(p)
     }
 
     /// Compiles a procedure without registering it (`myriad explain`).
@@ -372,6 +401,8 @@ impl Database {
             match item {
                 parse::Item::Procedure(d, _) => out.push(Procedure {
                     p: ir::compile(self, &d)?,
+                    source: d.source.clone(),
+                    logged_as: Default::default(),
                 }),
                 parse::Item::Sql(_) => {}
             }
@@ -383,17 +414,39 @@ impl Database {
     pub fn register_procedure(&self, b: ProcedureBuilder) -> Result<Arc<Procedure>> {
         let p = Arc::new(Procedure {
             p: ir::compile(self, &b.def)?,
+            source: String::new(),
+            logged_as: Default::default(),
         });
         self.register_all(&[(p.clone(), false)])?;
         Ok(p)
     }
 
-    /// Registers all or none: an existing name without `replace` fails the whole set.
+    /// Registers all or none: an existing name without `replace` fails the whole set. A
+    /// durable database writes the SQL-defined ones to its catalog first.
     pub(crate) fn register_all(&self, ps: &[(Arc<Procedure>, bool)]) -> Result<()> {
         let mut reg = self.procedures.write().unwrap_or_else(|e| e.into_inner());
         for (p, replace) in ps {
             if !replace && reg.contains_key(&p.name().to_ascii_lowercase()) {
                 return Err(Error::AlreadyExists(p.name().to_string()));
+            }
+        }
+        if let Some(d) = &self.durable {
+            let kept: Vec<&Arc<Procedure>> = ps
+                .iter()
+                .map(|(p, _)| p)
+                .filter(|p| !p.source.is_empty())
+                .collect();
+            if !kept.is_empty() {
+                let sqls = kept.iter().map(|p| p.source.clone()).collect();
+                if d.log_catalog(&crate::log::catalog::Record::Procedures(sqls))? {
+                    // Numbered in catalog order; we hold the registry's write lock.
+                    let first = d.procedure_definitions.load(Ordering::Relaxed);
+                    for (i, p) in kept.iter().enumerate() {
+                        let _ = p.logged_as.set(first + i as u32);
+                    }
+                    d.procedure_definitions
+                        .store(first + kept.len() as u32, Ordering::Relaxed);
+                }
             }
         }
         for (p, _) in ps {

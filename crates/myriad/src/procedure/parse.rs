@@ -56,6 +56,24 @@ fn expect_word(p: &mut Parser<'_>, w: &str) -> Result<()> {
     }
 }
 
+/// The byte offset in `sql` of a parser location (1-based line and character column).
+fn byte_offset(sql: &str, at: Location) -> usize {
+    let mut line = 1;
+    let mut col = 1;
+    for (i, c) in sql.char_indices() {
+        if line == at.line && col == at.column {
+            return i;
+        }
+        if c == '\n' {
+            line += 1;
+            col = 1;
+        } else {
+            col += 1;
+        }
+    }
+    sql.len()
+}
+
 /// Parses a script of SQL statements and procedure definitions, separated by `;`.
 pub(crate) fn script(sql: &str) -> Result<Vec<Item>> {
     let dialect = PostgreSqlDialect {};
@@ -74,10 +92,19 @@ pub(crate) fn script(sql: &str) -> Result<Vec<Item>> {
             && word_is(&p.peek_nth_token(2), Keyword::REPLACE);
         let proc_at = if replace { 3 } else { 1 };
         if create && word_is(&p.peek_nth_token(proc_at), Keyword::PROCEDURE) {
-            out.push(Item::Procedure(
-                Box::new(create_procedure(&mut p)?),
-                replace,
-            ));
+            let from = p.peek_token().span.start;
+            let mut d = create_procedure(&mut p)?;
+            let to = p.peek_token();
+            let end = match to.token {
+                Token::EOF => sql.len(),
+                _ => byte_offset(sql, to.span.start),
+            };
+            d.source = sql
+                .get(byte_offset(sql, from)..end)
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            out.push(Item::Procedure(Box::new(d), replace));
         } else {
             out.push(Item::Sql(Box::new(
                 p.parse_statement().map_err(parse_error)?,
@@ -160,6 +187,7 @@ fn create_procedure(p: &mut Parser<'_>) -> Result<Def> {
         decls,
         body: stmts,
         at,
+        source: String::new(),
     })
 }
 

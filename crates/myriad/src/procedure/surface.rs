@@ -15,6 +15,9 @@ pub(crate) struct Def {
     pub decls: Vec<(String, Ty, Option<Expr>)>,
     pub body: Vec<Stmt>,
     pub at: SqlPos,
+    /// The `CREATE PROCEDURE` text it was parsed from (empty for the builder): what a
+    /// durable database keeps in its catalog.
+    pub source: String,
 }
 
 /// The row source of `SELECT ... INTO` and `FOR row IN SELECT`.

@@ -2,42 +2,47 @@
 //!
 //! Layout of a data directory:
 //! - `LOCK` — held (`flock`) by the one process that has the directory open;
-//! - `catalog` — every CREATE TABLE / CREATE INDEX (`log/catalog.rs`);
+//! - `catalog` — every CREATE TABLE / CREATE INDEX / CREATE PROCEDURE (`log/catalog.rs`);
 //! - `log-LL-SSSSSSSSSS` — the files of logger `LL`, in sequence `S` (`log/mod.rs`);
 //! - `pepoch` — persistent-epoch records: the durable epoch and where each logger's durable
 //!   bytes end;
 //! - `checkpoint-TTTTTTTTTTTTTTTTTTTT/` — a transactionally consistent checkpoint as of
 //!   timestamp `T` (`checkpoint.rs`), and `CURRENT`, which names the newest complete one.
 //!
-//! Recovery (one scheme so far: logical, last-writer-wins, tables installed in parallel):
-//! 1. the catalog recreates every table under its old id (log records name tables by id);
-//! 2. the current checkpoint's files are read and checked (checkpoint load);
-//! 3. every log file from the checkpoint's first needed sequence on is read (log load): bytes
-//!    up to the durable position of the last persistent-epoch record must be intact (else
-//!    `Error::Corrupt` naming file and offset, and nothing is changed); a damaged tail after it
-//!    is dropped and counted. Of the intact records, those of epochs ≤ the persistent epoch and
-//!    end timestamps after the checkpoint's are kept, grouped by table and key;
-//! 4. each table is filled (install: inserts through the normal write path, so every index is
-//!    built): a key's changes are applied in commit order on top of its checkpoint row — a put
-//!    replaces the row, a delete removes it, a patch overwrites the columns it names;
-//! 5. if there was anything to recover, a fresh checkpoint is written and the old logs are
+//! Recovery (`Config::recovery`, thesis §4.7.1's schemes):
+//! 1. the catalog recreates every table under its old id (log records name tables by id) and
+//!    compiles every procedure definition (command records name definitions);
+//! 2. the current checkpoint's files are read and checked;
+//! 3. every log file from the checkpoint's first needed sequence on is read, one file per
+//!    thread (log load): bytes up to the durable position of the last persistent-epoch record
+//!    must be intact (else `Error::Corrupt` naming file and offset, and nothing is changed);
+//!    a damaged tail after it is dropped and counted. Of the intact records, those of epochs
+//!    ≤ the persistent epoch and end timestamps after the checkpoint's are kept;
+//! 4. the checkpoint's rows are inserted through the normal write path, tables split among
+//!    the threads (every index is built on the way: there is no separate index phase);
+//! 5. the log is replayed (`replay.rs`): `serial` runs every record as a transaction in
+//!    commit order on one thread (the only scheme that can replay procedure calls);
+//!    `parallel-latched` lets threads apply records in any order to a latched table of row
+//!    images where the newest write of each column wins; `parallel-partitioned` shuffles the
+//!    changes by table and key into one partition per thread, each replayed in commit order
+//!    without latches. `auto` is `serial` if the log holds calls, else partitioned;
+//! 6. if there was anything to recover, a fresh checkpoint is written and the old logs are
 //!    deleted: the new session's epochs and log sequence numbers continue after the old ones,
 //!    and its records are all newer than that checkpoint, so a later recovery never confuses
 //!    a non-durable record of the old session with a durable one of the new.
 //!
-//! Not built yet: command logging and its serial replay (CLR), parallel latched replay of
-//! individual records (LLR), physical logging (PLR), `--recovery` to choose among them.
+//! Not built yet: physical logging and its replay (PLR).
 
 pub mod checkpoint;
+mod replay;
 
-use crate::config::Isolation;
+use crate::config::{Isolation, RecoveryScheme};
 use crate::engine::Database;
 use crate::error::{Error, Result};
-use crate::log::catalog::{Catalog, TableRecord};
+use crate::log::catalog::{Catalog, Record, TableRecord};
 use crate::log::format::{self, Get};
-use crate::log::{
-    apply_patch, LogManager, PersistentEpoch, LOG_MAGIC, OP_DELETE, OP_PATCH, OP_PUT,
-};
+use crate::log::{LogManager, PersistentEpoch, COMMAND, LOG_MAGIC};
+use crate::procedure::Procedure;
 use crate::schema::TableSchema;
 use crate::storage::TableRef;
 use crate::txn::TxnOptions;
@@ -46,7 +51,8 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// State of a durable database's directory.
@@ -57,6 +63,8 @@ pub(crate) struct DurableState {
     catalog: Mutex<Option<Catalog>>,
     pub checkpoint_lock: Mutex<()>,
     pub report: OnceLock<RecoveryReport>,
+    /// Procedure definitions in the catalog so far (the next one gets this number).
+    pub procedure_definitions: AtomicU32,
 }
 
 impl DurableState {
@@ -66,13 +74,20 @@ impl DurableState {
         replaces: Option<u32>,
         schema: &TableSchema,
     ) -> Result<()> {
+        self.log_catalog(&Record::Table(TableRecord {
+            id,
+            replaces,
+            schema: schema.clone(),
+        }))
+        .map(drop)
+    }
+
+    /// Makes a catalog change durable; false (nothing written) while recovery replays the
+    /// catalog.
+    pub(crate) fn log_catalog(&self, r: &Record) -> Result<bool> {
         match self.catalog.lock().as_mut() {
-            Some(c) => c.append(&TableRecord {
-                id,
-                replaces,
-                schema: schema.clone(),
-            }),
-            None => Ok(()),
+            Some(c) => c.append(r).map(|_| true),
+            None => Ok(false),
         }
     }
 }
@@ -80,6 +95,9 @@ impl DurableState {
 /// What opening a data directory found and did, with the time of each phase.
 #[derive(Clone, Debug, Default)]
 pub struct RecoveryReport {
+    /// The replay scheme used (`auto` resolved).
+    pub scheme: String,
+    pub threads: usize,
     /// Timestamp of the checkpoint recovery started from, if any.
     pub checkpoint_ts: Option<u64>,
     pub checkpoint_rows: u64,
@@ -91,6 +109,8 @@ pub struct RecoveryReport {
     pub log_records: u64,
     /// Of those, records recovered (epoch ≤ persistent epoch, newer than the checkpoint).
     pub records_replayed: u64,
+    /// Of the recovered records, procedure calls (command logging).
+    pub calls_replayed: u64,
     /// Records past the persistent epoch: commits that were never acknowledged.
     pub records_not_durable: u64,
     /// Bytes of damaged or torn log tails dropped (after the durable position).
@@ -100,10 +120,12 @@ pub struct RecoveryReport {
     pub tables: usize,
     /// Rows in the recovered database.
     pub rows: u64,
+    /// Reading the checkpoint's files and inserting their rows (indexes built on the way).
     pub checkpoint_load: Duration,
+    /// Reading and checking the log files.
     pub log_load: Duration,
-    /// Inserting the rows into the tables, building every index on the way.
-    pub install: Duration,
+    /// Applying the log records.
+    pub replay: Duration,
     /// Writing the checkpoint that closes recovery.
     pub checkpoint_write: Duration,
 }
@@ -111,7 +133,7 @@ pub struct RecoveryReport {
 impl RecoveryReport {
     /// Total time of the phases.
     pub fn total(&self) -> Duration {
-        self.checkpoint_load + self.log_load + self.install + self.checkpoint_write
+        self.checkpoint_load + self.log_load + self.replay + self.checkpoint_write
     }
 }
 
@@ -153,6 +175,7 @@ pub(crate) fn open(config: crate::Config) -> Result<Database> {
         catalog: Mutex::new(None),
         checkpoint_lock: Mutex::new(()),
         report: OnceLock::new(),
+        procedure_definitions: AtomicU32::new(0),
     };
     let db = Database::new_in_memory(config, Some(state));
     let (report, next) = recover(&db, &dir)?;
@@ -180,66 +203,201 @@ struct Next {
     checkpoint: bool,
 }
 
-/// One table's recovery input: its checkpoint rows and its log images by key.
-type TableInput = (TableRef, Vec<u8>, HashMap<Vec<u8>, Vec<Change>>);
-
-/// One logged change of a key: a whole row (put), a delete, or a patch of changed columns.
-struct Change {
-    ts: u64,
-    op: u8,
+/// A log file's bytes and the records of it to replay.
+pub(super) struct LogFile {
+    path: PathBuf,
     data: Vec<u8>,
+    recs: Vec<Rec>,
+}
+
+/// A record to replay: its end timestamp, its write count (`COMMAND` for a procedure call)
+/// and where its writes (or the call) are in the file's bytes.
+#[derive(Clone, Copy)]
+pub(super) struct Rec {
+    ts: u64,
+    n: u32,
+    at: usize,
+    end: usize,
+}
+
+impl LogFile {
+    fn body(&self, r: &Rec) -> &[u8] {
+        &self.data[r.at..r.end]
+    }
+}
+
+/// What reading one log file found.
+#[derive(Default)]
+struct FileStats {
+    records: u64,
+    replayed: u64,
+    calls: u64,
+    not_durable: u64,
+    max_ts: u64,
+    max_epoch: u64,
+    dropped: Option<(u64, String)>,
+}
+
+/// Runs `f` on every item on `threads` threads (items taken in order from a shared queue);
+/// returns the results in item order, or the first error.
+pub(super) fn in_parallel<T: Send, R: Send>(
+    threads: usize,
+    items: Vec<T>,
+    f: impl Fn(T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let n = items.len();
+    let queue = Mutex::new(items.into_iter().enumerate());
+    let out: Mutex<Vec<Option<R>>> = Mutex::new((0..n).map(|_| None).collect());
+    let failed: Mutex<Option<Error>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, n.max(1)) {
+            s.spawn(|| loop {
+                if failed.lock().is_some() {
+                    return;
+                }
+                let Some((i, item)) = queue.lock().next() else {
+                    return;
+                };
+                match f(item) {
+                    Ok(r) => out.lock()[i] = Some(r),
+                    Err(e) => {
+                        failed.lock().get_or_insert(e);
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = failed.into_inner() {
+        return Err(e);
+    }
+    Ok(out.into_inner().into_iter().flatten().collect())
+}
+
+/// Writes through transactions of up to `BATCH` operations (recovery runs before any client,
+/// so a batch never conflicts; batching saves a commit per row).
+pub(super) struct Batcher<'db> {
+    db: &'db Database,
+    tx: Option<crate::txn::Transaction<'db>>,
+    ops: usize,
+}
+
+impl<'db> Batcher<'db> {
+    const BATCH: usize = 512;
+
+    pub(super) fn new(db: &'db Database) -> Self {
+        Batcher {
+            db,
+            tx: None,
+            ops: 0,
+        }
+    }
+
+    /// The open transaction (begun if needed); call `done_op` after each operation.
+    pub(super) fn tx(&mut self) -> Result<&mut crate::txn::Transaction<'db>> {
+        if self.tx.is_none() {
+            self.tx = Some(self.db.begin_with(TxnOptions {
+                isolation: Isolation::Snapshot,
+                read_only: false,
+            })?);
+        }
+        self.tx
+            .as_mut()
+            .ok_or_else(|| Error::InvalidConfig("no recovery transaction".into()))
+    }
+
+    pub(super) fn done_op(&mut self) -> Result<()> {
+        self.ops += 1;
+        if self.ops >= Self::BATCH {
+            self.finish()?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish(&mut self) -> Result<()> {
+        self.ops = 0;
+        match self.tx.take() {
+            Some(tx) => tx.commit_deferred().map(drop),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Recovery's view of a write error: two rows with one key means the files are inconsistent.
+pub(super) fn as_corrupt(e: Error) -> Error {
+    match e {
+        Error::DuplicateKey { table, index } => Error::Corrupt {
+            file: format!("checkpoint or log of table `{table}`"),
+            offset: 0,
+            message: format!("two rows with the same key in index `{index}`"),
+        },
+        e => e,
+    }
 }
 
 fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
     let mut rep = RecoveryReport::default();
-    // 1. Tables, under their old ids.
+    let threads = db.config.recovery_threads;
+    rep.threads = threads;
+    // 1. Tables, under their old ids, then procedures.
     let records = Catalog::read(dir)?;
-    let replaced: Vec<u32> = records.iter().filter_map(|r| r.replaces).collect();
+    let table_records: Vec<&TableRecord> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Table(t) => Some(t),
+            Record::Procedures(_) => None,
+        })
+        .collect();
+    let replaced: Vec<u32> = table_records.iter().filter_map(|r| r.replaces).collect();
     let mut by_id: HashMap<u32, TableRef> = HashMap::new();
     let mut names: HashMap<u32, String> = HashMap::new();
-    for r in &records {
+    for r in &table_records {
         names.insert(r.id, r.schema.name.clone());
     }
-    for r in &records {
+    for r in &table_records {
         if !replaced.contains(&r.id) {
             by_id.insert(r.id, db.restore_table(r.id, r.schema.clone())?);
         }
     }
     // Records written under a replaced id belong to the table that replaced it.
-    let current = |mut id: u32| -> Option<u32> {
-        for _ in 0..records.len() + 1 {
-            if by_id.contains_key(&id) {
-                return Some(id);
+    let resolve_id: HashMap<u32, u32> = names
+        .keys()
+        .filter_map(|&id0| {
+            let mut id = id0;
+            for _ in 0..table_records.len() + 1 {
+                if by_id.contains_key(&id) {
+                    return Some((id0, id));
+                }
+                id = table_records.iter().find(|r| r.replaces == Some(id))?.id;
             }
-            id = records.iter().find(|r| r.replaces == Some(id))?.id;
-        }
-        None
-    };
+            None
+        })
+        .collect();
     rep.tables = by_id.len();
+    let definitions = restore_procedures(db, dir, &records)?;
 
-    // 2. Checkpoint.
+    // 2. Checkpoint files.
     let t = Instant::now();
     let manifest = Manifest::read_current(dir)?;
-    let mut ckpt_rows: HashMap<u32, Vec<u8>> = HashMap::new();
+    let mut ckpt: Vec<(TableRef, Vec<u8>)> = Vec::new();
     if let Some(m) = &manifest {
         rep.checkpoint_ts = Some(m.ts);
         for tm in &m.tables {
-            let Some(id) = current(tm.id) else {
+            let Some(tr) = resolve_id.get(&tm.id).and_then(|id| by_id.get(id)) else {
                 return Err(Error::Corrupt {
                     file: m.dir.join(&tm.file).display().to_string(),
                     offset: 0,
                     message: format!("checkpoint of table id {} not in the catalog", tm.id),
                 });
             };
-            let data = tm.read(&m.dir, by_id[&id].schema.row_size)?;
+            ckpt.push((tr.clone(), tm.read(&m.dir, tr.schema.row_size)?));
             rep.checkpoint_rows += tm.rows;
-            ckpt_rows.insert(id, data);
         }
     }
     rep.checkpoint_load = t.elapsed();
     let ckpt_ts = manifest.as_ref().map_or(0, |m| m.ts);
 
-    // 3. Logs.
+    // 3. Logs, one file per thread.
     let t = Instant::now();
     let pe = PersistentEpoch::read_last(dir)?;
     let durable_epoch = pe.as_ref().map_or(0, |p| p.epoch);
@@ -253,155 +411,91 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
             .map_or(0, |m| m.first_seq.get(logger).copied().unwrap_or(0))
     };
     let files: Vec<(usize, u64, PathBuf)> = all.into_iter().filter(|f| f.1 >= first(f.0)).collect();
-    let mut max_ts = ckpt_ts;
-    let mut max_epoch = durable_epoch;
-    let mut images: HashMap<u32, HashMap<Vec<u8>, Vec<Change>>> = HashMap::new();
-    let mut key = Vec::new();
-    for (logger, seq, path) in &files {
-        let data = std::fs::read(path).map_err(|e| Error::io(path, &e))?;
-        rep.log_files += 1;
-        rep.log_bytes += data.len() as u64;
-        let durable_end = match pe.as_ref().and_then(|p| p.positions.get(*logger)) {
-            Some(p) if *seq < p.seq => data.len() as u64,
-            Some(p) if *seq == p.seq => p.offset,
+    let loaded = in_parallel(threads, files, |(logger, seq, path)| {
+        let durable_end = match pe.as_ref().and_then(|p| p.positions.get(logger)) {
+            Some(p) if seq < p.seq => u64::MAX,
+            Some(p) if seq == p.seq => p.offset,
             _ => 0,
         };
-        let (blocks, end, why) = format::read_blocks(&data, LOG_MAGIC);
-        if let Some(why) = why {
-            if (end as u64) < durable_end {
-                return Err(Error::Corrupt {
-                    file: path.display().to_string(),
-                    offset: end as u64,
-                    message: format!(
-                        "{why}, before the end of the durable log (byte {durable_end})"
-                    ),
-                });
-            }
-            rep.bytes_dropped += (data.len() - end) as u64;
-            rep.dropped.push(format!(
-                "{}: {} bytes from offset {end} ({why})",
-                path.display(),
-                data.len() - end
-            ));
+        load_file(path, durable_end, durable_epoch, ckpt_ts)
+    })?;
+    let mut max_ts = ckpt_ts;
+    let mut max_epoch = durable_epoch;
+    let mut logs = Vec::new();
+    for (f, st) in loaded {
+        rep.log_files += 1;
+        rep.log_bytes += f.data.len() as u64;
+        rep.log_records += st.records;
+        rep.records_replayed += st.replayed;
+        rep.calls_replayed += st.calls;
+        rep.records_not_durable += st.not_durable;
+        max_ts = max_ts.max(st.max_ts);
+        max_epoch = max_epoch.max(st.max_epoch);
+        if let Some((bytes, line)) = st.dropped {
+            rep.bytes_dropped += bytes;
+            rep.dropped.push(line);
         }
-        let mut at = 0u64;
-        for b in blocks {
-            let bad = || format::malformed(path, at, "log record");
-            let mut g = Get::new(b);
-            while !g.done() {
-                let rec = crate::log::next_record(&mut g).ok_or_else(bad)?;
-                let mut r = Get::new(rec);
-                let epoch = r.u64().ok_or_else(bad)?;
-                let ts = r.u64().ok_or_else(bad)?;
-                let n = r.u32().ok_or_else(bad)?;
-                rep.log_records += 1;
-                max_ts = max_ts.max(ts);
-                max_epoch = max_epoch.max(epoch);
-                if epoch > durable_epoch {
-                    rep.records_not_durable += 1;
-                    continue;
-                }
-                if ts <= ckpt_ts {
-                    continue;
-                }
-                rep.records_replayed += 1;
-                for _ in 0..n {
-                    let tid = r.u32().ok_or_else(bad)?;
-                    let op = r.u8().ok_or_else(bad)?;
-                    let id = current(tid).ok_or_else(|| Error::Corrupt {
-                        file: path.display().to_string(),
-                        offset: at,
-                        message: format!(
-                            "log record for table id {tid} ({}), which is not in the catalog",
-                            names.get(&tid).map_or("unknown", |s| s.as_str())
-                        ),
-                    })?;
-                    let schema = &by_id[&id].schema;
-                    let data = match op {
-                        OP_PUT | OP_DELETE => {
-                            let row = r.bytes().ok_or_else(bad)?;
-                            if row.len() != schema.row_size {
-                                return Err(bad());
-                            }
-                            schema.encode_key_from_row(0, row, &mut key);
-                            row
-                        }
-                        OP_PATCH => {
-                            key.clear();
-                            key.extend_from_slice(r.bytes().ok_or_else(bad)?);
-                            // Walk the patch to find its end; it is applied at install.
-                            let from = r.at;
-                            let k = r.u32().ok_or_else(bad)?;
-                            for _ in 0..k {
-                                r.u32().ok_or_else(bad)?;
-                                r.bytes().ok_or_else(bad)?;
-                            }
-                            &rec[from..r.at]
-                        }
-                        _ => return Err(bad()),
-                    };
-                    let change = Change {
-                        ts,
-                        op,
-                        data: data.to_vec(),
-                    };
-                    let by_key = images.entry(id).or_default();
-                    match by_key.get_mut(key.as_slice()) {
-                        Some(v) => v.push(change),
-                        None => {
-                            by_key.insert(key.clone(), vec![change]);
-                        }
-                    }
-                }
-            }
-            at += (format::BLOCK_HEADER + b.len()) as u64;
-        }
+        logs.push(f);
     }
     rep.log_load = t.elapsed();
+    let scheme = match db.config.recovery {
+        RecoveryScheme::Auto if rep.calls_replayed > 0 => RecoveryScheme::Serial,
+        RecoveryScheme::Auto => RecoveryScheme::ParallelPartitioned,
+        RecoveryScheme::Serial => RecoveryScheme::Serial,
+        s if rep.calls_replayed > 0 => {
+            return Err(Error::InvalidConfig(format!(
+                "the log holds {} procedure calls (written with log `command`); recovery `{s}` \
+                 cannot replay them: open with recovery `serial` or `auto`",
+                rep.calls_replayed
+            )))
+        }
+        s => s,
+    };
+    rep.scheme = scheme.name().to_string();
 
-    // 4. Install, one table per thread at a time.
+    // 4. Checkpoint rows into the tables, in chunks spread over the threads.
     let t = Instant::now();
-    let tables: Vec<TableInput> = by_id
-        .values()
-        .map(|tr| {
-            (
-                tr.clone(),
-                ckpt_rows.remove(&tr.id).unwrap_or_default(),
-                images.remove(&tr.id).unwrap_or_default(),
-            )
-        })
-        .collect();
-    let work = Mutex::new(tables);
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(work.lock().len())
-        .max(1);
-    let results: Vec<Result<u64>> = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut rows = 0;
-                    loop {
-                        let Some((tr, ckpt, changes)) = work.lock().pop() else {
-                            return Ok(rows);
-                        };
-                        rows += install(db, &tr, &ckpt, changes)?;
-                    }
-                })
-            })
-            .collect();
-        hs.into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(Error::InvalidConfig("recovery thread panicked".into()))
-                })
-            })
-            .collect()
-    });
-    for r in results {
-        rep.rows += r?;
+    const CHUNK_ROWS: usize = 1 << 14;
+    let mut chunks = Vec::new();
+    for (tr, data) in &ckpt {
+        let size = tr.schema.row_size.max(1);
+        for c in data.chunks(CHUNK_ROWS * size) {
+            chunks.push((tr, c));
+        }
     }
-    rep.install = t.elapsed();
+    in_parallel(threads, chunks, |(tr, rows)| {
+        let mut b = Batcher::new(db);
+        for row in rows.chunks_exact(tr.schema.row_size) {
+            b.tx()?.insert_raw(tr, row).map_err(as_corrupt)?;
+            b.done_op()?;
+        }
+        b.finish()
+    })?;
+    drop(ckpt);
+    rep.checkpoint_load += t.elapsed();
+
+    // 5. Replay.
+    let t = Instant::now();
+    let ctx = replay::Ctx {
+        db,
+        tables: &by_id,
+        resolve_id: &resolve_id,
+        names: &names,
+        definitions: &definitions,
+        threads,
+    };
+    match scheme {
+        RecoveryScheme::Serial => replay::serial(&ctx, &logs)?,
+        RecoveryScheme::ParallelLatched => replay::latched(&ctx, &logs)?,
+        RecoveryScheme::ParallelPartitioned => replay::partitioned(&ctx, &logs)?,
+        s => {
+            return Err(Error::Unsupported(format!(
+                "recovery `{s}` is not implemented yet"
+            )))
+        }
+    }
+    rep.replay = t.elapsed();
+    rep.rows = by_id.values().map(live_rows).sum();
     db.clock.advance_to(max_ts + 1);
     Ok((
         rep,
@@ -413,103 +507,138 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
     ))
 }
 
-/// The state of a key after its logged changes, applied in commit order on top of `base`
-/// (its checkpoint row). Only the changes after its last whole-row put or delete matter.
-fn resolve(t: &TableRef, base: Option<&[u8]>, changes: &mut [Change]) -> Result<Option<Vec<u8>>> {
-    changes.sort_unstable_by_key(|c| c.ts);
-    let from = changes.iter().rposition(|c| c.op != OP_PATCH).unwrap_or(0);
-    let mut cur = if changes.get(from).is_some_and(|c| c.op != OP_PATCH) {
-        None
-    } else {
-        base.map(<[u8]>::to_vec)
-    };
-    let bad = |m: &str| Error::Corrupt {
-        file: format!("log of table `{}`", t.schema.name),
-        offset: 0,
-        message: m.to_string(),
-    };
-    for c in &mut changes[from..] {
-        match c.op {
-            OP_PUT => cur = Some(std::mem::take(&mut c.data)),
-            OP_DELETE => cur = None,
-            _ => {
-                let row = cur.as_mut().ok_or_else(|| {
-                    bad("an update of a row that neither the checkpoint nor the log has")
-                })?;
-                apply_patch(&mut Get::new(&c.data), row)
-                    .ok_or_else(|| bad("an update patch outside the row"))?;
+/// Compiles every procedure definition of the catalog, in order (their numbers are what
+/// command records name), and registers the newest of each name.
+fn restore_procedures(
+    db: &Database,
+    dir: &Path,
+    records: &[Record],
+) -> Result<Vec<Option<Arc<Procedure>>>> {
+    let mut defs: Vec<(String, Result<Arc<Procedure>>)> = Vec::new();
+    for r in records {
+        if let Record::Procedures(sqls) = r {
+            for sql in sqls {
+                let n = defs.len() as u32;
+                let p = db.procedure_from_catalog(sql, n);
+                let name = match &p {
+                    Ok(p) => p.name().to_ascii_lowercase(),
+                    Err(_) => String::new(),
+                };
+                defs.push((name, p.map(Arc::new)));
             }
         }
     }
-    Ok(cur)
+    let mut newest: HashMap<&str, usize> = HashMap::new();
+    for (i, (name, _)) in defs.iter().enumerate() {
+        newest.insert(name, i);
+    }
+    let mut reg = db.procedures.write().unwrap_or_else(|e| e.into_inner());
+    for (i, (name, p)) in defs.iter().enumerate() {
+        match p {
+            Ok(p) if newest.get(name.as_str()) == Some(&i) => {
+                reg.insert(name.clone(), p.clone());
+            }
+            Err(e) if name.is_empty() || newest.get(name.as_str()) == Some(&i) => {
+                return Err(Error::Corrupt {
+                    file: dir
+                        .join(crate::log::catalog::CATALOG_FILE)
+                        .display()
+                        .to_string(),
+                    offset: 0,
+                    message: format!("procedure definition {i} does not compile: {e}"),
+                });
+            }
+            _ => {}
+        }
+    }
+    drop(reg);
+    if let Some(d) = &db.durable {
+        d.procedure_definitions
+            .store(defs.len() as u32, Ordering::Relaxed);
+    }
+    Ok(defs.into_iter().map(|(_, p)| p.ok()).collect())
 }
 
-/// Fills one table: checkpoint rows the log did not change, checkpoint rows with their
-/// logged changes applied, and rows the log created. Returns the number of rows.
-fn install(
-    db: &Database,
-    t: &TableRef,
-    ckpt: &[u8],
-    mut changes: HashMap<Vec<u8>, Vec<Change>>,
-) -> Result<u64> {
-    const BATCH: usize = 1024;
-    let size = t.schema.row_size;
-    let mut key = Vec::new();
-    let opts = TxnOptions {
-        isolation: Isolation::Snapshot,
-        read_only: false,
-    };
-    let mut rows = 0u64;
-    let mut owned: Vec<Vec<u8>> = Vec::new();
-    let mut batch: Vec<&[u8]> = Vec::with_capacity(BATCH);
-    let flush = |batch: &mut Vec<&[u8]>| -> Result<()> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let mut tx = db.begin_with(opts)?;
-        for r in batch.iter() {
-            tx.insert_raw(t, r).map_err(|e| match e {
-                Error::DuplicateKey { table, index } => Error::Corrupt {
-                    file: format!("checkpoint or log of table `{table}`"),
-                    offset: 0,
-                    message: format!("two rows with the same key in index `{index}`"),
+/// Reads and checks one log file: its blocks must be intact up to `durable_end` (the end of
+/// its durable bytes; damage after that is a torn tail, dropped). Keeps the records of epochs
+/// ≤ `durable_epoch` committed after the checkpoint (`ckpt_ts`).
+fn load_file(
+    path: PathBuf,
+    durable_end: u64,
+    durable_epoch: u64,
+    ckpt_ts: u64,
+) -> Result<(LogFile, FileStats)> {
+    let data = std::fs::read(&path).map_err(|e| Error::io(&path, &e))?;
+    let mut st = FileStats::default();
+    let (blocks, end, why) = format::read_blocks(&data, LOG_MAGIC);
+    if let Some(why) = why {
+        if (end as u64) < durable_end {
+            return Err(Error::Corrupt {
+                file: path.display().to_string(),
+                offset: end as u64,
+                message: if durable_end == u64::MAX {
+                    format!("{why}, in a log file that is durable to its end")
+                } else {
+                    format!("{why}, before the end of the durable log (byte {durable_end})")
                 },
-                e => e,
-            })?;
+            });
         }
-        tx.commit_deferred()?;
-        batch.clear();
-        Ok(())
-    };
-    if size > 0 {
-        for row in ckpt.chunks_exact(size) {
-            t.schema.encode_key_from_row(0, row, &mut key);
-            if let Some(mut ch) = changes.remove(key.as_slice()) {
-                if let Some(r) = resolve(t, Some(row), &mut ch)? {
-                    owned.push(r);
-                }
+        st.dropped = Some((
+            (data.len() - end) as u64,
+            format!(
+                "{}: {} bytes from offset {end} ({why})",
+                path.display(),
+                data.len() - end
+            ),
+        ));
+    }
+    let mut recs = Vec::new();
+    let base = data.as_ptr() as usize;
+    let mut at = 0u64;
+    for b in blocks {
+        let bad = || format::malformed(&path, at, "log record");
+        let mut g = Get::new(b);
+        while !g.done() {
+            let rec = crate::log::next_record(&mut g).ok_or_else(bad)?;
+            let mut r = Get::new(rec);
+            let epoch = r.u64().ok_or_else(bad)?;
+            let ts = r.u64().ok_or_else(bad)?;
+            let n = r.u32().ok_or_else(bad)?;
+            st.records += 1;
+            st.max_ts = st.max_ts.max(ts);
+            st.max_epoch = st.max_epoch.max(epoch);
+            if epoch > durable_epoch {
+                st.not_durable += 1;
                 continue;
             }
-            batch.push(row);
-            rows += 1;
-            if batch.len() == BATCH {
-                flush(&mut batch)?;
+            if ts <= ckpt_ts {
+                continue;
             }
+            st.replayed += 1;
+            st.calls += u64::from(n == COMMAND);
+            let start = rec.as_ptr() as usize - base + r.at;
+            recs.push(Rec {
+                ts,
+                n,
+                at: start,
+                end: rec.as_ptr() as usize - base + rec.len(),
+            });
         }
+        at += (format::BLOCK_HEADER + b.len()) as u64;
     }
-    flush(&mut batch)?;
-    for ch in changes.values_mut() {
-        if let Some(r) = resolve(t, None, ch)? {
-            owned.push(r);
-        }
-    }
-    for r in &owned {
-        batch.push(r);
-        rows += 1;
-        if batch.len() == BATCH {
-            flush(&mut batch)?;
-        }
-    }
-    flush(&mut batch)?;
-    Ok(rows)
+    Ok((LogFile { path, data, recs }, st))
+}
+
+/// Live rows of `t` (recovery is alone with the tables: heads are read without a snapshot).
+fn live_rows(t: &TableRef) -> u64 {
+    let _pin = crossbeam_epoch::pin();
+    (0..t.tid_count())
+        .filter(|&tid| {
+            t.entry(tid).is_some_and(|e| {
+                let p = e.load(std::sync::atomic::Ordering::Acquire);
+                // SAFETY: pinned; a published version lives until after the epoch.
+                !p.is_null() && unsafe { !(*p).is_tombstone() }
+            })
+        })
+        .count() as u64
 }

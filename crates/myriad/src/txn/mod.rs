@@ -92,6 +92,23 @@ pub(crate) struct SlotLocal {
     pub row_buf: Vec<u8>,
     pub garbage: VecDeque<Garbage>,
     pub commits_since_gc: u32,
+    /// The call a command-logged transaction was (`Command::Called`): procedure name and
+    /// arguments, encoded for the log (`procedure::encode_call`).
+    pub cmd: Vec<u8>,
+}
+
+/// Whether a transaction's effects are exactly one stored-procedure call, so that command
+/// logging can log the call instead of the rows (thesis §4.4.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Command {
+    /// No call yet (and no write yet, or it would be `Mixed`).
+    None,
+    /// Inside the call that started with no writes before it.
+    Running,
+    /// The call returned successfully after this many write operations.
+    Called(u64),
+    /// Anything else: written outside a call, a second call, a failed call.
+    Mixed,
 }
 
 /// The primary-key lookups of the transaction's last `prefetch`, which the operations that
@@ -182,6 +199,9 @@ pub struct Transaction<'db> {
     pub(crate) recording: Option<Box<Recording>>,
     ops_since_repin: u32,
     status: Status,
+    /// Write operations started (inserts, updates, deletes), for `command`.
+    writes: u64,
+    pub(crate) command: Command,
 }
 
 /// Re-pin the memory epoch this often, so a long transaction never holds back reclamation
@@ -212,6 +232,51 @@ impl<'db> Transaction<'db> {
             recording,
             ops_since_repin: 0,
             status: Status::Active,
+            writes: 0,
+            command: Command::None,
+        }
+    }
+
+    /// Whether this transaction's commit would be logged as a procedure call if it is one:
+    /// command logging is on and the transaction is serializable (so its commit order is its
+    /// serialization order, and replaying calls in commit order reproduces the state; a
+    /// weaker level's call is logged as rows).
+    pub(crate) fn logs_commands(&self) -> bool {
+        self.db.config.log == crate::config::LogPolicy::Command
+            && self.isolation == Isolation::Serializable
+            && !self.read_only
+    }
+
+    /// A procedure call starts. If it is the transaction's first call and nothing was written
+    /// before it, `encode` writes the call into the command buffer and true is returned.
+    pub(crate) fn command_begin(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> bool {
+        if self.command == Command::None && self.writes == 0 {
+            self.local.cmd.clear();
+            encode(&mut self.local.cmd);
+            self.command = Command::Running;
+            true
+        } else {
+            self.command = Command::Mixed;
+            false
+        }
+    }
+
+    /// The call `command_begin` started has returned.
+    pub(crate) fn command_end(&mut self, ok: bool) {
+        if self.command == Command::Running {
+            self.command = if ok {
+                Command::Called(self.writes)
+            } else {
+                Command::Mixed
+            };
+        }
+    }
+
+    /// The call to log instead of the rows, if the transaction was exactly one call.
+    pub(crate) fn logged_command(&self) -> Option<&[u8]> {
+        match self.command {
+            Command::Called(w) if w == self.writes && self.logs_commands() => Some(&self.local.cmd),
+            _ => None,
         }
     }
 
@@ -277,6 +342,7 @@ impl<'db> Transaction<'db> {
     }
 
     fn begin_write(&mut self, t: &Table) -> Result<()> {
+        self.writes += 1;
         self.begin_op(t)?;
         if self.read_only {
             return Err(Error::ReadOnlyTransaction);
@@ -1092,6 +1158,11 @@ impl<'db> Transaction<'db> {
         let enc = t.schema.encode_key_values(0, key, &mut kb);
         self.local.key_buf = kb;
         enc?;
+        self.live_row_at_key(t)
+    }
+
+    /// `live_row_for_write` for the primary key already encoded in `local.key_buf`.
+    fn live_row_at_key(&mut self, t: &Table) -> Result<(TupleId, *mut Version, bool)> {
         let not_found = |t: &Table| Error::NotFound {
             table: t.schema.name.clone(),
         };
@@ -1122,6 +1193,60 @@ impl<'db> Transaction<'db> {
         f: impl FnOnce(&mut RowMut<'_>) -> Result<()>,
     ) -> Result<()> {
         let (tid, head, mine) = self.live_row_for_write(t, key)?;
+        self.update_found(t, tid, head, mine, f)
+    }
+
+    /// Recovery: the row with encoded primary key `key` becomes `row` (inserted, or
+    /// replacing the row there), or is deleted if `row` is `None` (nothing if there is none).
+    pub(crate) fn replay_set(
+        &mut self,
+        t: &TableRef,
+        key: &[u8],
+        row: Option<&[u8]>,
+    ) -> Result<()> {
+        let found = self.replay_update(t, key, |r| {
+            if let Some(row) = row {
+                r.copy_from_slice(row);
+            }
+            Ok(())
+        });
+        match (found, row) {
+            (Err(Error::NotFound { .. }), Some(row)) => self.insert_raw(t, row),
+            (Err(Error::NotFound { .. }), None) => Ok(()),
+            (Ok(()), None) => {
+                self.begin_write(t)?;
+                self.local.key_buf.clear();
+                self.local.key_buf.extend_from_slice(key);
+                let (tid, head, mine) = self.live_row_at_key(t)?;
+                self.delete_found(t, tid, head, mine)
+            }
+            (r, _) => r,
+        }
+    }
+
+    /// Recovery: applies `f` to the bytes of the row with encoded primary key `key`
+    /// (`Error::NotFound` if there is none).
+    pub(crate) fn replay_update(
+        &mut self,
+        t: &TableRef,
+        key: &[u8],
+        f: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<()> {
+        self.begin_write(t)?;
+        self.local.key_buf.clear();
+        self.local.key_buf.extend_from_slice(key);
+        let (tid, head, mine) = self.live_row_at_key(t)?;
+        self.update_found(t, tid, head, mine, |r| f(r.data))
+    }
+
+    fn update_found(
+        &mut self,
+        t: &Table,
+        tid: TupleId,
+        head: *mut Version,
+        mine: bool,
+        f: impl FnOnce(&mut RowMut<'_>) -> Result<()>,
+    ) -> Result<()> {
         // SAFETY: pinned; live_row_for_write returned a non-null head.
         let h = unsafe { &*head };
         if mine {
@@ -1222,6 +1347,16 @@ impl<'db> Transaction<'db> {
     /// Deletes the row with primary key `key`.
     pub fn delete<K: Values + ?Sized>(&mut self, t: &TableRef, key: &K) -> Result<()> {
         let (tid, head, mine) = self.live_row_for_write(t, key)?;
+        self.delete_found(t, tid, head, mine)
+    }
+
+    fn delete_found(
+        &mut self,
+        t: &Table,
+        tid: TupleId,
+        head: *mut Version,
+        mine: bool,
+    ) -> Result<()> {
         // SAFETY: pinned; live_row_for_write returned a non-null head.
         let h = unsafe { &*head };
         if mine {

@@ -1,0 +1,386 @@
+//! The three log-replay schemes (thesis §4.7.1: CLR, LLR, LLR-P). Each runs after the
+//! checkpoint's rows are in the tables and writes through ordinary transactions, so every
+//! index is maintained on the way.
+//!
+//! Why they agree: every key's final state is what its changes, applied in commit order on
+//! top of the checkpoint row, give. `serial` applies everything in commit order. The
+//! partitioned scheme groups each key's changes in one partition and sorts them by commit
+//! timestamp. The latched scheme applies changes in whatever order threads meet them, but keeps
+//! per column the timestamp of the write it holds and per row the timestamp of the last put or
+//! delete: a change wins a column only if it is newer, so the result does not depend on order.
+
+use super::{as_corrupt, in_parallel, Batcher, LogFile, Rec};
+use crate::engine::Database;
+use crate::error::{Error, Result};
+use crate::index::HashIndex;
+use crate::log::format::Get;
+use crate::log::{apply_patch, COMMAND, OP_DELETE, OP_PATCH, OP_PUT};
+use crate::procedure::Procedure;
+use crate::schema::TableSchema;
+use crate::storage::TableRef;
+use crate::txn::Transaction;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What the schemes share.
+pub(super) struct Ctx<'a> {
+    pub db: &'a Database,
+    pub tables: &'a HashMap<u32, TableRef>,
+    /// Table id in a record → id of the table now holding its rows (see `CREATE INDEX`).
+    pub resolve_id: &'a HashMap<u32, u32>,
+    pub names: &'a HashMap<u32, String>,
+    pub definitions: &'a [Option<Arc<Procedure>>],
+    pub threads: usize,
+}
+
+fn corrupt(f: &LogFile, message: String) -> Error {
+    Error::Corrupt {
+        file: f.path.display().to_string(),
+        offset: 0,
+        message,
+    }
+}
+
+fn missing_row(t: &TableRef) -> Error {
+    Error::Corrupt {
+        file: format!("log of table `{}`", t.schema.name),
+        offset: 0,
+        message: "an update of a row that neither the checkpoint nor the log has".into(),
+    }
+}
+
+impl Ctx<'_> {
+    /// Calls `f(table, op, key, data)` for each write of logical record `r` (data: the row of
+    /// a put or delete, the patch of an update).
+    fn writes<'f>(
+        &self,
+        f: &'f LogFile,
+        r: &Rec,
+        key: &mut Vec<u8>,
+        mut each: impl FnMut(&TableRef, u8, &[u8], &'f [u8]) -> Result<()>,
+    ) -> Result<()> {
+        let bad = || {
+            corrupt(
+                f,
+                format!("a malformed log record (commit timestamp {})", r.ts),
+            )
+        };
+        let mut g = Get::new(f.body(r));
+        for _ in 0..r.n {
+            let tid = g.u32().ok_or_else(bad)?;
+            let op = g.u8().ok_or_else(bad)?;
+            let t = self
+                .resolve_id
+                .get(&tid)
+                .and_then(|id| self.tables.get(id))
+                .ok_or_else(|| {
+                    corrupt(
+                        f,
+                        format!(
+                            "a log record for table id {tid} ({}), which is not in the catalog",
+                            self.names.get(&tid).map_or("unknown", |s| s.as_str())
+                        ),
+                    )
+                })?;
+            match op {
+                OP_PUT | OP_DELETE => {
+                    let row = g.bytes().ok_or_else(bad)?;
+                    if row.len() != t.schema.row_size {
+                        return Err(bad());
+                    }
+                    t.schema.encode_key_from_row(0, row, key);
+                    each(t, op, key, row)?;
+                }
+                OP_PATCH => {
+                    let k = g.bytes().ok_or_else(bad)?;
+                    let from = g.at;
+                    let runs = g.u32().ok_or_else(bad)?;
+                    for _ in 0..runs {
+                        g.u32().ok_or_else(bad)?;
+                        g.bytes().ok_or_else(bad)?;
+                    }
+                    each(t, op, k, &g.data[from..g.at])?;
+                }
+                _ => return Err(bad()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Applies one logged change inside `tx`.
+fn apply(tx: &mut Transaction<'_>, t: &TableRef, op: u8, key: &[u8], data: &[u8]) -> Result<()> {
+    match op {
+        OP_PUT => tx.replay_set(t, key, Some(data)),
+        OP_DELETE => tx.replay_set(t, key, None),
+        _ => patch_row(tx, t, key, std::iter::once(data)),
+    }
+    .map_err(as_corrupt)
+}
+
+/// Applies patches in order to the row with primary key `key`.
+fn patch_row<'p>(
+    tx: &mut Transaction<'_>,
+    t: &TableRef,
+    key: &[u8],
+    patches: impl Iterator<Item = &'p [u8]>,
+) -> Result<()> {
+    let r = tx.replay_update(t, key, |row| {
+        for p in patches {
+            apply_patch(&mut Get::new(p), row).ok_or_else(|| Error::Corrupt {
+                file: format!("log of table `{}`", t.schema.name),
+                offset: 0,
+                message: "an update patch outside the row".into(),
+            })?;
+        }
+        Ok(())
+    });
+    match r {
+        Err(Error::NotFound { .. }) => Err(missing_row(t)),
+        r => r,
+    }
+}
+
+/// CLR: every record, in commit order, as its own transaction on one thread; a procedure
+/// call is run again (the only way to replay a command log).
+pub(super) fn serial(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
+    let mut order: Vec<(u64, u32, u32)> = Vec::new();
+    for (i, f) in logs.iter().enumerate() {
+        for (j, r) in f.recs.iter().enumerate() {
+            order.push((r.ts, i as u32, j as u32));
+        }
+    }
+    order.sort_unstable();
+    let mut key = Vec::new();
+    for (_, i, j) in order {
+        let f = &logs[i as usize];
+        let r = &f.recs[j as usize];
+        let mut tx = ctx.db.begin_with(crate::txn::TxnOptions {
+            isolation: crate::config::Isolation::Snapshot,
+            read_only: false,
+        })?;
+        if r.n == COMMAND {
+            crate::procedure::replay_call(&mut tx, ctx.definitions, f.body(r))?;
+        } else {
+            ctx.writes(f, r, &mut key, |t, op, k, data| {
+                apply(&mut tx, t, op, k, data)
+            })?;
+        }
+        tx.commit_deferred()?;
+    }
+    Ok(())
+}
+
+/// One change of a key, as the shuffle hands it to its partition.
+struct Change<'a> {
+    ts: u64,
+    op: u8,
+    data: &'a [u8],
+}
+
+type Groups<'a> = HashMap<(u32, Vec<u8>), Vec<Change<'a>>>;
+
+/// LLR-P: each file's changes are shuffled by (table, key) into one partition per thread
+/// (files read in parallel); then each partition replays its keys latch-free, a key's changes
+/// in commit order.
+pub(super) fn partitioned(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
+    let parts = ctx.threads.max(1);
+    let shuffled = in_parallel(ctx.threads, logs.iter().collect(), |f: &LogFile| {
+        let mut out: Vec<Groups<'_>> = (0..parts).map(|_| HashMap::new()).collect();
+        let mut key = Vec::new();
+        for r in &f.recs {
+            ctx.writes(f, r, &mut key, |t, op, k, data| {
+                let p = (HashIndex::hash_key(k) ^ u64::from(t.id)) as usize % parts;
+                let c = Change { ts: r.ts, op, data };
+                match out[p].get_mut(&(t.id, k.to_vec())) {
+                    Some(v) => v.push(c),
+                    None => {
+                        out[p].insert((t.id, k.to_vec()), vec![c]);
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        Ok(out)
+    })?;
+    // Merge each partition's groups from every file (moves, no copies of the changes).
+    let mut merged: Vec<Groups<'_>> = (0..parts).map(|_| HashMap::new()).collect();
+    for file_parts in shuffled {
+        for (p, groups) in file_parts.into_iter().enumerate() {
+            if merged[p].is_empty() {
+                merged[p] = groups;
+                continue;
+            }
+            for (k, mut v) in groups {
+                merged[p].entry(k).or_default().append(&mut v);
+            }
+        }
+    }
+    in_parallel(ctx.threads, merged, |groups| {
+        let mut b = Batcher::new(ctx.db);
+        for ((id, key), mut changes) in groups {
+            let t = &ctx.tables[&id];
+            changes.sort_unstable_by_key(|c| c.ts);
+            let tx = b.tx()?;
+            match changes.iter().rposition(|c| c.op != OP_PATCH) {
+                // Only updates: they apply to the checkpoint row.
+                None => patch_row(tx, t, &key, changes.iter().map(|c| c.data))?,
+                // Everything before the last put or delete is overwritten by it.
+                Some(i) => {
+                    let last = &changes[i];
+                    let rest = &changes[i + 1..];
+                    if last.op == OP_DELETE {
+                        if !rest.is_empty() {
+                            return Err(missing_row(t));
+                        }
+                        tx.replay_set(t, &key, None).map_err(as_corrupt)?;
+                    } else if rest.is_empty() {
+                        tx.replay_set(t, &key, Some(last.data))
+                            .map_err(as_corrupt)?;
+                    } else {
+                        let mut row = last.data.to_vec();
+                        for c in rest {
+                            apply_patch(&mut Get::new(c.data), &mut row)
+                                .ok_or_else(|| missing_row(t))?;
+                        }
+                        tx.replay_set(t, &key, Some(&row)).map_err(as_corrupt)?;
+                    }
+                }
+            }
+            b.done_op()?;
+        }
+        b.finish()
+    })?;
+    Ok(())
+}
+
+/// A row as the latched scheme builds it: per column the newest value seen and its commit
+/// timestamp, and the newest put or delete.
+struct RowState {
+    /// (timestamp, exists) of the newest put (true) or delete (false).
+    last: Option<(u64, bool)>,
+    row: Vec<u8>,
+    col_ts: Vec<u64>,
+}
+
+impl RowState {
+    fn new(schema: &TableSchema) -> Self {
+        RowState {
+            last: None,
+            row: vec![0; schema.row_size],
+            col_ts: vec![0; schema.columns.len()],
+        }
+    }
+
+    /// Takes the bytes `data` at `offset` for every column inside them that has nothing newer.
+    fn take(&mut self, schema: &TableSchema, ts: u64, offset: usize, data: &[u8]) -> Option<()> {
+        let end = offset.checked_add(data.len())?;
+        if end > self.row.len() {
+            return None;
+        }
+        for (c, col) in schema.columns.iter().enumerate() {
+            let (lo, hi) = (col.offset, col.offset + col.ty.width());
+            if lo >= offset && hi <= end && self.col_ts[c] < ts {
+                self.col_ts[c] = ts;
+                self.row[lo..hi].copy_from_slice(&data[lo - offset..hi - offset]);
+            }
+        }
+        Some(())
+    }
+
+    fn apply(&mut self, schema: &TableSchema, ts: u64, op: u8, data: &[u8]) -> Option<()> {
+        match op {
+            OP_PATCH => {
+                let mut g = Get::new(data);
+                for _ in 0..g.u32()? {
+                    let off = g.u32()? as usize;
+                    let bytes = g.bytes()?;
+                    self.take(schema, ts, off, bytes)?;
+                }
+            }
+            _ => {
+                let put = op == OP_PUT;
+                if self.last.is_none_or(|(t, _)| t < ts) {
+                    self.last = Some((ts, put));
+                }
+                if put {
+                    self.take(schema, ts, 0, data)?;
+                }
+            }
+        }
+        Some(())
+    }
+}
+
+const STRIPES: usize = 1024;
+/// Records per task: threads take chunks of a file, so one large file is still shared.
+const CHUNK_RECORDS: usize = 4096;
+
+/// LLR: threads apply records in any order to a table of row states behind striped latches
+/// (a stripe's mutex guards the rows hashing to it); the newest write of each column wins.
+/// Then the rows are written to the tables, stripes spread over the threads.
+pub(super) fn latched(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
+    type Stripe = Mutex<HashMap<(u32, Vec<u8>), RowState>>;
+    let stripes: Vec<Stripe> = (0..STRIPES).map(|_| Mutex::new(HashMap::new())).collect();
+    let mut tasks = Vec::new();
+    for f in logs {
+        for (i, _) in f.recs.chunks(CHUNK_RECORDS).enumerate() {
+            tasks.push((f, i * CHUNK_RECORDS));
+        }
+    }
+    in_parallel(ctx.threads, tasks, |(f, from)| {
+        let mut key = Vec::new();
+        // Order does not matter to this scheme; going through a chunk backwards means a
+        // mistake in newest-wins cannot hide behind the log's near-commit order (the tests
+        // rely on that).
+        let end = (from + CHUNK_RECORDS).min(f.recs.len());
+        for r in f.recs[from..end].iter().rev() {
+            ctx.writes(f, r, &mut key, |t, op, k, data| {
+                let s = (HashIndex::hash_key(k) ^ u64::from(t.id)) as usize % STRIPES;
+                let mut stripe = stripes[s].lock();
+                let st = match stripe.get_mut(&(t.id, k.to_vec())) {
+                    Some(st) => st,
+                    None => stripe
+                        .entry((t.id, k.to_vec()))
+                        .or_insert_with(|| RowState::new(&t.schema)),
+                };
+                st.apply(&t.schema, r.ts, op, data)
+                    .ok_or_else(|| corrupt(f, "an update patch outside the row".into()))
+            })?;
+        }
+        Ok(())
+    })?;
+    let maps: Vec<HashMap<(u32, Vec<u8>), RowState>> =
+        stripes.into_iter().map(Mutex::into_inner).collect();
+    in_parallel(ctx.threads, maps, |rows| {
+        let mut b = Batcher::new(ctx.db);
+        for ((id, key), st) in rows {
+            let t = &ctx.tables[&id];
+            let tx = b.tx()?;
+            match st.last {
+                Some((_, false)) => tx.replay_set(t, &key, None).map_err(as_corrupt)?,
+                // After a put every column holds that put's value or a newer one.
+                Some((_, true)) => tx.replay_set(t, &key, Some(&st.row)).map_err(as_corrupt)?,
+                None => {
+                    let r = tx.replay_update(t, &key, |row| {
+                        for (c, col) in t.schema.columns.iter().enumerate() {
+                            if st.col_ts[c] > 0 {
+                                let (lo, hi) = (col.offset, col.offset + col.ty.width());
+                                row[lo..hi].copy_from_slice(&st.row[lo..hi]);
+                            }
+                        }
+                        Ok(())
+                    });
+                    match r {
+                        Err(Error::NotFound { .. }) => return Err(missing_row(t)),
+                        r => r?,
+                    }
+                }
+            }
+            b.done_op()?;
+        }
+        b.finish()
+    })?;
+    Ok(())
+}
