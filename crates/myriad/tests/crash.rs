@@ -6,8 +6,17 @@
 //!   transfers present (each transfer writes two balances and one row in one transaction),
 //! - the total is unchanged,
 //!
-//! then lets the next child continue on the recovered directory. `MYRIAD_CRASH_KILLS` sets
-//! the number of kills (default 60), `MYRIAD_CRASH_SEED` the seed.
+//! then lets the next child continue on the recovered directory. Children alternate between
+//! logical logging (ad-hoc transactions) and command logging (the transfer is a stored
+//! procedure, logged as the call); recovery rotates through the schemes that can read the
+//! log (serial, parallel-latched, parallel-partitioned; a command log only serially).
+//! `MYRIAD_CRASH_KILLS` sets the number of kills (default 60), `MYRIAD_CRASH_SEED` the seed.
+//!
+//! A second test, `write_failure_stops_acknowledgements`, runs the child under a file-size
+//! limit (`ulimit -f`, so the kernel fails the log write with EFBIG part-way, as a full disk
+//! fails it with ENOSPC): the failing commit and every later one must get an error, never an
+//! acknowledgement, and recovery must bring back every acknowledged commit, dropping the
+//! partly written block.
 //!
 //! This file is its own test harness (`harness = false`): the same binary is the child when
 //! `MYRIAD_CRASH_CHILD` names a directory.
@@ -32,19 +41,28 @@ fn main() {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
-        child(Path::new(&dir), generation);
+        if std::env::var("MYRIAD_CRASH_MODE").as_deref() == Ok("write-failure") {
+            child_write_failure(Path::new(&dir));
+        } else {
+            child(Path::new(&dir), generation);
+        }
         return;
     }
     // Honour `cargo test -- <filter>`: run only when the filter (if any) matches "crash".
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--list") {
         println!("crash_bank_transfers: test");
+        println!("write_failure_stops_acknowledgements: test");
         return;
     }
-    if let Some(f) = args.iter().find(|a| !a.starts_with('-')) {
-        if !"crash_bank_transfers".contains(f.as_str()) {
-            return;
-        }
+    let filter = args.iter().find(|a| !a.starts_with('-'));
+    let wanted = |name: &str| filter.is_none_or(|f| name.contains(f.as_str()));
+    if wanted("write_failure_stops_acknowledgements") {
+        write_failure();
+        println!("test write_failure_stops_acknowledgements ... ok");
+    }
+    if !wanted("crash_bank_transfers") {
+        return;
     }
     let kills: usize = std::env::var("MYRIAD_CRASH_KILLS")
         .ok()
@@ -70,6 +88,21 @@ fn config(dir: &Path) -> Config {
         .epoch_interval(Duration::from_millis(2))
 }
 
+/// Child generation `g` logs calls when even.
+fn commands(generation: i64) -> bool {
+    generation % 2 == 0
+}
+
+const TRANSFER: &str = "CREATE PROCEDURE transfer(xid BIGINT, a BIGINT, b BIGINT, v BIGINT) AS $$
+DECLARE x BIGINT; y BIGINT;
+BEGIN
+  SELECT bal INTO x FROM acct WHERE id = a;
+  SELECT bal INTO y FROM acct WHERE id = b;
+  UPDATE acct SET bal = x - v WHERE id = a;
+  UPDATE acct SET bal = y + v WHERE id = b;
+  INSERT INTO xfer VALUES (xid, a, b, v);
+END $$";
+
 fn xorshift(s: &mut u64) -> u64 {
     *s ^= *s << 13;
     *s ^= *s >> 7;
@@ -93,9 +126,16 @@ fn bal(r: &Row) -> i64 {
 
 /// Runs transfers until killed; prints `ACK id from to amount` after each acknowledged commit.
 fn child(dir: &Path, generation: i64) {
-    let db = Database::open(config(dir)).expect("child: open");
+    let log = if commands(generation) {
+        LogPolicy::Command
+    } else {
+        LogPolicy::Logical
+    };
+    let db = Database::open(config(dir).log(log)).expect("child: open");
     let acct = db.table("acct").expect("acct");
     let xfer = db.table("xfer").expect("xfer");
+    let transfer = db.procedure("transfer").expect("transfer");
+    let transfer = &transfer;
     let out = Arc::new(Mutex::new(std::io::stdout()));
     std::thread::scope(|s| {
         for th in 0..2i64 {
@@ -109,13 +149,19 @@ fn child(dir: &Path, generation: i64) {
                     let to =
                         (from + 1 + (xorshift(&mut rng) % (ACCOUNTS as u64 - 1)) as i64) % ACCOUNTS;
                     let amount = (xorshift(&mut rng) % 50) as i64 + 1;
-                    let r = db.run(|tx| {
-                        let a = tx.get(acct, &from)?.expect("from");
-                        let b = tx.get(acct, &to)?.expect("to");
-                        tx.update(acct, &from, &[(1, bal(&a) - amount)])?;
-                        tx.update(acct, &to, &[(1, bal(&b) + amount)])?;
-                        tx.insert(xfer, &(id, from, to, amount))
-                    });
+                    let r = if commands(generation) {
+                        transfer
+                            .call(db, &[id.into(), from.into(), to.into(), amount.into()])
+                            .map(drop)
+                    } else {
+                        db.run(|tx| {
+                            let a = tx.get(acct, &from)?.expect("from");
+                            let b = tx.get(acct, &to)?.expect("to");
+                            tx.update(acct, &from, &[(1, bal(&a) - amount)])?;
+                            tx.update(acct, &to, &[(1, bal(&b) + amount)])?;
+                            tx.insert(xfer, &(id, from, to, amount))
+                        })
+                    };
                     match r {
                         Ok(()) => {
                             let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
@@ -128,6 +174,125 @@ fn child(dir: &Path, generation: i64) {
             });
         }
     });
+}
+
+/// Runs transfers on two threads until a commit fails; prints `ACK id from to amount` per
+/// acknowledged commit, `ERR message` for the first failure, then tries more commits and
+/// prints `AFTER ok|message` for each.
+fn child_write_failure(dir: &Path) {
+    let db = Database::open(config(dir)).expect("child: open");
+    let acct = db.table("acct").expect("acct");
+    let xfer = db.table("xfer").expect("xfer");
+    let out = Mutex::new(std::io::stdout());
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for th in 0..2i64 {
+            let (db, acct, xfer, out, failed) = (&db, &acct, &xfer, &out, &failed);
+            s.spawn(move || {
+                let mut seq = 0i64;
+                let mut transfer = |seq: i64| {
+                    let id = th * 100_000_000 + seq;
+                    let (from, to, amount) =
+                        (seq % ACCOUNTS, (seq + 1 + th) % ACCOUNTS, 1 + seq % 7);
+                    db.run(|tx| {
+                        let a = tx.get(acct, &from)?.expect("from");
+                        let b = tx.get(acct, &to)?.expect("to");
+                        tx.update(acct, &from, &[(1, bal(&a) - amount)])?;
+                        tx.update(acct, &to, &[(1, bal(&b) + amount)])?;
+                        tx.insert(xfer, &(id, from, to, amount))
+                    })
+                    .map(|_| (id, from, to, amount))
+                };
+                while !failed.load(std::sync::atomic::Ordering::SeqCst) && seq < 10_000_000 {
+                    seq += 1;
+                    let r = transfer(seq);
+                    let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+                    match r {
+                        Ok((id, from, to, amount)) => {
+                            let _ = writeln!(o, "ACK {id} {from} {to} {amount}");
+                        }
+                        Err(e) => {
+                            failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                            let _ = writeln!(o, "ERR {e}");
+                        }
+                    }
+                    let _ = o.flush();
+                }
+                for _ in 0..5 {
+                    seq += 1;
+                    let r = transfer(seq);
+                    let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+                    let _ = match r {
+                        Ok(_) => writeln!(o, "AFTER ok"),
+                        Err(e) => writeln!(o, "AFTER {e}"),
+                    };
+                    let _ = o.flush();
+                }
+            });
+        }
+    });
+}
+
+fn write_failure() {
+    let dir = std::env::temp_dir().join(format!("myriad-wfail-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    create(&dir);
+    // 512 blocks of 512 bytes: the log reaches the limit after a few thousand commits. A
+    // write past it fails with EFBIG (SIGXFSZ is ignored so the write returns the error).
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 512 && exec \"$0\"")
+        .arg(std::env::current_exe().unwrap())
+        .env("MYRIAD_CRASH_CHILD", &dir)
+        .env("MYRIAD_CRASH_MODE", "write-failure")
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "child: {}", out.status);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut acked = Acked::new();
+    let mut errors = Vec::new();
+    let mut after = Vec::new();
+    for line in text.lines() {
+        let f: Vec<i64> = line
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        if line.starts_with("ACK ") && f.len() == 4 {
+            acked.insert(f[0], (f[1], f[2], f[3]));
+        } else if let Some(e) = line.strip_prefix("ERR ") {
+            errors.push(e.to_string());
+        } else if let Some(e) = line.strip_prefix("AFTER ") {
+            after.push(e.to_string());
+        }
+    }
+    assert!(
+        !acked.is_empty(),
+        "nothing was acknowledged before the limit"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("too large") || e.contains("log")),
+        "the failing commit did not report the write error: {errors:?}"
+    );
+    assert_eq!(after.len(), 10, "{text}");
+    assert!(
+        after.iter().all(|e| e != "ok" && e.contains("log")),
+        "a commit was acknowledged after the log failed: {after:?}"
+    );
+    let info = myriad::log::inspect::inspect(&dir).unwrap();
+    let torn: u64 = info.files.iter().map(|f| f.bytes - f.valid_bytes).sum();
+    let n = check(&dir, &acked, 0, 1);
+    println!(
+        "write_failure_stops_acknowledgements: {} acknowledged, {n} present; first error: {}; \
+         {torn} bytes of partly written blocks dropped",
+        acked.len(),
+        errors[0],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn create(dir: &Path) {
@@ -157,12 +322,30 @@ fn create(dir: &Path) {
         Ok(())
     })
     .unwrap();
+    db.create_procedures(TRANSFER).unwrap();
 }
 
-/// Recovers `dir` and checks it against the acknowledged transfers.
-fn check(dir: &Path, acked: &Acked, round: usize) -> usize {
-    let db = Database::open(config(dir))
-        .unwrap_or_else(|e| panic!("round {round}: recovery failed: {e}"));
+/// Recovers `dir` (whose last child was generation `generation`) and checks it against the
+/// acknowledged transfers.
+fn check(dir: &Path, acked: &Acked, round: usize, generation: i64) -> usize {
+    let scheme = if commands(generation) {
+        RecoveryScheme::Serial
+    } else {
+        [
+            RecoveryScheme::Serial,
+            RecoveryScheme::ParallelLatched,
+            RecoveryScheme::ParallelPartitioned,
+        ][(generation as usize / 2) % 3]
+    };
+    let db = Database::open(config(dir).recovery(scheme))
+        .unwrap_or_else(|e| panic!("round {round}: recovery ({scheme}) failed: {e}"));
+    let rep = db.recovery_report().unwrap();
+    assert_eq!(rep.scheme, scheme.name());
+    if commands(generation) {
+        assert_eq!(rep.calls_replayed, rep.records_replayed, "{rep:?}");
+    } else {
+        assert_eq!(rep.calls_replayed, 0, "{rep:?}");
+    }
     let acct = db.table("acct").unwrap();
     let xfer = db.table("xfer").unwrap();
     let mut tx = db.begin().unwrap();
@@ -255,7 +438,7 @@ fn parent(kills: usize, seed: u64) {
             "round {round}: the child exited by itself ({status}) instead of being killed"
         );
         let acked_now = acked.lock().unwrap().clone();
-        total_present = check(&dir, &acked_now, round);
+        total_present = check(&dir, &acked_now, round, round as i64 + 1);
     }
     let n_acked = acked.lock().unwrap().len();
     assert!(n_acked > 0, "no commit was acknowledged");

@@ -140,7 +140,18 @@ impl PersistentEpoch {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io(&path, &e)),
         };
-        let (blocks, end, _) = format::read_blocks(&data, PEPOCH_MAGIC);
+        let (blocks, end, why) = format::read_blocks(&data, PEPOCH_MAGIC);
+        if let Some(why) = why {
+            // Only the record being written at the crash can be damaged; damage before it
+            // would silently move the durable epoch back.
+            if !catalog::is_torn_tail(&data[end..]) {
+                return Err(Error::Corrupt {
+                    file: path.display().to_string(),
+                    offset: end as u64,
+                    message: why,
+                });
+            }
+        }
         let Some(last) = blocks.last() else {
             return Ok(None);
         };
