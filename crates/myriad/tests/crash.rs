@@ -190,7 +190,7 @@ fn child_write_failure(dir: &Path) {
             let (db, acct, xfer, out, failed) = (&db, &acct, &xfer, &out, &failed);
             s.spawn(move || {
                 let mut seq = 0i64;
-                let mut transfer = |seq: i64| {
+                let transfer = |seq: i64| {
                     let id = th * 100_000_000 + seq;
                     let (from, to, amount) =
                         (seq % ACCOUNTS, (seq + 1 + th) % ACCOUNTS, 1 + seq % 7);
