@@ -537,12 +537,13 @@ fn recover(
     );
     println!("  persistent epoch  {}", r.persistent_epoch);
     println!(
-        "  log               {} files, {}, {} records: {} replayed ({} procedure calls), {} past the persistent epoch (never acknowledged)",
+        "  log               {} files, {}, {} records: {} replayed ({} procedure calls, {} physical), {} past the persistent epoch (never acknowledged)",
         r.log_files,
         report::bytes(r.log_bytes),
         report::thousands(r.log_records),
         report::thousands(r.records_replayed),
         report::thousands(r.calls_replayed),
+        report::thousands(r.physical_replayed),
         report::thousands(r.records_not_durable)
     );
     for d in &r.dropped {
@@ -553,8 +554,13 @@ fn recover(
         r.tables,
         report::thousands(r.rows)
     );
-    println!("  phases (ms)       checkpoint load (rows and indexes) {:.1}, log load {:.1}, replay {:.1}, checkpoint write {:.1}; total {:.1} (open {:.1})",
-        ms(r.checkpoint_load), ms(r.log_load), ms(r.replay), ms(r.checkpoint_write), ms(r.total()), open_s * 1e3);
+    if r.scheme == "physical" {
+        println!("  phases (ms)       checkpoint load (rows at their tuple ids) {:.1}, log load {:.1}, replay {:.1}, index build {:.1}, checkpoint write {:.1}; total {:.1} (open {:.1})",
+            ms(r.checkpoint_load), ms(r.log_load), ms(r.replay), ms(r.index_build), ms(r.checkpoint_write), ms(r.total()), open_s * 1e3);
+    } else {
+        println!("  phases (ms)       checkpoint load (rows and indexes) {:.1}, log load {:.1}, replay {:.1}, checkpoint write {:.1}; total {:.1} (open {:.1})",
+            ms(r.checkpoint_load), ms(r.log_load), ms(r.replay), ms(r.checkpoint_write), ms(r.total()), open_s * 1e3);
+    }
     if let Some(path) = json {
         let v = serde_json::json!({
             "dir": dir.display().to_string(),
@@ -568,6 +574,7 @@ fn recover(
             "log_records": r.log_records,
             "records_replayed": r.records_replayed,
             "calls_replayed": r.calls_replayed,
+            "physical_replayed": r.physical_replayed,
             "records_not_durable": r.records_not_durable,
             "bytes_dropped": r.bytes_dropped,
             "dropped": r.dropped,
@@ -577,6 +584,7 @@ fn recover(
                 "checkpoint_load": ms(r.checkpoint_load),
                 "log_load": ms(r.log_load),
                 "replay": ms(r.replay),
+                "index_build": ms(r.index_build),
                 "checkpoint_write": ms(r.checkpoint_write),
                 "total": ms(r.total()),
             },

@@ -128,9 +128,18 @@ fn a_durable_tpcc_run_recovers_consistent() {
             "--no-progress",
             "--data-dir",
             d,
+            "--log",
+            "command",
         ]),
         "durable tpcc",
     );
+    // The log holds procedure calls, which only serial recovery replays.
+    let inspect = ok(&myriad(&["log", "inspect", d]), "log inspect");
+    assert!(inspect.contains("calls"), "{inspect}");
+    let refused = myriad(&["recover", d, "--recovery", "parallel-partitioned"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("procedure calls"), "{err}");
     let out = ok(&myriad(&["check", "tpcc", "--data-dir", d]), "check tpcc");
     assert!(out.contains("conditions 1-4 hold"), "{out}");
     // Break condition 1 in the recovered data (a warehouse's W_YTD), and the check fails.
@@ -180,9 +189,68 @@ fn data_directory_errors_are_clear() {
         "--data-dir",
         dir.to_str().unwrap(),
         "--log",
-        "command",
+        "phisical",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not supported"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("phisical") && err.contains("physical"),
+        "{err}"
+    );
+    assert!(!dir.exists(), "a refused run created its directory");
+}
+
+#[test]
+fn a_physical_log_recovers_by_plr() {
+    let dir = tmp("plr");
+    let d = dir.to_str().unwrap();
+    ok(
+        &myriad(&[
+            "bench",
+            "tpcc",
+            "--warehouses",
+            "1",
+            "--threads",
+            "2",
+            "--duration",
+            "0.5",
+            "--warmup",
+            "0",
+            "--no-progress",
+            "--data-dir",
+            d,
+            "--log",
+            "physical",
+        ]),
+        "durable tpcc, physical log",
+    );
+    let refused = myriad(&["recover", d, "--recovery", "serial"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(err.contains("physical records"), "{err}");
+    let json = tmp("plr.json");
+    let out = ok(
+        &myriad(&[
+            "recover",
+            d,
+            "--recovery",
+            "physical",
+            "--threads",
+            "2",
+            "--json",
+            json.to_str().unwrap(),
+        ]),
+        "recover physical",
+    );
+    assert!(out.contains("index build"), "{out}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["scheme"], "physical");
+    assert!(v["physical_replayed"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["physical_replayed"], v["records_replayed"]);
+    // Recovery closed with a checkpoint: the database passes the consistency check.
+    let out = ok(&myriad(&["check", "tpcc", "--data-dir", d]), "check tpcc");
+    assert!(out.contains("conditions 1-4 hold"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&json);
 }

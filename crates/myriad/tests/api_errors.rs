@@ -151,6 +151,10 @@ fn config_errors() {
     ));
     assert!(matches!(
         Database::open(Config::new().log(LogPolicy::Command)),
+        Err(Error::InvalidConfig(m)) if m.contains("data directory")
+    ));
+    assert!(matches!(
+        Database::open(Config::new().log(LogPolicy::Physical)),
         Err(Error::Unsupported(_))
     ));
     assert!(

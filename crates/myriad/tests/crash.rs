@@ -88,9 +88,18 @@ fn config(dir: &Path) -> Config {
         .epoch_interval(Duration::from_millis(2))
 }
 
-/// Child generation `g` logs calls when even.
+/// The log kind of child generation `g`: command, logical and physical in turn.
+fn log_of(generation: i64) -> LogPolicy {
+    match generation % 3 {
+        0 => LogPolicy::Command,
+        1 => LogPolicy::Logical,
+        _ => LogPolicy::Physical,
+    }
+}
+
+/// Child generation `g` logs calls.
 fn commands(generation: i64) -> bool {
-    generation % 2 == 0
+    log_of(generation) == LogPolicy::Command
 }
 
 const TRANSFER: &str = "CREATE PROCEDURE transfer(xid BIGINT, a BIGINT, b BIGINT, v BIGINT) AS $$
@@ -126,12 +135,7 @@ fn bal(r: &Row) -> i64 {
 
 /// Runs transfers until killed; prints `ACK id from to amount` after each acknowledged commit.
 fn child(dir: &Path, generation: i64) {
-    let log = if commands(generation) {
-        LogPolicy::Command
-    } else {
-        LogPolicy::Logical
-    };
-    let db = Database::open(config(dir).log(log)).expect("child: open");
+    let db = Database::open(config(dir).log(log_of(generation))).expect("child: open");
     let acct = db.table("acct").expect("acct");
     let xfer = db.table("xfer").expect("xfer");
     let transfer = db.procedure("transfer").expect("transfer");
@@ -328,23 +332,25 @@ fn create(dir: &Path) {
 /// Recovers `dir` (whose last child was generation `generation`) and checks it against the
 /// acknowledged transfers.
 fn check(dir: &Path, acked: &Acked, round: usize, generation: i64) -> usize {
-    let scheme = if commands(generation) {
-        RecoveryScheme::Serial
-    } else {
-        [
+    let scheme = match log_of(generation) {
+        LogPolicy::Command => RecoveryScheme::Serial,
+        LogPolicy::Physical => RecoveryScheme::Physical,
+        _ => [
             RecoveryScheme::Serial,
             RecoveryScheme::ParallelLatched,
             RecoveryScheme::ParallelPartitioned,
-        ][(generation as usize / 2) % 3]
+        ][(generation as usize / 3) % 3],
     };
     let db = Database::open(config(dir).recovery(scheme))
         .unwrap_or_else(|e| panic!("round {round}: recovery ({scheme}) failed: {e}"));
     let rep = db.recovery_report().unwrap();
     assert_eq!(rep.scheme, scheme.name());
-    if commands(generation) {
-        assert_eq!(rep.calls_replayed, rep.records_replayed, "{rep:?}");
-    } else {
-        assert_eq!(rep.calls_replayed, 0, "{rep:?}");
+    match log_of(generation) {
+        LogPolicy::Command => assert_eq!(rep.calls_replayed, rep.records_replayed, "{rep:?}"),
+        LogPolicy::Physical => {
+            assert_eq!(rep.physical_replayed, rep.records_replayed, "{rep:?}")
+        }
+        _ => assert_eq!(rep.calls_replayed + rep.physical_replayed, 0, "{rep:?}"),
     }
     let acct = db.table("acct").unwrap();
     let xfer = db.table("xfer").unwrap();

@@ -242,18 +242,6 @@ fn configuration_errors_name_the_problem() {
         .err()
         .unwrap();
     assert!(e.to_string().contains("needs a log"), "{e}");
-    let e = Database::open(Config::new().data_dir(d.path()).log(LogPolicy::Physical))
-        .err()
-        .unwrap();
-    assert!(matches!(e, Error::Unsupported(_)), "{e}");
-    let e = Database::open(
-        Config::new()
-            .data_dir(d.path())
-            .recovery(RecoveryScheme::Physical),
-    )
-    .err()
-    .unwrap();
-    assert!(matches!(e, Error::Unsupported(_)), "{e}");
     // A command log can only be replayed in commit order.
     let e = Database::open(
         Config::new()
@@ -323,11 +311,16 @@ fn copy_dir(from: &Path, tag: &str) -> TempDir {
 /// Recovers a copy of `dir` with every scheme that can read its log, on 1 and 2 threads, and
 /// checks each gives `expect`; returns the report of the last.
 fn recover_every_way(dir: &Path, log: LogPolicy, expect: &[(i64, i64, String)]) -> RecoveryReport {
-    let mut schemes = vec![RecoveryScheme::Auto, RecoveryScheme::Serial];
-    if log == LogPolicy::Logical {
-        schemes.push(RecoveryScheme::ParallelLatched);
-        schemes.push(RecoveryScheme::ParallelPartitioned);
-    }
+    let schemes = match log {
+        LogPolicy::Logical => vec![
+            RecoveryScheme::Auto,
+            RecoveryScheme::Serial,
+            RecoveryScheme::ParallelLatched,
+            RecoveryScheme::ParallelPartitioned,
+        ],
+        LogPolicy::Physical => vec![RecoveryScheme::Auto, RecoveryScheme::Physical],
+        _ => vec![RecoveryScheme::Auto, RecoveryScheme::Serial],
+    };
     let mut last = None;
     for s in schemes {
         for threads in [1, 2] {
@@ -344,6 +337,7 @@ fn recover_every_way(dir: &Path, log: LogPolicy, expect: &[(i64, i64, String)]) 
             let rep = db.recovery_report().unwrap().clone();
             assert_eq!(rep.rows as usize, expect.len(), "{s}: {rep:?}");
             assert!(rep.records_replayed > 0, "{s}: {rep:?}");
+            check_indexes(&db, expect, &format!("{s} on {threads} threads"));
             // And the recovered database is durable again: reopen it as it is.
             drop(db);
             let db = open(c.path()).unwrap();
@@ -352,18 +346,103 @@ fn recover_every_way(dir: &Path, log: LogPolicy, expect: &[(i64, i64, String)]) 
                 expect,
                 "{s} on {threads} threads, reopened"
             );
+            check_indexes(&db, expect, &format!("{s} on {threads} threads, reopened"));
             last = Some(rep);
         }
     }
     last.unwrap()
 }
 
+/// If the table has `write_history`'s secondary indexes: each finds exactly its rows, the
+/// unique one refuses a duplicate, and a new row gets a tuple id of its own.
+fn check_indexes(db: &Database, expect: &[(i64, i64, String)], what: &str) {
+    let t = db.table("acct").unwrap();
+    let (Ok(by_name), Ok(by_bal)) = (t.index("by_name"), t.index("by_bal")) else {
+        return;
+    };
+    let mut tx = db.begin().unwrap();
+    for (id, bal, name) in expect {
+        let mut ids = Vec::new();
+        tx.get_by(&t, by_name, &name.as_str(), |r| {
+            ids.push(r.i64(0).unwrap());
+            true
+        })
+        .unwrap();
+        assert_eq!(ids, [*id], "{what}: by_name {name}");
+        let mut n = 0;
+        tx.get_by(&t, by_bal, bal, |r| {
+            n += usize::from(r.i64(1).ok() == Some(*bal));
+            true
+        })
+        .unwrap();
+        let want = expect.iter().filter(|e| e.1 == *bal).count();
+        assert_eq!(n, want, "{what}: by_bal {bal}");
+    }
+    tx.commit().unwrap();
+    let dup = db.run(|tx| tx.insert(&t, &(100_000i64, 1i64, expect[0].2.as_str())));
+    assert!(
+        matches!(dup, Err(Error::DuplicateKey { .. })),
+        "{what}: {dup:?}"
+    );
+    db.run(|tx| tx.insert(&t, &(100_001i64, 1i64, "fresh")))
+        .unwrap();
+    let mut after = dump(db, "acct");
+    assert!(after.contains(&(100_001, 1, "fresh".into())), "{what}");
+    after.retain(|r| r.0 != 100_001);
+    assert_eq!(after, expect, "{what}: a new row changed another");
+    db.run(|tx| tx.delete(&t, &100_001i64)).unwrap();
+}
+
 #[test]
 fn every_recovery_scheme_recovers_the_same_state() {
+    let (crashed, expect) = scheme_history(LogPolicy::Logical);
+    let rep = recover_every_way(crashed.path(), LogPolicy::Logical, &expect);
+    assert_eq!(rep.calls_replayed + rep.physical_replayed, 0);
+    // PLR cannot replay a logical log (no tuple ids); the refusal names the scheme.
+    let e = Database::open(
+        Config::new()
+            .data_dir(copy_dir(crashed.path(), "nophys").path())
+            .recovery(RecoveryScheme::Physical),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        matches!(&e, Error::InvalidConfig(m) if m.contains("physical") && m.contains("logical")),
+        "{e}"
+    );
+}
+
+#[test]
+fn physical_logging_recovers_rows_at_their_tuple_ids() {
+    let (crashed, expect) = scheme_history(LogPolicy::Physical);
+    let rep = recover_every_way(crashed.path(), LogPolicy::Physical, &expect);
+    assert_eq!(rep.scheme, "physical");
+    assert_eq!(rep.physical_replayed, rep.records_replayed, "{rep:?}");
+    // The logical schemes cannot replay it; the refusal says what the log holds.
+    for s in [
+        RecoveryScheme::Serial,
+        RecoveryScheme::ParallelLatched,
+        RecoveryScheme::ParallelPartitioned,
+    ] {
+        let c = copy_dir(crashed.path(), "nological");
+        let e = Database::open(Config::new().data_dir(c.path()).recovery(s))
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&e, Error::InvalidConfig(m) if m.contains("physical records")),
+            "{s}: {e}"
+        );
+    }
+}
+
+/// `write_history`, a checkpoint, then updates from two threads (several to one key), a
+/// delete and re-insert of one key, an insert deleted again and a plain delete, all logged
+/// with `log` on two loggers; returns a copy of the directory as at a crash and the rows.
+fn scheme_history(log: LogPolicy) -> (TempDir, Vec<(i64, i64, String)>) {
     let d = TempDir::new("schemes");
     // Two loggers: the two writers' records land in different files, so file order is not
     // commit order.
-    let db = Database::open(Config::new().data_dir(d.path()).loggers(2)).unwrap();
+    let db = Database::open(Config::new().data_dir(d.path()).loggers(2).log(log)).unwrap();
     write_history(&db);
     // Changes after a checkpoint, several to one key, in both threads' commit order.
     db.checkpoint().unwrap();
@@ -399,9 +478,8 @@ fn every_recovery_scheme_recovers_the_same_state() {
     db.run(|tx| tx.delete(&t, &5i64)).unwrap();
     let expect = dump(&db, "acct");
     let crashed = copy_dir(d.path(), "schemes");
-    let rep = recover_every_way(crashed.path(), LogPolicy::Logical, &expect);
-    assert_eq!(rep.calls_replayed, 0);
     drop(db);
+    (crashed, expect)
 }
 
 const BANK: &str = "

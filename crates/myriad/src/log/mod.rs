@@ -58,6 +58,10 @@ pub(crate) const PEPOCH_MAGIC: u32 = 0x4550_524d; // "MRPE"
 pub(crate) const OP_PUT: u8 = 1;
 pub(crate) const OP_DELETE: u8 = 2;
 pub(crate) const OP_PATCH: u8 = 3;
+/// Physical logging: the whole after-image at a tuple id (`table, OP_PUT_AT, tid, row`).
+pub(crate) const OP_PUT_AT: u8 = 4;
+/// Physical logging: the tuple id's row was deleted (`table, OP_DELETE_AT, tid`).
+pub(crate) const OP_DELETE_AT: u8 = 5;
 /// The write count of a command record: the rest of the record is a procedure call
 /// (`procedure/command.rs`) instead of writes.
 pub(crate) const COMMAND: u32 = u32::MAX;
@@ -214,6 +218,8 @@ pub(crate) struct LogManager {
     wake: Condvar,
     done: Condvar,
     failed: OnceLock<String>,
+    /// `LogPolicy::Physical`: records carry tuple ids and whole rows.
+    physical: bool,
     coordinator: Mutex<Option<std::thread::JoinHandle<()>>>,
     bytes_written: AtomicU64,
     blocks_written: AtomicU64,
@@ -338,6 +344,7 @@ impl LogManager {
             wake: Condvar::new(),
             done: Condvar::new(),
             failed: OnceLock::new(),
+            physical: config.log == crate::config::LogPolicy::Physical,
             coordinator: Mutex::new(None),
             bytes_written: AtomicU64::new(0),
             blocks_written: AtomicU64::new(0),
@@ -373,8 +380,9 @@ impl LogManager {
 
     /// Appends the commit record of a transaction (called after validation, before the
     /// transaction is marked Committed). Returns the record's epoch. With `command`, the
-    /// record is that procedure call (command logging) and `writes` are not logged. An update of a row that
-    /// existed is logged as a patch (its primary key and the bytes of the columns that
+    /// record is that procedure call (command logging) and `writes` are not logged. Physical
+    /// logging writes every write as its tuple id and whole after-image (or a delete mark).
+    /// Otherwise an update of a row that existed is logged as a patch (its primary key and the bytes of the columns that
     /// changed); an insert or re-insert as the whole row; a delete as the row it deleted.
     pub(crate) fn append<'s>(
         &self,
@@ -407,6 +415,20 @@ impl LogManager {
             let v = unsafe { &*w.new };
             let old = unsafe { w.old.as_ref() }.filter(|o| !o.is_tombstone());
             b.u32(w.table);
+            if self.physical {
+                // The tuple id is the row's location: its indirection entry, which recovery
+                // recreates (version blocks themselves are new memory in every process).
+                b.u8(if v.is_tombstone() {
+                    OP_DELETE_AT
+                } else {
+                    OP_PUT_AT
+                });
+                b.varint(w.tid as i64);
+                if !v.is_tombstone() {
+                    b.bytes(v.data());
+                }
+                continue;
+            }
             match old {
                 Some(o) if !v.is_tombstone() => {
                     let schema = schema_of(w.table);

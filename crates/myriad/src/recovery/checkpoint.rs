@@ -9,6 +9,10 @@
 //! the directory is renamed to `checkpoint-<ts>`, and `CURRENT` is replaced atomically to
 //! name it. Only then are older checkpoints and log files that only hold commits the snapshot
 //! already contains deleted. A crash at any point leaves the previous `CURRENT` valid.
+//!
+//! Beside each table file, `table-NNNN.tids` holds the tuple id of every row (u64, in the
+//! same order, checksummed blocks): PLR puts each row back at its tuple id, where the
+//! physical log records written after the checkpoint name it.
 
 use crate::config::Isolation;
 use crate::engine::Database;
@@ -33,7 +37,12 @@ pub(crate) struct TableManifest {
     pub file: String,
     pub rows: u64,
     pub bytes: u64,
+    /// Size of the tuple-id file (`None` in checkpoints written before they existed).
+    pub tid_bytes: Option<u64>,
 }
+
+/// Marks the manifest's trailing section of tuple-id file sizes.
+const TIDS_SECTION: u32 = 1;
 
 /// A complete checkpoint.
 #[derive(Clone, Debug)]
@@ -79,6 +88,12 @@ impl Manifest {
             p.u64(t.rows);
             p.u64(t.bytes);
         }
+        if self.tables.iter().all(|t| t.tid_bytes.is_some()) {
+            p.u32(TIDS_SECTION);
+            for t in &self.tables {
+                p.u64(t.tid_bytes.unwrap_or(0));
+            }
+        }
         let mut out = Vec::new();
         format::put_block(&mut out, MANIFEST_MAGIC, &p);
         out
@@ -101,7 +116,19 @@ impl Manifest {
                 file: g.str()?,
                 rows: g.u64()?,
                 bytes: g.u64()?,
+                tid_bytes: None,
             });
+        }
+        if !g.done() {
+            if g.u32()? != TIDS_SECTION {
+                return None;
+            }
+            for t in &mut tables {
+                t.tid_bytes = Some(g.u64()?);
+            }
+            if !g.done() {
+                return None;
+            }
         }
         Some(Manifest {
             ts,
@@ -147,6 +174,63 @@ fn read_one_block<'a>(path: &Path, data: &'a [u8], magic: u32) -> Result<&'a [u8
 }
 
 impl TableManifest {
+    /// The tuple-id file of the table file.
+    fn tids_file(file: &str) -> String {
+        format!("{file}.tids")
+    }
+
+    /// Reads and checks the tuple ids of the table's rows (in row order).
+    pub(crate) fn read_tids(&self, dir: &Path) -> Result<Vec<u64>> {
+        let path = dir.join(Self::tids_file(&self.file));
+        let Some(expect) = self.tid_bytes else {
+            return Err(Error::Corrupt {
+                file: path.display().to_string(),
+                offset: 0,
+                message: "this checkpoint has no tuple ids (written by an older version): \
+                          physical recovery cannot place its rows; recover with a logical \
+                          scheme"
+                    .into(),
+            });
+        };
+        let data = std::fs::read(&path).map_err(|e| Error::io(&path, &e))?;
+        let corrupt = |offset: u64, message: String| Error::Corrupt {
+            file: path.display().to_string(),
+            offset,
+            message,
+        };
+        if data.len() as u64 != expect {
+            return Err(corrupt(
+                data.len().min(expect as usize) as u64,
+                format!("{} bytes, the manifest says {expect}", data.len()),
+            ));
+        }
+        let (blocks, end, why) = format::read_blocks(&data, CKPT_MAGIC);
+        if let Some(why) = why {
+            return Err(corrupt(end as u64, why));
+        }
+        let mut tids = Vec::with_capacity(self.rows as usize);
+        for b in blocks {
+            let mut g = Get::new(b);
+            while !g.done() {
+                tids.push(
+                    g.u64()
+                        .ok_or_else(|| corrupt(0, "a partial tuple id".into()))?,
+                );
+            }
+        }
+        if tids.len() as u64 != self.rows {
+            return Err(corrupt(
+                0,
+                format!(
+                    "{} tuple ids, the manifest says {} rows",
+                    tids.len(),
+                    self.rows
+                ),
+            ));
+        }
+        Ok(tids)
+    }
+
     /// Reads and checks the table's rows (concatenated).
     pub(crate) fn read(&self, dir: &Path, row_size: usize) -> Result<Vec<u8>> {
         let path = dir.join(&self.file);
@@ -220,44 +304,27 @@ impl Database {
         for (i, t) in self.live_tables().iter().enumerate() {
             let file = format!("table-{i:04}");
             let path = tmp.join(&file);
-            let mut f = std::fs::File::create(&path).map_err(|e| Error::io(&path, &e))?;
-            let mut payload = Vec::with_capacity(BLOCK_BYTES + t.schema.row_size);
-            let mut out = Vec::new();
+            let tpath = tmp.join(TableManifest::tids_file(&file));
+            let mut rows_out = BlockFile::create(&path)?;
+            let mut tids_out = BlockFile::create(&tpath)?;
             let mut rows = 0u64;
-            let mut bytes = 0u64;
-            let mut io_err = None;
-            let mut write = |payload: &mut Vec<u8>, out: &mut Vec<u8>| {
-                out.clear();
-                format::put_block(out, CKPT_MAGIC, payload);
-                payload.clear();
-                bytes += out.len() as u64;
-                if let Err(e) = f.write_all(out) {
-                    io_err.get_or_insert(e);
-                }
-            };
-            tx.scan_table(t, |r| {
-                payload.extend_from_slice(r.data);
+            tx.scan_table_tids(t, |tid, r| {
                 rows += 1;
-                if payload.len() >= BLOCK_BYTES {
-                    write(&mut payload, &mut out);
-                }
+                rows_out.push(r.data);
+                tids_out.push(&tid.to_le_bytes());
                 true
             })?;
-            if !payload.is_empty() {
-                write(&mut payload, &mut out);
-            }
-            if let Some(e) = io_err {
-                return Err(Error::io(&path, &e));
-            }
-            f.sync_all().map_err(|e| Error::io(&path, &e))?;
+            let bytes = rows_out.finish()?;
+            let tid_bytes = tids_out.finish()?;
             all_rows += rows;
-            all_bytes += bytes;
+            all_bytes += bytes + tid_bytes;
             tables.push(TableManifest {
                 id: t.id,
                 name: t.schema.name.clone(),
                 file,
                 rows,
                 bytes,
+                tid_bytes: Some(tid_bytes),
             });
         }
         tx.commit_deferred()?;
@@ -284,6 +351,60 @@ impl Database {
             elapsed: started.elapsed(),
             files_removed,
         })
+    }
+}
+
+/// A checkpoint file being written: checksummed blocks of about `BLOCK_BYTES`.
+struct BlockFile {
+    path: PathBuf,
+    f: std::fs::File,
+    payload: Vec<u8>,
+    out: Vec<u8>,
+    bytes: u64,
+    err: Option<std::io::Error>,
+}
+
+impl BlockFile {
+    fn create(path: &Path) -> Result<BlockFile> {
+        Ok(BlockFile {
+            path: path.to_path_buf(),
+            f: std::fs::File::create(path).map_err(|e| Error::io(path, &e))?,
+            payload: Vec::with_capacity(BLOCK_BYTES + 4096),
+            out: Vec::new(),
+            bytes: 0,
+            err: None,
+        })
+    }
+
+    fn push(&mut self, data: &[u8]) {
+        self.payload.extend_from_slice(data);
+        if self.payload.len() >= BLOCK_BYTES {
+            self.write();
+        }
+    }
+
+    fn write(&mut self) {
+        self.out.clear();
+        format::put_block(&mut self.out, CKPT_MAGIC, &self.payload);
+        self.payload.clear();
+        self.bytes += self.out.len() as u64;
+        if self.err.is_none() {
+            if let Err(e) = self.f.write_all(&self.out) {
+                self.err = Some(e);
+            }
+        }
+    }
+
+    /// Writes the last block and syncs; returns the file's size.
+    fn finish(mut self) -> Result<u64> {
+        if !self.payload.is_empty() {
+            self.write();
+        }
+        if let Some(e) = self.err.take() {
+            return Err(Error::io(&self.path, &e));
+        }
+        self.f.sync_all().map_err(|e| Error::io(&self.path, &e))?;
+        Ok(self.bytes)
     }
 }
 

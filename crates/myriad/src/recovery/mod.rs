@@ -19,19 +19,21 @@
 //!    a damaged tail after it is dropped and counted. Of the intact records, those of epochs
 //!    ≤ the persistent epoch and end timestamps after the checkpoint's are kept;
 //! 4. the checkpoint's rows are inserted through the normal write path, tables split among
-//!    the threads (every index is built on the way: there is no separate index phase);
+//!    the threads (every index is built on the way: only PLR has a separate index phase);
 //! 5. the log is replayed (`replay.rs`): `serial` runs every record as a transaction in
 //!    commit order on one thread (the only scheme that can replay procedure calls);
 //!    `parallel-latched` lets threads apply records in any order to a latched table of row
 //!    images where the newest write of each column wins; `parallel-partitioned` shuffles the
 //!    changes by table and key into one partition per thread, each replayed in commit order
-//!    without latches. `auto` is `serial` if the log holds calls, else partitioned;
+//!    without latches; `physical` (PLR, for a physical log) puts the checkpoint's rows back at
+//!    their tuple ids, installs the newest record of each tuple id there (threads own
+//!    disjoint ids: no latches, no key lookups), then rebuilds every index in parallel.
+//!    `auto` is `serial` if the log holds calls, `physical` if it holds physical records,
+//!    else partitioned;
 //! 6. if there was anything to recover, a fresh checkpoint is written and the old logs are
 //!    deleted: the new session's epochs and log sequence numbers continue after the old ones,
 //!    and its records are all newer than that checkpoint, so a later recovery never confuses
 //!    a non-durable record of the old session with a durable one of the new.
-//!
-//! Not built yet: physical logging and its replay (PLR).
 
 pub mod checkpoint;
 mod replay;
@@ -41,7 +43,7 @@ use crate::engine::Database;
 use crate::error::{Error, Result};
 use crate::log::catalog::{Catalog, Record, TableRecord};
 use crate::log::format::{self, Get};
-use crate::log::{LogManager, PersistentEpoch, COMMAND, LOG_MAGIC};
+use crate::log::{LogManager, PersistentEpoch, COMMAND, LOG_MAGIC, OP_DELETE_AT, OP_PUT_AT};
 use crate::procedure::Procedure;
 use crate::schema::TableSchema;
 use crate::storage::TableRef;
@@ -111,6 +113,8 @@ pub struct RecoveryReport {
     pub records_replayed: u64,
     /// Of the recovered records, procedure calls (command logging).
     pub calls_replayed: u64,
+    /// Of the recovered records, physical ones (tuple ids and whole rows).
+    pub physical_replayed: u64,
     /// Records past the persistent epoch: commits that were never acknowledged.
     pub records_not_durable: u64,
     /// Bytes of damaged or torn log tails dropped (after the durable position).
@@ -126,6 +130,8 @@ pub struct RecoveryReport {
     pub log_load: Duration,
     /// Applying the log records.
     pub replay: Duration,
+    /// Rebuilding the indexes (PLR only; the other schemes build them on the way).
+    pub index_build: Duration,
     /// Writing the checkpoint that closes recovery.
     pub checkpoint_write: Duration,
 }
@@ -133,7 +139,11 @@ pub struct RecoveryReport {
 impl RecoveryReport {
     /// Total time of the phases.
     pub fn total(&self) -> Duration {
-        self.checkpoint_load + self.log_load + self.replay + self.checkpoint_write
+        self.checkpoint_load
+            + self.log_load
+            + self.replay
+            + self.index_build
+            + self.checkpoint_write
     }
 }
 
@@ -232,6 +242,7 @@ struct FileStats {
     records: u64,
     replayed: u64,
     calls: u64,
+    physical: u64,
     not_durable: u64,
     max_ts: u64,
     max_epoch: u64,
@@ -379,7 +390,7 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
     // 2. Checkpoint files.
     let t = Instant::now();
     let manifest = Manifest::read_current(dir)?;
-    let mut ckpt: Vec<(TableRef, Vec<u8>)> = Vec::new();
+    let mut ckpt: Vec<(TableRef, &checkpoint::TableManifest, Vec<u8>)> = Vec::new();
     if let Some(m) = &manifest {
         rep.checkpoint_ts = Some(m.ts);
         for tm in &m.tables {
@@ -390,7 +401,7 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
                     message: format!("checkpoint of table id {} not in the catalog", tm.id),
                 });
             };
-            ckpt.push((tr.clone(), tm.read(&m.dir, tr.schema.row_size)?));
+            ckpt.push((tr.clone(), tm, tm.read(&m.dir, tr.schema.row_size)?));
             rep.checkpoint_rows += tm.rows;
         }
     }
@@ -428,6 +439,7 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
         rep.log_records += st.records;
         rep.records_replayed += st.replayed;
         rep.calls_replayed += st.calls;
+        rep.physical_replayed += st.physical;
         rep.records_not_durable += st.not_durable;
         max_ts = max_ts.max(st.max_ts);
         max_epoch = max_epoch.max(st.max_epoch);
@@ -438,39 +450,45 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
         logs.push(f);
     }
     rep.log_load = t.elapsed();
-    let scheme = match db.config.recovery {
-        RecoveryScheme::Auto if rep.calls_replayed > 0 => RecoveryScheme::Serial,
-        RecoveryScheme::Auto => RecoveryScheme::ParallelPartitioned,
-        RecoveryScheme::Serial => RecoveryScheme::Serial,
-        s if rep.calls_replayed > 0 => {
-            return Err(Error::InvalidConfig(format!(
-                "the log holds {} procedure calls (written with log `command`); recovery `{s}` \
-                 cannot replay them: open with recovery `serial` or `auto`",
-                rep.calls_replayed
-            )))
-        }
-        s => s,
-    };
+    let scheme = resolve_scheme(db.config.recovery, &rep)?;
     rep.scheme = scheme.name().to_string();
 
     // 4. Checkpoint rows into the tables, in chunks spread over the threads.
     let t = Instant::now();
     const CHUNK_ROWS: usize = 1 << 14;
-    let mut chunks = Vec::new();
-    for (tr, data) in &ckpt {
-        let size = tr.schema.row_size.max(1);
-        for c in data.chunks(CHUNK_ROWS * size) {
-            chunks.push((tr, c));
+    if scheme == RecoveryScheme::Physical {
+        // PLR: every row back at its tuple id, no index touched (they are rebuilt at the end).
+        let ckpt_dir = manifest.as_ref().map(|m| m.dir.clone()).unwrap_or_default();
+        let tids = in_parallel(threads, ckpt.iter().collect(), |(_, tm, _)| {
+            tm.read_tids(&ckpt_dir)
+        })?;
+        let mut chunks = Vec::new();
+        for ((tr, _, data), tids) in ckpt.iter().zip(&tids) {
+            let size = tr.schema.row_size.max(1);
+            for (rows, ids) in data.chunks(CHUNK_ROWS * size).zip(tids.chunks(CHUNK_ROWS)) {
+                chunks.push((tr, rows, ids));
+            }
         }
+        in_parallel(threads, chunks, |(tr, rows, ids)| {
+            replay::place_rows(tr, ckpt_ts, rows, ids)
+        })?;
+    } else {
+        let mut chunks = Vec::new();
+        for (tr, _, data) in &ckpt {
+            let size = tr.schema.row_size.max(1);
+            for c in data.chunks(CHUNK_ROWS * size) {
+                chunks.push((tr, c));
+            }
+        }
+        in_parallel(threads, chunks, |(tr, rows)| {
+            let mut b = Batcher::new(db);
+            for row in rows.chunks_exact(tr.schema.row_size) {
+                b.tx()?.insert_raw(tr, row).map_err(as_corrupt)?;
+                b.done_op()?;
+            }
+            b.finish()
+        })?;
     }
-    in_parallel(threads, chunks, |(tr, rows)| {
-        let mut b = Batcher::new(db);
-        for row in rows.chunks_exact(tr.schema.row_size) {
-            b.tx()?.insert_raw(tr, row).map_err(as_corrupt)?;
-            b.done_op()?;
-        }
-        b.finish()
-    })?;
     drop(ckpt);
     rep.checkpoint_load += t.elapsed();
 
@@ -488,13 +506,19 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
         RecoveryScheme::Serial => replay::serial(&ctx, &logs)?,
         RecoveryScheme::ParallelLatched => replay::latched(&ctx, &logs)?,
         RecoveryScheme::ParallelPartitioned => replay::partitioned(&ctx, &logs)?,
-        s => {
-            return Err(Error::Unsupported(format!(
-                "recovery `{s}` is not implemented yet"
-            )))
+        RecoveryScheme::Physical => replay::physical(&ctx, &logs)?,
+        RecoveryScheme::Auto => {
+            return Err(Error::InvalidConfig(
+                "recovery scheme left unresolved".into(),
+            ))
         }
     }
     rep.replay = t.elapsed();
+    if scheme == RecoveryScheme::Physical {
+        let t = Instant::now();
+        replay::build_indexes(&ctx)?;
+        rep.index_build = t.elapsed();
+    }
     rep.rows = by_id.values().map(live_rows).sum();
     db.clock.advance_to(max_ts + 1);
     Ok((
@@ -505,6 +529,50 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
             checkpoint: any_log || manifest.is_none() && !records.is_empty(),
         },
     ))
+}
+
+/// The scheme that replays what the log holds: `auto` picks by its content; an explicit
+/// scheme that cannot replay it is refused, naming what it holds.
+fn resolve_scheme(asked: RecoveryScheme, rep: &RecoveryReport) -> Result<RecoveryScheme> {
+    let (calls, phys) = (rep.calls_replayed, rep.physical_replayed);
+    let logical = rep.records_replayed - calls - phys;
+    if phys > 0 && (calls > 0 || logical > 0) {
+        return Err(Error::Corrupt {
+            file: "log".into(),
+            offset: 0,
+            message: format!(
+                "the log mixes {phys} physical records with {} logical or command records",
+                calls + logical
+            ),
+        });
+    }
+    Ok(match asked {
+        RecoveryScheme::Auto if calls > 0 => RecoveryScheme::Serial,
+        RecoveryScheme::Auto if phys > 0 => RecoveryScheme::Physical,
+        RecoveryScheme::Auto => RecoveryScheme::ParallelPartitioned,
+        RecoveryScheme::Physical if calls + logical > 0 => {
+            return Err(Error::InvalidConfig(format!(
+                "the log holds {} logical or command records; recovery `physical` replays \
+                 only a physical log (written with log `physical`): open with another scheme \
+                 or `auto`",
+                calls + logical
+            )))
+        }
+        s if phys > 0 && s != RecoveryScheme::Physical => {
+            return Err(Error::InvalidConfig(format!(
+                "the log holds {phys} physical records (written with log `physical`); \
+                 recovery `{s}` cannot replay them: open with recovery `physical` or `auto`"
+            )))
+        }
+        RecoveryScheme::Serial => RecoveryScheme::Serial,
+        s if calls > 0 => {
+            return Err(Error::InvalidConfig(format!(
+                "the log holds {calls} procedure calls (written with log `command`); recovery \
+                 `{s}` cannot replay them: open with recovery `serial` or `auto`"
+            )))
+        }
+        s => s,
+    })
 }
 
 /// Compiles every procedure definition of the catalog, in order (their numbers are what
@@ -616,6 +684,12 @@ fn load_file(
             }
             st.replayed += 1;
             st.calls += u64::from(n == COMMAND);
+            // A write starts with its table id (u32) and op: physical ops mark the record.
+            st.physical += u64::from(
+                n != COMMAND
+                    && n > 0
+                    && matches!(rec.get(r.at + 4), Some(&(OP_PUT_AT | OP_DELETE_AT))),
+            );
             let start = rec.as_ptr() as usize - base + r.at;
             recs.push(Rec {
                 ts,

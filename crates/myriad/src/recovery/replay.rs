@@ -1,6 +1,6 @@
-//! The three log-replay schemes (thesis §4.7.1: CLR, LLR, LLR-P). Each runs after the
-//! checkpoint's rows are in the tables and writes through ordinary transactions, so every
-//! index is maintained on the way.
+//! The four log-replay schemes (thesis §4.7.1: CLR, LLR, LLR-P, PLR). The first three run
+//! after the checkpoint's rows are in the tables and write through ordinary transactions, so
+//! every index is maintained on the way; PLR (at the end) places rows at tuple ids itself.
 //!
 //! Why they agree: every key's final state is what its changes, applied in commit order on
 //! top of the checkpoint row, give. `serial` applies everything in commit order. The
@@ -14,13 +14,15 @@ use crate::engine::Database;
 use crate::error::{Error, Result};
 use crate::index::HashIndex;
 use crate::log::format::Get;
-use crate::log::{apply_patch, COMMAND, OP_DELETE, OP_PATCH, OP_PUT};
+use crate::log::{apply_patch, COMMAND, OP_DELETE, OP_DELETE_AT, OP_PATCH, OP_PUT, OP_PUT_AT};
 use crate::procedure::Procedure;
 use crate::schema::TableSchema;
 use crate::storage::TableRef;
 use crate::txn::Transaction;
+use crate::version::Version;
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// What the schemes share.
@@ -381,6 +383,187 @@ pub(super) fn latched(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
             b.done_op()?;
         }
         b.finish()
+    })?;
+    Ok(())
+}
+
+// PLR (thesis §4.7.1). Physical records name the tuple id they wrote and carry the whole row,
+// so replay needs neither key lookups nor patches: the newest record of each tuple id is its
+// state. Threads own disjoint tuple ids (by hash), so nothing is latched; indexes are built
+// once at the end from the installed rows. Written by hand rather than through transactions
+// because placing a row at a given tuple id is exactly what the normal write path never does.
+
+fn plr_corrupt(t: &TableRef, message: String) -> Error {
+    Error::Corrupt {
+        file: format!("checkpoint or log of table `{}`", t.schema.name),
+        offset: 0,
+        message,
+    }
+}
+
+/// Puts checkpoint rows (`rows`, concatenated) back at their tuple ids `tids`, committed at
+/// `ts`. The table is private to recovery and each tuple id is placed once.
+pub(super) fn place_rows(t: &TableRef, ts: u64, rows: &[u8], tids: &[u64]) -> Result<()> {
+    let mut top = 0;
+    for (row, &tid) in rows.chunks_exact(t.schema.row_size.max(1)).zip(tids) {
+        let e = t
+            .entry_at(tid)
+            .ok_or_else(|| plr_corrupt(t, format!("tuple id {tid} is out of range")))?;
+        let v = Version::alloc_copy(ts, row, std::ptr::null_mut()).as_ptr();
+        if e.compare_exchange(std::ptr::null_mut(), v, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: v was never published.
+            unsafe { Version::free(v) };
+            return Err(plr_corrupt(t, format!("two rows at tuple id {tid}")));
+        }
+        top = top.max(tid + 1);
+    }
+    t.reserve_tids(top);
+    Ok(())
+}
+
+/// The newest physical write of each (table, tuple id): its commit timestamp and row (`None`
+/// for a delete).
+type Newest<'a> = HashMap<(u32, u64), (u64, Option<&'a [u8]>)>;
+
+fn keep_newest<'a>(m: &mut Newest<'a>, k: (u32, u64), ts: u64, row: Option<&'a [u8]>) {
+    match m.get_mut(&k) {
+        Some(cur) if cur.0 >= ts => {}
+        Some(cur) => *cur = (ts, row),
+        None => {
+            m.insert(k, (ts, row));
+        }
+    }
+}
+
+impl Ctx<'_> {
+    /// Calls `each(table, tid, row)` for each write of physical record `r` (`None`: delete).
+    fn physical_writes<'f>(
+        &self,
+        f: &'f LogFile,
+        r: &Rec,
+        mut each: impl FnMut(&TableRef, u64, Option<&'f [u8]>),
+    ) -> Result<()> {
+        let bad = || {
+            corrupt(
+                f,
+                format!(
+                    "a malformed physical log record (commit timestamp {})",
+                    r.ts
+                ),
+            )
+        };
+        let mut g = Get::new(f.body(r));
+        for _ in 0..r.n {
+            let id = g.u32().ok_or_else(bad)?;
+            let op = g.u8().ok_or_else(bad)?;
+            let t = self
+                .resolve_id
+                .get(&id)
+                .and_then(|i| self.tables.get(i))
+                .ok_or_else(|| {
+                    corrupt(
+                        f,
+                        format!("a log record for table id {id}, which is not in the catalog"),
+                    )
+                })?;
+            let tid = u64::try_from(g.varint().ok_or_else(bad)?).map_err(|_| bad())?;
+            match op {
+                OP_PUT_AT => {
+                    let row = g.bytes().ok_or_else(bad)?;
+                    if row.len() != t.schema.row_size {
+                        return Err(bad());
+                    }
+                    each(t, tid, Some(row));
+                }
+                OP_DELETE_AT => each(t, tid, None),
+                _ => return Err(bad()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// PLR replay: each file's writes are reduced to the newest per (table, tuple id) and
+/// shuffled into one partition per thread; partitions are merged (newest wins) and each
+/// thread installs its tuple ids: a put replaces the row at the id, a delete empties it.
+pub(super) fn physical(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
+    let parts = ctx.threads.max(1);
+    let part = |id: u32, tid: u64| {
+        (tid.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ u64::from(id)) as usize % parts
+    };
+    let shuffled = in_parallel(ctx.threads, logs.iter().collect(), |f: &LogFile| {
+        let mut out: Vec<Newest<'_>> = (0..parts).map(|_| HashMap::new()).collect();
+        for r in &f.recs {
+            ctx.physical_writes(f, r, |t, tid, row| {
+                keep_newest(&mut out[part(t.id, tid)], (t.id, tid), r.ts, row);
+            })?;
+        }
+        Ok(out)
+    })?;
+    let mut merged: Vec<Newest<'_>> = (0..parts).map(|_| HashMap::new()).collect();
+    for file_parts in shuffled {
+        for (p, m) in file_parts.into_iter().enumerate() {
+            if merged[p].is_empty() {
+                merged[p] = m;
+                continue;
+            }
+            for (k, (ts, row)) in m {
+                keep_newest(&mut merged[p], k, ts, row);
+            }
+        }
+    }
+    in_parallel(ctx.threads, merged, |m| {
+        let mut top: HashMap<u32, u64> = HashMap::new();
+        for ((id, tid), (ts, row)) in m {
+            let t = &ctx.tables[&id];
+            let e = t
+                .entry_at(tid)
+                .ok_or_else(|| plr_corrupt(t, format!("tuple id {tid} is out of range")))?;
+            let new = row.map_or(std::ptr::null_mut(), |r| {
+                Version::alloc_copy(ts, r, std::ptr::null_mut()).as_ptr()
+            });
+            let old = e.swap(new, Ordering::AcqRel);
+            if !old.is_null() {
+                // SAFETY: placed by `place_rows` (or never published); recovery is alone
+                // with the tables and this thread owns the tuple id.
+                unsafe { Version::free(old) };
+            }
+            let m = top.entry(id).or_default();
+            *m = (*m).max(tid + 1);
+        }
+        for (id, n) in top {
+            ctx.tables[&id].reserve_tids(n);
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// Tuple ids per index-building task.
+const INDEX_CHUNK: u64 = 1 << 16;
+
+/// PLR's last phase: every index of every table built from the installed rows, tuple-id
+/// ranges spread over the threads.
+pub(super) fn build_indexes(ctx: &Ctx<'_>) -> Result<()> {
+    let mut tasks = Vec::new();
+    for t in ctx.tables.values() {
+        let n = t.tid_count();
+        let mut lo = 0;
+        while lo < n {
+            tasks.push((t, lo..(lo + INDEX_CHUNK).min(n)));
+            lo += INDEX_CHUNK;
+        }
+    }
+    in_parallel(ctx.threads, tasks, |(t, range)| {
+        match t.build_indexes_of(range) {
+            0 => Ok(()),
+            n => Err(plr_corrupt(
+                t,
+                format!("{n} rows share a primary key with another"),
+            )),
+        }
     })?;
     Ok(())
 }

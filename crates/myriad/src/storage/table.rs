@@ -85,8 +85,12 @@ impl Table {
     /// Allocates a fresh tuple id (one shared fetch-add; counted by the caller).
     pub(crate) fn alloc_tid(&self) -> Option<TupleId> {
         let tid = self.next_tid.fetch_add(1, Ordering::Relaxed);
-        let seg = (tid >> SEG_BITS) as usize;
-        let dir = self.directory.get(seg)?;
+        self.segment_for(tid).map(|_| tid)
+    }
+
+    /// Allocates (if need be) the segment holding `tid`'s entry; `None` past the directory.
+    fn segment_for(&self, tid: TupleId) -> Option<()> {
+        let dir = self.directory.get((tid >> SEG_BITS) as usize)?;
         if dir.load(Ordering::Acquire).is_null() {
             let fresh: Box<Segment> = (0..SEG_LEN)
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
@@ -103,7 +107,19 @@ impl Table {
                 drop(unsafe { Box::from_raw(raw) });
             }
         }
-        Some(tid)
+        Some(())
+    }
+
+    /// The entry of `tid`, its segment allocated if need be (PLR puts rows back at their old
+    /// tuple ids, then moves the counter with `reserve_tids`). `None` past the directory.
+    pub(crate) fn entry_at(&self, tid: TupleId) -> Option<&AtomicPtr<Version>> {
+        self.segment_for(tid)?;
+        self.entry(tid)
+    }
+
+    /// Makes the tuple-id counter at least `n`, so that new rows get ids after the restored.
+    pub(crate) fn reserve_tids(&self, n: TupleId) {
+        self.next_tid.fetch_max(n, Ordering::AcqRel);
     }
 
     /// Number of tuple ids handed out.
@@ -186,10 +202,18 @@ impl Table {
     /// and for each secondary index the key of every version still in a chain (secondary
     /// indexes are multimaps that keep every key a tuple held; see `index`).
     pub(crate) fn build_indexes(&self) {
+        let _ = self.build_indexes_of(0..self.tid_count());
+    }
+
+    /// `build_indexes` for the tuple ids of `tids` (threads may build disjoint ranges at
+    /// once: the indexes take concurrent inserts). Returns how many tuples had a primary key
+    /// another tuple already had (none, unless the chains are inconsistent).
+    pub(crate) fn build_indexes_of(&self, tids: std::ops::Range<TupleId>) -> u64 {
+        let mut dups = 0;
         let mut key = Vec::new();
         let mut buf = Vec::new();
         let _guard = crossbeam_epoch::pin();
-        for tid in 0..self.tid_count() {
+        for tid in tids {
             let Some(e) = self.entry(tid) else { continue };
             let head = e.load(Ordering::Acquire);
             // SAFETY: no writer (quiesced); pinned against concurrent GC frees.
@@ -198,8 +222,10 @@ impl Table {
             };
             self.schema.encode_key_from_row(0, h.data(), &mut key);
             // A tuple id is reachable from one primary key (primary keys are never updated),
-            // so this cannot collide.
-            let _ = self.indexes[0].insert_unique(&key, tid);
+            // so this cannot collide unless the chains are inconsistent.
+            if self.indexes[0].insert_unique(&key, tid).is_err() {
+                dups += 1;
+            }
             let mut v = head;
             // SAFETY: as above.
             while let Some(x) = unsafe { v.as_ref() } {
@@ -210,6 +236,7 @@ impl Table {
                 v = x.next.load(Ordering::Acquire);
             }
         }
+        dups
     }
 }
 

@@ -663,6 +663,15 @@ impl<'db> Transaction<'db> {
         t: &TableRef,
         mut f: impl FnMut(RowRef<'_>) -> bool,
     ) -> Result<usize> {
+        self.scan_table_tids(t, |_, r| f(r))
+    }
+
+    /// `scan_table`, also passing each row's tuple id (checkpoints record them for PLR).
+    pub(crate) fn scan_table_tids(
+        &mut self,
+        t: &TableRef,
+        mut f: impl FnMut(TupleId, RowRef<'_>) -> bool,
+    ) -> Result<usize> {
         self.begin_op(t)?;
         let rt = self.stmt_ts();
         let mut n = 0usize;
@@ -682,10 +691,13 @@ impl<'db> Transaction<'db> {
             }
             self.note_read(t, v);
             n += 1;
-            if !f(RowRef {
-                schema: &t.schema,
-                data: r.data(),
-            }) {
+            if !f(
+                tid,
+                RowRef {
+                    schema: &t.schema,
+                    data: r.data(),
+                },
+            ) {
                 break;
             }
         }
