@@ -657,8 +657,8 @@ fn log_inspect(dir: &std::path::Path) -> ExitCode {
         None => println!("checkpoint        none"),
     }
     println!(
-        "{:<24} {:>12} {:>8} {:>10} {:>10} {:>23}  checksums",
-        "log file", "bytes", "blocks", "records", "calls", "epochs"
+        "{:<24} {:>12} {:>8} {:>10} {:>10} {:>10} {:>23}  checksums",
+        "log file", "bytes", "blocks", "records", "calls", "physical", "epochs"
     );
     let mut damaged = false;
     for f in &info.files {
@@ -675,11 +675,12 @@ fn log_inspect(dir: &std::path::Path) -> ExitCode {
             }
         };
         println!(
-            "{name:<24} {:>12} {:>8} {:>10} {:>10} {epochs:>23}  {status}{}",
+            "{name:<24} {:>12} {:>8} {:>10} {:>10} {:>10} {epochs:>23}  {status}{}",
             report::thousands(f.bytes),
             f.blocks,
             report::thousands(f.records),
             report::thousands(f.calls),
+            report::thousands(f.physical),
             if f.needed {
                 ""
             } else {

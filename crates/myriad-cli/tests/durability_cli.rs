@@ -224,6 +224,20 @@ fn a_physical_log_recovers_by_plr() {
         ]),
         "durable tpcc, physical log",
     );
+    // `log inspect` counts the physical records: every record of every file.
+    let inspect = ok(&myriad(&["log", "inspect", d]), "log inspect");
+    let column = |i: usize| -> u64 {
+        inspect
+            .lines()
+            .filter(|l| l.starts_with("log-"))
+            .map(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols[i].replace(',', "").parse::<u64>().unwrap()
+            })
+            .sum()
+    };
+    let (records, physical) = (column(3), column(5));
+    assert!(physical > 0 && physical == records, "{inspect}");
     let refused = myriad(&["recover", d, "--recovery", "serial"]);
     assert_eq!(refused.status.code(), Some(2));
     let err = String::from_utf8_lossy(&refused.stderr);

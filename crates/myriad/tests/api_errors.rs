@@ -155,7 +155,7 @@ fn config_errors() {
     ));
     assert!(matches!(
         Database::open(Config::new().log(LogPolicy::Physical)),
-        Err(Error::Unsupported(_))
+        Err(Error::InvalidConfig(m)) if m.contains("physical") && m.contains("data directory")
     ));
     assert!(
         matches!("bogus".parse::<Protocol>(), Err(Error::InvalidConfig(m)) if m.contains("mvocc"))

@@ -19,6 +19,8 @@ pub struct LogFileInfo {
     pub records: u64,
     /// Of the records, procedure calls (command logging).
     pub calls: u64,
+    /// Of the records, physical ones (tuple ids and whole rows).
+    pub physical: u64,
     /// Smallest and largest epoch of its records (`None` if it has none).
     pub epochs: Option<(u64, u64)>,
     /// Where the intact blocks end, and why reading stopped there (`None`: the whole file
@@ -62,6 +64,7 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
         let (blocks, end, why) = format::read_blocks(&data, LOG_MAGIC);
         let mut records = 0;
         let mut calls = 0;
+        let mut physical = 0;
         let mut epochs: Option<(u64, u64)> = None;
         for b in &blocks {
             let mut g = Get::new(b);
@@ -70,6 +73,7 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
                 if let (Some(ep), Some(_), Some(n)) = (r.u64(), r.u64(), r.u32()) {
                     records += 1;
                     calls += u64::from(n == super::COMMAND);
+                    physical += u64::from(super::is_physical(n, &rec[r.at..]));
                     epochs = Some(epochs.map_or((ep, ep), |(lo, hi)| (lo.min(ep), hi.max(ep))));
                 }
             }
@@ -85,6 +89,7 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
             blocks: blocks.len() as u64,
             records,
             calls,
+            physical,
             epochs,
             valid_bytes: end as u64,
             damage: why,

@@ -62,6 +62,12 @@ pub(crate) const OP_PATCH: u8 = 3;
 pub(crate) const OP_PUT_AT: u8 = 4;
 /// Physical logging: the tuple id's row was deleted (`table, OP_DELETE_AT, tid`).
 pub(crate) const OP_DELETE_AT: u8 = 5;
+
+/// True if a record with `n` writes whose writes start at `body` is physical (its first
+/// write's op, after the table id, is a physical one; a record is all of one kind).
+pub(crate) fn is_physical(n: u32, body: &[u8]) -> bool {
+    n != COMMAND && n > 0 && matches!(body.get(4), Some(&(OP_PUT_AT | OP_DELETE_AT)))
+}
 /// The write count of a command record: the rest of the record is a procedure call
 /// (`procedure/command.rs`) instead of writes.
 pub(crate) const COMMAND: u32 = u32::MAX;

@@ -43,7 +43,7 @@ use crate::engine::Database;
 use crate::error::{Error, Result};
 use crate::log::catalog::{Catalog, Record, TableRecord};
 use crate::log::format::{self, Get};
-use crate::log::{LogManager, PersistentEpoch, COMMAND, LOG_MAGIC, OP_DELETE_AT, OP_PUT_AT};
+use crate::log::{LogManager, PersistentEpoch, COMMAND, LOG_MAGIC};
 use crate::procedure::Procedure;
 use crate::schema::TableSchema;
 use crate::storage::TableRef;
@@ -684,12 +684,7 @@ fn load_file(
             }
             st.replayed += 1;
             st.calls += u64::from(n == COMMAND);
-            // A write starts with its table id (u32) and op: physical ops mark the record.
-            st.physical += u64::from(
-                n != COMMAND
-                    && n > 0
-                    && matches!(rec.get(r.at + 4), Some(&(OP_PUT_AT | OP_DELETE_AT))),
-            );
+            st.physical += u64::from(crate::log::is_physical(n, &rec[r.at..]));
             let start = rec.as_ptr() as usize - base + r.at;
             recs.push(Rec {
                 ts,

@@ -21,6 +21,7 @@ use crate::storage::TableRef;
 use crate::txn::Transaction;
 use crate::version::Version;
 use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -181,7 +182,23 @@ struct Change<'a> {
     data: &'a [u8],
 }
 
-type Groups<'a> = HashMap<(u32, Vec<u8>), Vec<Change<'a>>>;
+/// Changes by table and key. Keys are the table id's bytes followed by the primary key, so a
+/// lookup builds the key in a reused buffer and only a new key allocates; the hasher is Fx
+/// (the keys come from our own log, so a hash-flooding defence buys nothing here).
+type Groups<'a> = FxHashMap<Vec<u8>, Vec<Change<'a>>>;
+
+/// Writes the map key of (table `id`, primary key `k`) into `buf`.
+fn map_key(buf: &mut Vec<u8>, id: u32, k: &[u8]) {
+    buf.clear();
+    buf.extend_from_slice(&id.to_le_bytes());
+    buf.extend_from_slice(k);
+}
+
+/// The table id and primary key of a map key.
+fn split_key(k: &[u8]) -> (u32, &[u8]) {
+    let (id, key) = k.split_at(4);
+    (u32::from_le_bytes([id[0], id[1], id[2], id[3]]), key)
+}
 
 /// LLR-P: each file's changes are shuffled by (table, key) into one partition per thread
 /// (files read in parallel); then each partition replays its keys latch-free, a key's changes
@@ -189,16 +206,18 @@ type Groups<'a> = HashMap<(u32, Vec<u8>), Vec<Change<'a>>>;
 pub(super) fn partitioned(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
     let parts = ctx.threads.max(1);
     let shuffled = in_parallel(ctx.threads, logs.iter().collect(), |f: &LogFile| {
-        let mut out: Vec<Groups<'_>> = (0..parts).map(|_| HashMap::new()).collect();
+        let mut out: Vec<Groups<'_>> = (0..parts).map(|_| FxHashMap::default()).collect();
         let mut key = Vec::new();
+        let mut mk = Vec::new();
         for r in &f.recs {
             ctx.writes(f, r, &mut key, |t, op, k, data| {
                 let p = (HashIndex::hash_key(k) ^ u64::from(t.id)) as usize % parts;
                 let c = Change { ts: r.ts, op, data };
-                match out[p].get_mut(&(t.id, k.to_vec())) {
+                map_key(&mut mk, t.id, k);
+                match out[p].get_mut(mk.as_slice()) {
                     Some(v) => v.push(c),
                     None => {
-                        out[p].insert((t.id, k.to_vec()), vec![c]);
+                        out[p].insert(mk.clone(), vec![c]);
                     }
                 }
                 Ok(())
@@ -206,28 +225,31 @@ pub(super) fn partitioned(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
         }
         Ok(out)
     })?;
-    // Merge each partition's groups from every file (moves, no copies of the changes).
-    let mut merged: Vec<Groups<'_>> = (0..parts).map(|_| HashMap::new()).collect();
+    // Each partition's groups from every file, merged by the thread that replays it (moves,
+    // no copies of the changes).
+    let mut per_part: Vec<Vec<Groups<'_>>> = (0..parts).map(|_| Vec::new()).collect();
     for file_parts in shuffled {
         for (p, groups) in file_parts.into_iter().enumerate() {
-            if merged[p].is_empty() {
-                merged[p] = groups;
-                continue;
-            }
-            for (k, mut v) in groups {
-                merged[p].entry(k).or_default().append(&mut v);
-            }
+            per_part[p].push(groups);
         }
     }
-    in_parallel(ctx.threads, merged, |groups| {
+    in_parallel(ctx.threads, per_part, |files| {
+        let mut files = files.into_iter();
+        let mut groups = files.next().unwrap_or_default();
+        for more in files {
+            for (k, mut v) in more {
+                groups.entry(k).or_default().append(&mut v);
+            }
+        }
         let mut b = Batcher::new(ctx.db);
-        for ((id, key), mut changes) in groups {
+        for (mk, mut changes) in groups {
+            let (id, key) = split_key(&mk);
             let t = &ctx.tables[&id];
             changes.sort_unstable_by_key(|c| c.ts);
             let tx = b.tx()?;
             match changes.iter().rposition(|c| c.op != OP_PATCH) {
                 // Only updates: they apply to the checkpoint row.
-                None => patch_row(tx, t, &key, changes.iter().map(|c| c.data))?,
+                None => patch_row(tx, t, key, changes.iter().map(|c| c.data))?,
                 // Everything before the last put or delete is overwritten by it.
                 Some(i) => {
                     let last = &changes[i];
@@ -236,17 +258,16 @@ pub(super) fn partitioned(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
                         if !rest.is_empty() {
                             return Err(missing_row(t));
                         }
-                        tx.replay_set(t, &key, None).map_err(as_corrupt)?;
+                        tx.replay_set(t, key, None).map_err(as_corrupt)?;
                     } else if rest.is_empty() {
-                        tx.replay_set(t, &key, Some(last.data))
-                            .map_err(as_corrupt)?;
+                        tx.replay_set(t, key, Some(last.data)).map_err(as_corrupt)?;
                     } else {
                         let mut row = last.data.to_vec();
                         for c in rest {
                             apply_patch(&mut Get::new(c.data), &mut row)
                                 .ok_or_else(|| missing_row(t))?;
                         }
-                        tx.replay_set(t, &key, Some(&row)).map_err(as_corrupt)?;
+                        tx.replay_set(t, key, Some(&row)).map_err(as_corrupt)?;
                     }
                 }
             }
@@ -323,8 +344,10 @@ const CHUNK_RECORDS: usize = 4096;
 /// (a stripe's mutex guards the rows hashing to it); the newest write of each column wins.
 /// Then the rows are written to the tables, stripes spread over the threads.
 pub(super) fn latched(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
-    type Stripe = Mutex<HashMap<(u32, Vec<u8>), RowState>>;
-    let stripes: Vec<Stripe> = (0..STRIPES).map(|_| Mutex::new(HashMap::new())).collect();
+    type Stripe = Mutex<FxHashMap<Vec<u8>, RowState>>;
+    let stripes: Vec<Stripe> = (0..STRIPES)
+        .map(|_| Mutex::new(FxHashMap::default()))
+        .collect();
     let mut tasks = Vec::new();
     for f in logs {
         for (i, _) in f.recs.chunks(CHUNK_RECORDS).enumerate() {
@@ -333,6 +356,7 @@ pub(super) fn latched(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
     }
     in_parallel(ctx.threads, tasks, |(f, from)| {
         let mut key = Vec::new();
+        let mut mk = Vec::new();
         // Order does not matter to this scheme; going through a chunk backwards means a
         // mistake in newest-wins cannot hide behind the log's near-commit order (the tests
         // rely on that).
@@ -340,32 +364,36 @@ pub(super) fn latched(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
         for r in f.recs[from..end].iter().rev() {
             ctx.writes(f, r, &mut key, |t, op, k, data| {
                 let s = (HashIndex::hash_key(k) ^ u64::from(t.id)) as usize % STRIPES;
+                map_key(&mut mk, t.id, k);
                 let mut stripe = stripes[s].lock();
-                let st = match stripe.get_mut(&(t.id, k.to_vec())) {
-                    Some(st) => st,
-                    None => stripe
-                        .entry((t.id, k.to_vec()))
-                        .or_insert_with(|| RowState::new(&t.schema)),
+                let applied = match stripe.get_mut(mk.as_slice()) {
+                    Some(st) => st.apply(&t.schema, r.ts, op, data),
+                    None => {
+                        let mut st = RowState::new(&t.schema);
+                        let a = st.apply(&t.schema, r.ts, op, data);
+                        stripe.insert(mk.clone(), st);
+                        a
+                    }
                 };
-                st.apply(&t.schema, r.ts, op, data)
-                    .ok_or_else(|| corrupt(f, "an update patch outside the row".into()))
+                applied.ok_or_else(|| corrupt(f, "an update patch outside the row".into()))
             })?;
         }
         Ok(())
     })?;
-    let maps: Vec<HashMap<(u32, Vec<u8>), RowState>> =
+    let maps: Vec<FxHashMap<Vec<u8>, RowState>> =
         stripes.into_iter().map(Mutex::into_inner).collect();
     in_parallel(ctx.threads, maps, |rows| {
         let mut b = Batcher::new(ctx.db);
-        for ((id, key), st) in rows {
+        for (mk, st) in rows {
+            let (id, key) = split_key(&mk);
             let t = &ctx.tables[&id];
             let tx = b.tx()?;
             match st.last {
-                Some((_, false)) => tx.replay_set(t, &key, None).map_err(as_corrupt)?,
+                Some((_, false)) => tx.replay_set(t, key, None).map_err(as_corrupt)?,
                 // After a put every column holds that put's value or a newer one.
-                Some((_, true)) => tx.replay_set(t, &key, Some(&st.row)).map_err(as_corrupt)?,
+                Some((_, true)) => tx.replay_set(t, key, Some(&st.row)).map_err(as_corrupt)?,
                 None => {
-                    let r = tx.replay_update(t, &key, |row| {
+                    let r = tx.replay_update(t, key, |row| {
                         for (c, col) in t.schema.columns.iter().enumerate() {
                             if st.col_ts[c] > 0 {
                                 let (lo, hi) = (col.offset, col.offset + col.ty.width());
@@ -425,7 +453,7 @@ pub(super) fn place_rows(t: &TableRef, ts: u64, rows: &[u8], tids: &[u64]) -> Re
 
 /// The newest physical write of each (table, tuple id): its commit timestamp and row (`None`
 /// for a delete).
-type Newest<'a> = HashMap<(u32, u64), (u64, Option<&'a [u8]>)>;
+type Newest<'a> = FxHashMap<(u32, u64), (u64, Option<&'a [u8]>)>;
 
 fn keep_newest<'a>(m: &mut Newest<'a>, k: (u32, u64), ts: u64, row: Option<&'a [u8]>) {
     match m.get_mut(&k) {
@@ -486,15 +514,15 @@ impl Ctx<'_> {
 }
 
 /// PLR replay: each file's writes are reduced to the newest per (table, tuple id) and
-/// shuffled into one partition per thread; partitions are merged (newest wins) and each
-/// thread installs its tuple ids: a put replaces the row at the id, a delete empties it.
+/// shuffled into one partition per thread; each thread merges its partition from every file
+/// (newest wins) and installs its tuple ids: a put replaces the row at the id, a delete empties it.
 pub(super) fn physical(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
     let parts = ctx.threads.max(1);
     let part = |id: u32, tid: u64| {
         (tid.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ u64::from(id)) as usize % parts
     };
     let shuffled = in_parallel(ctx.threads, logs.iter().collect(), |f: &LogFile| {
-        let mut out: Vec<Newest<'_>> = (0..parts).map(|_| HashMap::new()).collect();
+        let mut out: Vec<Newest<'_>> = (0..parts).map(|_| FxHashMap::default()).collect();
         for r in &f.recs {
             ctx.physical_writes(f, r, |t, tid, row| {
                 keep_newest(&mut out[part(t.id, tid)], (t.id, tid), r.ts, row);
@@ -502,19 +530,20 @@ pub(super) fn physical(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
         }
         Ok(out)
     })?;
-    let mut merged: Vec<Newest<'_>> = (0..parts).map(|_| HashMap::new()).collect();
+    let mut per_part: Vec<Vec<Newest<'_>>> = (0..parts).map(|_| Vec::new()).collect();
     for file_parts in shuffled {
         for (p, m) in file_parts.into_iter().enumerate() {
-            if merged[p].is_empty() {
-                merged[p] = m;
-                continue;
-            }
-            for (k, (ts, row)) in m {
-                keep_newest(&mut merged[p], k, ts, row);
-            }
+            per_part[p].push(m);
         }
     }
-    in_parallel(ctx.threads, merged, |m| {
+    in_parallel(ctx.threads, per_part, |files| {
+        let mut files = files.into_iter();
+        let mut m = files.next().unwrap_or_default();
+        for more in files {
+            for (k, (ts, row)) in more {
+                keep_newest(&mut m, k, ts, row);
+            }
+        }
         let mut top: HashMap<u32, u64> = HashMap::new();
         for ((id, tid), (ts, row)) in m {
             let t = &ctx.tables[&id];
