@@ -133,6 +133,33 @@ fn bal(r: &Row) -> i64 {
     }
 }
 
+/// The transfer of a child's `ACK id from to amount` line.
+fn ack(line: &str) -> Option<(i64, (i64, i64, i64))> {
+    let f: Vec<i64> = line
+        .strip_prefix("ACK ")?
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    match f[..] {
+        [id, from, to, amount] => Some((id, (from, to, amount))),
+        _ => None,
+    }
+}
+
+/// One transfer as row operations: both balances and the transfer's own row.
+fn transfer_rows(
+    tx: &mut Transaction<'_>,
+    acct: &TableRef,
+    xfer: &TableRef,
+    (id, from, to, amount): (i64, i64, i64, i64),
+) -> myriad::Result<()> {
+    let a = tx.get(acct, &from)?.expect("from");
+    let b = tx.get(acct, &to)?.expect("to");
+    tx.update(acct, &from, &[(1, bal(&a) - amount)])?;
+    tx.update(acct, &to, &[(1, bal(&b) + amount)])?;
+    tx.insert(xfer, &(id, from, to, amount))
+}
+
 /// Runs transfers until killed; prints `ACK id from to amount` after each acknowledged commit.
 fn child(dir: &Path, generation: i64) {
     let db = Database::open(config(dir).log(log_of(generation))).expect("child: open");
@@ -158,13 +185,7 @@ fn child(dir: &Path, generation: i64) {
                             .call(db, &[id.into(), from.into(), to.into(), amount.into()])
                             .map(drop)
                     } else {
-                        db.run(|tx| {
-                            let a = tx.get(acct, &from)?.expect("from");
-                            let b = tx.get(acct, &to)?.expect("to");
-                            tx.update(acct, &from, &[(1, bal(&a) - amount)])?;
-                            tx.update(acct, &to, &[(1, bal(&b) + amount)])?;
-                            tx.insert(xfer, &(id, from, to, amount))
-                        })
+                        db.run(|tx| transfer_rows(tx, acct, xfer, (id, from, to, amount)))
                     };
                     match r {
                         Ok(()) => {
@@ -198,14 +219,8 @@ fn child_write_failure(dir: &Path) {
                     let id = th * 100_000_000 + seq;
                     let (from, to, amount) =
                         (seq % ACCOUNTS, (seq + 1 + th) % ACCOUNTS, 1 + seq % 7);
-                    db.run(|tx| {
-                        let a = tx.get(acct, &from)?.expect("from");
-                        let b = tx.get(acct, &to)?.expect("to");
-                        tx.update(acct, &from, &[(1, bal(&a) - amount)])?;
-                        tx.update(acct, &to, &[(1, bal(&b) + amount)])?;
-                        tx.insert(xfer, &(id, from, to, amount))
-                    })
-                    .map(|_| (id, from, to, amount))
+                    db.run(|tx| transfer_rows(tx, acct, xfer, (id, from, to, amount)))
+                        .map(|_| (id, from, to, amount))
                 };
                 while !failed.load(std::sync::atomic::Ordering::SeqCst) && seq < 10_000_000 {
                     seq += 1;
@@ -259,13 +274,8 @@ fn write_failure() {
     let mut errors = Vec::new();
     let mut after = Vec::new();
     for line in text.lines() {
-        let f: Vec<i64> = line
-            .split_whitespace()
-            .skip(1)
-            .filter_map(|x| x.parse().ok())
-            .collect();
-        if line.starts_with("ACK ") && f.len() == 4 {
-            acked.insert(f[0], (f[1], f[2], f[3]));
+        if let Some((id, t)) = ack(line) {
+            acked.insert(id, t);
         } else if let Some(e) = line.strip_prefix("ERR ") {
             errors.push(e.to_string());
         } else if let Some(e) = line.strip_prefix("AFTER ") {
@@ -420,13 +430,8 @@ fn parent(kills: usize, seed: u64) {
             let mut first = Some(first_tx);
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                let f: Vec<i64> = line
-                    .split_whitespace()
-                    .skip(1)
-                    .filter_map(|x| x.parse().ok())
-                    .collect();
-                if line.starts_with("ACK ") && f.len() == 4 {
-                    a.lock().unwrap().insert(f[0], (f[1], f[2], f[3]));
+                if let Some((id, t)) = ack(&line) {
+                    a.lock().unwrap().insert(id, t);
                     if let Some(t) = first.take() {
                         let _ = t.send(());
                     }

@@ -54,6 +54,22 @@ fn missing_row(t: &TableRef) -> Error {
 }
 
 impl Ctx<'_> {
+    /// The table now holding the rows of table id `id` in a record of `f`.
+    fn table(&self, f: &LogFile, id: u32) -> Result<&TableRef> {
+        self.resolve_id
+            .get(&id)
+            .and_then(|i| self.tables.get(i))
+            .ok_or_else(|| {
+                corrupt(
+                    f,
+                    format!(
+                        "a log record for table id {id} ({}), which is not in the catalog",
+                        self.names.get(&id).map_or("unknown", |s| s.as_str())
+                    ),
+                )
+            })
+    }
+
     /// Calls `f(table, op, key, data)` for each write of logical record `r` (data: the row of
     /// a put or delete, the patch of an update).
     fn writes<'f>(
@@ -73,19 +89,7 @@ impl Ctx<'_> {
         for _ in 0..r.n {
             let tid = g.u32().ok_or_else(bad)?;
             let op = g.u8().ok_or_else(bad)?;
-            let t = self
-                .resolve_id
-                .get(&tid)
-                .and_then(|id| self.tables.get(id))
-                .ok_or_else(|| {
-                    corrupt(
-                        f,
-                        format!(
-                            "a log record for table id {tid} ({}), which is not in the catalog",
-                            self.names.get(&tid).map_or("unknown", |s| s.as_str())
-                        ),
-                    )
-                })?;
+            let t = self.table(f, tid)?;
             match op {
                 OP_PUT | OP_DELETE => {
                     let row = g.bytes().ok_or_else(bad)?;
@@ -187,6 +191,18 @@ struct Change<'a> {
 /// (the keys come from our own log, so a hash-flooding defence buys nothing here).
 type Groups<'a> = FxHashMap<Vec<u8>, Vec<Change<'a>>>;
 
+/// Turns the shuffle's output (per file, one map per partition) into per partition the maps
+/// of every file, for the partition's thread to merge.
+fn by_partition<M>(parts: usize, shuffled: Vec<Vec<M>>) -> Vec<Vec<M>> {
+    let mut per_part: Vec<Vec<M>> = (0..parts).map(|_| Vec::new()).collect();
+    for file_parts in shuffled {
+        for (p, m) in file_parts.into_iter().enumerate() {
+            per_part[p].push(m);
+        }
+    }
+    per_part
+}
+
 /// Writes the map key of (table `id`, primary key `k`) into `buf`.
 fn map_key(buf: &mut Vec<u8>, id: u32, k: &[u8]) {
     buf.clear();
@@ -227,13 +243,7 @@ pub(super) fn partitioned(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
     })?;
     // Each partition's groups from every file, merged by the thread that replays it (moves,
     // no copies of the changes).
-    let mut per_part: Vec<Vec<Groups<'_>>> = (0..parts).map(|_| Vec::new()).collect();
-    for file_parts in shuffled {
-        for (p, groups) in file_parts.into_iter().enumerate() {
-            per_part[p].push(groups);
-        }
-    }
-    in_parallel(ctx.threads, per_part, |files| {
+    in_parallel(ctx.threads, by_partition(parts, shuffled), |files| {
         let mut files = files.into_iter();
         let mut groups = files.next().unwrap_or_default();
         for more in files {
@@ -486,16 +496,7 @@ impl Ctx<'_> {
         for _ in 0..r.n {
             let id = g.u32().ok_or_else(bad)?;
             let op = g.u8().ok_or_else(bad)?;
-            let t = self
-                .resolve_id
-                .get(&id)
-                .and_then(|i| self.tables.get(i))
-                .ok_or_else(|| {
-                    corrupt(
-                        f,
-                        format!("a log record for table id {id}, which is not in the catalog"),
-                    )
-                })?;
+            let t = self.table(f, id)?;
             let tid = u64::try_from(g.varint().ok_or_else(bad)?).map_err(|_| bad())?;
             match op {
                 OP_PUT_AT => {
@@ -530,13 +531,7 @@ pub(super) fn physical(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
         }
         Ok(out)
     })?;
-    let mut per_part: Vec<Vec<Newest<'_>>> = (0..parts).map(|_| Vec::new()).collect();
-    for file_parts in shuffled {
-        for (p, m) in file_parts.into_iter().enumerate() {
-            per_part[p].push(m);
-        }
-    }
-    in_parallel(ctx.threads, per_part, |files| {
+    in_parallel(ctx.threads, by_partition(parts, shuffled), |files| {
         let mut files = files.into_iter();
         let mut m = files.next().unwrap_or_default();
         for more in files {
