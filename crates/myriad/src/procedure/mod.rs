@@ -111,6 +111,18 @@ pub struct Procedure {
     logged_as: std::sync::OnceLock<u32>,
 }
 
+impl Procedure {
+    /// A compiled procedure with its `CREATE PROCEDURE` text (empty for a builder-made one),
+    /// not yet numbered in a catalog.
+    fn new(p: ir::Proc, source: String) -> Self {
+        Procedure {
+            p,
+            source,
+            logged_as: Default::default(),
+        }
+    }
+}
+
 impl std::fmt::Debug for Procedure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Procedure")
@@ -355,11 +367,7 @@ impl Database {
         let mut out = Vec::new();
         for (d, replace) in &defs {
             out.push((
-                Arc::new(Procedure {
-                    p: ir::compile(self, d)?,
-                    source: d.source.clone(),
-                    logged_as: Default::default(),
-                }),
+                Arc::new(Procedure::new(ir::compile(self, d)?, d.source.clone())),
                 *replace,
             ));
         }
@@ -369,11 +377,7 @@ impl Database {
 
     /// Compiles and registers one parsed definition (`CREATE PROCEDURE` in a SQL session).
     pub(crate) fn create_procedure_from(&self, d: &Def, replace: bool) -> Result<()> {
-        let p = Arc::new(Procedure {
-            p: ir::compile(self, d)?,
-            source: d.source.clone(),
-            logged_as: Default::default(),
-        });
+        let p = Arc::new(Procedure::new(ir::compile(self, d)?, d.source.clone()));
         self.register_all(&[(p, replace)])
     }
 
@@ -385,11 +389,7 @@ impl Database {
                 "a catalog procedure record is not one CREATE PROCEDURE".into(),
             ));
         };
-        let p = Procedure {
-            p: ir::compile(self, &d)?,
-            source: d.source.clone(),
-            logged_as: Default::default(),
-        };
+        let p = Procedure::new(ir::compile(self, &d)?, d.source);
         let _ = p.logged_as.set(def);
         Ok(p)
     }
@@ -399,11 +399,9 @@ impl Database {
         let mut out = Vec::new();
         for item in parse::script(sql)? {
             match item {
-                parse::Item::Procedure(d, _) => out.push(Procedure {
-                    p: ir::compile(self, &d)?,
-                    source: d.source.clone(),
-                    logged_as: Default::default(),
-                }),
+                parse::Item::Procedure(d, _) => {
+                    out.push(Procedure::new(ir::compile(self, &d)?, d.source))
+                }
                 parse::Item::Sql(_) => {}
             }
         }
@@ -412,11 +410,7 @@ impl Database {
 
     /// Compiles and registers a procedure made with the builder.
     pub fn register_procedure(&self, b: ProcedureBuilder) -> Result<Arc<Procedure>> {
-        let p = Arc::new(Procedure {
-            p: ir::compile(self, &b.def)?,
-            source: String::new(),
-            logged_as: Default::default(),
-        });
+        let p = Arc::new(Procedure::new(ir::compile(self, &b.def)?, String::new()));
         self.register_all(&[(p.clone(), false)])?;
         Ok(p)
     }

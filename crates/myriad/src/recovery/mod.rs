@@ -393,6 +393,7 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
     let mut ckpt: Vec<(TableRef, &checkpoint::TableManifest, Vec<u8>)> = Vec::new();
     if let Some(m) = &manifest {
         rep.checkpoint_ts = Some(m.ts);
+        let mut files = Vec::new();
         for tm in &m.tables {
             let Some(tr) = resolve_id.get(&tm.id).and_then(|id| by_id.get(id)) else {
                 return Err(Error::Corrupt {
@@ -401,9 +402,14 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
                     message: format!("checkpoint of table id {} not in the catalog", tm.id),
                 });
             };
-            ckpt.push((tr.clone(), tm, tm.read(&m.dir, tr.schema.row_size)?));
             rep.checkpoint_rows += tm.rows;
+            files.push((tr.clone(), tm));
         }
+        // One table file per thread at a time.
+        ckpt = in_parallel(threads, files, |(tr, tm)| {
+            let rows = tm.read(&m.dir, tr.schema.row_size)?;
+            Ok((tr, tm, rows))
+        })?;
     }
     rep.checkpoint_load = t.elapsed();
     let ckpt_ts = manifest.as_ref().map_or(0, |m| m.ts);

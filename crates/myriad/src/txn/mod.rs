@@ -92,8 +92,8 @@ pub(crate) struct SlotLocal {
     pub row_buf: Vec<u8>,
     pub garbage: VecDeque<Garbage>,
     pub commits_since_gc: u32,
-    /// The call a command-logged transaction was (`Command::Called`): procedure name and
-    /// arguments, encoded for the log (`procedure::encode_call`).
+    /// The call a command-logged transaction was (`Command::Called`): procedure definition
+    /// number and arguments, encoded for the log (`Procedure::encode_call`).
     pub cmd: Vec<u8>,
 }
 
@@ -1216,23 +1216,16 @@ impl<'db> Transaction<'db> {
         key: &[u8],
         row: Option<&[u8]>,
     ) -> Result<()> {
-        let found = self.replay_update(t, key, |r| {
-            if let Some(row) = row {
-                r.copy_from_slice(row);
-            }
-            Ok(())
-        });
+        let found = self.replay_find(t, key);
         match (found, row) {
+            (Ok((tid, head, mine)), Some(row)) => self.update_found(t, tid, head, mine, |r| {
+                r.data.copy_from_slice(row);
+                Ok(())
+            }),
+            (Ok((tid, head, mine)), None) => self.delete_found(t, tid, head, mine),
             (Err(Error::NotFound { .. }), Some(row)) => self.insert_raw(t, row),
             (Err(Error::NotFound { .. }), None) => Ok(()),
-            (Ok(()), None) => {
-                self.begin_write(t)?;
-                self.local.key_buf.clear();
-                self.local.key_buf.extend_from_slice(key);
-                let (tid, head, mine) = self.live_row_at_key(t)?;
-                self.delete_found(t, tid, head, mine)
-            }
-            (r, _) => r,
+            (Err(e), _) => Err(e),
         }
     }
 
@@ -1244,11 +1237,16 @@ impl<'db> Transaction<'db> {
         key: &[u8],
         f: impl FnOnce(&mut [u8]) -> Result<()>,
     ) -> Result<()> {
+        let (tid, head, mine) = self.replay_find(t, key)?;
+        self.update_found(t, tid, head, mine, |r| f(r.data))
+    }
+
+    /// Recovery: the live row with encoded primary key `key`, write-locked as for a write.
+    fn replay_find(&mut self, t: &TableRef, key: &[u8]) -> Result<(TupleId, *mut Version, bool)> {
         self.begin_write(t)?;
         self.local.key_buf.clear();
         self.local.key_buf.extend_from_slice(key);
-        let (tid, head, mine) = self.live_row_at_key(t)?;
-        self.update_found(t, tid, head, mine, |r| f(r.data))
+        self.live_row_at_key(t)
     }
 
     fn update_found(
