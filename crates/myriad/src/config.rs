@@ -85,6 +85,13 @@ choice_enum!(
 );
 
 choice_enum!(
+    /// How commit records become durable (`log/`). `epoch`: SiloR's epoch group commit over
+    /// `loggers` parallel logs (thesis §4.6.1, POMVCC §V); `ermia`: ERMIA's single log, whose
+    /// LSNs are the end timestamps, reserved by the commit's one atomic add (ERMIA §3.2).
+    LogManagerKind { Epoch = "epoch", Ermia = "ermia" }
+);
+
+choice_enum!(
     /// How recovery replays the log after loading the checkpoint (thesis §4.7.1's baselines).
     /// `auto` is `serial` for a command log, `physical` for a physical one and
     /// `parallel-partitioned` for a logical one.
@@ -120,6 +127,7 @@ pub struct Config {
     pub(crate) gc: GcPolicy,
     pub(crate) index_pointers: IndexPointers,
     pub(crate) log: LogPolicy,
+    pub(crate) log_manager: LogManagerKind,
     pub(crate) max_concurrent_txns: usize,
     pub(crate) max_retries: u32,
     pub(crate) record_history: bool,
@@ -144,6 +152,7 @@ impl Default for Config {
             gc: GcPolicy::Txn,
             index_pointers: IndexPointers::LogicalTid,
             log: LogPolicy::None,
+            log_manager: LogManagerKind::Epoch,
             max_concurrent_txns: 256,
             max_retries: 64,
             record_history: false,
@@ -198,6 +207,11 @@ impl Config {
     }
     pub fn log(mut self, l: LogPolicy) -> Self {
         self.log = l;
+        self
+    }
+    /// Which log manager makes commits durable (default `epoch`).
+    pub fn log_manager(mut self, m: LogManagerKind) -> Self {
+        self.log_manager = m;
         self
     }
     /// Upper bound on transactions open at once (the size of the transaction table).
@@ -307,6 +321,9 @@ impl Config {
     pub fn get_log(&self) -> LogPolicy {
         self.log
     }
+    pub fn get_log_manager(&self) -> LogManagerKind {
+        self.log_manager
+    }
 
     /// Isolation levels `protocol` can honour in this build.
     pub fn isolation_levels(protocol: Protocol) -> &'static [Isolation] {
@@ -387,6 +404,20 @@ impl Config {
             return Err(Error::InvalidConfig(format!(
                 "recovery threads must be in 1..=256, got {}",
                 self.recovery_threads
+            )));
+        }
+        if self.log_manager == LogManagerKind::Ermia && self.log == LogPolicy::None {
+            return Err(Error::InvalidConfig(
+                "log manager `ermia` needs a log (a data directory and log `logical`, \
+                 `physical` or `command`)"
+                    .into(),
+            ));
+        }
+        if self.log_manager == LogManagerKind::Ermia && self.loggers != 1 {
+            return Err(Error::InvalidConfig(format!(
+                "log manager `ermia` writes one log; loggers must be 1, got {} (parallel \
+                 logs are log manager `epoch`)",
+                self.loggers
             )));
         }
         if self.loggers == 0 || self.loggers > 64 {

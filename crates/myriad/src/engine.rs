@@ -142,7 +142,7 @@ impl Database {
     pub fn is_durable(&self, ticket: CommitTicket) -> bool {
         self.log
             .get()
-            .is_none_or(|l| l.durable_epoch() >= ticket.epoch)
+            .is_none_or(|l| l.durable_point() >= ticket.epoch)
     }
 
     /// Log counters (`None` for a memory-only database).

@@ -27,7 +27,7 @@ pub mod value;
 pub mod version;
 
 pub use config::{
-    Config, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogPolicy, Protocol, RecoveryScheme,
+    Config, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogManagerKind, LogPolicy, Protocol, RecoveryScheme,
     TimestampPolicy, VersionStorage,
 };
 pub use engine::{ChainStats, Database, Stats};

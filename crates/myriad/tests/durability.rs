@@ -37,6 +37,19 @@ fn open(dir: &Path) -> Result<Database> {
     Database::open(Config::new().data_dir(dir))
 }
 
+const MANAGERS: [LogManagerKind; 2] = [LogManagerKind::Epoch, LogManagerKind::Ermia];
+
+/// A durable configuration with log manager `m` (two loggers for the epoch manager, so that
+/// file order is not commit order; ERMIA has one log).
+fn cfg(dir: &Path, m: LogManagerKind) -> Config {
+    let c = Config::new().data_dir(dir).log_manager(m);
+    if m == LogManagerKind::Epoch {
+        c.loggers(2)
+    } else {
+        c
+    }
+}
+
 fn schema() -> TableBuilder {
     TableSchema::new("acct")
         .column("id", ColumnType::Int)
@@ -74,7 +87,10 @@ fn log_files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("log-"))
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().to_string();
+            n.starts_with("log-") || n.starts_with("seg-")
+        })
         .collect();
     v.sort();
     v
@@ -265,6 +281,21 @@ fn configuration_errors_name_the_problem() {
         .err()
         .unwrap();
     assert!(matches!(e, Error::InvalidConfig(_)), "{e}");
+    // ERMIA writes one log, and only with a log.
+    let e = Database::open(cfg(d.path(), LogManagerKind::Ermia).loggers(2))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&e, Error::InvalidConfig(m) if m.contains("ermia") && m.contains("loggers")),
+        "{e}"
+    );
+    let e = Database::open(Config::new().log_manager(LogManagerKind::Ermia))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&e, Error::InvalidConfig(m) if m.contains("ermia") && m.contains("needs a log")),
+        "{e}"
+    );
     let e = Database::open(Config::new())
         .unwrap()
         .checkpoint()
@@ -275,9 +306,9 @@ fn configuration_errors_name_the_problem() {
 
 /// Writes 20 single-row commits without a checkpoint after them, and returns the directory
 /// with its log as it was at the crash (the database is leaked: no clean close).
-fn crashed_dir(tag: &str) -> (TempDir, Vec<(i64, i64, String)>) {
+fn crashed_dir(tag: &str, m: LogManagerKind) -> (TempDir, Vec<(i64, i64, String)>) {
     let d = TempDir::new(tag);
-    let db = open(d.path()).unwrap();
+    let db = Database::open(cfg(d.path(), m)).unwrap();
     let t = db.create_table(schema()).unwrap();
     for i in 0..20i64 {
         db.run(|tx| tx.insert(&t, &(i, i, format!("n{i}").as_str())))
@@ -310,7 +341,12 @@ fn copy_dir(from: &Path, tag: &str) -> TempDir {
 
 /// Recovers a copy of `dir` with every scheme that can read its log, on 1 and 2 threads, and
 /// checks each gives `expect`; returns the report of the last.
-fn recover_every_way(dir: &Path, log: LogPolicy, expect: &[(i64, i64, String)]) -> RecoveryReport {
+fn recover_every_way(
+    dir: &Path,
+    log: LogPolicy,
+    m: LogManagerKind,
+    expect: &[(i64, i64, String)],
+) -> RecoveryReport {
     let schemes = match log {
         LogPolicy::Logical => vec![
             RecoveryScheme::Auto,
@@ -326,13 +362,12 @@ fn recover_every_way(dir: &Path, log: LogPolicy, expect: &[(i64, i64, String)]) 
         for threads in [1, 2] {
             let c = copy_dir(dir, "scheme");
             let db = Database::open(
-                Config::new()
-                    .data_dir(c.path())
+                cfg(c.path(), m)
                     .log(log)
                     .recovery(s)
                     .recovery_threads(threads),
             )
-            .unwrap_or_else(|e| panic!("{s} on {threads} threads: {e}"));
+            .unwrap_or_else(|e| panic!("{m} {s} on {threads} threads: {e}"));
             assert_eq!(dump(&db, "acct"), expect, "{s} on {threads} threads");
             let rep = db.recovery_report().unwrap().clone();
             assert_eq!(rep.rows as usize, expect.len(), "{s}: {rep:?}");
@@ -340,7 +375,7 @@ fn recover_every_way(dir: &Path, log: LogPolicy, expect: &[(i64, i64, String)]) 
             check_indexes(&db, expect, &format!("{s} on {threads} threads"));
             // And the recovered database is durable again: reopen it as it is.
             drop(db);
-            let db = open(c.path()).unwrap();
+            let db = Database::open(cfg(c.path(), m)).unwrap();
             assert_eq!(
                 dump(&db, "acct"),
                 expect,
@@ -395,9 +430,12 @@ fn check_indexes(db: &Database, expect: &[(i64, i64, String)], what: &str) {
 
 #[test]
 fn every_recovery_scheme_recovers_the_same_state() {
-    let (crashed, expect) = scheme_history(LogPolicy::Logical);
-    let rep = recover_every_way(crashed.path(), LogPolicy::Logical, &expect);
-    assert_eq!(rep.calls_replayed + rep.physical_replayed, 0);
+    for m in MANAGERS {
+        let (crashed, expect) = scheme_history(LogPolicy::Logical, m);
+        let rep = recover_every_way(crashed.path(), LogPolicy::Logical, m, &expect);
+        assert_eq!(rep.calls_replayed + rep.physical_replayed, 0);
+    }
+    let (crashed, _) = scheme_history(LogPolicy::Logical, LogManagerKind::Ermia);
     // PLR cannot replay a logical log (no tuple ids); the refusal names the scheme.
     let e = Database::open(
         Config::new()
@@ -414,10 +452,13 @@ fn every_recovery_scheme_recovers_the_same_state() {
 
 #[test]
 fn physical_logging_recovers_rows_at_their_tuple_ids() {
-    let (crashed, expect) = scheme_history(LogPolicy::Physical);
-    let rep = recover_every_way(crashed.path(), LogPolicy::Physical, &expect);
-    assert_eq!(rep.scheme, "physical");
-    assert_eq!(rep.physical_replayed, rep.records_replayed, "{rep:?}");
+    for m in MANAGERS {
+        let (crashed, expect) = scheme_history(LogPolicy::Physical, m);
+        let rep = recover_every_way(crashed.path(), LogPolicy::Physical, m, &expect);
+        assert_eq!(rep.scheme, "physical");
+        assert_eq!(rep.physical_replayed, rep.records_replayed, "{rep:?}");
+    }
+    let (crashed, _) = scheme_history(LogPolicy::Physical, LogManagerKind::Epoch);
     // The logical schemes cannot replay it; the refusal says what the log holds.
     for s in [
         RecoveryScheme::Serial,
@@ -437,12 +478,10 @@ fn physical_logging_recovers_rows_at_their_tuple_ids() {
 
 /// `write_history`, a checkpoint, then updates from two threads (several to one key), a
 /// delete and re-insert of one key, an insert deleted again and a plain delete, all logged
-/// with `log` on two loggers; returns a copy of the directory as at a crash and the rows.
-fn scheme_history(log: LogPolicy) -> (TempDir, Vec<(i64, i64, String)>) {
+/// with `log` by manager `m`; returns a copy of the directory as at a crash and the rows.
+fn scheme_history(log: LogPolicy, m: LogManagerKind) -> (TempDir, Vec<(i64, i64, String)>) {
     let d = TempDir::new("schemes");
-    // Two loggers: the two writers' records land in different files, so file order is not
-    // commit order.
-    let db = Database::open(Config::new().data_dir(d.path()).loggers(2).log(log)).unwrap();
+    let db = Database::open(cfg(d.path(), m).log(log)).unwrap();
     write_history(&db);
     // Changes after a checkpoint, several to one key, in both threads' commit order.
     db.checkpoint().unwrap();
@@ -506,8 +545,14 @@ END $$;
 
 #[test]
 fn command_logging_replays_calls_in_commit_order() {
+    for m in MANAGERS {
+        command_log_history(m);
+    }
+}
+
+fn command_log_history(m: LogManagerKind) {
     let d = TempDir::new("command");
-    let db = Database::open(Config::new().data_dir(d.path()).log(LogPolicy::Command)).unwrap();
+    let db = Database::open(cfg(d.path(), m).log(LogPolicy::Command)).unwrap();
     sql::Session::new(&db).execute(BANK).unwrap();
     for i in 0..20i64 {
         db.call(
@@ -568,14 +613,14 @@ fn command_logging_replays_calls_in_commit_order() {
     }
     let expect = dump(&db, "acct");
     let crashed = copy_dir(d.path(), "command");
-    let rep = recover_every_way(crashed.path(), LogPolicy::Command, &expect);
+    let rep = recover_every_way(crashed.path(), LogPolicy::Command, m, &expect);
     assert_eq!(rep.scheme, "serial");
     assert!(rep.calls_replayed >= 300, "{rep:?}");
     // The ad-hoc, mixed and snapshot transactions were logged as rows.
     assert!(rep.records_replayed >= rep.calls_replayed + 3, "{rep:?}");
     // The procedures are in the catalog: the recovered database calls the new body.
     let c = copy_dir(crashed.path(), "command-call");
-    let db2 = Database::open(Config::new().data_dir(c.path()).log(LogPolicy::Command)).unwrap();
+    let db2 = Database::open(cfg(c.path(), m).log(LogPolicy::Command)).unwrap();
     db2.call("transfer", &[0i64.into(), 1i64.into(), 1i64.into()])
         .unwrap();
     let after = dump(&db2, "acct");
@@ -596,27 +641,44 @@ fn command_logging_replays_calls_in_commit_order() {
 
 #[test]
 fn a_torn_tail_after_the_durable_epoch_is_dropped_and_reported() {
-    let (d, expect) = crashed_dir("torn");
+    for m in MANAGERS {
+        torn_tail(m);
+    }
+}
+
+fn torn_tail(m: LogManagerKind) {
+    let (d, expect) = crashed_dir("torn", m);
     let logs = log_files(d.path());
     let last = logs.last().unwrap();
-    // A half-written block after the durable end: header of a 100-byte block, 30 bytes.
+    // A half-written block (epoch manager) or record (ERMIA) after the durable end: the
+    // header of 100 bytes, 30 bytes.
     let mut f = std::fs::OpenOptions::new().append(true).open(last).unwrap();
     use std::io::Write;
-    let mut junk = vec![0x4d, 0x52, 0x59, 0x4c];
+    let mut junk = if m == LogManagerKind::Epoch {
+        vec![0x4d, 0x52, 0x59, 0x4c]
+    } else {
+        vec![0xA1]
+    };
     junk.extend_from_slice(&100u32.to_le_bytes());
     junk.extend_from_slice(&[0u8; 30]);
     f.write_all(&junk).unwrap();
     drop(f);
-    let db = open(d.path()).unwrap();
+    let db = Database::open(cfg(d.path(), m)).unwrap();
     let rep = db.recovery_report().unwrap();
-    assert_eq!(rep.bytes_dropped, junk.len() as u64, "{rep:?}");
+    assert_eq!(rep.bytes_dropped, junk.len() as u64, "{m}: {rep:?}");
     assert_eq!(rep.dropped.len(), 1);
     assert_eq!(dump(&db, "acct"), expect);
 }
 
 #[test]
 fn damage_before_the_durable_epoch_refuses_to_open_and_changes_nothing() {
-    let (d, _) = crashed_dir("damage");
+    for m in MANAGERS {
+        damage_before_durable(m);
+    }
+}
+
+fn damage_before_durable(m: LogManagerKind) {
+    let (d, _) = crashed_dir("damage", m);
     let logs = log_files(d.path());
     let victim = logs
         .iter()
@@ -637,7 +699,7 @@ fn damage_before_the_durable_epoch_refuses_to_open_and_changes_nothing() {
         v
     };
     for _ in 0..2 {
-        match open(d.path()) {
+        match Database::open(cfg(d.path(), m)) {
             Err(Error::Corrupt { file, .. }) => {
                 assert!(file.ends_with(&*victim.file_name().unwrap().to_string_lossy()))
             }
@@ -656,7 +718,10 @@ fn damage_before_the_durable_epoch_refuses_to_open_and_changes_nothing() {
     // Truncating inside the durable bytes is refused too.
     data[at] ^= 0x10;
     std::fs::write(&victim, &data[..data.len() - 3]).unwrap();
-    assert!(matches!(open(d.path()), Err(Error::Corrupt { .. })));
+    assert!(matches!(
+        Database::open(cfg(d.path(), m)),
+        Err(Error::Corrupt { .. })
+    ));
 }
 
 #[test]
@@ -706,9 +771,15 @@ fn all_files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn random_damage_is_refused_or_recovers_a_prefix_of_the_commits() {
+    for m in MANAGERS {
+        random_damage(m);
+    }
+}
+
+fn random_damage(m: LogManagerKind) {
     // 10 single-row commits, a checkpoint, 10 more; ids in commit order.
     let d = TempDir::new("damage-src");
-    let db = Database::open(Config::new().data_dir(d.path()).loggers(2)).unwrap();
+    let db = Database::open(cfg(d.path(), m)).unwrap();
     let t = db.create_table(schema()).unwrap();
     for i in 0..20i64 {
         if i == 10 {
@@ -727,7 +798,7 @@ fn random_damage_is_refused_or_recovers_a_prefix_of_the_commits() {
         .unwrap()
         .as_nanos() as u64
         | 1;
-    println!("damage seed {seed}");
+    println!("{m}: damage seed {seed}");
     let mut next = || {
         seed ^= seed << 13;
         seed ^= seed >> 7;
@@ -760,7 +831,7 @@ fn random_damage_is_refused_or_recovers_a_prefix_of_the_commits() {
             },
             f.display()
         );
-        match Database::open(Config::new().data_dir(c.path())) {
+        match Database::open(cfg(c.path(), m)) {
             Err(e) => {
                 assert!(
                     matches!(e, Error::Corrupt { .. } | Error::Io { .. }),
@@ -773,17 +844,118 @@ fn random_damage_is_refused_or_recovers_a_prefix_of_the_commits() {
                 if got == expect {
                     intact += 1;
                 } else {
-                    // Only the persistent-epoch file may lose its last records (a torn last
+                    // Only the durable-point file may lose its last records (a torn last
                     // record is indistinguishable from one the crash cut): the state is then
-                    // the commits up to an earlier durable epoch, a prefix in commit order.
+                    // the commits up to an earlier durable point, a prefix in commit order.
                     let name = f.file_name().unwrap().to_string_lossy().to_string();
-                    assert_eq!(name, "pepoch", "{what}: recovered {got:?}");
+                    let point = if m == LogManagerKind::Epoch {
+                        "pepoch"
+                    } else {
+                        "durable-lsn"
+                    };
+                    assert_eq!(name, point, "{what}: recovered {got:?}");
                     assert_eq!(got[..], expect[..got.len()], "{what}: not a prefix");
                     prefix += 1;
                 }
             }
         }
     }
-    println!("damage: {refused} refused, {intact} recovered everything, {prefix} a prefix");
+    println!("{m} damage: {refused} refused, {intact} recovered everything, {prefix} a prefix");
     assert!(refused > 0, "no damage was ever detected");
+}
+
+/// ERMIA's log: a transaction that fails validation after reserving its log space leaves a
+/// skip record; records larger than a quarter of the log buffer bypass it; more than the
+/// buffer's 16 MiB go through it (it wraps); small segments make the flusher start new files.
+#[test]
+fn ermia_skips_aborted_reservations_and_logs_records_of_any_size() {
+    let d = TempDir::new("ermia");
+    let db = Database::open(cfg(d.path(), LogManagerKind::Ermia).log_file_bytes(1 << 20)).unwrap();
+    let t = db.create_table(schema()).unwrap();
+    let wide = db
+        .create_table(
+            TableSchema::new("wide")
+                .column("id", ColumnType::Int)
+                .column("pad", ColumnType::Str(200))
+                .primary_key(&["id"]),
+        )
+        .unwrap();
+    for i in 0..10i64 {
+        db.run(|tx| tx.insert(&t, &(i, 100i64, format!("n{i}").as_str())))
+            .unwrap();
+    }
+    // Reads key 1, writes `extra` wide rows from `from`; meanwhile key 1 changes: read
+    // validation fails after the end timestamp (and the log range) was drawn.
+    let doomed = |from: i64, extra: i64| {
+        let mut tx = db.begin().unwrap();
+        tx.get(&t, &1i64).unwrap();
+        tx.update(&t, &2i64, &[(1, -5i64)]).unwrap();
+        for i in from..from + extra {
+            tx.insert(&wide, &(i, "x".repeat(150).as_str())).unwrap();
+        }
+        db.run(|o| o.update(&t, &1i64, &[(1, 7i64)])).unwrap();
+        let e = tx.commit().err().unwrap();
+        assert!(
+            matches!(e, Error::SerializationFailure(AbortReason::ReadValidation)),
+            "{e}"
+        );
+    };
+    doomed(1_000_000, 0);
+    // One oversized record (about 5.5 MB), and one oversized abort.
+    let mut tx = db.begin().unwrap();
+    for i in 0..25_000i64 {
+        tx.insert(&wide, &(i, format!("big{i}").as_str())).unwrap();
+    }
+    tx.commit().unwrap();
+    doomed(2_000_000, 25_000);
+    // About 18 MB more through the buffer, in 200 commits of 400 rows.
+    for k in 0..200i64 {
+        let mut tx = db.begin().unwrap();
+        for j in 0..400i64 {
+            let id = 100_000 + (k * 400 + j) % 30_000;
+            tx.delete(&wide, &id).ok();
+            tx.insert(&wide, &(id, format!("r{k}-{j}-{}", "y".repeat(120)).as_str()))
+                .unwrap();
+        }
+        tx.commit().unwrap();
+    }
+    let expect = dump(&db, "acct");
+    let expect_wide = wide_rows(&db);
+    let segments = log_files(d.path()).len();
+    assert!(segments > 10, "{segments} segments");
+    let crashed = copy_dir(d.path(), "ermia");
+    drop(db);
+    for s in [RecoveryScheme::Serial, RecoveryScheme::ParallelPartitioned] {
+        let c = copy_dir(crashed.path(), "ermia-rec");
+        let db = Database::open(
+            cfg(c.path(), LogManagerKind::Ermia)
+                .recovery(s)
+                .recovery_threads(2),
+        )
+        .unwrap();
+        let rep = db.recovery_report().unwrap().clone();
+        assert_eq!(rep.skip_records, 2, "{rep:?}");
+        assert_eq!(rep.records_not_durable, 0, "{rep:?}");
+        assert!(rep.durable_lsn > 24_000_000, "{rep:?}");
+        assert_eq!(dump(&db, "acct"), expect, "{s}");
+        assert_eq!(wide_rows(&db), expect_wide, "{s}");
+    }
+}
+
+/// (id, pad) of every row of `wide`, by id.
+fn wide_rows(db: &Database) -> Vec<(i64, String)> {
+    let t = db.table("wide").unwrap();
+    let mut tx = db.begin().unwrap();
+    let mut out = Vec::new();
+    tx.scan_table(&t, |r| {
+        let (Some(ValueRef::Int(id)), Some(ValueRef::Str(p))) = (r.get(0), r.get(1)) else {
+            panic!("wide row")
+        };
+        out.push((id, p.to_string()));
+        true
+    })
+    .unwrap();
+    tx.commit().unwrap();
+    out.sort();
+    out
 }

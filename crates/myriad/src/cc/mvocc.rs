@@ -35,8 +35,7 @@ use std::sync::atomic::Ordering;
 pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let slot = tx.slot();
     if tx.local.write_set.is_empty() {
-        // Every commit this transaction saw has an epoch ≤ the current one.
-        let epoch = tx.db.log.get().map_or(0, |l| l.current_epoch());
+        let epoch = tx.db.log.get().map_or(0, |l| l.read_only_ticket(&tx.db.clock));
         if let (Some(rec), Some(h)) = (tx.recording.take(), tx.db.history.as_ref()) {
             h.push(rec.into_record(tx.id.word(), tx.begin_ts, tx.begin_ts, tx.isolation));
         }
@@ -44,32 +43,60 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
         tx.finish();
         return Ok(epoch);
     }
-    // Publish Preparing before drawing the end timestamp (see txn/table.rs).
-    slot.set_preparing_pending();
-    bump(&slot.stats.global_rmw, 1);
-    let end_ts = tx.db.clock.next_end_ts();
-    slot.set_preparing(end_ts);
-
-    if let Err(reason) = validate(tx, end_ts) {
-        tx.rollback(reason);
-        return Err(Error::SerializationFailure(reason));
-    }
-    // The log record goes to the slot's buffer before anyone can see us Committed (see the
-    // epoch argument in log/mod.rs).
-    let mut epoch = 0;
-    if let Some(log) = tx.db.log.get() {
+    let log = tx.db.log.get();
+    // ERMIA: the record is encoded before the end timestamp is drawn, because the draw
+    // reserves its log space (`log/ermia.rs`).
+    let ermia = log.and_then(|l| l.ermia());
+    let mut len = 0;
+    if let Some(l) = ermia {
         let db = tx.db;
         let command = tx.logged_command();
-        match log.append(tx.slot_idx, end_ts, &tx.local.write_set, command, |id| {
+        match l.prepare(tx.slot_idx, &tx.local.write_set, command, |id| {
             &db.table_by_id(id).schema
         }) {
-            Ok(e) => epoch = e,
+            Ok(n) => len = n,
             Err(e) => {
                 tx.rollback(AbortReason::UserAbort);
                 return Err(e);
             }
         }
     }
+    // Publish Preparing before drawing the end timestamp (see txn/table.rs).
+    slot.set_preparing_pending();
+    bump(&slot.stats.global_rmw, 1);
+    let end_ts = match ermia {
+        Some(l) => l.reserve(tx.slot_idx, len),
+        None => tx.db.clock.next_end_ts(),
+    };
+    slot.set_preparing(end_ts);
+
+    if let Err(reason) = validate(tx, end_ts) {
+        if let Some(l) = ermia {
+            l.skip(tx.slot_idx, end_ts);
+        }
+        tx.rollback(reason);
+        return Err(Error::SerializationFailure(reason));
+    }
+    // The log record goes to the log before anyone can see us Committed (see the epoch
+    // argument in log/epoch.rs).
+    let logged = match (log.map(|l| &**l), ermia) {
+        (_, Some(l)) => l.fill(tx.slot_idx, end_ts).map(|_| end_ts),
+        (Some(crate::log::LogManager::Epoch(l)), None) => {
+            let db = tx.db;
+            let command = tx.logged_command();
+            l.append(tx.slot_idx, end_ts, &tx.local.write_set, command, |id| {
+                &db.table_by_id(id).schema
+            })
+        }
+        _ => Ok(0),
+    };
+    let ticket = match logged {
+        Ok(t) => t,
+        Err(e) => {
+            tx.rollback(AbortReason::UserAbort);
+            return Err(e);
+        }
+    };
     slot.set_committed(end_ts);
 
     // Post-processing (Hekaton §2.4): replace our id by the end timestamp in every field we wrote.
@@ -99,7 +126,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     // GC runs in `finish`, after our read time is unregistered, so the collector never holds
     // the watermark back while it works.
     tx.finish();
-    Ok(epoch)
+    Ok(ticket)
 }
 
 fn validate(tx: &mut Transaction<'_>, end_ts: u64) -> std::result::Result<(), AbortReason> {

@@ -1,57 +1,39 @@
-//! Logging with epoch group commit (thesis ch. 4.2, §4.6.1; SiloR; parallel logs as in
-//! POMVCC §V). The seam is `LogPolicy` in `Config`; `logical` is built: after-images of the
-//! rows a transaction wrote (thesis §4.2.1) — a whole row for an insert, the deleted row for a
-//! delete, and for an update the primary key and the bytes of the columns that changed (a
-//! TPC-C Payment changes a few of CUSTOMER's 21 columns; logging whole rows wrote 3 KB per
-//! transaction and cost a third of the throughput on this 2-core machine, the logger's copy
-//! into the page cache being the largest item). Physical and command logging are not built
-//! yet and are refused by `Config::validate`.
+//! Logging (thesis ch. 4.2, §4.4.5): what a commit record holds, and the two log managers
+//! that make records durable.
 //!
-//! **Worker side.** A committing update transaction, after validation succeeded and before it
-//! becomes Committed (`cc/mvocc.rs`), appends one record to the log buffer of its
-//! transaction-table slot, under that slot's own mutex, reading the global epoch *inside*
-//! the critical section: `len u32 | epoch u64 | end_ts u64 | writes u32 | (table u32, op u8,
-//! row | key and patch)*`. No global lock and no shared read-modify-write: the epoch is a load.
+//! **Records** (`LogPolicy`): `logical` writes after-images of the rows a transaction wrote
+//! (thesis §4.2.1) — a whole row for an insert, the deleted row for a delete, and for an
+//! update the primary key and the bytes of the columns that changed (a TPC-C Payment changes a
+//! few of CUSTOMER's 21 columns; logging whole rows wrote 3 KB per transaction and cost a third
+//! of the throughput on this 2-core machine); `physical` writes whole after-images at their
+//! tuple ids (what PLR needs); `command` writes a serializable one-call transaction as the
+//! call (`procedure/command.rs`). `encode_writes` builds the body every manager writes.
 //!
-//! **Why the epoch order is safe.** A transaction that depends on T (reads or overwrites a
-//! version T wrote) can do so only after T is Committed, and T read its epoch before that;
-//! so the dependent transaction's epoch is at least T's. Recovering every transaction of
-//! epochs ≤ E therefore never keeps a transaction while dropping one it depends on.
+//! **Managers** (`LogManagerKind`):
+//! - `epoch` (`epoch.rs`): SiloR's epoch group commit over parallel logs (POMVCC §V): workers
+//!   append to per-slot buffers, logger threads write them, a persistent-epoch file says what
+//!   is durable. The commit order comes from the end timestamp; the log order does not matter.
+//! - `ermia` (`ermia.rs`): ERMIA's single log (ERMIA §3.2): the end timestamp *is* the
+//!   record's end LSN, drawn by the one atomic add that also reserves its log space; workers
+//!   copy their record into a shared buffer at that LSN; a flusher writes the filled prefix
+//!   into segment files.
 //!
-//! **Group commit.** One coordinator thread runs rounds, every `Config::epoch_interval`, or at
-//! once when a committer waits. A round advances the epoch from E to E+1 and asks each of the
-//! `Config::loggers` logger threads to collect its slots' buffers (slot `s` belongs to logger
-//! `s % loggers`). Taking a slot's mutex after the advance means every record tagged ≤ E is
-//! already in the buffer (it was appended under that mutex before the advance was visible).
-//! Each logger writes what it collected as one checksummed block (`format.rs`) to its own
-//! file and fsyncs it; then the coordinator appends a persistent-epoch record (E and, per
-//! logger, the file and offset up to which everything is durable) to `pepoch`, fsyncs it,
-//! publishes E as durable and wakes the committers waiting for it. Blocks may hold records of
-//! epoch E+1 (appended after the advance); recovery ignores records above the persistent
-//! epoch, so the next round writes a persistent-epoch record even if it wrote no block. Only
-//! a round after two rounds without blocks publishes its epoch without touching the disk.
-//!
-//! **Failure.** The first write or fsync error stops the coordinator: no epoch becomes durable
-//! after it, waiting committers get `Error::LogFailed`, and later commits are refused (an
-//! fsync is never retried: after a failed fsync the kernel may have dropped the dirty pages).
+//! Both acknowledge a commit only once its record is durable; the `CommitTicket` says how far
+//! the durable point must have come (an epoch, or an LSN).
 
 pub(crate) mod catalog;
+pub(crate) mod epoch;
+pub(crate) mod ermia;
 pub(crate) mod format;
 pub mod inspect;
 
 use crate::error::{Error, Result};
 use crate::schema::TableSchema;
 use crate::txn::WriteRecord;
-use crossbeam_utils::CachePadded;
 use format::Put;
-use parking_lot::{Condvar, Mutex};
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::Arc;
 
 pub(crate) const LOG_MAGIC: u32 = 0x4c59_524d; // "MRYL"
 pub(crate) const PEPOCH_MAGIC: u32 = 0x4550_524d; // "MRPE"
@@ -71,9 +53,9 @@ pub(crate) fn is_physical(n: u32, body: &[u8]) -> bool {
 /// The write count of a command record: the rest of the record is a procedure call
 /// (`procedure/command.rs`) instead of writes.
 pub(crate) const COMMAND: u32 = u32::MAX;
-const PEPOCH_FILE: &str = "pepoch";
+pub(crate) const PEPOCH_FILE: &str = "pepoch";
 /// The persistent-epoch file is rewritten with only its last record past this size.
-const PEPOCH_MAX_BYTES: u64 = 1 << 20;
+pub(crate) const PEPOCH_MAX_BYTES: u64 = 1 << 20;
 
 /// Log file `seq` of logger `logger`.
 pub(crate) fn log_file_name(logger: usize, seq: u64) -> String {
@@ -144,7 +126,12 @@ impl PersistentEpoch {
     /// The last intact record of the persistent-epoch file (a torn last record is the one
     /// being written when the process stopped: the previous one holds).
     pub(crate) fn read_last(dir: &Path) -> Result<Option<PersistentEpoch>> {
-        let path = dir.join(PEPOCH_FILE);
+        Self::read_last_of(&dir.join(PEPOCH_FILE))
+    }
+
+    /// The last intact record of a durable-point file (`pepoch`, or ERMIA's `durable-lsn`).
+    pub(crate) fn read_last_of(path: &Path) -> Result<Option<PersistentEpoch>> {
+        let path = path.to_path_buf();
         let data = match std::fs::read(&path) {
             Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -194,15 +181,6 @@ impl CommitTicket {
     }
 }
 
-#[derive(Default)]
-struct Ctl {
-    kick: bool,
-    stop: bool,
-    rotate: bool,
-    rounds: u64,
-    /// The file sequence numbers the last rotation started, per logger.
-    rotated_to: Vec<u64>,
-}
 
 /// Counters for reports.
 #[derive(Clone, Copy, Debug, Default)]
@@ -210,33 +188,102 @@ pub struct LogStats {
     pub bytes_written: u64,
     pub blocks_written: u64,
     pub fsyncs: u64,
+    /// Group-commit rounds (epoch manager) or flushes (ERMIA).
     pub rounds: u64,
+    /// The durable epoch (epoch manager) or the durable LSN (ERMIA).
     pub durable_epoch: u64,
 }
 
-pub(crate) struct LogManager {
-    dir: PathBuf,
-    epoch: CachePadded<AtomicU64>,
-    durable: CachePadded<AtomicU64>,
-    /// Per transaction-table slot: encoded records not yet collected by a logger.
-    bufs: Box<[CachePadded<Mutex<SlotBuf>>]>,
-    ctl: Mutex<Ctl>,
-    wake: Condvar,
-    done: Condvar,
-    failed: OnceLock<String>,
-    /// `LogPolicy::Physical`: records carry tuple ids and whole rows.
-    physical: bool,
-    coordinator: Mutex<Option<std::thread::JoinHandle<()>>>,
-    bytes_written: AtomicU64,
-    blocks_written: AtomicU64,
-    fsyncs: AtomicU64,
+
+/// The log of a durable database: one of the two managers (`LogManagerKind`).
+pub(crate) enum LogManager {
+    Epoch(Arc<epoch::EpochLog>),
+    Ermia(Arc<ermia::ErmiaLog>),
 }
 
-/// A slot's log buffer, and a scratch key buffer for patches.
-#[derive(Default)]
-struct SlotBuf {
-    bytes: Vec<u8>,
-    key: Vec<u8>,
+impl LogManager {
+    /// Starts logging into `dir` (recovered and locked): epochs continue at `first_epoch`,
+    /// files at sequence `first_seq`, LSNs at the clock.
+    pub(crate) fn start(
+        dir: &Path,
+        config: &crate::Config,
+        slots: usize,
+        first_epoch: u64,
+        first_seq: u64,
+        clock: &crate::timestamp::Clock,
+    ) -> Result<LogManager> {
+        Ok(match config.log_manager {
+            crate::config::LogManagerKind::Epoch => LogManager::Epoch(epoch::EpochLog::start(
+                dir,
+                config,
+                slots,
+                first_epoch,
+                first_seq,
+            )?),
+            crate::config::LogManagerKind::Ermia => {
+                LogManager::Ermia(ermia::ErmiaLog::start(dir, config, slots, first_seq, clock)?)
+            }
+        })
+    }
+
+    /// The ERMIA manager, whose commit protocol differs (`cc/mvocc.rs`).
+    #[inline]
+    pub(crate) fn ermia(&self) -> Option<&ermia::ErmiaLog> {
+        match self {
+            LogManager::Ermia(l) => Some(l),
+            LogManager::Epoch(_) => None,
+        }
+    }
+
+    /// The ticket of a read-only commit: durable once every commit it can have seen is.
+    #[inline]
+    pub(crate) fn read_only_ticket(&self, clock: &crate::timestamp::Clock) -> u64 {
+        match self {
+            // Every commit it saw has an epoch ≤ the current one.
+            LogManager::Epoch(l) => l.current_epoch(),
+            // Every commit it saw ends at or below the clock.
+            LogManager::Ermia(_) => clock.now(),
+        }
+    }
+
+    /// How far durability has come: the durable epoch, or the durable LSN.
+    pub(crate) fn durable_point(&self) -> u64 {
+        match self {
+            LogManager::Epoch(l) => l.durable_epoch(),
+            LogManager::Ermia(l) => l.durable_lsn(),
+        }
+    }
+
+    pub(crate) fn wait_durable(&self, point: u64) -> Result<()> {
+        match self {
+            LogManager::Epoch(l) => l.wait_durable(point),
+            LogManager::Ermia(l) => l.wait_durable(point),
+        }
+    }
+
+    /// Starts new log files; returns the first sequence number each logger (one for ERMIA)
+    /// writes from now on: every later record is in such a file.
+    pub(crate) fn rotate(&self) -> Result<Vec<u64>> {
+        match self {
+            LogManager::Epoch(l) => l.rotate(),
+            LogManager::Ermia(l) => l.rotate().map(|s| vec![s]),
+        }
+    }
+
+    pub(crate) fn stats(&self) -> LogStats {
+        match self {
+            LogManager::Epoch(l) => l.stats(),
+            LogManager::Ermia(l) => l.stats(),
+        }
+    }
+
+    /// Makes every commit so far durable and stops the log's threads.
+    pub(crate) fn shutdown(&self) {
+        match self {
+            LogManager::Epoch(l) => l.shutdown(),
+            LogManager::Ermia(l) => l.shutdown(),
+        }
+    }
 }
 
 /// Appends the columns of `new` that differ from `old` as patches: a count, then per run of
@@ -282,367 +329,110 @@ pub(crate) fn apply_patch(g: &mut format::Get<'_>, row: &mut [u8]) -> Option<()>
     Some(())
 }
 
-/// One logger's files.
-struct Logger {
-    id: usize,
-    nloggers: usize,
-    dir: PathBuf,
-    fsync: bool,
-    file_bytes: u64,
-    file: File,
-    path: PathBuf,
-    pos: LogPos,
-    payload: Vec<u8>,
-    block: Vec<u8>,
-    spare: Vec<u8>,
-}
-
-struct Round {
-    rotate: bool,
-}
-
-struct Outcome {
-    logger: usize,
-    result: Result<(LogPos, bool)>,
-}
-
-impl LogManager {
-    /// Starts logging into `dir`: epochs continue after `first_epoch - 1`, logger `i` starts
-    /// file `first_seq`. The directory is already recovered and locked.
-    pub(crate) fn start(
-        dir: &Path,
-        config: &crate::Config,
-        slots: usize,
-        first_epoch: u64,
-        first_seq: u64,
-    ) -> Result<Arc<LogManager>> {
-        let fsync = config.fsync == crate::config::FsyncPolicy::Always;
-        let mut loggers = Vec::new();
-        for id in 0..config.loggers {
-            let pos = LogPos {
-                seq: first_seq,
-                offset: 0,
-            };
-            let (file, path) = open_log_file(dir, id, pos.seq)?;
-            loggers.push(Logger {
-                id,
-                nloggers: config.loggers,
-                dir: dir.to_path_buf(),
-                fsync,
-                file_bytes: config.log_file_bytes,
-                file,
-                path,
-                pos,
-                payload: Vec::new(),
-                block: Vec::new(),
-                spare: Vec::new(),
+/// Appends the body of a commit record: `writes u32 | (table u32, op u8, ...)*`, or, for a
+/// logged procedure call, `COMMAND u32 | call`. Physical logging writes every write as its
+/// tuple id and whole after-image (or a delete mark). Otherwise an update of a row that existed
+/// is a patch (its primary key and the bytes of the columns that changed); an insert or
+/// re-insert the whole row; a delete the row it deleted. `key` is scratch space.
+pub(crate) fn encode_writes<'s>(
+    b: &mut Vec<u8>,
+    key: &mut Vec<u8>,
+    physical: bool,
+    writes: &[WriteRecord],
+    command: Option<&[u8]>,
+    schema_of: impl Fn(u32) -> &'s TableSchema,
+) {
+    if let Some(call) = command {
+        b.u32(COMMAND);
+        b.extend_from_slice(call);
+        return;
+    }
+    b.u32(writes.len() as u32);
+    for w in writes {
+        // SAFETY: our own committed-to-be versions and the versions they replace (write
+        // locked by us); pinned by the caller.
+        let v = unsafe { &*w.new };
+        let old = unsafe { w.old.as_ref() }.filter(|o| !o.is_tombstone());
+        b.u32(w.table);
+        if physical {
+            // The tuple id is the row's location: its indirection entry, which recovery
+            // recreates (version blocks themselves are new memory in every process).
+            b.u8(if v.is_tombstone() {
+                OP_DELETE_AT
+            } else {
+                OP_PUT_AT
             });
-        }
-        format::sync_dir(dir)?;
-        let m = Arc::new(LogManager {
-            dir: dir.to_path_buf(),
-            epoch: CachePadded::new(AtomicU64::new(first_epoch)),
-            durable: CachePadded::new(AtomicU64::new(first_epoch - 1)),
-            bufs: (0..slots)
-                .map(|_| CachePadded::new(Mutex::new(SlotBuf::default())))
-                .collect(),
-            ctl: Mutex::new(Ctl::default()),
-            wake: Condvar::new(),
-            done: Condvar::new(),
-            failed: OnceLock::new(),
-            physical: config.log == crate::config::LogPolicy::Physical,
-            coordinator: Mutex::new(None),
-            bytes_written: AtomicU64::new(0),
-            blocks_written: AtomicU64::new(0),
-            fsyncs: AtomicU64::new(0),
-        });
-        let pepoch = open_append(&dir.join(PEPOCH_FILE))?;
-        let m2 = m.clone();
-        let interval = config.epoch_interval;
-        let h = std::thread::Builder::new()
-            .name("myriad-log".into())
-            .spawn(move || LogManager::coordinate(m2, loggers, pepoch, interval, fsync))
-            .map_err(|e| Error::io(dir, &e))?;
-        *m.coordinator.lock() = Some(h);
-        Ok(m)
-    }
-
-    /// The epoch new commits are tagged with.
-    #[inline]
-    pub(crate) fn current_epoch(&self) -> u64 {
-        self.epoch.load(Ordering::SeqCst)
-    }
-
-    pub(crate) fn durable_epoch(&self) -> u64 {
-        self.durable.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn check_failed(&self) -> Result<()> {
-        match self.failed.get() {
-            Some(m) => Err(Error::LogFailed(m.clone())),
-            None => Ok(()),
-        }
-    }
-
-    /// Appends the commit record of a transaction (called after validation, before the
-    /// transaction is marked Committed). Returns the record's epoch. With `command`, the
-    /// record is that procedure call (command logging) and `writes` are not logged. Physical
-    /// logging writes every write as its tuple id and whole after-image (or a delete mark).
-    /// Otherwise an update of a row that existed is logged as a patch (its primary key and the bytes of the columns that
-    /// changed); an insert or re-insert as the whole row; a delete as the row it deleted.
-    pub(crate) fn append<'s>(
-        &self,
-        slot: usize,
-        end_ts: u64,
-        writes: &[WriteRecord],
-        command: Option<&[u8]>,
-        schema_of: impl Fn(u32) -> &'s TableSchema,
-    ) -> Result<u64> {
-        self.check_failed()?;
-        let mut guard = self.bufs[slot].lock();
-        let sb = &mut *guard;
-        let b = &mut sb.bytes;
-        let epoch = self.epoch.load(Ordering::SeqCst);
-        let start = b.len();
-        b.u32(0);
-        b.u64(epoch);
-        b.u64(end_ts);
-        if let Some(call) = command {
-            b.u32(COMMAND);
-            b.extend_from_slice(call);
-            let len = (b.len() - start - 4) as u32;
-            b[start..start + 4].copy_from_slice(&len.to_le_bytes());
-            return Ok(epoch);
-        }
-        b.u32(writes.len() as u32);
-        for w in writes {
-            // SAFETY: our own committed-to-be versions and the versions they replace (write
-            // locked by us); pinned by the caller.
-            let v = unsafe { &*w.new };
-            let old = unsafe { w.old.as_ref() }.filter(|o| !o.is_tombstone());
-            b.u32(w.table);
-            if self.physical {
-                // The tuple id is the row's location: its indirection entry, which recovery
-                // recreates (version blocks themselves are new memory in every process).
-                b.u8(if v.is_tombstone() {
-                    OP_DELETE_AT
-                } else {
-                    OP_PUT_AT
-                });
-                b.varint(w.tid as i64);
-                if !v.is_tombstone() {
-                    b.bytes(v.data());
-                }
-                continue;
+            b.varint(w.tid as i64);
+            if !v.is_tombstone() {
+                b.bytes(v.data());
             }
-            match old {
-                Some(o) if !v.is_tombstone() => {
-                    let schema = schema_of(w.table);
-                    b.u8(OP_PATCH);
-                    schema.encode_key_from_row(0, v.data(), &mut sb.key);
-                    b.bytes(&sb.key);
-                    encode_patch(schema, o.data(), v.data(), b);
-                }
-                _ => {
-                    b.u8(if v.is_tombstone() { OP_DELETE } else { OP_PUT });
-                    b.bytes(v.data());
-                }
+            continue;
+        }
+        match old {
+            Some(o) if !v.is_tombstone() => {
+                let schema = schema_of(w.table);
+                b.u8(OP_PATCH);
+                schema.encode_key_from_row(0, v.data(), key);
+                b.bytes(key);
+                encode_patch(schema, o.data(), v.data(), b);
+            }
+            _ => {
+                b.u8(if v.is_tombstone() { OP_DELETE } else { OP_PUT });
+                b.bytes(v.data());
             }
         }
-        let len = (b.len() - start - 4) as u32;
-        b[start..start + 4].copy_from_slice(&len.to_le_bytes());
-        Ok(epoch)
+    }
+}
+
+
+/// An append-only file of `PersistentEpoch` records (the epoch manager's `pepoch`, ERMIA's
+/// `durable-lsn`): each record is fsynced (with `FsyncPolicy::Always`) before the point it
+/// names is published; past `PEPOCH_MAX_BYTES` the file is atomically replaced by its last
+/// record.
+pub(crate) struct PointFile {
+    path: PathBuf,
+    file: File,
+    bytes: u64,
+    fsync: bool,
+}
+
+impl PointFile {
+    pub(crate) fn open(path: &Path, fsync: bool) -> Result<PointFile> {
+        let file = open_append(path)?;
+        let bytes = file.metadata().map_err(|e| Error::io(path, &e))?.len();
+        Ok(PointFile {
+            path: path.to_path_buf(),
+            file,
+            bytes,
+            fsync,
+        })
     }
 
-    /// Waits until `epoch` is durable (starting a round at once if none is running).
-    pub(crate) fn wait_durable(&self, epoch: u64) -> Result<()> {
-        if self.durable_epoch() >= epoch {
+    pub(crate) fn publish(&mut self, p: &PersistentEpoch) -> Result<()> {
+        use std::io::Write;
+        let rec = p.encode();
+        if self.bytes + rec.len() as u64 > PEPOCH_MAX_BYTES {
+            format::write_atomic(&self.path, &rec)?;
+            self.file = open_append(&self.path)?;
+            self.bytes = rec.len() as u64;
             return Ok(());
         }
-        let mut c = self.ctl.lock();
-        loop {
-            if self.durable_epoch() >= epoch {
-                return Ok(());
-            }
-            self.check_failed()?;
-            if c.stop {
-                return Err(Error::LogFailed("the database is closing".into()));
-            }
-            c.kick = true;
-            self.wake.notify_one();
-            self.done.wait(&mut c);
-        }
-    }
-
-    /// Makes every logger start a new file and returns the new files' sequence numbers, per
-    /// logger. Every record appended before this call is in a file with a smaller sequence
-    /// number or in one of the new files; every record appended after it is in a new file or
-    /// a later one.
-    pub(crate) fn rotate(&self) -> Result<Vec<u64>> {
-        let mut c = self.ctl.lock();
-        let target = c.rounds + 1;
-        c.rotate = true;
-        self.wake.notify_one();
-        loop {
-            self.check_failed()?;
-            if c.rounds >= target && !c.rotate {
-                return Ok(c.rotated_to.clone());
-            }
-            self.done.wait(&mut c);
-        }
-    }
-
-    pub(crate) fn stats(&self) -> LogStats {
-        LogStats {
-            bytes_written: self.bytes_written.load(Ordering::Relaxed),
-            blocks_written: self.blocks_written.load(Ordering::Relaxed),
-            fsyncs: self.fsyncs.load(Ordering::Relaxed),
-            rounds: self.ctl.lock().rounds,
-            durable_epoch: self.durable_epoch(),
-        }
-    }
-
-    /// Runs a last round (so every commit made so far becomes durable) and stops the threads.
-    pub(crate) fn shutdown(&self) {
-        {
-            let mut c = self.ctl.lock();
-            c.stop = true;
-            self.wake.notify_one();
-        }
-        if let Some(h) = self.coordinator.lock().take() {
-            let _ = h.join();
-        }
-        // Wake anyone still waiting (they see `stop` or the final durable epoch).
-        let _c = self.ctl.lock();
-        self.done.notify_all();
-    }
-
-    fn fail(&self, e: &Error) {
-        let _ = self.failed.set(e.to_string());
-        let _c = self.ctl.lock();
-        self.done.notify_all();
-    }
-
-    fn coordinate(
-        self: Arc<Self>,
-        loggers: Vec<Logger>,
-        mut pepoch: File,
-        interval: Duration,
-        fsync: bool,
-    ) {
-        let n = loggers.len();
-        let (out_tx, out_rx) = mpsc::channel::<Outcome>();
-        let mut senders = Vec::new();
-        let mut handles = Vec::new();
-        for mut l in loggers {
-            let (tx, rx) = mpsc::channel::<Round>();
-            senders.push(tx);
-            let out = out_tx.clone();
-            let m = self.clone();
-            handles.push(std::thread::spawn(move || {
-                while let Ok(r) = rx.recv() {
-                    let result = l.round(&m, r.rotate);
-                    if out
-                        .send(Outcome {
-                            logger: l.id,
-                            result,
-                        })
-                        .is_err()
-                    {
-                        break;
-                    }
-                }
-            }));
-        }
-        drop(out_tx);
-        let mut pepoch_bytes = pepoch.metadata().map(|m| m.len()).unwrap_or(0);
-        let mut positions = vec![LogPos { seq: 0, offset: 0 }; n];
-        let mut wrote_before = false;
-        loop {
-            let (stop, rotate) = {
-                let mut c = self.ctl.lock();
-                if !c.kick && !c.stop && !c.rotate {
-                    self.wake.wait_for(&mut c, interval);
-                }
-                c.kick = false;
-                (c.stop, c.rotate)
-            };
-            let e = self.epoch.load(Ordering::SeqCst);
-            self.epoch.store(e + 1, Ordering::SeqCst);
-            for s in &senders {
-                let _ = s.send(Round { rotate });
-            }
-            let mut wrote = false;
-            let mut err = None;
-            for _ in 0..n {
-                match out_rx.recv() {
-                    Ok(Outcome {
-                        logger,
-                        result: Ok((pos, w)),
-                    }) => {
-                        positions[logger] = pos;
-                        wrote |= w;
-                    }
-                    Ok(Outcome { result: Err(x), .. }) => err = Some(x),
-                    Err(_) => err = Some(Error::LogFailed("a logger thread stopped".into())),
-                }
-            }
-            // Blocks written in the previous round may hold records of this round's epoch
-            // (appended after that round's advance): publishing this epoch needs a record
-            // on disk even if this round wrote nothing.
-            let need = wrote || wrote_before || rotate;
-            wrote_before = wrote;
-            if err.is_none() && need {
-                let rec = PersistentEpoch {
-                    epoch: e,
-                    positions: positions.clone(),
-                }
-                .encode();
-                let path = self.dir.join(PEPOCH_FILE);
-                let r = if pepoch_bytes + rec.len() as u64 > PEPOCH_MAX_BYTES {
-                    format::write_atomic(&path, &rec).and_then(|_| {
-                        pepoch = open_append(&path)?;
-                        pepoch_bytes = rec.len() as u64;
-                        Ok(())
-                    })
+        self.file
+            .write_all(&rec)
+            .and_then(|_| {
+                if self.fsync {
+                    self.file.sync_data()
                 } else {
-                    pepoch
-                        .write_all(&rec)
-                        .and_then(|_| if fsync { pepoch.sync_data() } else { Ok(()) })
-                        .map(|_| pepoch_bytes += rec.len() as u64)
-                        .map_err(|x| Error::io(&path, &x))
-                };
-                if fsync {
-                    self.fsyncs.fetch_add(1, Ordering::Relaxed);
+                    Ok(())
                 }
-                err = r.err();
-            }
-            if let Some(x) = err {
-                self.fail(&x);
-                break;
-            }
-            self.durable.store(e, Ordering::Release);
-            {
-                let mut c = self.ctl.lock();
-                c.rounds += 1;
-                if rotate {
-                    c.rotate = false;
-                    c.rotated_to = positions.iter().map(|p| p.seq).collect();
-                }
-                self.done.notify_all();
-            }
-            if stop {
-                break;
-            }
-        }
-        drop(senders);
-        for h in handles {
-            let _ = h.join();
-        }
+            })
+            .map_err(|x| Error::io(&self.path, &x))?;
+        self.bytes += rec.len() as u64;
+        Ok(())
     }
 }
 
-fn open_append(path: &Path) -> Result<File> {
+pub(crate) fn open_append(path: &Path) -> Result<File> {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -650,75 +440,6 @@ fn open_append(path: &Path) -> Result<File> {
         .map_err(|e| Error::io(path, &e))
 }
 
-fn open_log_file(dir: &Path, logger: usize, seq: u64) -> Result<(File, PathBuf)> {
-    let path = dir.join(log_file_name(logger, seq));
-    let f = std::fs::OpenOptions::new()
-        .create_new(true)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, &e))?;
-    Ok((f, path))
-}
-
-impl Logger {
-    /// Collects this logger's slot buffers and writes them as one block. Returns the durable
-    /// end position and whether anything was written.
-    fn round(&mut self, m: &LogManager, rotate: bool) -> Result<(LogPos, bool)> {
-        self.payload.clear();
-        let mut s = self.id;
-        while s < m.bufs.len() {
-            {
-                let mut b = m.bufs[s].lock();
-                if !b.bytes.is_empty() {
-                    std::mem::swap(&mut b.bytes, &mut self.spare);
-                }
-            }
-            self.payload.extend_from_slice(&self.spare);
-            self.spare.clear();
-            s += self.nloggers;
-        }
-        let full = self.pos.offset > 0
-            && self.pos.offset + (self.payload.len() + format::BLOCK_HEADER) as u64
-                > self.file_bytes;
-        if rotate || full {
-            self.next_file()?;
-        }
-        if self.payload.is_empty() {
-            return Ok((self.pos, false));
-        }
-        self.block.clear();
-        format::put_block(&mut self.block, LOG_MAGIC, &self.payload);
-        self.file
-            .write_all(&self.block)
-            .map_err(|e| Error::io(&self.path, &e))?;
-        if self.fsync {
-            self.file
-                .sync_data()
-                .map_err(|e| Error::io(&self.path, &e))?;
-            m.fsyncs.fetch_add(1, Ordering::Relaxed);
-        }
-        self.pos.offset += self.block.len() as u64;
-        m.bytes_written
-            .fetch_add(self.block.len() as u64, Ordering::Relaxed);
-        m.blocks_written.fetch_add(1, Ordering::Relaxed);
-        Ok((self.pos, true))
-    }
-
-    fn next_file(&mut self) -> Result<()> {
-        if self.fsync {
-            self.file
-                .sync_all()
-                .map_err(|e| Error::io(&self.path, &e))?;
-        }
-        let seq = self.pos.seq + 1;
-        let (f, p) = open_log_file(&self.dir, self.id, seq)?;
-        format::sync_dir(&self.dir)?;
-        self.file = f;
-        self.path = p;
-        self.pos = LogPos { seq, offset: 0 };
-        Ok(())
-    }
-}
 
 #[cfg(test)]
 mod tests {

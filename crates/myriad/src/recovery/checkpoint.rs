@@ -285,8 +285,19 @@ impl Database {
             ));
         };
         let _one = state.checkpoint_lock.lock();
-        let started = Instant::now();
         let first_seq = log.rotate()?;
+        self.write_checkpoint(state, first_seq)
+    }
+
+    /// Writes a checkpoint whose recovery needs the log files from `first_seq` on (per
+    /// logger; one for ERMIA), then deletes older ones. The caller holds the checkpoint lock
+    /// or is recovery (which runs before anyone else).
+    pub(crate) fn write_checkpoint(
+        &self,
+        state: &crate::recovery::DurableState,
+        first_seq: Vec<u64>,
+    ) -> Result<CheckpointInfo> {
+        let started = Instant::now();
         let dir = &state.dir;
         let mut tx = self.begin_with(TxnOptions {
             isolation: Isolation::Snapshot,
@@ -422,6 +433,15 @@ fn remove_obsolete(dir: &Path, keep: &str, first_seq: &[u64]) -> Result<usize> {
     }
     for (logger, seq, p) in crate::log::log_files(dir)? {
         if first_seq.get(logger).is_none_or(|&f| seq < f) {
+            std::fs::remove_file(&p).map_err(|e| Error::io(&p, &e))?;
+            n += 1;
+        }
+    }
+    // ERMIA's segments (one log): those before the first one needed. Sequence numbers
+    // continue across sessions and managers, so this also removes another manager's files.
+    let first = first_seq.iter().copied().min().unwrap_or(0);
+    for (seq, _, p) in crate::log::ermia::segment_files(dir)? {
+        if seq < first {
             std::fs::remove_file(&p).map_err(|e| Error::io(&p, &e))?;
             n += 1;
         }

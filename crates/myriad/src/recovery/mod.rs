@@ -103,8 +103,11 @@ pub struct RecoveryReport {
     /// Timestamp of the checkpoint recovery started from, if any.
     pub checkpoint_ts: Option<u64>,
     pub checkpoint_rows: u64,
-    /// The persistent epoch: every commit of this epoch or earlier was recovered.
+    /// The persistent epoch: every commit of this epoch or earlier was recovered (epoch
+    /// manager's log files).
     pub persistent_epoch: u64,
+    /// The durable LSN: every commit ending at or below it was recovered (ERMIA segments).
+    pub durable_lsn: u64,
     pub log_files: usize,
     pub log_bytes: u64,
     /// Transaction records read from intact log blocks.
@@ -115,8 +118,10 @@ pub struct RecoveryReport {
     pub calls_replayed: u64,
     /// Of the recovered records, physical ones (tuple ids and whole rows).
     pub physical_replayed: u64,
-    /// Records past the persistent epoch: commits that were never acknowledged.
+    /// Records past the persistent epoch or durable LSN: commits never acknowledged.
     pub records_not_durable: u64,
+    /// ERMIA skip records: log space reserved by transactions that then aborted.
+    pub skip_records: u64,
     /// Bytes of damaged or torn log tails dropped (after the durable position).
     pub bytes_dropped: u64,
     /// One line per dropped tail: file, offset and why.
@@ -193,14 +198,29 @@ pub(crate) fn open(config: crate::Config) -> Result<Database> {
         return Err(Error::InvalidConfig("no data directory".into()));
     };
     *state.catalog.lock() = Some(Catalog::open(&dir)?);
-    let log = LogManager::start(&dir, &db.config, db.txns.len(), next.epoch, next.seq)?;
-    let _ = db.log.set(log);
     let mut report = report;
     if next.checkpoint {
+        // Before the new log starts: until this checkpoint is current, the old logs and
+        // their durable points are exactly as the crash left them, so a crash here recovers
+        // the same state again. (Started first, a new session's durable point could cover
+        // an old file's never-acknowledged tail.) New files continue at `next.seq`.
         let t = Instant::now();
-        db.checkpoint()?;
+        let files = match db.config.log_manager {
+            crate::config::LogManagerKind::Epoch => db.config.loggers,
+            crate::config::LogManagerKind::Ermia => 1,
+        };
+        db.write_checkpoint(state, vec![next.seq; files])?;
         report.checkpoint_write = t.elapsed();
     }
+    let log = LogManager::start(
+        &dir,
+        &db.config,
+        db.txns.len(),
+        next.epoch,
+        next.seq,
+        &db.clock,
+    )?;
+    let _ = db.log.set(Arc::new(log));
     let _ = state.report.set(report);
     Ok(db)
 }
@@ -244,9 +264,17 @@ struct FileStats {
     calls: u64,
     physical: u64,
     not_durable: u64,
+    skips: u64,
     max_ts: u64,
     max_epoch: u64,
     dropped: Option<(u64, String)>,
+}
+
+/// A log file to load: one of the epoch manager's (logger, seq, path), or an ERMIA segment
+/// (seq, first LSN, path).
+enum LogSource {
+    Epoch((usize, u64, PathBuf)),
+    Segment(u64, u64, PathBuf),
 }
 
 /// Runs `f` on every item on `threads` threads (items taken in order from a shared queue);
@@ -428,13 +456,45 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
             .map_or(0, |m| m.first_seq.get(logger).copied().unwrap_or(0))
     };
     let files: Vec<(usize, u64, PathBuf)> = all.into_iter().filter(|f| f.1 >= first(f.0)).collect();
-    let loaded = in_parallel(threads, files, |(logger, seq, path)| {
-        let durable_end = match pe.as_ref().and_then(|p| p.positions.get(logger)) {
-            Some(p) if seq < p.seq => u64::MAX,
-            Some(p) if seq == p.seq => p.offset,
-            _ => 0,
-        };
-        load_file(path, durable_end, durable_epoch, ckpt_ts)
+    // ERMIA's segments: one log, judged by the durable LSN.
+    let dl = PersistentEpoch::read_last_of(&dir.join(crate::log::ermia::DURABLE_LSN_FILE))?;
+    rep.durable_lsn = dl.as_ref().map_or(0, |p| p.epoch);
+    let first_segment = manifest
+        .as_ref()
+        .map_or(0, |m| m.first_seq.iter().copied().min().unwrap_or(0));
+    let segments = crate::log::ermia::segment_files(dir)?;
+    let any_log = any_log || !segments.is_empty();
+    let max_seq = max_seq.max(segments.iter().map(|f| f.0).max().unwrap_or(0));
+    let mut work: Vec<LogSource> = files.into_iter().map(LogSource::Epoch).collect();
+    work.extend(
+        segments
+            .into_iter()
+            .filter(|f| f.0 >= first_segment)
+            .map(|(seq, start, path)| LogSource::Segment(seq, start, path)),
+    );
+    let loaded = in_parallel(threads, work, |src| match src {
+        LogSource::Epoch((logger, seq, path)) => {
+            let durable_end = match pe.as_ref().and_then(|p| p.positions.get(logger)) {
+                Some(p) if seq < p.seq => u64::MAX,
+                Some(p) if seq == p.seq => p.offset,
+                _ => 0,
+            };
+            load_file(path, durable_end, durable_epoch, ckpt_ts)
+        }
+        LogSource::Segment(seq, start, path) => {
+            let (durable_lsn, durable_end) = match dl.as_ref() {
+                Some(p) => (
+                    p.epoch,
+                    match p.positions.first() {
+                        Some(x) if seq < x.seq => u64::MAX,
+                        Some(x) if seq == x.seq => x.offset,
+                        _ => 0,
+                    },
+                ),
+                None => (0, 0),
+            };
+            load_segment(path, start, durable_end, durable_lsn, ckpt_ts)
+        }
     })?;
     let mut max_ts = ckpt_ts;
     let mut max_epoch = durable_epoch;
@@ -447,6 +507,7 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
         rep.calls_replayed += st.calls;
         rep.physical_replayed += st.physical;
         rep.records_not_durable += st.not_durable;
+        rep.skip_records += st.skips;
         max_ts = max_ts.max(st.max_ts);
         max_epoch = max_epoch.max(st.max_epoch);
         if let Some((bytes, line)) = st.dropped {
@@ -646,25 +707,7 @@ fn load_file(
     let mut st = FileStats::default();
     let (blocks, end, why) = format::read_blocks(&data, LOG_MAGIC);
     if let Some(why) = why {
-        if (end as u64) < durable_end {
-            return Err(Error::Corrupt {
-                file: path.display().to_string(),
-                offset: end as u64,
-                message: if durable_end == u64::MAX {
-                    format!("{why}, in a log file that is durable to its end")
-                } else {
-                    format!("{why}, before the end of the durable log (byte {durable_end})")
-                },
-            });
-        }
-        st.dropped = Some((
-            (data.len() - end) as u64,
-            format!(
-                "{}: {} bytes from offset {end} ({why})",
-                path.display(),
-                data.len() - end
-            ),
-        ));
+        check_tail(&path, &data, end, durable_end, why, &mut st)?;
     }
     let mut recs = Vec::new();
     let base = data.as_ptr() as usize;
@@ -702,6 +745,90 @@ fn load_file(
         at += (format::BLOCK_HEADER + b.len()) as u64;
     }
     Ok((LogFile { path, data, recs }, st))
+}
+
+/// Reads and checks one ERMIA segment whose first byte is LSN `start`: intact up to
+/// `durable_end` (a damaged tail after it is dropped). Keeps the transaction records that end
+/// at or below `durable_lsn` and after the checkpoint (`ckpt_ts`); a record's end LSN is its
+/// end timestamp.
+fn load_segment(
+    path: PathBuf,
+    start: u64,
+    durable_end: u64,
+    durable_lsn: u64,
+    ckpt_ts: u64,
+) -> Result<(LogFile, FileStats)> {
+    use crate::log::ermia::{walk_segment, HEADER, KIND_SKIP};
+    let data = std::fs::read(&path).map_err(|e| Error::io(&path, &e))?;
+    let mut st = FileStats::default();
+    let mut recs = Vec::new();
+    let (end, why) = walk_segment(&data, |r| {
+        let lsn_end = start + (r.offset + HEADER + r.body.len()) as u64;
+        st.max_ts = st.max_ts.max(lsn_end);
+        if r.kind == KIND_SKIP {
+            st.skips += 1;
+            return Ok(());
+        }
+        st.records += 1;
+        if lsn_end > durable_lsn {
+            st.not_durable += 1;
+            return Ok(());
+        }
+        if lsn_end <= ckpt_ts {
+            return Ok(());
+        }
+        let mut g = Get::new(r.body);
+        let n = g
+            .u32()
+            .ok_or_else(|| format::malformed(&path, r.offset as u64, "log record"))?;
+        st.replayed += 1;
+        st.calls += u64::from(n == COMMAND);
+        st.physical += u64::from(crate::log::is_physical(n, &r.body[4..]));
+        let at = r.offset + HEADER + 4;
+        recs.push(Rec {
+            ts: lsn_end,
+            n,
+            at,
+            end: r.offset + HEADER + r.body.len(),
+        });
+        Ok(())
+    })?;
+    if let Some(why) = why {
+        check_tail(&path, &data, end, durable_end, why, &mut st)?;
+    }
+    Ok((LogFile { path, data, recs }, st))
+}
+
+/// A log file whose intact prefix ends at `end` for reason `why`: damage before its durable
+/// end is `Error::Corrupt`; after it, a torn tail, dropped and counted.
+fn check_tail(
+    path: &Path,
+    data: &[u8],
+    end: usize,
+    durable_end: u64,
+    why: String,
+    st: &mut FileStats,
+) -> Result<()> {
+    if (end as u64) < durable_end {
+        return Err(Error::Corrupt {
+            file: path.display().to_string(),
+            offset: end as u64,
+            message: if durable_end == u64::MAX {
+                format!("{why}, in a log file that is durable to its end")
+            } else {
+                format!("{why}, before the end of the durable log (byte {durable_end})")
+            },
+        });
+    }
+    st.dropped = Some((
+        (data.len() - end) as u64,
+        format!(
+            "{}: {} bytes from offset {end} ({why})",
+            path.display(),
+            data.len() - end
+        ),
+    ));
+    Ok(())
 }
 
 /// Live rows of `t` (recovery is alone with the tables: heads are read without a snapshot).
