@@ -26,7 +26,8 @@ use bench::{progress_bar, progress_enabled, RunOptions};
 use clap::error::ErrorKind;
 use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
 use myriad::{
-    Config, Database, Error, FsyncPolicy, GcPolicy, Isolation, LogPolicy, Protocol, RecoveryScheme,
+    Config, Database, Error, FsyncPolicy, GcPolicy, Isolation, LogManagerKind, LogPolicy, Protocol,
+    RecoveryScheme,
 };
 use serde::{Serialize, Serializer};
 use std::fmt::Display;
@@ -195,12 +196,17 @@ struct BenchArgs {
     /// data). Commits are acknowledged by epoch group commit; latencies run to durability.
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
-    /// Logging with --data-dir: logical (after-images; the default) or none. physical and
-    /// command are not built yet.
+    /// Logging with --data-dir: logical (after-images; the default), physical (whole rows at
+    /// their tuple ids), command (stored-procedure calls) or none.
     #[arg(long, value_name = "KIND", value_parser = parse_choice::<LogPolicy>)]
     #[serde(serialize_with = "opt_display")]
     log: Option<LogPolicy>,
-    /// Logger threads, each writing its own log files.
+    /// Log manager with --data-dir: epoch (SiloR's epoch group commit over --loggers parallel
+    /// logs) or ermia (one log; a commit's end timestamp is its LSN, reserved by one atomic add).
+    #[arg(long, value_name = "KIND", default_value = "epoch", value_parser = parse_choice::<LogManagerKind>)]
+    #[serde(serialize_with = "as_display")]
+    log_manager: LogManagerKind,
+    /// Logger threads, each writing its own log files (log manager epoch).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     loggers: u64,
     /// fsync each group commit (always), or not (never: for measuring; not durable).
@@ -469,6 +475,7 @@ fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .gc(b.gc)
         .gc_interval_txns(b.gc_interval)
         .loggers(b.loggers as usize)
+        .log_manager(b.log_manager)
         .fsync(b.fsync)
         .epoch_interval(Duration::from_millis(b.epoch_ms));
     if let Some(dir) = &b.data_dir {
@@ -536,8 +543,15 @@ fn recover(
         ))
     );
     println!("  persistent epoch  {}", r.persistent_epoch);
+    if r.durable_lsn > 0 {
+        println!(
+            "  durable LSN       {} (ERMIA log; {} skip records)",
+            r.durable_lsn,
+            report::thousands(r.skip_records)
+        );
+    }
     println!(
-        "  log               {} files, {}, {} records: {} replayed ({} procedure calls, {} physical), {} past the persistent epoch (never acknowledged)",
+        "  log               {} files, {}, {} records: {} replayed ({} procedure calls, {} physical), {} past the durable point (never acknowledged)",
         r.log_files,
         report::bytes(r.log_bytes),
         report::thousands(r.log_records),
@@ -569,6 +583,8 @@ fn recover(
             "checkpoint_ts": r.checkpoint_ts,
             "checkpoint_rows": r.checkpoint_rows,
             "persistent_epoch": r.persistent_epoch,
+            "durable_lsn": r.durable_lsn,
+            "skip_records": r.skip_records,
             "log_files": r.log_files,
             "log_bytes": r.log_bytes,
             "log_records": r.log_records,
@@ -642,11 +658,17 @@ fn log_inspect(dir: &std::path::Path) -> ExitCode {
         Ok(i) => i,
         Err(e) => return fatal(&format!("inspecting {}", dir.display()), e),
     };
-    println!(
-        "persistent epoch  {}",
-        info.persistent_epoch
-            .map_or("none (nothing acknowledged yet)".into(), |e| e.to_string())
-    );
+    match (info.persistent_epoch, info.durable_lsn) {
+        (None, None) => println!("persistent epoch  none (nothing acknowledged yet)"),
+        (pe, dl) => {
+            if let Some(e) = pe {
+                println!("persistent epoch  {e}");
+            }
+            if let Some(l) = dl {
+                println!("durable LSN       {l} (ERMIA log)");
+            }
+        }
+    }
     match &info.checkpoint {
         Some(c) => {
             println!("checkpoint        ts {} in {}", c.ts, c.dir.display());
@@ -657,8 +679,8 @@ fn log_inspect(dir: &std::path::Path) -> ExitCode {
         None => println!("checkpoint        none"),
     }
     println!(
-        "{:<24} {:>12} {:>8} {:>10} {:>10} {:>10} {:>23}  checksums",
-        "log file", "bytes", "blocks", "records", "calls", "physical", "epochs"
+        "{:<41} {:>12} {:>8} {:>10} {:>7} {:>10} {:>10} {:>27}  checksums",
+        "log file", "bytes", "blocks", "records", "skips", "calls", "physical", "epochs or LSNs"
     );
     let mut damaged = false;
     for f in &info.files {
@@ -666,7 +688,11 @@ fn log_inspect(dir: &std::path::Path) -> ExitCode {
             .path
             .file_name()
             .map_or(String::new(), |n| n.to_string_lossy().to_string());
-        let epochs = f.epochs.map_or("-".into(), |(a, b)| format!("{a}..{b}"));
+        let epochs = match (f.epochs, f.lsns) {
+            (Some((a, b)), _) => format!("{a}..{b}"),
+            (None, Some((a, b))) => format!("lsn {a}..{b}"),
+            (None, None) => "-".into(),
+        };
         let status = match &f.damage {
             None => "ok".to_string(),
             Some(why) => {
@@ -675,10 +701,11 @@ fn log_inspect(dir: &std::path::Path) -> ExitCode {
             }
         };
         println!(
-            "{name:<24} {:>12} {:>8} {:>10} {:>10} {:>10} {epochs:>23}  {status}{}",
+            "{name:<41} {:>12} {:>8} {:>10} {:>7} {:>10} {:>10} {epochs:>27}  {status}{}",
             report::thousands(f.bytes),
             f.blocks,
             report::thousands(f.records),
+            report::thousands(f.skips),
             report::thousands(f.calls),
             report::thousands(f.physical),
             if f.needed {
@@ -689,7 +716,7 @@ fn log_inspect(dir: &std::path::Path) -> ExitCode {
         );
     }
     if damaged {
-        println!("some files end in damaged bytes: a torn tail after the persistent epoch is dropped at recovery; damage before it makes recovery refuse to open");
+        println!("some files end in damaged bytes: a torn tail after the persistent epoch (or durable LSN) is dropped at recovery; damage before it makes recovery refuse to open");
     }
     ExitCode::SUCCESS
 }

@@ -6,17 +6,19 @@
 //!   transfers present (each transfer writes two balances and one row in one transaction),
 //! - the total is unchanged,
 //!
-//! then lets the next child continue on the recovered directory. Children alternate between
-//! logical logging (ad-hoc transactions) and command logging (the transfer is a stored
-//! procedure, logged as the call); recovery rotates through the schemes that can read the
-//! log (serial, parallel-latched, parallel-partitioned; a command log only serially).
+//! then lets the next child continue on the recovered directory. Children rotate through
+//! command logging (the transfer is a stored procedure, logged as the call), logical logging
+//! (ad-hoc transactions) and physical logging, three generations with the epoch log manager,
+//! then three with ERMIA's; recovery rotates through the schemes that can read the log
+//! (serial, parallel-latched, parallel-partitioned for a logical log; serial for calls; PLR
+//! for a physical log).
 //! `MYRIAD_CRASH_KILLS` sets the number of kills (default 60), `MYRIAD_CRASH_SEED` the seed.
 //!
 //! A second test, `write_failure_stops_acknowledgements`, runs the child under a file-size
 //! limit (`ulimit -f`, so the kernel fails the log write with EFBIG part-way, as a full disk
 //! fails it with ENOSPC): the failing commit and every later one must get an error, never an
 //! acknowledgement, and recovery must bring back every acknowledged commit, dropping the
-//! partly written block.
+//! partly written block. It runs once with each log manager.
 //!
 //! This file is its own test harness (`harness = false`): the same binary is the child when
 //! `MYRIAD_CRASH_CHILD` names a directory.
@@ -42,7 +44,7 @@ fn main() {
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
         if std::env::var("MYRIAD_CRASH_MODE").as_deref() == Ok("write-failure") {
-            child_write_failure(Path::new(&dir));
+            child_write_failure(Path::new(&dir), manager_of(generation));
         } else {
             child(Path::new(&dir), generation);
         }
@@ -58,7 +60,9 @@ fn main() {
     let filter = args.iter().find(|a| !a.starts_with('-'));
     let wanted = |name: &str| filter.is_none_or(|f| name.contains(f.as_str()));
     if wanted("write_failure_stops_acknowledgements") {
-        write_failure();
+        // Generation 1 logs rows with the epoch manager, generation 4 with ERMIA's.
+        write_failure(1);
+        write_failure(4);
         println!("test write_failure_stops_acknowledgements ... ok");
     }
     if !wanted("crash_bank_transfers") {
@@ -81,11 +85,26 @@ fn main() {
     println!("test crash_bank_transfers ... ok");
 }
 
-fn config(dir: &Path) -> Config {
-    Config::new()
+fn config(dir: &Path, m: LogManagerKind) -> Config {
+    let c = Config::new()
         .data_dir(dir)
-        .loggers(2)
-        .epoch_interval(Duration::from_millis(2))
+        .log_manager(m)
+        .epoch_interval(Duration::from_millis(2));
+    if m == LogManagerKind::Epoch {
+        c.loggers(2)
+    } else {
+        c
+    }
+}
+
+/// The log manager of child generation `g`: three generations (command, logical, physical)
+/// with the epoch manager, three with ERMIA's.
+fn manager_of(generation: i64) -> LogManagerKind {
+    if (generation / 3) % 2 == 0 {
+        LogManagerKind::Epoch
+    } else {
+        LogManagerKind::Ermia
+    }
 }
 
 /// The log kind of child generation `g`: command, logical and physical in turn.
@@ -162,7 +181,8 @@ fn transfer_rows(
 
 /// Runs transfers until killed; prints `ACK id from to amount` after each acknowledged commit.
 fn child(dir: &Path, generation: i64) {
-    let db = Database::open(config(dir).log(log_of(generation))).expect("child: open");
+    let db = Database::open(config(dir, manager_of(generation)).log(log_of(generation)))
+        .expect("child: open");
     let acct = db.table("acct").expect("acct");
     let xfer = db.table("xfer").expect("xfer");
     let transfer = db.procedure("transfer").expect("transfer");
@@ -204,8 +224,8 @@ fn child(dir: &Path, generation: i64) {
 /// Runs transfers on two threads until a commit fails; prints `ACK id from to amount` per
 /// acknowledged commit, `ERR message` for the first failure, then tries more commits and
 /// prints `AFTER ok|message` for each.
-fn child_write_failure(dir: &Path) {
-    let db = Database::open(config(dir)).expect("child: open");
+fn child_write_failure(dir: &Path, m: LogManagerKind) {
+    let db = Database::open(config(dir, m)).expect("child: open");
     let acct = db.table("acct").expect("acct");
     let xfer = db.table("xfer").expect("xfer");
     let out = Mutex::new(std::io::stdout());
@@ -252,8 +272,9 @@ fn child_write_failure(dir: &Path) {
     });
 }
 
-fn write_failure() {
-    let dir = std::env::temp_dir().join(format!("myriad-wfail-{}", std::process::id()));
+fn write_failure(generation: i64) {
+    let m = manager_of(generation);
+    let dir = std::env::temp_dir().join(format!("myriad-wfail-{}-{m}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     create(&dir);
@@ -265,6 +286,7 @@ fn write_failure() {
         .arg(std::env::current_exe().unwrap())
         .env("MYRIAD_CRASH_CHILD", &dir)
         .env("MYRIAD_CRASH_MODE", "write-failure")
+        .env("MYRIAD_CRASH_GEN", generation.to_string())
         .stderr(Stdio::inherit())
         .output()
         .unwrap();
@@ -299,9 +321,9 @@ fn write_failure() {
     );
     let info = myriad::log::inspect::inspect(&dir).unwrap();
     let torn: u64 = info.files.iter().map(|f| f.bytes - f.valid_bytes).sum();
-    let n = check(&dir, &acked, 0, 1);
+    let n = check(&dir, &acked, 0, generation);
     println!(
-        "write_failure_stops_acknowledgements: {} acknowledged, {n} present; first error: {}; \
+        "write_failure_stops_acknowledgements ({m}): {} acknowledged, {n} present; first error: {}; \
          {torn} bytes of partly written blocks dropped",
         acked.len(),
         errors[0],
@@ -310,7 +332,7 @@ fn write_failure() {
 }
 
 fn create(dir: &Path) {
-    let db = Database::open(config(dir)).expect("open new");
+    let db = Database::open(config(dir, LogManagerKind::Epoch)).expect("open new");
     let acct = db
         .create_table(
             TableSchema::new("acct")
@@ -351,7 +373,7 @@ fn check(dir: &Path, acked: &Acked, round: usize, generation: i64) -> usize {
             RecoveryScheme::ParallelPartitioned,
         ][(generation as usize / 3) % 3],
     };
-    let db = Database::open(config(dir).recovery(scheme))
+    let db = Database::open(config(dir, manager_of(generation)).recovery(scheme))
         .unwrap_or_else(|e| panic!("round {round}: recovery ({scheme}) failed: {e}"));
     let rep = db.recovery_report().unwrap();
     assert_eq!(rep.scheme, scheme.name());

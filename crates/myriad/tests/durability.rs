@@ -914,8 +914,11 @@ fn ermia_skips_aborted_reservations_and_logs_records_of_any_size() {
         for j in 0..400i64 {
             let id = 100_000 + (k * 400 + j) % 30_000;
             tx.delete(&wide, &id).ok();
-            tx.insert(&wide, &(id, format!("r{k}-{j}-{}", "y".repeat(120)).as_str()))
-                .unwrap();
+            tx.insert(
+                &wide,
+                &(id, format!("r{k}-{j}-{}", "y".repeat(120)).as_str()),
+            )
+            .unwrap();
         }
         tx.commit().unwrap();
     }

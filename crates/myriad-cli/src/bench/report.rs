@@ -262,12 +262,16 @@ impl Fidelity {
             durability: match config.get_log() {
                 myriad::LogPolicy::None => "none: in-memory".into(),
                 l => format!(
-                    "{} logging in {}, {} logger(s), fsync {}, epoch group commit{}",
+                    "{} logging in {}, {}, fsync {}{}",
                     l.name(),
                     config
                         .get_data_dir()
                         .map_or(String::new(), |d| d.display().to_string()),
-                    config.get_loggers(),
+                    match config.get_log_manager() {
+                        myriad::LogManagerKind::Ermia =>
+                            "ERMIA log manager (one log, end timestamp = LSN)".to_string(),
+                        _ => format!("epoch group commit, {} logger(s)", config.get_loggers()),
+                    },
                     config.get_fsync(),
                     if config.get_fsync() == myriad::FsyncPolicy::Never {
                         " (NOT durable: commits are acknowledged once written to the OS)"

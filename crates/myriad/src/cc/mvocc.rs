@@ -35,7 +35,11 @@ use std::sync::atomic::Ordering;
 pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let slot = tx.slot();
     if tx.local.write_set.is_empty() {
-        let epoch = tx.db.log.get().map_or(0, |l| l.read_only_ticket(&tx.db.clock));
+        let epoch = tx
+            .db
+            .log
+            .get()
+            .map_or(0, |l| l.read_only_ticket(&tx.db.clock));
         if let (Some(rec), Some(h)) = (tx.recording.take(), tx.db.history.as_ref()) {
             h.push(rec.into_record(tx.id.word(), tx.begin_ts, tx.begin_ts, tx.isolation));
         }

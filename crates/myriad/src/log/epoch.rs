@@ -30,7 +30,10 @@
 //! fsync is never retried: after a failed fsync the kernel may have dropped the dirty pages).
 
 use super::format::{self, Put};
-use super::{encode_writes, log_file_name, LogPos, LogStats, PersistentEpoch, PointFile, LOG_MAGIC, PEPOCH_FILE};
+use super::{
+    encode_writes, log_file_name, LogPos, LogStats, PersistentEpoch, PointFile, LOG_MAGIC,
+    PEPOCH_FILE,
+};
 use crate::error::{Error, Result};
 use crate::schema::TableSchema;
 use crate::txn::WriteRecord;

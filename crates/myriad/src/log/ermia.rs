@@ -142,11 +142,14 @@ pub(crate) fn walk_segment<'a>(
     while at < data.len() {
         let rest = &data[at..];
         if rest.len() < HEADER {
-            return Ok((at, Some(format!("truncated record header ({} bytes)", rest.len()))));
+            return Ok((
+                at,
+                Some(format!("truncated record header ({} bytes)", rest.len())),
+            ));
         }
         let kind = rest[0];
         let len = u32::from_le_bytes([rest[1], rest[2], rest[3], rest[4]]);
-            if kind != KIND_TXN && kind != KIND_SKIP {
+        if kind != KIND_TXN && kind != KIND_SKIP {
             return Ok((at, Some(format!("bad record kind {kind:#04x}"))));
         }
         let n = len as usize;
@@ -605,9 +608,7 @@ impl ErmiaLog {
                 }
                 if limit > durable {
                     if seg.fsync {
-                        seg.file
-                            .sync_data()
-                            .map_err(|e| Error::io(&seg.path, &e))?;
+                        seg.file.sync_data().map_err(|e| Error::io(&seg.path, &e))?;
                         self.fsyncs.fetch_add(2, Ordering::Relaxed);
                     }
                     point.publish(&PersistentEpoch {

@@ -1,6 +1,6 @@
 //! `myriad log inspect DIR`: what a data directory holds, read without opening (or locking)
-//! it: the persistent epoch, the current checkpoint, and per log file its blocks, records,
-//! epoch range, size and checksum status.
+//! it: the persistent epoch (epoch manager) or durable LSN (ERMIA), the current checkpoint,
+//! and per log file its blocks, records, epoch or LSN range, size and checksum status.
 
 use super::format::{self, Get};
 use super::{PersistentEpoch, LOG_MAGIC};
@@ -15,14 +15,22 @@ pub struct LogFileInfo {
     pub logger: usize,
     pub seq: u64,
     pub bytes: u64,
+    /// Checksummed blocks: group-commit blocks, or ERMIA's per-transaction records (skip
+    /// records included).
     pub blocks: u64,
+    /// Transaction records.
     pub records: u64,
+    /// ERMIA skip records (log space of transactions that aborted after reserving it).
+    pub skips: u64,
     /// Of the records, procedure calls (command logging).
     pub calls: u64,
     /// Of the records, physical ones (tuple ids and whole rows).
     pub physical: u64,
-    /// Smallest and largest epoch of its records (`None` if it has none).
+    /// Smallest and largest epoch of its records (`None` if it has none, or for an ERMIA
+    /// segment).
     pub epochs: Option<(u64, u64)>,
+    /// An ERMIA segment's LSN range: its first LSN and the end of its intact records.
+    pub lsns: Option<(u64, u64)>,
     /// Where the intact blocks end, and why reading stopped there (`None`: the whole file
     /// is intact).
     pub valid_bytes: u64,
@@ -36,6 +44,8 @@ pub struct LogFileInfo {
 #[derive(Clone, Debug)]
 pub struct DirInfo {
     pub persistent_epoch: Option<u64>,
+    /// ERMIA's durable LSN (`None` if the directory has no `durable-lsn` records).
+    pub durable_lsn: Option<u64>,
     pub checkpoint: Option<CheckpointSummary>,
     pub files: Vec<LogFileInfo>,
 }
@@ -88,16 +98,54 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
             bytes: data.len() as u64,
             blocks: blocks.len() as u64,
             records,
+            skips: 0,
             calls,
             physical,
             epochs,
+            lsns: None,
             valid_bytes: end as u64,
             damage: why,
             needed,
         });
     }
+    for (seq, start, path) in super::ermia::segment_files(dir)? {
+        let data = std::fs::read(&path).map_err(|x| Error::io(&path, &x))?;
+        let (mut blocks, mut records, mut skips, mut calls, mut physical) = (0, 0, 0, 0, 0);
+        let (end, why) = super::ermia::walk_segment(&data, |r| {
+            blocks += 1;
+            if r.kind == super::ermia::KIND_SKIP {
+                skips += 1;
+            } else if let Some(n) = Get::new(r.body).u32() {
+                records += 1;
+                calls += u64::from(n == super::COMMAND);
+                physical += u64::from(super::is_physical(n, &r.body[4..]));
+            }
+            Ok(())
+        })?;
+        let needed = manifest
+            .as_ref()
+            .is_none_or(|m| m.first_seq.iter().min().is_none_or(|&f| seq >= f));
+        files.push(LogFileInfo {
+            path,
+            logger: 0,
+            seq,
+            bytes: data.len() as u64,
+            blocks,
+            records,
+            skips,
+            calls,
+            physical,
+            epochs: None,
+            lsns: Some((start, start + end as u64)),
+            valid_bytes: end as u64,
+            damage: why,
+            needed,
+        });
+    }
+    let dl = PersistentEpoch::read_last_of(&dir.join(super::ermia::DURABLE_LSN_FILE))?;
     Ok(DirInfo {
         persistent_epoch: pe.map(|p| p.epoch),
+        durable_lsn: dl.map(|p| p.epoch),
         checkpoint: manifest.map(|m| CheckpointSummary {
             ts: m.ts,
             dir: m.dir,

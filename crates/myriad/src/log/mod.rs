@@ -181,7 +181,6 @@ impl CommitTicket {
     }
 }
 
-
 /// Counters for reports.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LogStats {
@@ -193,7 +192,6 @@ pub struct LogStats {
     /// The durable epoch (epoch manager) or the durable LSN (ERMIA).
     pub durable_epoch: u64,
 }
-
 
 /// The log of a durable database: one of the two managers (`LogManagerKind`).
 pub(crate) enum LogManager {
@@ -220,9 +218,9 @@ impl LogManager {
                 first_epoch,
                 first_seq,
             )?),
-            crate::config::LogManagerKind::Ermia => {
-                LogManager::Ermia(ermia::ErmiaLog::start(dir, config, slots, first_seq, clock)?)
-            }
+            crate::config::LogManagerKind::Ermia => LogManager::Ermia(ermia::ErmiaLog::start(
+                dir, config, slots, first_seq, clock,
+            )?),
         })
     }
 
@@ -384,7 +382,6 @@ pub(crate) fn encode_writes<'s>(
     }
 }
 
-
 /// An append-only file of `PersistentEpoch` records (the epoch manager's `pepoch`, ERMIA's
 /// `durable-lsn`): each record is fsynced (with `FsyncPolicy::Always`) before the point it
 /// names is published; past `PEPOCH_MAX_BYTES` the file is atomically replaced by its last
@@ -439,7 +436,6 @@ pub(crate) fn open_append(path: &Path) -> Result<File> {
         .open(path)
         .map_err(|e| Error::io(path, &e))
 }
-
 
 #[cfg(test)]
 mod tests {
