@@ -461,7 +461,7 @@ impl ErmiaLog {
         let mut spins = 0u32;
         while end > self.written.load(Ordering::Acquire) + RING_BYTES as u64 {
             self.check_failed()?;
-            if spins % 64 == 0 {
+            if spins.is_multiple_of(64) {
                 self.kick();
             }
             spins += 1;
