@@ -30,8 +30,9 @@ use std::ops::Bound;
 use std::ptr;
 use std::sync::atomic::Ordering;
 
-/// Commits `tx` under MVOCC. Returns the group-commit epoch of its log record (`log/`): the
-/// commit is durable once that epoch is (0 for a memory-only database).
+/// Commits `tx` under MVOCC. Returns its durability ticket (`log/`): the group-commit epoch of
+/// its log record, or with ERMIA's log manager the record's end LSN (0 for a memory-only
+/// database).
 pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let slot = tx.slot();
     if tx.local.write_set.is_empty() {

@@ -167,15 +167,18 @@ impl PersistentEpoch {
     }
 }
 
-/// What a commit gets back: the epoch its log record belongs to. The commit is durable (and
-/// may be acknowledged to a client) once `Database::is_durable` says so.
+/// What a commit gets back: how far the log's durable point must come for the commit to be
+/// durable — the epoch its record belongs to (epoch manager) or its record's end LSN, which is
+/// its end timestamp (ERMIA). The commit may be acknowledged to a client once
+/// `Database::is_durable` says so.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CommitTicket {
     pub(crate) epoch: u64,
 }
 
 impl CommitTicket {
-    /// The group-commit epoch of this commit (0 when there was nothing to make durable).
+    /// The group-commit epoch of this commit, or with ERMIA's log manager the end LSN of its
+    /// record (0 when there was nothing to make durable).
     pub fn epoch(&self) -> u64 {
         self.epoch
     }
