@@ -133,7 +133,7 @@ impl Database {
     /// Fails with `Error::LogFailed` if the log failed before the commit became durable.
     pub fn wait_durable(&self, ticket: CommitTicket) -> Result<()> {
         match self.log.get() {
-            Some(l) if ticket.epoch > 0 => l.wait_durable(ticket.epoch),
+            Some(l) if ticket.epoch > 0 => l.control().wait_durable(ticket.epoch),
             _ => Ok(()),
         }
     }
@@ -142,12 +142,12 @@ impl Database {
     pub fn is_durable(&self, ticket: CommitTicket) -> bool {
         self.log
             .get()
-            .is_none_or(|l| l.durable_point() >= ticket.epoch)
+            .is_none_or(|l| l.control().durable() >= ticket.epoch)
     }
 
     /// Log counters (`None` for a memory-only database).
     pub fn log_stats(&self) -> Option<crate::log::LogStats> {
-        self.log.get().map(|l| l.stats())
+        self.log.get().map(|l| l.control().stats())
     }
 
     /// Makes a DDL change durable before it takes effect (a no-op for memory-only databases
@@ -518,7 +518,7 @@ impl Drop for Database {
     fn drop(&mut self) {
         // A last group commit makes every deferred commit durable before the files close.
         if let Some(l) = self.log.get() {
-            l.shutdown();
+            l.control().shutdown();
         }
     }
 }

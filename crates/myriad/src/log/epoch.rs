@@ -29,49 +29,32 @@
 //! after it, waiting committers get `Error::LogFailed`, and later commits are refused (an
 //! fsync is never retried: after a failed fsync the kernel may have dropped the dirty pages).
 
+use super::control::Control;
 use super::format::{self, Put};
 use super::{
-    encode_writes, log_file_name, LogPos, LogStats, PersistentEpoch, PointFile, LOG_MAGIC,
-    PEPOCH_FILE,
+    encode_writes, log_file_name, LogPos, PersistentEpoch, PointFile, LOG_MAGIC, PEPOCH_FILE,
 };
 use crate::error::{Error, Result};
 use crate::schema::TableSchema;
 use crate::txn::WriteRecord;
 use crossbeam_utils::CachePadded;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
-
-#[derive(Default)]
-struct Ctl {
-    kick: bool,
-    stop: bool,
-    rotate: bool,
-    rounds: u64,
-    /// The file sequence numbers the last rotation started, per logger.
-    rotated_to: Vec<u64>,
-}
 
 pub(crate) struct EpochLog {
     epoch: CachePadded<AtomicU64>,
-    durable: CachePadded<AtomicU64>,
     /// Per transaction-table slot: encoded records not yet collected by a logger.
     bufs: Box<[CachePadded<Mutex<SlotBuf>>]>,
-    ctl: Mutex<Ctl>,
-    wake: Condvar,
-    done: Condvar,
-    failed: OnceLock<String>,
     /// `LogPolicy::Physical`: records carry tuple ids and whole rows.
     physical: bool,
-    coordinator: Mutex<Option<std::thread::JoinHandle<()>>>,
-    bytes_written: AtomicU64,
-    blocks_written: AtomicU64,
-    fsyncs: AtomicU64,
+    /// The durable epoch, failure, rounds and counters.
+    pub(crate) control: Control,
 }
 
 /// A slot's log buffer, and a scratch key buffer for patches.
@@ -140,19 +123,11 @@ impl EpochLog {
         format::sync_dir(dir)?;
         let m = Arc::new(EpochLog {
             epoch: CachePadded::new(AtomicU64::new(first_epoch)),
-            durable: CachePadded::new(AtomicU64::new(first_epoch - 1)),
             bufs: (0..slots)
                 .map(|_| CachePadded::new(Mutex::new(SlotBuf::default())))
                 .collect(),
-            ctl: Mutex::new(Ctl::default()),
-            wake: Condvar::new(),
-            done: Condvar::new(),
-            failed: OnceLock::new(),
             physical: config.log == crate::config::LogPolicy::Physical,
-            coordinator: Mutex::new(None),
-            bytes_written: AtomicU64::new(0),
-            blocks_written: AtomicU64::new(0),
-            fsyncs: AtomicU64::new(0),
+            control: Control::new(first_epoch - 1),
         });
         let pepoch = PointFile::open(&dir.join(PEPOCH_FILE), fsync)?;
         let m2 = m.clone();
@@ -161,7 +136,7 @@ impl EpochLog {
             .name("myriad-log".into())
             .spawn(move || EpochLog::coordinate(m2, loggers, pepoch, interval, fsync))
             .map_err(|e| Error::io(dir, &e))?;
-        *m.coordinator.lock() = Some(h);
+        m.control.set_thread(h);
         Ok(m)
     }
 
@@ -169,17 +144,6 @@ impl EpochLog {
     #[inline]
     pub(crate) fn current_epoch(&self) -> u64 {
         self.epoch.load(Ordering::SeqCst)
-    }
-
-    pub(crate) fn durable_epoch(&self) -> u64 {
-        self.durable.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn check_failed(&self) -> Result<()> {
-        match self.failed.get() {
-            Some(m) => Err(Error::LogFailed(m.clone())),
-            None => Ok(()),
-        }
     }
 
     /// Appends the commit record of a transaction (called after validation, before the
@@ -196,7 +160,7 @@ impl EpochLog {
         command: Option<&[u8]>,
         schema_of: impl Fn(u32) -> &'s TableSchema,
     ) -> Result<u64> {
-        self.check_failed()?;
+        self.control.check_failed()?;
         let mut guard = self.bufs[slot].lock();
         let sb = &mut *guard;
         let b = &mut sb.bytes;
@@ -209,75 +173,6 @@ impl EpochLog {
         let len = (b.len() - start - 4) as u32;
         b[start..start + 4].copy_from_slice(&len.to_le_bytes());
         Ok(epoch)
-    }
-
-    /// Waits until `epoch` is durable (starting a round at once if none is running).
-    pub(crate) fn wait_durable(&self, epoch: u64) -> Result<()> {
-        if self.durable_epoch() >= epoch {
-            return Ok(());
-        }
-        let mut c = self.ctl.lock();
-        loop {
-            if self.durable_epoch() >= epoch {
-                return Ok(());
-            }
-            self.check_failed()?;
-            if c.stop {
-                return Err(Error::LogFailed("the database is closing".into()));
-            }
-            c.kick = true;
-            self.wake.notify_one();
-            self.done.wait(&mut c);
-        }
-    }
-
-    /// Makes every logger start a new file and returns the new files' sequence numbers, per
-    /// logger. Every record appended before this call is in a file with a smaller sequence
-    /// number or in one of the new files; every record appended after it is in a new file or
-    /// a later one.
-    pub(crate) fn rotate(&self) -> Result<Vec<u64>> {
-        let mut c = self.ctl.lock();
-        let target = c.rounds + 1;
-        c.rotate = true;
-        self.wake.notify_one();
-        loop {
-            self.check_failed()?;
-            if c.rounds >= target && !c.rotate {
-                return Ok(c.rotated_to.clone());
-            }
-            self.done.wait(&mut c);
-        }
-    }
-
-    pub(crate) fn stats(&self) -> LogStats {
-        LogStats {
-            bytes_written: self.bytes_written.load(Ordering::Relaxed),
-            blocks_written: self.blocks_written.load(Ordering::Relaxed),
-            fsyncs: self.fsyncs.load(Ordering::Relaxed),
-            rounds: self.ctl.lock().rounds,
-            durable_epoch: self.durable_epoch(),
-        }
-    }
-
-    /// Runs a last round (so every commit made so far becomes durable) and stops the threads.
-    pub(crate) fn shutdown(&self) {
-        {
-            let mut c = self.ctl.lock();
-            c.stop = true;
-            self.wake.notify_one();
-        }
-        if let Some(h) = self.coordinator.lock().take() {
-            let _ = h.join();
-        }
-        // Wake anyone still waiting (they see `stop` or the final durable epoch).
-        let _c = self.ctl.lock();
-        self.done.notify_all();
-    }
-
-    fn fail(&self, e: &Error) {
-        let _ = self.failed.set(e.to_string());
-        let _c = self.ctl.lock();
-        self.done.notify_all();
     }
 
     fn coordinate(
@@ -315,14 +210,7 @@ impl EpochLog {
         let mut positions = vec![LogPos { seq: 0, offset: 0 }; n];
         let mut wrote_before = false;
         loop {
-            let (stop, rotate) = {
-                let mut c = self.ctl.lock();
-                if !c.kick && !c.stop && !c.rotate {
-                    self.wake.wait_for(&mut c, interval);
-                }
-                c.kick = false;
-                (c.stop, c.rotate)
-            };
+            let (stop, rotate) = self.control.next_round(interval);
             let e = self.epoch.load(Ordering::SeqCst);
             self.epoch.store(e + 1, Ordering::SeqCst);
             for s in &senders {
@@ -355,24 +243,16 @@ impl EpochLog {
                 };
                 let r = pepoch.publish(&rec);
                 if fsync {
-                    self.fsyncs.fetch_add(1, Ordering::Relaxed);
+                    self.control.fsyncs.fetch_add(1, Ordering::Relaxed);
                 }
                 err = r.err();
             }
             if let Some(x) = err {
-                self.fail(&x);
+                self.control.fail(&x);
                 break;
             }
-            self.durable.store(e, Ordering::Release);
-            {
-                let mut c = self.ctl.lock();
-                c.rounds += 1;
-                if rotate {
-                    c.rotate = false;
-                    c.rotated_to = positions.iter().map(|p| p.seq).collect();
-                }
-                self.done.notify_all();
-            }
+            self.control
+                .end_round(e, rotate.then(|| positions.iter().map(|p| p.seq).collect()));
             if stop {
                 break;
             }
@@ -429,12 +309,13 @@ impl Logger {
             self.file
                 .sync_data()
                 .map_err(|e| Error::io(&self.path, &e))?;
-            m.fsyncs.fetch_add(1, Ordering::Relaxed);
+            m.control.fsyncs.fetch_add(1, Ordering::Relaxed);
         }
         self.pos.offset += self.block.len() as u64;
-        m.bytes_written
+        m.control
+            .bytes_written
             .fetch_add(self.block.len() as u64, Ordering::Relaxed);
-        m.blocks_written.fetch_add(1, Ordering::Relaxed);
+        m.control.blocks_written.fetch_add(1, Ordering::Relaxed);
         Ok((self.pos, true))
     }
 

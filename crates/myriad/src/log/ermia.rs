@@ -43,19 +43,20 @@
 //! LSN becomes durable after it, waiting committers get `Error::LogFailed`, later commits are
 //! refused, and the fsync is never retried.
 
-use super::{encode_writes, LogPos, LogStats, PersistentEpoch, PointFile};
+use super::control::Control;
+use super::{encode_writes, LogPos, PersistentEpoch, PointFile};
 use crate::error::{Error, Result};
 use crate::schema::TableSchema;
 use crate::timestamp::Clock;
 use crate::txn::WriteRecord;
 use crossbeam_utils::CachePadded;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The shared log buffer (a power of two).
@@ -239,15 +240,6 @@ struct Scratch {
     key: Vec<u8>,
 }
 
-#[derive(Default)]
-struct Ctl {
-    kick: bool,
-    stop: bool,
-    rotate: bool,
-    rounds: u64,
-    rotated_to: u64,
-}
-
 pub(crate) struct ErmiaLog {
     clock: Clock,
     ring: Ring,
@@ -259,17 +251,9 @@ pub(crate) struct ErmiaLog {
     oversized: Mutex<BTreeMap<u64, Vec<u8>>>,
     /// Every LSN below this is written to a segment file (its ring space is free).
     written: CachePadded<AtomicU64>,
-    /// Every LSN below this is durable.
-    durable: CachePadded<AtomicU64>,
     physical: bool,
-    ctl: Mutex<Ctl>,
-    wake: Condvar,
-    done: Condvar,
-    failed: OnceLock<String>,
-    flusher: Mutex<Option<std::thread::JoinHandle<()>>>,
-    bytes_written: AtomicU64,
-    blocks_written: AtomicU64,
-    fsyncs: AtomicU64,
+    /// The durable LSN (every LSN below it is durable), failure, flushes and counters.
+    pub(crate) control: Control,
 }
 
 /// The flusher's current segment file.
@@ -347,16 +331,8 @@ impl ErmiaLog {
                 .collect(),
             oversized: Mutex::new(BTreeMap::new()),
             written: CachePadded::new(AtomicU64::new(base)),
-            durable: CachePadded::new(AtomicU64::new(base)),
             physical: config.log == crate::config::LogPolicy::Physical,
-            ctl: Mutex::new(Ctl::default()),
-            wake: Condvar::new(),
-            done: Condvar::new(),
-            failed: OnceLock::new(),
-            flusher: Mutex::new(None),
-            bytes_written: AtomicU64::new(0),
-            blocks_written: AtomicU64::new(0),
-            fsyncs: AtomicU64::new(0),
+            control: Control::new(base),
         });
         let m2 = m.clone();
         let (interval, file_bytes) = (config.epoch_interval, config.log_file_bytes);
@@ -364,19 +340,8 @@ impl ErmiaLog {
             .name("myriad-ermia-log".into())
             .spawn(move || m2.flush_loop(seg, point, interval, file_bytes))
             .map_err(|e| Error::io(dir, &e))?;
-        *m.flusher.lock() = Some(h);
+        m.control.set_thread(h);
         Ok(m)
-    }
-
-    pub(crate) fn check_failed(&self) -> Result<()> {
-        match self.failed.get() {
-            Some(m) => Err(Error::LogFailed(m.clone())),
-            None => Ok(()),
-        }
-    }
-
-    pub(crate) fn durable_lsn(&self) -> u64 {
-        self.durable.load(Ordering::Acquire)
     }
 
     /// Encodes the commit record of the transaction in `slot` into the slot's scratch buffer
@@ -388,7 +353,7 @@ impl ErmiaLog {
         command: Option<&[u8]>,
         schema_of: impl Fn(u32) -> &'s TableSchema,
     ) -> Result<u64> {
-        self.check_failed()?;
+        self.control.check_failed()?;
         let mut g = self.scratch[slot].lock();
         let s = &mut *g;
         s.rec.clear();
@@ -460,9 +425,9 @@ impl ErmiaLog {
         // Wait until the flusher has written what the ring held at our positions.
         let mut spins = 0u32;
         while end > self.written.load(Ordering::Acquire) + RING_BYTES as u64 {
-            self.check_failed()?;
+            self.control.check_failed()?;
             if spins.is_multiple_of(64) {
-                self.kick();
+                self.control.kick();
             }
             spins += 1;
             std::thread::sleep(Duration::from_micros(50));
@@ -471,71 +436,6 @@ impl ErmiaLog {
         // and no other worker owns; `len <= OVERSIZED < RING_BYTES`.
         unsafe { self.ring.write(start, bytes) };
         Ok(())
-    }
-
-    fn kick(&self) {
-        let mut c = self.ctl.lock();
-        c.kick = true;
-        self.wake.notify_one();
-    }
-
-    /// Waits until every LSN below `end` is durable (starting a flush at once).
-    pub(crate) fn wait_durable(&self, end: u64) -> Result<()> {
-        if self.durable_lsn() >= end {
-            return Ok(());
-        }
-        let mut c = self.ctl.lock();
-        loop {
-            if self.durable_lsn() >= end {
-                return Ok(());
-            }
-            self.check_failed()?;
-            if c.stop {
-                return Err(Error::LogFailed("the database is closing".into()));
-            }
-            c.kick = true;
-            self.wake.notify_one();
-            self.done.wait(&mut c);
-        }
-    }
-
-    /// Starts a new segment; returns its sequence number. Every record reserved after this
-    /// call is in it or a later one.
-    pub(crate) fn rotate(&self) -> Result<u64> {
-        let mut c = self.ctl.lock();
-        let target = c.rounds + 1;
-        c.rotate = true;
-        self.wake.notify_one();
-        loop {
-            self.check_failed()?;
-            if c.rounds >= target && !c.rotate {
-                return Ok(c.rotated_to);
-            }
-            self.done.wait(&mut c);
-        }
-    }
-
-    pub(crate) fn stats(&self) -> LogStats {
-        LogStats {
-            bytes_written: self.bytes_written.load(Ordering::Relaxed),
-            blocks_written: self.blocks_written.load(Ordering::Relaxed),
-            fsyncs: self.fsyncs.load(Ordering::Relaxed),
-            rounds: self.ctl.lock().rounds,
-            durable_epoch: self.durable_lsn(),
-        }
-    }
-
-    pub(crate) fn shutdown(&self) {
-        {
-            let mut c = self.ctl.lock();
-            c.stop = true;
-            self.wake.notify_one();
-        }
-        if let Some(h) = self.flusher.lock().take() {
-            let _ = h.join();
-        }
-        let _c = self.ctl.lock();
-        self.done.notify_all();
     }
 
     /// The end of the filled prefix of the LSN space.
@@ -577,8 +477,10 @@ impl ErmiaLog {
             at = k + v.len() as u64;
         }
         ring_part(seg, at, to)?;
-        self.bytes_written.fetch_add(to - from, Ordering::Relaxed);
-        self.blocks_written.fetch_add(1, Ordering::Relaxed);
+        self.control
+            .bytes_written
+            .fetch_add(to - from, Ordering::Relaxed);
+        self.control.blocks_written.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -590,17 +492,10 @@ impl ErmiaLog {
         file_bytes: u64,
     ) {
         loop {
-            let (stop, rotate) = {
-                let mut c = self.ctl.lock();
-                if !c.kick && !c.stop && !c.rotate {
-                    self.wake.wait_for(&mut c, interval);
-                }
-                c.kick = false;
-                (c.stop, c.rotate)
-            };
+            let (stop, rotate) = self.control.next_round(interval);
             let limit = self.filled_limit();
             let written = self.written.load(Ordering::Relaxed);
-            let durable = self.durable_lsn();
+            let durable = self.control.durable();
             let r = (|| -> Result<()> {
                 if limit > written {
                     self.write_range(&mut seg, written, limit)?;
@@ -609,7 +504,7 @@ impl ErmiaLog {
                 if limit > durable {
                     if seg.fsync {
                         seg.file.sync_data().map_err(|e| Error::io(&seg.path, &e))?;
-                        self.fsyncs.fetch_add(2, Ordering::Relaxed);
+                        self.control.fsyncs.fetch_add(2, Ordering::Relaxed);
                     }
                     point.publish(&PersistentEpoch {
                         epoch: limit,
@@ -622,21 +517,11 @@ impl ErmiaLog {
                 Ok(())
             })();
             if let Err(e) = r {
-                let _ = self.failed.set(e.to_string());
-                let _c = self.ctl.lock();
-                self.done.notify_all();
+                self.control.fail(&e);
                 break;
             }
-            self.durable.store(limit.max(durable), Ordering::Release);
-            {
-                let mut c = self.ctl.lock();
-                c.rounds += 1;
-                if rotate {
-                    c.rotate = false;
-                    c.rotated_to = seg.pos.seq;
-                }
-                self.done.notify_all();
-            }
+            self.control
+                .end_round(limit.max(durable), rotate.then(|| vec![seg.pos.seq]));
             if stop {
                 break;
             }

@@ -22,6 +22,7 @@
 //! the durable point must have come (an epoch, or an LSN).
 
 pub(crate) mod catalog;
+pub(crate) mod control;
 pub(crate) mod epoch;
 pub(crate) mod ermia;
 pub(crate) mod format;
@@ -247,42 +248,12 @@ impl LogManager {
         }
     }
 
-    /// How far durability has come: the durable epoch, or the durable LSN.
-    pub(crate) fn durable_point(&self) -> u64 {
+    /// The durable point (an epoch or an LSN), failure, rounds and counters.
+    #[inline]
+    pub(crate) fn control(&self) -> &control::Control {
         match self {
-            LogManager::Epoch(l) => l.durable_epoch(),
-            LogManager::Ermia(l) => l.durable_lsn(),
-        }
-    }
-
-    pub(crate) fn wait_durable(&self, point: u64) -> Result<()> {
-        match self {
-            LogManager::Epoch(l) => l.wait_durable(point),
-            LogManager::Ermia(l) => l.wait_durable(point),
-        }
-    }
-
-    /// Starts new log files; returns the first sequence number each logger (one for ERMIA)
-    /// writes from now on: every later record is in such a file.
-    pub(crate) fn rotate(&self) -> Result<Vec<u64>> {
-        match self {
-            LogManager::Epoch(l) => l.rotate(),
-            LogManager::Ermia(l) => l.rotate().map(|s| vec![s]),
-        }
-    }
-
-    pub(crate) fn stats(&self) -> LogStats {
-        match self {
-            LogManager::Epoch(l) => l.stats(),
-            LogManager::Ermia(l) => l.stats(),
-        }
-    }
-
-    /// Makes every commit so far durable and stops the log's threads.
-    pub(crate) fn shutdown(&self) {
-        match self {
-            LogManager::Epoch(l) => l.shutdown(),
-            LogManager::Ermia(l) => l.shutdown(),
+            LogManager::Epoch(l) => &l.control,
+            LogManager::Ermia(l) => &l.control,
         }
     }
 }

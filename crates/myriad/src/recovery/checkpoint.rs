@@ -285,7 +285,7 @@ impl Database {
             ));
         };
         let _one = state.checkpoint_lock.lock();
-        let first_seq = log.rotate()?;
+        let first_seq = log.control().rotate()?;
         self.write_checkpoint(state, first_seq)
     }
 

@@ -1,0 +1,165 @@
+//! What both log managers share with their committers: the durable point, the failure latch,
+//! the round handshake (a committer that waits kicks the background thread, which runs a round
+//! and wakes it), rotation requests, shutdown and the counters of `LogStats`.
+
+use super::LogStats;
+use crate::error::{Error, Result};
+use crossbeam_utils::CachePadded;
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+#[derive(Default)]
+struct Ctl {
+    kick: bool,
+    stop: bool,
+    rotate: bool,
+    rounds: u64,
+    /// The file sequence numbers the last rotation started (per logger; one for ERMIA).
+    rotated_to: Vec<u64>,
+}
+
+pub(crate) struct Control {
+    /// The durable point: an epoch, or an LSN.
+    durable: CachePadded<AtomicU64>,
+    ctl: Mutex<Ctl>,
+    wake: Condvar,
+    done: Condvar,
+    failed: OnceLock<String>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    pub bytes_written: AtomicU64,
+    pub blocks_written: AtomicU64,
+    pub fsyncs: AtomicU64,
+}
+
+impl Control {
+    pub(crate) fn new(durable: u64) -> Control {
+        Control {
+            durable: CachePadded::new(AtomicU64::new(durable)),
+            ctl: Mutex::new(Ctl::default()),
+            wake: Condvar::new(),
+            done: Condvar::new(),
+            failed: OnceLock::new(),
+            thread: Mutex::new(None),
+            bytes_written: AtomicU64::new(0),
+            blocks_written: AtomicU64::new(0),
+            fsyncs: AtomicU64::new(0),
+        }
+    }
+
+    /// The background thread that runs the rounds (joined by `shutdown`).
+    pub(crate) fn set_thread(&self, h: std::thread::JoinHandle<()>) {
+        *self.thread.lock() = Some(h);
+    }
+
+    #[inline]
+    pub(crate) fn durable(&self) -> u64 {
+        self.durable.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn check_failed(&self) -> Result<()> {
+        match self.failed.get() {
+            Some(m) => Err(Error::LogFailed(m.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Asks for a round now.
+    pub(crate) fn kick(&self) {
+        let mut c = self.ctl.lock();
+        c.kick = true;
+        self.wake.notify_one();
+    }
+
+    /// Waits until the durable point reaches `point` (starting a round at once).
+    pub(crate) fn wait_durable(&self, point: u64) -> Result<()> {
+        if self.durable() >= point {
+            return Ok(());
+        }
+        let mut c = self.ctl.lock();
+        loop {
+            if self.durable() >= point {
+                return Ok(());
+            }
+            self.check_failed()?;
+            if c.stop {
+                return Err(Error::LogFailed("the database is closing".into()));
+            }
+            c.kick = true;
+            self.wake.notify_one();
+            self.done.wait(&mut c);
+        }
+    }
+
+    /// Asks the next round to start new log files; returns their sequence numbers.
+    pub(crate) fn rotate(&self) -> Result<Vec<u64>> {
+        let mut c = self.ctl.lock();
+        let target = c.rounds + 1;
+        c.rotate = true;
+        self.wake.notify_one();
+        loop {
+            self.check_failed()?;
+            if c.rounds >= target && !c.rotate {
+                return Ok(c.rotated_to.clone());
+            }
+            self.done.wait(&mut c);
+        }
+    }
+
+    pub(crate) fn stats(&self) -> LogStats {
+        LogStats {
+            bytes_written: self.bytes_written.load(Ordering::Relaxed),
+            blocks_written: self.blocks_written.load(Ordering::Relaxed),
+            fsyncs: self.fsyncs.load(Ordering::Relaxed),
+            rounds: self.ctl.lock().rounds,
+            durable_epoch: self.durable(),
+        }
+    }
+
+    /// Runs a last round (so every commit made so far becomes durable) and stops the thread.
+    pub(crate) fn shutdown(&self) {
+        {
+            let mut c = self.ctl.lock();
+            c.stop = true;
+            self.wake.notify_one();
+        }
+        if let Some(h) = self.thread.lock().take() {
+            let _ = h.join();
+        }
+        // Wake anyone still waiting (they see `stop` or the final durable point).
+        let _c = self.ctl.lock();
+        self.done.notify_all();
+    }
+
+    /// Latches the first failure: no durable point is published after it.
+    pub(crate) fn fail(&self, e: &Error) {
+        let _ = self.failed.set(e.to_string());
+        let _c = self.ctl.lock();
+        self.done.notify_all();
+    }
+
+    /// The background thread: waits up to `interval` for a reason to run a round; returns
+    /// (stop after this round, rotate in this round).
+    pub(crate) fn next_round(&self, interval: Duration) -> (bool, bool) {
+        let mut c = self.ctl.lock();
+        if !c.kick && !c.stop && !c.rotate {
+            self.wake.wait_for(&mut c, interval);
+        }
+        c.kick = false;
+        (c.stop, c.rotate)
+    }
+
+    /// The background thread: a round made everything up to `durable` durable (and, if it
+    /// rotated, started the files `rotated_to`); wakes the waiters.
+    pub(crate) fn end_round(&self, durable: u64, rotated_to: Option<Vec<u64>>) {
+        self.durable.store(durable, Ordering::Release);
+        let mut c = self.ctl.lock();
+        c.rounds += 1;
+        if let Some(r) = rotated_to {
+            c.rotate = false;
+            c.rotated_to = r;
+        }
+        self.done.notify_all();
+    }
+}
