@@ -30,6 +30,27 @@ fn ok(out: &Output, what: &str) -> String {
     stdout
 }
 
+/// `bench tpcc` for half a second on 2 threads, durable in `dir`, with `extra` flags.
+fn durable_tpcc(dir: &str, warehouses: &str, extra: &[&str]) -> Output {
+    let mut a = vec![
+        "bench",
+        "tpcc",
+        "--warehouses",
+        warehouses,
+        "--threads",
+        "2",
+        "--duration",
+        "0.5",
+        "--warmup",
+        "0",
+        "--no-progress",
+        "--data-dir",
+        dir,
+    ];
+    a.extend_from_slice(extra);
+    myriad(&a)
+}
+
 #[test]
 fn a_durable_run_recovers_with_every_row_and_the_log_reads_back() {
     let dir = tmp("smallbank");
@@ -113,26 +134,7 @@ fn a_durable_run_recovers_with_every_row_and_the_log_reads_back() {
 fn a_durable_tpcc_run_recovers_consistent() {
     let dir = tmp("tpcc");
     let d = dir.to_str().unwrap();
-    ok(
-        &myriad(&[
-            "bench",
-            "tpcc",
-            "--warehouses",
-            "2",
-            "--threads",
-            "2",
-            "--duration",
-            "0.5",
-            "--warmup",
-            "0",
-            "--no-progress",
-            "--data-dir",
-            d,
-            "--log",
-            "command",
-        ]),
-        "durable tpcc",
-    );
+    ok(&durable_tpcc(d, "2", &["--log", "command"]), "durable tpcc");
     // The log holds procedure calls, which only serial recovery replays.
     let inspect = ok(&myriad(&["log", "inspect", d]), "log inspect");
     assert!(inspect.contains("calls"), "{inspect}");
@@ -205,23 +207,7 @@ fn a_physical_log_recovers_by_plr() {
     let dir = tmp("plr");
     let d = dir.to_str().unwrap();
     ok(
-        &myriad(&[
-            "bench",
-            "tpcc",
-            "--warehouses",
-            "1",
-            "--threads",
-            "2",
-            "--duration",
-            "0.5",
-            "--warmup",
-            "0",
-            "--no-progress",
-            "--data-dir",
-            d,
-            "--log",
-            "physical",
-        ]),
+        &durable_tpcc(d, "1", &["--log", "physical"]),
         "durable tpcc, physical log",
     );
     // `log inspect` counts the physical records: every record of every file.
@@ -274,25 +260,9 @@ fn an_ermia_log_recovers_consistent_and_reads_back() {
     let dir = tmp("ermia");
     let d = dir.to_str().unwrap();
     let run = |extra: &[&str]| {
-        let mut a = vec![
-            "bench",
-            "tpcc",
-            "--warehouses",
-            "2",
-            "--threads",
-            "2",
-            "--duration",
-            "0.5",
-            "--warmup",
-            "0",
-            "--no-progress",
-            "--data-dir",
-            d,
-            "--log-manager",
-            "ermia",
-        ];
+        let mut a = vec!["--log-manager", "ermia"];
         a.extend_from_slice(extra);
-        myriad(&a)
+        durable_tpcc(d, "2", &a)
     };
     // One log: asking for parallel loggers too is a usage error that names both.
     let refused = run(&["--loggers", "2"]);
