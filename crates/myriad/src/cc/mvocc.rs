@@ -84,16 +84,16 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     }
     // The log record goes to the log before anyone can see us Committed (see the epoch
     // argument in log/epoch.rs).
-    let logged = match (log.map(|l| &**l), ermia) {
-        (_, Some(l)) => l.fill(tx.slot_idx, end_ts).map(|_| end_ts),
-        (Some(crate::log::LogManager::Epoch(l)), None) => {
+    let logged = match log.map(|l| &**l) {
+        Some(crate::log::LogManager::Ermia(l)) => l.fill(tx.slot_idx, end_ts).map(|_| end_ts),
+        Some(crate::log::LogManager::Epoch(l)) => {
             let db = tx.db;
             let command = tx.logged_command();
             l.append(tx.slot_idx, end_ts, &tx.local.write_set, command, |id| {
                 &db.table_by_id(id).schema
             })
         }
-        _ => Ok(0),
+        None => Ok(0),
     };
     let ticket = match logged {
         Ok(t) => t,

@@ -450,12 +450,11 @@ impl ErmiaLog {
     /// Writes `[from, to)` (filled) to the segment: ring bytes, and oversized records from
     /// the side map.
     fn write_range(&self, seg: &mut Segment, from: u64, to: u64) -> Result<()> {
-        let big: Vec<(u64, Vec<u8>)> = {
+        // Every oversized record below `to` is in the range (those below `from` are written).
+        let big = {
             let mut o = self.oversized.lock();
-            let keys: Vec<u64> = o.range(from..to).map(|(&k, _)| k).collect();
-            keys.into_iter()
-                .filter_map(|k| o.remove(&k).map(|v| (k, v)))
-                .collect()
+            let later = o.split_off(&to);
+            std::mem::replace(&mut *o, later)
         };
         let mut at = from;
         let ring_part = |seg: &mut Segment, a: u64, b: u64| -> Result<()> {

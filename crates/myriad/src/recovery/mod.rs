@@ -459,6 +459,7 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
     // ERMIA's segments: one log, judged by the durable LSN.
     let dl = PersistentEpoch::read_last_of(&dir.join(crate::log::ermia::DURABLE_LSN_FILE))?;
     rep.durable_lsn = dl.as_ref().map_or(0, |p| p.epoch);
+    let durable_lsn = rep.durable_lsn;
     let first_segment = manifest
         .as_ref()
         .map_or(0, |m| m.first_seq.iter().copied().min().unwrap_or(0));
@@ -474,26 +475,12 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
     );
     let loaded = in_parallel(threads, work, |src| match src {
         LogSource::Epoch((logger, seq, path)) => {
-            let durable_end = match pe.as_ref().and_then(|p| p.positions.get(logger)) {
-                Some(p) if seq < p.seq => u64::MAX,
-                Some(p) if seq == p.seq => p.offset,
-                _ => 0,
-            };
-            load_file(path, durable_end, durable_epoch, ckpt_ts)
+            let end = durable_end(pe.as_ref().and_then(|p| p.positions.get(logger)), seq);
+            load_file(path, end, durable_epoch, ckpt_ts)
         }
         LogSource::Segment(seq, start, path) => {
-            let (durable_lsn, durable_end) = match dl.as_ref() {
-                Some(p) => (
-                    p.epoch,
-                    match p.positions.first() {
-                        Some(x) if seq < x.seq => u64::MAX,
-                        Some(x) if seq == x.seq => x.offset,
-                        _ => 0,
-                    },
-                ),
-                None => (0, 0),
-            };
-            load_segment(path, start, durable_end, durable_lsn, ckpt_ts)
+            let end = durable_end(dl.as_ref().and_then(|p| p.positions.first()), seq);
+            load_segment(path, start, end, durable_lsn, ckpt_ts)
         }
     })?;
     let mut max_ts = ckpt_ts;
@@ -797,6 +784,16 @@ fn load_segment(
         check_tail(&path, &data, end, durable_end, why, &mut st)?;
     }
     Ok((LogFile { path, data, recs }, st))
+}
+
+/// Where the durable bytes of log file `seq` end, given the durable position of its log:
+/// all of an earlier file, up to the offset in the file it names, nothing of a later one.
+fn durable_end(durable: Option<&crate::log::LogPos>, seq: u64) -> u64 {
+    match durable {
+        Some(p) if seq < p.seq => u64::MAX,
+        Some(p) if seq == p.seq => p.offset,
+        _ => 0,
+    }
 }
 
 /// A log file whose intact prefix ends at `end` for reason `why`: damage before its durable
