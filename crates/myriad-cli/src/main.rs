@@ -168,11 +168,13 @@ struct BenchArgs {
     /// Seed of every random choice (data and transactions).
     #[arg(long, value_name = "N", default_value_t = 42)]
     seed: u64,
-    /// Concurrency-control protocol (mvocc; the others are named but not built yet).
+    /// Concurrency-control protocol: mvocc, si, mvto or mv2pl (the others are named but not
+    /// built yet).
     #[arg(long, value_name = "P", default_value = "mvocc", value_parser = parse_choice::<Protocol>)]
     #[serde(serialize_with = "as_display")]
     protocol: Protocol,
-    /// Isolation level: serializable, rr, si or rc.
+    /// Isolation level: serializable, rr, si or rc (mvocc offers all four, mvto and mv2pl
+    /// serializable, si only si).
     #[arg(long, value_name = "LEVEL", default_value = "serializable", value_parser = parse_choice::<Isolation>)]
     #[serde(serialize_with = "as_display")]
     isolation: Isolation,

@@ -36,10 +36,18 @@ macro_rules! choice_enum {
 }
 
 choice_enum!(
-    /// Concurrency-control protocol (DESIGN.md §1). Only `mvocc` is built so far.
+    /// Concurrency-control protocol (DESIGN.md §1; `cc/`). Built: `mvocc`, `si`, `mvto`,
+    /// `mv2pl`; the others are named and rejected as not implemented.
     Protocol {
         /// Hekaton optimistic MVCC (Hekaton §3).
-        Mvocc = "mvocc", Mvto = "mvto", Mv2pl = "mv2pl", Mv2plWait = "mv2pl-wait", Si = "si",
+        Mvocc = "mvocc",
+        /// Multi-version timestamp ordering: read-ts in the version header (thesis §5.3.1).
+        Mvto = "mvto",
+        /// Multi-version 2PL, no-wait, locks in the version header (thesis §5.3.3).
+        Mv2pl = "mv2pl",
+        Mv2plWait = "mv2pl-wait",
+        /// Snapshot isolation, first-updater-wins (thesis §5.3.4).
+        Si = "si",
         Ssi = "ssi", Ssn = "ssn", ErmiaSi = "ermia-si", ErmiaSsi = "ermia-ssi", Silo = "silo",
         Occ = "occ", TwoPl = "2pl", Hybrid = "hybrid",
     }
@@ -325,7 +333,7 @@ impl Config {
         self.log_manager
     }
 
-    /// Isolation levels `protocol` can honour in this build.
+    /// Isolation levels `protocol` can honour in this build, weakest first.
     pub fn isolation_levels(protocol: Protocol) -> &'static [Isolation] {
         match protocol {
             Protocol::Mvocc => &[
@@ -334,8 +342,17 @@ impl Config {
                 Isolation::Snapshot,
                 Isolation::Serializable,
             ],
+            Protocol::Si => &[Isolation::Snapshot],
+            // Timestamp order and two-phase locking serialize every transaction; they have no
+            // weaker mode that would differ (thesis §5.3.1, §5.3.3).
+            Protocol::Mvto | Protocol::Mv2pl => &[Isolation::Serializable],
             _ => &[],
         }
+    }
+
+    /// The strongest isolation level `protocol` offers (what a tool should default to).
+    pub fn strongest_isolation(protocol: Protocol) -> Option<Isolation> {
+        Self::isolation_levels(protocol).last().copied()
     }
 
     /// Checks every choice and pairing; called by `Database::open`.
@@ -343,7 +360,7 @@ impl Config {
         fn unsupported(what: &str, name: &str) -> Error {
             Error::Unsupported(format!("{what} `{name}` is not implemented yet"))
         }
-        if self.protocol != Protocol::Mvocc {
+        if Self::isolation_levels(self.protocol).is_empty() {
             return Err(unsupported("protocol", self.protocol.name()));
         }
         self.check_isolation(self.isolation)?;
@@ -413,6 +430,14 @@ impl Config {
                     .into(),
             ));
         }
+        if self.log_manager == LogManagerKind::Ermia && self.protocol == Protocol::Mvto {
+            return Err(Error::InvalidConfig(
+                "log manager `ermia` draws the end timestamp at commit as the log position, \
+                 but protocol `mvto` orders transactions by the timestamp drawn at begin; use \
+                 log manager `epoch`"
+                    .into(),
+            ));
+        }
         if self.log_manager == LogManagerKind::Ermia && self.loggers != 1 {
             return Err(Error::InvalidConfig(format!(
                 "log manager `ermia` writes one log; loggers must be 1, got {} (parallel \
@@ -464,9 +489,15 @@ impl Config {
         if Self::isolation_levels(self.protocol).contains(&i) {
             Ok(())
         } else {
+            let offers: Vec<&str> = Self::isolation_levels(self.protocol)
+                .iter()
+                .map(|l| l.name())
+                .collect();
             Err(Error::InvalidConfig(format!(
-                "protocol `{}` cannot provide isolation level `{}`",
-                self.protocol, i
+                "protocol `{}` cannot provide isolation level `{}` (it offers: {})",
+                self.protocol,
+                i,
+                offers.join(", ")
             )))
         }
     }

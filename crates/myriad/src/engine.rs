@@ -54,7 +54,7 @@ pub struct Database {
 pub struct Stats {
     pub committed: u64,
     /// Aborts by reason, in `AbortReason::ALL` order.
-    pub aborted: [u64; 5],
+    pub aborted: [u64; AbortReason::ALL.len()],
     /// Atomic read-modify-writes on engine-global words (timestamp counter, tuple-id counters).
     pub global_rmw: u64,
     /// Atomic read-modify-writes on per-record words (write locks, chain-head installs).
@@ -261,6 +261,7 @@ impl Database {
         };
         let t = Arc::new(Table::new(id as u32, self.id, schema));
         t.take_rows(&old);
+        t.inherit_scan_ts(&old);
         t.build_indexes();
         if let Err(e) = self.log_ddl(id, Some(old.id), &t.schema) {
             old.take_rows(&t);
@@ -365,7 +366,50 @@ impl Database {
             max: self.txns.len(),
         })?;
         SLOT_HINT.with(|h| h.set(slot));
-        Ok(Transaction::new(self, slot, opts))
+        Ok(Transaction::new(
+            self,
+            slot,
+            opts,
+            self.config.protocol,
+            crate::cc::mvto::SNAPSHOT_WAIT,
+        ))
+    }
+
+    /// A READ ONLY transaction that reads a snapshot under every protocol, waiting as long
+    /// as `Config::ddl_wait` for MVTO's older writers (checkpoints: a cut that misses a
+    /// transaction ordered before it would lose it).
+    pub(crate) fn begin_snapshot(&self) -> Result<Transaction<'_>> {
+        let slot = self.txns.acquire(0).ok_or(Error::TooManyTransactions {
+            max: self.txns.len(),
+        })?;
+        let isolation = Config::strongest_isolation(self.config.protocol)
+            .unwrap_or(crate::config::Isolation::Serializable);
+        Ok(Transaction::new(
+            self,
+            slot,
+            TxnOptions {
+                isolation,
+                read_only: true,
+            },
+            self.config.protocol,
+            self.config.ddl_wait,
+        ))
+    }
+
+    /// A transaction of recovery's replay: MVOCC whatever the configured protocol, since
+    /// replay applies records that already committed in a known order, and no protocol's
+    /// read tracking may abort it (replay threads of different records share no row).
+    pub(crate) fn begin_replay(&self, opts: TxnOptions) -> Result<Transaction<'_>> {
+        let slot = self.txns.acquire(0).ok_or(Error::TooManyTransactions {
+            max: self.txns.len(),
+        })?;
+        Ok(Transaction::new(
+            self,
+            slot,
+            opts,
+            crate::config::Protocol::Mvocc,
+            std::time::Duration::ZERO,
+        ))
     }
 
     /// Runs `f` in a transaction and commits, retrying serialization failures with

@@ -18,16 +18,25 @@ pub enum AbortReason {
     UniqueConflict,
     /// The application aborted (`Transaction::abort`, or a closure that returned an error).
     UserAbort,
+    /// MVTO (thesis §5.3.1): the timestamp order forbids the operation — a write to a version
+    /// a later transaction already read (its read-ts), an insert into a range a later
+    /// transaction already scanned, or a read that met an uncommitted write of an earlier one.
+    TimestampOrder,
+    /// MV2PL no-wait (thesis §5.3.3): the version's read or write lock is held by another
+    /// transaction, or a newer version was committed after the snapshot the read was for.
+    LockConflict,
 }
 
 impl AbortReason {
     /// Every reason, in report order.
-    pub const ALL: [AbortReason; 5] = [
+    pub const ALL: [AbortReason; 7] = [
         AbortReason::WriteWriteConflict,
         AbortReason::ReadValidation,
         AbortReason::Phantom,
         AbortReason::UniqueConflict,
         AbortReason::UserAbort,
+        AbortReason::TimestampOrder,
+        AbortReason::LockConflict,
     ];
 
     /// Stable snake_case name used in reports and JSON.
@@ -38,6 +47,8 @@ impl AbortReason {
             AbortReason::Phantom => "phantom",
             AbortReason::UniqueConflict => "unique_conflict",
             AbortReason::UserAbort => "user_abort",
+            AbortReason::TimestampOrder => "timestamp_order",
+            AbortReason::LockConflict => "lock_conflict",
         }
     }
 

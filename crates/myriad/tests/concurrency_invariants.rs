@@ -18,7 +18,17 @@ fn splitmix(s: &mut u64) -> u64 {
 }
 
 fn bank(level: Isolation, txns_per_thread: usize) {
-    let db = Database::open(Config::new().isolation(level).max_retries(10_000)).unwrap();
+    bank_with(Protocol::Mvocc, level, txns_per_thread)
+}
+
+fn bank_with(protocol: Protocol, level: Isolation, txns_per_thread: usize) {
+    let db = Database::open(
+        Config::new()
+            .protocol(protocol)
+            .isolation(level)
+            .max_retries(10_000),
+    )
+    .unwrap();
     let t = kv(&db);
     let mut tx = db.begin().unwrap();
     for k in 0..ACCOUNTS {
@@ -42,7 +52,7 @@ fn bank(level: Isolation, txns_per_thread: usize) {
                                 |tx| {
                                     let mut sum = 0;
                                     for k in 0..ACCOUNTS {
-                                        sum += val(tx, t, k).unwrap_or(0);
+                                        sum += try_val(tx, t, k)?.unwrap_or(0);
                                         if k == ACCOUNTS / 2 {
                                             std::thread::yield_now();
                                         }
@@ -61,8 +71,8 @@ fn bank(level: Isolation, txns_per_thread: usize) {
                         (a + 1 + (splitmix(&mut seed) % (ACCOUNTS as u64 - 1)) as i64) % ACCOUNTS;
                     let amount = (splitmix(&mut seed) % 20) as i64;
                     db.run(|tx| {
-                        let va = val(tx, t, a).unwrap_or(0);
-                        let vb = val(tx, t, b).unwrap_or(0);
+                        let va = try_val(tx, t, a)?.unwrap_or(0);
+                        let vb = try_val(tx, t, b)?.unwrap_or(0);
                         if i % 3 == 0 {
                             std::thread::yield_now(); // widen the race window
                         }
@@ -101,7 +111,17 @@ fn bank_total_is_invariant_snapshot() {
 }
 
 fn counters(level: Isolation) {
-    let db = Database::open(Config::new().isolation(level).max_retries(10_000)).unwrap();
+    counters_with(Protocol::Mvocc, level)
+}
+
+fn counters_with(protocol: Protocol, level: Isolation) {
+    let db = Database::open(
+        Config::new()
+            .protocol(protocol)
+            .isolation(level)
+            .max_retries(10_000),
+    )
+    .unwrap();
     let t = kv(&db);
     load(&db, &t, 0..4);
     let per_thread = 1500;
@@ -112,7 +132,7 @@ fn counters(level: Isolation) {
                 for i in 0..per_thread {
                     let k = ((i + th) % 4) as i64;
                     db.run(|tx| {
-                        let v = val(tx, t, k).unwrap_or(0);
+                        let v = try_val(tx, t, k)?.unwrap_or(0);
                         tx.update(t, &k, &[(1, v + 1)])
                     })
                     .unwrap();
@@ -123,6 +143,17 @@ fn counters(level: Isolation) {
     let mut tx = db.begin().unwrap();
     let sum: i64 = (0..4).map(|k| val(&mut tx, &t, k).unwrap() - k).sum();
     assert_eq!(sum, (THREADS * per_thread) as i64, "{level}: lost update");
+}
+
+/// MVTO, MV2PL and SI: the bank total holds in every snapshot and at the end, and no counter
+/// update is lost.
+#[test]
+fn every_protocol_keeps_the_bank_total_and_loses_no_update() {
+    for p in [Protocol::Mvto, Protocol::Mv2pl, Protocol::Si] {
+        let level = Config::strongest_isolation(p).unwrap();
+        bank_with(p, level, 3000);
+        counters_with(p, level);
+    }
 }
 
 #[test]

@@ -1,6 +1,14 @@
-//! Concurrency control (thesis §5.3; Hekaton §2–3). The seam is `Protocol` in `Config`, matched
-//! once per commit; the protocol built so far is MVOCC (`mvocc.rs`). Visibility of versions
-//! (Hekaton Tables 1–2) is shared by every multi-version protocol (`visibility.rs`).
+//! Concurrency control (thesis §5.3; Hekaton §2–3). The seam is `Protocol` in `Config`,
+//! copied into each transaction. The multi-version protocols share the version format,
+//! visibility (Hekaton Tables 1–2, `visibility.rs`), the write lock in the End field and the
+//! commit path (`mvocc::commit`); they differ in what a read records and what a write and a
+//! commit check:
+//! - `mvocc` (`mvocc.rs`): nothing on reads; read validation and scan re-checks at commit;
+//! - `si`: MVOCC's code at Snapshot Isolation only (first-updater-wins, no validation);
+//! - `mvto` (`mvto.rs`): read-ts on reads and scans, checked by writes; no validation;
+//! - `mv2pl` (`mv2pl.rs`): read locks on reads, checked by writes; scan re-checks at commit.
 
+pub mod mv2pl;
 pub mod mvocc;
+pub mod mvto;
 pub mod visibility;

@@ -17,9 +17,14 @@
 //! Unique secondary indexes are re-checked after the end timestamp is drawn: a competing
 //! holder of the key that is Preparing with an earlier end timestamp is waited for, one with a
 //! later end timestamp will itself see us and abort.
+//!
+//! `commit` is the commit of every multi-version protocol (`cc/mod.rs`): `si` is this code at
+//! Snapshot Isolation; MV2PL validates only its scans (its reads are locked) and releases its
+//! read locks; MVTO drew its end timestamp at begin and validates only unique keys (no-wait:
+//! an older holder still running aborts us).
 
 use super::visibility::Resolver;
-use crate::config::Isolation;
+use crate::config::{Isolation, Protocol};
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::Garbage;
 use crate::storage::{Table, TupleId};
@@ -36,6 +41,11 @@ use std::sync::atomic::Ordering;
 pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let slot = tx.slot();
     if tx.local.write_set.is_empty() {
+        crate::cc::mv2pl::release(tx);
+        if tx.protocol == Protocol::Mvto {
+            // Running MVTO transactions show as Preparing (cc/mvto.rs); this one is done.
+            slot.set_committed(tx.begin_ts);
+        }
         let epoch = tx
             .db
             .log
@@ -47,6 +57,9 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
         bump(&slot.stats.committed, 1);
         tx.finish();
         return Ok(epoch);
+    }
+    if tx.protocol == Protocol::Mvto {
+        return commit_mvto(tx);
     }
     let log = tx.db.log.get();
     // ERMIA: the record is encoded before the end timestamp is drawn, because the draw
@@ -82,6 +95,31 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
         tx.rollback(reason);
         return Err(Error::SerializationFailure(reason));
     }
+    install(tx, end_ts)
+}
+
+/// MVTO's commit: the end timestamp is the one drawn at begin, and only unique keys are
+/// checked (read-ts and scan-ts did the rest while the transaction ran).
+fn commit_mvto(tx: &mut Transaction<'_>) -> Result<u64> {
+    let end_ts = tx.begin_ts;
+    let unique = validate(tx, end_ts);
+    let reason = match unique {
+        Err(r) => Some(r),
+        Ok(()) if tx.blocked.get() => Some(AbortReason::TimestampOrder),
+        Ok(()) => None,
+    };
+    if let Some(reason) = reason {
+        tx.rollback(reason);
+        return Err(Error::SerializationFailure(reason));
+    }
+    install(tx, end_ts)
+}
+
+/// Logs a validated transaction, makes it Committed at `end_ts` and post-processes its
+/// versions.
+fn install(tx: &mut Transaction<'_>, end_ts: u64) -> Result<u64> {
+    let slot = tx.slot();
+    let log = tx.db.log.get();
     // The log record goes to the log before anyone can see us Committed (see the epoch
     // argument in log/epoch.rs).
     let logged = match log.map(|l| &**l) {
@@ -123,6 +161,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
         }
     }
     tx.local.write_set = writes;
+    crate::cc::mv2pl::release(tx);
     if let (Some(rec), Some(h)) = (tx.recording.take(), tx.db.history.as_ref()) {
         h.push(rec.into_record(end_ts, tx.begin_ts, end_ts, tx.isolation));
     }
@@ -147,6 +186,7 @@ fn validate(tx: &mut Transaction<'_>, end_ts: u64) -> std::result::Result<(), Ab
             }
         }
     }
+    // MVTO records no scans (its scan-ts protects them).
     if tx.isolation == Isolation::Serializable {
         for s in &tx.local.scan_set {
             if !rescan(tx, &r, s, end_ts) {

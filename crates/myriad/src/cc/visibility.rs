@@ -17,6 +17,11 @@ use std::sync::atomic::Ordering;
 pub(crate) struct Resolver<'a> {
     pub txns: &'a TxnTable,
     pub me: TxnId,
+    /// No-wait mode (MVTO, thesis §5.3.1: "a transaction that attempts to read ... a version
+    /// whose write lock is held by another transaction is aborted"): where the outcome of a
+    /// Preparing transaction would be waited for, the flag is set instead and the field
+    /// resolves as Active; the caller must then abort. `None`: wait.
+    pub blocked: Option<&'a std::cell::Cell<bool>>,
 }
 
 /// A Begin or End field, resolved.
@@ -58,6 +63,10 @@ impl Resolver<'_> {
                 // Terminated: the field has been finalised; reread it.
                 TxnState::Terminated => backoff.spin(),
                 TxnState::Preparing(_) | TxnState::PreparingPending => {
+                    if let Some(b) = self.blocked {
+                        b.set(true);
+                        return Field::OtherActive;
+                    }
                     if !waited {
                         waited = true;
                         let stats = &self.txns.slot(self.me.slot()).stats;
@@ -192,6 +201,7 @@ mod tests {
         let r = Resolver {
             txns: &f.txns,
             me: f.me,
+            blocked: None,
         }
         .visible(&v, rt);
         free(v);
@@ -241,7 +251,8 @@ mod tests {
         other.terminate();
         assert!(Resolver {
             txns: &f.txns,
-            me: f.me
+            me: f.me,
+            blocked: None,
         }
         .visible(&v, 8));
         free(v);
@@ -289,6 +300,7 @@ mod tests {
             let r = Resolver {
                 txns: &f.txns,
                 me: f.me,
+                blocked: None,
             }
             .visible(&v, 30);
             free(v);
@@ -324,6 +336,7 @@ mod tests {
             Resolver {
                 txns: &f.txns,
                 me: f.me,
+                blocked: None,
             }
             .visible(&v, 30)
         });
@@ -337,6 +350,7 @@ mod tests {
         let r = Resolver {
             txns: &f.txns,
             me: f.me,
+            blocked: None,
         };
         let v = version(5, INFINITY);
         assert!(r.still_visible(&v, 100));

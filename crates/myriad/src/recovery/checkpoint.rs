@@ -14,11 +14,9 @@
 //! same order, checksummed blocks): PLR puts each row back at its tuple id, where the
 //! physical log records written after the checkpoint name it.
 
-use crate::config::Isolation;
 use crate::engine::Database;
 use crate::error::{Error, Result};
 use crate::log::format::{self, Get, Put};
-use crate::txn::TxnOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -299,10 +297,7 @@ impl Database {
     ) -> Result<CheckpointInfo> {
         let started = Instant::now();
         let dir = &state.dir;
-        let mut tx = self.begin_with(TxnOptions {
-            isolation: Isolation::Snapshot,
-            read_only: true,
-        })?;
+        let mut tx = self.begin_snapshot()?;
         let ts = tx.begin_ts();
         let name = ckpt_dir_name(ts);
         let tmp = dir.join(format!("{name}.tmp"));

@@ -335,7 +335,7 @@ impl<'db> Batcher<'db> {
     /// The open transaction (begun if needed); call `done_op` after each operation.
     pub(super) fn tx(&mut self) -> Result<&mut crate::txn::Transaction<'db>> {
         if self.tx.is_none() {
-            self.tx = Some(self.db.begin_with(TxnOptions {
+            self.tx = Some(self.db.begin_replay(TxnOptions {
                 isolation: Isolation::Snapshot,
                 read_only: false,
             })?);

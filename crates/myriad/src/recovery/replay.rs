@@ -163,7 +163,7 @@ pub(super) fn serial(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
     for (_, i, j) in order {
         let f = &logs[i as usize];
         let r = &f.recs[j as usize];
-        let mut tx = ctx.db.begin_with(crate::txn::TxnOptions {
+        let mut tx = ctx.db.begin_replay(crate::txn::TxnOptions {
             isolation: crate::config::Isolation::Snapshot,
             read_only: false,
         })?;

@@ -33,6 +33,10 @@ pub struct Table {
     /// more index) or `REPLACED` (the copy took over). Transactions refuse a table that is
     /// not live, so nothing is written where no lookup would find it.
     pub(crate) state: AtomicU8,
+    /// Per index, the largest MVTO timestamp of a transaction that scanned it (a range, a
+    /// point lookup that found nothing, or for index 0 the whole table): MVTO's read-ts for
+    /// what a scan observed as absent (`cc/mvto.rs`). Zero under other protocols.
+    pub(crate) scan_ts: Box<[crossbeam_utils::CachePadded<AtomicU64>]>,
 }
 
 /// `Table::state`: in use.
@@ -46,11 +50,28 @@ pub(crate) const REPLACED: u8 = 2;
 pub type TableRef = Arc<Table>;
 
 impl Table {
+    /// A copy replacing `old` (CREATE INDEX) keeps MVTO's scan timestamps: every index of
+    /// the copy counts as scanned as late as any index of `old` was (conservative).
+    pub(crate) fn inherit_scan_ts(&self, old: &Table) {
+        let max = old
+            .scan_ts
+            .iter()
+            .map(|s| s.load(Ordering::SeqCst))
+            .max()
+            .unwrap_or(0);
+        for s in self.scan_ts.iter() {
+            s.fetch_max(max, Ordering::SeqCst);
+        }
+    }
+
     pub(crate) fn new(id: u32, db_id: u64, schema: TableSchema) -> Self {
         let indexes = schema
             .indexes
             .iter()
             .map(|d| Index::new(d.kind, schema.expected_rows))
+            .collect();
+        let scan_ts = (0..schema.indexes.len())
+            .map(|_| Default::default())
             .collect();
         Table {
             id,
@@ -62,6 +83,7 @@ impl Table {
                 .collect(),
             next_tid: AtomicU64::new(0),
             state: AtomicU8::new(LIVE),
+            scan_ts,
         }
     }
 

@@ -7,13 +7,16 @@
 //! (`storage/table.rs`) and checks visibility (`cc/visibility.rs`); a write locks the latest
 //! version's End field and installs a new version at the chain head; `commit` runs the
 //! protocol (`cc/mvocc.rs`), post-processes timestamps and hands old versions to GC (`gc/`).
+//! What a protocol adds to a read or a write (`cc/mvto.rs`, `cc/mv2pl.rs`) is called from
+//! `note_read`, `lock_for_write` and `entered_indexes`; an abort decided inside an index
+//! callback is remembered (`doom`) and raised when the operation returns.
 
 pub mod table;
 #[cfg(test)]
 mod tests;
 
 use crate::cc::visibility::Resolver;
-use crate::config::Isolation;
+use crate::config::{Isolation, Protocol};
 use crate::engine::Database;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::Garbage;
@@ -82,6 +85,8 @@ pub(crate) struct WriteRecord {
 #[derive(Default)]
 pub(crate) struct SlotLocal {
     pub read_set: Vec<*const Version>,
+    /// MV2PL: versions read-locked (one entry per lock taken).
+    pub read_locks: Vec<*const Version>,
     pub scan_set: Vec<ScanRecord>,
     pub scan_keys: Vec<u8>,
     pub write_set: Vec<WriteRecord>,
@@ -194,6 +199,15 @@ pub struct Transaction<'db> {
     pub(crate) begin_ts: u64,
     pub(crate) isolation: Isolation,
     pub(crate) read_only: bool,
+    /// The protocol this transaction runs (the configured one; MVOCC for recovery's replay).
+    pub(crate) protocol: Protocol,
+    /// Whether reads are recorded in version headers (MVTO read-ts, MV2PL read locks): not
+    /// for a READ ONLY transaction that reads a snapshot.
+    tracks_reads: bool,
+    /// MVTO: set by the no-wait resolver where it would have waited (`Resolver::blocked`).
+    pub(crate) blocked: std::cell::Cell<bool>,
+    /// An abort decided where it could not be returned (inside an index callback).
+    doomed: Option<AbortReason>,
     pub(crate) guard: Guard,
     pub(crate) local: SlotLocal,
     pub(crate) recording: Option<Box<Recording>>,
@@ -209,13 +223,43 @@ pub struct Transaction<'db> {
 const REPIN_EVERY_OPS: u32 = 128;
 
 impl<'db> Transaction<'db> {
-    pub(crate) fn new(db: &'db Database, slot_idx: usize, opts: TxnOptions) -> Self {
+    pub(crate) fn new(
+        db: &'db Database,
+        slot_idx: usize,
+        opts: TxnOptions,
+        protocol: Protocol,
+        snapshot_wait: std::time::Duration,
+    ) -> Self {
         let slot = db.txns.slot(slot_idx);
         let id = slot.start(slot_idx);
         // Register a provisional read time before drawing the real one, so the GC watermark
         // computed concurrently can never pass our read time (see gc/epoch.rs).
         slot.begin_ts.store(db.clock.now(), Ordering::SeqCst);
-        let begin_ts = db.clock.now();
+        let mut begin_ts = db.clock.now();
+        let mut tracks_reads = matches!(protocol, Protocol::Mvto | Protocol::Mv2pl);
+        if protocol == Protocol::Mvto {
+            // A READ ONLY snapshot needs every older transaction finished (cc/mvto.rs).
+            let snapshot = opts.read_only
+                && crate::cc::mvto::wait_for_older_slots(
+                    &db.txns,
+                    slot_idx,
+                    begin_ts,
+                    snapshot_wait,
+                );
+            if snapshot {
+                tracks_reads = false;
+            } else {
+                // The timestamp is drawn at begin and published as Preparing(ts) at once, so
+                // that later readers never take our writes for those of an Active
+                // transaction that will serialize after them.
+                slot.set_preparing_pending();
+                bump(&slot.stats.global_rmw, 1);
+                begin_ts = db.clock.next_end_ts();
+                slot.set_preparing(begin_ts);
+            }
+        } else if opts.read_only {
+            tracks_reads = false;
+        }
         // SAFETY: we own the slot (acquired in Database::begin_with).
         let mut local = std::mem::take(unsafe { &mut *slot.local.get() });
         local.prefetched.clear();
@@ -227,6 +271,10 @@ impl<'db> Transaction<'db> {
             begin_ts,
             isolation: opts.isolation,
             read_only: opts.read_only,
+            protocol,
+            tracks_reads,
+            blocked: std::cell::Cell::new(false),
+            doomed: None,
             guard: crossbeam_epoch::pin(),
             local,
             recording,
@@ -297,11 +345,36 @@ impl<'db> Transaction<'db> {
         self.db.txns.slot(self.slot_idx)
     }
 
-    pub(crate) fn resolver(&self) -> Resolver<'db> {
+    pub(crate) fn resolver(&self) -> Resolver<'_> {
         Resolver {
             txns: &self.db.txns,
             me: self.id,
+            blocked: (self.protocol == Protocol::Mvto && self.tracks_reads)
+                .then_some(&self.blocked),
         }
+    }
+
+    /// Remembers an abort to raise when the current operation returns (`raise`).
+    #[inline]
+    fn doom(&mut self, reason: AbortReason) {
+        self.doomed.get_or_insert(reason);
+    }
+
+    /// Whether the current operation has already failed (a doomed read, or an MVTO read
+    /// that met an older uncommitted write).
+    #[inline]
+    fn is_doomed(&self) -> bool {
+        self.doomed.is_some() || self.blocked.get()
+    }
+
+    /// Aborts the transaction if the operation that just ran was doomed.
+    #[inline]
+    fn raise(&mut self) -> Result<()> {
+        if !self.is_doomed() {
+            return Ok(());
+        }
+        let reason = self.doomed.unwrap_or(AbortReason::TimestampOrder);
+        Err(self.fail(reason))
     }
 
     fn check_table(&self, t: &Table) -> Result<()> {
@@ -360,12 +433,15 @@ impl<'db> Transaction<'db> {
         }
     }
 
+    /// Whether reads go to the read set for validation at commit (MVOCC only: MVTO and MV2PL
+    /// protect their reads in the version headers).
     #[inline]
     fn validates_reads(&self) -> bool {
-        matches!(
-            self.isolation,
-            Isolation::Serializable | Isolation::RepeatableRead
-        )
+        self.protocol == Protocol::Mvocc
+            && matches!(
+                self.isolation,
+                Isolation::Serializable | Isolation::RepeatableRead
+            )
     }
 
     #[inline]
@@ -391,6 +467,16 @@ impl<'db> Transaction<'db> {
         if self.is_mine(r) {
             return;
         }
+        if self.tracks_reads {
+            let tracked = match self.protocol {
+                Protocol::Mvto => crate::cc::mvto::on_read(self, r),
+                Protocol::Mv2pl => crate::cc::mv2pl::read_lock(self, v),
+                _ => Ok(()),
+            };
+            if let Err(reason) = tracked {
+                self.doom(reason);
+            }
+        }
         if self.validates_reads() {
             self.local.read_set.push(v);
         }
@@ -407,7 +493,7 @@ impl<'db> Transaction<'db> {
         hi: Bound<&[u8]>,
         point: bool,
     ) {
-        if self.isolation != Isolation::Serializable {
+        if self.isolation != Isolation::Serializable || self.protocol == Protocol::Mvto {
             return;
         }
         let keys = &mut self.local.scan_keys;
@@ -443,6 +529,18 @@ impl<'db> Transaction<'db> {
             std::mem::take(&mut self.local.key_buf)
         };
         self.push_scan(t, 0, Bound::Included(&key), Bound::Included(&key), true);
+        if self.protocol == Protocol::Mvto && self.tracks_reads {
+            crate::cc::mvto::before_scan(self, t, 0);
+            // An older transaction may have added the key before our scan-ts landed; it did
+            // not see us, so we must see it.
+            if let Some(tid) = t.indexes[0].get_unique(&key) {
+                let v = self.visible_version(t, tid, self.begin_ts);
+                // SAFETY: pinned.
+                if unsafe { v.as_ref() }.is_some_and(|r| !r.is_tombstone()) {
+                    self.doom(AbortReason::TimestampOrder);
+                }
+            }
+        }
         if let Some(rec) = self.recording.as_mut() {
             rec.note_absent(t.id, &key);
         }
@@ -476,6 +574,7 @@ impl<'db> Transaction<'db> {
         match unsafe { v.as_ref() } {
             Some(r) if !r.is_tombstone() => {
                 self.note_read(t, v);
+                self.raise()?;
                 Ok(Some(f(RowRef {
                     schema: &t.schema,
                     data: r.data(),
@@ -484,10 +583,12 @@ impl<'db> Transaction<'db> {
             Some(_) => {
                 self.note_read(t, v);
                 self.note_miss(t, false);
+                self.raise()?;
                 Ok(None)
             }
             None => {
                 self.note_miss(t, false);
+                self.raise()?;
                 Ok(None)
             }
         }
@@ -523,6 +624,9 @@ impl<'db> Transaction<'db> {
             }
         }
         self.note_read(t, v);
+        if self.is_doomed() {
+            return None;
+        }
         Some(r)
     }
 
@@ -551,12 +655,15 @@ impl<'db> Transaction<'db> {
             return Err(e);
         }
         let rt = self.stmt_ts();
+        if self.protocol == Protocol::Mvto && self.tracks_reads {
+            crate::cc::mvto::before_scan(self, t, index);
+        }
         let mut n = 0;
         let mut check = std::mem::take(&mut self.local.key_buf2);
         let this = &mut *self;
         t.indexes[index].lookup_entries(&kb, &mut |tid| {
             let Some(r) = this.index_hit(t, index, tid, &kb, rt, &mut check) else {
-                return true;
+                return !this.is_doomed();
             };
             n += 1;
             f(RowRef {
@@ -570,6 +677,7 @@ impl<'db> Transaction<'db> {
             rec.note_scan(t.id, index, Bound::Included(&kb), Bound::Included(&kb));
         }
         self.local.key_buf = kb;
+        self.raise()?;
         Ok(n)
     }
 
@@ -603,6 +711,9 @@ impl<'db> Transaction<'db> {
         }
         let (lo_b, hi_b) = encode_bounds(&t.schema, index, lo, hi)?;
         let rt = self.stmt_ts();
+        if self.protocol == Protocol::Mvto && self.tracks_reads {
+            crate::cc::mvto::before_scan(self, t, index);
+        }
         let secondary = index != 0;
         let dir = if opts.descending {
             ScanDirection::Descending
@@ -623,7 +734,7 @@ impl<'db> Transaction<'db> {
                 secondary,
                 &mut |k, tid| {
                     let Some(r) = this.index_hit(t, index, tid, k, rt, &mut check) else {
-                        return true;
+                        return !this.is_doomed();
                     };
                     n += 1;
                     let go_on = f(RowRef {
@@ -649,6 +760,7 @@ impl<'db> Transaction<'db> {
         if let Some(rec) = self.recording.as_mut() {
             rec.note_scan(t.id, index, plo, phi);
         }
+        self.raise()?;
         Ok(n)
     }
 
@@ -674,6 +786,9 @@ impl<'db> Transaction<'db> {
     ) -> Result<usize> {
         self.begin_op(t)?;
         let rt = self.stmt_ts();
+        if self.protocol == Protocol::Mvto && self.tracks_reads {
+            crate::cc::mvto::before_scan(self, t, 0);
+        }
         let mut n = 0usize;
         for tid in 0..t.tid_count() {
             if tid % TABLE_SCAN_REPIN_TIDS == TABLE_SCAN_REPIN_TIDS - 1 {
@@ -684,12 +799,18 @@ impl<'db> Transaction<'db> {
             let v = self.visible_version(t, tid, rt);
             // SAFETY: visible versions stay allocated while we are active (watermark + pin).
             let Some(r) = (unsafe { v.as_ref() }) else {
+                if self.is_doomed() {
+                    break;
+                }
                 continue;
             };
             if r.is_tombstone() {
                 continue;
             }
             self.note_read(t, v);
+            if self.is_doomed() {
+                break;
+            }
             n += 1;
             if !f(
                 tid,
@@ -701,7 +822,7 @@ impl<'db> Transaction<'db> {
                 break;
             }
         }
-        if self.isolation == Isolation::Serializable {
+        if self.isolation == Isolation::Serializable && self.protocol != Protocol::Mvto {
             self.local.scan_set.push(ScanRecord {
                 table: t.id,
                 index: TABLE_SCAN,
@@ -714,6 +835,7 @@ impl<'db> Transaction<'db> {
             // For the history checker a whole-table read is an unbounded primary-key range.
             rec.note_scan(t.id, 0, Bound::Unbounded, Bound::Unbounded);
         }
+        self.raise()?;
         Ok(n)
     }
 
@@ -884,6 +1006,44 @@ impl<'db> Transaction<'db> {
         }
     }
 
+    /// Takes the write lock on `head` and applies the protocol's write check (MVTO: no later
+    /// reader; MV2PL: no other read lock). On failure the lock is not held.
+    fn lock_for_write(&mut self, head: &Version) -> std::result::Result<(), AbortReason> {
+        self.lock_version(head)
+            .map_err(|_| AbortReason::WriteWriteConflict)?;
+        let ok = match self.protocol {
+            Protocol::Mvto => crate::cc::mvto::may_write(self, head),
+            Protocol::Mv2pl => crate::cc::mv2pl::may_write(self, head),
+            _ => Ok(()),
+        };
+        if ok.is_err() {
+            self.unlock_version(head);
+        }
+        ok
+    }
+
+    /// MVTO: `new` (the row's values after a write; `old` before it, `None` for a row new to
+    /// the table) has entered indexes a later transaction may already have scanned.
+    fn entered_indexes(&mut self, t: &Table, old: Option<&[u8]>, new: &[u8]) -> Result<()> {
+        if self.protocol != Protocol::Mvto {
+            return Ok(());
+        }
+        let s = &t.schema;
+        let moved = |i: &usize| {
+            old.is_none_or(|o| {
+                s.indexes[*i]
+                    .columns
+                    .iter()
+                    .any(|&c| s.read_column(o, c) != s.read_column(new, c))
+            })
+        };
+        let first = if old.is_none() { 0 } else { 1 };
+        match crate::cc::mvto::may_enter(self, t, (first..t.indexes.len()).filter(moved)) {
+            Ok(()) => Ok(()),
+            Err(reason) => Err(self.fail(reason)),
+        }
+    }
+
     /// Releases our write lock on `v`, only if it is still ours: once we are Aborted, another
     /// writer may already have taken it over (Hekaton §2.6) — never clobber that.
     fn unlock_version(&self, v: &Version) {
@@ -979,8 +1139,7 @@ impl<'db> Transaction<'db> {
                     bump(&slot.stats.record_rmw, 1);
                     match t.indexes[0].insert_unique(key, tid) {
                         Ok(()) => {
-                            self.finish_write(t, tid, n, ptr::null_mut(), None, row);
-                            return Ok(());
+                            return self.finish_write(t, tid, n, ptr::null_mut(), None, row);
                         }
                         Err(_) => {
                             // Lost a race to insert this key: the tuple id stays unused.
@@ -1009,8 +1168,7 @@ impl<'db> Transaction<'db> {
                     if e.compare_exchange(ptr::null_mut(), n, Ordering::AcqRel, Ordering::Acquire)
                         .is_ok()
                     {
-                        self.finish_write(t, tid, n, ptr::null_mut(), None, row);
-                        return Ok(());
+                        return self.finish_write(t, tid, n, ptr::null_mut(), None, row);
                     }
                     // SAFETY: never published.
                     unsafe { Version::free(n) };
@@ -1029,16 +1187,18 @@ impl<'db> Transaction<'db> {
                     if let Some(rec) = self.recording.as_mut() {
                         rec.note_write(&t.schema, t.id, row, crate::history::WriteKind::Update);
                     }
-                    return Ok(());
+                    return self.entered_indexes(t, None, row);
                 }
                 Some(h) => {
                     if !h.is_tombstone() {
                         self.note_read(t, head);
+                        self.raise()?;
                         return Err(dup());
                     }
                     self.note_read(t, head);
-                    if self.lock_version(h).is_err() {
-                        return Err(self.fail(AbortReason::WriteWriteConflict));
+                    self.raise()?;
+                    if let Err(reason) = self.lock_for_write(h) {
+                        return Err(self.fail(reason));
                     }
                     #[cfg(test)]
                     tests::pause_point(tests::Pause::ReviveTombstone);
@@ -1059,7 +1219,7 @@ impl<'db> Transaction<'db> {
                         self.unaccount_version(t);
                         return Err(self.fail(AbortReason::WriteWriteConflict));
                     }
-                    self.finish_write(
+                    return self.finish_write(
                         t,
                         tid,
                         n,
@@ -1067,7 +1227,6 @@ impl<'db> Transaction<'db> {
                         Some(crate::history::WriteKind::Insert),
                         row,
                     );
-                    return Ok(());
                 }
             }
         }
@@ -1101,7 +1260,7 @@ impl<'db> Transaction<'db> {
         old: *mut Version,
         kind: Option<crate::history::WriteKind>,
         row: &[u8],
-    ) {
+    ) -> Result<()> {
         self.local.write_set.push(WriteRecord {
             table: t.id,
             tid,
@@ -1117,6 +1276,10 @@ impl<'db> Transaction<'db> {
                 kind.unwrap_or(crate::history::WriteKind::Insert),
             );
         }
+        let update = kind == Some(crate::history::WriteKind::Update);
+        // SAFETY: the version we superseded; we hold its lock.
+        let before = (update && !old.is_null()).then(|| unsafe { (*old).data() });
+        self.entered_indexes(t, before, row)
     }
 
     /// Adds the secondary-index entries of `row` (idempotent for keys already present).
@@ -1269,12 +1432,18 @@ impl<'db> Transaction<'db> {
                 data: &mut row,
             });
             let r = r.and_then(|_| self.check_unique_changed(t, h.data(), &row, tid));
+            let mut r = r;
             if r.is_ok() {
+                // MVTO checks the indexes the row moves into (`entered_indexes`).
+                let old = (self.protocol == Protocol::Mvto).then(|| h.data().to_vec());
                 // SAFETY: our own uncommitted version.
                 unsafe { h.data_mut().copy_from_slice(&row) };
                 self.index_secondary(t, tid, &row);
                 if let Some(rec) = self.recording.as_mut() {
                     rec.note_write(&t.schema, t.id, &row, crate::history::WriteKind::Update);
+                }
+                if let Some(old) = old {
+                    r = self.entered_indexes(t, Some(&old), &row);
                 }
             }
             self.local.row_buf = row;
@@ -1291,10 +1460,7 @@ impl<'db> Transaction<'db> {
         // SAFETY: the mutable borrow above has ended; n is still ours alone.
         let new_row = unsafe { (*n).data() };
         let r = r.and_then(|_| self.check_unique_changed(t, h.data(), new_row, tid));
-        let r = r.and_then(|_| {
-            self.lock_version(h)
-                .map_err(|_| Error::SerializationFailure(AbortReason::WriteWriteConflict))
-        });
+        let r = r.and_then(|_| self.lock_for_write(h).map_err(Error::SerializationFailure));
         if let Err(e) = r {
             // SAFETY: never published.
             unsafe { Version::free(n) };
@@ -1314,8 +1480,7 @@ impl<'db> Transaction<'db> {
             head,
             Some(crate::history::WriteKind::Update),
             new_row,
-        );
-        Ok(())
+        )
     }
 
     fn check_unique_changed(
@@ -1376,8 +1541,8 @@ impl<'db> Transaction<'db> {
             }
             return Ok(());
         }
-        if self.lock_version(h).is_err() {
-            return Err(self.fail(AbortReason::WriteWriteConflict));
+        if let Err(reason) = self.lock_for_write(h) {
+            return Err(self.fail(reason));
         }
         let n = self.new_version(t, h.data(), head);
         // SAFETY: unpublished.
@@ -1457,6 +1622,7 @@ impl<'db> Transaction<'db> {
             self.unaccount_version(t);
         }
         self.local.write_set = writes;
+        crate::cc::mv2pl::release(self);
         bump(&slot.stats.aborted[reason.index()], 1);
         self.finish();
     }

@@ -82,7 +82,7 @@ fn pack(state: u64, ts: u64) -> u64 {
 #[derive(Default)]
 pub(crate) struct SlotStats {
     pub committed: AtomicU64,
-    pub aborted: [AtomicU64; 5],
+    pub aborted: [AtomicU64; crate::error::AbortReason::ALL.len()],
     /// Atomic read-modify-writes on engine-global words (timestamp counter, tuple-id counter).
     pub global_rmw: AtomicU64,
     /// Atomic read-modify-writes on per-record words (write locks, chain heads).
@@ -218,6 +218,13 @@ impl Slot {
     }
     pub fn set_aborted(&self) {
         self.state.store(pack(ST_ABORTED, 0), Ordering::Release);
+    }
+    /// Is the slot's transaction Preparing (under MVTO: running) with an end timestamp ≤ `rt`,
+    /// or about to draw one? (`cc/mvto.rs`: a READ ONLY snapshot waits these out.)
+    pub fn runs_at_or_below(&self, rt: u64) -> bool {
+        let w = self.state.load(Ordering::SeqCst);
+        let ts = w & TS_MASK;
+        w >> ST_SHIFT == ST_PREPARING && (ts == PENDING_TS || ts <= rt)
     }
     /// Ends the transaction after post-processing (see the module invariants).
     pub fn terminate(&self) {

@@ -25,6 +25,10 @@ pub struct Version {
     pub(crate) end: AtomicU64,
     /// Next older version.
     pub(crate) next: AtomicPtr<Version>,
+    /// The per-version word of the protocols that track reads in the version header
+    /// (thesis §5.3): MVTO's read-ts (the largest timestamp of a transaction that read this
+    /// version), MV2PL's read count (transactions holding a read lock on it). Zero otherwise.
+    pub(crate) aux: AtomicU64,
     /// Bytes of row data after the header.
     pub(crate) data_len: u32,
     /// True if this version records a delete.
@@ -85,6 +89,7 @@ impl Version {
                     begin: AtomicU64::new(begin),
                     end: AtomicU64::new(super::INFINITY),
                     next: AtomicPtr::new(next),
+                    aux: AtomicU64::new(0),
                     data_len: data_len as u32,
                     tombstone: std::sync::atomic::AtomicBool::new(false),
                 },

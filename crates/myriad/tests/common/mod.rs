@@ -32,6 +32,11 @@ pub fn val(tx: &mut Transaction<'_>, t: &TableRef, k: i64) -> Option<i64> {
     tx.get_with(t, &k, |r| r.i64(1).unwrap()).unwrap()
 }
 
+/// `val` for protocols whose reads can abort (MVTO, MV2PL).
+pub fn try_val(tx: &mut Transaction<'_>, t: &TableRef, k: i64) -> Result<Option<i64>> {
+    tx.get_with(t, &k, |r| r.i64(1).unwrap())
+}
+
 pub fn iso(i: Isolation) -> TxnOptions {
     TxnOptions {
         isolation: i,

@@ -1,0 +1,119 @@
+//! MVTO: multi-version timestamp ordering (thesis §5.3.1; Reed 1978).
+//!
+//! A transaction draws its timestamp `ts` at begin (the one shared read-modify-write it
+//! makes) and serializes at it: it reads as of `ts`, its versions begin at `ts`, and nothing
+//! is validated at commit. The order is enforced while the transaction runs:
+//! - **Reads** raise the version's read-ts (`Version::aux`) to `ts`. A read that meets a
+//!   version written or write-locked by a transaction with a smaller timestamp that has not
+//!   committed is aborted (`TimestampOrder`): MVTO never reads uncommitted data, and waiting
+//!   could block behind an interactive transaction for as long as it stays open. To make that
+//!   visible, an active MVTO transaction publishes `Preparing(ts)` from its begin, and its
+//!   readers resolve with the no-wait `Resolver` (`cc/visibility.rs`).
+//! - **Writes** go to the latest version only, under its write lock (the End field), and only
+//!   if no later transaction read it: after locking, the version's read-ts must be ≤ `ts`.
+//!   The lock is a CAS and the read-ts a `fetch_max`, each followed by a load of the other
+//!   word, so of a racing reader and writer at least one sees the other (the reader re-checks
+//!   the End field after raising the read-ts).
+//! - **Phantoms.** The thesis leaves ranges out; a serializable engine cannot. What a scan
+//!   observed as absent has no version to carry a read-ts, so each index carries one
+//!   (`Table::scan_ts`): a range scan, a point lookup that finds nothing, or a whole-table
+//!   scan raises it *before* reading the index, and an insert (or an update that moves a row
+//!   to a new secondary key) checks it *after* adding its index entries: a writer older than
+//!   a transaction that already scanned the index aborts. Coarse (one word per index), but it
+//!   costs a scan one load in the common case and never misses a phantom.
+//!
+//! Read-only transactions declared READ ONLY take a snapshot instead (`snapshot`): they wait
+//! until every transaction with a timestamp at or below the current clock has finished, then
+//! read as of the clock without touching read-ts. If that takes longer than
+//! `SNAPSHOT_WAIT`, the transaction runs as an ordinary MVTO reader.
+
+use crate::error::AbortReason;
+use crate::storage::Table;
+use crate::txn::table::{bump, TxnTable};
+use crate::txn::Transaction;
+use crate::version::Version;
+use std::sync::atomic::{fence, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a READ ONLY transaction waits for older writers before it gives up the snapshot
+/// and reads as an ordinary MVTO transaction.
+pub(crate) const SNAPSHOT_WAIT: Duration = Duration::from_millis(20);
+
+/// Records a read of `v` at the transaction's timestamp (raises its read-ts).
+pub(crate) fn on_read(tx: &Transaction<'_>, v: &Version) -> Result<(), AbortReason> {
+    let ts = tx.begin_ts;
+    if v.aux.load(Ordering::Acquire) >= ts {
+        return Ok(());
+    }
+    bump(&tx.slot().stats.record_rmw, 1);
+    v.aux.fetch_max(ts, Ordering::SeqCst);
+    // A writer older than us may have locked v before our read-ts landed: it did not see us,
+    // so we must see it.
+    if !tx.resolver().still_visible(v, ts) || tx.blocked.get() {
+        return Err(AbortReason::TimestampOrder);
+    }
+    Ok(())
+}
+
+/// After taking the write lock on `h` (the latest version): may a transaction at our
+/// timestamp supersede it?
+pub(crate) fn may_write(tx: &Transaction<'_>, h: &Version) -> Result<(), AbortReason> {
+    fence(Ordering::SeqCst);
+    if h.aux.load(Ordering::SeqCst) > tx.begin_ts {
+        return Err(AbortReason::TimestampOrder);
+    }
+    Ok(())
+}
+
+/// Before a scan of index `index` of `t` (or a point lookup that found nothing) reads it.
+pub(crate) fn before_scan(tx: &Transaction<'_>, t: &Table, index: usize) {
+    let ts = tx.begin_ts;
+    let Some(w) = t.scan_ts.get(index) else {
+        return;
+    };
+    if w.load(Ordering::Acquire) < ts {
+        bump(&tx.slot().stats.global_rmw, 1);
+        w.fetch_max(ts, Ordering::SeqCst);
+    }
+    // Order the scan's index reads after the word (against `may_enter`'s fence).
+    fence(Ordering::SeqCst);
+}
+
+/// After a write added index entries for a row: `indexes` yields the positions of the
+/// indexes the row newly entered (0 for a new row in the table). Fails if a later transaction
+/// already scanned one of them.
+pub(crate) fn may_enter(
+    tx: &Transaction<'_>,
+    t: &Table,
+    mut indexes: impl Iterator<Item = usize>,
+) -> Result<(), AbortReason> {
+    fence(Ordering::SeqCst);
+    let ts = tx.begin_ts;
+    if indexes.any(|i| {
+        t.scan_ts
+            .get(i)
+            .is_some_and(|w| w.load(Ordering::SeqCst) > ts)
+    }) {
+        return Err(AbortReason::TimestampOrder);
+    }
+    Ok(())
+}
+
+/// A READ ONLY snapshot: waits (up to `wait`) until no transaction with a timestamp
+/// ≤ `rt` is still running, so none can still write below `rt`. False on timeout.
+pub(crate) fn wait_for_older_slots(txns: &TxnTable, me: usize, rt: u64, wait: Duration) -> bool {
+    let deadline = Instant::now() + wait;
+    let backoff = crossbeam_utils::Backoff::new();
+    for (i, s) in txns.slots().enumerate() {
+        if i == me {
+            continue;
+        }
+        while s.runs_at_or_below(rt) {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            backoff.snooze();
+        }
+    }
+    true
+}
