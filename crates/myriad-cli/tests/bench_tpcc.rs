@@ -184,3 +184,40 @@ fn read_committed_runs() {
     );
     assert!(stdout.contains("throughput"), "{stdout}");
 }
+
+/// Every protocol runs the full mix (with StockScan and inserts) and keeps TPC-C's
+/// consistency conditions; its own abort reason shows up in the report.
+#[test]
+fn every_protocol_keeps_the_consistency_conditions() {
+    for (protocol, isolation, reason) in [
+        ("mvto", "serializable", "timestamp_order"),
+        ("mv2pl", "serializable", "lock_conflict"),
+        ("si", "si", "write_write_conflict"),
+    ] {
+        let (r, human) = tpcc(
+            protocol,
+            &[
+                "--protocol",
+                protocol,
+                "--isolation",
+                isolation,
+                "--warehouses",
+                "1",
+                "--stock-scan-threads",
+                "1",
+            ],
+        );
+        assert!(
+            human.contains("consistency conditions 1-4 hold"),
+            "{protocol}: {human}"
+        );
+        assert_eq!(r["fidelity"]["protocol"], protocol, "{r}");
+        assert!(r["committed"].as_u64() > Some(0), "{protocol}: {r}");
+        // One warehouse, two terminals: conflicts are certain in half a second.
+        assert!(
+            r["abort_reasons"][reason].as_u64() > Some(0),
+            "{protocol}: no {reason}: {}",
+            r["abort_reasons"]
+        );
+    }
+}

@@ -185,7 +185,10 @@ fn mvto_and_mv2pl_abort_where_their_locks_and_timestamps_say() {
     ] {
         let mut seen = 0;
         for spec in SPECS {
-            let path = suite_dir().join("expected").join(dir).join(format!("{spec}.out"));
+            let path = suite_dir()
+                .join("expected")
+                .join(dir)
+                .join(format!("{spec}.out"));
             let out = std::fs::read_to_string(&path).expect("expected file");
             seen += out.matches(reason).count();
             assert!(!out.contains(absent), "{dir} {spec}: {out}");

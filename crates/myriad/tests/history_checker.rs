@@ -165,15 +165,27 @@ fn every_protocol_leaves_no_forbidden_cycle() {
             let mut total = 0;
             for seed in 1..=2 {
                 let h = rmw_history_with(p, level, 4, per_thread, seed);
-                assert_eq!(h.len(), 4 * per_thread + 1, "{p} {level}: every txn commits");
+                assert_eq!(
+                    h.len(),
+                    4 * per_thread + 1,
+                    "{p} {level}: every txn commits"
+                );
                 let r = check(&h);
-                assert!(r.anomalies.is_empty(), "{p} {level} seed {seed}: {}", r.anomalies[0]);
+                assert!(
+                    r.anomalies.is_empty(),
+                    "{p} {level} seed {seed}: {}",
+                    r.anomalies[0]
+                );
                 assert!(r.edges > 0);
                 total += h.len();
             }
             let h = bank_history(p, level, per_thread / 2);
             let r = check(&h);
-            assert!(r.anomalies.is_empty(), "{p} {level} bank: {}", r.anomalies[0]);
+            assert!(
+                r.anomalies.is_empty(),
+                "{p} {level} bank: {}",
+                r.anomalies[0]
+            );
             total += h.len();
             println!("{p} {level}: {total} committed transactions checked");
         }

@@ -682,8 +682,11 @@ impl Tpcc {
 /// Consistency conditions 1–4 over `t` (2 skipped when the run had no inserts); returns the
 /// violations found (empty: all hold).
 pub fn check_tables(db: &Database, t: &Tables, no_inserts: bool) -> Result<Vec<String>> {
+    // A read-only snapshot, at the strongest level the database's protocol offers.
+    let isolation = myriad::Config::strongest_isolation(db.config().get_protocol())
+        .unwrap_or(Isolation::Serializable);
     let mut tx = db.begin_with(TxnOptions {
-        isolation: Isolation::Snapshot,
+        isolation,
         read_only: true,
     })?;
     let mut bad = Vec::new();
