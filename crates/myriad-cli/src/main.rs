@@ -265,6 +265,14 @@ struct YcsbArgs {
     /// language and interpreted) instead of native Rust calls; int64x10 layout only.
     #[arg(long)]
     as_procedure: bool,
+    /// Heterogeneous workload (thesis §5.7.2): this many more threads run transactions of
+    /// `--ops` reads only, reported as `long_read_txn`, beside the `--threads` running `--mix`.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=256))]
+    read_only_threads: u64,
+    /// Declare the `--read-only-threads` transactions READ ONLY (a snapshot, no validation
+    /// and no read tracking), as the thesis's "with READ ONLY" runs do.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
+    read_only_hint: bool,
     #[command(flatten)]
     #[serde(flatten)]
     bench: BenchArgs,
@@ -778,6 +786,9 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
         prefetch: a.prefetch,
         isolation: b.isolation,
         as_procedure: a.as_procedure,
+        threads: b.threads,
+        read_only_threads: a.read_only_threads as usize,
+        read_only_hint: a.read_only_hint,
     };
     if let Err(m) = params.validate() {
         usage_error(m);

@@ -256,6 +256,48 @@ fn ycsb_contended_updates_commit_and_report_abort_reasons() {
     assert!(has(&r, "latency_buckets.update_txn.<10us"));
 }
 
+/// The heterogeneous workload of thesis §5.7.2: read-only threads beside the read-write ones,
+/// their transactions reported as `long_read_txn`, with and without the READ ONLY hint,
+/// under every protocol built.
+#[test]
+fn ycsb_heterogeneous_reports_the_read_only_threads_apart() {
+    for (protocol, isolation, hint) in [
+        ("mvocc", "serializable", "false"),
+        ("mvto", "serializable", "true"),
+        ("mvto", "serializable", "false"),
+        ("mv2pl", "serializable", "true"),
+        ("si", "si", "true"),
+    ] {
+        let r = ycsb(&[
+            "--mix",
+            "update-intensive",
+            "--theta",
+            "0.8",
+            "--read-only-threads",
+            "1",
+            "--read-only-hint",
+            hint,
+            "--protocol",
+            protocol,
+            "--isolation",
+            isolation,
+        ]);
+        let lat = &r["latency_us"];
+        assert!(
+            lat["long_read_txn"]["count"].as_u64() > Some(0),
+            "{protocol} {hint}: {lat}"
+        );
+        assert!(lat["update_txn"]["count"].as_u64() > Some(0), "{protocol}");
+        assert_eq!(r["fidelity"]["read_only_threads"], 1);
+        let declared = r["fidelity"]["long_reads"].as_str().unwrap_or("");
+        assert_eq!(
+            declared.contains("not declared"),
+            hint == "false",
+            "{declared}"
+        );
+    }
+}
+
 /// Transaction-level GC keeps up with contended updates: live versions stay bounded (the
 /// runner's watchdog exits 1 if workers do not stop, which fails `ycsb`).
 #[test]

@@ -29,9 +29,10 @@ pub const FIELD_BYTES: usize = 100;
 /// Rows per load transaction.
 pub const LOAD_CHUNK_ROWS: u64 = 1000;
 /// Transaction types, in report order.
-pub const TXN_TYPES: &[&str] = &["read_only_txn", "update_txn"];
+pub const TXN_TYPES: &[&str] = &["read_only_txn", "update_txn", "long_read_txn"];
 const READ_ONLY_TXN: usize = 0;
 const UPDATE_TXN: usize = 1;
+const LONG_READ_TXN: usize = 2;
 /// Size of a worker's source buffer for byte-attribute updates.
 const UPDATE_SOURCE_BYTES: usize = 4096 + FIELD_BYTES;
 
@@ -131,6 +132,12 @@ pub struct Params {
     /// Run each transaction as the stored procedure of [`procedure_sql`] instead of native
     /// Rust calls (`--as-procedure`).
     pub as_procedure: bool,
+    /// Threads running `mix` (`--threads`); the read-only threads come after them.
+    pub threads: usize,
+    /// Extra threads running `ops` reads per transaction (`--read-only-threads`).
+    pub read_only_threads: usize,
+    /// Whether those transactions are declared READ ONLY (`--read-only-hint`).
+    pub read_only_hint: bool,
 }
 
 impl Params {
@@ -349,13 +356,15 @@ impl Ycsb {
         let mut rng = Rng::new(seed, thread as u64);
         let mut update_source = vec![0u8; UPDATE_SOURCE_BYTES].into_boxed_slice();
         rng.fill_bytes(&mut update_source);
+        let long_reads = thread >= self.params.threads;
         YcsbWorker {
             y: self,
             rng,
             opts: TxnOptions {
                 isolation: self.params.isolation,
-                read_only: false,
+                read_only: long_reads && self.params.read_only_hint,
             },
+            long_reads,
             plan: Vec::with_capacity(self.params.ops),
             keys: Vec::with_capacity(self.params.ops),
             seen: HashSet::with_capacity(if self.params.ops > LINEAR_DEDUP_MAX {
@@ -416,6 +425,24 @@ impl Ycsb {
             ("keys_may_repeat_in_txn", json!(!p.distinct_keys)),
             ("prefetch", json!(p.prefetch)),
             ("as_procedure", json!(p.as_procedure)),
+            ("read_only_threads", json!(p.read_only_threads)),
+            (
+                "long_reads",
+                json!(if p.read_only_threads == 0 {
+                    "none".to_string()
+                } else {
+                    format!(
+                        "{} thread(s) of {}-read transactions{}",
+                        p.read_only_threads,
+                        p.ops,
+                        if p.read_only_hint {
+                            ", declared READ ONLY"
+                        } else {
+                            ", not declared READ ONLY"
+                        }
+                    )
+                }),
+            ),
         ]
     }
 }
@@ -425,6 +452,10 @@ impl Workload for Ycsb {
 
     fn txn_types(&self) -> &'static [&'static str] {
         TXN_TYPES
+    }
+
+    fn extra_threads(&self) -> usize {
+        self.params.read_only_threads
     }
 
     fn load_units(&self) -> (u64, &'static str) {
@@ -469,6 +500,8 @@ pub struct YcsbWorker<'a> {
     y: &'a Ycsb,
     rng: Rng,
     opts: TxnOptions,
+    /// A `--read-only-threads` worker: every operation is a read.
+    long_reads: bool,
     plan: Vec<Op>,
     keys: Vec<i64>,
     seen: HashSet<u64>,
@@ -513,6 +546,7 @@ impl Worker for YcsbWorker<'_> {
         self.plan.clear();
         self.seen.clear();
         let mut any_update = false;
+        let read_pct = if self.long_reads { 100 } else { read_pct };
         for _ in 0..ops {
             let key = self.draw_key() as i64;
             let update = match read_pct {
@@ -534,7 +568,9 @@ impl Worker for YcsbWorker<'_> {
                 value,
             });
         }
-        if any_update {
+        if self.long_reads {
+            LONG_READ_TXN
+        } else if any_update {
             UPDATE_TXN
         } else {
             READ_ONLY_TXN
@@ -651,6 +687,9 @@ mod tests {
             prefetch: true,
             isolation: Isolation::Serializable,
             as_procedure: false,
+            threads: 2,
+            read_only_threads: 0,
+            read_only_hint: true,
         }
     }
 
