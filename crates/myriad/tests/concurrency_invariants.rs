@@ -17,18 +17,22 @@ fn splitmix(s: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn bank(level: Isolation, txns_per_thread: usize) {
-    bank_with(Protocol::Mvocc, level, txns_per_thread)
-}
-
-fn bank_with(protocol: Protocol, level: Isolation, txns_per_thread: usize) {
-    let db = Database::open(
+fn open_db(protocol: Protocol, level: Isolation) -> Database {
+    Database::open(
         Config::new()
             .protocol(protocol)
             .isolation(level)
             .max_retries(10_000),
     )
-    .unwrap();
+    .unwrap()
+}
+
+fn bank(level: Isolation, txns_per_thread: usize) {
+    bank_with(Protocol::Mvocc, level, txns_per_thread)
+}
+
+fn bank_with(protocol: Protocol, level: Isolation, txns_per_thread: usize) {
+    let db = open_db(protocol, level);
     let t = kv(&db);
     let mut tx = db.begin().unwrap();
     for k in 0..ACCOUNTS {
@@ -115,13 +119,7 @@ fn counters(level: Isolation) {
 }
 
 fn counters_with(protocol: Protocol, level: Isolation) {
-    let db = Database::open(
-        Config::new()
-            .protocol(protocol)
-            .isolation(level)
-            .max_retries(10_000),
-    )
-    .unwrap();
+    let db = open_db(protocol, level);
     let t = kv(&db);
     load(&db, &t, 0..4);
     let per_thread = 1500;
