@@ -368,7 +368,7 @@ fn unknown_flags_and_values_are_rejected_by_name() {
 
 #[test]
 fn unbuilt_designs_and_workloads_exit_2_not_supported() {
-    let out = myriad(&["bench", "ycsb", "--protocol", "mvto", "--no-progress"]);
+    let out = myriad(&["bench", "ycsb", "--protocol", "ssn", "--no-progress"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("not supported"), "{}", stderr(&out));
 }
@@ -383,7 +383,7 @@ fn a_failed_run_leaves_an_earlier_report_untouched_and_no_partial_file() {
         "bench",
         "ycsb",
         "--protocol",
-        "mvto",
+        "ssn",
         "--no-progress",
         "--json",
         path.to_str().unwrap(),
