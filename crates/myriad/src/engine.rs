@@ -360,56 +360,47 @@ impl Database {
     /// Begins a transaction with explicit options.
     pub fn begin_with(&self, opts: TxnOptions) -> Result<Transaction<'_>> {
         self.config.check_isolation(opts.isolation)?;
-        let hint = SLOT_HINT.with(|h| h.get());
-        let hint = if hint < self.txns.len() { hint } else { 0 };
-        let slot = self.txns.acquire(hint).ok_or(Error::TooManyTransactions {
-            max: self.txns.len(),
-        })?;
-        SLOT_HINT.with(|h| h.set(slot));
-        Ok(Transaction::new(
-            self,
-            slot,
-            opts,
-            self.config.protocol,
-            crate::cc::mvto::SNAPSHOT_WAIT,
-        ))
+        self.start_txn(opts, self.config.protocol, crate::cc::mvto::SNAPSHOT_WAIT)
     }
 
     /// A READ ONLY transaction that reads a snapshot under every protocol, waiting as long
     /// as `Config::ddl_wait` for MVTO's older writers (checkpoints: a cut that misses a
     /// transaction ordered before it would lose it).
     pub(crate) fn begin_snapshot(&self) -> Result<Transaction<'_>> {
-        let slot = self.txns.acquire(0).ok_or(Error::TooManyTransactions {
-            max: self.txns.len(),
-        })?;
         let isolation = Config::strongest_isolation(self.config.protocol)
             .unwrap_or(crate::config::Isolation::Serializable);
-        Ok(Transaction::new(
-            self,
-            slot,
-            TxnOptions {
-                isolation,
-                read_only: true,
-            },
-            self.config.protocol,
-            self.config.ddl_wait,
-        ))
+        let opts = TxnOptions {
+            isolation,
+            read_only: true,
+        };
+        self.start_txn(opts, self.config.protocol, self.config.ddl_wait)
     }
 
     /// A transaction of recovery's replay: MVOCC whatever the configured protocol, since
     /// replay applies records that already committed in a known order, and no protocol's
     /// read tracking may abort it (replay threads of different records share no row).
     pub(crate) fn begin_replay(&self, opts: TxnOptions) -> Result<Transaction<'_>> {
-        let slot = self.txns.acquire(0).ok_or(Error::TooManyTransactions {
-            max: self.txns.len(),
-        })?;
-        Ok(Transaction::new(
-            self,
-            slot,
+        self.start_txn(
             opts,
             crate::config::Protocol::Mvocc,
             std::time::Duration::ZERO,
-        ))
+        )
+    }
+
+    /// Claims a slot (this thread's last one if free) and starts a transaction in it.
+    fn start_txn(
+        &self,
+        opts: TxnOptions,
+        protocol: crate::config::Protocol,
+        snapshot_wait: Duration,
+    ) -> Result<Transaction<'_>> {
+        let hint = SLOT_HINT.with(|h| h.get());
+        let hint = if hint < self.txns.len() { hint } else { 0 };
+        let slot = self.txns.acquire(hint).ok_or(Error::TooManyTransactions {
+            max: self.txns.len(),
+        })?;
+        SLOT_HINT.with(|h| h.set(slot));
+        Ok(Transaction::new(self, slot, opts, protocol, snapshot_wait))
     }
 
     /// Runs `f` in a transaction and commits, retrying serialization failures with

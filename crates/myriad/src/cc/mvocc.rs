@@ -102,12 +102,9 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
 /// checked (read-ts and scan-ts did the rest while the transaction ran).
 fn commit_mvto(tx: &mut Transaction<'_>) -> Result<u64> {
     let end_ts = tx.begin_ts;
-    let unique = validate(tx, end_ts);
-    let reason = match unique {
-        Err(r) => Some(r),
-        Ok(()) if tx.blocked.get() => Some(AbortReason::TimestampOrder),
-        Ok(()) => None,
-    };
+    let reason = validate(tx, end_ts)
+        .err()
+        .or(tx.blocked.get().then_some(AbortReason::TimestampOrder));
     if let Some(reason) = reason {
         tx.rollback(reason);
         return Err(Error::SerializationFailure(reason));

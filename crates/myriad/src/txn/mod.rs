@@ -1431,19 +1431,18 @@ impl<'db> Transaction<'db> {
                 schema: &t.schema,
                 data: &mut row,
             });
-            let r = r.and_then(|_| self.check_unique_changed(t, h.data(), &row, tid));
-            let mut r = r;
+            let mut r = r.and_then(|_| self.check_unique_changed(t, h.data(), &row, tid));
             if r.is_ok() {
-                // MVTO checks the indexes the row moves into (`entered_indexes`).
-                let old = (self.protocol == Protocol::Mvto).then(|| h.data().to_vec());
+                self.index_secondary(t, tid, &row);
+                // MVTO: the indexes the row moves into, checked once their entries exist;
+                // `h` still holds the old values.
+                r = self.entered_indexes(t, Some(h.data()), &row);
+            }
+            if r.is_ok() {
                 // SAFETY: our own uncommitted version.
                 unsafe { h.data_mut().copy_from_slice(&row) };
-                self.index_secondary(t, tid, &row);
                 if let Some(rec) = self.recording.as_mut() {
                     rec.note_write(&t.schema, t.id, &row, crate::history::WriteKind::Update);
-                }
-                if let Some(old) = old {
-                    r = self.entered_indexes(t, Some(&old), &row);
                 }
             }
             self.local.row_buf = row;
