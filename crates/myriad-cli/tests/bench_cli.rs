@@ -267,6 +267,7 @@ fn ycsb_heterogeneous_reports_the_read_only_threads_apart() {
         ("mvto", "serializable", "false"),
         ("mv2pl", "serializable", "true"),
         ("si", "si", "true"),
+        ("ssn", "serializable", "true"),
     ] {
         let r = ycsb(&[
             "--mix",
@@ -368,7 +369,7 @@ fn unknown_flags_and_values_are_rejected_by_name() {
 
 #[test]
 fn unbuilt_designs_and_workloads_exit_2_not_supported() {
-    let out = myriad(&["bench", "ycsb", "--protocol", "ssn", "--no-progress"]);
+    let out = myriad(&["bench", "ycsb", "--protocol", "ssi", "--no-progress"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("not supported"), "{}", stderr(&out));
 }
@@ -383,7 +384,7 @@ fn a_failed_run_leaves_an_earlier_report_untouched_and_no_partial_file() {
         "bench",
         "ycsb",
         "--protocol",
-        "ssn",
+        "ssi",
         "--no-progress",
         "--json",
         path.to_str().unwrap(),

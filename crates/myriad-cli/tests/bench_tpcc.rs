@@ -193,6 +193,7 @@ fn every_protocol_keeps_the_consistency_conditions() {
         ("mvto", "serializable", "timestamp_order"),
         ("mv2pl", "serializable", "lock_conflict"),
         ("si", "si", "write_write_conflict"),
+        ("ssn", "serializable", "write_write_conflict"),
     ] {
         let (r, human) = tpcc(
             protocol,

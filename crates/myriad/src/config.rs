@@ -37,7 +37,7 @@ macro_rules! choice_enum {
 
 choice_enum!(
     /// Concurrency-control protocol (DESIGN.md §1; `cc/`). Built: `mvocc`, `si`, `mvto`,
-    /// `mv2pl`; the others are named and rejected as not implemented.
+    /// `mv2pl`, `ssn`; the others are named and rejected as not implemented.
     Protocol {
         /// Hekaton optimistic MVCC (Hekaton §3).
         Mvocc = "mvocc",
@@ -48,10 +48,24 @@ choice_enum!(
         Mv2plWait = "mv2pl-wait",
         /// Snapshot isolation, first-updater-wins (thesis §5.3.4).
         Si = "si",
-        Ssi = "ssi", Ssn = "ssn", ErmiaSi = "ermia-si", ErmiaSsi = "ermia-ssi", Silo = "silo",
+        Ssi = "ssi",
+        /// The serial safety net on snapshot isolation: per-version pstamp/sstamp, the
+        /// exclusion-window test at commit (thesis §5.3.4; Wang et al., DaMoN 2015).
+        Ssn = "ssn", ErmiaSi = "ermia-si", ErmiaSsi = "ermia-ssi", Silo = "silo",
         Occ = "occ", TwoPl = "2pl", Hybrid = "hybrid",
     }
 );
+
+impl Protocol {
+    /// Protocol words kept per version after the row data (`Version::ext_word`), beyond the
+    /// header's `aux`: SSN's pstamp and sstamp.
+    pub(crate) fn version_ext(self) -> u8 {
+        match self {
+            Protocol::Ssn => 2,
+            _ => 0,
+        }
+    }
+}
 
 choice_enum!(
     /// Isolation level of a transaction (Hekaton §3.4).
@@ -346,6 +360,8 @@ impl Config {
             // Timestamp order and two-phase locking serialize every transaction; they have no
             // weaker mode that would differ (thesis §5.3.1, §5.3.3).
             Protocol::Mvto | Protocol::Mv2pl => &[Isolation::Serializable],
+            // SSN makes snapshot isolation serializable; without it, it is `si`.
+            Protocol::Ssn => &[Isolation::Serializable],
             _ => &[],
         }
     }

@@ -177,7 +177,12 @@ impl Database {
         }
         let id = self.free_table_id()?;
         self.log_ddl(id, None, &schema)?;
-        let t = Arc::new(Table::new(id as u32, self.id, schema));
+        let t = Arc::new(Table::new(
+            id as u32,
+            self.id,
+            schema,
+            self.config.protocol.version_ext(),
+        ));
         if self.tables[id].set(t.clone()).is_err() {
             return Err(Error::AlreadyExists(format!("table id {id}")));
         }
@@ -188,7 +193,12 @@ impl Database {
     /// Recreates a table under the id it had before a restart (recovery; no catalog write).
     pub(crate) fn restore_table(&self, id: u32, schema: TableSchema) -> Result<TableRef> {
         let mut names = self.names.lock();
-        let t = Arc::new(Table::new(id, self.id, schema));
+        let t = Arc::new(Table::new(
+            id,
+            self.id,
+            schema,
+            self.config.protocol.version_ext(),
+        ));
         if (id as usize) >= MAX_TABLES || self.tables[id as usize].set(t.clone()).is_err() {
             return Err(Error::AlreadyExists(format!("table id {id}")));
         }
@@ -259,7 +269,12 @@ impl Database {
                 return Err(e);
             }
         };
-        let t = Arc::new(Table::new(id as u32, self.id, schema));
+        let t = Arc::new(Table::new(
+            id as u32,
+            self.id,
+            schema,
+            self.config.protocol.version_ext(),
+        ));
         t.take_rows(&old);
         t.inherit_scan_ts(&old);
         t.build_indexes();
@@ -365,7 +380,9 @@ impl Database {
 
     /// A READ ONLY transaction that reads a snapshot under every protocol, waiting as long
     /// as `Config::ddl_wait` for MVTO's older writers (checkpoints: a cut that misses a
-    /// transaction ordered before it would lose it).
+    /// transaction ordered before it would lose it). Under SSN it is an MVOCC snapshot: a
+    /// checkpoint needs the state after a prefix of the commit order (replay continues in
+    /// commit order), not a serializable read, and must not be aborted by SSN's test.
     pub(crate) fn begin_snapshot(&self) -> Result<Transaction<'_>> {
         let isolation = Config::strongest_isolation(self.config.protocol)
             .unwrap_or(crate::config::Isolation::Serializable);
@@ -373,7 +390,11 @@ impl Database {
             isolation,
             read_only: true,
         };
-        self.start_txn(opts, self.config.protocol, self.config.ddl_wait)
+        let protocol = match self.config.protocol {
+            crate::config::Protocol::Ssn => crate::config::Protocol::Mvocc,
+            p => p,
+        };
+        self.start_txn(opts, protocol, self.config.ddl_wait)
     }
 
     /// A transaction of recovery's replay: MVOCC whatever the configured protocol, since

@@ -25,11 +25,15 @@ pub enum AbortReason {
     /// MV2PL no-wait (thesis §5.3.3): the version's read or write lock is held by another
     /// transaction, or a newer version was committed after the snapshot the read was for.
     LockConflict,
+    /// SSN (thesis §5.3.4): the transaction's exclusion window closed — a transaction that
+    /// must follow it in the serial order (π, its sstamp) committed no later than one that
+    /// must precede it (η, its pstamp), so committing could close a dependency cycle.
+    Exclusion,
 }
 
 impl AbortReason {
     /// Every reason, in report order.
-    pub const ALL: [AbortReason; 7] = [
+    pub const ALL: [AbortReason; 8] = [
         AbortReason::WriteWriteConflict,
         AbortReason::ReadValidation,
         AbortReason::Phantom,
@@ -37,6 +41,7 @@ impl AbortReason {
         AbortReason::UserAbort,
         AbortReason::TimestampOrder,
         AbortReason::LockConflict,
+        AbortReason::Exclusion,
     ];
 
     /// Stable snake_case name used in reports and JSON.
@@ -49,6 +54,7 @@ impl AbortReason {
             AbortReason::UserAbort => "user_abort",
             AbortReason::TimestampOrder => "timestamp_order",
             AbortReason::LockConflict => "lock_conflict",
+            AbortReason::Exclusion => "ssn_exclusion",
         }
     }
 

@@ -134,7 +134,7 @@ fn handles_from_another_database_are_rejected() {
 #[test]
 fn config_errors() {
     assert!(matches!(
-        Database::open(Config::new().protocol(Protocol::Ssn)),
+        Database::open(Config::new().protocol(Protocol::Ssi)),
         Err(Error::Unsupported(_))
     ));
     assert!(matches!(

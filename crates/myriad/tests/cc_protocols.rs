@@ -1,4 +1,4 @@
-//! What distinguishes MVTO, MV2PL and SI from MVOCC (thesis §5.3): who aborts, and why.
+//! What distinguishes MVTO, MV2PL, SI and SSN from MVOCC (thesis §5.3): who aborts, and why.
 //! Each test runs two transactions of one thread in a chosen interleaving.
 mod common;
 use common::*;
@@ -33,6 +33,7 @@ fn each_protocol_offers_only_the_levels_it_can_honour() {
         (Protocol::Mvto, vec![Isolation::Serializable]),
         (Protocol::Mv2pl, vec![Isolation::Serializable]),
         (Protocol::Si, vec![Isolation::Snapshot]),
+        (Protocol::Ssn, vec![Isolation::Serializable]),
     ] {
         assert_eq!(Config::isolation_levels(p), levels.as_slice(), "{p}");
         for l in Isolation::ALL.iter().filter(|l| !levels.contains(l)) {
@@ -234,14 +235,7 @@ fn mv2pl_phantoms_are_caught_at_commit() {
 fn si_is_first_updater_wins_without_validation() {
     let (db, t) = open_with(Protocol::Si);
     // Write skew commits under SI.
-    let mut a = db.begin().unwrap();
-    let mut b = db.begin().unwrap();
-    let (a0, a1) = (val(&mut a, &t, 0).unwrap(), val(&mut a, &t, 1).unwrap());
-    let (b0, b1) = (val(&mut b, &t, 0).unwrap(), val(&mut b, &t, 1).unwrap());
-    a.update(&t, &0i64, &[(1, a0 + a1)]).unwrap();
-    b.update(&t, &1i64, &[(1, b0 + b1)]).unwrap();
-    a.commit().unwrap();
-    b.commit().unwrap();
+    write_skew(&db, &t).unwrap();
     // A second updater of one row aborts at its write.
     let mut a = db.begin().unwrap();
     let mut b = db.begin().unwrap();
@@ -251,6 +245,82 @@ fn si_is_first_updater_wins_without_validation() {
         AbortReason::WriteWriteConflict
     );
     a.commit().unwrap();
+}
+
+fn scan_10_to_20(tx: &mut Transaction<'_>, t: &TableRef) -> Result<usize> {
+    tx.scan(
+        t,
+        Bound::Included(&10i64),
+        Bound::Excluded(&20i64),
+        ScanOptions::default(),
+        |_| true,
+    )
+}
+
+/// SSN serializes by dependencies, not by commit order: a reader whose row was replaced by a
+/// transaction that committed first may still commit (it serializes before that one), which
+/// MVOCC's read validation refuses; write skew closes a cycle and fails the exclusion test.
+#[test]
+fn ssn_commits_out_of_commit_order_and_aborts_write_skew() {
+    for p in [Protocol::Ssn, Protocol::Mvocc] {
+        let (db, t) = open_with(p);
+        let mut t1 = db.begin().unwrap();
+        assert_eq!(val(&mut t1, &t, 0), Some(0));
+        let mut t2 = db.begin().unwrap();
+        t2.update(&t, &0i64, &[(1, 10i64)]).unwrap();
+        t2.commit().unwrap();
+        t1.update(&t, &1i64, &[(1, 11i64)]).unwrap();
+        match p {
+            Protocol::Ssn => t1.commit().unwrap(),
+            _ => assert_eq!(reason(t1.commit()), AbortReason::ReadValidation),
+        }
+    }
+    let (db, t) = open_with(Protocol::Ssn);
+    assert_eq!(reason(write_skew(&db, &t)), AbortReason::Exclusion);
+}
+
+/// Two transactions each read rows 0 and 1 and write one of them; the first commits, the
+/// second's commit is returned.
+fn write_skew(db: &Database, t: &TableRef) -> Result<()> {
+    let mut a = db.begin().unwrap();
+    let mut b = db.begin().unwrap();
+    let (a0, a1) = (val(&mut a, t, 0).unwrap(), val(&mut a, t, 1).unwrap());
+    let (b0, b1) = (val(&mut b, t, 0).unwrap(), val(&mut b, t, 1).unwrap());
+    a.update(t, &0i64, &[(1, a0 + a1)]).unwrap();
+    b.update(t, &1i64, &[(1, b0 + b1)]).unwrap();
+    a.commit().unwrap();
+    b.commit()
+}
+
+/// SSN's phantoms: a scanner whose range gained a row committed before it aborts; an
+/// inserter into a range scanned by a transaction that committed first takes that
+/// transaction's stamp from the index, which closes the cycle below (without the index
+/// stamp both would commit: each edge alone is harmless).
+#[test]
+fn ssn_phantoms_by_rescan_and_by_index_stamps() {
+    let (db, t) = open_with(Protocol::Ssn);
+    let mut scanner = db.begin_with(read_only(Protocol::Ssn)).unwrap();
+    assert_eq!(scan_10_to_20(&mut scanner, &t).unwrap(), 0);
+    let mut ins = db.begin().unwrap();
+    ins.insert(&t, &(12i64, 1i64, 12i64, 0i64)).unwrap();
+    ins.commit().unwrap();
+    assert_eq!(reason(scanner.commit()), AbortReason::Phantom);
+
+    let (db, t) = open_with(Protocol::Ssn);
+    // t2 reads row 0; t1 scans the empty range, replaces row 0 and commits (t2 -> t1);
+    // t2 inserts into t1's range (t1 -> t2): a cycle.
+    let mut t2 = db.begin().unwrap();
+    assert_eq!(val(&mut t2, &t, 0), Some(0));
+    let mut t1 = db.begin().unwrap();
+    assert_eq!(scan_10_to_20(&mut t1, &t).unwrap(), 0);
+    t1.update(&t, &0i64, &[(1, 5i64)]).unwrap();
+    t1.commit().unwrap();
+    t2.insert(&t, &(15i64, 1i64, 15i64, 0i64)).unwrap();
+    assert_eq!(reason(t2.commit()), AbortReason::Exclusion);
+    // The same insert without the read of row 0 is no cycle and commits.
+    let mut t3 = db.begin().unwrap();
+    t3.insert(&t, &(15i64, 1i64, 15i64, 0i64)).unwrap();
+    t3.commit().unwrap();
 }
 
 /// A READ ONLY transaction reads a snapshot: under MVTO it draws no timestamp and leaves no
@@ -296,6 +366,7 @@ fn updates_keep_committing_while_a_long_reader_runs() {
         Protocol::Mvto,
         Protocol::Mv2pl,
         Protocol::Si,
+        Protocol::Ssn,
     ] {
         let level = Config::strongest_isolation(p).unwrap();
         let db = Database::open(Config::new().protocol(p).isolation(level)).unwrap();
@@ -340,5 +411,48 @@ fn updates_keep_committing_while_a_long_reader_runs() {
             writes_during > 10,
             "{p}: only {writes_during} updates committed"
         );
+    }
+}
+
+/// SSN on a durable database, under both log managers: its READ ONLY transactions draw
+/// commit stamps too (under ERMIA's log every stamp is a log range, covered by a skip
+/// record), checkpoints read an MVOCC snapshot, and everything committed survives a reopen
+/// with the versions' stamps allocated again.
+#[test]
+fn ssn_is_durable_under_both_log_managers() {
+    for m in [LogManagerKind::Epoch, LogManagerKind::Ermia] {
+        let dir = tempdir(&format!("ssn-{m}"));
+        let cfg = || {
+            Config::new()
+                .protocol(Protocol::Ssn)
+                .data_dir(&dir)
+                .log(LogPolicy::Logical)
+                .log_manager(m)
+        };
+        {
+            let db = Database::open(cfg()).unwrap();
+            let t = kv(&db);
+            load(&db, &t, 0..5);
+            for i in 0..20i64 {
+                let mut ro = db.begin_with(read_only(Protocol::Ssn)).unwrap();
+                assert!(val(&mut ro, &t, i % 5).is_some());
+                ro.commit().unwrap();
+                db.run(|tx| {
+                    let v = val(tx, &t, i % 5).unwrap();
+                    tx.update(&t, &(i % 5), &[(1, v + 1)])
+                })
+                .unwrap();
+                if i == 10 {
+                    db.checkpoint().unwrap();
+                }
+            }
+        }
+        let db = Database::open(cfg()).unwrap();
+        let t = db.table("kv").unwrap();
+        let mut tx = db.begin().unwrap();
+        let sum: i64 = (0..5).map(|k| val(&mut tx, &t, k).unwrap() - k).sum();
+        assert_eq!(sum, 20, "{m}");
+        tx.commit().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

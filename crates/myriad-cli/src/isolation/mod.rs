@@ -17,7 +17,7 @@
 //!
 //! Exit status: 0 every spec ran (and matched its expected file); 1 a difference, a spec that
 //! does not parse, an unreadable file, or a failed setup block; 2 a usage error or an engine
-//! configuration this build does not support (`--protocol ssn`: "not supported").
+//! configuration this build does not support (`--protocol ssi`: "not supported").
 
 mod diff;
 mod format;

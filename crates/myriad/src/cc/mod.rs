@@ -6,9 +6,12 @@
 //! - `mvocc` (`mvocc.rs`): nothing on reads; read validation and scan re-checks at commit;
 //! - `si`: MVOCC's code at Snapshot Isolation only (first-updater-wins, no validation);
 //! - `mvto` (`mvto.rs`): read-ts on reads and scans, checked by writes; no validation;
-//! - `mv2pl` (`mv2pl.rs`): read locks on reads, checked by writes; scan re-checks at commit.
+//! - `mv2pl` (`mv2pl.rs`): read locks on reads, checked by writes; scan re-checks at commit;
+//! - `ssn` (`ssn.rs`): SI plus stamps — reader bits on reads, the exclusion-window test at
+//!   commit, stamps left in the versions.
 
 pub mod mv2pl;
 pub mod mvocc;
 pub mod mvto;
+pub mod ssn;
 pub mod visibility;

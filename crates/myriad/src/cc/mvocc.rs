@@ -40,30 +40,23 @@ use std::sync::atomic::Ordering;
 /// database).
 pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let slot = tx.slot();
-    if tx.local.write_set.is_empty() {
+    let ssn = tx.protocol == Protocol::Ssn && tx.tracks_reads();
+    if tx.local.write_set.is_empty() && !ssn {
         crate::cc::mv2pl::release(tx);
         if tx.protocol == Protocol::Mvto {
             // Running MVTO transactions show as Preparing (cc/mvto.rs); this one is done.
             slot.set_committed(tx.begin_ts);
         }
-        let epoch = tx
-            .db
-            .log
-            .get()
-            .map_or(0, |l| l.read_only_ticket(&tx.db.clock));
-        if let (Some(rec), Some(h)) = (tx.recording.take(), tx.db.history.as_ref()) {
-            h.push(rec.into_record(tx.id.word(), tx.begin_ts, tx.begin_ts, tx.isolation));
-        }
-        bump(&slot.stats.committed, 1);
-        tx.finish();
-        return Ok(epoch);
+        return finish_read_only(tx, tx.begin_ts);
     }
     if tx.protocol == Protocol::Mvto {
         return commit_mvto(tx);
     }
+    let read_only = tx.local.write_set.is_empty();
     let log = tx.db.log.get();
     // ERMIA: the record is encoded before the end timestamp is drawn, because the draw
-    // reserves its log space (`log/ermia.rs`).
+    // reserves its log space (`log/ermia.rs`). An SSN reader draws a stamp too (every draw
+    // of ERMIA's clock is a log range), and covers its range with a skip record.
     let ermia = log.and_then(|l| l.ermia());
     let mut len = 0;
     if let Some(l) = ermia {
@@ -88,14 +81,38 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     };
     slot.set_preparing(end_ts);
 
-    if let Err(reason) = validate(tx, end_ts) {
-        if let Some(l) = ermia {
-            l.skip(tx.slot_idx, end_ts);
-        }
+    let checked = validate(tx, end_ts);
+    if let (Some(l), true) = (ermia, checked.is_err() || read_only) {
+        l.skip(tx.slot_idx, end_ts);
+    }
+    if let Err(reason) = checked {
         tx.rollback(reason);
         return Err(Error::SerializationFailure(reason));
     }
+    if ssn {
+        crate::cc::ssn::finalize(tx, end_ts);
+    }
+    if read_only {
+        // An SSN reader: nothing to log or post-process.
+        slot.set_committed(end_ts);
+        return finish_read_only(tx, end_ts);
+    }
     install(tx, end_ts)
+}
+
+/// Ends a transaction that wrote nothing and serializes at `commit_ts`.
+fn finish_read_only(tx: &mut Transaction<'_>, commit_ts: u64) -> Result<u64> {
+    let epoch = tx
+        .db
+        .log
+        .get()
+        .map_or(0, |l| l.read_only_ticket(&tx.db.clock));
+    if let (Some(rec), Some(h)) = (tx.recording.take(), tx.db.history.as_ref()) {
+        h.push(rec.into_record(tx.id.word(), tx.begin_ts, commit_ts, tx.isolation));
+    }
+    bump(&tx.slot().stats.committed, 1);
+    tx.finish();
+    Ok(epoch)
 }
 
 /// MVTO's commit: the end timestamp is the one drawn at begin, and only unique keys are
@@ -172,10 +189,7 @@ fn install(tx: &mut Transaction<'_>, end_ts: u64) -> Result<u64> {
 
 fn validate(tx: &mut Transaction<'_>, end_ts: u64) -> std::result::Result<(), AbortReason> {
     let r = tx.resolver();
-    if matches!(
-        tx.isolation,
-        Isolation::Serializable | Isolation::RepeatableRead
-    ) {
+    if tx.validates_reads() {
         for &v in &tx.local.read_set {
             // SAFETY: versions we read stay allocated while we are active (GC watermark).
             if !r.still_visible(unsafe { &*v }, end_ts) {
@@ -208,6 +222,9 @@ fn validate(tx: &mut Transaction<'_>, end_ts: u64) -> std::result::Result<(), Ab
             }
         }
     }
+    if tx.protocol == Protocol::Ssn && tx.tracks_reads() {
+        crate::cc::ssn::precommit(tx, end_ts)?;
+    }
     Ok(())
 }
 
@@ -221,7 +238,9 @@ fn bound(arena: &[u8], b: (u8, u32, u32)) -> Bound<&[u8]> {
 }
 
 /// Repeats one scan as of `end_ts`; false if some tuple's visible version (ignoring our own
-/// writes) differs from the one visible as of the begin timestamp.
+/// writes) differs from the one visible as of the begin timestamp. Under SSN only a row new
+/// to the scan counts: a version the scan read that changed is in the read set, where SSN's
+/// stamps judge it (`cc/ssn.rs`).
 fn rescan(tx: &Transaction<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: u64) -> bool {
     let t = tx.db.table_by_id(s.table);
     if s.index == TABLE_SCAN {
@@ -291,6 +310,10 @@ fn same_view(
     };
     let before = live(r.visible_in_chain(head, tx.begin_ts, true));
     let after = live(r.visible_in_chain(head, end_ts, true));
+    if tx.protocol == Protocol::Ssn {
+        // A row new to the range: absent at begin, present at the end.
+        return !before.is_null() || after.is_null();
+    }
     before == after
 }
 

@@ -79,8 +79,8 @@ pub(crate) fn collect(db: &Database, slot: &Slot, queue: &mut VecDeque<Garbage>,
         // head CAS) under `guard`, so no thread pinned later can reach it; each is freed once.
         unsafe {
             guard.defer_unchecked(move || {
-                for (addr, len) in versions {
-                    Version::free_len(addr as *mut Version, len as usize);
+                for (addr, size) in versions {
+                    Version::free_sized(addr as *mut Version, size as usize);
                 }
             })
         };
@@ -94,7 +94,7 @@ pub(crate) fn collect(db: &Database, slot: &Slot, queue: &mut VecDeque<Garbage>,
 /// Versions cut by one `collect` pass, freed together once no thread can still reach them.
 #[derive(Default)]
 struct Cut {
-    /// Address and row length of each version.
+    /// Address and size of each version.
     versions: Vec<(usize, u32)>,
     bytes: u64,
 }
@@ -128,14 +128,14 @@ fn prune(t: &Table, tid: TupleId, w: u64, cut: &mut Cut) {
     }
 }
 
-/// Adds a detached chain to `cut`, claiming each link with a swap. The row length is read
-/// here, while the header is in cache from the swap, so the free needs not touch it again.
+/// Adds a detached chain to `cut`, claiming each link with a swap. The size is read here,
+/// while the header is in cache from the swap, so the free needs not touch it again.
 unsafe fn cut_chain(mut p: *mut Version, cut: &mut Cut) {
     while !p.is_null() {
         let next = (*p).take_next();
-        let len = (*p).data_len;
-        cut.versions.push((p as usize, len));
-        cut.bytes += Version::alloc_size(len as usize) as u64;
+        let size = (*p).size();
+        cut.versions.push((p as usize, size as u32));
+        cut.bytes += size as u64;
         p = next;
     }
 }

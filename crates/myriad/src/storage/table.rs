@@ -33,10 +33,16 @@ pub struct Table {
     /// more index) or `REPLACED` (the copy took over). Transactions refuse a table that is
     /// not live, so nothing is written where no lookup would find it.
     pub(crate) state: AtomicU8,
-    /// Per index, the largest MVTO timestamp of a transaction that scanned it (a range, a
-    /// point lookup that found nothing, or for index 0 the whole table): MVTO's read-ts for
-    /// what a scan observed as absent (`cc/mvto.rs`). Zero under other protocols.
+    /// Per index, the largest timestamp of a transaction that scanned it (a range, a point
+    /// lookup that found nothing, or for index 0 the whole table): MVTO's read-ts for what a
+    /// scan observed as absent (`cc/mvto.rs`); under SSN the largest commit stamp of a
+    /// committed scanner, the index's pstamp (`cc/ssn.rs`). Zero under other protocols.
     pub(crate) scan_ts: Box<[crossbeam_utils::CachePadded<AtomicU64>]>,
+    /// SSN: per index, a bitmap of the transaction-table slots (slot mod 64) whose
+    /// transactions have scanned it, the index's reader bitmap (`cc/ssn.rs`).
+    pub(crate) scanners: Box<[crossbeam_utils::CachePadded<AtomicU64>]>,
+    /// Protocol words per version (`Version::ext`), from the database's protocol.
+    pub(crate) version_ext: u8,
 }
 
 /// `Table::state`: in use.
@@ -50,8 +56,9 @@ pub(crate) const REPLACED: u8 = 2;
 pub type TableRef = Arc<Table>;
 
 impl Table {
-    /// A copy replacing `old` (CREATE INDEX) keeps MVTO's scan timestamps: every index of
-    /// the copy counts as scanned as late as any index of `old` was (conservative).
+    /// A copy replacing `old` (CREATE INDEX) keeps MVTO's scan timestamps and SSN's scan
+    /// stamps and scanners: every index of the copy counts as scanned as late, and by as
+    /// many slots, as any index of `old` was (conservative).
     pub(crate) fn inherit_scan_ts(&self, old: &Table) {
         let max = old
             .scan_ts
@@ -59,18 +66,26 @@ impl Table {
             .map(|s| s.load(Ordering::SeqCst))
             .max()
             .unwrap_or(0);
-        for s in self.scan_ts.iter() {
+        let bits = old
+            .scanners
+            .iter()
+            .fold(0, |b, s| b | s.load(Ordering::SeqCst));
+        for (s, r) in self.scan_ts.iter().zip(self.scanners.iter()) {
             s.fetch_max(max, Ordering::SeqCst);
+            r.fetch_or(bits, Ordering::SeqCst);
         }
     }
 
-    pub(crate) fn new(id: u32, db_id: u64, schema: TableSchema) -> Self {
+    pub(crate) fn new(id: u32, db_id: u64, schema: TableSchema, version_ext: u8) -> Self {
         let indexes = schema
             .indexes
             .iter()
             .map(|d| Index::new(d.kind, schema.expected_rows))
             .collect();
         let scan_ts = (0..schema.indexes.len())
+            .map(|_| Default::default())
+            .collect();
+        let scanners = (0..schema.indexes.len())
             .map(|_| Default::default())
             .collect();
         Table {
@@ -84,6 +99,8 @@ impl Table {
             next_tid: AtomicU64::new(0),
             state: AtomicU8::new(LIVE),
             scan_ts,
+            scanners,
+            version_ext,
         }
     }
 

@@ -2,7 +2,8 @@
 //!
 //! A logical row is a chain: the indirection entry of its tuple id points at the newest
 //! version, and each version's `next` points at the next older one. A version is one heap
-//! block: this header followed by the table's fixed-size row data.
+//! block: this header followed by the table's fixed-size row data, then the protocol's
+//! words (`ext_word`), if it keeps any.
 //!
 //! Invariants owned here:
 //! - the row data of a version is written only by its creator while its Begin field holds the
@@ -33,36 +34,55 @@ pub struct Version {
     pub(crate) data_len: u32,
     /// True if this version records a delete.
     pub(crate) tombstone: std::sync::atomic::AtomicBool,
+    /// Protocol words after the row data (`ext_word`): as many as the database's protocol
+    /// keeps per version beyond `aux` (`Protocol::version_ext`; SSN: 2). The same for every
+    /// version of a database, so a protocol that needs none pays nothing.
+    pub(crate) ext: u8,
 }
 
 const HEADER: usize = std::mem::size_of::<Version>();
 
+/// Offset of the first protocol word: after the row data, 8-aligned.
+#[inline]
+const fn ext_offset(data_len: usize) -> usize {
+    (HEADER + data_len + 7) & !7
+}
+
 impl Version {
-    /// Bytes a version with `data_len` bytes of row data occupies.
-    pub(crate) fn alloc_size(data_len: usize) -> usize {
-        HEADER + data_len
+    /// Bytes a version with `data_len` bytes of row data and `ext` protocol words occupies.
+    pub(crate) fn alloc_size(data_len: usize, ext: u8) -> usize {
+        if ext == 0 {
+            HEADER + data_len
+        } else {
+            ext_offset(data_len) + 8 * ext as usize
+        }
     }
 
-    fn layout(data_len: usize) -> Layout {
+    fn layout(size: usize) -> Layout {
         // HEADER is a multiple of 8 and small; data_len is bounded by the schema.
-        match Layout::from_size_align(Self::alloc_size(data_len), 8) {
+        match Layout::from_size_align(size, 8) {
             Ok(l) => l,
-            Err(_) => panic!("version layout overflow for {data_len} bytes of row data"),
+            Err(_) => panic!("version layout overflow for a {size}-byte version"),
         }
     }
 
     /// Allocates a version with zeroed row data.
     #[cfg(test)]
     pub(crate) fn alloc(begin: u64, data_len: usize, next: *mut Version) -> NonNull<Version> {
-        let n = Self::alloc_uninit(begin, data_len, next);
+        let n = Self::alloc_uninit(begin, data_len, next, 0);
         // SAFETY: the block holds data_len bytes after the header.
         unsafe { ptr::write_bytes((n.as_ptr() as *mut u8).add(HEADER), 0, data_len) };
         n
     }
 
     /// Allocates a version whose row data is a copy of `data`.
-    pub(crate) fn alloc_copy(begin: u64, data: &[u8], next: *mut Version) -> NonNull<Version> {
-        let n = Self::alloc_uninit(begin, data.len(), next);
+    pub(crate) fn alloc_copy(
+        begin: u64,
+        data: &[u8],
+        next: *mut Version,
+        ext: u8,
+    ) -> NonNull<Version> {
+        let n = Self::alloc_uninit(begin, data.len(), next, ext);
         // SAFETY: the block holds data.len() bytes after the header; `data` is another block.
         unsafe {
             ptr::copy_nonoverlapping(
@@ -75,8 +95,8 @@ impl Version {
     }
 
     /// A version with its header written and its row data not yet initialized.
-    fn alloc_uninit(begin: u64, data_len: usize, next: *mut Version) -> NonNull<Version> {
-        let layout = Self::layout(data_len);
+    fn alloc_uninit(begin: u64, data_len: usize, next: *mut Version, ext: u8) -> NonNull<Version> {
+        let layout = Self::layout(Self::alloc_size(data_len, ext));
         let p = pool::take(layout) as *mut Version;
         let Some(nn) = NonNull::new(p) else {
             std::alloc::handle_alloc_error(layout)
@@ -92,8 +112,15 @@ impl Version {
                     aux: AtomicU64::new(0),
                     data_len: data_len as u32,
                     tombstone: std::sync::atomic::AtomicBool::new(false),
+                    ext,
                 },
-            )
+            );
+            for i in 0..ext as usize {
+                ptr::write(
+                    (p as *mut u8).add(ext_offset(data_len) + 8 * i) as *mut AtomicU64,
+                    AtomicU64::new(0),
+                );
+            }
         };
         nn
     }
@@ -104,17 +131,39 @@ impl Version {
     /// `v` came from `alloc`, is unreachable for every thread that is not pinned in an epoch
     /// older than the unlink, and is freed once.
     pub(crate) unsafe fn free(v: *mut Version) {
-        Self::free_len(v, (*v).data_len as usize);
+        Self::free_sized(v, (*v).size());
     }
 
-    /// `free` for a version whose row length the caller knows, without reading its header
+    /// `free` for a version whose size (`size`) the caller knows, without reading its header
     /// (GC frees versions long after it last touched them).
     ///
     /// # Safety
-    /// As `free`, and `len` is the version's `data_len`.
-    pub(crate) unsafe fn free_len(v: *mut Version, len: usize) {
-        debug_assert_eq!((*v).data_len as usize, len);
-        pool::give(v as *mut u8, Self::layout(len));
+    /// As `free`, and `size` is the version's `size()`.
+    pub(crate) unsafe fn free_sized(v: *mut Version, size: usize) {
+        debug_assert_eq!((*v).size(), size);
+        pool::give(v as *mut u8, Self::layout(size));
+    }
+
+    /// Bytes this version occupies.
+    #[inline]
+    pub(crate) fn size(&self) -> usize {
+        Self::alloc_size(self.data_len as usize, self.ext)
+    }
+
+    /// Protocol word `i` (< `ext`) after the row data.
+    #[inline]
+    pub(crate) fn ext_word(&self, i: usize) -> &AtomicU64 {
+        assert!(
+            i < self.ext as usize,
+            "protocol word {i} of a version with {}",
+            self.ext
+        );
+        // SAFETY: the allocation holds `ext` words at ext_offset (see `alloc_uninit`),
+        // initialized at allocation and 8-aligned.
+        unsafe {
+            &*((self as *const Version as *const u8).add(ext_offset(self.data_len as usize) + 8 * i)
+                as *const AtomicU64)
+        }
     }
 
     /// The row data.

@@ -1,0 +1,251 @@
+//! SSN: the serial safety net on snapshot isolation (thesis §5.3.4; Wang, Johnson, Fekete and
+//! Pandis, "The Serial Safety Net", DaMoN 2015).
+//!
+//! Transactions run as under `si`: reads at the begin timestamp, first-updater-wins on the
+//! End field, no read validation. Every transaction T gets a commit stamp c(T) when it
+//! commits (read-only ones too) and two stamps summarising its dependencies:
+//! - η(T), the *pstamp*: the largest c(U) of a transaction U that must precede T and committed
+//!   before it — the creator of a version T read or overwrote (wr, ww), or a reader of a
+//!   version T overwrote (rw into T);
+//! - π(T), the *sstamp*: the smallest π(U) of a transaction U that must follow T (T read a
+//!   version U overwrote) and committed before it, or c(T) itself.
+//!
+//! T commits only if η(T) < π(T), the *exclusion window*: a dependency cycle always closes
+//! with a transaction for which it fails, so this forbids every cycle (it also refuses some
+//! histories that have none, far fewer than SSI's two-flag test). The stamps live in the
+//! versions, so a committed transaction leaves nothing behind in the transaction table:
+//! `ext_word(PSTAMP)` is the largest c of a committed reader (and of the creator), and
+//! `ext_word(SSTAMP)` is π of the transaction that overwrote the version; `aux` is the
+//! version's reader bitmap (below).
+//!
+//! **Parallel commit.** Several transactions may be in pre-commit at once; their commit
+//! stamps decide who accounts for whom. A reader R and an overwriter U of the same version
+//! with c(R) < c(U): U must see c(R) in η(U). R updates the version's pstamp *before* it
+//! turns Committed, but it may not have done so when U looks. So each version also records
+//! which transaction-table slots read it (ERMIA §3.6's reader bitmap: bit `slot mod 64`, set
+//! on read, never cleared): U, after drawing c(U), waits out every slot of a set bit that is
+//! in pre-commit with a smaller stamp, then reads the pstamp. Symmetrically R, meeting U's id
+//! in the End field with c(U) < c(R), waits for U's outcome and then reads the sstamp, which
+//! U stored before turning Committed. Every wait is for a smaller commit stamp, so none can
+//! close a cycle of waits.
+//!
+//! **Phantoms.** What a scan observed as absent has no version to carry stamps. Each index has
+//! a pstamp (`Table::scan_ts`) and a reader bitmap (`Table::scanners`), kept for scans and
+//! point misses exactly as a version's are for reads: an inserter (or a writer that moves a
+//! row to a new key) takes η from every index it entered. A scanner that would have to
+//! follow a transaction that inserted into its range and committed first cannot learn that
+//! transaction's π, so it aborts instead (`Phantom`): the MVOCC re-scan at the commit stamp,
+//! counting only rows new to the range (rows that left it or changed are versions it read).
+//!
+//! **READ ONLY.** Under SSN the serial order is not the commit order, so a plain snapshot can
+//! see a state no serial order produces (the read-only anomaly of SI). A READ ONLY
+//! transaction is therefore tracked like any other; it skips nothing but the write checks.
+
+use crate::error::AbortReason;
+use crate::storage::Table;
+use crate::txn::table::{bump, TxnId, TxnState, TxnTable};
+use crate::txn::{Transaction, TABLE_SCAN};
+use crate::version::{is_txn, Version, INFINITY};
+use crossbeam_utils::Backoff;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+/// `Version::ext_word` index of the pstamp (η of the version).
+const PSTAMP: usize = 0;
+/// `Version::ext_word` index of the sstamp (π of the transaction that overwrote it).
+const SSTAMP: usize = 1;
+
+/// The reader-bitmap bit of transaction-table slot `slot`.
+#[inline]
+fn bit(slot: usize) -> u64 {
+    1 << (slot % 64)
+}
+
+/// Sets our bit in a reader bitmap. The Acquire load pairs with whoever set the bit before
+/// us, so the bit is ordered before our commit stamp draw either way.
+#[inline]
+fn mark(tx: &Transaction<'_>, bitmap: &AtomicU64) {
+    let b = bit(tx.slot_idx);
+    if bitmap.load(Ordering::Acquire) & b == 0 {
+        bump(&tx.slot().stats.record_rmw, 1);
+        bitmap.fetch_or(b, Ordering::SeqCst);
+    }
+}
+
+/// A read of `v` (not our own version): η takes its creator's stamp, and the version learns
+/// of our slot. The version goes to the read set (`Transaction::note_read`).
+#[inline]
+pub(crate) fn on_read(tx: &mut Transaction<'_>, v: &Version) {
+    mark(tx, &v.aux);
+    let b = v.begin.load(Ordering::Acquire);
+    // A creator still post-processing committed at or before our snapshot: our begin
+    // timestamp bounds its stamp from above (a larger η is only more careful).
+    let c = if is_txn(b) { tx.begin_ts } else { b };
+    tx.ssn_pstamp = tx.ssn_pstamp.max(c);
+}
+
+/// A scan (or a point lookup that found nothing) of index `index` of `t`.
+pub(crate) fn on_scan(tx: &Transaction<'_>, t: &Table, index: u16) {
+    let i = if index == TABLE_SCAN {
+        0
+    } else {
+        index as usize
+    };
+    mark(tx, &t.scanners[i]);
+}
+
+/// Waits until no transaction in a slot of `bitmap`'s bits (other than ours) is in
+/// pre-commit with a commit stamp below `c`: afterwards every such reader that committed
+/// has raised the pstamp it protects.
+fn wait_out_readers(txns: &TxnTable, me: usize, bitmap: u64, c: u64) {
+    let n = txns.len();
+    let mut bits = bitmap;
+    while bits != 0 {
+        let b = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        for s in (b..n).step_by(64).filter(|&s| s != me) {
+            let id = txns.slot(s).txn_id.load(Ordering::Acquire);
+            if id == 0 {
+                continue;
+            }
+            let backoff = Backoff::new();
+            loop {
+                match txns.state_of(TxnId(id)) {
+                    TxnState::PreparingPending => backoff.snooze(),
+                    TxnState::Preparing(ts) if ts < c => backoff.snooze(),
+                    _ => break,
+                }
+            }
+        }
+    }
+}
+
+/// π of the transaction that overwrote `v`, if it committed before stamp `c` (waiting for
+/// the outcome of one that is in pre-commit with a smaller stamp); `None` otherwise.
+fn successor_sstamp(tx: &Transaction<'_>, v: &Version, c: u64) -> Option<u64> {
+    let backoff = Backoff::new();
+    loop {
+        let e = v.end.load(Ordering::Acquire);
+        if e == INFINITY {
+            return None;
+        }
+        if !is_txn(e) {
+            // Finalised after the overwriter stored the sstamp.
+            return (e < c).then(|| v.ext_word(SSTAMP).load(Ordering::Acquire));
+        }
+        let id = TxnId::from_word(e);
+        if id == tx.id {
+            return None;
+        }
+        match tx.db.txns.state_of(id) {
+            // Active: it draws its stamp after ours, and will see our bit.
+            TxnState::Active | TxnState::Aborted => return None,
+            TxnState::Preparing(ts) if ts > c => return None,
+            TxnState::Committed(ts) => {
+                return (ts < c).then(|| v.ext_word(SSTAMP).load(Ordering::Acquire))
+            }
+            TxnState::PreparingPending | TxnState::Preparing(_) => backoff.snooze(),
+            // The field is being finalised: read it again.
+            TxnState::Terminated => backoff.spin(),
+        }
+    }
+}
+
+/// The pre-commit test of a transaction that drew commit stamp `c` and passed its other
+/// checks: computes π and η and applies the exclusion window.
+pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortReason> {
+    // The readers' bits and the index scanners must be read after our stamp was drawn.
+    fence(Ordering::SeqCst);
+    let mut pi = tx.ssn_sstamp.min(c);
+    let mut eta = tx.ssn_pstamp;
+    for &v in &tx.local.read_set {
+        // SAFETY: versions we read stay allocated while we are registered (GC watermark).
+        if let Some(s) = successor_sstamp(tx, unsafe { &*v }, c) {
+            pi = pi.min(s);
+        }
+    }
+    let txns = &tx.db.txns;
+    let me = tx.slot_idx;
+    let mut entered = std::mem::take(&mut tx.local.ssn_entered);
+    entered.clear();
+    for w in &tx.local.write_set {
+        let t = tx.db.table_by_id(w.table);
+        // SAFETY: our own version and the version we hold the write lock on; pinned.
+        let (new, old) = unsafe { (&*w.new, w.old.as_ref()) };
+        if let Some(o) = old {
+            wait_out_readers(txns, me, o.aux.load(Ordering::SeqCst), c);
+            let b = o.begin.load(Ordering::Acquire);
+            eta = eta
+                .max(o.ext_word(PSTAMP).load(Ordering::SeqCst))
+                .max(if is_txn(b) { tx.begin_ts } else { b });
+        }
+        if new.is_tombstone() {
+            continue;
+        }
+        // Indexes the row entered: all of them for a new (or revived) row, else the
+        // secondary indexes whose key changed.
+        let s = &t.schema;
+        for i in 0..t.indexes.len() {
+            let moved = match old {
+                Some(o) if !o.is_tombstone() => {
+                    i > 0
+                        && s.indexes[i].columns.iter().any(|&col| {
+                            s.read_column(o.data(), col) != s.read_column(new.data(), col)
+                        })
+                }
+                _ => true,
+            };
+            if moved && !entered.contains(&(w.table, i as u16)) {
+                entered.push((w.table, i as u16));
+            }
+        }
+    }
+    for &(table, i) in &entered {
+        let t = tx.db.table_by_id(table);
+        wait_out_readers(txns, me, t.scanners[i as usize].load(Ordering::SeqCst), c);
+        eta = eta.max(t.scan_ts[i as usize].load(Ordering::SeqCst));
+    }
+    tx.local.ssn_entered = entered;
+    tx.ssn_sstamp = pi;
+    tx.ssn_pstamp = eta;
+    if pi <= eta {
+        return Err(AbortReason::Exclusion);
+    }
+    Ok(())
+}
+
+/// After a successful `precommit`, before the transaction turns Committed: leaves its
+/// stamps in what it read, overwrote, created and scanned.
+pub(crate) fn finalize(tx: &Transaction<'_>, c: u64) {
+    let mut rmw = 0;
+    for &v in &tx.local.read_set {
+        // SAFETY: as in `precommit`.
+        let p = unsafe { (*v).ext_word(PSTAMP) };
+        if p.load(Ordering::Relaxed) < c {
+            p.fetch_max(c, Ordering::SeqCst);
+            rmw += 1;
+        }
+    }
+    for w in &tx.local.write_set {
+        // SAFETY: our own version (not yet visible) and the version we hold the lock on.
+        unsafe {
+            (*w.new).ext_word(PSTAMP).store(c, Ordering::Release);
+            if let Some(o) = w.old.as_ref() {
+                o.ext_word(SSTAMP).store(tx.ssn_sstamp, Ordering::Release);
+            }
+        }
+    }
+    for s in &tx.local.scan_set {
+        let t = tx.db.table_by_id(s.table);
+        let i = if s.index == TABLE_SCAN {
+            0
+        } else {
+            s.index as usize
+        };
+        let p = &t.scan_ts[i];
+        if p.load(Ordering::Relaxed) < c {
+            p.fetch_max(c, Ordering::SeqCst);
+            rmw += 1;
+        }
+    }
+    bump(&tx.slot().stats.record_rmw, rmw);
+}
