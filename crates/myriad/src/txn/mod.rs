@@ -296,12 +296,15 @@ impl<'db> Transaction<'db> {
     }
 
     /// Whether this transaction's commit would be logged as a procedure call if it is one:
-    /// command logging is on and the transaction is serializable (so its commit order is its
-    /// serialization order, and replaying calls in commit order reproduces the state; a
-    /// weaker level's call is logged as rows).
+    /// command logging is on and the transaction is serializable in its commit order (so
+    /// replaying calls in commit order reproduces the state; a weaker level's call is logged
+    /// as rows). SSN is serializable but not in commit order — a transaction may serialize
+    /// before one that committed earlier, having read what that one replaced — so under SSN
+    /// every call is logged as rows. (MVTO logs its timestamp, its serialization order.)
     pub(crate) fn logs_commands(&self) -> bool {
         self.db.config.log == crate::config::LogPolicy::Command
             && self.isolation == Isolation::Serializable
+            && self.protocol != Protocol::Ssn
             && !self.read_only
     }
 
