@@ -268,6 +268,7 @@ fn ycsb_heterogeneous_reports_the_read_only_threads_apart() {
         ("mv2pl", "serializable", "true"),
         ("si", "si", "true"),
         ("ssn", "serializable", "true"),
+        ("ermia-ssi", "serializable", "false"),
     ] {
         let r = ycsb(&[
             "--mix",

@@ -37,7 +37,7 @@ macro_rules! choice_enum {
 
 choice_enum!(
     /// Concurrency-control protocol (DESIGN.md §1; `cc/`). Built: `mvocc`, `si`, `mvto`,
-    /// `mv2pl`, `ssn`; the others are named and rejected as not implemented.
+    /// `mv2pl`, `ssn`, `ermia-ssi`; the others are named and rejected as not implemented.
     Protocol {
         /// Hekaton optimistic MVCC (Hekaton §3).
         Mvocc = "mvocc",
@@ -49,21 +49,32 @@ choice_enum!(
         /// Snapshot isolation, first-updater-wins (thesis §5.3.4).
         Si = "si",
         Ssi = "ssi",
+        ErmiaSi = "ermia-si",
+        /// ERMIA's stamp-based serializable SI: abort the pivot of a dangerous structure
+        /// whose last transaction committed first (ERMIA §3.6; s1, s2, rstamp).
+        ErmiaSsi = "ermia-ssi",
         /// The serial safety net on snapshot isolation: per-version pstamp/sstamp, the
         /// exclusion-window test at commit (thesis §5.3.4; Wang et al., DaMoN 2015).
-        Ssn = "ssn", ErmiaSi = "ermia-si", ErmiaSsi = "ermia-ssi", Silo = "silo",
+        Ssn = "ssn", Silo = "silo",
         Occ = "occ", TwoPl = "2pl", Hybrid = "hybrid",
     }
 );
 
 impl Protocol {
     /// Protocol words kept per version after the row data (`Version::ext_word`), beyond the
-    /// header's `aux`: SSN's pstamp and sstamp.
+    /// header's `aux`: SSN's pstamp and sstamp, ERMIA-SSI's rstamp and s2 (`cc/ssn.rs`).
     pub(crate) fn version_ext(self) -> u8 {
-        match self {
-            Protocol::Ssn => 2,
-            _ => 0,
+        if self.stamped() {
+            2
+        } else {
+            0
         }
+    }
+
+    /// A serializable SI that tracks dependencies in stamps (`cc/ssn.rs`): SSN or ERMIA's
+    /// SSI. Their serial order is not their commit order.
+    pub(crate) fn stamped(self) -> bool {
+        matches!(self, Protocol::Ssn | Protocol::ErmiaSsi)
     }
 }
 
@@ -361,7 +372,7 @@ impl Config {
             // weaker mode that would differ (thesis §5.3.1, §5.3.3).
             Protocol::Mvto | Protocol::Mv2pl => &[Isolation::Serializable],
             // SSN makes snapshot isolation serializable; without it, it is `si`.
-            Protocol::Ssn => &[Isolation::Serializable],
+            Protocol::Ssn | Protocol::ErmiaSsi => &[Isolation::Serializable],
             _ => &[],
         }
     }

@@ -380,7 +380,7 @@ impl Database {
 
     /// A READ ONLY transaction that reads a snapshot under every protocol, waiting as long
     /// as `Config::ddl_wait` for MVTO's older writers (checkpoints: a cut that misses a
-    /// transaction ordered before it would lose it). Under SSN it is an MVOCC snapshot: a
+    /// transaction ordered before it would lose it). Under SSN and ERMIA-SSI it is an MVOCC snapshot: a
     /// checkpoint needs the state after a prefix of the commit order (replay continues in
     /// commit order), not a serializable read, and must not be aborted by SSN's test.
     pub(crate) fn begin_snapshot(&self) -> Result<Transaction<'_>> {
@@ -391,7 +391,7 @@ impl Database {
             read_only: true,
         };
         let protocol = match self.config.protocol {
-            crate::config::Protocol::Ssn => crate::config::Protocol::Mvocc,
+            p if p.stamped() => crate::config::Protocol::Mvocc,
             p => p,
         };
         self.start_txn(opts, protocol, self.config.ddl_wait)

@@ -34,6 +34,7 @@ fn each_protocol_offers_only_the_levels_it_can_honour() {
         (Protocol::Mv2pl, vec![Isolation::Serializable]),
         (Protocol::Si, vec![Isolation::Snapshot]),
         (Protocol::Ssn, vec![Isolation::Serializable]),
+        (Protocol::ErmiaSsi, vec![Isolation::Serializable]),
     ] {
         assert_eq!(Config::isolation_levels(p), levels.as_slice(), "{p}");
         for l in Isolation::ALL.iter().filter(|l| !levels.contains(l)) {
@@ -292,6 +293,43 @@ fn write_skew(db: &Database, t: &TableRef) -> Result<()> {
     b.commit()
 }
 
+/// ERMIA's SSI aborts every dangerous structure T1 → T2 → T3 whose T3 committed first, cycle
+/// or not; SSN only where the exclusion window closes. Here T1 read x, T2 read y and replaced
+/// x, T3 replaced y and committed first, then T2: the serial order T1, T2, T3 exists, so SSN
+/// commits T1, while ERMIA-SSI aborts it (it meets x's s2 when it commits).
+#[test]
+fn ermia_ssi_aborts_a_dangerous_structure_that_ssn_lets_commit() {
+    for p in [Protocol::Ssn, Protocol::ErmiaSsi] {
+        let (db, t) = open_with(p);
+        let mut t1 = db.begin().unwrap();
+        assert_eq!(val(&mut t1, &t, 0), Some(0));
+        let mut t2 = db.begin().unwrap();
+        assert_eq!(val(&mut t2, &t, 1), Some(1));
+        t2.update(&t, &0i64, &[(1, 10i64)]).unwrap();
+        let mut t3 = db.begin().unwrap();
+        t3.update(&t, &1i64, &[(1, 11i64)]).unwrap();
+        t3.commit().unwrap();
+        t2.commit().unwrap();
+        match p {
+            Protocol::Ssn => t1.commit().unwrap(),
+            _ => assert_eq!(reason(t1.commit()), AbortReason::Exclusion),
+        }
+    }
+    // Its pivot test: T2 (replacing x after a reader of x committed after T3) aborts.
+    let (db, t) = open_with(Protocol::ErmiaSsi);
+    let mut t1 = db.begin().unwrap();
+    assert_eq!(val(&mut t1, &t, 0), Some(0));
+    let mut t2 = db.begin().unwrap();
+    assert_eq!(val(&mut t2, &t, 1), Some(1));
+    let mut t3 = db.begin().unwrap();
+    t3.update(&t, &1i64, &[(1, 11i64)]).unwrap();
+    t3.commit().unwrap();
+    t1.update(&t, &2i64, &[(1, 12i64)]).unwrap();
+    t1.commit().unwrap();
+    t2.update(&t, &0i64, &[(1, 10i64)]).unwrap();
+    assert_eq!(reason(t2.commit()), AbortReason::Exclusion);
+}
+
 /// SSN's phantoms: a scanner whose range gained a row committed before it aborts; an
 /// inserter into a range scanned by a transaction that committed first takes that
 /// transaction's stamp from the index, which closes the cycle below (without the index
@@ -367,6 +405,7 @@ fn updates_keep_committing_while_a_long_reader_runs() {
         Protocol::Mv2pl,
         Protocol::Si,
         Protocol::Ssn,
+        Protocol::ErmiaSsi,
     ] {
         let level = Config::strongest_isolation(p).unwrap();
         let db = Database::open(Config::new().protocol(p).isolation(level)).unwrap();
@@ -420,11 +459,15 @@ fn updates_keep_committing_while_a_long_reader_runs() {
 /// with the versions' stamps allocated again.
 #[test]
 fn ssn_is_durable_under_both_log_managers() {
-    for m in [LogManagerKind::Epoch, LogManagerKind::Ermia] {
-        let dir = tempdir(&format!("ssn-{m}"));
+    for (p, m) in [
+        (Protocol::Ssn, LogManagerKind::Epoch),
+        (Protocol::Ssn, LogManagerKind::Ermia),
+        (Protocol::ErmiaSsi, LogManagerKind::Ermia),
+    ] {
+        let dir = tempdir(&format!("{p}-{m}"));
         let cfg = || {
             Config::new()
-                .protocol(Protocol::Ssn)
+                .protocol(p)
                 .data_dir(&dir)
                 .log(LogPolicy::Logical)
                 .log_manager(m)
@@ -434,7 +477,7 @@ fn ssn_is_durable_under_both_log_managers() {
             let t = kv(&db);
             load(&db, &t, 0..5);
             for i in 0..20i64 {
-                let mut ro = db.begin_with(read_only(Protocol::Ssn)).unwrap();
+                let mut ro = db.begin_with(read_only(p)).unwrap();
                 assert!(val(&mut ro, &t, i % 5).is_some());
                 ro.commit().unwrap();
                 db.run(|tx| {
@@ -451,7 +494,7 @@ fn ssn_is_durable_under_both_log_managers() {
         let t = db.table("kv").unwrap();
         let mut tx = db.begin().unwrap();
         let sum: i64 = (0..5).map(|k| val(&mut tx, &t, k).unwrap() - k).sum();
-        assert_eq!(sum, 20, "{m}");
+        assert_eq!(sum, 20, "{p} {m}");
         tx.commit().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -462,10 +505,16 @@ fn ssn_is_durable_under_both_log_managers() {
 /// another state. SSN logs its calls as rows, and recovery restores what was committed.
 #[test]
 fn ssn_calls_are_logged_as_rows_so_recovery_matches_the_run() {
-    let dir = tempdir("ssn-commands");
+    for p in [Protocol::Ssn, Protocol::ErmiaSsi] {
+        calls_logged_as_rows(p);
+    }
+}
+
+fn calls_logged_as_rows(p: Protocol) {
+    let dir = tempdir(&format!("{p}-commands"));
     let cfg = || {
         Config::new()
-            .protocol(Protocol::Ssn)
+            .protocol(p)
             .data_dir(&dir)
             .log(LogPolicy::Command)
     };

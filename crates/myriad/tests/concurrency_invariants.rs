@@ -143,11 +143,11 @@ fn counters_with(protocol: Protocol, level: Isolation) {
     assert_eq!(sum, (THREADS * per_thread) as i64, "{level}: lost update");
 }
 
-/// MVTO, MV2PL, SI and SSN: the bank total holds in every snapshot and at the end, and no
+/// MVTO, MV2PL, SI, SSN and ERMIA-SSI: the bank total holds in every snapshot and at the end, and no
 /// counter update is lost.
 #[test]
 fn every_protocol_keeps_the_bank_total_and_loses_no_update() {
-    for p in [Protocol::Mvto, Protocol::Mv2pl, Protocol::Si, Protocol::Ssn] {
+    for p in OTHER_PROTOCOLS {
         let level = Config::strongest_isolation(p).unwrap();
         bank_with(p, level, 3000);
         counters_with(p, level);

@@ -160,7 +160,7 @@ fn every_protocol_leaves_no_forbidden_cycle() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(500);
-    for p in [Protocol::Mvto, Protocol::Mv2pl, Protocol::Si, Protocol::Ssn] {
+    for p in OTHER_PROTOCOLS {
         for &level in Config::isolation_levels(p) {
             let mut total = 0;
             for seed in 1..=2 {
@@ -193,11 +193,11 @@ fn every_protocol_leaves_no_forbidden_cycle() {
 }
 
 /// The predicate write skew through a secondary index: MVTO (scan-ts), MV2PL (re-scan at
-/// commit) and SSN (the index's stamps) abort one of the two; SI lets both commit (and the
+/// commit) SSN and ERMIA-SSI (the index's stamps, the re-scan) abort one of the two; SI lets both commit (and the
 /// checker then finds the G2).
 #[test]
 fn every_protocol_handles_the_secondary_index_write_skew() {
-    for p in [Protocol::Mvto, Protocol::Mv2pl, Protocol::Si, Protocol::Ssn] {
+    for p in OTHER_PROTOCOLS {
         let level = Config::strongest_isolation(p).unwrap();
         for point_lookup in [false, true] {
             let (db, t) = recording_db_with(p, level);

@@ -40,7 +40,7 @@ use std::sync::atomic::Ordering;
 /// database).
 pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let slot = tx.slot();
-    let ssn = tx.protocol == Protocol::Ssn && tx.tracks_reads();
+    let ssn = tx.protocol.stamped() && tx.tracks_reads();
     if tx.local.write_set.is_empty() && !ssn {
         crate::cc::mv2pl::release(tx);
         if tx.protocol == Protocol::Mvto {
@@ -222,7 +222,7 @@ fn validate(tx: &mut Transaction<'_>, end_ts: u64) -> std::result::Result<(), Ab
             }
         }
     }
-    if tx.protocol == Protocol::Ssn && tx.tracks_reads() {
+    if tx.protocol.stamped() && tx.tracks_reads() {
         crate::cc::ssn::precommit(tx, end_ts)?;
     }
     Ok(())
@@ -310,7 +310,7 @@ fn same_view(
     };
     let before = live(r.visible_in_chain(head, tx.begin_ts, true));
     let after = live(r.visible_in_chain(head, end_ts, true));
-    if tx.protocol == Protocol::Ssn {
+    if tx.protocol.stamped() {
         // A row new to the range: absent at begin, present at the end.
         return !before.is_null() || after.is_null();
     }

@@ -40,6 +40,24 @@
 //! **READ ONLY.** Under SSN the serial order is not the commit order, so a plain snapshot can
 //! see a state no serial order produces (the read-only anomaly of SI). A READ ONLY
 //! transaction is therefore tracked like any other; it skips nothing but the write checks.
+//!
+//! **ERMIA's SSI** (`ermia-ssi`, ERMIA §3.6) runs on the same machinery with other stamps.
+//! It looks only at anti-dependencies (rw edges) and aborts the pivot T2 of a dangerous
+//! structure T1 → T2 → T3 in which T3 committed first (Cahill's condition):
+//! - s1(T): the smallest commit stamp of a transaction that overwrote a version T read and
+//!   committed before T (T → T3);
+//! - rstamp: the largest commit stamp of a committed reader, per version (the pstamp word) and
+//!   per index (`Table::scan_ts`); T, overwriting or inserting, aborts if a reader committed
+//!   after T3 (rstamp ≥ s1: T1 → T → T3, T3 first);
+//! - s2, per overwritten version: s1 of the transaction that overwrote it. A reader that
+//!   finds the version overwritten by a transaction committed before it, with s2 set, is the
+//!   T1 of a structure whose other two committed, T3 first: it aborts.
+//!
+//! The end timestamp of a committed overwriter is its s1 contribution (ERMIA copies it into
+//! the version because its TIDs are recycled; ours stay in the End field), so the two words
+//! are rstamp and s2. ERMIA's preference to abort a pivot that has in-flight readers ("safe
+//! retry") is not needed for correctness — such a reader meets s2 when it commits — and is
+//! not built, nor the old-version read optimisation (bstamp).
 
 use crate::error::AbortReason;
 use crate::storage::Table;
@@ -49,9 +67,10 @@ use crate::version::{is_txn, Version, INFINITY};
 use crossbeam_utils::Backoff;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-/// `Version::ext_word` index of the pstamp (η of the version).
+/// `Version::ext_word` index of the pstamp (η of the version; ERMIA-SSI: rstamp).
 const PSTAMP: usize = 0;
-/// `Version::ext_word` index of the sstamp (π of the transaction that overwrote it).
+/// `Version::ext_word` index of the sstamp (π of the transaction that overwrote it;
+/// ERMIA-SSI: its s1, the version's s2, 0 when unset).
 const SSTAMP: usize = 1;
 
 /// The reader-bitmap bit of transaction-table slot `slot`.
@@ -119,9 +138,10 @@ fn wait_out_readers(txns: &TxnTable, me: usize, bitmap: u64, c: u64) {
     }
 }
 
-/// π of the transaction that overwrote `v`, if it committed before stamp `c` (waiting for
-/// the outcome of one that is in pre-commit with a smaller stamp); `None` otherwise.
-fn successor_sstamp(tx: &Transaction<'_>, v: &Version, c: u64) -> Option<u64> {
+/// The commit stamp of the transaction that overwrote `v`, if it committed before stamp `c`
+/// (waiting for the outcome of one that is in pre-commit with a smaller stamp); `None`
+/// otherwise. Its SSTAMP word is then final.
+fn successor(tx: &Transaction<'_>, v: &Version, c: u64) -> Option<u64> {
     let backoff = Backoff::new();
     loop {
         let e = v.end.load(Ordering::Acquire);
@@ -130,7 +150,7 @@ fn successor_sstamp(tx: &Transaction<'_>, v: &Version, c: u64) -> Option<u64> {
         }
         if !is_txn(e) {
             // Finalised after the overwriter stored the sstamp.
-            return (e < c).then(|| v.ext_word(SSTAMP).load(Ordering::Acquire));
+            return (e < c).then_some(e);
         }
         let id = TxnId::from_word(e);
         if id == tx.id {
@@ -140,9 +160,7 @@ fn successor_sstamp(tx: &Transaction<'_>, v: &Version, c: u64) -> Option<u64> {
             // Active: it draws its stamp after ours, and will see our bit.
             TxnState::Active | TxnState::Aborted => return None,
             TxnState::Preparing(ts) if ts > c => return None,
-            TxnState::Committed(ts) => {
-                return (ts < c).then(|| v.ext_word(SSTAMP).load(Ordering::Acquire))
-            }
+            TxnState::Committed(ts) => return (ts < c).then_some(ts),
             TxnState::PreparingPending | TxnState::Preparing(_) => backoff.snooze(),
             // The field is being finalised: read it again.
             TxnState::Terminated => backoff.spin(),
@@ -151,16 +169,32 @@ fn successor_sstamp(tx: &Transaction<'_>, v: &Version, c: u64) -> Option<u64> {
 }
 
 /// The pre-commit test of a transaction that drew commit stamp `c` and passed its other
-/// checks: computes π and η and applies the exclusion window.
+/// checks. SSN: computes π and η and applies the exclusion window. ERMIA-SSI: computes s1
+/// and rstamp and looks for a dangerous structure.
 pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortReason> {
+    let ssi = tx.protocol == crate::config::Protocol::ErmiaSsi;
     // The readers' bits and the index scanners must be read after our stamp was drawn.
     fence(Ordering::SeqCst);
-    let mut pi = tx.ssn_sstamp.min(c);
-    let mut eta = tx.ssn_pstamp;
+    // SSN: π, η. ERMIA-SSI: s1, rstamp.
+    let (mut pi, mut eta) = if ssi {
+        (u64::MAX, 0)
+    } else {
+        (tx.ssn_sstamp.min(c), tx.ssn_pstamp)
+    };
     for &v in &tx.local.read_set {
         // SAFETY: versions we read stay allocated while we are registered (GC watermark).
-        if let Some(s) = successor_sstamp(tx, unsafe { &*v }, c) {
-            pi = pi.min(s);
+        let v = unsafe { &*v };
+        let Some(e) = successor(tx, v, c) else {
+            continue;
+        };
+        let stamp = v.ext_word(SSTAMP).load(Ordering::Acquire);
+        if !ssi {
+            pi = pi.min(stamp);
+        } else if stamp != 0 {
+            // We → the overwriter → a T3 that committed before it: we are T1.
+            return Err(AbortReason::Exclusion);
+        } else {
+            pi = pi.min(e);
         }
     }
     let txns = &tx.db.txns;
@@ -173,10 +207,12 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
         let (new, old) = unsafe { (&*w.new, w.old.as_ref()) };
         if let Some(o) = old {
             wait_out_readers(txns, me, o.aux.load(Ordering::SeqCst), c);
-            let b = o.begin.load(Ordering::Acquire);
-            eta = eta
-                .max(o.ext_word(PSTAMP).load(Ordering::SeqCst))
-                .max(if is_txn(b) { tx.begin_ts } else { b });
+            eta = eta.max(o.ext_word(PSTAMP).load(Ordering::SeqCst));
+            if !ssi {
+                // ww: the creator precedes us.
+                let b = o.begin.load(Ordering::Acquire);
+                eta = eta.max(if is_txn(b) { tx.begin_ts } else { b });
+            }
         }
         if new.is_tombstone() {
             continue;
@@ -207,6 +243,7 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
     tx.local.ssn_entered = entered;
     tx.ssn_sstamp = pi;
     tx.ssn_pstamp = eta;
+    // SSN: the exclusion window. ERMIA-SSI: a reader committed after our T3 (s1 set).
     if pi <= eta {
         return Err(AbortReason::Exclusion);
     }
@@ -228,9 +265,17 @@ pub(crate) fn finalize(tx: &Transaction<'_>, c: u64) {
     for w in &tx.local.write_set {
         // SAFETY: our own version (not yet visible) and the version we hold the lock on.
         unsafe {
-            (*w.new).ext_word(PSTAMP).store(c, Ordering::Release);
+            if tx.protocol == crate::config::Protocol::Ssn {
+                // Our successors by ww: the next overwriter takes η from it.
+                (*w.new).ext_word(PSTAMP).store(c, Ordering::Release);
+            }
             if let Some(o) = w.old.as_ref() {
-                o.ext_word(SSTAMP).store(tx.ssn_sstamp, Ordering::Release);
+                // SSN: our π. ERMIA-SSI: our s1 as the version's s2, 0 if unset.
+                let stamp = match tx.protocol {
+                    crate::config::Protocol::ErmiaSsi if tx.ssn_sstamp == u64::MAX => 0,
+                    _ => tx.ssn_sstamp,
+                };
+                o.ext_word(SSTAMP).store(stamp, Ordering::Release);
             }
         }
     }

@@ -242,7 +242,8 @@ impl<'db> Transaction<'db> {
         // computed concurrently can never pass our read time (see gc/epoch.rs).
         slot.begin_ts.store(db.clock.now(), Ordering::SeqCst);
         let mut begin_ts = db.clock.now();
-        let mut tracks_reads = matches!(protocol, Protocol::Mvto | Protocol::Mv2pl | Protocol::Ssn);
+        let mut tracks_reads =
+            matches!(protocol, Protocol::Mvto | Protocol::Mv2pl) || protocol.stamped();
         if protocol == Protocol::Mvto {
             // A READ ONLY snapshot needs every older transaction finished (cc/mvto.rs).
             let snapshot = opts.read_only
@@ -263,9 +264,10 @@ impl<'db> Transaction<'db> {
                 begin_ts = db.clock.next_end_ts();
                 slot.set_preparing(begin_ts);
             }
-        } else if opts.read_only && protocol != Protocol::Ssn {
-            // SSN's serial order is not its commit order, so a snapshot alone is not
-            // serializable: a READ ONLY transaction is tracked like any other (cc/ssn.rs).
+        } else if opts.read_only && !protocol.stamped() {
+            // Under SSN and ERMIA-SSI the serial order is not the commit order, so a snapshot
+            // alone is not serializable: a READ ONLY transaction is tracked like any other
+            // (cc/ssn.rs).
             tracks_reads = false;
         }
         // SAFETY: we own the slot (acquired in Database::begin_with).
@@ -304,7 +306,7 @@ impl<'db> Transaction<'db> {
     pub(crate) fn logs_commands(&self) -> bool {
         self.db.config.log == crate::config::LogPolicy::Command
             && self.isolation == Isolation::Serializable
-            && self.protocol != Protocol::Ssn
+            && !self.protocol.stamped()
             && !self.read_only
     }
 
@@ -489,7 +491,7 @@ impl<'db> Transaction<'db> {
             let tracked = match self.protocol {
                 Protocol::Mvto => crate::cc::mvto::on_read(self, r),
                 Protocol::Mv2pl => crate::cc::mv2pl::read_lock(self, v),
-                Protocol::Ssn => {
+                Protocol::Ssn | Protocol::ErmiaSsi => {
                     crate::cc::ssn::on_read(self, r);
                     self.local.read_set.push(v);
                     Ok(())
@@ -519,7 +521,7 @@ impl<'db> Transaction<'db> {
         if self.isolation != Isolation::Serializable || self.protocol == Protocol::Mvto {
             return;
         }
-        if self.protocol == Protocol::Ssn && self.tracks_reads {
+        if self.protocol.stamped() && self.tracks_reads {
             crate::cc::ssn::on_scan(self, t, index as u16);
         }
         let keys = &mut self.local.scan_keys;
@@ -849,7 +851,7 @@ impl<'db> Transaction<'db> {
             }
         }
         if self.isolation == Isolation::Serializable && self.protocol != Protocol::Mvto {
-            if self.protocol == Protocol::Ssn && self.tracks_reads {
+            if self.protocol.stamped() && self.tracks_reads {
                 crate::cc::ssn::on_scan(self, t, TABLE_SCAN);
             }
             self.local.scan_set.push(ScanRecord {

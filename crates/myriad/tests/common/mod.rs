@@ -1,6 +1,15 @@
 #![allow(dead_code)]
 use myriad::*;
 
+/// Every built protocol but MVOCC (which the tests run at every level on their own).
+pub const OTHER_PROTOCOLS: [Protocol; 5] = [
+    Protocol::Mvto,
+    Protocol::Mv2pl,
+    Protocol::Si,
+    Protocol::Ssn,
+    Protocol::ErmiaSsi,
+];
+
 pub fn open(iso: Isolation) -> Database {
     Database::open(Config::new().isolation(iso)).unwrap()
 }
