@@ -177,12 +177,7 @@ impl Database {
         }
         let id = self.free_table_id()?;
         self.log_ddl(id, None, &schema)?;
-        let t = Arc::new(Table::new(
-            id as u32,
-            self.id,
-            schema,
-            self.config.protocol.version_ext(),
-        ));
+        let t = self.new_table(id as u32, schema);
         if self.tables[id].set(t.clone()).is_err() {
             return Err(Error::AlreadyExists(format!("table id {id}")));
         }
@@ -190,15 +185,20 @@ impl Database {
         Ok(t)
     }
 
-    /// Recreates a table under the id it had before a restart (recovery; no catalog write).
-    pub(crate) fn restore_table(&self, id: u32, schema: TableSchema) -> Result<TableRef> {
-        let mut names = self.names.lock();
-        let t = Arc::new(Table::new(
+    /// A table of this database: its versions carry the protocol's words.
+    fn new_table(&self, id: u32, schema: TableSchema) -> TableRef {
+        Arc::new(Table::new(
             id,
             self.id,
             schema,
             self.config.protocol.version_ext(),
-        ));
+        ))
+    }
+
+    /// Recreates a table under the id it had before a restart (recovery; no catalog write).
+    pub(crate) fn restore_table(&self, id: u32, schema: TableSchema) -> Result<TableRef> {
+        let mut names = self.names.lock();
+        let t = self.new_table(id, schema);
         if (id as usize) >= MAX_TABLES || self.tables[id as usize].set(t.clone()).is_err() {
             return Err(Error::AlreadyExists(format!("table id {id}")));
         }
@@ -269,12 +269,7 @@ impl Database {
                 return Err(e);
             }
         };
-        let t = Arc::new(Table::new(
-            id as u32,
-            self.id,
-            schema,
-            self.config.protocol.version_ext(),
-        ));
+        let t = self.new_table(id as u32, schema);
         t.take_rows(&old);
         t.inherit_scan_ts(&old);
         t.build_indexes();
@@ -380,9 +375,10 @@ impl Database {
 
     /// A READ ONLY transaction that reads a snapshot under every protocol, waiting as long
     /// as `Config::ddl_wait` for MVTO's older writers (checkpoints: a cut that misses a
-    /// transaction ordered before it would lose it). Under SSN and ERMIA-SSI it is an MVOCC snapshot: a
-    /// checkpoint needs the state after a prefix of the commit order (replay continues in
-    /// commit order), not a serializable read, and must not be aborted by SSN's test.
+    /// transaction ordered before it would lose it). Under SSN and ERMIA-SSI it is an MVOCC
+    /// snapshot: a checkpoint needs the state after a prefix of the commit order (replay
+    /// continues in commit order), not a serializable read, and must not be aborted by their
+    /// commit test.
     pub(crate) fn begin_snapshot(&self) -> Result<Transaction<'_>> {
         let isolation = Config::strongest_isolation(self.config.protocol)
             .unwrap_or(crate::config::Isolation::Serializable);

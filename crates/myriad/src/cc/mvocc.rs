@@ -40,8 +40,9 @@ use std::sync::atomic::Ordering;
 /// database).
 pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let slot = tx.slot();
-    let ssn = tx.protocol.stamped() && tx.tracks_reads();
-    if tx.local.write_set.is_empty() && !ssn {
+    // SSN and ERMIA-SSI: every tracked transaction, readers too, draws a commit stamp.
+    let stamped = tx.protocol.stamped() && tx.tracks_reads();
+    if tx.local.write_set.is_empty() && !stamped {
         crate::cc::mv2pl::release(tx);
         if tx.protocol == Protocol::Mvto {
             // Running MVTO transactions show as Preparing (cc/mvto.rs); this one is done.
@@ -55,7 +56,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let read_only = tx.local.write_set.is_empty();
     let log = tx.db.log.get();
     // ERMIA: the record is encoded before the end timestamp is drawn, because the draw
-    // reserves its log space (`log/ermia.rs`). An SSN reader draws a stamp too (every draw
+    // reserves its log space (`log/ermia.rs`). A stamped reader draws one too (every draw
     // of ERMIA's clock is a log range), and covers its range with a skip record.
     let ermia = log.and_then(|l| l.ermia());
     let mut len = 0;
@@ -82,18 +83,18 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     slot.set_preparing(end_ts);
 
     let checked = validate(tx, end_ts);
-    if let (Some(l), true) = (ermia, checked.is_err() || read_only) {
+    if let Some(l) = ermia.filter(|_| checked.is_err() || read_only) {
         l.skip(tx.slot_idx, end_ts);
     }
     if let Err(reason) = checked {
         tx.rollback(reason);
         return Err(Error::SerializationFailure(reason));
     }
-    if ssn {
+    if stamped {
         crate::cc::ssn::finalize(tx, end_ts);
     }
     if read_only {
-        // An SSN reader: nothing to log or post-process.
+        // A stamped reader: nothing to log or post-process.
         slot.set_committed(end_ts);
         return finish_read_only(tx, end_ts);
     }
@@ -238,9 +239,9 @@ fn bound(arena: &[u8], b: (u8, u32, u32)) -> Bound<&[u8]> {
 }
 
 /// Repeats one scan as of `end_ts`; false if some tuple's visible version (ignoring our own
-/// writes) differs from the one visible as of the begin timestamp. Under SSN only a row new
-/// to the scan counts: a version the scan read that changed is in the read set, where SSN's
-/// stamps judge it (`cc/ssn.rs`).
+/// writes) differs from the one visible as of the begin timestamp. Under SSN and ERMIA-SSI
+/// only a row new to the scan counts: a version the scan read that changed is in the read
+/// set, where the stamps judge it (`cc/ssn.rs`).
 fn rescan(tx: &Transaction<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: u64) -> bool {
     let t = tx.db.table_by_id(s.table);
     if s.index == TABLE_SCAN {

@@ -87,7 +87,8 @@ pub(crate) struct SlotLocal {
     pub read_set: Vec<*const Version>,
     /// MV2PL: versions read-locked (one entry per lock taken).
     pub read_locks: Vec<*const Version>,
-    /// SSN: (table, index) pairs the transaction's writes entered (`cc/ssn.rs`), scratch.
+    /// SSN, ERMIA-SSI: (table, index) pairs the transaction's writes entered (`cc/ssn.rs`),
+    /// scratch.
     pub ssn_entered: Vec<(u32, u16)>,
     pub scan_set: Vec<ScanRecord>,
     pub scan_keys: Vec<u8>,
@@ -210,9 +211,10 @@ pub struct Transaction<'db> {
     pub(crate) blocked: std::cell::Cell<bool>,
     /// An abort decided where it could not be returned (inside an index callback).
     doomed: Option<AbortReason>,
-    /// SSN (`cc/ssn.rs`): η, the largest commit stamp of a predecessor seen so far.
+    /// SSN (`cc/ssn.rs`): η, the largest commit stamp of a predecessor seen so far
+    /// (ERMIA-SSI: its rstamp, set at pre-commit).
     pub(crate) ssn_pstamp: u64,
-    /// SSN: π, set at pre-commit.
+    /// SSN: π, set at pre-commit (ERMIA-SSI: s1).
     pub(crate) ssn_sstamp: u64,
     pub(crate) guard: Guard,
     pub(crate) local: SlotLocal,
@@ -300,9 +302,9 @@ impl<'db> Transaction<'db> {
     /// Whether this transaction's commit would be logged as a procedure call if it is one:
     /// command logging is on and the transaction is serializable in its commit order (so
     /// replaying calls in commit order reproduces the state; a weaker level's call is logged
-    /// as rows). SSN is serializable but not in commit order — a transaction may serialize
-    /// before one that committed earlier, having read what that one replaced — so under SSN
-    /// every call is logged as rows. (MVTO logs its timestamp, its serialization order.)
+    /// as rows). SSN and ERMIA-SSI are serializable but not in commit order — a transaction
+    /// may serialize before one that committed earlier, having read what that one replaced —
+    /// so under them every call is logged as rows. (MVTO logs its timestamp, its serialization order.)
     pub(crate) fn logs_commands(&self) -> bool {
         self.db.config.log == crate::config::LogPolicy::Command
             && self.isolation == Isolation::Serializable
@@ -454,7 +456,8 @@ impl<'db> Transaction<'db> {
     }
 
     /// Whether reads go to the read set for validation at commit (MVOCC only: MVTO and MV2PL
-    /// protect their reads in the version headers; SSN keeps a read set for its stamps).
+    /// protect their reads in the version headers; SSN and ERMIA-SSI keep a read set for
+    /// their stamps, `note_read`).
     #[inline]
     pub(crate) fn validates_reads(&self) -> bool {
         self.protocol == Protocol::Mvocc
