@@ -693,7 +693,7 @@ fn load_file(
     let data = std::fs::read(&path).map_err(|e| Error::io(&path, &e))?;
     let mut st = FileStats::default();
     let (blocks, end, why) = format::read_blocks(&data, LOG_MAGIC);
-    if let Some(why) = why {
+    if let Some(why) = why.or_else(|| cut_short(end, durable_end)) {
         check_tail(&path, &data, end, durable_end, why, &mut st)?;
     }
     let mut recs = Vec::new();
@@ -780,7 +780,7 @@ fn load_segment(
         });
         Ok(())
     })?;
-    if let Some(why) = why {
+    if let Some(why) = why.or_else(|| cut_short(end, durable_end)) {
         check_tail(&path, &data, end, durable_end, why, &mut st)?;
     }
     Ok((LogFile { path, data, recs }, st))
@@ -794,6 +794,15 @@ fn durable_end(durable: Option<&crate::log::LogPos>, seq: u64) -> u64 {
         Some(p) if seq == p.seq => p.offset,
         _ => 0,
     }
+}
+
+/// A file with no damage that ends at `end`, before its durable bytes do: truncated at a
+/// record or block boundary (its last records are gone, which nothing inside it shows).
+/// Only a file holding the durable position knows where its durable bytes end; an earlier
+/// file (`u64::MAX`) cut at a boundary cannot be told from a complete one.
+fn cut_short(end: usize, durable_end: u64) -> Option<String> {
+    (durable_end != u64::MAX && (end as u64) < durable_end)
+        .then(|| "the file ends (cut at a record boundary)".to_string())
 }
 
 /// A log file whose intact prefix ends at `end` for reason `why`: damage before its durable
