@@ -168,8 +168,8 @@ struct BenchArgs {
     /// Seed of every random choice (data and transactions).
     #[arg(long, value_name = "N", default_value_t = 42)]
     seed: u64,
-    /// Concurrency-control protocol: mvocc, si, mvto or mv2pl (the others are named but not
-    /// built yet).
+    /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, ssn, ssi or ermia-ssi (the others
+    /// are named but not built yet).
     #[arg(long, value_name = "P", default_value = "mvocc", value_parser = parse_choice::<Protocol>)]
     #[serde(serialize_with = "as_display")]
     protocol: Protocol,
@@ -178,6 +178,11 @@ struct BenchArgs {
     #[arg(long, value_name = "LEVEL", default_value = "serializable", value_parser = parse_choice::<Isolation>)]
     #[serde(serialize_with = "as_display")]
     isolation: Isolation,
+    /// Commit dependencies under mvocc and si (Hekaton §2.7): a reader that meets a Preparing
+    /// writer below its read time reads or ignores its version speculatively instead of
+    /// waiting. `false`: it waits. The other protocols always wait.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
+    commit_deps: bool,
     /// Garbage collection: txn (epoch-based, per transaction) or none.
     #[arg(long, value_name = "POLICY", default_value = "txn", value_parser = parse_choice::<GcPolicy>)]
     #[serde(serialize_with = "as_display")]
@@ -484,6 +489,7 @@ fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .isolation(b.isolation)
         .gc(b.gc)
         .gc_interval_txns(b.gc_interval)
+        .commit_dependencies(b.commit_deps)
         .loggers(b.loggers as usize)
         .log_manager(b.log_manager)
         .fsync(b.fsync)
@@ -1108,6 +1114,7 @@ mod tests {
             "isolation",
             "gc",
             "gc_interval",
+            "commit_deps",
             "json",
             "no_progress",
             "latency_histogram",

@@ -100,6 +100,8 @@ fn check_report(r: &Value, mix: &str, layout: &str, dist: &str) {
         "global_rmw_per_txn",
         "record_rmw_per_txn",
         "preparing_waits_per_txn",
+        "commit_deps_per_txn",
+        "commit_dep_waits_per_txn",
         "load_s",
         "fidelity.mix",
         "fidelity.read_pct",
@@ -110,6 +112,7 @@ fn check_report(r: &Value, mix: &str, layout: &str, dist: &str) {
         "fidelity.keys_may_repeat_in_txn",
         "fidelity.protocol",
         "fidelity.isolation",
+        "fidelity.commit_deps",
         "fidelity.durability",
         "fidelity.seed",
         "fidelity.git_commit",
@@ -269,6 +272,7 @@ fn ycsb_heterogeneous_reports_the_read_only_threads_apart() {
         ("si", "si", "true"),
         ("ssn", "serializable", "true"),
         ("ermia-ssi", "serializable", "false"),
+        ("ssi", "serializable", "true"),
     ] {
         let r = ycsb(&[
             "--mix",
@@ -370,7 +374,7 @@ fn unknown_flags_and_values_are_rejected_by_name() {
 
 #[test]
 fn unbuilt_designs_and_workloads_exit_2_not_supported() {
-    let out = myriad(&["bench", "ycsb", "--protocol", "ssi", "--no-progress"]);
+    let out = myriad(&["bench", "ycsb", "--protocol", "ermia-si", "--no-progress"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("not supported"), "{}", stderr(&out));
 }
@@ -385,7 +389,7 @@ fn a_failed_run_leaves_an_earlier_report_untouched_and_no_partial_file() {
         "bench",
         "ycsb",
         "--protocol",
-        "ssi",
+        "ermia-si",
         "--no-progress",
         "--json",
         path.to_str().unwrap(),
@@ -456,6 +460,7 @@ fn check_procedure_report(r: &Value, workload: &str, types: &[&str]) {
         "fidelity.key_generator",
         "fidelity.procedures",
         "fidelity.isolation",
+        "fidelity.commit_deps",
     ] {
         assert!(has(r, k), "report lacks `{k}`");
     }

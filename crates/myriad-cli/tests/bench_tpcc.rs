@@ -195,6 +195,7 @@ fn every_protocol_keeps_the_consistency_conditions() {
         ("si", "si", "write_write_conflict"),
         ("ssn", "serializable", "write_write_conflict"),
         ("ermia-ssi", "serializable", "write_write_conflict"),
+        ("ssi", "serializable", "write_write_conflict"),
     ] {
         let (r, human) = tpcc(
             protocol,

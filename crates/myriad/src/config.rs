@@ -37,7 +37,8 @@ macro_rules! choice_enum {
 
 choice_enum!(
     /// Concurrency-control protocol (DESIGN.md §1; `cc/`). Built: `mvocc`, `si`, `mvto`,
-    /// `mv2pl`, `ssn`, `ermia-ssi`; the others are named and rejected as not implemented.
+    /// `mv2pl`, `ssn`, `ssi`, `ermia-ssi`; the others are named and rejected as not
+    /// implemented.
     Protocol {
         /// Hekaton optimistic MVCC (Hekaton §3).
         Mvocc = "mvocc",
@@ -48,6 +49,8 @@ choice_enum!(
         Mv2plWait = "mv2pl-wait",
         /// Snapshot isolation, first-updater-wins (thesis §5.3.4).
         Si = "si",
+        /// Cahill's serializable SI on snapshot isolation: inConflict/outConflict flags,
+        /// abort when both are set (thesis §5.3.4; Cahill, Röhm and Fekete, SIGMOD 2008).
         Ssi = "ssi",
         ErmiaSi = "ermia-si",
         /// ERMIA's stamp-based serializable SI: abort the pivot of a dangerous structure
@@ -71,10 +74,10 @@ impl Protocol {
         }
     }
 
-    /// A serializable SI that tracks dependencies in stamps (`cc/ssn.rs`): SSN or ERMIA's
-    /// SSI. Their serial order is not their commit order.
+    /// A serializable SI that tracks dependencies in stamps (`cc/ssn.rs`): SSN, Cahill's SSI
+    /// or ERMIA's SSI. Their serial order is not their commit order.
     pub(crate) fn stamped(self) -> bool {
-        matches!(self, Protocol::Ssn | Protocol::ErmiaSsi)
+        matches!(self, Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi)
     }
 }
 
@@ -173,6 +176,7 @@ pub struct Config {
     pub(crate) log_file_bytes: u64,
     pub(crate) recovery: RecoveryScheme,
     pub(crate) recovery_threads: usize,
+    pub(crate) commit_dependencies: bool,
 }
 
 impl Default for Config {
@@ -203,6 +207,7 @@ impl Default for Config {
             log_file_bytes: 64 << 20,
             recovery: RecoveryScheme::Auto,
             recovery_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            commit_dependencies: true,
         }
     }
 }
@@ -215,6 +220,18 @@ impl Config {
     }
     pub fn protocol(mut self, p: Protocol) -> Self {
         self.protocol = p;
+        self
+    }
+    /// Commit dependencies (Hekaton §2.7; default on): under `mvocc` and `si` a reader that
+    /// meets a Preparing writer below its read time reads or ignores the version
+    /// speculatively and may commit only if that writer commits (it waits for the outcome
+    /// just before its own commit, and aborts with `commit_dependency` if the writer
+    /// aborted). Off: the reader waits for the outcome where it meets the writer. The other
+    /// protocols always wait (MVTO aborts instead). Reads a transaction returns to the
+    /// application may thus come from a writer that later aborts; such a transaction then
+    /// fails to commit, as in Hekaton, where results are held back until commit.
+    pub fn commit_dependencies(mut self, on: bool) -> Self {
+        self.commit_dependencies = on;
         self
     }
     /// Default isolation level of `Database::begin` (a transaction may ask for another).
@@ -357,6 +374,13 @@ impl Config {
     pub fn get_log_manager(&self) -> LogManagerKind {
         self.log_manager
     }
+    pub fn get_commit_dependencies(&self) -> bool {
+        self.commit_dependencies
+    }
+    /// Whether transactions of this configuration take commit dependencies.
+    pub(crate) fn speculates(&self) -> bool {
+        self.commit_dependencies && matches!(self.protocol, Protocol::Mvocc | Protocol::Si)
+    }
 
     /// Isolation levels `protocol` can honour in this build, weakest first.
     pub fn isolation_levels(protocol: Protocol) -> &'static [Isolation] {
@@ -372,7 +396,7 @@ impl Config {
             // weaker mode that would differ (thesis §5.3.1, §5.3.3).
             Protocol::Mvto | Protocol::Mv2pl => &[Isolation::Serializable],
             // SSN makes snapshot isolation serializable; without it, it is `si`.
-            Protocol::Ssn | Protocol::ErmiaSsi => &[Isolation::Serializable],
+            Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => &[Isolation::Serializable],
             _ => &[],
         }
     }

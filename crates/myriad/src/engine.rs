@@ -64,8 +64,14 @@ pub struct Stats {
     pub versions_reclaimed: u64,
     pub version_bytes_reclaimed: u64,
     pub gc_ns: u64,
-    /// Field reads that waited for a Preparing writer's outcome (no commit dependencies yet).
+    /// Field reads that waited for a Preparing writer's outcome (protocols without commit
+    /// dependencies, writes, and `Config::commit_dependencies(false)`).
     pub preparing_waits: u64,
+    /// Commit dependencies taken: speculative reads and ignores of Preparing writers'
+    /// versions (Hekaton §2.7).
+    pub commit_deps: u64,
+    /// Transactions that reached commit (or abort) with a dependency unresolved and waited.
+    pub commit_dep_waits: u64,
 }
 
 impl Stats {
@@ -390,18 +396,23 @@ impl Database {
             p if p.stamped() => crate::config::Protocol::Mvocc,
             p => p,
         };
-        self.start_txn(opts, protocol, self.config.ddl_wait)
+        let mut tx = self.start_txn(opts, protocol, self.config.ddl_wait)?;
+        // A checkpoint must hold committed data only.
+        tx.speculates = false;
+        Ok(tx)
     }
 
     /// A transaction of recovery's replay: MVOCC whatever the configured protocol, since
     /// replay applies records that already committed in a known order, and no protocol's
     /// read tracking may abort it (replay threads of different records share no row).
     pub(crate) fn begin_replay(&self, opts: TxnOptions) -> Result<Transaction<'_>> {
-        self.start_txn(
+        let mut tx = self.start_txn(
             opts,
             crate::config::Protocol::Mvocc,
             std::time::Duration::ZERO,
-        )
+        )?;
+        tx.speculates = false;
+        Ok(tx)
     }
 
     /// Claims a slot (this thread's last one if free) and starts a transaction in it.
@@ -494,6 +505,8 @@ impl Database {
             s.version_bytes_reclaimed += l(&st.version_bytes_reclaimed);
             s.gc_ns += l(&st.gc_ns);
             s.preparing_waits += l(&st.preparing_waits);
+            s.commit_deps += l(&st.commit_deps);
+            s.commit_dep_waits += l(&st.commit_dep_waits);
         }
         s
     }

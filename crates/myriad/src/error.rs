@@ -29,11 +29,14 @@ pub enum AbortReason {
     /// must follow it in the serial order (π, its sstamp) committed no later than one that
     /// must precede it (η, its pstamp), so committing could close a dependency cycle.
     Exclusion,
+    /// Commit dependencies (Hekaton §2.7): the transaction read or ignored a version of a
+    /// Preparing transaction speculatively, and that transaction aborted (a cascading abort).
+    CommitDependency,
 }
 
 impl AbortReason {
     /// Every reason, in report order.
-    pub const ALL: [AbortReason; 8] = [
+    pub const ALL: [AbortReason; 9] = [
         AbortReason::WriteWriteConflict,
         AbortReason::ReadValidation,
         AbortReason::Phantom,
@@ -42,6 +45,7 @@ impl AbortReason {
         AbortReason::TimestampOrder,
         AbortReason::LockConflict,
         AbortReason::Exclusion,
+        AbortReason::CommitDependency,
     ];
 
     /// Stable snake_case name used in reports and JSON.
@@ -55,6 +59,7 @@ impl AbortReason {
             AbortReason::TimestampOrder => "timestamp_order",
             AbortReason::LockConflict => "lock_conflict",
             AbortReason::Exclusion => "ssn_exclusion",
+            AbortReason::CommitDependency => "commit_dependency",
         }
     }
 

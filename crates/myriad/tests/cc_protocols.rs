@@ -34,6 +34,7 @@ fn each_protocol_offers_only_the_levels_it_can_honour() {
         (Protocol::Mv2pl, vec![Isolation::Serializable]),
         (Protocol::Si, vec![Isolation::Snapshot]),
         (Protocol::Ssn, vec![Isolation::Serializable]),
+        (Protocol::Ssi, vec![Isolation::Serializable]),
         (Protocol::ErmiaSsi, vec![Isolation::Serializable]),
     ] {
         assert_eq!(Config::isolation_levels(p), levels.as_slice(), "{p}");
@@ -52,7 +53,7 @@ fn each_protocol_offers_only_the_levels_it_can_honour() {
         ));
     }
     // Not built yet: named, and refused as not supported.
-    for p in [Protocol::Ssi, Protocol::Silo, Protocol::TwoPl] {
+    for p in [Protocol::ErmiaSi, Protocol::Silo, Protocol::TwoPl] {
         let e = open_err(Config::new().protocol(p));
         assert!(matches!(e, Error::Unsupported(_)), "{p}: {e}");
     }
@@ -299,7 +300,7 @@ fn write_skew(db: &Database, t: &TableRef) -> Result<()> {
 /// commits T1, while ERMIA-SSI aborts it (it meets x's s2 when it commits).
 #[test]
 fn ermia_ssi_aborts_a_dangerous_structure_that_ssn_lets_commit() {
-    for p in [Protocol::Ssn, Protocol::ErmiaSsi] {
+    for p in [Protocol::Ssn, Protocol::ErmiaSsi, Protocol::Ssi] {
         let (db, t) = open_with(p);
         let mut t1 = db.begin().unwrap();
         assert_eq!(val(&mut t1, &t, 0), Some(0));
@@ -315,19 +316,62 @@ fn ermia_ssi_aborts_a_dangerous_structure_that_ssn_lets_commit() {
             _ => assert_eq!(reason(t1.commit()), AbortReason::Exclusion),
         }
     }
-    // Its pivot test: T2 (replacing x after a reader of x committed after T3) aborts.
-    let (db, t) = open_with(Protocol::ErmiaSsi);
+    // Its pivot test: T2 (replacing x after a reader of x committed after T3) aborts; so
+    // does SSI's (T2 has both flags).
+    for p in [Protocol::ErmiaSsi, Protocol::Ssi] {
+        let (db, t) = open_with(p);
+        let mut t1 = db.begin().unwrap();
+        assert_eq!(val(&mut t1, &t, 0), Some(0));
+        let mut t2 = db.begin().unwrap();
+        assert_eq!(val(&mut t2, &t, 1), Some(1));
+        let mut t3 = db.begin().unwrap();
+        t3.update(&t, &1i64, &[(1, 11i64)]).unwrap();
+        t3.commit().unwrap();
+        t1.update(&t, &2i64, &[(1, 12i64)]).unwrap();
+        t1.commit().unwrap();
+        t2.update(&t, &0i64, &[(1, 10i64)]).unwrap();
+        assert_eq!(reason(t2.commit()), AbortReason::Exclusion, "{p}");
+    }
+}
+
+/// Cahill's SSI aborts a transaction with both flags whatever the commit order of its
+/// neighbours (the thesis's "false positives"): here T1 read x and committed, T2 read y and
+/// replaces x (inConflict: T1 committed after T2 began), and T3 replaced y but has not
+/// committed (outConflict). No T3 committed first, so there is no cycle yet and neither SSN
+/// nor ERMIA-SSI aborts T2; SSI does. T3 then commits under all three.
+#[test]
+fn ssi_aborts_a_pivot_whose_successor_has_not_committed() {
+    for p in [Protocol::Ssn, Protocol::ErmiaSsi, Protocol::Ssi] {
+        let (db, t) = open_with(p);
+        let mut t2 = db.begin().unwrap();
+        assert_eq!(val(&mut t2, &t, 1), Some(1));
+        let mut t3 = db.begin().unwrap();
+        t3.update(&t, &1i64, &[(1, 11i64)]).unwrap();
+        let mut t1 = db.begin().unwrap();
+        assert_eq!(val(&mut t1, &t, 0), Some(0));
+        t1.commit().unwrap();
+        t2.update(&t, &0i64, &[(1, 10i64)]).unwrap();
+        match p {
+            Protocol::Ssi => assert_eq!(reason(t2.commit()), AbortReason::Exclusion),
+            _ => t2.commit().unwrap(),
+        }
+        t3.commit().unwrap();
+    }
+    // Only inConflict, or only outConflict: SSI commits.
+    let (db, t) = open_with(Protocol::Ssi);
+    let mut t2 = db.begin().unwrap();
     let mut t1 = db.begin().unwrap();
     assert_eq!(val(&mut t1, &t, 0), Some(0));
+    t1.commit().unwrap();
+    t2.update(&t, &0i64, &[(1, 10i64)]).unwrap();
+    t2.commit().unwrap();
     let mut t2 = db.begin().unwrap();
     assert_eq!(val(&mut t2, &t, 1), Some(1));
     let mut t3 = db.begin().unwrap();
     t3.update(&t, &1i64, &[(1, 11i64)]).unwrap();
+    t2.update(&t, &2i64, &[(1, 12i64)]).unwrap();
+    t2.commit().unwrap();
     t3.commit().unwrap();
-    t1.update(&t, &2i64, &[(1, 12i64)]).unwrap();
-    t1.commit().unwrap();
-    t2.update(&t, &0i64, &[(1, 10i64)]).unwrap();
-    assert_eq!(reason(t2.commit()), AbortReason::Exclusion);
 }
 
 /// SSN's phantoms: a scanner whose range gained a row committed before it aborts; an
@@ -405,6 +449,7 @@ fn updates_keep_committing_while_a_long_reader_runs() {
         Protocol::Mv2pl,
         Protocol::Si,
         Protocol::Ssn,
+        Protocol::Ssi,
         Protocol::ErmiaSsi,
     ] {
         let level = Config::strongest_isolation(p).unwrap();
@@ -463,6 +508,7 @@ fn ssn_is_durable_under_both_log_managers() {
         (Protocol::Ssn, LogManagerKind::Epoch),
         (Protocol::Ssn, LogManagerKind::Ermia),
         (Protocol::ErmiaSsi, LogManagerKind::Ermia),
+        (Protocol::Ssi, LogManagerKind::Epoch),
     ] {
         let dir = tempdir(&format!("{p}-{m}"));
         let cfg = || {
@@ -505,7 +551,7 @@ fn ssn_is_durable_under_both_log_managers() {
 /// another state. SSN logs its calls as rows, and recovery restores what was committed.
 #[test]
 fn ssn_calls_are_logged_as_rows_so_recovery_matches_the_run() {
-    for p in [Protocol::Ssn, Protocol::ErmiaSsi] {
+    for p in [Protocol::Ssn, Protocol::Ssi, Protocol::ErmiaSsi] {
         calls_logged_as_rows(p);
     }
 }

@@ -99,9 +99,14 @@ fn config(dir: &Path, m: LogManagerKind) -> Config {
 }
 
 /// The protocol of child generation `g`: six generations of MVOCC, six of SSN, six of
-/// ERMIA-SSI.
+/// ERMIA-SSI, six of SSI.
 fn protocol_of(generation: i64) -> Protocol {
-    [Protocol::Mvocc, Protocol::Ssn, Protocol::ErmiaSsi][(generation as usize / 6) % 3]
+    [
+        Protocol::Mvocc,
+        Protocol::Ssn,
+        Protocol::ErmiaSsi,
+        Protocol::Ssi,
+    ][(generation as usize / 6) % 4]
 }
 
 /// The configuration of child generation `g` (and of the recovery after it).

@@ -51,8 +51,14 @@ pub struct Report {
     pub global_rmw_per_txn: f64,
     pub record_rmw_per_txn: f64,
     /// Field reads that waited for a Preparing writer's outcome, per committed transaction
-    /// (readers wait because commit dependencies are not built yet).
+    /// (writes always; reads under protocols without commit dependencies).
     pub preparing_waits_per_txn: f64,
+    /// Commit dependencies taken (speculative reads and ignores, Hekaton §2.7) per committed
+    /// transaction.
+    pub commit_deps_per_txn: f64,
+    /// Transactions that reached commit with a dependency unresolved and waited, per
+    /// committed transaction.
+    pub commit_dep_waits_per_txn: f64,
     /// Time to create and load the tables.
     pub load_s: f64,
     /// What the workload itself observed (outcome counts, its invariant check), in its order.
@@ -233,6 +239,9 @@ pub struct Fidelity {
     pub workload: Vec<(&'static str, Json)>,
     pub protocol: String,
     pub isolation: String,
+    /// Commit dependencies (`Config::commit_dependencies`): "on", "off", or "n/a" where the
+    /// protocol always waits.
+    pub commit_deps: String,
     pub gc: String,
     /// With GC on: a worker collects after this many of its commits.
     pub gc_interval_txns: u32,
@@ -256,6 +265,17 @@ impl Fidelity {
             workload,
             protocol: config.get_protocol().name().into(),
             isolation: config.get_isolation().name().into(),
+            commit_deps: match config.get_protocol() {
+                myriad::Protocol::Mvocc | myriad::Protocol::Si => {
+                    if config.get_commit_dependencies() {
+                        "on"
+                    } else {
+                        "off"
+                    }
+                    .into()
+                }
+                _ => "n/a".into(),
+            },
             gc: config.get_gc().name().into(),
             gc_interval_txns: config.get_gc_interval_txns(),
             version_storage: config.get_storage().name().into(),
@@ -294,6 +314,7 @@ impl Fidelity {
         v.extend([
             ("protocol", Json::from(self.protocol.clone())),
             ("isolation", Json::from(self.isolation.clone())),
+            ("commit_deps", Json::from(self.commit_deps.clone())),
             ("gc", Json::from(self.gc.clone())),
             ("gc_interval_txns", Json::from(self.gc_interval_txns)),
             ("version_storage", Json::from(self.version_storage.clone())),
@@ -422,6 +443,8 @@ impl Report {
             global_rmw_per_txn: per_txn(global),
             record_rmw_per_txn: per_txn(record),
             preparing_waits_per_txn: per_txn(d(|s| s.preparing_waits)),
+            commit_deps_per_txn: per_txn(d(|s| s.commit_deps)),
+            commit_dep_waits_per_txn: per_txn(d(|s| s.commit_dep_waits)),
             load_s: i.load_s,
             results: i.results,
             fidelity: i.fidelity,
@@ -560,12 +583,13 @@ impl Report {
         }
         writeln!(
             o,
-            "  gc           {:.1} ms;  shared RMW/txn {:.2} (global {:.2}, record {:.2});  waits on Preparing/txn {:.4}",
-            self.gc_ms,
-            self.shared_rmw_per_txn,
-            self.global_rmw_per_txn,
-            self.record_rmw_per_txn,
-            self.preparing_waits_per_txn
+            "  gc           {:.1} ms;  shared RMW/txn {:.2} (global {:.2}, record {:.2})",
+            self.gc_ms, self.shared_rmw_per_txn, self.global_rmw_per_txn, self.record_rmw_per_txn,
+        )?;
+        writeln!(
+            o,
+            "  Preparing    waits/txn {:.4};  commit dependencies/txn {:.4} (waited {:.4})",
+            self.preparing_waits_per_txn, self.commit_deps_per_txn, self.commit_dep_waits_per_txn
         )?;
         if !self.results.is_empty() {
             writeln!(o)?;

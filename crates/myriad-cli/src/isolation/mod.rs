@@ -17,7 +17,7 @@
 //!
 //! Exit status: 0 every spec ran (and matched its expected file); 1 a difference, a spec that
 //! does not parse, an unreadable file, or a failed setup block; 2 a usage error or an engine
-//! configuration this build does not support (`--protocol ssi`: "not supported").
+//! configuration this build does not support (`--protocol ermia-si`: "not supported").
 
 mod diff;
 mod format;
@@ -38,8 +38,8 @@ pub struct IsolationArgs {
     /// Spec files (PostgreSQL isolation-tester syntax).
     #[arg(required = true, value_name = "SPEC")]
     specs: Vec<PathBuf>,
-    /// Concurrency-control protocol: mvocc, si, mvto or mv2pl (the others are "not
-    /// supported").
+    /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, ssn, ssi or ermia-ssi (the
+    /// others are "not supported").
     #[arg(long, value_name = "P", default_value = "mvocc", value_parser = crate::parse_choice::<Protocol>)]
     protocol: Protocol,
     /// Level of BEGIN without ISOLATION LEVEL and of autocommit statements: serializable, rr,

@@ -7,9 +7,9 @@
 //! - `si`: MVOCC's code at Snapshot Isolation only (first-updater-wins, no validation);
 //! - `mvto` (`mvto.rs`): read-ts on reads and scans, checked by writes; no validation;
 //! - `mv2pl` (`mv2pl.rs`): read locks on reads, checked by writes; scan re-checks at commit;
-//! - `ssn`, `ermia-ssi` (`ssn.rs`): SI plus stamps — reader bits on reads, at commit the
-//!   exclusion-window test (SSN) or ERMIA's dangerous-structure test, stamps left in the
-//!   versions.
+//! - `ssn`, `ssi`, `ermia-ssi` (`ssn.rs`): SI plus stamps — reader bits on reads, at commit
+//!   the exclusion-window test (SSN), Cahill's two flags (SSI) or ERMIA's dangerous-structure
+//!   test, stamps left in the versions.
 
 pub mod mv2pl;
 pub mod mvocc;

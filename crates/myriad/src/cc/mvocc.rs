@@ -14,6 +14,12 @@
 //! transaction serialises at its end timestamp, and a snapshot at the begin timestamp sees
 //! exactly the updates serialised before it.
 //!
+//! Commit dependencies (Hekaton §2.7, `Config::commit_dependencies`): a transaction that read
+//! or ignored a Preparing writer's version speculatively (`cc/visibility.rs`) waits, after
+//! validation and before logging, until every such writer has reported; if one aborted, so
+//! does it (`commit_dependency`). A transaction reports its own outcome to its dependents
+//! right after publishing Committed or Aborted (`TxnTable::report`).
+//!
 //! Unique secondary indexes are re-checked after the end timestamp is drawn: a competing
 //! holder of the key that is Preparing with an earlier end timestamp is waited for, one with a
 //! later end timestamp will itself see us and abort.
@@ -43,6 +49,9 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     // SSN and ERMIA-SSI: every tracked transaction, readers too, draws a commit stamp.
     let stamped = tx.protocol.stamped() && tx.tracks_reads();
     if tx.local.write_set.is_empty() && !stamped {
+        if let Err(reason) = tx.await_deps() {
+            return Err(tx.fail(reason));
+        }
         crate::cc::mv2pl::release(tx);
         if tx.protocol == Protocol::Mvto {
             // Running MVTO transactions show as Preparing (cc/mvto.rs); this one is done.
@@ -82,7 +91,10 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     };
     slot.set_preparing(end_ts);
 
-    let checked = validate(tx, end_ts);
+    #[cfg(test)]
+    crate::txn::tests::pause_point(crate::txn::tests::Pause::Prepared);
+    // Validation, then the wait for commit dependencies (Hekaton §3.2).
+    let checked = validate(tx, end_ts).and_then(|()| tx.await_deps());
     if let Some(l) = ermia.filter(|_| checked.is_err() || read_only) {
         l.skip(tx.slot_idx, end_ts);
     }
@@ -156,6 +168,9 @@ fn install(tx: &mut Transaction<'_>, end_ts: u64) -> Result<u64> {
         }
     };
     slot.set_committed(end_ts);
+    if tx.db.config.speculates() {
+        tx.db.txns.report(tx.slot_idx, tx.id, true);
+    }
 
     // Post-processing (Hekaton §2.4): replace our id by the end timestamp in every field we wrote.
     let writes = std::mem::take(&mut tx.local.write_set);

@@ -53,6 +53,14 @@
 //!   finds the version overwritten by a transaction committed before it, with s2 set, is the
 //!   T1 of a structure whose other two committed, T3 first: it aborts.
 //!
+//! **Cahill's SSI** (`ssi`; thesis §5.3.4; Cahill, Röhm and Fekete, SIGMOD 2008) on the same
+//! machinery with two flags per transaction instead of stamps: outConflict (a concurrent
+//! transaction overwrote what it read) and inConflict (a concurrent transaction read what it
+//! overwrote); a transaction with both aborts, whatever the commit order of the other two
+//! (`precommit_flags`). The pstamp word is the rstamp as for ERMIA-SSI; the sstamp word holds
+//! the overwriter's outConflict flag. It aborts more than ERMIA-SSI: the thesis's "high abort
+//! rate due to false positives".
+//!
 //! The end timestamp of a committed overwriter is its s1 contribution (ERMIA copies it into
 //! the version because its TIDs are recycled; ours stay in the End field), so the two words
 //! are rstamp and s2. ERMIA's preference to abort a pivot that has in-flight readers ("safe
@@ -138,29 +146,47 @@ fn wait_out_readers(txns: &TxnTable, me: usize, bitmap: u64, c: u64) {
     }
 }
 
-/// The commit stamp of the transaction that overwrote `v`, if it committed before stamp `c`
-/// (waiting for the outcome of one that is in pre-commit with a smaller stamp); `None`
-/// otherwise. Its SSTAMP word is then final.
-fn successor(tx: &Transaction<'_>, v: &Version, c: u64) -> Option<u64> {
+/// Who overwrote a version we read, as seen by a transaction with commit stamp `c`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Overwriter {
+    /// Nobody (or we ourselves, or a transaction that aborted).
+    None,
+    /// A transaction that committed with this stamp, below `c`. Its SSTAMP word is final.
+    Before(u64),
+    /// A transaction that is still running, or commits after us.
+    Later,
+}
+
+/// The overwriter of `v`, waiting for the outcome of one that is in pre-commit with a
+/// smaller stamp than `c`.
+fn overwriter(tx: &Transaction<'_>, v: &Version, c: u64) -> Overwriter {
     let backoff = Backoff::new();
+    let before = |ts: u64| {
+        if ts < c {
+            Overwriter::Before(ts)
+        } else {
+            Overwriter::Later
+        }
+    };
     loop {
         let e = v.end.load(Ordering::Acquire);
         if e == INFINITY {
-            return None;
+            return Overwriter::None;
         }
         if !is_txn(e) {
             // Finalised after the overwriter stored the sstamp.
-            return (e < c).then_some(e);
+            return before(e);
         }
         let id = TxnId::from_word(e);
         if id == tx.id {
-            return None;
+            return Overwriter::None;
         }
         match tx.db.txns.state_of(id) {
+            TxnState::Aborted => return Overwriter::None,
             // Active: it draws its stamp after ours, and will see our bit.
-            TxnState::Active | TxnState::Aborted => return None,
-            TxnState::Preparing(ts) if ts > c => return None,
-            TxnState::Committed(ts) => return (ts < c).then_some(ts),
+            TxnState::Active => return Overwriter::Later,
+            TxnState::Preparing(ts) if ts > c => return Overwriter::Later,
+            TxnState::Committed(ts) => return before(ts),
             TxnState::PreparingPending | TxnState::Preparing(_) => backoff.snooze(),
             // The field is being finalised: read it again.
             TxnState::Terminated => backoff.spin(),
@@ -168,10 +194,21 @@ fn successor(tx: &Transaction<'_>, v: &Version, c: u64) -> Option<u64> {
     }
 }
 
+/// The commit stamp of the transaction that overwrote `v`, if it committed before stamp `c`.
+fn successor(tx: &Transaction<'_>, v: &Version, c: u64) -> Option<u64> {
+    match overwriter(tx, v, c) {
+        Overwriter::Before(ts) => Some(ts),
+        _ => None,
+    }
+}
+
 /// The pre-commit test of a transaction that drew commit stamp `c` and passed its other
 /// checks. SSN: computes π and η and applies the exclusion window. ERMIA-SSI: computes s1
 /// and rstamp and looks for a dangerous structure.
 pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortReason> {
+    if tx.protocol == crate::config::Protocol::Ssi {
+        return precommit_flags(tx, c);
+    }
     let ssi = tx.protocol == crate::config::Protocol::ErmiaSsi;
     // The readers' bits and the index scanners must be read after our stamp was drawn.
     fence(Ordering::SeqCst);
@@ -197,6 +234,45 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
             pi = pi.min(e);
         }
     }
+    for_overwritten_and_entered(tx, c, |tx, touched| match touched {
+        Touched::Overwritten(o) => {
+            eta = eta.max(o.ext_word(PSTAMP).load(Ordering::SeqCst));
+            if !ssi {
+                // ww: the creator precedes us.
+                let b = o.begin.load(Ordering::Acquire);
+                eta = eta.max(if is_txn(b) { tx.begin_ts } else { b });
+            }
+        }
+        Touched::Entered(stamp) => eta = eta.max(stamp),
+    });
+    tx.ssn_sstamp = pi;
+    tx.ssn_pstamp = eta;
+    // SSN: the exclusion window. ERMIA-SSI: a reader committed after our T3 (s1 set).
+    if pi <= eta {
+        return Err(AbortReason::Exclusion);
+    }
+    Ok(())
+}
+
+/// What a writer's stamps are taken from (`for_overwritten_and_entered`).
+enum Touched<'a> {
+    /// A version the transaction overwrote.
+    Overwritten(&'a Version),
+    /// The pstamp (rstamp) of an index the transaction's writes entered.
+    Entered(u64),
+}
+
+/// Calls `f` for every version `tx` overwrote and for every index its writes entered (all of
+/// a new row's, the secondary indexes whose key an update changed), each after waiting out
+/// the readers in pre-commit with a stamp below `c`, so that the pstamp (rstamp) read covers
+/// every reader that commits before us.
+fn for_overwritten_and_entered(
+    tx: &mut Transaction<'_>,
+    c: u64,
+    mut f: impl FnMut(&Transaction<'_>, Touched<'_>),
+) {
+    // The readers' bits and the index scanners must be read after our stamp was drawn.
+    fence(Ordering::SeqCst);
     let txns = &tx.db.txns;
     let me = tx.slot_idx;
     let mut entered = std::mem::take(&mut tx.local.ssn_entered);
@@ -207,12 +283,7 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
         let (new, old) = unsafe { (&*w.new, w.old.as_ref()) };
         if let Some(o) = old {
             wait_out_readers(txns, me, o.aux.load(Ordering::SeqCst), c);
-            eta = eta.max(o.ext_word(PSTAMP).load(Ordering::SeqCst));
-            if !ssi {
-                // ww: the creator precedes us.
-                let b = o.begin.load(Ordering::Acquire);
-                eta = eta.max(if is_txn(b) { tx.begin_ts } else { b });
-            }
+            f(tx, Touched::Overwritten(o));
         }
         if new.is_tombstone() {
             continue;
@@ -238,15 +309,60 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
     for &(table, i) in &entered {
         let t = tx.db.table_by_id(table);
         wait_out_readers(txns, me, t.scanners[i as usize].load(Ordering::SeqCst), c);
-        eta = eta.max(t.scan_ts[i as usize].load(Ordering::SeqCst));
+        f(
+            tx,
+            Touched::Entered(t.scan_ts[i as usize].load(Ordering::SeqCst)),
+        );
     }
     tx.local.ssn_entered = entered;
-    tx.ssn_sstamp = pi;
-    tx.ssn_pstamp = eta;
-    // SSN: the exclusion window. ERMIA-SSI: a reader committed after our T3 (s1 set).
-    if pi <= eta {
+}
+
+/// Cahill's SSI (`ssi`): the pre-commit test of a transaction with commit stamp `c`.
+///
+/// - outConflict: a version we read was overwritten by a concurrent transaction — one that
+///   committed before us, or one still running or committing after us (Cahill sets the flag
+///   as soon as the edge exists, whoever commits first).
+/// - inConflict: a version we overwrote (or an index we entered) was read by a transaction
+///   that committed after our begin (its rstamp, the PSTAMP word, is above our begin
+///   timestamp).
+/// - Abort if both. Also abort if we read a version whose overwriter committed before us
+///   with outConflict set (its SSTAMP word is 1): that committed transaction would become a
+///   pivot through us (Cahill's rule for a committed T2).
+///
+/// Readers still running when we commit are not counted in inConflict: each one, at its own
+/// commit, finds our overwrite committed before it, and aborts if we committed with
+/// outConflict. With Fekete's theorem (every cycle of an SI history has a dangerous structure
+/// T1 → T2 → T3 whose T3 commits first) this aborts a transaction of every cycle.
+fn precommit_flags(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortReason> {
+    let mut out = false;
+    for &v in &tx.local.read_set {
+        // SAFETY: versions we read stay allocated while we are registered (GC watermark).
+        let v = unsafe { &*v };
+        match overwriter(tx, v, c) {
+            Overwriter::None => {}
+            Overwriter::Later => out = true,
+            Overwriter::Before(_) => {
+                if v.ext_word(SSTAMP).load(Ordering::Acquire) != 0 {
+                    return Err(AbortReason::Exclusion);
+                }
+                out = true;
+            }
+        }
+    }
+    let begin = tx.begin_ts;
+    let mut inc = false;
+    for_overwritten_and_entered(tx, c, |_, touched| {
+        let rstamp = match touched {
+            Touched::Overwritten(o) => o.ext_word(PSTAMP).load(Ordering::SeqCst),
+            Touched::Entered(stamp) => stamp,
+        };
+        inc |= rstamp > begin;
+    });
+    if inc && out {
         return Err(AbortReason::Exclusion);
     }
+    // Left in the versions we overwrote by `finalize`.
+    tx.ssn_sstamp = u64::from(out);
     Ok(())
 }
 
@@ -270,7 +386,8 @@ pub(crate) fn finalize(tx: &Transaction<'_>, c: u64) {
                 (*w.new).ext_word(PSTAMP).store(c, Ordering::Release);
             }
             if let Some(o) = w.old.as_ref() {
-                // SSN: our π. ERMIA-SSI: our s1 as the version's s2, 0 if unset.
+                // SSN: our π. ERMIA-SSI: our s1 as the version's s2, 0 if unset. SSI: our
+                // outConflict flag.
                 let stamp = match tx.protocol {
                     crate::config::Protocol::ErmiaSsi if tx.ssn_sstamp == u64::MAX => 0,
                     _ => tx.ssn_sstamp,

@@ -1,12 +1,15 @@
 //! Version visibility (Hekaton §2.5, Tables 1 and 2), shared by the multi-version protocols.
 //!
-//! Deviation from the paper, on purpose: until commit dependencies exist, a reader that meets a
-//! Preparing transaction whose end timestamp is below its read time *waits* for the outcome
-//! instead of reading or ignoring speculatively (the paper's "safe approach", §2.5). Table 2 as
-//! printed says an End field holding an Active transaction's id makes V visible "only if V was
-//! created by T"; taken literally that hides a row from every other reader while a delete or
-//! update is still uncommitted, and shows a transaction the row it deleted itself. The correct
-//! rule, implemented here: V is invisible only to TE itself, visible to everyone else.
+//! A reader that meets a Preparing transaction whose end timestamp is at or below its read
+//! time either reads or ignores the version *speculatively* and takes a commit dependency on
+//! that transaction (Hekaton §2.5, §2.7; `Resolver::speculate`, MVOCC and SI), or waits for
+//! the outcome (the paper's "safe approach"; the other protocols, checkpoints and replay).
+//!
+//! Deviation from the paper, on purpose: Table 2 as printed says an End field holding an
+//! Active transaction's id makes V visible "only if V was created by T"; taken literally that
+//! hides a row from every other reader while a delete or update is still uncommitted, and
+//! shows a transaction the row it deleted itself. The correct rule, implemented here: V is
+//! invisible only to TE itself, visible to everyone else.
 
 use crate::txn::table::{TxnId, TxnState, TxnTable};
 use crate::version::{is_txn, Version, INFINITY};
@@ -22,6 +25,11 @@ pub(crate) struct Resolver<'a> {
     /// Preparing transaction would be waited for, the flag is set instead and the field
     /// resolves as Active; the caller must then abort. `None`: wait.
     pub blocked: Option<&'a std::cell::Cell<bool>>,
+    /// Commit dependencies (Hekaton §2.7): where the outcome of a Preparing transaction
+    /// would be waited for, assume it commits, register a dependency on it and go on. Set
+    /// when a dependency is taken (the transaction must then stay pinned: the version it
+    /// read may be rolled back and freed). `None`: wait.
+    pub speculate: Option<&'a std::cell::Cell<bool>>,
 }
 
 /// A Begin or End field, resolved.
@@ -62,6 +70,16 @@ impl Resolver<'_> {
                 // PreparingPending: the end timestamp is about to be published; wait.
                 // Terminated: the field has been finalised; reread it.
                 TxnState::Terminated => backoff.spin(),
+                TxnState::Preparing(ts) if self.speculate.is_some() => {
+                    // Speculative read (Begin) or ignore (End), valid if `t` commits.
+                    if self.txns.depend(self.me, t) {
+                        if let Some(took) = self.speculate {
+                            took.set(true);
+                        }
+                        return Field::Ts(ts);
+                    }
+                    // It has reported or moved on since: its state is final; reread.
+                }
                 TxnState::Preparing(_) | TxnState::PreparingPending => {
                     if let Some(b) = self.blocked {
                         b.set(true);
@@ -163,6 +181,16 @@ mod tests {
         other: TxnId,
     }
 
+    /// A resolver that waits out Preparing writers (no commit dependencies).
+    fn waiting(f: &Fixture) -> Resolver<'_> {
+        Resolver {
+            txns: &f.txns,
+            me: f.me,
+            blocked: None,
+            speculate: None,
+        }
+    }
+
     fn fixture() -> Fixture {
         let txns = TxnTable::new(4);
         let me = txns.slot(0).start(0);
@@ -198,12 +226,7 @@ mod tests {
 
     fn check(f: &Fixture, begin: u64, end: u64, rt: u64) -> bool {
         let v = version(begin, end);
-        let r = Resolver {
-            txns: &f.txns,
-            me: f.me,
-            blocked: None,
-        }
-        .visible(&v, rt);
+        let r = waiting(f).visible(&v, rt);
         free(v);
         r
     }
@@ -249,12 +272,7 @@ mod tests {
         // Post-processing finalises the field, then the slot terminates.
         v.begin.store(7, Ordering::Release);
         other.terminate();
-        assert!(Resolver {
-            txns: &f.txns,
-            me: f.me,
-            blocked: None,
-        }
-        .visible(&v, 8));
+        assert!(waiting(&f).visible(&v, 8));
         free(v);
     }
 
@@ -278,16 +296,21 @@ mod tests {
         assert!(check(&f, 5, f.other.word(), 30));
     }
 
-    /// Preparing with TS < RT: the reader waits for the outcome (no commit dependencies yet).
-    fn preparing_then(commit: bool, field_is_end: bool) -> bool {
-        let f = fixture();
-        let other = f.txns.slot(1);
-        other.set_preparing(20);
-        let v = if field_is_end {
+    /// A version whose End (or Begin) holds the other transaction, Preparing at 20.
+    fn written_by_preparing(f: &Fixture, field_is_end: bool) -> Owned {
+        f.txns.slot(1).set_preparing(20);
+        if field_is_end {
             version(5, f.other.word())
         } else {
             version(f.other.word(), INFINITY)
-        };
+        }
+    }
+
+    /// Preparing with TS < RT, without commit dependencies: the reader waits for the outcome.
+    fn preparing_then(commit: bool, field_is_end: bool) -> bool {
+        let f = fixture();
+        let other = f.txns.slot(1);
+        let v = written_by_preparing(&f, field_is_end);
         std::thread::scope(|s| {
             s.spawn(|| {
                 std::thread::sleep(Duration::from_millis(50));
@@ -297,12 +320,7 @@ mod tests {
                     other.set_aborted();
                 }
             });
-            let r = Resolver {
-                txns: &f.txns,
-                me: f.me,
-                blocked: None,
-            }
-            .visible(&v, 30);
+            let r = waiting(&f).visible(&v, 30);
             free(v);
             r
         })
@@ -333,12 +351,7 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(20));
                 other.set_committed(10);
             });
-            Resolver {
-                txns: &f.txns,
-                me: f.me,
-                blocked: None,
-            }
-            .visible(&v, 30)
+            waiting(&f).visible(&v, 30)
         });
         assert!(seen, "a commit at ts 10 must be visible at read time 30");
         free(v);
@@ -347,11 +360,7 @@ mod tests {
     #[test]
     fn still_visible_for_read_validation() {
         let f = fixture();
-        let r = Resolver {
-            txns: &f.txns,
-            me: f.me,
-            blocked: None,
-        };
+        let r = waiting(&f);
         let v = version(5, INFINITY);
         assert!(r.still_visible(&v, 100));
         v.end.store(f.me.word(), Ordering::Relaxed); // we updated it: fine
@@ -359,5 +368,56 @@ mod tests {
         v.end.store(50, Ordering::Relaxed); // someone committed an update at 50 < 100
         assert!(!r.still_visible(&v, 100));
         free(v);
+    }
+
+    /// Preparing with TS < RT, with commit dependencies (Hekaton §2.5, §2.7): no wait; the
+    /// version is read (Begin) or ignored (End) as if the writer committed, one dependency is
+    /// registered however often the writer is met, and the writer's report resolves it —
+    /// with AbortNow if it aborted.
+    #[test]
+    fn preparing_below_read_time_is_read_or_ignored_speculatively() {
+        for (commit, field_is_end) in [(true, false), (false, false), (true, true), (false, true)] {
+            let f = fixture();
+            let other = f.txns.slot(1);
+            let v = written_by_preparing(&f, field_is_end);
+            let took = std::cell::Cell::new(false);
+            let r = Resolver {
+                speculate: Some(&took),
+                ..waiting(&f)
+            };
+            assert_eq!(r.visible(&v, 30), !field_is_end);
+            assert!(took.get());
+            assert_eq!(f.txns.slot(0).deps.pending(), (1, false));
+            assert_eq!(r.visible(&v, 30), !field_is_end);
+            assert_eq!(f.txns.slot(0).deps.pending(), (1, false));
+            if commit {
+                other.set_committed(20);
+            } else {
+                other.set_aborted();
+            }
+            f.txns.report(1, f.other, commit);
+            assert_eq!(f.txns.slot(0).deps.pending(), (0, !commit));
+            // Once the outcome is final it is read directly, without a dependency.
+            took.set(false);
+            assert_eq!(r.visible(&v, 30), commit != field_is_end);
+            assert!(!took.get());
+            assert_eq!(f.txns.slot(0).stats.commit_deps.load(Ordering::Relaxed), 1);
+            free(v);
+        }
+    }
+
+    /// A writer that already reported is never registered with, even while its state still
+    /// reads Preparing to a racing reader; nor is one that is Active or Committed.
+    #[test]
+    fn dependencies_are_taken_only_on_an_unreported_preparing_writer() {
+        let f = fixture();
+        let other = f.txns.slot(1);
+        assert!(!f.txns.depend(f.me, f.other), "Active");
+        other.set_preparing(20);
+        f.txns.report(1, f.other, true);
+        assert!(!f.txns.depend(f.me, f.other), "reported");
+        other.set_committed(20);
+        assert!(!f.txns.depend(f.me, f.other), "Committed");
+        assert_eq!(f.txns.slot(0).deps.pending(), (0, false));
     }
 }

@@ -13,7 +13,7 @@
 
 pub mod table;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::cc::visibility::Resolver;
 use crate::config::{Isolation, Protocol};
@@ -209,6 +209,13 @@ pub struct Transaction<'db> {
     tracks_reads: bool,
     /// MVTO: set by the no-wait resolver where it would have waited (`Resolver::blocked`).
     pub(crate) blocked: std::cell::Cell<bool>,
+    /// Reads and ignores Preparing writers' versions speculatively, with commit dependencies
+    /// (Hekaton §2.7; MVOCC and SI with `Config::commit_dependencies`), instead of waiting.
+    pub(crate) speculates: bool,
+    /// A commit dependency was taken (`Resolver::speculate`). The transaction then never
+    /// re-pins its memory epoch: a version it read speculatively is freed by its creator's
+    /// rollback, protected only by the pin, not by the visibility watermark.
+    pub(crate) took_deps: std::cell::Cell<bool>,
     /// An abort decided where it could not be returned (inside an index callback).
     doomed: Option<AbortReason>,
     /// SSN (`cc/ssn.rs`): η, the largest commit stamp of a predecessor seen so far
@@ -286,6 +293,8 @@ impl<'db> Transaction<'db> {
             protocol,
             tracks_reads,
             blocked: std::cell::Cell::new(false),
+            speculates: db.config.speculates(),
+            took_deps: std::cell::Cell::new(false),
             doomed: None,
             ssn_pstamp: 0,
             ssn_sstamp: u64::MAX,
@@ -373,7 +382,25 @@ impl<'db> Transaction<'db> {
             me: self.id,
             blocked: (self.protocol == Protocol::Mvto && self.tracks_reads)
                 .then_some(&self.blocked),
+            speculate: self.speculates.then_some(&self.took_deps),
         }
+    }
+
+    /// A resolver that waits out Preparing writers even when the transaction speculates:
+    /// for the version a write goes on top of. Hekaton allows speculative updates (§3.1); we
+    /// do not, because if the creator then aborted, its version would stay in the chain under
+    /// ours after its rollback had already queued it for freeing.
+    fn waiting_resolver(&self) -> Resolver<'_> {
+        Resolver {
+            speculate: None,
+            ..self.resolver()
+        }
+    }
+
+    /// Whether the memory epoch may be re-pinned (see `took_deps`).
+    #[inline]
+    fn may_repin(&self) -> bool {
+        !self.took_deps.get()
     }
 
     /// Remembers an abort to raise when the current operation returns (`raise`).
@@ -429,7 +456,7 @@ impl<'db> Transaction<'db> {
         }
         self.check_table(t)?;
         self.ops_since_repin += 1;
-        if self.ops_since_repin >= REPIN_EVERY_OPS {
+        if self.ops_since_repin >= REPIN_EVERY_OPS && self.may_repin() {
             self.ops_since_repin = 0;
             self.guard.repin();
         }
@@ -494,7 +521,7 @@ impl<'db> Transaction<'db> {
             let tracked = match self.protocol {
                 Protocol::Mvto => crate::cc::mvto::on_read(self, r),
                 Protocol::Mv2pl => crate::cc::mv2pl::read_lock(self, v),
-                Protocol::Ssn | Protocol::ErmiaSsi => {
+                Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => {
                     crate::cc::ssn::on_read(self, r);
                     self.local.read_set.push(v);
                     Ok(())
@@ -822,7 +849,7 @@ impl<'db> Transaction<'db> {
         }
         let mut n = 0usize;
         for tid in 0..t.tid_count() {
-            if tid % TABLE_SCAN_REPIN_TIDS == TABLE_SCAN_REPIN_TIDS - 1 {
+            if tid % TABLE_SCAN_REPIN_TIDS == TABLE_SCAN_REPIN_TIDS - 1 && self.may_repin() {
                 // No version reference outlives an iteration (the read set is protected by
                 // the watermark), so a long scan need not hold back memory reclamation.
                 self.guard.repin();
@@ -1089,6 +1116,29 @@ impl<'db> Transaction<'db> {
         );
     }
 
+    /// Waits until every commit dependency has been reported (Hekaton §3.2: "T can proceed
+    /// ... if either its CommitDepCounter is zero or its AbortNow flag is set"). Err when a
+    /// transaction we depend on aborted.
+    pub(crate) fn await_deps(&self) -> std::result::Result<(), AbortReason> {
+        if !self.took_deps.get() {
+            return Ok(());
+        }
+        let slot = self.slot();
+        let backoff = crossbeam_utils::Backoff::new();
+        let mut waited = false;
+        loop {
+            match slot.deps.pending() {
+                (_, true) => return Err(AbortReason::CommitDependency),
+                (0, false) => return Ok(()),
+                _ if !waited => {
+                    waited = true;
+                    bump(&slot.stats.commit_dep_waits, 1);
+                }
+                _ => backoff.snooze(),
+            }
+        }
+    }
+
     /// Aborts the transaction for `reason` and returns the matching error.
     pub(crate) fn fail(&mut self, reason: AbortReason) -> Error {
         self.rollback(reason);
@@ -1112,7 +1162,7 @@ impl<'db> Transaction<'db> {
         } else {
             self.begin_ts
         };
-        if self.resolver().visible(h, rt) {
+        if self.waiting_resolver().visible(h, rt) {
             return Ok((head, false));
         }
         // Not visible: an uncommitted or a newer committed version (first-writer-wins), or a
@@ -1629,6 +1679,10 @@ impl<'db> Transaction<'db> {
         }
         let slot = self.slot();
         slot.set_aborted();
+        if self.db.config.speculates() {
+            // Cascading abort (Hekaton §2.7): whoever read our versions speculatively aborts.
+            self.db.txns.report(self.slot_idx, self.id, false);
+        }
         #[cfg(test)]
         tests::pause_point(tests::Pause::Rollback);
         let writes = std::mem::take(&mut self.local.write_set);
@@ -1665,6 +1719,13 @@ impl<'db> Transaction<'db> {
     pub(crate) fn finish(&mut self) {
         self.status = Status::Ended;
         let slot = self.slot();
+        if self.took_deps.get() {
+            // A report must reach us, not our slot's next transaction (`CommitDeps`).
+            let backoff = crossbeam_utils::Backoff::new();
+            while slot.deps.pending().0 != 0 {
+                backoff.snooze();
+            }
+        }
         self.local.read_set.clear();
         self.local.scan_set.clear();
         self.local.scan_keys.clear();

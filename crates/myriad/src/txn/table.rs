@@ -94,6 +94,51 @@ pub(crate) struct SlotStats {
     pub gc_ns: AtomicU64,
     /// Field reads that waited for a Preparing writer's outcome (visibility or validation).
     pub preparing_waits: AtomicU64,
+    /// Commit dependencies taken (speculative reads and ignores, Hekaton §2.7).
+    pub commit_deps: AtomicU64,
+    /// Commits (and aborts) that found a commit dependency unresolved and waited for it.
+    pub commit_dep_waits: AtomicU64,
+}
+
+/// Hekaton's register-and-report commit dependencies (§2.7), per slot.
+///
+/// `pending` is the slot transaction's `CommitDepCounter` (low bits) and `AbortNow` (top
+/// bit); others change it only while it is nonzero or while they hold `set`. `set` is the
+/// `CommitDepSet` of the transactions that depend on this slot's one.
+///
+/// Invariant: a transaction with unresolved dependencies does not end (`Transaction::finish`
+/// waits for `pending` to drain, on abort too), so a report always reaches the transaction
+/// that registered, never the slot's next one. Dependencies point from a later end timestamp
+/// to an earlier one (a Preparing transaction's timestamp is below the reader's read time),
+/// so the waits cannot form a cycle.
+pub(crate) struct CommitDeps {
+    pending: AtomicU64,
+    set: parking_lot::Mutex<DepSet>,
+}
+
+#[derive(Default)]
+struct DepSet {
+    /// The last transaction of the slot that reported its outcome: registrations with it
+    /// are refused.
+    reported: u64,
+    dependents: Vec<TxnId>,
+}
+
+const ABORT_NOW: u64 = 1 << 63;
+
+impl CommitDeps {
+    fn new() -> Self {
+        CommitDeps {
+            pending: AtomicU64::new(0),
+            set: parking_lot::Mutex::new(DepSet::default()),
+        }
+    }
+
+    /// Unresolved dependencies of the slot's transaction, and whether one of them aborted.
+    pub fn pending(&self) -> (u64, bool) {
+        let p = self.pending.load(Ordering::Acquire);
+        (p & !ABORT_NOW, p & ABORT_NOW != 0)
+    }
 }
 
 /// Adds `n` to an owner-written counter without an atomic read-modify-write.
@@ -110,6 +155,7 @@ pub(crate) struct Slot {
     pub begin_ts: AtomicU64,
     seq: AtomicU64,
     pub stats: SlotStats,
+    pub deps: CommitDeps,
     /// Owner-only state (reusable buffers, garbage queue). Touched only by the thread that
     /// holds `in_use`.
     pub local: UnsafeCell<super::SlotLocal>,
@@ -135,6 +181,7 @@ impl TxnTable {
                     begin_ts: AtomicU64::new(u64::MAX),
                     seq: AtomicU64::new(0),
                     stats: SlotStats::default(),
+                    deps: CommitDeps::new(),
                     local: UnsafeCell::new(super::SlotLocal::default()),
                 })
             })
@@ -194,6 +241,57 @@ impl TxnTable {
             _ => TxnState::Aborted,
         }
     }
+
+    /// Registers `me` as depending on `on` (Hekaton §2.7): `me` may commit only if `on`
+    /// commits. Only a Preparing transaction is registered with; false otherwise (`on` has
+    /// reported, ended, or is in another state), and the caller rereads its state.
+    pub fn depend(&self, me: TxnId, on: TxnId) -> bool {
+        let Some(s) = self.slots.get(on.slot()) else {
+            return false;
+        };
+        let mut set = s.deps.set.lock();
+        // Under the lock, `on` cannot report between this check and the registration; its
+        // state is final before it reports, and it reports before it ends.
+        if set.reported == on.0 || !matches!(self.state_of(on), TxnState::Preparing(_)) {
+            return false;
+        }
+        if !set.dependents.contains(&me) {
+            set.dependents.push(me);
+            // Under `on`'s lock, so `on` sees the registration and decrements after this.
+            let mine = &self.slots[me.slot()];
+            mine.deps.pending.fetch_add(1, Ordering::AcqRel);
+            bump(&mine.stats.commit_deps, 1);
+        }
+        true
+    }
+
+    /// Transaction `id` in slot `i` has committed (or aborted): refuses further
+    /// registrations and resolves every registered dependent, setting `AbortNow` first if it
+    /// aborted. Called after the final state is published and before the slot is released.
+    pub fn report(&self, i: usize, id: TxnId, committed: bool) {
+        let dependents = {
+            let mut set = self.slots[i].deps.set.lock();
+            set.reported = id.0;
+            if set.dependents.is_empty() {
+                return;
+            }
+            std::mem::take(&mut set.dependents)
+        };
+        for d in &dependents {
+            let p = &self.slots[d.slot()].deps.pending;
+            if !committed {
+                p.fetch_or(ABORT_NOW, Ordering::AcqRel);
+            }
+            p.fetch_sub(1, Ordering::AcqRel);
+        }
+        // Keep the buffer for the slot's next transaction.
+        let mut dependents = dependents;
+        dependents.clear();
+        let mut set = self.slots[i].deps.set.lock();
+        if set.dependents.capacity() == 0 {
+            set.dependents = dependents;
+        }
+    }
 }
 
 impl Slot {
@@ -203,6 +301,11 @@ impl Slot {
         self.seq.store(seq, Ordering::Relaxed);
         let id = TxnId((seq << SLOT_BITS) | index as u64);
         self.state.store(pack(ST_ACTIVE, 0), Ordering::Release);
+        // A finished transaction left no unresolved dependency (`CommitDeps`), at most the
+        // AbortNow bit.
+        if self.deps.pending.load(Ordering::Relaxed) != 0 {
+            self.deps.pending.store(0, Ordering::Relaxed);
+        }
         self.txn_id.store(id.0, Ordering::Release);
         id
     }

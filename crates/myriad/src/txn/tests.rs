@@ -1,4 +1,5 @@
-//! Interleavings of writers that need a pause inside `Transaction::rollback`.
+//! Interleavings that need a pause inside the transaction code: writers inside
+//! `Transaction::rollback`, and commit dependencies on a transaction held in Preparing.
 
 use crate::{AbortReason, ColumnType, Config, Database, Error, TableSchema};
 use std::cell::RefCell;
@@ -13,6 +14,9 @@ pub(crate) enum Pause {
     /// In an insert over a deleted row, after the tombstone is locked and before the new
     /// version is installed.
     ReviveTombstone,
+    /// In an update transaction's commit, after Preparing with the end timestamp is
+    /// published and before validation.
+    Prepared,
 }
 
 /// A hook: where it runs and what it does.
@@ -145,4 +149,235 @@ fn reinsert_loses_to_gc_cutting_the_deleted_chain_instead_of_linking_freed_memor
         1,
         "one live version, nothing dangling"
     );
+}
+
+fn kv_db(config: Config, rows: i64) -> (Database, crate::TableRef) {
+    let db = Database::open(config).unwrap();
+    let t = kv_table(&db);
+    for k in 1..=rows {
+        db.run(|tx| tx.insert(&t, &(k, 0i64))).unwrap();
+    }
+    (db, t)
+}
+
+fn value(db: &Database, t: &crate::TableRef, k: i64) -> Option<i64> {
+    db.run(|tx| tx.get_with(t, &k, |r| r.i64(1).unwrap()))
+        .unwrap()
+}
+
+/// W updates row 1 and is held in Preparing; R begins after W's end timestamp, reads row 1
+/// and copies it into row 2. Returns whether R's read returned while W was still held, and
+/// R's commit result. W holds at most `hold` for the read.
+fn reader_of_a_preparing_writer(
+    db: &Database,
+    t: &crate::TableRef,
+    hold: Duration,
+) -> (bool, crate::Result<()>) {
+    let (prepared, prepared_rx) = channel::<()>();
+    let (read, read_rx) = channel::<i64>();
+    std::thread::scope(|s| {
+        let w = s.spawn(move || {
+            let mut tx = db.begin().unwrap();
+            tx.update(t, &1i64, &[(1, 100i64)]).unwrap();
+            let (seen, seen_rx) = channel::<bool>();
+            set_pause(Pause::Prepared, move || {
+                prepared.send(()).unwrap();
+                seen.send(read_rx.recv_timeout(hold).is_ok()).unwrap();
+            });
+            tx.commit().unwrap();
+            clear_pause();
+            seen_rx.recv().unwrap()
+        });
+        let r = s.spawn(move || {
+            prepared_rx.recv_timeout(WAIT).unwrap();
+            let mut tx = db.begin().unwrap();
+            let v = tx.get_with(t, &1i64, |r| r.i64(1).unwrap()).unwrap();
+            assert_eq!(v, Some(100), "W's end timestamp is below R's read time");
+            let _ = read.send(100);
+            tx.update(t, &2i64, &[(1, 100i64)]).unwrap();
+            tx.commit()
+        });
+        (w.join().unwrap(), r.join().unwrap())
+    })
+}
+
+/// Hekaton §2.5: a reader that meets a Preparing writer below its read time reads its
+/// version speculatively instead of waiting, and commits once the writer has committed.
+#[test]
+fn a_reader_of_a_preparing_writer_reads_speculatively_and_commits_after_it() {
+    let (db, t) = kv_db(Config::new(), 2);
+    let before = db.stats();
+    let (read_while_held, r) = reader_of_a_preparing_writer(&db, &t, WAIT);
+    assert!(read_while_held, "the read waited for the writer's outcome");
+    assert_eq!(r, Ok(()));
+    let d = db.stats();
+    assert_eq!(d.commit_deps - before.commit_deps, 1);
+    assert_eq!(d.preparing_waits, before.preparing_waits, "nobody waited");
+    assert_eq!(value(&db, &t, 2), Some(100));
+}
+
+/// With commit dependencies off, the same reader waits for the writer's outcome.
+#[test]
+fn without_commit_dependencies_the_reader_waits_for_the_writer() {
+    let (db, t) = kv_db(Config::new().commit_dependencies(false), 2);
+    let before = db.stats();
+    let (read_while_held, r) = reader_of_a_preparing_writer(&db, &t, Duration::from_millis(300));
+    assert!(
+        !read_while_held,
+        "the read returned while the writer was held in Preparing"
+    );
+    assert_eq!(r, Ok(()));
+    let d = db.stats();
+    assert_eq!(d.commit_deps, before.commit_deps);
+    assert!(d.preparing_waits > before.preparing_waits);
+    assert_eq!(value(&db, &t, 2), Some(100));
+}
+
+/// Hekaton §2.7, cascading aborts: W fails validation after R1 read its version
+/// speculatively; R1 (held in Preparing itself) was read speculatively by R2, a read-only
+/// transaction. W's abort aborts R1, whose abort aborts R2; nothing of theirs survives.
+#[test]
+fn an_aborting_writer_aborts_its_speculative_readers_in_cascade() {
+    let (db, t) = kv_db(Config::new(), 3);
+    let before = db.stats();
+    let (w_prepared, w_prepared_rx) = channel::<()>();
+    let (r1_read, r1_read_rx) = channel::<()>();
+    let (r1_prepared, r1_prepared_rx) = channel::<()>();
+    let (r2_read, r2_read_rx) = channel::<()>();
+    let (r1, r2) = std::thread::scope(|s| {
+        let (db, t) = (&db, &t);
+        let w = s.spawn(move || {
+            let mut tx = db.begin().unwrap();
+            tx.get_with(t, &3i64, |_| ()).unwrap();
+            tx.update(t, &1i64, &[(1, 100i64)]).unwrap();
+            // Row 3, which W read, changes: W will fail read validation.
+            db.run(|x| x.update(t, &3i64, &[(1, 5i64)])).unwrap();
+            set_pause(Pause::Prepared, move || {
+                w_prepared.send(()).unwrap();
+                r1_read_rx.recv_timeout(WAIT).unwrap();
+            });
+            let r = tx.commit();
+            clear_pause();
+            r
+        });
+        let r1 = s.spawn(move || {
+            w_prepared_rx.recv_timeout(WAIT).unwrap();
+            let mut tx = db.begin().unwrap();
+            let v = tx.get_with(t, &1i64, |r| r.i64(1).unwrap()).unwrap();
+            assert_eq!(v, Some(100));
+            tx.update(t, &2i64, &[(1, 100i64)]).unwrap();
+            set_pause(Pause::Prepared, move || {
+                r1_prepared.send(()).unwrap();
+                r2_read_rx.recv_timeout(WAIT).unwrap();
+            });
+            r1_read.send(()).unwrap();
+            let r = tx.commit();
+            clear_pause();
+            r
+        });
+        let r2 = s.spawn(move || {
+            r1_prepared_rx.recv_timeout(WAIT).unwrap();
+            let mut tx = db.begin().unwrap();
+            let v = tx.get_with(t, &2i64, |r| r.i64(1).unwrap()).unwrap();
+            assert_eq!(v, Some(100), "R1's version, read speculatively");
+            r2_read.send(()).unwrap();
+            tx.commit()
+        });
+        assert_eq!(
+            w.join().unwrap(),
+            Err(Error::SerializationFailure(AbortReason::ReadValidation))
+        );
+        (r1.join().unwrap(), r2.join().unwrap())
+    });
+    let dep = Err(Error::SerializationFailure(AbortReason::CommitDependency));
+    assert_eq!(r1, dep, "R1 read W's version");
+    assert_eq!(r2, dep, "R2 read R1's version");
+    let d = db.stats();
+    assert_eq!(d.commit_deps - before.commit_deps, 2);
+    assert_eq!(
+        d.aborted(AbortReason::CommitDependency) - before.aborted(AbortReason::CommitDependency),
+        2
+    );
+    assert_eq!(value(&db, &t, 1), Some(0));
+    assert_eq!(value(&db, &t, 2), Some(0));
+}
+
+/// The history checker on histories full of commit dependencies: every update transaction
+/// sleeps in Preparing (before validation), so readers meet Preparing writers all the time,
+/// and read validation fails often, so speculative readers are aborted in cascade. At
+/// Serializable and Snapshot Isolation, nothing the level forbids may appear.
+#[test]
+fn speculative_histories_have_no_forbidden_cycles() {
+    use crate::Isolation;
+    const THREADS: u64 = 4;
+    const TXNS: u64 = 300;
+    for level in [Isolation::Serializable, Isolation::Snapshot] {
+        let config = Config::new()
+            .isolation(level)
+            .record_history(true)
+            .max_retries(100_000);
+        let (db, t) = kv_db(config, 8);
+        std::thread::scope(|s| {
+            for th in 0..THREADS {
+                let (db, t) = (&db, &t);
+                s.spawn(move || {
+                    set_pause(Pause::Prepared, || {
+                        std::thread::sleep(Duration::from_micros(50))
+                    });
+                    let mut rng = 0x9E37_79B9_7F4A_7C15u64.wrapping_mul(th + 1);
+                    let mut next = move || {
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        rng
+                    };
+                    for _ in 0..TXNS {
+                        let (kind, a, b) = (next() % 8, 1 + next() % 8, 1 + next() % 8);
+                        let (a, b) = (a as i64, b as i64);
+                        db.run(|tx| {
+                            let get = |tx: &mut crate::Transaction<'_>, k: i64| {
+                                tx.get_with(t, &k, |r| r.i64(1).unwrap())
+                                    .map(|v| v.unwrap_or(0))
+                            };
+                            if kind == 0 {
+                                let mut sum = 0;
+                                tx.scan_table(t, |r| {
+                                    sum += r.i64(1).unwrap();
+                                    true
+                                })?;
+                                return tx.update(t, &a, &[(1, sum % 1000)]);
+                            }
+                            let (va, vb) = (get(tx, a)?, get(tx, b)?);
+                            tx.update(t, &b, &[(1, (va + vb + 1) % 1_000_003)])
+                        })
+                        .unwrap();
+                    }
+                    clear_pause();
+                });
+            }
+        });
+        let st = db.stats();
+        let h = db.take_history();
+        let r = crate::history::check(&h);
+        assert!(r.anomalies.is_empty(), "{level}: {}", r.anomalies[0]);
+        assert!(
+            st.commit_deps >= 100,
+            "{level}: only {} dependencies",
+            st.commit_deps
+        );
+        if level == Isolation::Serializable {
+            assert!(
+                st.aborted(AbortReason::CommitDependency) > 0,
+                "no cascading abort"
+            );
+        }
+        eprintln!(
+            "{level}: {} committed, {} commit dependencies, {} waited, {} cascading aborts, {} read-validation aborts",
+            h.len(),
+            st.commit_deps,
+            st.commit_dep_waits,
+            st.aborted(AbortReason::CommitDependency),
+            st.aborted(AbortReason::ReadValidation)
+        );
+    }
 }

@@ -2,11 +2,12 @@
 use myriad::*;
 
 /// Every built protocol but MVOCC (which the tests run at every level on their own).
-pub const OTHER_PROTOCOLS: [Protocol; 5] = [
+pub const OTHER_PROTOCOLS: [Protocol; 6] = [
     Protocol::Mvto,
     Protocol::Mv2pl,
     Protocol::Si,
     Protocol::Ssn,
+    Protocol::Ssi,
     Protocol::ErmiaSsi,
 ];
 
