@@ -443,15 +443,7 @@ fn read_only_transactions_read_a_snapshot_and_block_no_writer() {
 #[test]
 fn updates_keep_committing_while_a_long_reader_runs() {
     const ROWS: i64 = 5_000;
-    for p in [
-        Protocol::Mvocc,
-        Protocol::Mvto,
-        Protocol::Mv2pl,
-        Protocol::Si,
-        Protocol::Ssn,
-        Protocol::Ssi,
-        Protocol::ErmiaSsi,
-    ] {
+    for p in std::iter::once(Protocol::Mvocc).chain(OTHER_PROTOCOLS) {
         let level = Config::strongest_isolation(p).unwrap();
         let db = Database::open(Config::new().protocol(p).isolation(level)).unwrap();
         let t = kv(&db);

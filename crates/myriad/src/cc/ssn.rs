@@ -206,12 +206,12 @@ fn successor(tx: &Transaction<'_>, v: &Version, c: u64) -> Option<u64> {
 /// checks. SSN: computes π and η and applies the exclusion window. ERMIA-SSI: computes s1
 /// and rstamp and looks for a dangerous structure.
 pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortReason> {
+    // The readers' bits and the index scanners must be read after our stamp was drawn.
+    fence(Ordering::SeqCst);
     if tx.protocol == crate::config::Protocol::Ssi {
         return precommit_flags(tx, c);
     }
     let ssi = tx.protocol == crate::config::Protocol::ErmiaSsi;
-    // The readers' bits and the index scanners must be read after our stamp was drawn.
-    fence(Ordering::SeqCst);
     // SSN: π, η. ERMIA-SSI: s1, rstamp.
     let (mut pi, mut eta) = if ssi {
         (u64::MAX, 0)
@@ -271,8 +271,7 @@ fn for_overwritten_and_entered(
     c: u64,
     mut f: impl FnMut(&Transaction<'_>, Touched<'_>),
 ) {
-    // The readers' bits and the index scanners must be read after our stamp was drawn.
-    fence(Ordering::SeqCst);
+    // `precommit` fenced after the stamp draw: the bits and stamps read here are current.
     let txns = &tx.db.txns;
     let me = tx.slot_idx;
     let mut entered = std::mem::take(&mut tx.local.ssn_entered);

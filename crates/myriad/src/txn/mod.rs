@@ -1678,8 +1678,11 @@ impl<'db> Transaction<'db> {
             return;
         }
         let slot = self.slot();
+        // Only a Preparing transaction is registered with (`TxnTable::depend`), so one that
+        // aborts while Active has no dependents and skips the report's lock.
+        let prepared = slot.is_preparing();
         slot.set_aborted();
-        if self.db.config.speculates() {
+        if prepared && self.db.config.speculates() {
             // Cascading abort (Hekaton §2.7): whoever read our versions speculatively aborts.
             self.db.txns.report(self.slot_idx, self.id, false);
         }

@@ -319,6 +319,11 @@ impl Slot {
     pub fn set_committed(&self, ts: u64) {
         self.state.store(pack(ST_COMMITTED, ts), Ordering::Release);
     }
+    /// Is the slot's transaction Preparing (the only state others register dependencies
+    /// on)? Owner-only question.
+    pub fn is_preparing(&self) -> bool {
+        self.state.load(Ordering::Relaxed) >> ST_SHIFT == ST_PREPARING
+    }
     pub fn set_aborted(&self) {
         self.state.store(pack(ST_ABORTED, 0), Ordering::Release);
     }
