@@ -27,7 +27,7 @@ use clap::error::ErrorKind;
 use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
 use myriad::{
     Config, Database, Error, FsyncPolicy, GcPolicy, Isolation, LogManagerKind, LogPolicy, Protocol,
-    RecoveryScheme,
+    RecoveryScheme, VersionStorage,
 };
 use serde::{Serialize, Serializer};
 use std::fmt::Display;
@@ -168,11 +168,16 @@ struct BenchArgs {
     /// Seed of every random choice (data and transactions).
     #[arg(long, value_name = "N", default_value_t = 42)]
     seed: u64,
-    /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, ssn, ssi or ermia-ssi (the others
-    /// are named but not built yet).
+    /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, ssn, ssi, ermia-ssi (multi-version)
+    /// or silo (single-version); the others are named but not built yet.
     #[arg(long, value_name = "P", default_value = "mvocc", value_parser = parse_choice::<Protocol>)]
     #[serde(serialize_with = "as_display")]
     protocol: Protocol,
+    /// Version storage: n2o (append-only, newest to oldest) or single-version. Default: the
+    /// protocol's own (single-version for silo, n2o for the others).
+    #[arg(long, value_name = "S", value_parser = parse_choice::<VersionStorage>)]
+    #[serde(serialize_with = "opt_display")]
+    storage: Option<VersionStorage>,
     /// Isolation level: serializable, rr, si or rc (mvocc offers all four, mvto and mv2pl
     /// serializable, si only si).
     #[arg(long, value_name = "LEVEL", default_value = "serializable", value_parser = parse_choice::<Isolation>)]
@@ -486,6 +491,7 @@ fn fatal(what: &str, e: impl Display) -> ExitCode {
 fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
     let mut config = Config::new()
         .protocol(b.protocol)
+        .version_storage(b.storage.unwrap_or(b.protocol.natural_storage()))
         .isolation(b.isolation)
         .gc(b.gc)
         .gc_interval_txns(b.gc_interval)

@@ -37,8 +37,8 @@ macro_rules! choice_enum {
 
 choice_enum!(
     /// Concurrency-control protocol (DESIGN.md §1; `cc/`). Built: `mvocc`, `si`, `mvto`,
-    /// `mv2pl`, `ssn`, `ssi`, `ermia-ssi`; the others are named and rejected as not
-    /// implemented.
+    /// `mv2pl`, `ssn`, `ssi`, `ermia-ssi` (multi-version) and `silo` (single-version); the
+    /// others are named and rejected as not implemented.
     Protocol {
         /// Hekaton optimistic MVCC (Hekaton §3).
         Mvocc = "mvocc",
@@ -58,7 +58,12 @@ choice_enum!(
         ErmiaSsi = "ermia-ssi",
         /// The serial safety net on snapshot isolation: per-version pstamp/sstamp, the
         /// exclusion-window test at commit (thesis §5.3.4; Wang et al., DaMoN 2015).
-        Ssn = "ssn", Silo = "silo",
+        Ssn = "ssn",
+        /// Silo's single-version OCC (thesis §3.5; Tu et al., SOSP 2013): writes buffered and
+        /// locked at commit in a global order, read-set validation against each record's
+        /// TID, epoch-based TIDs drawn without a shared counter. Needs version storage
+        /// `single-version`.
+        Silo = "silo",
         Occ = "occ", TwoPl = "2pl", Hybrid = "hybrid",
     }
 );
@@ -79,6 +84,26 @@ impl Protocol {
     pub(crate) fn stamped(self) -> bool {
         matches!(self, Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi)
     }
+
+    /// A single-version protocol (thesis §3.5's baselines): it runs on version storage
+    /// `single-version` only, and every other protocol on multi-version storage only.
+    pub fn single_version(self) -> bool {
+        matches!(
+            self,
+            Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid
+        )
+    }
+
+    /// The version storage this protocol runs on by default: `single-version` for the
+    /// single-version protocols, append-only newest-to-oldest for the others (what a tool
+    /// picks when the user names a protocol but no storage).
+    pub fn natural_storage(self) -> VersionStorage {
+        if self.single_version() {
+            VersionStorage::SingleVersion
+        } else {
+            VersionStorage::AppendN2o
+        }
+    }
 }
 
 choice_enum!(
@@ -94,7 +119,9 @@ choice_enum!(
 );
 
 choice_enum!(
-    /// Version storage (thesis §5.4). Only append-only newest-to-oldest is built so far.
+    /// Version storage (thesis §5.4). Built: append-only newest-to-oldest (`n2o`) for the
+    /// multi-version protocols and `single-version` (one version per row, replaced at
+    /// commit) for the single-version ones.
     VersionStorage {
         AppendN2o = "n2o", AppendO2n = "o2n", TimeTravel = "time-travel", Delta = "delta",
         SingleVersion = "single-version",
@@ -397,6 +424,8 @@ impl Config {
             Protocol::Mvto | Protocol::Mv2pl => &[Isolation::Serializable],
             // SSN makes snapshot isolation serializable; without it, it is `si`.
             Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => &[Isolation::Serializable],
+            // Silo validates every read; it has no snapshot to offer weaker levels on.
+            Protocol::Silo => &[Isolation::Serializable],
             _ => &[],
         }
     }
@@ -418,13 +447,26 @@ impl Config {
         if self.timestamps != TimestampPolicy::GlobalCounter {
             return Err(unsupported("timestamp policy", self.timestamps.name()));
         }
-        if self.storage == VersionStorage::SingleVersion {
-            return Err(Error::InvalidConfig(format!(
-                "protocol `{}` is multi-version and cannot run on version storage `{}`",
-                self.protocol, self.storage
-            )));
+        match (self.protocol.single_version(), self.storage) {
+            (false, VersionStorage::SingleVersion) => {
+                return Err(Error::InvalidConfig(format!(
+                    "protocol `{}` is multi-version and cannot run on version storage `{}`",
+                    self.protocol, self.storage
+                )))
+            }
+            (true, s) if s != VersionStorage::SingleVersion => {
+                return Err(Error::InvalidConfig(format!(
+                    "protocol `{}` is single-version and cannot run on version storage `{}` \
+                     (use version storage `single-version`)",
+                    self.protocol, s
+                )))
+            }
+            _ => {}
         }
-        if self.storage != VersionStorage::AppendN2o {
+        if !matches!(
+            self.storage,
+            VersionStorage::AppendN2o | VersionStorage::SingleVersion
+        ) {
             return Err(unsupported("version storage", self.storage.name()));
         }
         if self.gc == GcPolicy::Coop && self.storage != VersionStorage::AppendO2n {
@@ -478,6 +520,14 @@ impl Config {
             return Err(Error::InvalidConfig(
                 "log manager `ermia` needs a log (a data directory and log `logical`, \
                  `physical` or `command`)"
+                    .into(),
+            ));
+        }
+        if self.log_manager == LogManagerKind::Ermia && self.protocol == Protocol::Silo {
+            return Err(Error::InvalidConfig(
+                "log manager `ermia` draws the commit order from one shared counter as the log \
+                 position, but protocol `silo` orders transactions by TIDs it draws without \
+                 one; use log manager `epoch`"
                     .into(),
             ));
         }

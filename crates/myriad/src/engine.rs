@@ -47,6 +47,8 @@ pub struct Database {
     pub(crate) log: OnceLock<Arc<LogManager>>,
     /// The data directory's state; `None` for a memory-only database.
     pub(crate) durable: Option<crate::recovery::DurableState>,
+    /// Silo's global epoch (`cc/silo.rs`).
+    pub(crate) silo_epochs: crate::cc::silo::Epochs,
 }
 
 /// Engine-wide counters, summed over the transaction table.
@@ -132,6 +134,7 @@ impl Database {
             log: OnceLock::new(),
             durable,
             config,
+            silo_epochs: crate::cc::silo::Epochs::new(),
         }
     }
 

@@ -7,7 +7,7 @@ use std::ops::Bound;
 
 fn open_with(p: Protocol) -> (Database, TableRef) {
     let level = Config::strongest_isolation(p).unwrap();
-    let db = Database::open(Config::new().protocol(p).isolation(level)).unwrap();
+    let db = Database::open(config_for(p).isolation(level)).unwrap();
     let t = kv(&db);
     load(&db, &t, 0..5);
     (db, t)
@@ -36,10 +36,11 @@ fn each_protocol_offers_only_the_levels_it_can_honour() {
         (Protocol::Ssn, vec![Isolation::Serializable]),
         (Protocol::Ssi, vec![Isolation::Serializable]),
         (Protocol::ErmiaSsi, vec![Isolation::Serializable]),
+        (Protocol::Silo, vec![Isolation::Serializable]),
     ] {
         assert_eq!(Config::isolation_levels(p), levels.as_slice(), "{p}");
         for l in Isolation::ALL.iter().filter(|l| !levels.contains(l)) {
-            let e = open_err(Config::new().protocol(p).isolation(*l));
+            let e = open_err(config_for(p).isolation(*l));
             let msg = e.to_string();
             assert!(matches!(e, Error::InvalidConfig(_)), "{p} {l}: {e}");
             assert!(msg.contains(p.name()) && msg.contains(l.name()), "{msg}");
@@ -53,7 +54,12 @@ fn each_protocol_offers_only_the_levels_it_can_honour() {
         ));
     }
     // Not built yet: named, and refused as not supported.
-    for p in [Protocol::ErmiaSi, Protocol::Silo, Protocol::TwoPl] {
+    for p in [
+        Protocol::ErmiaSi,
+        Protocol::Occ,
+        Protocol::TwoPl,
+        Protocol::Hybrid,
+    ] {
         let e = open_err(Config::new().protocol(p));
         assert!(matches!(e, Error::Unsupported(_)), "{p}: {e}");
     }
@@ -443,9 +449,10 @@ fn read_only_transactions_read_a_snapshot_and_block_no_writer() {
 #[test]
 fn updates_keep_committing_while_a_long_reader_runs() {
     const ROWS: i64 = 5_000;
-    for p in std::iter::once(Protocol::Mvocc).chain(OTHER_PROTOCOLS) {
+    let multi_version = OTHER_PROTOCOLS.into_iter().filter(|p| !p.single_version());
+    for p in std::iter::once(Protocol::Mvocc).chain(multi_version) {
         let level = Config::strongest_isolation(p).unwrap();
-        let db = Database::open(Config::new().protocol(p).isolation(level)).unwrap();
+        let db = Database::open(config_for(p).isolation(level)).unwrap();
         let t = kv(&db);
         load(&db, &t, 0..ROWS);
         let done = std::sync::atomic::AtomicBool::new(false);
@@ -550,12 +557,7 @@ fn ssn_calls_are_logged_as_rows_so_recovery_matches_the_run() {
 
 fn calls_logged_as_rows(p: Protocol) {
     let dir = tempdir(&format!("{p}-commands"));
-    let cfg = || {
-        Config::new()
-            .protocol(p)
-            .data_dir(&dir)
-            .log(LogPolicy::Command)
-    };
+    let cfg = || config_for(p).data_dir(&dir).log(LogPolicy::Command);
     {
         let db = Database::open(cfg()).unwrap();
         let t = kv(&db);
@@ -595,4 +597,266 @@ fn calls_logged_as_rows(p: Protocol) {
     );
     r.commit().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Silo is single-version: it runs on `single-version` storage only, and the multi-version
+/// protocols never do; each refusal names both choices.
+#[test]
+fn silo_and_the_storage_it_runs_on_are_checked_as_a_pair() {
+    let e = open_err(Config::new().protocol(Protocol::Silo));
+    assert!(matches!(e, Error::InvalidConfig(_)), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("silo") && msg.contains("n2o"), "{msg}");
+    let e = open_err(Config::new().version_storage(VersionStorage::SingleVersion));
+    let msg = e.to_string();
+    assert!(
+        msg.contains("mvocc") && msg.contains("single-version"),
+        "{msg}"
+    );
+    // ERMIA's log manager orders by one shared counter; Silo draws none.
+    let dir = tempdir("silo-ermia");
+    let e = open_err(
+        config_for(Protocol::Silo)
+            .data_dir(&dir)
+            .log(LogPolicy::Logical)
+            .log_manager(LogManagerKind::Ermia),
+    );
+    assert!(e.to_string().contains("silo"), "{e}");
+    // Single-version storage keeps no snapshot for an online checkpoint.
+    let dir = tempdir("silo-checkpoint");
+    let db = Database::open(
+        config_for(Protocol::Silo)
+            .data_dir(&dir)
+            .log(LogPolicy::Logical),
+    )
+    .unwrap();
+    assert!(matches!(db.checkpoint(), Err(Error::Unsupported(_))));
+}
+
+/// Silo buffers writes: a reader keeps reading the committed record while a writer runs,
+/// sees its own buffered write, and the writer's commit fails the reader's validation.
+#[test]
+fn silo_buffers_writes_and_validates_reads_at_commit() {
+    let (db, t) = open_with(Protocol::Silo);
+    let mut w = db.begin().unwrap();
+    w.update(&t, &1i64, &[(1, 10i64)]).unwrap();
+    assert_eq!(val(&mut w, &t, 1), Some(10), "read your own buffered write");
+    let mut r = db.begin().unwrap();
+    assert_eq!(
+        val(&mut r, &t, 1),
+        Some(1),
+        "the buffered write is invisible"
+    );
+    w.commit().unwrap();
+    r.update(&t, &2i64, &[(1, 20i64)]).unwrap();
+    assert_eq!(reason(r.commit()), AbortReason::ReadValidation);
+    // A reader that starts after the commit reads the new record (no snapshot).
+    let mut r = db.begin().unwrap();
+    assert_eq!(val(&mut r, &t, 1), Some(10));
+    assert_eq!(
+        val(&mut r, &t, 2),
+        Some(2),
+        "the aborted write left nothing"
+    );
+    r.commit().unwrap();
+    // Write skew: the second committer read a record the first replaced.
+    assert_eq!(reason(write_skew(&db, &t)), AbortReason::ReadValidation);
+    // Two writers of one record both buffer; the later committer finds it replaced.
+    let mut a = db.begin().unwrap();
+    let mut b = db.begin().unwrap();
+    a.update(&t, &3i64, &[(1, 30i64)]).unwrap();
+    b.update(&t, &3i64, &[(1, 31i64)]).unwrap();
+    a.commit().unwrap();
+    assert_eq!(reason(b.commit()), AbortReason::ReadValidation);
+    let mut r = db.begin().unwrap();
+    assert_eq!(val(&mut r, &t, 3), Some(30));
+    r.commit().unwrap();
+    // No shared counter: committing drew no global read-modify-write besides the tuple ids
+    // of inserts.
+    let before = db.stats().global_rmw;
+    let mut u = db.begin().unwrap();
+    u.update(&t, &4i64, &[(1, 40i64)]).unwrap();
+    u.commit().unwrap();
+    assert_eq!(db.stats().global_rmw, before);
+}
+
+/// Inserts are made at once and hold their key; a reader that meets one aborts, a scan that
+/// misses a row committed before its validation aborts as a phantom, and deletes and
+/// re-inserts of one key work within and across transactions.
+#[test]
+fn silo_inserts_hold_their_keys_and_scans_catch_phantoms() {
+    let (db, t) = open_with(Protocol::Silo);
+    let mut ins = db.begin().unwrap();
+    ins.insert(&t, &(12i64, 1i64, 12i64, 0i64)).unwrap();
+    let mut r = db.begin().unwrap();
+    assert_eq!(reason(r.get(&t, &12i64)), AbortReason::ReadValidation);
+    let mut dup = db.begin().unwrap();
+    assert_eq!(
+        reason(dup.insert(&t, &(12i64, 2i64, 99i64, 0i64))),
+        AbortReason::WriteWriteConflict
+    );
+    let mut scanner = db.begin().unwrap();
+    ins.commit().unwrap();
+    // The scan runs after the insert committed: it sees the row.
+    assert_eq!(scan_10_to_20(&mut scanner, &t).unwrap(), 1);
+    scanner.commit().unwrap();
+    let mut scanner = db.begin().unwrap();
+    assert_eq!(scan_10_to_20(&mut scanner, &t).unwrap(), 1);
+    let mut ins = db.begin().unwrap();
+    ins.insert(&t, &(13i64, 1i64, 13i64, 0i64)).unwrap();
+    ins.commit().unwrap();
+    scanner.update(&t, &0i64, &[(1, 1i64)]).unwrap();
+    assert_eq!(reason(scanner.commit()), AbortReason::Phantom);
+    // A point miss is a predicate read too.
+    let mut miss = db.begin().unwrap();
+    assert_eq!(val(&mut miss, &t, 50), None);
+    let mut ins = db.begin().unwrap();
+    ins.insert(&t, &(50i64, 5i64, 50i64, 0i64)).unwrap();
+    ins.commit().unwrap();
+    miss.update(&t, &0i64, &[(1, 2i64)]).unwrap();
+    assert_eq!(reason(miss.commit()), AbortReason::Phantom);
+    // Delete, re-insert in the same transaction, delete again in another.
+    let mut d = db.begin().unwrap();
+    d.delete(&t, &50i64).unwrap();
+    assert_eq!(val(&mut d, &t, 50), None);
+    d.insert(&t, &(50i64, 7i64, 50i64, 0i64)).unwrap();
+    assert_eq!(val(&mut d, &t, 50), Some(7));
+    d.commit().unwrap();
+    db.run(|tx| tx.delete(&t, &50i64)).unwrap();
+    let mut r = db.begin().unwrap();
+    assert_eq!(val(&mut r, &t, 50), None);
+    r.commit().unwrap();
+    db.run(|tx| tx.insert(&t, &(50i64, 8i64, 50i64, 0i64)))
+        .unwrap();
+    let mut r = db.begin().unwrap();
+    assert_eq!(val(&mut r, &t, 50), Some(8));
+    // A unique secondary key is checked against committed rows and our own writes.
+    assert!(matches!(
+        r.insert(&t, &(60i64, 0i64, 50i64, 0i64)),
+        Err(Error::DuplicateKey { .. })
+    ));
+    drop(r);
+    let mut u = db.begin().unwrap();
+    u.insert(&t, &(61i64, 0i64, 61i64, 0i64)).unwrap();
+    u.update(&t, &0i64, &[(2, 61i64)]).unwrap_err();
+}
+
+/// Silo's locks are held only while committing: two committers whose write sets overlap in
+/// opposite orders never deadlock, and every update lands.
+#[test]
+fn silo_commits_lock_in_one_order() {
+    let (db, t) = open_with(Protocol::Silo);
+    std::thread::scope(|s| {
+        for th in 0..2i64 {
+            let (db, t) = (&db, &t);
+            s.spawn(move || {
+                for _ in 0..2000 {
+                    db.run(|tx| {
+                        let keys = if th == 0 {
+                            [0i64, 1, 2, 3]
+                        } else {
+                            [3i64, 2, 1, 0]
+                        };
+                        for k in keys {
+                            let v = try_val(tx, t, k)?.unwrap();
+                            tx.update(t, &k, &[(1, v + 1)])?;
+                        }
+                        Ok(())
+                    })
+                    .unwrap();
+                }
+            });
+        }
+    });
+    let mut r = db.begin().unwrap();
+    for k in 0..4 {
+        assert_eq!(val(&mut r, &t, k), Some(k + 4000));
+    }
+}
+
+/// Silo on a durable database: its TIDs are the log's commit order, every log kind and
+/// recovery scheme restores what committed (updates, deletes, re-inserts), and calls are
+/// logged as rows (Silo's TID order is not a serial order for predicate reads).
+#[test]
+fn silo_is_durable_under_every_log_kind() {
+    for (log, scheme) in [
+        (LogPolicy::Logical, RecoveryScheme::Serial),
+        (LogPolicy::Logical, RecoveryScheme::ParallelPartitioned),
+        (LogPolicy::Physical, RecoveryScheme::Auto),
+        (LogPolicy::Command, RecoveryScheme::Auto),
+    ] {
+        let dir = tempdir(&format!("silo-{log}-{scheme}"));
+        let cfg = || {
+            config_for(Protocol::Silo)
+                .data_dir(&dir)
+                .log(log)
+                .recovery(scheme)
+        };
+        {
+            let db = Database::open(cfg()).unwrap();
+            let t = kv(&db);
+            load(&db, &t, 0..5);
+            for i in 0..40i64 {
+                db.run(|tx| {
+                    let v = val(tx, &t, i % 5).unwrap();
+                    tx.update(&t, &(i % 5), &[(1, v + 1)])
+                })
+                .unwrap();
+                db.run(|tx| tx.insert(&t, &(100 + i, i, 100 + i, 0i64)))
+                    .unwrap();
+                if i % 2 == 0 {
+                    db.run(|tx| tx.delete(&t, &(100 + i))).unwrap();
+                }
+            }
+        }
+        let db = Database::open(cfg()).unwrap();
+        let t = db.table("kv").unwrap();
+        let mut tx = db.begin().unwrap();
+        let sum: i64 = (0..5).map(|k| val(&mut tx, &t, k).unwrap() - k).sum();
+        assert_eq!(sum, 40, "{log} {scheme}");
+        for i in 0..40i64 {
+            let want = (i % 2 == 1).then_some(i);
+            assert_eq!(val(&mut tx, &t, 100 + i), want, "{log} {scheme}: row {i}");
+        }
+        tx.commit().unwrap();
+        // The recovered database keeps committing, and its TIDs continue above the log's.
+        db.run(|tx| tx.update(&t, &0i64, &[(1, 0i64)])).unwrap();
+        drop(db);
+        let db = Database::open(cfg()).unwrap();
+        let t = db.table("kv").unwrap();
+        let mut tx = db.begin().unwrap();
+        assert_eq!(val(&mut tx, &t, 0), Some(0), "{log} {scheme}");
+        tx.commit().unwrap();
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    // Calls are logged as rows: recovery replays none.
+    let dir = tempdir("silo-calls");
+    let cfg = || {
+        config_for(Protocol::Silo)
+            .data_dir(&dir)
+            .log(LogPolicy::Command)
+    };
+    {
+        let db = Database::open(cfg()).unwrap();
+        let t = kv(&db);
+        load(&db, &t, 0..2);
+        db.create_procedures(
+            "CREATE PROCEDURE bump1() AS $$
+             BEGIN
+               UPDATE kv SET v = v + 5 WHERE k = 1;
+             END $$;",
+        )
+        .unwrap();
+        let bump = db.procedure("bump1").unwrap();
+        let mut tx = db.begin().unwrap();
+        bump.execute(&mut tx, &[]).unwrap();
+        tx.commit().unwrap();
+    }
+    let db = Database::open(cfg()).unwrap();
+    assert_eq!(db.recovery_report().unwrap().calls_replayed, 0);
+    let t = db.table("kv").unwrap();
+    let mut r = db.begin().unwrap();
+    assert_eq!(val(&mut r, &t, 1), Some(6));
+    r.commit().unwrap();
 }

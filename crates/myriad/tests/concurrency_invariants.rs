@@ -18,13 +18,7 @@ fn splitmix(s: &mut u64) -> u64 {
 }
 
 fn open_db(protocol: Protocol, level: Isolation) -> Database {
-    Database::open(
-        Config::new()
-            .protocol(protocol)
-            .isolation(level)
-            .max_retries(10_000),
-    )
-    .unwrap()
+    Database::open(config_for(protocol).isolation(level).max_retries(10_000)).unwrap()
 }
 
 fn bank(level: Isolation, txns_per_thread: usize) {

@@ -21,8 +21,7 @@ fn recording_db(level: Isolation) -> (Database, TableRef) {
 
 fn recording_db_with(protocol: Protocol, level: Isolation) -> (Database, TableRef) {
     let db = Database::open(
-        Config::new()
-            .protocol(protocol)
+        config_for(protocol)
             .isolation(level)
             .record_history(true)
             .max_retries(100_000),

@@ -26,7 +26,7 @@ mod spec;
 
 use clap::{Args, ValueEnum};
 use myriad::sql::{Output, Session};
-use myriad::{Config, Database, Error, Isolation, Protocol, Value};
+use myriad::{Config, Database, Error, Isolation, Protocol, Value, VersionStorage};
 use runner::{Cell, Connector, Event, Executor, ResultSet, StepError, StepResult, Timing};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -38,10 +38,14 @@ pub struct IsolationArgs {
     /// Spec files (PostgreSQL isolation-tester syntax).
     #[arg(required = true, value_name = "SPEC")]
     specs: Vec<PathBuf>,
-    /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, ssn, ssi or ermia-ssi (the
-    /// others are "not supported").
+    /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, ssn, ssi, ermia-ssi or silo
+    /// (the others are "not supported").
     #[arg(long, value_name = "P", default_value = "mvocc", value_parser = crate::parse_choice::<Protocol>)]
     protocol: Protocol,
+    /// Version storage: n2o or single-version (default: the protocol's own, single-version
+    /// for silo and n2o for the others).
+    #[arg(long, value_name = "S", value_parser = crate::parse_choice::<VersionStorage>)]
+    storage: Option<VersionStorage>,
     /// Level of BEGIN without ISOLATION LEVEL and of autocommit statements: serializable, rr,
     /// si or rc.
     #[arg(long, value_name = "LEVEL", default_value = "serializable", value_parser = crate::parse_choice::<Isolation>)]
@@ -77,6 +81,7 @@ pub fn run(a: IsolationArgs) -> ExitCode {
     }
     let config = Config::new()
         .protocol(a.protocol)
+        .version_storage(a.storage.unwrap_or(a.protocol.natural_storage()))
         .isolation(a.isolation_default);
     // Check the configuration once, before any spec runs.
     if let Err(e) = Database::open(config.clone()) {

@@ -10,9 +10,15 @@
 //! - `ssn`, `ssi`, `ermia-ssi` (`ssn.rs`): SI plus stamps — reader bits on reads, at commit
 //!   the exclusion-window test (SSN), Cahill's two flags (SSI) or ERMIA's dangerous-structure
 //!   test, stamps left in the versions.
+//!
+//! `silo` (`silo.rs`) is single-version: it runs on version storage `single-version` only,
+//! with its own commit (buffered writes locked in a global order, read-set validation,
+//! epoch-based TIDs); it shares the operations of `txn/mod.rs`, which branch on it where a
+//! read takes the current record and where a write is buffered instead of installed.
 
 pub mod mv2pl;
 pub mod mvocc;
 pub mod mvto;
+pub mod silo;
 pub mod ssn;
 pub mod visibility;

@@ -114,7 +114,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
 }
 
 /// Ends a transaction that wrote nothing and serializes at `commit_ts`.
-fn finish_read_only(tx: &mut Transaction<'_>, commit_ts: u64) -> Result<u64> {
+pub(crate) fn finish_read_only(tx: &mut Transaction<'_>, commit_ts: u64) -> Result<u64> {
     let epoch = tx
         .db
         .log
@@ -146,27 +146,7 @@ fn commit_mvto(tx: &mut Transaction<'_>) -> Result<u64> {
 /// versions.
 fn install(tx: &mut Transaction<'_>, end_ts: u64) -> Result<u64> {
     let slot = tx.slot();
-    let log = tx.db.log.get();
-    // The log record goes to the log before anyone can see us Committed (see the epoch
-    // argument in log/epoch.rs).
-    let logged = match log.map(|l| &**l) {
-        Some(crate::log::LogManager::Ermia(l)) => l.fill(tx.slot_idx, end_ts).map(|_| end_ts),
-        Some(crate::log::LogManager::Epoch(l)) => {
-            let db = tx.db;
-            let command = tx.logged_command();
-            l.append(tx.slot_idx, end_ts, &tx.local.write_set, command, |id| {
-                &db.table_by_id(id).schema
-            })
-        }
-        None => Ok(0),
-    };
-    let ticket = match logged {
-        Ok(t) => t,
-        Err(e) => {
-            tx.rollback(AbortReason::UserAbort);
-            return Err(e);
-        }
-    };
+    let ticket = log_commit(tx, end_ts)?;
     slot.set_committed(end_ts);
     if tx.db.config.speculates() {
         tx.db.txns.report(tx.slot_idx, tx.id, true);
@@ -201,6 +181,24 @@ fn install(tx: &mut Transaction<'_>, end_ts: u64) -> Result<u64> {
     // the watermark back while it works.
     tx.finish();
     Ok(ticket)
+}
+
+/// Appends `tx`'s commit record for `end_ts` to the log, before anyone can see it Committed
+/// (see the epoch argument in log/epoch.rs). Returns the durability ticket; on a log error
+/// the transaction is rolled back.
+pub(crate) fn log_commit(tx: &mut Transaction<'_>, end_ts: u64) -> Result<u64> {
+    let logged = match tx.db.log.get().map(|l| &**l) {
+        Some(crate::log::LogManager::Ermia(l)) => l.fill(tx.slot_idx, end_ts).map(|_| end_ts),
+        Some(crate::log::LogManager::Epoch(l)) => {
+            let db = tx.db;
+            let command = tx.logged_command();
+            l.append(tx.slot_idx, end_ts, &tx.local.write_set, command, |id| {
+                &db.table_by_id(id).schema
+            })
+        }
+        None => Ok(0),
+    };
+    logged.inspect_err(|_| tx.rollback(AbortReason::UserAbort))
 }
 
 fn validate(tx: &mut Transaction<'_>, end_ts: u64) -> std::result::Result<(), AbortReason> {
@@ -353,6 +351,13 @@ pub(crate) fn unique_holder(
     own: Option<TupleId>,
     at_end_ts: Option<u64>,
 ) -> UniqueCheck {
+    if tx.protocol == Protocol::Silo {
+        return match crate::cc::silo::unique_holder(tx, t, index, row, own) {
+            crate::cc::silo::Unique::Free => UniqueCheck::Free,
+            crate::cc::silo::Unique::Taken => UniqueCheck::Taken,
+            crate::cc::silo::Unique::Contended => UniqueCheck::Contended,
+        };
+    }
     let mut key = Vec::new();
     t.schema.encode_key_from_row(index, row, &mut key);
     let r = tx.resolver();

@@ -61,13 +61,14 @@ pub(crate) fn collect(db: &Database, slot: &Slot, queue: &mut VecDeque<Garbage>,
     }
     let start = Instant::now();
     let mut cut = Cut::default();
+    let single = db.config.storage == crate::config::VersionStorage::SingleVersion;
     while let Some(g) = queue.front().copied() {
         if g.end_ts > w {
             break;
         }
         queue.pop_front();
         let t = db.table_by_id(g.table);
-        prune(t, g.tid, w, &mut cut);
+        prune(t, g.tid, w, single, &mut cut);
     }
     bump(&slot.stats.versions_reclaimed, cut.versions.len() as u64);
     bump(&slot.stats.version_bytes_reclaimed, cut.bytes);
@@ -99,8 +100,10 @@ struct Cut {
     bytes: u64,
 }
 
-/// Cuts the versions of `tid` that no read time ≥ `w` can see.
-fn prune(t: &Table, tid: TupleId, w: u64, cut: &mut Cut) {
+/// Cuts the versions of `tid` that no read time ≥ `w` can see. On single-version storage
+/// (where only recovery's replay queues garbage) a deleted row's entry is left to Silo's
+/// commits: they replace an entry only while holding its record's lock (`cc/silo.rs`).
+fn prune(t: &Table, tid: TupleId, w: u64, single: bool, cut: &mut Cut) {
     let Some(e) = t.entry(tid) else { return };
     let head = e.load(Ordering::Acquire);
     let mut v = head;
@@ -115,7 +118,7 @@ fn prune(t: &Table, tid: TupleId, w: u64, cut: &mut Cut) {
             v = x.next.load(Ordering::Acquire);
         }
         let Some(x) = v.as_ref() else { return };
-        if x.is_tombstone() && v == head {
+        if x.is_tombstone() && v == head && !single {
             // The row is deleted as of a time every snapshot sees: the whole chain is garbage.
             if e.compare_exchange(head, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()

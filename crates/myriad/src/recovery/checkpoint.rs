@@ -282,6 +282,16 @@ impl Database {
                 "checkpoint of a memory-only database (open it with a data directory)".into(),
             ));
         };
+        if self.config.storage == crate::config::VersionStorage::SingleVersion {
+            // A checkpoint is a read at one snapshot while transactions run; single-version
+            // storage keeps none (recovery's own checkpoint, written before the database is
+            // handed out, needs none).
+            return Err(Error::Unsupported(
+                "checkpoint of a database on version storage `single-version` (it keeps no \
+                 snapshot to copy while transactions run; recovery still replays the log)"
+                    .into(),
+            ));
+        }
         let _one = state.checkpoint_lock.lock();
         let first_seq = log.control().rotate()?;
         self.write_checkpoint(state, first_seq)

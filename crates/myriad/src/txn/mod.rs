@@ -64,6 +64,9 @@ pub(crate) struct ScanRecord {
     pub lo: (u8, u32, u32),
     pub hi: (u8, u32, u32),
     pub point: bool,
+    /// The read-set entries the operation that made this record added (`SlotLocal::op_reads`
+    /// to the end): Silo's re-check asks whether a row was read by this very scan.
+    pub reads: (u32, u32),
 }
 
 /// `ScanRecord::index` of a whole-table scan (`Transaction::scan_table`).
@@ -85,6 +88,8 @@ pub(crate) struct WriteRecord {
 #[derive(Default)]
 pub(crate) struct SlotLocal {
     pub read_set: Vec<*const Version>,
+    /// Length of `read_set` when the current operation began.
+    pub op_reads: u32,
     /// MV2PL: versions read-locked (one entry per lock taken).
     pub read_locks: Vec<*const Version>,
     /// SSN, ERMIA-SSI: (table, index) pairs the transaction's writes entered (`cc/ssn.rs`),
@@ -99,6 +104,8 @@ pub(crate) struct SlotLocal {
     pub key_buf2: Vec<u8>,
     pub row_buf: Vec<u8>,
     pub garbage: VecDeque<Garbage>,
+    /// Silo: the slot's last TID (`cc/silo.rs`; every new one is larger).
+    pub silo_last_tid: u64,
     pub commits_since_gc: u32,
     /// The call a command-logged transaction was (`Command::Called`): procedure definition
     /// number and arguments, encoded for the log (`Procedure::encode_call`).
@@ -216,8 +223,9 @@ pub struct Transaction<'db> {
     /// re-pins its memory epoch: a version it read speculatively is freed by its creator's
     /// rollback, protected only by the pin, not by the visibility watermark.
     pub(crate) took_deps: std::cell::Cell<bool>,
-    /// An abort decided where it could not be returned (inside an index callback).
-    doomed: Option<AbortReason>,
+    /// An abort decided where it could not be returned (inside an index callback, or a
+    /// Silo read that met a locked record).
+    doomed: std::cell::Cell<Option<AbortReason>>,
     /// SSN (`cc/ssn.rs`): η, the largest commit stamp of a predecessor seen so far
     /// (ERMIA-SSI: its rstamp, set at pre-commit).
     pub(crate) ssn_pstamp: u64,
@@ -295,7 +303,7 @@ impl<'db> Transaction<'db> {
             blocked: std::cell::Cell::new(false),
             speculates: db.config.speculates(),
             took_deps: std::cell::Cell::new(false),
-            doomed: None,
+            doomed: std::cell::Cell::new(None),
             ssn_pstamp: 0,
             ssn_sstamp: u64::MAX,
             guard: crossbeam_epoch::pin(),
@@ -318,6 +326,7 @@ impl<'db> Transaction<'db> {
         self.db.config.log == crate::config::LogPolicy::Command
             && self.isolation == Isolation::Serializable
             && !self.protocol.stamped()
+            && self.protocol != Protocol::Silo
             && !self.read_only
     }
 
@@ -405,15 +414,17 @@ impl<'db> Transaction<'db> {
 
     /// Remembers an abort to raise when the current operation returns (`raise`).
     #[inline]
-    fn doom(&mut self, reason: AbortReason) {
-        self.doomed.get_or_insert(reason);
+    fn doom(&self, reason: AbortReason) {
+        if self.doomed.get().is_none() {
+            self.doomed.set(Some(reason));
+        }
     }
 
     /// Whether the current operation has already failed (a doomed read, or an MVTO read
     /// that met an older uncommitted write).
     #[inline]
     fn is_doomed(&self) -> bool {
-        self.doomed.is_some() || self.blocked.get()
+        self.doomed.get().is_some() || self.blocked.get()
     }
 
     /// Aborts the transaction if the operation that just ran was doomed.
@@ -422,7 +433,7 @@ impl<'db> Transaction<'db> {
         if !self.is_doomed() {
             return Ok(());
         }
-        let reason = self.doomed.unwrap_or(AbortReason::TimestampOrder);
+        let reason = self.doomed.get().unwrap_or(AbortReason::TimestampOrder);
         Err(self.fail(reason))
     }
 
@@ -455,6 +466,7 @@ impl<'db> Transaction<'db> {
             return Err(Error::TransactionClosed);
         }
         self.check_table(t)?;
+        self.local.op_reads = self.local.read_set.len() as u32;
         self.ops_since_repin += 1;
         if self.ops_since_repin >= REPIN_EVERY_OPS && self.may_repin() {
             self.ops_since_repin = 0;
@@ -487,11 +499,12 @@ impl<'db> Transaction<'db> {
     /// their stamps, `note_read`).
     #[inline]
     pub(crate) fn validates_reads(&self) -> bool {
-        self.protocol == Protocol::Mvocc
+        (self.protocol == Protocol::Mvocc
             && matches!(
                 self.isolation,
                 Isolation::Serializable | Isolation::RepeatableRead
-            )
+            ))
+            || self.protocol == Protocol::Silo
     }
 
     #[inline]
@@ -499,9 +512,54 @@ impl<'db> Transaction<'db> {
         v.begin.load(Ordering::Acquire) == self.id.word()
     }
 
+    /// Silo: our buffered (private, not yet installed) write of `tid`, if any. A write
+    /// record with a superseded version is buffered until commit; one without is an insert,
+    /// which Silo makes at once (`cc/silo.rs`).
+    #[inline]
+    pub(crate) fn silo_pending(&self, table: u32, tid: TupleId) -> Option<*mut Version> {
+        self.local
+            .write_set
+            .iter()
+            .rev()
+            .find(|w| w.tid == tid && w.table == table && !w.old.is_null())
+            .map(|w| w.new)
+    }
+
+    /// Silo's read of `tid`: our buffered write, else the record's one version (null if it
+    /// has none, or an aborted insert is being unlinked). A record another transaction is
+    /// still inserting is locked: the read dooms the transaction, as Silo's validation of it
+    /// would (`cc/silo.rs`).
+    fn silo_read(&self, t: &Table, tid: TupleId) -> *const Version {
+        if !self.local.write_set.is_empty() {
+            if let Some(n) = self.silo_pending(t.id, tid) {
+                return n;
+            }
+        }
+        let Some(e) = t.entry(tid) else {
+            return ptr::null();
+        };
+        let h = e.load(Ordering::Acquire);
+        // SAFETY: pinned.
+        let Some(v) = (unsafe { h.as_ref() }) else {
+            return ptr::null();
+        };
+        let b = v.begin.load(Ordering::Acquire);
+        if b == INFINITY {
+            return ptr::null();
+        }
+        if crate::version::is_txn(b) && b != self.id.word() {
+            self.doom(AbortReason::ReadValidation);
+            return ptr::null();
+        }
+        h
+    }
+
     /// The visible version of `tid` as of `rt`, or null.
     #[inline]
     fn visible_version(&self, t: &Table, tid: TupleId, rt: u64) -> *const Version {
+        if self.protocol == Protocol::Silo {
+            return self.silo_read(t, tid);
+        }
         let Some(e) = t.entry(tid) else {
             return ptr::null();
         };
@@ -515,6 +573,19 @@ impl<'db> Transaction<'db> {
         // SAFETY: v is a visible version of a chain we are pinned on.
         let r = unsafe { &*v };
         if self.is_mine(r) {
+            if self.protocol == Protocol::Silo {
+                // A row we have a buffered write on counts as a read of the version that
+                // write read, so a predicate re-check finds it read by this scan.
+                let base = self
+                    .local
+                    .write_set
+                    .iter()
+                    .rev()
+                    .find(|w| w.new as *const _ == v);
+                if let Some(old) = base.map(|w| w.old).filter(|o| !o.is_null()) {
+                    self.local.read_set.push(old);
+                }
+            }
             return;
         }
         if self.tracks_reads {
@@ -571,12 +642,14 @@ impl<'db> Transaction<'db> {
         };
         let lo = put(lo);
         let hi = if point { lo } else { put(hi) };
+        let reads = (self.local.op_reads, self.local.read_set.len() as u32);
         self.local.scan_set.push(ScanRecord {
             table: t.id,
             index: index as u16,
             lo,
             hi,
             point,
+            reads,
         });
     }
 
@@ -884,12 +957,14 @@ impl<'db> Transaction<'db> {
             if self.protocol.stamped() && self.tracks_reads {
                 crate::cc::ssn::on_scan(self, t, TABLE_SCAN);
             }
+            let reads = (self.local.op_reads, self.local.read_set.len() as u32);
             self.local.scan_set.push(ScanRecord {
                 table: t.id,
                 index: TABLE_SCAN,
                 lo: (2, 0, 0),
                 hi: (2, 0, 0),
                 point: false,
+                reads,
             });
         }
         if let Some(rec) = self.recording.as_mut() {
@@ -1149,6 +1224,11 @@ impl<'db> Transaction<'db> {
     /// us (or our own), else a write-write conflict. Under Read Committed a head committed after
     /// our statement time is simply the latest committed version.
     fn write_target(&mut self, t: &Table, tid: TupleId) -> Result<(*mut Version, bool)> {
+        if self.protocol == Protocol::Silo {
+            if let Some(n) = self.silo_pending(t.id, tid) {
+                return Ok((n, true));
+            }
+        }
         let head = self.stable_head(t, tid);
         // SAFETY: pinned.
         let Some(h) = (unsafe { head.as_ref() }) else {
@@ -1156,6 +1236,14 @@ impl<'db> Transaction<'db> {
         };
         if self.is_mine(h) {
             return Ok((head, true));
+        }
+        if self.protocol == Protocol::Silo {
+            // The latest committed version, whatever its time (Silo reads no snapshot); an
+            // uncommitted one is another transaction's insert, which holds the record.
+            if crate::version::is_txn(h.begin.load(Ordering::Acquire)) {
+                return Err(self.fail(AbortReason::WriteWriteConflict));
+            }
+            return Ok((head, false));
         }
         let rt = if self.isolation == Isolation::ReadCommitted {
             self.db.clock.now()
@@ -1281,6 +1369,18 @@ impl<'db> Transaction<'db> {
                     }
                     self.note_read(t, head);
                     self.raise()?;
+                    if self.protocol == Protocol::Silo {
+                        // Buffered like an update: installed over the tombstone at commit.
+                        let n = self.new_version(t, row, ptr::null_mut());
+                        return self.finish_write(
+                            t,
+                            tid,
+                            n,
+                            head,
+                            Some(crate::history::WriteKind::Insert),
+                            row,
+                        );
+                    }
                     if let Err(reason) = self.lock_for_write(h) {
                         return Err(self.fail(reason));
                     }
@@ -1533,8 +1633,10 @@ impl<'db> Transaction<'db> {
             return r;
         }
         // Build the new version directly (one row copy): a failing f frees the unpublished
-        // version, so nothing is left behind.
-        let n = self.new_version(t, h.data(), head);
+        // version, so nothing is left behind. Silo's stays private until commit (buffered
+        // write) and is installed alone, never chained.
+        let silo = self.protocol == Protocol::Silo;
+        let n = self.new_version(t, h.data(), if silo { ptr::null_mut() } else { head });
         // SAFETY: n is fresh and unpublished; only we reference it.
         let r = f(&mut RowMut {
             schema: &t.schema,
@@ -1543,7 +1645,12 @@ impl<'db> Transaction<'db> {
         // SAFETY: the mutable borrow above has ended; n is still ours alone.
         let new_row = unsafe { (*n).data() };
         let r = r.and_then(|_| self.check_unique_changed(t, h.data(), new_row, tid));
-        let r = r.and_then(|_| self.lock_for_write(h).map_err(Error::SerializationFailure));
+        let r = r.and_then(|_| {
+            if silo {
+                return Ok(());
+            }
+            self.lock_for_write(h).map_err(Error::SerializationFailure)
+        });
         if let Err(e) = r {
             // SAFETY: never published.
             unsafe { Version::free(n) };
@@ -1553,8 +1660,10 @@ impl<'db> Transaction<'db> {
             }
             return Err(e);
         }
-        if let Some(e) = t.entry(tid) {
-            e.store(n, Ordering::Release);
+        if !silo {
+            if let Some(e) = t.entry(tid) {
+                e.store(n, Ordering::Release);
+            }
         }
         self.finish_write(
             t,
@@ -1624,14 +1733,19 @@ impl<'db> Transaction<'db> {
             }
             return Ok(());
         }
-        if let Err(reason) = self.lock_for_write(h) {
-            return Err(self.fail(reason));
+        let silo = self.protocol == Protocol::Silo;
+        if !silo {
+            if let Err(reason) = self.lock_for_write(h) {
+                return Err(self.fail(reason));
+            }
         }
-        let n = self.new_version(t, h.data(), head);
+        let n = self.new_version(t, h.data(), if silo { ptr::null_mut() } else { head });
         // SAFETY: unpublished.
         unsafe { (*n).tombstone.store(true, Ordering::Release) };
-        if let Some(e) = t.entry(tid) {
-            e.store(n, Ordering::Release);
+        if !silo {
+            if let Some(e) = t.entry(tid) {
+                e.store(n, Ordering::Release);
+            }
         }
         self.local.write_set.push(WriteRecord {
             table: t.id,
@@ -1662,7 +1776,12 @@ impl<'db> Transaction<'db> {
         if self.status != Status::Active {
             return Err(Error::TransactionClosed);
         }
-        crate::cc::mvocc::commit(&mut self).map(|epoch| CommitTicket { epoch })
+        let ticket = if self.protocol == Protocol::Silo {
+            crate::cc::silo::commit(&mut self)
+        } else {
+            crate::cc::mvocc::commit(&mut self)
+        };
+        ticket.map(|epoch| CommitTicket { epoch })
     }
 
     /// Aborts (a user abort).

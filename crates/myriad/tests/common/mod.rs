@@ -2,14 +2,22 @@
 use myriad::*;
 
 /// Every built protocol but MVOCC (which the tests run at every level on their own).
-pub const OTHER_PROTOCOLS: [Protocol; 6] = [
+pub const OTHER_PROTOCOLS: [Protocol; 7] = [
     Protocol::Mvto,
     Protocol::Mv2pl,
     Protocol::Si,
     Protocol::Ssn,
     Protocol::Ssi,
     Protocol::ErmiaSsi,
+    Protocol::Silo,
 ];
+
+/// A configuration of protocol `p` on the version storage it runs on.
+pub fn config_for(p: Protocol) -> Config {
+    Config::new()
+        .protocol(p)
+        .version_storage(p.natural_storage())
+}
 
 pub fn open(iso: Isolation) -> Database {
     Database::open(Config::new().isolation(iso)).unwrap()

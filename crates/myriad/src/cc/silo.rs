@@ -1,0 +1,488 @@
+//! Silo: single-version optimistic concurrency control (thesis §3.5, SILO; Tu et al.,
+//! "Speedy Transactions in Multicore In-Memory Databases", SOSP 2013, §4).
+//!
+//! Storage. Version storage `single-version`: a row is one version at its indirection entry,
+//! with Hekaton's header reused as Silo's TID word — Begin is the TID of the transaction that
+//! wrote the record, End is `INFINITY` while the record is current, a transaction id while a
+//! committer holds its lock, and the replacing TID once it was superseded (a superseded
+//! record never becomes current again). Records are replaced, not updated in place: the
+//! committer installs a fresh version and frees the old one after the memory epoch, as Silo
+//! does for a value that does not fit in place. Readers thus copy nothing under a seqlock;
+//! the TID check at commit is the same.
+//!
+//! Execution (`txn/mod.rs`). A read takes the record's current version, whatever its TID
+//! (there is no snapshot), and adds it to the read set. An update or delete builds its new
+//! version privately (a buffered write: `WriteRecord::old` is the version it read) and
+//! neither locks nor installs anything; later reads of the row in the transaction see it
+//! (`Transaction::silo_pending`). An insert goes into the indexes at once, as an uncommitted
+//! version: like Silo's absent-and-locked record it holds the key, and a reader that meets
+//! it aborts as Silo's validation of it would.
+//!
+//! Commit (Silo Fig. 2):
+//! 1. lock the buffered writes' records in a global order (table, tuple id), waiting for a
+//!    lock another committer holds (deadlock-free: every committer locks in the same order,
+//!    and no lock is held outside a commit); a record found superseded fails (its read is
+//!    stale);
+//! 2. the serialization point: a fence, then read the global epoch;
+//! 3. validate: every record read is still current and not locked by another transaction;
+//!    every predicate read (scan, secondary lookup, point miss) finds no row it did not read
+//!    and no uncommitted insert (the role of Silo's leaf-node versions, here a re-scan);
+//!    unique secondary keys are still ours;
+//! 4. the TID: larger than every TID read or overwritten and than this slot's last, in the
+//!    current epoch — no shared counter (`next_tid`);
+//! 5. log, install the new versions with the TID (which releases the locks) and free the old
+//!    ones after the memory epoch.
+//!
+//! Unlike Silo, a deleted row's entry is cleared at commit (Silo leaves an absent record for
+//! its GC), and a predicate read is re-checked by re-scanning instead of node versions: both
+//! are the same test of "nothing in the range changed", at the cost of a scan. Read-only
+//! transactions validate too (Silo's snapshot transactions are not built).
+
+use crate::error::{AbortReason, Error, Result};
+use crate::storage::{Table, TupleId};
+use crate::txn::table::bump;
+use crate::txn::{Transaction, TABLE_SCAN};
+use crate::version::{is_txn, Version, INFINITY};
+use std::collections::HashSet;
+use std::ops::Bound;
+use std::sync::atomic::{fence, Ordering};
+use std::time::Instant;
+
+/// Low bits of a TID that hold the transaction-table slot: TIDs of different slots never
+/// collide, so the log's commit order (TID order) is a total order.
+const TID_SLOT_BITS: u32 = 16;
+/// A TID's epoch starts at this bit.
+const TID_EPOCH_SHIFT: u32 = 32;
+
+/// Silo's global epoch (Silo §4.1: advanced every 40 ms; here derived from the time since
+/// the database opened, which needs no advancing thread). Reading it is a clock read, not a
+/// shared read-modify-write.
+pub(crate) struct Epochs {
+    started: Instant,
+}
+
+/// Silo's epoch length.
+const EPOCH_MS: u128 = 40;
+
+impl Epochs {
+    pub(crate) fn new() -> Self {
+        Epochs {
+            started: Instant::now(),
+        }
+    }
+
+    /// The current epoch (≥ 1).
+    pub(crate) fn current(&self) -> u64 {
+        1 + (self.started.elapsed().as_millis() / EPOCH_MS) as u64
+    }
+}
+
+/// The TID of a committing transaction in `slot` (Silo §4.2): larger than every TID it
+/// observed (`observed`) and than the slot's previous one (`last`), in `epoch` or later.
+/// Carries past the sequence bits roll into the epoch bits, which keeps TIDs increasing.
+pub(crate) fn next_tid(observed: u64, last: u64, epoch: u64, slot: usize) -> u64 {
+    let base = observed.max(last).max(epoch << TID_EPOCH_SHIFT);
+    (((base >> TID_SLOT_BITS) + 1) << TID_SLOT_BITS) | (slot as u64 & ((1 << TID_SLOT_BITS) - 1))
+}
+
+/// Commits `tx` under Silo; returns its durability ticket.
+pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
+    let me = tx.id.word();
+    // 1. Lock the buffered writes' records in the global order.
+    let mut order: Vec<usize> = (0..tx.local.write_set.len())
+        .filter(|&i| !tx.local.write_set[i].old.is_null())
+        .collect();
+    order.sort_unstable_by_key(|&i| (tx.local.write_set[i].table, tx.local.write_set[i].tid));
+    for &i in &order {
+        let old = tx.local.write_set[i].old;
+        // SAFETY: the version we read, pinned since.
+        if let Err(reason) = lock(tx, unsafe { &*old }, me) {
+            tx.rollback(reason);
+            return Err(Error::SerializationFailure(reason));
+        }
+    }
+    // 2. The serialization point.
+    fence(Ordering::SeqCst);
+    let epoch = tx.db.silo_epochs.current();
+    // The history checker orders transactions by commit timestamp: a recording database
+    // takes one from the global clock here, at the serialization point (`history/`). Without
+    // a recording no shared counter is touched.
+    let order_ts = tx.recording.is_some().then(|| {
+        bump(&tx.slot().stats.global_rmw, 1);
+        tx.db.clock.next_end_ts()
+    });
+    // 3. Validation.
+    if let Err(reason) = validate(tx, me) {
+        tx.rollback(reason);
+        return Err(Error::SerializationFailure(reason));
+    }
+    if tx.local.write_set.is_empty() {
+        if let Some(ts) = order_ts {
+            tx.begin_ts = ts;
+        }
+        let at = tx.begin_ts;
+        return crate::cc::mvocc::finish_read_only(tx, at);
+    }
+    // 4. The TID.
+    let mut observed = 0;
+    for &v in &tx.local.read_set {
+        // SAFETY: pinned.
+        observed = observed.max(unsafe { (*v).begin.load(Ordering::Acquire) });
+    }
+    for w in &tx.local.write_set {
+        // SAFETY: pinned; we hold its lock.
+        if let Some(old) = unsafe { w.old.as_ref() } {
+            observed = observed.max(old.begin.load(Ordering::Acquire));
+        }
+    }
+    // The clock is a floor, read, never advanced: recovery leaves it at the newest
+    // recovered commit, and the next checkpoint's timestamp is read from it, so every TID of
+    // this session sorts after both (a load of a line no Silo commit writes).
+    let floor = observed.max(tx.db.clock.now());
+    let tid = next_tid(floor, tx.local.silo_last_tid, epoch, tx.slot_idx);
+    tx.local.silo_last_tid = tid;
+    // 5. Log, then install.
+    let ticket = crate::cc::mvocc::log_commit(tx, tid)?;
+    let slot = tx.slot();
+    slot.set_committed(tid);
+    let writes = std::mem::take(&mut tx.local.write_set);
+    for w in &writes {
+        let t = tx.db.table_by_id(w.table);
+        // SAFETY: our versions, and versions we hold the lock on; pinned.
+        unsafe {
+            let n = &*w.new;
+            n.begin.store(tid, Ordering::Release);
+            let Some(e) = t.entry(w.tid) else { continue };
+            let dead = n.is_tombstone();
+            if w.old.is_null() {
+                // Our insert, already in place; inserted and deleted again: nothing stays.
+                if dead
+                    && e.compare_exchange(
+                        w.new,
+                        std::ptr::null_mut(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    )
+                    .is_ok()
+                {
+                    retire(tx, t, w.new);
+                }
+                continue;
+            }
+            let target = if dead { std::ptr::null_mut() } else { w.new };
+            // Only the holder of the old record's lock replaces it; inserts claim only empty
+            // entries, so the entry still holds `old`.
+            bump(&slot.stats.record_rmw, 1);
+            let swapped = e
+                .compare_exchange(w.old, target, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok();
+            debug_assert!(swapped, "a locked record was replaced by someone else");
+            (*w.old).end.store(tid, Ordering::Release);
+            if swapped {
+                // Anything an earlier multi-version replay left behind it goes too.
+                let mut p = (*w.old).take_next();
+                retire(tx, t, w.old);
+                while !p.is_null() {
+                    let next = (*p).take_next();
+                    retire(tx, t, p);
+                    p = next;
+                }
+            }
+            if dead {
+                retire(tx, t, w.new);
+            }
+        }
+    }
+    tx.local.write_set = writes;
+    if let (Some(rec), Some(h)) = (tx.recording.take(), tx.db.history.as_ref()) {
+        let ts = order_ts.unwrap_or(tid);
+        h.push(rec.into_record(tid, ts, ts, tx.isolation));
+    }
+    bump(&slot.stats.committed, 1);
+    tx.finish();
+    Ok(ticket)
+}
+
+/// Frees `v` (unlinked from its entry) once no pinned thread can still reach it.
+///
+/// # Safety
+/// `v` must be unreachable for threads that pin from now on, and retired once.
+unsafe fn retire(tx: &Transaction<'_>, t: &Table, v: *mut Version) {
+    let size = (*v).size() as u64;
+    let slot = tx.slot();
+    bump(&slot.stats.versions_reclaimed, 1);
+    bump(&slot.stats.version_bytes_reclaimed, size);
+    let _ = t;
+    let p = v as usize;
+    tx.guard
+        .defer_unchecked(move || Version::free(p as *mut Version));
+}
+
+/// Takes the lock on `v` (its End field), waiting while another committer holds it. Fails
+/// if `v` was superseded since it was read.
+fn lock(tx: &Transaction<'_>, v: &Version, me: u64) -> std::result::Result<(), AbortReason> {
+    let backoff = crossbeam_utils::Backoff::new();
+    loop {
+        let e = v.end.load(Ordering::Acquire);
+        if e == INFINITY {
+            bump(&tx.slot().stats.record_rmw, 1);
+            if v.end
+                .compare_exchange(INFINITY, me, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Ok(());
+            }
+        } else if e == me {
+            return Ok(());
+        } else if is_txn(e) {
+            // Held by a committer, which holds it only until it installs or aborts.
+            backoff.snooze();
+        } else {
+            return Err(AbortReason::ReadValidation);
+        }
+    }
+}
+
+/// Silo's validation (step 3), with the write set locked.
+fn validate(tx: &Transaction<'_>, me: u64) -> std::result::Result<(), AbortReason> {
+    for &v in &tx.local.read_set {
+        // SAFETY: pinned since the read.
+        let e = unsafe { (*v).end.load(Ordering::Acquire) };
+        if e != INFINITY && e != me {
+            return Err(AbortReason::ReadValidation);
+        }
+    }
+    for s in &tx.local.scan_set {
+        rescan(tx, s)?;
+    }
+    for w in &tx.local.write_set {
+        let t = tx.db.table_by_id(w.table);
+        // SAFETY: our own version.
+        let new = unsafe { &*w.new };
+        if new.is_tombstone() {
+            continue;
+        }
+        for i in 1..t.indexes.len() {
+            if t.schema.indexes[i].unique
+                && unique_holder(tx, t, i, new.data(), Some(w.tid)) != Unique::Free
+            {
+                return Err(AbortReason::UniqueConflict);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a row's record looks like to a predicate re-check.
+enum Seen {
+    /// No live row (no version, a delete, an aborted insert, our own insert).
+    Nothing,
+    /// Another transaction's uncommitted insert, or a record a committer holds locked (its
+    /// new version may be moving into the range): a change to the range in itself, as the
+    /// leaf-node version that Silo checks would show.
+    Locked,
+    /// A committed live row (for a row we have a buffered write on, the version the write
+    /// read).
+    Row(*const Version),
+}
+
+fn seen(tx: &Transaction<'_>, t: &Table, tid: TupleId) -> Seen {
+    let me = tx.id.word();
+    let pending = tx
+        .local
+        .write_set
+        .iter()
+        .rev()
+        .find(|w| w.tid == tid && w.table == t.id && !w.old.is_null());
+    let h = match pending {
+        Some(w) => w.old as *const Version,
+        None => match t.entry(tid) {
+            Some(e) => e.load(Ordering::Acquire),
+            None => return Seen::Nothing,
+        },
+    };
+    // SAFETY: pinned.
+    let Some(v) = (unsafe { h.as_ref() }) else {
+        return Seen::Nothing;
+    };
+    let b = v.begin.load(Ordering::Acquire);
+    if b == INFINITY || b == me {
+        return Seen::Nothing;
+    }
+    let end = v.end.load(Ordering::Acquire);
+    if is_txn(b) || (is_txn(end) && end != me) {
+        return Seen::Locked;
+    }
+    if v.is_tombstone() {
+        return Seen::Nothing;
+    }
+    Seen::Row(h)
+}
+
+/// Re-checks one predicate read: every committed row now in its range was read by that
+/// same scan (so read validation covers it), and no other transaction's insert or commit
+/// is pending there.
+fn rescan(
+    tx: &Transaction<'_>,
+    s: &crate::txn::ScanRecord,
+) -> std::result::Result<(), AbortReason> {
+    let t = tx.db.table_by_id(s.table);
+    let slice = &tx.local.read_set[s.reads.0 as usize..s.reads.1 as usize];
+    let set: Option<HashSet<usize>> =
+        (slice.len() > 16).then(|| slice.iter().map(|&v| v as usize).collect());
+    let read = |v: *const Version| match &set {
+        Some(set) => set.contains(&(v as usize)),
+        None => slice.contains(&v),
+    };
+    let mut key_buf = Vec::new();
+    let mut ok = true;
+    let mut check = |tid: TupleId, key: &[u8], index: usize| -> bool {
+        match seen(tx, t, tid) {
+            Seen::Nothing => true,
+            Seen::Locked => {
+                ok = false;
+                false
+            }
+            Seen::Row(v) => {
+                if index != 0 {
+                    // SAFETY: pinned.
+                    t.schema
+                        .encode_key_from_row(index, unsafe { (*v).data() }, &mut key_buf);
+                    if key_buf != key {
+                        // A stale entry: the row no longer has this key.
+                        return true;
+                    }
+                }
+                ok = read(v);
+                ok
+            }
+        }
+    };
+    if s.index == TABLE_SCAN {
+        for tid in 0..t.tid_count() {
+            if !check(tid, &[], 0) {
+                break;
+            }
+        }
+    } else {
+        let index = s.index as usize;
+        let idx = &t.indexes[index];
+        let arena = &tx.local.scan_keys;
+        let bound = |b: (u8, u32, u32)| -> Bound<&[u8]> {
+            let k = &arena[b.1 as usize..b.2 as usize];
+            match b.0 {
+                0 => Bound::Included(k),
+                1 => Bound::Excluded(k),
+                _ => Bound::Unbounded,
+            }
+        };
+        if s.point {
+            if let Bound::Included(key) = bound(s.lo) {
+                if index == 0 {
+                    if let Some(tid) = idx.get_unique(key) {
+                        check(tid, key, 0);
+                    }
+                } else {
+                    idx.lookup_entries(key, &mut |tid| check(tid, key, index));
+                }
+            }
+        } else {
+            idx.scan(
+                bound(s.lo),
+                bound(s.hi),
+                crate::index::ScanDirection::Ascending,
+                index != 0,
+                &mut |k, tid| check(tid, k, index),
+            );
+        }
+    }
+    if ok {
+        Ok(())
+    } else {
+        Err(AbortReason::Phantom)
+    }
+}
+
+/// Outcome of a unique-key check under Silo.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unique {
+    Free,
+    /// A committed row holds the key.
+    Taken,
+    /// An uncommitted insert holds it, or a committer holds the lock of a row that may be
+    /// taking it: a conflict, not a duplicate.
+    Contended,
+}
+
+/// Does a row other than `own` hold `row`'s key of unique index `index`?
+pub(crate) fn unique_holder(
+    tx: &Transaction<'_>,
+    t: &Table,
+    index: usize,
+    row: &[u8],
+    own: Option<TupleId>,
+) -> Unique {
+    let mut key = Vec::new();
+    t.schema.encode_key_from_row(index, row, &mut key);
+    let mut probe = Vec::new();
+    let mut out = Unique::Free;
+    t.indexes[index].lookup_entries(&key, &mut |tid| {
+        if Some(tid) == own {
+            return true;
+        }
+        // Our own rows (buffered writes, inserts) are judged by what we wrote.
+        let mine = tx.silo_pending(t.id, tid);
+        let h = match mine {
+            Some(n) => n,
+            None => match t.entry(tid) {
+                Some(e) => e.load(Ordering::Acquire),
+                None => return true,
+            },
+        };
+        // SAFETY: pinned.
+        let Some(v) = (unsafe { h.as_ref() }) else {
+            return true;
+        };
+        let b = v.begin.load(Ordering::Acquire);
+        let end = v.end.load(Ordering::Acquire);
+        if b == INFINITY {
+            return true;
+        }
+        let me = tx.id.word();
+        if mine.is_none() && b != me && (is_txn(b) || (is_txn(end) && end != me)) {
+            out = Unique::Contended;
+            return false;
+        }
+        if !v.is_tombstone() {
+            t.schema.encode_key_from_row(index, v.data(), &mut probe);
+            if probe == key {
+                out = Unique::Taken;
+                return false;
+            }
+        }
+        true
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tid_exceeds_what_it_observed_and_names_its_slot() {
+        let t = next_tid(0, 0, 1, 7);
+        assert!(t > 1 << TID_EPOCH_SHIFT);
+        assert_eq!(t & 0xFFFF, 7);
+        let u = next_tid(t, 0, 1, 3);
+        assert!(u > t);
+        assert_eq!(u & 0xFFFF, 3);
+        // The slot's own last TID counts, and a later epoch lifts the TID into it.
+        let v = next_tid(0, u, 1, 3);
+        assert!(v > u);
+        let w = next_tid(v, 0, 5, 9);
+        assert!(w >> TID_EPOCH_SHIFT >= 5);
+        // Two slots that observed the same TID never draw the same one.
+        assert_ne!(next_tid(u, 0, 1, 1), next_tid(u, 0, 1, 2));
+    }
+}
