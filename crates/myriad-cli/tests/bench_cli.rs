@@ -273,6 +273,8 @@ fn ycsb_heterogeneous_reports_the_read_only_threads_apart() {
         ("ssn", "serializable", "true"),
         ("ermia-ssi", "serializable", "false"),
         ("ssi", "serializable", "true"),
+        ("silo", "serializable", "true"),
+        ("silo", "serializable", "false"),
     ] {
         let r = ycsb(&[
             "--mix",
@@ -370,6 +372,31 @@ fn unknown_flags_and_values_are_rejected_by_name() {
         "the choices are named: {}",
         stderr(&out)
     );
+}
+
+/// `--storage` defaults to the protocol's own; a protocol on the other kind of storage exits
+/// 2 naming both choices.
+#[test]
+fn storage_follows_the_protocol_and_a_mismatch_exits_2() {
+    let r = ycsb(&["--protocol", "silo", "--mix", "update-intensive"]);
+    assert_eq!(r["fidelity"]["version_storage"], "single-version", "{r}");
+    assert!(r["committed"].as_u64() > Some(0), "{r}");
+    let r = ycsb(&["--protocol", "mvocc", "--storage", "n2o"]);
+    assert_eq!(r["fidelity"]["version_storage"], "n2o", "{r}");
+    for (p, s) in [("silo", "n2o"), ("mvocc", "single-version")] {
+        let out = myriad(&[
+            "bench",
+            "ycsb",
+            "--protocol",
+            p,
+            "--storage",
+            s,
+            "--no-progress",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let e = stderr(&out);
+        assert!(e.contains(p) && e.contains(s), "{e}");
+    }
 }
 
 #[test]

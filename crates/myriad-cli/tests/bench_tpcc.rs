@@ -196,6 +196,7 @@ fn every_protocol_keeps_the_consistency_conditions() {
         ("ssn", "serializable", "write_write_conflict"),
         ("ermia-ssi", "serializable", "write_write_conflict"),
         ("ssi", "serializable", "write_write_conflict"),
+        ("silo", "serializable", "read_validation"),
     ] {
         let (r, human) = tpcc(
             protocol,

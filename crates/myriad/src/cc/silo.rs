@@ -89,17 +89,19 @@ pub(crate) fn next_tid(observed: u64, last: u64, epoch: u64, slot: usize) -> u64
 pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let me = tx.id.word();
     // 1. Lock the buffered writes' records in the global order.
-    let mut order: Vec<usize> = (0..tx.local.write_set.len())
-        .filter(|&i| !tx.local.write_set[i].old.is_null())
-        .collect();
-    order.sort_unstable_by_key(|&i| (tx.local.write_set[i].table, tx.local.write_set[i].tid));
-    for &i in &order {
-        let old = tx.local.write_set[i].old;
+    let mut order = std::mem::take(&mut tx.local.silo_order);
+    order.clear();
+    let ws = &tx.local.write_set;
+    order.extend((0..ws.len() as u32).filter(|&i| !ws[i as usize].old.is_null()));
+    order.sort_unstable_by_key(|&i| (ws[i as usize].table, ws[i as usize].tid));
+    let locked = order.iter().try_for_each(|&i| {
         // SAFETY: the version we read, pinned since.
-        if let Err(reason) = lock(tx, unsafe { &*old }, me) {
-            tx.rollback(reason);
-            return Err(Error::SerializationFailure(reason));
-        }
+        lock(tx, unsafe { &*tx.local.write_set[i as usize].old }, me)
+    });
+    tx.local.silo_order = order;
+    if let Err(reason) = locked {
+        tx.rollback(reason);
+        return Err(Error::SerializationFailure(reason));
     }
     // 2. The serialization point.
     fence(Ordering::SeqCst);

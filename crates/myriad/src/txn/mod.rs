@@ -106,6 +106,8 @@ pub(crate) struct SlotLocal {
     pub garbage: VecDeque<Garbage>,
     /// Silo: the slot's last TID (`cc/silo.rs`; every new one is larger).
     pub silo_last_tid: u64,
+    /// Silo: scratch for the lock order of the buffered writes.
+    pub silo_order: Vec<u32>,
     pub commits_since_gc: u32,
     /// The call a command-logged transaction was (`Command::Called`): procedure definition
     /// number and arguments, encoded for the log (`Procedure::encode_call`).
@@ -523,6 +525,27 @@ impl<'db> Transaction<'db> {
             .rev()
             .find(|w| w.tid == tid && w.table == table && !w.old.is_null())
             .map(|w| w.new)
+    }
+
+    /// Silo: `e`, a duplicate or missing key the application will see, unless a record
+    /// the transaction read has been replaced since: then the error may come from that stale
+    /// read (two New-Orders that read one `d_next_o_id` insert the same order), and the
+    /// transaction aborts with `read_validation`, as its commit would.
+    fn silo_unless_stale(&mut self, e: Error) -> Error {
+        if self.protocol != Protocol::Silo {
+            return e;
+        }
+        let me = self.id.word();
+        let stale = self.local.read_set.iter().any(|&v| {
+            // SAFETY: pinned since the read.
+            let end = unsafe { (*v).end.load(Ordering::Acquire) };
+            end != INFINITY && end != me
+        });
+        if stale {
+            self.fail(AbortReason::ReadValidation)
+        } else {
+            e
+        }
     }
 
     /// Silo's read of `tid`: our buffered write, else the record's one version (null if it
@@ -1349,7 +1372,7 @@ impl<'db> Transaction<'db> {
                 }
                 Some(h) if mine => {
                     if !h.is_tombstone() {
-                        return Err(dup());
+                        return Err(self.silo_unless_stale(dup()));
                     }
                     // We deleted this row earlier in this transaction: revive our own version.
                     // SAFETY: our own uncommitted version; invisible to others.
@@ -1365,7 +1388,7 @@ impl<'db> Transaction<'db> {
                     if !h.is_tombstone() {
                         self.note_read(t, head);
                         self.raise()?;
-                        return Err(dup());
+                        return Err(self.silo_unless_stale(dup()));
                     }
                     self.note_read(t, head);
                     self.raise()?;
@@ -1491,10 +1514,11 @@ impl<'db> Transaction<'db> {
             match crate::cc::mvocc::unique_holder(self, t, i, row, own, None) {
                 crate::cc::mvocc::UniqueCheck::Free => {}
                 crate::cc::mvocc::UniqueCheck::Taken => {
-                    return Err(Error::DuplicateKey {
+                    let e = Error::DuplicateKey {
                         table: t.schema.name.clone(),
                         index: t.schema.indexes[i].name.clone(),
-                    })
+                    };
+                    return Err(self.silo_unless_stale(e));
                 }
                 crate::cc::mvocc::UniqueCheck::Contended => {
                     return Err(self.fail(AbortReason::UniqueConflict))
@@ -1527,7 +1551,7 @@ impl<'db> Transaction<'db> {
         };
         let Some(tid) = self.primary_tid(t) else {
             self.note_miss(t, false);
-            return Err(not_found(t));
+            return Err(self.silo_unless_stale(not_found(t)));
         };
         let (head, mine) = self.write_target(t, tid)?;
         // SAFETY: pinned.
@@ -1538,7 +1562,7 @@ impl<'db> Transaction<'db> {
                     self.note_read(t, head);
                 }
                 self.note_miss(t, false);
-                Err(not_found(t))
+                Err(self.silo_unless_stale(not_found(t)))
             }
         }
     }
