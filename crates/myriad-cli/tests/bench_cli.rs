@@ -275,6 +275,7 @@ fn ycsb_heterogeneous_reports_the_read_only_threads_apart() {
         ("ssi", "serializable", "true"),
         ("silo", "serializable", "true"),
         ("silo", "serializable", "false"),
+        ("2pl", "serializable", "true"),
     ] {
         let r = ycsb(&[
             "--mix",

@@ -197,6 +197,7 @@ fn every_protocol_keeps_the_consistency_conditions() {
         ("ermia-ssi", "serializable", "write_write_conflict"),
         ("ssi", "serializable", "write_write_conflict"),
         ("silo", "serializable", "read_validation"),
+        ("2pl", "serializable", "lock_conflict"),
     ] {
         let (r, human) = tpcc(
             protocol,

@@ -64,7 +64,12 @@ choice_enum!(
         /// TID, epoch-based TIDs drawn without a shared counter. Needs version storage
         /// `single-version`.
         Silo = "silo",
-        Occ = "occ", TwoPl = "2pl", Hybrid = "hybrid",
+        Occ = "occ",
+        /// Single-version two-phase locking, no-wait (thesis §3.5, 2PL): a read-lock count
+        /// and the write lock in each record's header, held to the end; writes buffered and
+        /// installed at commit. Needs version storage `single-version`.
+        TwoPl = "2pl",
+        Hybrid = "hybrid",
     }
 );
 
@@ -425,7 +430,7 @@ impl Config {
             // SSN makes snapshot isolation serializable; without it, it is `si`.
             Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => &[Isolation::Serializable],
             // Silo validates every read; it has no snapshot to offer weaker levels on.
-            Protocol::Silo => &[Isolation::Serializable],
+            Protocol::Silo | Protocol::TwoPl => &[Isolation::Serializable],
             _ => &[],
         }
     }
@@ -523,13 +528,13 @@ impl Config {
                     .into(),
             ));
         }
-        if self.log_manager == LogManagerKind::Ermia && self.protocol == Protocol::Silo {
-            return Err(Error::InvalidConfig(
+        if self.log_manager == LogManagerKind::Ermia && self.protocol.single_version() {
+            return Err(Error::InvalidConfig(format!(
                 "log manager `ermia` draws the commit order from one shared counter as the log \
-                 position, but protocol `silo` orders transactions by TIDs it draws without \
-                 one; use log manager `epoch`"
-                    .into(),
-            ));
+                 position, but protocol `{}` orders transactions by TIDs it draws without \
+                 one; use log manager `epoch`",
+                self.protocol
+            )));
         }
         if self.log_manager == LogManagerKind::Ermia && self.protocol == Protocol::Mvto {
             return Err(Error::InvalidConfig(

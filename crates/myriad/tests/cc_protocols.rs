@@ -37,6 +37,7 @@ fn each_protocol_offers_only_the_levels_it_can_honour() {
         (Protocol::Ssi, vec![Isolation::Serializable]),
         (Protocol::ErmiaSsi, vec![Isolation::Serializable]),
         (Protocol::Silo, vec![Isolation::Serializable]),
+        (Protocol::TwoPl, vec![Isolation::Serializable]),
     ] {
         assert_eq!(Config::isolation_levels(p), levels.as_slice(), "{p}");
         for l in Isolation::ALL.iter().filter(|l| !levels.contains(l)) {
@@ -54,12 +55,7 @@ fn each_protocol_offers_only_the_levels_it_can_honour() {
         ));
     }
     // Not built yet: named, and refused as not supported.
-    for p in [
-        Protocol::ErmiaSi,
-        Protocol::Occ,
-        Protocol::TwoPl,
-        Protocol::Hybrid,
-    ] {
+    for p in [Protocol::ErmiaSi, Protocol::Occ, Protocol::Hybrid] {
         let e = open_err(Config::new().protocol(p));
         assert!(matches!(e, Error::Unsupported(_)), "{p}: {e}");
     }
@@ -779,19 +775,18 @@ fn silo_commits_lock_in_one_order() {
 /// logged as rows (Silo's TID order is not a serial order for predicate reads).
 #[test]
 fn silo_is_durable_under_every_log_kind() {
+    durable_under_every_log_kind(Protocol::Silo);
+}
+
+fn durable_under_every_log_kind(p: Protocol) {
     for (log, scheme) in [
         (LogPolicy::Logical, RecoveryScheme::Serial),
         (LogPolicy::Logical, RecoveryScheme::ParallelPartitioned),
         (LogPolicy::Physical, RecoveryScheme::Auto),
         (LogPolicy::Command, RecoveryScheme::Auto),
     ] {
-        let dir = tempdir(&format!("silo-{log}-{scheme}"));
-        let cfg = || {
-            config_for(Protocol::Silo)
-                .data_dir(&dir)
-                .log(log)
-                .recovery(scheme)
-        };
+        let dir = tempdir(&format!("{p}-{log}-{scheme}"));
+        let cfg = || config_for(p).data_dir(&dir).log(log).recovery(scheme);
         {
             let db = Database::open(cfg()).unwrap();
             let t = kv(&db);
@@ -831,12 +826,8 @@ fn silo_is_durable_under_every_log_kind() {
         let _ = std::fs::remove_dir_all(&dir);
     }
     // Calls are logged as rows: recovery replays none.
-    let dir = tempdir("silo-calls");
-    let cfg = || {
-        config_for(Protocol::Silo)
-            .data_dir(&dir)
-            .log(LogPolicy::Command)
-    };
+    let dir = tempdir(&format!("{p}-calls"));
+    let cfg = || config_for(p).data_dir(&dir).log(LogPolicy::Command);
     {
         let db = Database::open(cfg()).unwrap();
         let t = kv(&db);
@@ -859,4 +850,56 @@ fn silo_is_durable_under_every_log_kind() {
     let mut r = db.begin().unwrap();
     assert_eq!(val(&mut r, &t, 1), Some(6));
     r.commit().unwrap();
+}
+
+/// Single-version 2PL, no-wait: a read lock stops a writer and a write lock a reader at once
+/// (`lock_conflict`), an own read lock upgrades, locks go at commit and at abort, a READ ONLY
+/// transaction locks too, phantoms are caught at commit, and it is durable.
+#[test]
+fn two_pl_locks_records_without_waiting() {
+    let (db, t) = open_with(Protocol::TwoPl);
+    let mut r = db.begin().unwrap();
+    assert_eq!(val(&mut r, &t, 1), Some(1));
+    let mut w = db.begin().unwrap();
+    assert_eq!(
+        reason(w.update(&t, &1i64, &[(1, 10i64)])),
+        AbortReason::LockConflict
+    );
+    // The reader upgrades its own read lock; its write lock stops readers.
+    r.update(&t, &1i64, &[(1, 11i64)]).unwrap();
+    let mut other = db.begin().unwrap();
+    assert_eq!(reason(other.get(&t, &1i64)), AbortReason::LockConflict);
+    let mut w = db.begin().unwrap();
+    w.update(&t, &2i64, &[(1, 20i64)]).unwrap();
+    assert_eq!(val(&mut w, &t, 2), Some(20));
+    r.commit().unwrap();
+    w.abort();
+    // Both commit and abort released their locks.
+    let mut w = db.begin().unwrap();
+    w.update(&t, &1i64, &[(1, 12i64)]).unwrap();
+    w.update(&t, &2i64, &[(1, 22i64)]).unwrap();
+    w.commit().unwrap();
+    let mut r = db.begin().unwrap();
+    assert_eq!(
+        (val(&mut r, &t, 1), val(&mut r, &t, 2)),
+        (Some(12), Some(22))
+    );
+    r.commit().unwrap();
+    // A READ ONLY transaction locks too (there is no snapshot to read).
+    let mut ro = db.begin_with(read_only(Protocol::TwoPl)).unwrap();
+    assert_eq!(val(&mut ro, &t, 3), Some(3));
+    let mut w = db.begin().unwrap();
+    assert_eq!(
+        reason(w.update(&t, &3i64, &[(1, 30i64)])),
+        AbortReason::LockConflict
+    );
+    ro.commit().unwrap();
+    // Row locks do not cover a range: the re-check at commit does.
+    let mut scanner = db.begin().unwrap();
+    assert_eq!(scan_10_to_20(&mut scanner, &t).unwrap(), 0);
+    db.run(|tx| tx.insert(&t, &(15i64, 1i64, 15i64, 0i64)))
+        .unwrap();
+    scanner.update(&t, &0i64, &[(1, 1i64)]).unwrap();
+    assert_eq!(reason(scanner.commit()), AbortReason::Phantom);
+    durable_under_every_log_kind(Protocol::TwoPl);
 }

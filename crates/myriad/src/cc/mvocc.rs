@@ -351,7 +351,7 @@ pub(crate) fn unique_holder(
     own: Option<TupleId>,
     at_end_ts: Option<u64>,
 ) -> UniqueCheck {
-    if tx.protocol == Protocol::Silo {
+    if tx.protocol.single_version() {
         return match crate::cc::silo::unique_holder(tx, t, index, row, own) {
             crate::cc::silo::Unique::Free => UniqueCheck::Free,
             crate::cc::silo::Unique::Taken => UniqueCheck::Taken,

@@ -33,6 +33,13 @@
 //! 5. log, install the new versions with the TID (which releases the locks) and free the old
 //!    ones after the memory epoch.
 //!
+//! `2pl` (thesis §3.5's single-version 2PL, no-wait) runs on the same storage and the same
+//! commit: its reads take a read lock (`Version::aux`, `cc/mv2pl.rs::read_lock`) and its
+//! writes the write lock (End) when they are made, both no-wait (`lock_conflict`) and held
+//! to the end, so at commit step 1 finds its locks already held and step 3's read check
+//! cannot fail; the predicate re-check stays (row locks do not cover phantoms), and the read
+//! locks are released after the install.
+//!
 //! Unlike Silo, a deleted row's entry is cleared at commit (Silo leaves an absent record for
 //! its GC), and a predicate read is re-checked by re-scanning instead of node versions: both
 //! are the same test of "nothing in the range changed", at the cost of a scan. Read-only
@@ -85,7 +92,7 @@ pub(crate) fn next_tid(observed: u64, last: u64, epoch: u64, slot: usize) -> u64
     (((base >> TID_SLOT_BITS) + 1) << TID_SLOT_BITS) | (slot as u64 & ((1 << TID_SLOT_BITS) - 1))
 }
 
-/// Commits `tx` under Silo; returns its durability ticket.
+/// Commits `tx` under Silo or 2PL; returns its durability ticket.
 pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let me = tx.id.word();
     // 1. Lock the buffered writes' records in the global order.
@@ -123,6 +130,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
             tx.begin_ts = ts;
         }
         let at = tx.begin_ts;
+        crate::cc::mv2pl::release(tx);
         return crate::cc::mvocc::finish_read_only(tx, at);
     }
     // 4. The TID.
@@ -148,6 +156,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let slot = tx.slot();
     slot.set_committed(tid);
     let writes = std::mem::take(&mut tx.local.write_set);
+    let mut retired = Retired::default();
     for w in &writes {
         let t = tx.db.table_by_id(w.table);
         // SAFETY: our versions, and versions we hold the lock on; pinned.
@@ -167,35 +176,38 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
                     )
                     .is_ok()
                 {
-                    retire(tx, t, w.new);
+                    retired.push(w.new);
                 }
                 continue;
             }
-            let target = if dead { std::ptr::null_mut() } else { w.new };
-            // Only the holder of the old record's lock replaces it; inserts claim only empty
-            // entries, so the entry still holds `old`.
-            bump(&slot.stats.record_rmw, 1);
-            let swapped = e
-                .compare_exchange(w.old, target, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok();
-            debug_assert!(swapped, "a locked record was replaced by someone else");
+            // Only the holder of the old record's lock replaces it, and inserts claim only
+            // empty entries: the entry still holds `old`, and a store installs.
+            debug_assert_eq!(e.load(Ordering::Acquire), w.old);
+            e.store(
+                if dead { std::ptr::null_mut() } else { w.new },
+                Ordering::Release,
+            );
             (*w.old).end.store(tid, Ordering::Release);
-            if swapped {
-                // Anything an earlier multi-version replay left behind it goes too.
+            retired.push(w.old);
+            // Anything an earlier multi-version replay left behind it goes too.
+            if !(*w.old).next.load(Ordering::Acquire).is_null() {
                 let mut p = (*w.old).take_next();
-                retire(tx, t, w.old);
                 while !p.is_null() {
                     let next = (*p).take_next();
-                    retire(tx, t, p);
+                    retired.push(p);
                     p = next;
                 }
             }
             if dead {
-                retire(tx, t, w.new);
+                retired.push(w.new);
             }
         }
     }
+    // SAFETY: every retired version was unlinked above, while pinned, and only once.
+    unsafe { retired.free_after_epoch(tx) };
     tx.local.write_set = writes;
+    // 2PL: the read locks go after the new versions are in (strict 2PL).
+    crate::cc::mv2pl::release(tx);
     if let (Some(rec), Some(h)) = (tx.recording.take(), tx.db.history.as_ref()) {
         let ts = order_ts.unwrap_or(tid);
         h.push(rec.into_record(tid, ts, ts, tx.isolation));
@@ -205,19 +217,39 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     Ok(ticket)
 }
 
-/// Frees `v` (unlinked from its entry) once no pinned thread can still reach it.
-///
-/// # Safety
-/// `v` must be unreachable for threads that pin from now on, and retired once.
-unsafe fn retire(tx: &Transaction<'_>, t: &Table, v: *mut Version) {
-    let size = (*v).size() as u64;
-    let slot = tx.slot();
-    bump(&slot.stats.versions_reclaimed, 1);
-    bump(&slot.stats.version_bytes_reclaimed, size);
-    let _ = t;
-    let p = v as usize;
-    tx.guard
-        .defer_unchecked(move || Version::free(p as *mut Version));
+/// Versions a commit unlinked, freed together once no pinned thread can still reach them
+/// (one deferred call per commit, not one per version: each costs a slot in the thread's
+/// crossbeam bag).
+#[derive(Default)]
+struct Retired {
+    versions: Vec<usize>,
+    bytes: u64,
+}
+
+impl Retired {
+    /// # Safety
+    /// `v` must be unreachable for threads that pin from now on, and retired once.
+    unsafe fn push(&mut self, v: *mut Version) {
+        self.bytes += (*v).size() as u64;
+        self.versions.push(v as usize);
+    }
+
+    /// # Safety
+    /// As for `push`, for every version pushed.
+    unsafe fn free_after_epoch(self, tx: &Transaction<'_>) {
+        if self.versions.is_empty() {
+            return;
+        }
+        let slot = tx.slot();
+        bump(&slot.stats.versions_reclaimed, self.versions.len() as u64);
+        bump(&slot.stats.version_bytes_reclaimed, self.bytes);
+        let versions = self.versions;
+        tx.guard.defer_unchecked(move || {
+            for p in versions {
+                Version::free(p as *mut Version);
+            }
+        });
+    }
 }
 
 /// Takes the lock on `v` (its End field), waiting while another committer holds it. Fails
@@ -247,7 +279,13 @@ fn lock(tx: &Transaction<'_>, v: &Version, me: u64) -> std::result::Result<(), A
 
 /// Silo's validation (step 3), with the write set locked.
 fn validate(tx: &Transaction<'_>, me: u64) -> std::result::Result<(), AbortReason> {
-    for &v in &tx.local.read_set {
+    // 2PL's read locks keep what it read current; only Silo validates reads.
+    let reads: &[*const Version] = if tx.protocol == crate::config::Protocol::TwoPl {
+        &[]
+    } else {
+        &tx.local.read_set
+    };
+    for &v in reads {
         // SAFETY: pinned since the read.
         let e = unsafe { (*v).end.load(Ordering::Acquire) };
         if e != INFINITY && e != me {

@@ -262,7 +262,8 @@ impl<'db> Transaction<'db> {
         slot.begin_ts.store(db.clock.now(), Ordering::SeqCst);
         let mut begin_ts = db.clock.now();
         let mut tracks_reads =
-            matches!(protocol, Protocol::Mvto | Protocol::Mv2pl) || protocol.stamped();
+            matches!(protocol, Protocol::Mvto | Protocol::Mv2pl | Protocol::TwoPl)
+                || protocol.stamped();
         if protocol == Protocol::Mvto {
             // A READ ONLY snapshot needs every older transaction finished (cc/mvto.rs).
             let snapshot = opts.read_only
@@ -283,7 +284,7 @@ impl<'db> Transaction<'db> {
                 begin_ts = db.clock.next_end_ts();
                 slot.set_preparing(begin_ts);
             }
-        } else if opts.read_only && !protocol.stamped() {
+        } else if opts.read_only && !protocol.stamped() && !protocol.single_version() {
             // Under SSN and ERMIA-SSI the serial order is not the commit order, so a snapshot
             // alone is not serializable: a READ ONLY transaction is tracked like any other
             // (cc/ssn.rs).
@@ -328,7 +329,7 @@ impl<'db> Transaction<'db> {
         self.db.config.log == crate::config::LogPolicy::Command
             && self.isolation == Isolation::Serializable
             && !self.protocol.stamped()
-            && self.protocol != Protocol::Silo
+            && !self.protocol.single_version()
             && !self.read_only
     }
 
@@ -536,9 +537,12 @@ impl<'db> Transaction<'db> {
             return e;
         }
         let me = self.id.word();
-        let stale = self.local.read_set.iter().any(|&v| {
+        // What it read, and what its buffered writes read (an UPDATE's row, which a
+        // `SET x = x + 1` reads without a SELECT).
+        let bases = self.local.write_set.iter().map(|w| w.old as *const Version);
+        let stale = self.local.read_set.iter().copied().chain(bases).any(|v| {
             // SAFETY: pinned since the read.
-            let end = unsafe { (*v).end.load(Ordering::Acquire) };
+            let end = unsafe { v.as_ref() }.map_or(INFINITY, |v| v.end.load(Ordering::Acquire));
             end != INFINITY && end != me
         });
         if stale {
@@ -571,7 +575,11 @@ impl<'db> Transaction<'db> {
             return ptr::null();
         }
         if crate::version::is_txn(b) && b != self.id.word() {
-            self.doom(AbortReason::ReadValidation);
+            self.doom(if self.protocol == Protocol::TwoPl {
+                AbortReason::LockConflict
+            } else {
+                AbortReason::ReadValidation
+            });
             return ptr::null();
         }
         h
@@ -580,7 +588,7 @@ impl<'db> Transaction<'db> {
     /// The visible version of `tid` as of `rt`, or null.
     #[inline]
     fn visible_version(&self, t: &Table, tid: TupleId, rt: u64) -> *const Version {
-        if self.protocol == Protocol::Silo {
+        if self.protocol.single_version() {
             return self.silo_read(t, tid);
         }
         let Some(e) = t.entry(tid) else {
@@ -596,7 +604,7 @@ impl<'db> Transaction<'db> {
         // SAFETY: v is a visible version of a chain we are pinned on.
         let r = unsafe { &*v };
         if self.is_mine(r) {
-            if self.protocol == Protocol::Silo {
+            if self.protocol.single_version() {
                 // A row we have a buffered write on counts as a read of the version that
                 // write read, so a predicate re-check finds it read by this scan.
                 let base = self
@@ -615,6 +623,13 @@ impl<'db> Transaction<'db> {
             let tracked = match self.protocol {
                 Protocol::Mvto => crate::cc::mvto::on_read(self, r),
                 Protocol::Mv2pl => crate::cc::mv2pl::read_lock(self, v),
+                Protocol::TwoPl => {
+                    // The read set is not validated under 2PL (the lock protects the read);
+                    // it tells the phantom re-check which rows each scan read, and the TID
+                    // what was read (`cc/silo.rs`).
+                    self.local.read_set.push(v);
+                    crate::cc::mv2pl::read_lock(self, v)
+                }
                 Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => {
                     crate::cc::ssn::on_read(self, r);
                     self.local.read_set.push(v);
@@ -1168,11 +1183,16 @@ impl<'db> Transaction<'db> {
     /// Takes the write lock on `head` and applies the protocol's write check (MVTO: no later
     /// reader; MV2PL: no other read lock). On failure the lock is not held.
     fn lock_for_write(&mut self, head: &Version) -> std::result::Result<(), AbortReason> {
-        self.lock_version(head)
-            .map_err(|_| AbortReason::WriteWriteConflict)?;
+        self.lock_version(head).map_err(|_| {
+            if self.protocol == Protocol::TwoPl {
+                AbortReason::LockConflict
+            } else {
+                AbortReason::WriteWriteConflict
+            }
+        })?;
         let ok = match self.protocol {
             Protocol::Mvto => crate::cc::mvto::may_write(self, head),
-            Protocol::Mv2pl => crate::cc::mv2pl::may_write(self, head),
+            Protocol::Mv2pl | Protocol::TwoPl => crate::cc::mv2pl::may_write(self, head),
             _ => Ok(()),
         };
         if ok.is_err() {
@@ -1247,7 +1267,7 @@ impl<'db> Transaction<'db> {
     /// us (or our own), else a write-write conflict. Under Read Committed a head committed after
     /// our statement time is simply the latest committed version.
     fn write_target(&mut self, t: &Table, tid: TupleId) -> Result<(*mut Version, bool)> {
-        if self.protocol == Protocol::Silo {
+        if self.protocol.single_version() {
             if let Some(n) = self.silo_pending(t.id, tid) {
                 return Ok((n, true));
             }
@@ -1260,11 +1280,18 @@ impl<'db> Transaction<'db> {
         if self.is_mine(h) {
             return Ok((head, true));
         }
-        if self.protocol == Protocol::Silo {
-            // The latest committed version, whatever its time (Silo reads no snapshot); an
-            // uncommitted one is another transaction's insert, which holds the record.
-            if crate::version::is_txn(h.begin.load(Ordering::Acquire)) {
-                return Err(self.fail(AbortReason::WriteWriteConflict));
+        if self.protocol.single_version() {
+            // The latest committed version, whatever its time (no snapshot); an uncommitted
+            // one is another transaction's insert, which holds the record (or, Begin =
+            // INFINITY, has just aborted and is being unlinked: a conflict all the same).
+            let b = h.begin.load(Ordering::Acquire);
+            if crate::version::is_txn(b) || b == INFINITY {
+                let reason = if self.protocol == Protocol::TwoPl {
+                    AbortReason::LockConflict
+                } else {
+                    AbortReason::WriteWriteConflict
+                };
+                return Err(self.fail(reason));
             }
             return Ok((head, false));
         }
@@ -1392,8 +1419,14 @@ impl<'db> Transaction<'db> {
                     }
                     self.note_read(t, head);
                     self.raise()?;
-                    if self.protocol == Protocol::Silo {
-                        // Buffered like an update: installed over the tombstone at commit.
+                    if self.protocol.single_version() {
+                        // Buffered like an update: installed over the tombstone at commit
+                        // (2PL write-locks the tombstone first).
+                        if self.protocol == Protocol::TwoPl {
+                            if let Err(reason) = self.lock_for_write(h) {
+                                return Err(self.fail(reason));
+                            }
+                        }
                         let n = self.new_version(t, row, ptr::null_mut());
                         return self.finish_write(
                             t,
@@ -1657,9 +1690,11 @@ impl<'db> Transaction<'db> {
             return r;
         }
         // Build the new version directly (one row copy): a failing f frees the unpublished
-        // version, so nothing is left behind. Silo's stays private until commit (buffered
-        // write) and is installed alone, never chained.
-        let silo = self.protocol == Protocol::Silo;
+        // version, so nothing is left behind. On single-version storage it stays private
+        // until commit (a buffered write; 2PL holds the write lock meanwhile, Silo takes it
+        // at commit) and is installed alone, never chained.
+        let silo = self.protocol.single_version();
+        let locks = !silo || self.protocol == Protocol::TwoPl;
         let n = self.new_version(t, h.data(), if silo { ptr::null_mut() } else { head });
         // SAFETY: n is fresh and unpublished; only we reference it.
         let r = f(&mut RowMut {
@@ -1670,7 +1705,7 @@ impl<'db> Transaction<'db> {
         let new_row = unsafe { (*n).data() };
         let r = r.and_then(|_| self.check_unique_changed(t, h.data(), new_row, tid));
         let r = r.and_then(|_| {
-            if silo {
+            if !locks {
                 return Ok(());
             }
             self.lock_for_write(h).map_err(Error::SerializationFailure)
@@ -1757,8 +1792,8 @@ impl<'db> Transaction<'db> {
             }
             return Ok(());
         }
-        let silo = self.protocol == Protocol::Silo;
-        if !silo {
+        let silo = self.protocol.single_version();
+        if !silo || self.protocol == Protocol::TwoPl {
             if let Err(reason) = self.lock_for_write(h) {
                 return Err(self.fail(reason));
             }
@@ -1800,7 +1835,7 @@ impl<'db> Transaction<'db> {
         if self.status != Status::Active {
             return Err(Error::TransactionClosed);
         }
-        let ticket = if self.protocol == Protocol::Silo {
+        let ticket = if self.protocol.single_version() {
             crate::cc::silo::commit(&mut self)
         } else {
             crate::cc::mvocc::commit(&mut self)

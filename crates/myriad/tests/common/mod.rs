@@ -2,7 +2,7 @@
 use myriad::*;
 
 /// Every built protocol but MVOCC (which the tests run at every level on their own).
-pub const OTHER_PROTOCOLS: [Protocol; 7] = [
+pub const OTHER_PROTOCOLS: [Protocol; 8] = [
     Protocol::Mvto,
     Protocol::Mv2pl,
     Protocol::Si,
@@ -10,6 +10,7 @@ pub const OTHER_PROTOCOLS: [Protocol; 7] = [
     Protocol::Ssi,
     Protocol::ErmiaSsi,
     Protocol::Silo,
+    Protocol::TwoPl,
 ];
 
 /// A configuration of protocol `p` on the version storage it runs on.
