@@ -612,7 +612,7 @@ impl<'db> Transaction<'db> {
                     .write_set
                     .iter()
                     .rev()
-                    .find(|w| w.new as *const _ == v);
+                    .find(|w| std::ptr::eq(w.new, v));
                 if let Some(old) = base.map(|w| w.old).filter(|o| !o.is_null()) {
                     self.local.read_set.push(old);
                 }
