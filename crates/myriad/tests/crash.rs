@@ -10,7 +10,9 @@
 //! command logging (the transfer is a stored procedure, logged as the call), logical logging
 //! (ad-hoc transactions) and physical logging, three generations with the epoch log manager,
 //! then three with ERMIA's; the six run under MVOCC, the next six under SSN, the next six
-//! under ERMIA-SSI (both log calls as rows: their serial order is not their commit order); recovery rotates through the
+//! under ERMIA-SSI, six under SSI, six under Silo and six under 2PL (the last two on
+//! single-version storage, with the epoch log manager only; all but MVOCC log calls as rows:
+//! their serial order is not their commit order); recovery rotates through the
 //! schemes that can read the log (serial, parallel-latched, parallel-partitioned for a
 //! logical log; serial for calls; PLR for a physical log).
 //! `MYRIAD_CRASH_KILLS` sets the number of kills (default 60), `MYRIAD_CRASH_SEED` the seed.
@@ -99,25 +101,32 @@ fn config(dir: &Path, m: LogManagerKind) -> Config {
 }
 
 /// The protocol of child generation `g`: six generations of MVOCC, six of SSN, six of
-/// ERMIA-SSI, six of SSI.
+/// ERMIA-SSI, six of SSI, six of Silo and six of 2PL (the last two on single-version
+/// storage, recovering what the multi-version ones logged and the other way round).
 fn protocol_of(generation: i64) -> Protocol {
     [
         Protocol::Mvocc,
         Protocol::Ssn,
         Protocol::ErmiaSsi,
         Protocol::Ssi,
-    ][(generation as usize / 6) % 4]
+        Protocol::Silo,
+        Protocol::TwoPl,
+    ][(generation as usize / 6) % 6]
 }
 
 /// The configuration of child generation `g` (and of the recovery after it).
 fn config_of(dir: &Path, generation: i64) -> Config {
-    config(dir, manager_of(generation)).protocol(protocol_of(generation))
+    let p = protocol_of(generation);
+    config(dir, manager_of(generation))
+        .protocol(p)
+        .version_storage(p.natural_storage())
 }
 
 /// The log manager of child generation `g`: three generations (command, logical, physical)
 /// with the epoch manager, three with ERMIA's.
 fn manager_of(generation: i64) -> LogManagerKind {
-    if (generation / 3) % 2 == 0 {
+    // Silo and 2PL order commits by their own TIDs, not ERMIA's counter.
+    if (generation / 3) % 2 == 0 || protocol_of(generation).single_version() {
         LogManagerKind::Epoch
     } else {
         LogManagerKind::Ermia
