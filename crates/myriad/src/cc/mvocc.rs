@@ -219,23 +219,7 @@ fn validate(tx: &mut Transaction<'_>, end_ts: u64) -> std::result::Result<(), Ab
             }
         }
     }
-    // Unique secondary keys we wrote must still be ours alone.
-    for w in &tx.local.write_set {
-        let t = tx.db.table_by_id(w.table);
-        // SAFETY: our own version.
-        let new = unsafe { &*w.new };
-        if new.is_tombstone() {
-            continue;
-        }
-        for i in 1..t.indexes.len() {
-            if t.schema.indexes[i].unique
-                && unique_holder(tx, t, i, new.data(), Some(w.tid), Some(end_ts))
-                    != UniqueCheck::Free
-            {
-                return Err(AbortReason::UniqueConflict);
-            }
-        }
-    }
+    unique_keys_still_ours(tx, Some(end_ts))?;
     if tx.protocol.stamped() && tx.tracks_reads() {
         crate::cc::ssn::precommit(tx, end_ts)?;
     }
@@ -331,6 +315,30 @@ fn same_view(
     before == after
 }
 
+/// The unique secondary keys of every row we wrote must still be ours alone (at commit: as
+/// of `end_ts`; single-version protocols: now).
+pub(crate) fn unique_keys_still_ours(
+    tx: &Transaction<'_>,
+    end_ts: Option<u64>,
+) -> std::result::Result<(), AbortReason> {
+    for w in &tx.local.write_set {
+        let t = tx.db.table_by_id(w.table);
+        // SAFETY: our own version.
+        let new = unsafe { &*w.new };
+        if new.is_tombstone() {
+            continue;
+        }
+        for i in 1..t.indexes.len() {
+            if t.schema.indexes[i].unique
+                && unique_holder(tx, t, i, new.data(), Some(w.tid), end_ts) != UniqueCheck::Free
+            {
+                return Err(AbortReason::UniqueConflict);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Outcome of a uniqueness check on a unique secondary index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum UniqueCheck {
@@ -352,11 +360,7 @@ pub(crate) fn unique_holder(
     at_end_ts: Option<u64>,
 ) -> UniqueCheck {
     if tx.protocol.single_version() {
-        return match crate::cc::silo::unique_holder(tx, t, index, row, own) {
-            crate::cc::silo::Unique::Free => UniqueCheck::Free,
-            crate::cc::silo::Unique::Taken => UniqueCheck::Taken,
-            crate::cc::silo::Unique::Contended => UniqueCheck::Contended,
-        };
+        return crate::cc::silo::unique_holder(tx, t, index, row, own);
     }
     let mut key = Vec::new();
     t.schema.encode_key_from_row(index, row, &mut key);

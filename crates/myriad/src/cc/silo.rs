@@ -45,6 +45,7 @@
 //! are the same test of "nothing in the range changed", at the cost of a scan. Read-only
 //! transactions validate too (Silo's snapshot transactions are not built).
 
+use crate::cc::mvocc::UniqueCheck;
 use crate::error::{AbortReason, Error, Result};
 use crate::storage::{Table, TupleId};
 use crate::txn::table::bump;
@@ -295,22 +296,7 @@ fn validate(tx: &Transaction<'_>, me: u64) -> std::result::Result<(), AbortReaso
     for s in &tx.local.scan_set {
         rescan(tx, s)?;
     }
-    for w in &tx.local.write_set {
-        let t = tx.db.table_by_id(w.table);
-        // SAFETY: our own version.
-        let new = unsafe { &*w.new };
-        if new.is_tombstone() {
-            continue;
-        }
-        for i in 1..t.indexes.len() {
-            if t.schema.indexes[i].unique
-                && unique_holder(tx, t, i, new.data(), Some(w.tid)) != Unique::Free
-            {
-                return Err(AbortReason::UniqueConflict);
-            }
-        }
-    }
-    Ok(())
+    crate::cc::mvocc::unique_keys_still_ours(tx, None)
 }
 
 /// What a row's record looks like to a predicate re-check.
@@ -443,29 +429,20 @@ fn rescan(
     }
 }
 
-/// Outcome of a unique-key check under Silo.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Unique {
-    Free,
-    /// A committed row holds the key.
-    Taken,
-    /// An uncommitted insert holds it, or a committer holds the lock of a row that may be
-    /// taking it: a conflict, not a duplicate.
-    Contended,
-}
-
-/// Does a row other than `own` hold `row`'s key of unique index `index`?
+/// Does a row other than `own` hold `row`'s key of unique index `index`? `Taken`: a
+/// committed row; `Contended`: an uncommitted insert, or a row whose lock a committer holds
+/// (it may be taking the key) — a conflict, not a duplicate.
 pub(crate) fn unique_holder(
     tx: &Transaction<'_>,
     t: &Table,
     index: usize,
     row: &[u8],
     own: Option<TupleId>,
-) -> Unique {
+) -> UniqueCheck {
     let mut key = Vec::new();
     t.schema.encode_key_from_row(index, row, &mut key);
     let mut probe = Vec::new();
-    let mut out = Unique::Free;
+    let mut out = UniqueCheck::Free;
     t.indexes[index].lookup_entries(&key, &mut |tid| {
         if Some(tid) == own {
             return true;
@@ -490,13 +467,13 @@ pub(crate) fn unique_holder(
         }
         let me = tx.id.word();
         if mine.is_none() && b != me && (is_txn(b) || (is_txn(end) && end != me)) {
-            out = Unique::Contended;
+            out = UniqueCheck::Contended;
             return false;
         }
         if !v.is_tombstone() {
             t.schema.encode_key_from_row(index, v.data(), &mut probe);
             if probe == key {
-                out = Unique::Taken;
+                out = UniqueCheck::Taken;
                 return false;
             }
         }
