@@ -276,6 +276,7 @@ fn ycsb_heterogeneous_reports_the_read_only_threads_apart() {
         ("silo", "serializable", "true"),
         ("silo", "serializable", "false"),
         ("2pl", "serializable", "true"),
+        ("hybrid", "serializable", "false"),
     ] {
         let r = ycsb(&[
             "--mix",

@@ -198,6 +198,7 @@ fn every_protocol_keeps_the_consistency_conditions() {
         ("ssi", "serializable", "write_write_conflict"),
         ("silo", "serializable", "read_validation"),
         ("2pl", "serializable", "lock_conflict"),
+        ("hybrid", "serializable", "read_validation"),
     ] {
         let (r, human) = tpcc(
             protocol,

@@ -12,7 +12,7 @@ const LEVELS: [&str; 4] = ["serializable", "rr", "si", "rc"];
 /// MV2PL and SSN abort different transactions (or for other reasons), so they have their own;
 /// ERMIA-SSI and SSI abort where SSN does on every spec here (their differences are in
 /// `cc_protocols.rs`).
-const RUNS: [(&str, &str, &str); 12] = [
+const RUNS: [(&str, &str, &str); 13] = [
     ("mvocc", "serializable", "serializable"),
     ("mvocc", "rr", "rr"),
     ("mvocc", "si", "si"),
@@ -25,6 +25,8 @@ const RUNS: [(&str, &str, &str); 12] = [
     ("ssi", "serializable", "ssn"),
     ("silo", "serializable", "silo"),
     ("2pl", "serializable", "2pl"),
+    // Each session's first transaction is optimistic, and the tester never retries one.
+    ("hybrid", "serializable", "silo"),
 ];
 
 /// The anomaly specs; each has an expected output per level.

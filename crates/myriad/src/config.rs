@@ -69,6 +69,10 @@ choice_enum!(
         /// and the write lock in each record's header, held to the end; writes buffered and
         /// installed at commit. Needs version storage `single-version`.
         TwoPl = "2pl",
+        /// OCC first, 2PL for a transaction that failed validation (thesis §3.5, HYBRID): a
+        /// transaction runs as `silo`; after a validation failure (`read_validation`,
+        /// `phantom`) the thread's next transaction — the retry — runs as `2pl`, and so do its
+        /// retries until it commits. Needs version storage `single-version`.
         Hybrid = "hybrid",
     }
 );
@@ -430,7 +434,7 @@ impl Config {
             // SSN makes snapshot isolation serializable; without it, it is `si`.
             Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => &[Isolation::Serializable],
             // Silo validates every read; it has no snapshot to offer weaker levels on.
-            Protocol::Silo | Protocol::TwoPl => &[Isolation::Serializable],
+            Protocol::Silo | Protocol::TwoPl | Protocol::Hybrid => &[Isolation::Serializable],
             _ => &[],
         }
     }

@@ -74,6 +74,8 @@ pub struct Stats {
     pub commit_deps: u64,
     /// Transactions that reached commit (or abort) with a dependency unresolved and waited.
     pub commit_dep_waits: u64,
+    /// `hybrid`: transactions run under 2PL because they retried a validation failure.
+    pub hybrid_2pl: u64,
 }
 
 impl Stats {
@@ -379,7 +381,11 @@ impl Database {
     /// Begins a transaction with explicit options.
     pub fn begin_with(&self, opts: TxnOptions) -> Result<Transaction<'_>> {
         self.config.check_isolation(opts.isolation)?;
-        self.start_txn(opts, self.config.protocol, crate::cc::mvto::SNAPSHOT_WAIT)
+        let protocol = match self.config.protocol {
+            crate::config::Protocol::Hybrid => crate::cc::silo::hybrid_next(),
+            p => p,
+        };
+        self.start_txn(opts, protocol, crate::cc::mvto::SNAPSHOT_WAIT)
     }
 
     /// A READ ONLY transaction that reads a snapshot under every protocol, waiting as long
@@ -397,6 +403,7 @@ impl Database {
         };
         let protocol = match self.config.protocol {
             p if p.stamped() => crate::config::Protocol::Mvocc,
+            crate::config::Protocol::Hybrid => crate::config::Protocol::Silo,
             p => p,
         };
         let mut tx = self.start_txn(opts, protocol, self.config.ddl_wait)?;
@@ -510,6 +517,7 @@ impl Database {
             s.preparing_waits += l(&st.preparing_waits);
             s.commit_deps += l(&st.commit_deps);
             s.commit_dep_waits += l(&st.commit_dep_waits);
+            s.hybrid_2pl += l(&st.hybrid_2pl);
         }
         s
     }

@@ -38,6 +38,7 @@ fn each_protocol_offers_only_the_levels_it_can_honour() {
         (Protocol::ErmiaSsi, vec![Isolation::Serializable]),
         (Protocol::Silo, vec![Isolation::Serializable]),
         (Protocol::TwoPl, vec![Isolation::Serializable]),
+        (Protocol::Hybrid, vec![Isolation::Serializable]),
     ] {
         assert_eq!(Config::isolation_levels(p), levels.as_slice(), "{p}");
         for l in Isolation::ALL.iter().filter(|l| !levels.contains(l)) {
@@ -55,7 +56,7 @@ fn each_protocol_offers_only_the_levels_it_can_honour() {
         ));
     }
     // Not built yet: named, and refused as not supported.
-    for p in [Protocol::ErmiaSi, Protocol::Occ, Protocol::Hybrid] {
+    for p in [Protocol::ErmiaSi, Protocol::Occ, Protocol::Mv2plWait] {
         let e = open_err(Config::new().protocol(p));
         assert!(matches!(e, Error::Unsupported(_)), "{p}: {e}");
     }
@@ -902,4 +903,47 @@ fn two_pl_locks_records_without_waiting() {
     scanner.update(&t, &0i64, &[(1, 1i64)]).unwrap();
     assert_eq!(reason(scanner.commit()), AbortReason::Phantom);
     durable_under_every_log_kind(Protocol::TwoPl);
+}
+
+/// HYBRID: a transaction runs optimistically (Silo); once it fails validation, its retry on
+/// the same thread runs under 2PL (its reads lock: a writer of a row it read cannot commit),
+/// and after that commits the thread is optimistic again.
+#[test]
+fn hybrid_retries_a_transaction_that_failed_validation_under_2pl() {
+    let (db, t) = open_with(Protocol::Hybrid);
+    // A writer of row 4 on another thread (an optimistic transaction there): did a lock stop
+    // it?
+    let writer_blocked = |db: &Database, v: i64| {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut w = db.begin().unwrap();
+                let r = w.update(&t, &4i64, &[(1, v)]).and_then(|_| w.commit());
+                match r {
+                    Ok(()) => false,
+                    Err(Error::SerializationFailure(AbortReason::LockConflict)) => true,
+                    Err(e) => panic!("{e}"),
+                }
+            })
+            .join()
+            .unwrap()
+        })
+    };
+    let mut r = db.begin().unwrap();
+    assert_eq!(val(&mut r, &t, 4), Some(4));
+    assert!(!writer_blocked(&db, 41), "an optimistic read locks nothing");
+    r.update(&t, &0i64, &[(1, 1i64)]).unwrap();
+    assert_eq!(reason(r.commit()), AbortReason::ReadValidation);
+    // The retry runs under 2PL: it locks what it reads.
+    let mut retry = db.begin().unwrap();
+    assert_eq!(val(&mut retry, &t, 4), Some(41));
+    assert!(writer_blocked(&db, 42), "the 2PL retry's read lock holds");
+    retry.update(&t, &0i64, &[(1, 1i64)]).unwrap();
+    retry.commit().unwrap();
+    assert_eq!(db.stats().hybrid_2pl, 1);
+    // Committed: optimistic again.
+    let mut r = db.begin().unwrap();
+    assert_eq!(val(&mut r, &t, 4), Some(41));
+    assert!(!writer_blocked(&db, 43));
+    assert_eq!(reason(r.commit()), AbortReason::ReadValidation);
+    durable_under_every_log_kind(Protocol::Hybrid);
 }

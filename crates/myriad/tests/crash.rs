@@ -10,7 +10,7 @@
 //! command logging (the transfer is a stored procedure, logged as the call), logical logging
 //! (ad-hoc transactions) and physical logging, three generations with the epoch log manager,
 //! then three with ERMIA's; the six run under MVOCC, the next six under SSN, the next six
-//! under ERMIA-SSI, six under SSI, six under Silo and six under 2PL (the last two on
+//! under ERMIA-SSI, six under SSI, six under Silo, six under 2PL and six under HYBRID (the last three on
 //! single-version storage, with the epoch log manager only; all but MVOCC log calls as rows:
 //! their serial order is not their commit order); recovery rotates through the
 //! schemes that can read the log (serial, parallel-latched, parallel-partitioned for a
@@ -101,7 +101,7 @@ fn config(dir: &Path, m: LogManagerKind) -> Config {
 }
 
 /// The protocol of child generation `g`: six generations of MVOCC, six of SSN, six of
-/// ERMIA-SSI, six of SSI, six of Silo and six of 2PL (the last two on single-version
+/// ERMIA-SSI, six of SSI, six of Silo, six of 2PL and six of HYBRID (the last three on single-version
 /// storage, recovering what the multi-version ones logged and the other way round).
 fn protocol_of(generation: i64) -> Protocol {
     [
@@ -111,7 +111,8 @@ fn protocol_of(generation: i64) -> Protocol {
         Protocol::Ssi,
         Protocol::Silo,
         Protocol::TwoPl,
-    ][(generation as usize / 6) % 6]
+        Protocol::Hybrid,
+    ][(generation as usize / 6) % 7]
 }
 
 /// The configuration of child generation `g` (and of the recovery after it).

@@ -59,6 +59,9 @@ pub struct Report {
     /// Transactions that reached commit with a dependency unresolved and waited, per
     /// committed transaction.
     pub commit_dep_waits_per_txn: f64,
+    /// `hybrid`: transactions run under 2PL (retries of a validation failure) per committed
+    /// transaction.
+    pub hybrid_2pl_per_txn: f64,
     /// Time to create and load the tables.
     pub load_s: f64,
     /// What the workload itself observed (outcome counts, its invariant check), in its order.
@@ -445,6 +448,7 @@ impl Report {
             preparing_waits_per_txn: per_txn(d(|s| s.preparing_waits)),
             commit_deps_per_txn: per_txn(d(|s| s.commit_deps)),
             commit_dep_waits_per_txn: per_txn(d(|s| s.commit_dep_waits)),
+            hybrid_2pl_per_txn: per_txn(d(|s| s.hybrid_2pl)),
             load_s: i.load_s,
             results: i.results,
             fidelity: i.fidelity,
@@ -591,6 +595,13 @@ impl Report {
             "  Preparing    waits/txn {:.4};  commit dependencies/txn {:.4} (waited {:.4})",
             self.preparing_waits_per_txn, self.commit_deps_per_txn, self.commit_dep_waits_per_txn
         )?;
+        if self.hybrid_2pl_per_txn > 0.0 {
+            writeln!(
+                o,
+                "  hybrid       2PL retries/txn {:.4} (after a validation failure)",
+                self.hybrid_2pl_per_txn
+            )?;
+        }
         if !self.results.is_empty() {
             writeln!(o)?;
             writeln!(o, "  results")?;

@@ -93,6 +93,37 @@ pub(crate) fn next_tid(observed: u64, last: u64, epoch: u64, slot: usize) -> u64
     (((base >> TID_SLOT_BITS) + 1) << TID_SLOT_BITS) | (slot as u64 & ((1 << TID_SLOT_BITS) - 1))
 }
 
+thread_local! {
+    /// `hybrid`: the thread's next transaction runs as 2PL (its last one failed Silo's
+    /// validation, or was such a retry and aborted again).
+    static HYBRID_2PL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `hybrid` (thesis §3.5, HYBRID): the protocol of the thread's next transaction, `silo`
+/// or, when the last one failed validation, `2pl`.
+pub(crate) fn hybrid_next() -> crate::config::Protocol {
+    if HYBRID_2PL.with(|f| f.replace(false)) {
+        crate::config::Protocol::TwoPl
+    } else {
+        crate::config::Protocol::Silo
+    }
+}
+
+/// `hybrid`: a transaction of this thread that ran as `ran` aborted for `reason`. After a
+/// validation failure under Silo, or any serialization failure of the 2PL retry, the next
+/// transaction (the retry) runs as 2PL.
+pub(crate) fn hybrid_aborted(ran: crate::config::Protocol, reason: AbortReason) {
+    use crate::config::Protocol;
+    let to_2pl = match ran {
+        Protocol::Silo => matches!(reason, AbortReason::ReadValidation | AbortReason::Phantom),
+        Protocol::TwoPl => reason != AbortReason::UserAbort,
+        _ => false,
+    };
+    if to_2pl {
+        HYBRID_2PL.with(|f| f.set(true));
+    }
+}
+
 /// Commits `tx` under Silo or 2PL; returns its durability ticket.
 pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let me = tx.id.word();
@@ -253,8 +284,9 @@ impl Retired {
     }
 }
 
-/// Takes the lock on `v` (its End field), waiting while another committer holds it. Fails
-/// if `v` was superseded since it was read.
+/// Takes the lock on `v` (its End field), waiting while another committer (or, under
+/// `hybrid`, a 2PL transaction, which never waits itself) holds it. Fails if `v` was
+/// superseded since it was read, or a 2PL transaction holds a read lock on it.
 fn lock(tx: &Transaction<'_>, v: &Version, me: u64) -> std::result::Result<(), AbortReason> {
     let backoff = crossbeam_utils::Backoff::new();
     loop {
@@ -262,9 +294,17 @@ fn lock(tx: &Transaction<'_>, v: &Version, me: u64) -> std::result::Result<(), A
         if e == INFINITY {
             bump(&tx.slot().stats.record_rmw, 1);
             if v.end
-                .compare_exchange(INFINITY, me, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(INFINITY, me, Ordering::SeqCst, Ordering::Acquire)
                 .is_ok()
             {
+                // Under `hybrid` a 2PL transaction may hold a read lock on the record: it
+                // counts itself in `aux`, then loads End; we took End, then load `aux` (both
+                // SeqCst), so one of the two sees the other. The reader never waits; we
+                // give way at once too.
+                if v.aux.load(Ordering::SeqCst) != 0 {
+                    v.end.store(INFINITY, Ordering::Release);
+                    return Err(AbortReason::LockConflict);
+                }
                 return Ok(());
             }
         } else if e == me {

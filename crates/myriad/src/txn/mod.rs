@@ -290,6 +290,9 @@ impl<'db> Transaction<'db> {
             // (cc/ssn.rs).
             tracks_reads = false;
         }
+        if protocol == Protocol::TwoPl && db.config.protocol == Protocol::Hybrid {
+            bump(&slot.stats.hybrid_2pl, 1);
+        }
         // SAFETY: we own the slot (acquired in Database::begin_with).
         let mut local = std::mem::take(unsafe { &mut *slot.local.get() });
         local.prefetched.clear();
@@ -1892,6 +1895,9 @@ impl<'db> Transaction<'db> {
         self.local.write_set = writes;
         crate::cc::mv2pl::release(self);
         bump(&slot.stats.aborted[reason.index()], 1);
+        if self.db.config.protocol == Protocol::Hybrid {
+            crate::cc::silo::hybrid_aborted(self.protocol, reason);
+        }
         self.finish();
     }
 

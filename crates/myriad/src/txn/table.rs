@@ -98,6 +98,7 @@ pub(crate) struct SlotStats {
     pub commit_deps: AtomicU64,
     /// Commits (and aborts) that found a commit dependency unresolved and waited for it.
     pub commit_dep_waits: AtomicU64,
+    pub hybrid_2pl: AtomicU64,
 }
 
 /// Hekaton's register-and-report commit dependencies (§2.7), per slot.

@@ -2,7 +2,7 @@
 use myriad::*;
 
 /// Every built protocol but MVOCC (which the tests run at every level on their own).
-pub const OTHER_PROTOCOLS: [Protocol; 8] = [
+pub const OTHER_PROTOCOLS: [Protocol; 9] = [
     Protocol::Mvto,
     Protocol::Mv2pl,
     Protocol::Si,
@@ -11,6 +11,7 @@ pub const OTHER_PROTOCOLS: [Protocol; 8] = [
     Protocol::ErmiaSsi,
     Protocol::Silo,
     Protocol::TwoPl,
+    Protocol::Hybrid,
 ];
 
 /// A configuration of protocol `p` on the version storage it runs on.
