@@ -226,7 +226,8 @@ fn validate(tx: &mut Transaction<'_>, end_ts: u64) -> std::result::Result<(), Ab
     Ok(())
 }
 
-fn bound(arena: &[u8], b: (u8, u32, u32)) -> Bound<&[u8]> {
+/// A `ScanRecord` bound as a byte bound into the scan-key arena.
+pub(crate) fn bound(arena: &[u8], b: (u8, u32, u32)) -> Bound<&[u8]> {
     let k = &arena[b.1 as usize..b.2 as usize];
     match b.0 {
         0 => Bound::Included(k),

@@ -354,13 +354,7 @@ enum Seen {
 
 fn seen(tx: &Transaction<'_>, t: &Table, tid: TupleId) -> Seen {
     let me = tx.id.word();
-    let pending = tx
-        .local
-        .write_set
-        .iter()
-        .rev()
-        .find(|w| w.tid == tid && w.table == t.id && !w.old.is_null());
-    let h = match pending {
+    let h = match tx.silo_pending_record(t.id, tid) {
         Some(w) => w.old as *const Version,
         None => match t.entry(tid) {
             Some(e) => e.load(Ordering::Acquire),
@@ -434,14 +428,7 @@ fn rescan(
         let index = s.index as usize;
         let idx = &t.indexes[index];
         let arena = &tx.local.scan_keys;
-        let bound = |b: (u8, u32, u32)| -> Bound<&[u8]> {
-            let k = &arena[b.1 as usize..b.2 as usize];
-            match b.0 {
-                0 => Bound::Included(k),
-                1 => Bound::Excluded(k),
-                _ => Bound::Unbounded,
-            }
-        };
+        let bound = |b| crate::cc::mvocc::bound(arena, b);
         if s.point {
             if let Bound::Included(key) = bound(s.lo) {
                 if index == 0 {

@@ -523,12 +523,17 @@ impl<'db> Transaction<'db> {
     /// which Silo makes at once (`cc/silo.rs`).
     #[inline]
     pub(crate) fn silo_pending(&self, table: u32, tid: TupleId) -> Option<*mut Version> {
+        self.silo_pending_record(table, tid).map(|w| w.new)
+    }
+
+    /// `silo_pending`'s write record (with `old`, the version the write read).
+    #[inline]
+    pub(crate) fn silo_pending_record(&self, table: u32, tid: TupleId) -> Option<&WriteRecord> {
         self.local
             .write_set
             .iter()
             .rev()
             .find(|w| w.tid == tid && w.table == table && !w.old.is_null())
-            .map(|w| w.new)
     }
 
     /// Silo: `e`, a duplicate or missing key the application will see, unless a record
