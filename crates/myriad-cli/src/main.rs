@@ -215,9 +215,10 @@ struct BenchArgs {
     log: Option<LogPolicy>,
     /// Log manager with --data-dir: epoch (SiloR's epoch group commit over --loggers parallel
     /// logs) or ermia (one log; a commit's end timestamp is its LSN, reserved by one atomic add).
-    #[arg(long, value_name = "KIND", default_value = "epoch", value_parser = parse_choice::<LogManagerKind>)]
-    #[serde(serialize_with = "as_display")]
-    log_manager: LogManagerKind,
+    /// Default: ermia under ermia-si and ermia-ssi (with --data-dir), epoch otherwise.
+    #[arg(long, value_name = "KIND", value_parser = parse_choice::<LogManagerKind>)]
+    #[serde(serialize_with = "opt_display")]
+    log_manager: Option<LogManagerKind>,
     /// Logger threads, each writing its own log files (log manager epoch).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     loggers: u64,
@@ -497,7 +498,11 @@ fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .gc_interval_txns(b.gc_interval)
         .commit_dependencies(b.commit_deps)
         .loggers(b.loggers as usize)
-        .log_manager(b.log_manager)
+        .log_manager(b.log_manager.unwrap_or(if b.data_dir.is_some() {
+            b.protocol.natural_log_manager()
+        } else {
+            LogManagerKind::Epoch
+        }))
         .fsync(b.fsync)
         .epoch_interval(Duration::from_millis(b.epoch_ms));
     if let Some(dir) = &b.data_dir {

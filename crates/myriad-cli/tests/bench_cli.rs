@@ -269,12 +269,15 @@ fn ycsb_heterogeneous_reports_the_read_only_threads_apart() {
         ("mvto", "serializable", "true"),
         ("mvto", "serializable", "false"),
         ("mv2pl", "serializable", "true"),
+        ("mv2pl-wait", "serializable", "true"),
         ("si", "si", "true"),
         ("ssn", "serializable", "true"),
         ("ermia-ssi", "serializable", "false"),
+        ("ermia-si", "si", "true"),
         ("ssi", "serializable", "true"),
         ("silo", "serializable", "true"),
         ("silo", "serializable", "false"),
+        ("occ", "serializable", "true"),
         ("2pl", "serializable", "true"),
         ("hybrid", "serializable", "false"),
     ] {
@@ -403,7 +406,7 @@ fn storage_follows_the_protocol_and_a_mismatch_exits_2() {
 
 #[test]
 fn unbuilt_designs_and_workloads_exit_2_not_supported() {
-    let out = myriad(&["bench", "ycsb", "--protocol", "ermia-si", "--no-progress"]);
+    let out = myriad(&["bench", "ycsb", "--storage", "delta", "--no-progress"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("not supported"), "{}", stderr(&out));
 }
@@ -413,12 +416,12 @@ fn a_failed_run_leaves_an_earlier_report_untouched_and_no_partial_file() {
     let path = json_path();
     let partial = PathBuf::from(format!("{}.partial", path.display()));
     std::fs::write(&path, "earlier report\n").unwrap();
-    // Fails after the report file is set up (at open: protocol not built).
+    // Fails after the report file is set up (at open: version storage not built).
     let out = myriad(&[
         "bench",
         "ycsb",
-        "--protocol",
-        "ermia-si",
+        "--storage",
+        "delta",
         "--no-progress",
         "--json",
         path.to_str().unwrap(),

@@ -192,16 +192,20 @@ fn every_protocol_keeps_the_consistency_conditions() {
     for (protocol, isolation, reason) in [
         ("mvto", "serializable", "timestamp_order"),
         ("mv2pl", "serializable", "lock_conflict"),
+        ("mv2pl-wait", "serializable", "lock_conflict"),
         ("si", "si", "write_write_conflict"),
         ("ssn", "serializable", "write_write_conflict"),
         ("ermia-ssi", "serializable", "write_write_conflict"),
+        ("ermia-si", "si", "write_write_conflict"),
         ("ssi", "serializable", "write_write_conflict"),
         ("silo", "serializable", "read_validation"),
+        ("occ", "serializable", "read_validation"),
         ("2pl", "serializable", "lock_conflict"),
         ("hybrid", "serializable", "read_validation"),
     ] {
+        // Its own JSON path: the other tests run in parallel, with tags such as `si`.
         let (r, human) = tpcc(
-            protocol,
+            &format!("every-{protocol}"),
             &[
                 "--protocol",
                 protocol,

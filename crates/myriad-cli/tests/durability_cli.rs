@@ -255,6 +255,27 @@ fn a_physical_log_recovers_by_plr() {
     let _ = std::fs::remove_file(&json);
 }
 
+/// `ermia-si` and `ermia-ssi` log through ERMIA's log manager unless told otherwise.
+#[test]
+fn the_ermia_protocols_take_ermias_log_manager_by_default() {
+    for (protocol, isolation) in [("ermia-si", "si"), ("ermia-ssi", "serializable")] {
+        let dir = tmp(protocol);
+        let d = dir.to_str().unwrap();
+        let args = ["--protocol", protocol, "--isolation", isolation];
+        let out = ok(&durable_tpcc(d, "1", &args), protocol);
+        assert!(out.contains("ERMIA log manager"), "{out}");
+        let out = ok(&myriad(&["check", "tpcc", "--data-dir", d]), "check tpcc");
+        assert!(out.contains("conditions 1-4 hold"), "{out}");
+        let _ = std::fs::remove_dir_all(&dir);
+        // Asked for, the epoch manager is used.
+        let mut epoch = args.to_vec();
+        epoch.extend(["--log-manager", "epoch"]);
+        let out = ok(&durable_tpcc(d, "1", &epoch), protocol);
+        assert!(out.contains("epoch group commit"), "{out}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 #[test]
 fn an_ermia_log_recovers_consistent_and_reads_back() {
     let dir = tmp("ermia");

@@ -36,9 +36,9 @@ macro_rules! choice_enum {
 }
 
 choice_enum!(
-    /// Concurrency-control protocol (DESIGN.md §1; `cc/`). Built: `mvocc`, `si`, `mvto`,
-    /// `mv2pl`, `ssn`, `ssi`, `ermia-ssi` (multi-version) and `silo` (single-version); the
-    /// others are named and rejected as not implemented.
+    /// Concurrency-control protocol (DESIGN.md §1; `cc/`): `mvocc`, `si`, `mvto`, `mv2pl`,
+    /// `mv2pl-wait`, `ssn`, `ssi`, `ermia-si`, `ermia-ssi` (multi-version) and `silo`, `occ`,
+    /// `2pl`, `hybrid` (single-version).
     Protocol {
         /// Hekaton optimistic MVCC (Hekaton §3).
         Mvocc = "mvocc",
@@ -46,12 +46,22 @@ choice_enum!(
         Mvto = "mvto",
         /// Multi-version 2PL, no-wait, locks in the version header (thesis §5.3.3).
         Mv2pl = "mv2pl",
+        /// Hekaton's pessimistic MVCC (Hekaton §4): MV2PL whose reads may lock a version a
+        /// writer holds and whose writes may replace a read-locked version (eager updates);
+        /// the writer then waits at precommit for those read locks, and for the range locks
+        /// of serializable scanners of the ranges it inserted into (wait-for dependencies),
+        /// with NoMoreReadLocks / NoMoreWaitFors against starvation and deadlock detection
+        /// over the waiting transactions (`cc/mv2pl.rs`).
         Mv2plWait = "mv2pl-wait",
         /// Snapshot isolation, first-updater-wins (thesis §5.3.4).
         Si = "si",
         /// Cahill's serializable SI on snapshot isolation: inConflict/outConflict flags,
         /// abort when both are set (thesis §5.3.4; Cahill, Röhm and Fekete, SIGMOD 2008).
         Ssi = "ssi",
+        /// ERMIA's snapshot isolation (ERMIA §3.4–3.5): `si` — first-updater-wins on the
+        /// indirection arrays, epoch-based reclamation — with the commit order drawn by one
+        /// atomic operation, which on a durable database is ERMIA's log manager's LSN
+        /// reservation (its natural log manager, `natural_log_manager`).
         ErmiaSi = "ermia-si",
         /// ERMIA's stamp-based serializable SI: abort the pivot of a dangerous structure
         /// whose last transaction committed first (ERMIA §3.6; s1, s2, rstamp).
@@ -64,13 +74,17 @@ choice_enum!(
         /// TID, epoch-based TIDs drawn without a shared counter. Needs version storage
         /// `single-version`.
         Silo = "silo",
+        /// The thesis's conventional OCC (thesis §3.5, OCC; Kung and Robinson with Silo's
+        /// TIDs): like `silo`, but the commit locks the read set together with the write set,
+        /// in one global order, and validates each read under its lock (thesis Algorithm 1).
+        /// Needs version storage `single-version`.
         Occ = "occ",
         /// Single-version two-phase locking, no-wait (thesis §3.5, 2PL): a read-lock count
         /// and the write lock in each record's header, held to the end; writes buffered and
         /// installed at commit. Needs version storage `single-version`.
         TwoPl = "2pl",
         /// OCC first, 2PL for a transaction that failed validation (thesis §3.5, HYBRID): a
-        /// transaction runs as `silo`; after a validation failure (`read_validation`,
+        /// transaction runs as `occ`; after a validation failure (`read_validation`,
         /// `phantom`) the thread's next transaction — the retry — runs as `2pl`, and so do its
         /// retries until it commits. Needs version storage `single-version`.
         Hybrid = "hybrid",
@@ -101,6 +115,16 @@ impl Protocol {
             self,
             Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid
         )
+    }
+
+    /// The log manager this protocol's design uses, what a tool picks when the user names
+    /// none: ERMIA's (one log, the commit order from its LSN) for `ermia-si` and
+    /// `ermia-ssi`, the epoch group commit for the others.
+    pub fn natural_log_manager(self) -> LogManagerKind {
+        match self {
+            Protocol::ErmiaSi | Protocol::ErmiaSsi => LogManagerKind::Ermia,
+            _ => LogManagerKind::Epoch,
+        }
     }
 
     /// The version storage this protocol runs on by default: `single-version` for the
@@ -427,15 +451,16 @@ impl Config {
                 Isolation::Snapshot,
                 Isolation::Serializable,
             ],
-            Protocol::Si => &[Isolation::Snapshot],
+            Protocol::Si | Protocol::ErmiaSi => &[Isolation::Snapshot],
             // Timestamp order and two-phase locking serialize every transaction; they have no
             // weaker mode that would differ (thesis §5.3.1, §5.3.3).
-            Protocol::Mvto | Protocol::Mv2pl => &[Isolation::Serializable],
+            Protocol::Mvto | Protocol::Mv2pl | Protocol::Mv2plWait => &[Isolation::Serializable],
             // SSN makes snapshot isolation serializable; without it, it is `si`.
             Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => &[Isolation::Serializable],
             // Silo validates every read; it has no snapshot to offer weaker levels on.
-            Protocol::Silo | Protocol::TwoPl | Protocol::Hybrid => &[Isolation::Serializable],
-            _ => &[],
+            Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid => {
+                &[Isolation::Serializable]
+            }
         }
     }
 

@@ -403,7 +403,7 @@ impl Database {
         };
         let protocol = match self.config.protocol {
             p if p.stamped() => crate::config::Protocol::Mvocc,
-            crate::config::Protocol::Hybrid => crate::config::Protocol::Silo,
+            crate::config::Protocol::Hybrid => crate::config::Protocol::Occ,
             p => p,
         };
         let mut tx = self.start_txn(opts, protocol, self.config.ddl_wait)?;

@@ -24,6 +24,9 @@ pub enum AbortReason {
     TimestampOrder,
     /// MV2PL no-wait (thesis §5.3.3): the version's read or write lock is held by another
     /// transaction, or a newer version was committed after the snapshot the read was for.
+    /// Under `mv2pl-wait` also: a read lock refused by a writer at precommit
+    /// (NoMoreReadLocks), a scanned insert of a transaction at precommit, or a precommit
+    /// wait that timed out.
     LockConflict,
     /// SSN (thesis §5.3.4): the transaction's exclusion window closed — a transaction that
     /// must follow it in the serial order (π, its sstamp) committed no later than one that
@@ -32,11 +35,15 @@ pub enum AbortReason {
     /// Commit dependencies (Hekaton §2.7): the transaction read or ignored a version of a
     /// Preparing transaction speculatively, and that transaction aborted (a cascading abort).
     CommitDependency,
+    /// `mv2pl-wait` (Hekaton §4.4): the transaction waited at precommit on a wait-for
+    /// dependency that closed a cycle of waiting transactions, and was chosen (the youngest
+    /// of the cycle) to break it.
+    Deadlock,
 }
 
 impl AbortReason {
     /// Every reason, in report order.
-    pub const ALL: [AbortReason; 9] = [
+    pub const ALL: [AbortReason; 10] = [
         AbortReason::WriteWriteConflict,
         AbortReason::ReadValidation,
         AbortReason::Phantom,
@@ -46,6 +53,7 @@ impl AbortReason {
         AbortReason::LockConflict,
         AbortReason::Exclusion,
         AbortReason::CommitDependency,
+        AbortReason::Deadlock,
     ];
 
     /// Stable snake_case name used in reports and JSON.
@@ -60,6 +68,7 @@ impl AbortReason {
             AbortReason::LockConflict => "lock_conflict",
             AbortReason::Exclusion => "ssn_exclusion",
             AbortReason::CommitDependency => "commit_dependency",
+            AbortReason::Deadlock => "deadlock",
         }
     }
 

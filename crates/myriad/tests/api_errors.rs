@@ -134,7 +134,7 @@ fn handles_from_another_database_are_rejected() {
 #[test]
 fn config_errors() {
     assert!(matches!(
-        Database::open(Config::new().protocol(Protocol::ErmiaSi)),
+        Database::open(Config::new().version_storage(VersionStorage::Delta)),
         Err(Error::Unsupported(_))
     ));
     assert!(matches!(

@@ -32,11 +32,14 @@ fn each_protocol_offers_only_the_levels_it_can_honour() {
     for (p, levels) in [
         (Protocol::Mvto, vec![Isolation::Serializable]),
         (Protocol::Mv2pl, vec![Isolation::Serializable]),
+        (Protocol::Mv2plWait, vec![Isolation::Serializable]),
         (Protocol::Si, vec![Isolation::Snapshot]),
+        (Protocol::ErmiaSi, vec![Isolation::Snapshot]),
         (Protocol::Ssn, vec![Isolation::Serializable]),
         (Protocol::Ssi, vec![Isolation::Serializable]),
         (Protocol::ErmiaSsi, vec![Isolation::Serializable]),
         (Protocol::Silo, vec![Isolation::Serializable]),
+        (Protocol::Occ, vec![Isolation::Serializable]),
         (Protocol::TwoPl, vec![Isolation::Serializable]),
         (Protocol::Hybrid, vec![Isolation::Serializable]),
     ] {
@@ -54,11 +57,6 @@ fn each_protocol_offers_only_the_levels_it_can_honour() {
             db.begin_with(iso(*other)),
             Err(Error::InvalidConfig(_))
         ));
-    }
-    // Not built yet: named, and refused as not supported.
-    for p in [Protocol::ErmiaSi, Protocol::Occ, Protocol::Mv2plWait] {
-        let e = open_err(Config::new().protocol(p));
-        assert!(matches!(e, Error::Unsupported(_)), "{p}: {e}");
     }
     // MVTO orders by the begin timestamp; ERMIA's log manager by the end timestamp.
     let dir = tempdir("mvto-ermia");
@@ -779,6 +777,51 @@ fn silo_is_durable_under_every_log_kind() {
     durable_under_every_log_kind(Protocol::Silo);
 }
 
+/// OCC (thesis §3.5, Algorithm 1) locks the records it read at commit along with those it
+/// writes, where Silo locks only the written ones; otherwise it validates, and fails, as Silo
+/// does — and it is durable the same way.
+#[test]
+fn occ_locks_its_read_set_at_commit_and_validates_like_silo() {
+    let rmw_of_commit = |p: Protocol| {
+        let (db, t) = open_with(p);
+        let before = db.stats().record_rmw;
+        let mut tx = db.begin().unwrap();
+        for k in 0..4 {
+            assert_eq!(val(&mut tx, &t, k), Some(k));
+        }
+        tx.update(&t, &4i64, &[(1, 40i64)]).unwrap();
+        tx.commit().unwrap();
+        let rmw = db.stats().record_rmw - before;
+        let mut r = db.begin().unwrap();
+        assert_eq!(val(&mut r, &t, 4), Some(40));
+        assert_eq!(val(&mut r, &t, 0), Some(0));
+        // The locks on the rows only read are released: a writer of each commits.
+        for k in 0..4 {
+            db.run(|tx| tx.update(&t, &k, &[(1, k + 100)])).unwrap();
+        }
+        assert_eq!(reason(r.commit()), AbortReason::ReadValidation);
+        rmw
+    };
+    let silo = rmw_of_commit(Protocol::Silo);
+    let occ = rmw_of_commit(Protocol::Occ);
+    assert_eq!(
+        occ,
+        silo + 4,
+        "one lock per record read: occ {occ}, silo {silo}"
+    );
+    // A stale read fails validation at commit, as under Silo.
+    let (db, t) = open_with(Protocol::Occ);
+    let mut a = db.begin().unwrap();
+    let mut b = db.begin().unwrap();
+    assert_eq!(val(&mut a, &t, 0), Some(0));
+    assert_eq!(val(&mut b, &t, 1), Some(1));
+    a.update(&t, &1i64, &[(1, 11i64)]).unwrap();
+    b.update(&t, &0i64, &[(1, 10i64)]).unwrap();
+    a.commit().unwrap();
+    assert_eq!(reason(b.commit()), AbortReason::ReadValidation);
+    durable_under_every_log_kind(Protocol::Occ);
+}
+
 fn durable_under_every_log_kind(p: Protocol) {
     for (log, scheme) in [
         (LogPolicy::Logical, RecoveryScheme::Serial),
@@ -905,7 +948,7 @@ fn two_pl_locks_records_without_waiting() {
     durable_under_every_log_kind(Protocol::TwoPl);
 }
 
-/// HYBRID: a transaction runs optimistically (Silo); once it fails validation, its retry on
+/// HYBRID: a transaction runs optimistically (OCC); once it fails validation, its retry on
 /// the same thread runs under 2PL (its reads lock: a writer of a row it read cannot commit),
 /// and after that commits the thread is optimistic again.
 #[test]
@@ -946,4 +989,163 @@ fn hybrid_retries_a_transaction_that_failed_validation_under_2pl() {
     assert!(!writer_blocked(&db, 43));
     assert_eq!(reason(r.commit()), AbortReason::ReadValidation);
     durable_under_every_log_kind(Protocol::Hybrid);
+}
+
+/// Runs `f` on another thread, which sets up a transaction and calls `ready` before its
+/// commit; meanwhile `between` runs here. Reports whether `f` was still running 100 ms later
+/// (a commit waiting on a wait-for dependency is), then runs `release` and joins.
+fn waits_until<'s, T: Send + 's>(
+    s: &'s std::thread::Scope<'s, '_>,
+    f: impl FnOnce(&dyn Fn()) -> T + Send + 's,
+    between: impl FnOnce(),
+    release: impl FnOnce(),
+) -> (bool, T) {
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    use std::sync::{Arc, Barrier};
+    let done = Arc::new(AtomicBool::new(false));
+    let barrier = Arc::new(Barrier::new(2));
+    let (d, b) = (done.clone(), barrier.clone());
+    let h = s.spawn(move || {
+        let r = f(&|| {
+            b.wait();
+            b.wait();
+        });
+        d.store(true, SeqCst);
+        r
+    });
+    barrier.wait();
+    between();
+    barrier.wait();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let waited = !done.load(SeqCst);
+    release();
+    (waited, h.join().unwrap())
+}
+
+/// `mv2pl-wait` (Hekaton §4): a writer may replace a read-locked version and a reader may
+/// lock a write-locked one (no-wait MV2PL aborts both), and the writer's commit waits until
+/// the readers are done; two transactions that read what the other writes deadlock at
+/// precommit and one of them aborts (`deadlock`); a range lock makes an insert into the
+/// range wait for the scanner, and a scanner that meets the insert of a transaction already
+/// at precommit aborts.
+#[test]
+fn mv2pl_wait_updates_eagerly_and_waits_at_precommit() {
+    let (db, t) = open_with(Protocol::Mv2plWait);
+    let range = |tx: &mut Transaction<'_>, lo: i64, hi: i64| {
+        tx.scan(
+            &t,
+            Bound::Included(&lo),
+            Bound::Included(&hi),
+            ScanOptions::default(),
+            |_| true,
+        )
+    };
+    // The reader first: the writer's update is allowed, its commit waits for the read lock.
+    let mut r = db.begin().unwrap();
+    assert_eq!(val(&mut r, &t, 1), Some(1));
+    std::thread::scope(|s| {
+        let (waited, res) = waits_until(
+            s,
+            |ready| {
+                let mut w = db.begin().unwrap();
+                w.update(&t, &1i64, &[(1, 10i64)])?;
+                ready();
+                w.commit()
+            },
+            || {},
+            || r.commit().unwrap(),
+        );
+        assert!(waited, "the writer's commit waits for the read lock");
+        res.unwrap();
+    });
+    // The writer first: the reader locks the version it replaces, and the commit waits.
+    let r = std::cell::RefCell::new(Some(db.begin().unwrap()));
+    std::thread::scope(|s| {
+        let (waited, res) = waits_until(
+            s,
+            |ready| {
+                let mut w = db.begin().unwrap();
+                w.update(&t, &2i64, &[(1, 20i64)])?;
+                ready();
+                w.commit()
+            },
+            || {
+                let mut r = r.borrow_mut();
+                assert_eq!(try_val(r.as_mut().unwrap(), &t, 2).unwrap(), Some(2));
+            },
+            || r.borrow_mut().take().unwrap().commit().unwrap(),
+        );
+        assert!(
+            waited,
+            "the writer's commit waits for the read lock taken after its write"
+        );
+        res.unwrap();
+    });
+    // Crossed reads and writes: a cycle of waits, broken by aborting one.
+    let barrier = std::sync::Barrier::new(2);
+    let crossed = |read: i64, write: i64| {
+        let mut tx = db.begin().unwrap();
+        assert_eq!(val(&mut tx, &t, read), Some(read));
+        barrier.wait();
+        tx.update(&t, &write, &[(1, write * 10)]).unwrap();
+        barrier.wait();
+        tx.commit()
+    };
+    let (ra, rb) = std::thread::scope(|s| {
+        let ha = s.spawn(|| crossed(3, 4));
+        let hb = s.spawn(|| crossed(4, 3));
+        (ha.join().unwrap(), hb.join().unwrap())
+    });
+    assert!(ra.is_ok() != rb.is_ok(), "{ra:?} {rb:?}");
+    let failed = if ra.is_err() { ra } else { rb };
+    assert_eq!(reason(failed), AbortReason::Deadlock);
+    assert_eq!(db.stats().aborted[AbortReason::Deadlock as usize], 1);
+    // A scan's range lock: an insert into the range waits for the scanner.
+    let mut sc = db.begin().unwrap();
+    assert_eq!(range(&mut sc, 0, 100).unwrap(), 5);
+    std::thread::scope(|s| {
+        let (waited, res) = waits_until(
+            s,
+            |ready| {
+                let mut w = db.begin().unwrap();
+                w.insert(&t, &(50i64, 0i64, 50i64, 0i64))?;
+                ready();
+                w.commit()
+            },
+            || {},
+            || sc.commit().unwrap(),
+        );
+        assert!(
+            waited,
+            "the insert into the scanned range waits for the scanner"
+        );
+        res.unwrap();
+    });
+    // An insert whose transaction is at precommit (waiting on a reader of row 0) can no
+    // longer be made to wait: a scanner that meets it aborts.
+    let mut rr = db.begin().unwrap();
+    assert_eq!(val(&mut rr, &t, 0), Some(0));
+    std::thread::scope(|s| {
+        let (waited, res) = waits_until(
+            s,
+            |ready| {
+                let mut w = db.begin().unwrap();
+                w.insert(&t, &(60i64, 0i64, 60i64, 0i64))?;
+                w.update(&t, &0i64, &[(1, 1i64)])?;
+                ready();
+                w.commit()
+            },
+            || {},
+            || {
+                let mut sc = db.begin().unwrap();
+                assert_eq!(reason(range(&mut sc, 55, 65)), AbortReason::LockConflict);
+                rr.commit().unwrap();
+            },
+        );
+        assert!(waited);
+        res.unwrap();
+    });
+    let mut r = db.begin().unwrap();
+    assert_eq!(range(&mut r, 0, 100).unwrap(), 7);
+    assert_eq!(val(&mut r, &t, 0), Some(1));
 }

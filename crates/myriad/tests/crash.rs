@@ -101,8 +101,9 @@ fn config(dir: &Path, m: LogManagerKind) -> Config {
 }
 
 /// The protocol of child generation `g`: six generations of MVOCC, six of SSN, six of
-/// ERMIA-SSI, six of SSI, six of Silo, six of 2PL and six of HYBRID (the last three on single-version
-/// storage, recovering what the multi-version ones logged and the other way round).
+/// ERMIA-SSI, six of SSI, six of Silo, six of OCC, six of 2PL and six of HYBRID (the last four
+/// on single-version storage, recovering what the multi-version ones logged and the other
+/// way round).
 fn protocol_of(generation: i64) -> Protocol {
     [
         Protocol::Mvocc,
@@ -110,9 +111,10 @@ fn protocol_of(generation: i64) -> Protocol {
         Protocol::ErmiaSsi,
         Protocol::Ssi,
         Protocol::Silo,
+        Protocol::Occ,
         Protocol::TwoPl,
         Protocol::Hybrid,
-    ][(generation as usize / 6) % 7]
+    ][(generation as usize / 6) % 8]
 }
 
 /// The configuration of child generation `g` (and of the recovery after it).

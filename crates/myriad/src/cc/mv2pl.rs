@@ -55,8 +55,9 @@ pub(crate) fn may_write(tx: &Transaction<'_>, h: &Version) -> Result<(), AbortRe
     Ok(())
 }
 
-/// Releases every read lock (commit or abort).
+/// Releases every read lock and range lock (commit or abort).
 pub(crate) fn release(tx: &mut Transaction<'_>) {
+    release_range_locks(tx);
     let n = tx.local.read_locks.len() as u64;
     if n == 0 {
         return;
@@ -68,4 +69,418 @@ pub(crate) fn release(tx: &mut Transaction<'_>) {
     }
     bump(&tx.slot().stats.record_rmw, n);
     tx.local.read_locks.clear();
+}
+
+// ------------------------------------------------------------------------------------------
+// `mv2pl-wait`: Hekaton's pessimistic scheme (Hekaton §4).
+//
+// Locks. The read lock is `aux`'s count, as above, with Hekaton's NoMoreReadLocks flag in its
+// top bit; the write lock is the End field. Unlike no-wait MV2PL, a reader may lock a version
+// a writer holds, and a writer may take a version readers hold (eager updates, §4.2): the
+// writer then owes a wait-for dependency to those readers. Serializable scans and lookups
+// take a range lock on what they cover (§4.1.2 bucket locks, here per index and per key range,
+// `RangeLocks`), and an insert into (or a key moved into) a locked range owes a wait-for
+// dependency to the locker.
+//
+// Wait-for dependencies are resolved at precommit (`await_wait_fors`), before the end
+// timestamp is drawn: the transaction sets NoMoreWaitFors (`Slot::no_more_wait_fors`) and
+// NoMoreReadLocks on every version it replaces, notes which other transactions hold range
+// locks covering its new index keys, and waits until the replaced versions have no reader
+// but itself and those transactions have drawn their end timestamps. Hekaton counts the
+// dependencies in a WaitForCounter that readers decrement; here the writer re-reads the
+// counts it waits on, which needs no per-transaction waiter list and ends the same way.
+// A reader that meets NoMoreReadLocks, and a scanner that meets an uncommitted row of a
+// transaction with NoMoreWaitFors set (it could no longer be made to wait, §4.3.1), aborts
+// (`lock_conflict`).
+//
+// Read locks are held until after the end timestamp is drawn (they are released with the
+// others in `release`), not released at the end of normal processing as §4.3.1 says: a
+// reader that released its locks before drawing its end timestamp would let the writer of a
+// version it read commit first, and two such transactions that read each other's writes
+// would both commit (a write skew). Holding them is what §4.4's deadlock graph assumes (a
+// blocked transaction's read set yields its implicit edges).
+//
+// Deadlocks (§4.4): a waiter that has waited a while publishes what it waits on
+// (`WaitInfo`: its read locks, the range lockers it waits for) and periodically builds the
+// wait-for graph of the published waiters. Edges: T2 → T1 when T1 read-locked a version
+// that T2 write-locked; TU → TS when TU waits for TS's range lock. A waiter on a cycle
+// aborts (`deadlock`) if it has the largest id of the cycle; the largest id of any strongly
+// connected set of waiters finds itself the largest of the cycle it finds, so every deadlock
+// is broken, and only one member of a simple cycle aborts.
+//
+// A wait longer than `LOCK_WAIT_TIMEOUT` on a holder that is not waiting ends in
+// `lock_conflict` (a lock-wait timeout; Hekaton does not say).
+//
+// Reads are at the begin timestamp, as under `mv2pl` (Hekaton's serializable pessimistic
+// reads are at the current time): a version superseded after the begin timestamp cannot be
+// locked, and the reader aborts.
+
+use crate::storage::{Table, TupleId};
+use crate::txn::table::{TxnId, TxnState};
+use crate::version::is_txn;
+use std::ops::{Bound, RangeBounds};
+
+/// `aux`: no more read locks are granted (Hekaton §4.1.1 NoMoreReadLocks): the writer holding
+/// the version is at its precommit.
+pub(crate) const NO_MORE_READ_LOCKS: u64 = 1 << 63;
+
+/// How long a waiter waits before it publishes its wait and looks for deadlocks, and how
+/// often it looks again.
+const DEADLOCK_CHECK: std::time::Duration = std::time::Duration::from_micros(200);
+
+/// The longest precommit wait: a transaction blocked this long on a lock holder that is not
+/// itself waiting (one that is idle, or — in a single thread interleaving two transactions —
+/// the waiter's own caller) gives up with `lock_conflict` instead of hanging, as a lock-wait
+/// timeout does in a lock-based engine.
+const LOCK_WAIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// What a range lock covers, in the index's stored keys.
+enum Covered {
+    /// Entries whose key (without a secondary index's tuple-id suffix) is this: a point
+    /// lookup (primary or secondary, hash or ordered).
+    Key(Vec<u8>),
+    /// Stored keys between the bounds (an ordered scan; unbounded for a full table scan).
+    Range(Bound<Vec<u8>>, Bound<Vec<u8>>),
+}
+
+struct RangeLock {
+    owner: u64,
+    covered: Covered,
+}
+
+/// The range locks of one index (Hekaton §4.1.2's LockCount and LockList).
+#[derive(Default)]
+pub(crate) struct RangeLocks {
+    held: std::sync::atomic::AtomicUsize,
+    list: parking_lot::Mutex<Vec<RangeLock>>,
+}
+
+/// What a waiting transaction waits on (`Slot::wait_info`); `id` 0 when it is not waiting.
+#[derive(Default)]
+pub(crate) struct WaitInfo {
+    id: u64,
+    reads: Vec<usize>,
+    on: Vec<u64>,
+}
+
+/// `mv2pl-wait`'s read lock on `v`, a version just read at the begin timestamp.
+pub(crate) fn wait_read_lock(
+    tx: &mut Transaction<'_>,
+    v: *const Version,
+) -> Result<(), AbortReason> {
+    // SAFETY: a visible version of a chain we are pinned on.
+    let r = unsafe { &*v };
+    bump(&tx.slot().stats.record_rmw, 1);
+    let mut cur = r.aux.load(Ordering::Relaxed);
+    loop {
+        if cur & NO_MORE_READ_LOCKS != 0 {
+            // Its writer is at precommit: it waits for the read locks it found, ours among
+            // them if we already hold one (a repeated read), and can wait for no new one.
+            if tx.local.read_locks.iter().any(|&l| std::ptr::eq(l, v)) {
+                return Ok(());
+            }
+            return Err(AbortReason::LockConflict);
+        }
+        match r
+            .aux
+            .compare_exchange_weak(cur, cur + 1, Ordering::SeqCst, Ordering::Relaxed)
+        {
+            Ok(_) => break,
+            Err(x) => cur = x,
+        }
+    }
+    tx.local.read_locks.push(v);
+    let e = r.end.load(Ordering::SeqCst);
+    if e == INFINITY || is_txn(e) {
+        // The latest version; a writer holding it will wait for our lock at its precommit.
+        Ok(())
+    } else {
+        // Superseded after our snapshot.
+        Err(AbortReason::LockConflict)
+    }
+}
+
+/// Takes a range lock on index `index` of `t` before a serializable read of it: the key
+/// `key` (`point`), else the stored-key range `lo`..`hi`.
+pub(crate) fn range_lock(
+    tx: &mut Transaction<'_>,
+    t: &Table,
+    index: usize,
+    point: Option<&[u8]>,
+    lo: Bound<&[u8]>,
+    hi: Bound<&[u8]>,
+) {
+    let covered = match point {
+        Some(k) => Covered::Key(k.to_vec()),
+        None => Covered::Range(lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec)),
+    };
+    let locks = &t.range_locks[index];
+    locks.list.lock().push(RangeLock {
+        owner: tx.id.0,
+        covered,
+    });
+    // The list's lock is one shared acquisition, the count one shared RMW.
+    bump(&tx.slot().stats.global_rmw, 2);
+    locks.held.fetch_add(1, Ordering::SeqCst);
+    tx.local.range_locks.push((t.id, index as u16));
+    // The lock is in place before the read looks at the index (pairs with the writer's
+    // NoMoreWaitFors store and its load of `held`).
+    fence(Ordering::SeqCst);
+}
+
+/// A serializable read found the row `tid` of a range it locked without a version visible
+/// at the begin timestamp. A row another transaction is inserting is fine while that one
+/// can still be made to wait for our range lock; otherwise (it is at precommit or committed
+/// after our snapshot) the row is one we can neither lock nor ignore.
+pub(crate) fn unseen_row(tx: &Transaction<'_>, t: &Table, tid: TupleId) -> Result<(), AbortReason> {
+    let Some(e) = t.entry(tid) else {
+        return Ok(());
+    };
+    // SAFETY: pinned.
+    let Some(h) = (unsafe { e.load(Ordering::Acquire).as_ref() }) else {
+        return Ok(());
+    };
+    let b = h.begin.load(Ordering::Acquire);
+    if b == INFINITY || b == tx.id.word() {
+        return Ok(());
+    }
+    if !is_txn(b) {
+        return if b > tx.begin_ts {
+            Err(AbortReason::LockConflict)
+        } else {
+            Ok(())
+        };
+    }
+    let id = TxnId::from_word(b);
+    match tx.db.txns.state_of(id) {
+        TxnState::Aborted => Ok(()),
+        TxnState::Active
+            if tx
+                .db
+                .txns
+                .slot(id.slot())
+                .no_more_wait_fors
+                .load(Ordering::SeqCst)
+                != id.0 =>
+        {
+            Ok(())
+        }
+        _ => Err(AbortReason::LockConflict),
+    }
+}
+
+/// `mv2pl-wait`'s precommit (Hekaton §4.3.1): waits out the transaction's wait-for
+/// dependencies; `deadlock` if it is chosen to break a cycle of waiters.
+pub(crate) fn await_wait_fors(tx: &mut Transaction<'_>) -> Result<(), AbortReason> {
+    let slot = tx.slot();
+    let me = tx.id.0;
+    slot.no_more_wait_fors.store(me, Ordering::SeqCst);
+    for w in &tx.local.write_set {
+        // SAFETY: versions we hold the write lock on; pinned.
+        if let Some(old) = unsafe { w.old.as_ref() } {
+            old.aux.fetch_or(NO_MORE_READ_LOCKS, Ordering::SeqCst);
+            bump(&slot.stats.record_rmw, 1);
+        }
+    }
+    fence(Ordering::SeqCst);
+    let on = range_lockers_of_our_keys(tx);
+    let own = |v: &Version| {
+        tx.local
+            .read_locks
+            .iter()
+            .filter(|&&r| std::ptr::eq(r, v))
+            .count() as u64
+    };
+    let readers_gone = || {
+        tx.local.write_set.iter().all(|w| {
+            // SAFETY: as above.
+            unsafe { w.old.as_ref() }
+                .is_none_or(|old| old.aux.load(Ordering::SeqCst) & !NO_MORE_READ_LOCKS <= own(old))
+        })
+    };
+    let lockers_done = || {
+        on.iter().all(|&id| {
+            !matches!(
+                tx.db.txns.state_of(TxnId(id)),
+                TxnState::Active | TxnState::PreparingPending
+            )
+        })
+    };
+    if readers_gone() && lockers_done() {
+        return Ok(());
+    }
+    bump(&slot.stats.preparing_waits, 1);
+    let started = std::time::Instant::now();
+    let mut next_check = DEADLOCK_CHECK;
+    let mut published = false;
+    let backoff = crossbeam_utils::Backoff::new();
+    let out = loop {
+        if readers_gone() && lockers_done() {
+            break Ok(());
+        }
+        if started.elapsed() >= next_check {
+            if !published {
+                let mut w = slot.wait_info.lock();
+                w.id = me;
+                w.reads.clear();
+                w.reads
+                    .extend(tx.local.read_locks.iter().map(|&v| v as usize));
+                w.on.clear();
+                w.on.extend_from_slice(&on);
+                published = true;
+            } else if is_deadlock_victim(tx) {
+                break Err(AbortReason::Deadlock);
+            } else if started.elapsed() >= LOCK_WAIT_TIMEOUT {
+                break Err(AbortReason::LockConflict);
+            }
+            next_check = started.elapsed() + DEADLOCK_CHECK;
+        }
+        if backoff.is_completed() {
+            std::thread::yield_now();
+        } else {
+            backoff.snooze();
+        }
+    };
+    if published {
+        slot.wait_info.lock().id = 0;
+    }
+    out
+}
+
+/// Other transactions holding a range lock that covers a key our writes add to an index
+/// (an insert, or an update that changes the key), in id order.
+fn range_lockers_of_our_keys(tx: &Transaction<'_>) -> Vec<u64> {
+    let me = tx.id.0;
+    let mut on = Vec::new();
+    let mut key = Vec::new();
+    let mut old_key = Vec::new();
+    for w in &tx.local.write_set {
+        let t = tx.db.table_by_id(w.table);
+        // SAFETY: our version and the one we replaced; pinned.
+        let new = unsafe { &*w.new };
+        if new.is_tombstone() {
+            continue;
+        }
+        let old = unsafe { w.old.as_ref() }.filter(|o| !o.is_tombstone());
+        for (index, locks) in t.range_locks.iter().enumerate() {
+            if locks.held.load(Ordering::SeqCst) == 0 {
+                continue;
+            }
+            t.schema.encode_key_from_row(index, new.data(), &mut key);
+            if let Some(o) = old {
+                t.schema.encode_key_from_row(index, o.data(), &mut old_key);
+                if old_key == key {
+                    continue;
+                }
+            }
+            let mut stored = key.clone();
+            if index != 0 && t.indexes[index].is_ordered() {
+                stored.extend_from_slice(&w.tid.to_be_bytes());
+            }
+            for l in locks.list.lock().iter() {
+                let covers = match &l.covered {
+                    Covered::Key(k) => *k == key,
+                    Covered::Range(lo, hi) => (
+                        lo.as_ref().map(Vec::as_slice),
+                        hi.as_ref().map(Vec::as_slice),
+                    )
+                        .contains(stored.as_slice()),
+                };
+                if covers && l.owner != me {
+                    on.push(l.owner);
+                }
+            }
+        }
+    }
+    on.sort_unstable();
+    on.dedup();
+    on
+}
+
+/// Whether this waiter is on a cycle of waiting transactions and has its largest id.
+fn is_deadlock_victim(tx: &Transaction<'_>) -> bool {
+    let me = tx.id.0;
+    // The published waiters.
+    let mut nodes: Vec<(u64, Vec<usize>, Vec<u64>)> = Vec::new();
+    for s in tx.db.txns.slots() {
+        let w = s.wait_info.lock();
+        if w.id != 0 {
+            nodes.push((w.id, w.reads.clone(), w.on.clone()));
+        }
+    }
+    let waiting = |id: u64| nodes.iter().any(|n| n.0 == id);
+    // Edges waiter → waited-for.
+    let mut edges: Vec<(u64, u64)> = Vec::new();
+    for (id, reads, on) in &nodes {
+        edges.extend(on.iter().filter(|&&o| waiting(o)).map(|&o| (*id, o)));
+        for &v in reads {
+            // SAFETY: a version a waiter holds a read lock on cannot be superseded and
+            // reclaimed before it releases; one released since is reclaimed only after our
+            // pin (we are pinned).
+            let e = unsafe { &*(v as *const Version) }
+                .end
+                .load(Ordering::Acquire);
+            if is_txn(e) {
+                let writer = TxnId::from_word(e).0;
+                if writer != *id && waiting(writer) {
+                    edges.push((writer, *id));
+                }
+            }
+        }
+    }
+    // A path from us back to us: depth-first, remembering the path.
+    fn dfs(at: u64, me: u64, edges: &[(u64, u64)], path: &mut Vec<u64>) -> bool {
+        for &(a, b) in edges {
+            if a != at {
+                continue;
+            }
+            if b == me {
+                return true;
+            }
+            if path.contains(&b) {
+                continue;
+            }
+            path.push(b);
+            if dfs(b, me, edges, path) {
+                return true;
+            }
+            path.pop();
+        }
+        false
+    }
+    let mut path = vec![me];
+    dfs(me, me, &edges, &mut path) && path.iter().all(|&id| id <= me)
+}
+
+/// Releases the range locks of `tx` (after its end timestamp is drawn, or at abort).
+pub(crate) fn release_range_locks(tx: &mut Transaction<'_>) {
+    if tx.local.range_locks.is_empty() {
+        return;
+    }
+    let me = tx.id.0;
+    let mut held = std::mem::take(&mut tx.local.range_locks);
+    held.sort_unstable();
+    held.dedup();
+    for &(table, index) in &held {
+        let t = tx.db.table_by_id(table);
+        let locks = &t.range_locks[index as usize];
+        let mut list = locks.list.lock();
+        let before = list.len();
+        list.retain(|l| l.owner != me);
+        locks.held.fetch_sub(before - list.len(), Ordering::SeqCst);
+    }
+    bump(&tx.slot().stats.global_rmw, 2 * held.len() as u64);
+    held.clear();
+    tx.local.range_locks = held;
+}
+
+/// Clears NoMoreReadLocks on the versions `tx` replaced: it aborts (called before it is
+/// marked Aborted, so no other writer has taken one of them over yet).
+pub(crate) fn reopen_read_locks(tx: &Transaction<'_>) {
+    for w in &tx.local.write_set {
+        // SAFETY: versions we hold the write lock on; pinned.
+        if let Some(old) = unsafe { w.old.as_ref() } {
+            old.aux.fetch_and(!NO_MORE_READ_LOCKS, Ordering::SeqCst);
+        }
+    }
 }

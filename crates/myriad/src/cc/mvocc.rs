@@ -62,6 +62,13 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     if tx.protocol == Protocol::Mvto {
         return commit_mvto(tx);
     }
+    if tx.protocol == Protocol::Mv2plWait {
+        // Wait-for dependencies are resolved before the end timestamp is drawn.
+        if let Err(reason) = crate::cc::mv2pl::await_wait_fors(tx) {
+            tx.rollback(reason);
+            return Err(Error::SerializationFailure(reason));
+        }
+    }
     let read_only = tx.local.write_set.is_empty();
     let log = tx.db.log.get();
     // ERMIA: the record is encoded before the end timestamp is drawn, because the draw

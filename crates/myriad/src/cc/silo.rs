@@ -33,6 +33,15 @@
 //! 5. log, install the new versions with the TID (which releases the locks) and free the old
 //!    ones after the memory epoch.
 //!
+//! `occ` (thesis §3.5's conventional OCC: Kung and Robinson with Silo's TIDs, the thesis's
+//! Algorithm 1) differs in step 1 only: it locks the records it read together with those
+//! it writes, all in ascending address order (the thesis's global order), so that no
+//! committer can replace a record between its validation and our install; a record read
+//! and found superseded fails while locking, which is its timestamp check. The locks on
+//! records only read are released after the install. Its reads, buffered writes, predicate
+//! re-check and TIDs are Silo's. (Silo's gain over it is exactly these read locks: no
+//! anti-dependency is tracked by locking.)
+//!
 //! `2pl` (thesis §3.5's single-version 2PL, no-wait) runs on the same storage and the same
 //! commit: its reads take a read lock (`Version::aux`, `cc/mv2pl.rs::read_lock`) and its
 //! writes the write lock (End) when they are made, both no-wait (`lock_conflict`) and held
@@ -46,6 +55,7 @@
 //! transactions validate too (Silo's snapshot transactions are not built).
 
 use crate::cc::mvocc::UniqueCheck;
+use crate::config::Protocol;
 use crate::error::{AbortReason, Error, Result};
 use crate::storage::{Table, TupleId};
 use crate::txn::table::bump;
@@ -99,23 +109,25 @@ thread_local! {
     static HYBRID_2PL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// `hybrid` (thesis §3.5, HYBRID): the protocol of the thread's next transaction, `silo`
+/// `hybrid` (thesis §3.5, HYBRID): the protocol of the thread's next transaction, `occ`
 /// or, when the last one failed validation, `2pl`.
 pub(crate) fn hybrid_next() -> crate::config::Protocol {
     if HYBRID_2PL.with(|f| f.replace(false)) {
-        crate::config::Protocol::TwoPl
+        Protocol::TwoPl
     } else {
-        crate::config::Protocol::Silo
+        Protocol::Occ
     }
 }
 
 /// `hybrid`: a transaction of this thread that ran as `ran` aborted for `reason`. After a
-/// validation failure under Silo, or any serialization failure of the 2PL retry, the next
+/// validation failure under OCC (or Silo), or any serialization failure of the 2PL retry, the next
 /// transaction (the retry) runs as 2PL.
 pub(crate) fn hybrid_aborted(ran: crate::config::Protocol, reason: AbortReason) {
     use crate::config::Protocol;
     let to_2pl = match ran {
-        Protocol::Silo => matches!(reason, AbortReason::ReadValidation | AbortReason::Phantom),
+        Protocol::Occ | Protocol::Silo => {
+            matches!(reason, AbortReason::ReadValidation | AbortReason::Phantom)
+        }
         Protocol::TwoPl => reason != AbortReason::UserAbort,
         _ => false,
     };
@@ -127,19 +139,30 @@ pub(crate) fn hybrid_aborted(ran: crate::config::Protocol, reason: AbortReason) 
 /// Commits `tx` under Silo or 2PL; returns its durability ticket.
 pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let me = tx.id.word();
-    // 1. Lock the buffered writes' records in the global order.
-    let mut order = std::mem::take(&mut tx.local.silo_order);
-    order.clear();
-    let ws = &tx.local.write_set;
-    order.extend((0..ws.len() as u32).filter(|&i| !ws[i as usize].old.is_null()));
-    order.sort_unstable_by_key(|&i| (ws[i as usize].table, ws[i as usize].tid));
-    let locked = order.iter().try_for_each(|&i| {
-        // SAFETY: the version we read, pinned since.
-        lock(tx, unsafe { &*tx.local.write_set[i as usize].old }, me)
-    });
-    tx.local.silo_order = order;
+    // 1. Lock the buffered writes' records in the global order (and, under OCC, the records
+    // read too).
+    let locked = if tx.protocol == Protocol::Occ {
+        lock_read_write_set(tx, me)
+    } else {
+        let mut order = std::mem::take(&mut tx.local.silo_order);
+        order.clear();
+        let ws = &tx.local.write_set;
+        order.extend((0..ws.len() as u32).filter(|&i| !ws[i as usize].old.is_null()));
+        order.sort_unstable_by_key(|&i| (ws[i as usize].table, ws[i as usize].tid));
+        let locked = order.iter().try_for_each(|&i| {
+            // SAFETY: the version we read, pinned since.
+            lock(
+                tx,
+                unsafe { &*tx.local.write_set[i as usize].old },
+                me,
+                true,
+            )
+        });
+        tx.local.silo_order = order;
+        locked
+    };
     if let Err(reason) = locked {
-        tx.rollback(reason);
+        abort(tx, reason);
         return Err(Error::SerializationFailure(reason));
     }
     // 2. The serialization point.
@@ -154,7 +177,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     });
     // 3. Validation.
     if let Err(reason) = validate(tx, me) {
-        tx.rollback(reason);
+        abort(tx, reason);
         return Err(Error::SerializationFailure(reason));
     }
     if tx.local.write_set.is_empty() {
@@ -162,6 +185,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
             tx.begin_ts = ts;
         }
         let at = tx.begin_ts;
+        release_read_set_locks(tx, me);
         crate::cc::mv2pl::release(tx);
         return crate::cc::mvocc::finish_read_only(tx, at);
     }
@@ -238,7 +262,9 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     // SAFETY: every retired version was unlinked above, while pinned, and only once.
     unsafe { retired.free_after_epoch(tx) };
     tx.local.write_set = writes;
-    // 2PL: the read locks go after the new versions are in (strict 2PL).
+    // 2PL: the read locks go after the new versions are in (strict 2PL); OCC's locks on
+    // the records it only read, likewise.
+    release_read_set_locks(tx, me);
     crate::cc::mv2pl::release(tx);
     if let (Some(rec), Some(h)) = (tx.recording.take(), tx.db.history.as_ref()) {
         let ts = order_ts.unwrap_or(tid);
@@ -284,10 +310,71 @@ impl Retired {
     }
 }
 
+/// A commit that failed after step 1 began: OCC's locks on records it only read are
+/// released (the write set's go in the rollback).
+fn abort(tx: &mut Transaction<'_>, reason: AbortReason) {
+    let me = tx.id.word();
+    release_read_set_locks(tx, me);
+    tx.rollback(reason);
+}
+
+/// OCC's step 1 (thesis §3.5, Algorithm 1): lock every record of the read and write sets in
+/// one global order — ascending address, as in the thesis — waiting for a lock another
+/// committer holds. A record read and found superseded (or deleted) fails: that is the
+/// timestamp comparison of the validation, made while locking. Records only read are
+/// remembered in `occ_locks` and released after the install.
+fn lock_read_write_set(tx: &mut Transaction<'_>, me: u64) -> std::result::Result<(), AbortReason> {
+    let mut order = std::mem::take(&mut tx.local.occ_order);
+    order.clear();
+    // (address, written): a record both read and written is locked once, as a write.
+    order.extend(
+        tx.local
+            .write_set
+            .iter()
+            .filter(|w| !w.old.is_null())
+            .map(|w| (w.old as usize, true)),
+    );
+    order.extend(tx.local.read_set.iter().map(|&v| (v as usize, false)));
+    order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    order.dedup_by_key(|e| e.0);
+    let mut out = Ok(());
+    for &(v, written) in &order {
+        // SAFETY: versions we read, pinned since.
+        let r = unsafe { &*(v as *const Version) };
+        if let Err(reason) = lock(tx, r, me, written) {
+            out = Err(reason);
+            break;
+        }
+        if !written {
+            tx.local.occ_locks.push(v as *const Version);
+        }
+    }
+    tx.local.occ_order = order;
+    out
+}
+
+/// Releases OCC's locks on the records it only read.
+fn release_read_set_locks(tx: &mut Transaction<'_>, me: u64) {
+    for &v in &tx.local.occ_locks {
+        // SAFETY: we hold its lock, so it is current and not reclaimed.
+        let _ =
+            unsafe { &*v }
+                .end
+                .compare_exchange(me, INFINITY, Ordering::Release, Ordering::Relaxed);
+    }
+    tx.local.occ_locks.clear();
+}
+
 /// Takes the lock on `v` (its End field), waiting while another committer (or, under
 /// `hybrid`, a 2PL transaction, which never waits itself) holds it. Fails if `v` was
-/// superseded since it was read, or a 2PL transaction holds a read lock on it.
-fn lock(tx: &Transaction<'_>, v: &Version, me: u64) -> std::result::Result<(), AbortReason> {
+/// superseded since it was read, or — when `write` — a 2PL transaction holds a read lock
+/// on it (a lock OCC takes on a record it only read shares the record with 2PL readers).
+fn lock(
+    tx: &Transaction<'_>,
+    v: &Version,
+    me: u64,
+    write: bool,
+) -> std::result::Result<(), AbortReason> {
     let backoff = crossbeam_utils::Backoff::new();
     loop {
         let e = v.end.load(Ordering::Acquire);
@@ -301,7 +388,7 @@ fn lock(tx: &Transaction<'_>, v: &Version, me: u64) -> std::result::Result<(), A
                 // counts itself in `aux`, then loads End; we took End, then load `aux` (both
                 // SeqCst), so one of the two sees the other. The reader never waits; we
                 // give way at once too.
-                if v.aux.load(Ordering::SeqCst) != 0 {
+                if write && v.aux.load(Ordering::SeqCst) != 0 {
                     v.end.store(INFINITY, Ordering::Release);
                     return Err(AbortReason::LockConflict);
                 }

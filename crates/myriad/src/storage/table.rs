@@ -41,6 +41,9 @@ pub struct Table {
     /// SSN: per index, a bitmap of the transaction-table slots (slot mod 64) whose
     /// transactions have scanned it, the index's reader bitmap (`cc/ssn.rs`).
     pub(crate) scanners: Box<[crossbeam_utils::CachePadded<AtomicU64>]>,
+    /// `mv2pl-wait`: per index, the range locks of serializable scanners (Hekaton §4.1.2,
+    /// `cc/mv2pl.rs`). Empty lists under other protocols.
+    pub(crate) range_locks: Box<[crate::cc::mv2pl::RangeLocks]>,
     /// Protocol words per version (`Version::ext`), from the database's protocol.
     pub(crate) version_ext: u8,
 }
@@ -88,9 +91,13 @@ impl Table {
         let scanners = (0..schema.indexes.len())
             .map(|_| Default::default())
             .collect();
+        let range_locks = (0..schema.indexes.len())
+            .map(|_| Default::default())
+            .collect();
         Table {
             id,
             db_id,
+            range_locks,
             schema,
             indexes,
             directory: (0..DIR_LEN)

@@ -108,6 +108,12 @@ pub(crate) struct SlotLocal {
     pub silo_last_tid: u64,
     /// Silo: scratch for the lock order of the buffered writes.
     pub silo_order: Vec<u32>,
+    /// `mv2pl-wait`: (table, index) of every range lock the transaction holds.
+    pub range_locks: Vec<(u32, u16)>,
+    /// OCC: scratch for the lock order of the read and write sets (address, written).
+    pub occ_order: Vec<(usize, bool)>,
+    /// OCC: records only read whose lock the commit holds (`cc/silo.rs`).
+    pub occ_locks: Vec<*const Version>,
     pub commits_since_gc: u32,
     /// The call a command-logged transaction was (`Command::Called`): procedure definition
     /// number and arguments, encoded for the log (`Procedure::encode_call`).
@@ -261,9 +267,10 @@ impl<'db> Transaction<'db> {
         // computed concurrently can never pass our read time (see gc/epoch.rs).
         slot.begin_ts.store(db.clock.now(), Ordering::SeqCst);
         let mut begin_ts = db.clock.now();
-        let mut tracks_reads =
-            matches!(protocol, Protocol::Mvto | Protocol::Mv2pl | Protocol::TwoPl)
-                || protocol.stamped();
+        let mut tracks_reads = matches!(
+            protocol,
+            Protocol::Mvto | Protocol::Mv2pl | Protocol::Mv2plWait | Protocol::TwoPl
+        ) || protocol.stamped();
         if protocol == Protocol::Mvto {
             // A READ ONLY snapshot needs every older transaction finished (cc/mvto.rs).
             let snapshot = opts.read_only
@@ -510,7 +517,24 @@ impl<'db> Transaction<'db> {
                 self.isolation,
                 Isolation::Serializable | Isolation::RepeatableRead
             ))
-            || self.protocol == Protocol::Silo
+            || matches!(self.protocol, Protocol::Silo | Protocol::Occ)
+    }
+
+    /// `mv2pl-wait`: serializable reads take range locks (`cc/mv2pl.rs`).
+    #[inline]
+    fn range_locking(&self) -> bool {
+        self.protocol == Protocol::Mv2plWait
+            && self.tracks_reads
+            && self.isolation == Isolation::Serializable
+    }
+
+    /// `mv2pl-wait`: a locked range holds row `tid` with no version visible to us.
+    fn unseen_row(&self, t: &Table, tid: TupleId) {
+        if self.range_locking() {
+            if let Err(reason) = crate::cc::mv2pl::unseen_row(self, t, tid) {
+                self.doom(reason);
+            }
+        }
     }
 
     #[inline]
@@ -541,7 +565,7 @@ impl<'db> Transaction<'db> {
     /// read (two New-Orders that read one `d_next_o_id` insert the same order), and the
     /// transaction aborts with `read_validation`, as its commit would.
     fn silo_unless_stale(&mut self, e: Error) -> Error {
-        if self.protocol != Protocol::Silo {
+        if !matches!(self.protocol, Protocol::Silo | Protocol::Occ) {
             return e;
         }
         let me = self.id.word();
@@ -631,6 +655,7 @@ impl<'db> Transaction<'db> {
             let tracked = match self.protocol {
                 Protocol::Mvto => crate::cc::mvto::on_read(self, r),
                 Protocol::Mv2pl => crate::cc::mv2pl::read_lock(self, v),
+                Protocol::Mv2plWait => crate::cc::mv2pl::wait_read_lock(self, v),
                 Protocol::TwoPl => {
                     // The read set is not validated under 2PL (the lock protects the read);
                     // it tells the phantom re-check which rows each scan read, and the TID
@@ -665,7 +690,9 @@ impl<'db> Transaction<'db> {
         hi: Bound<&[u8]>,
         point: bool,
     ) {
-        if self.isolation != Isolation::Serializable || self.protocol == Protocol::Mvto {
+        if self.isolation != Isolation::Serializable
+            || matches!(self.protocol, Protocol::Mvto | Protocol::Mv2plWait)
+        {
             return;
         }
         if self.protocol.stamped() && self.tracks_reads {
@@ -743,8 +770,26 @@ impl<'db> Transaction<'db> {
         self.local.key_buf = kb;
         enc?;
         let rt = self.stmt_ts();
+        if self.range_locking() {
+            let key = std::mem::take(&mut self.local.key_buf);
+            crate::cc::mv2pl::range_lock(
+                self,
+                t,
+                0,
+                Some(&key),
+                Bound::Unbounded,
+                Bound::Unbounded,
+            );
+            self.local.key_buf = key;
+        }
         let v = match self.primary_tid(t) {
-            Some(tid) => self.visible_version(t, tid, rt),
+            Some(tid) => {
+                let v = self.visible_version(t, tid, rt);
+                if v.is_null() {
+                    self.unseen_row(t, tid);
+                }
+                v
+            }
             None => ptr::null(),
         };
         // SAFETY: visible versions stay allocated while we are active (watermark + pin).
@@ -789,6 +834,9 @@ impl<'db> Transaction<'db> {
         check: &mut Vec<u8>,
     ) -> Option<&'db Version> {
         let v = self.visible_version(t, tid, rt);
+        if v.is_null() {
+            self.unseen_row(t, tid);
+        }
         // SAFETY: visible versions stay allocated while we are active (watermark + pin).
         let r: &'db Version = unsafe { v.as_ref() }?;
         if r.is_tombstone() {
@@ -834,6 +882,16 @@ impl<'db> Transaction<'db> {
         let rt = self.stmt_ts();
         if self.protocol == Protocol::Mvto && self.tracks_reads {
             crate::cc::mvto::before_scan(self, t, index);
+        }
+        if self.range_locking() {
+            crate::cc::mv2pl::range_lock(
+                self,
+                t,
+                index,
+                Some(&kb),
+                Bound::Unbounded,
+                Bound::Unbounded,
+            );
         }
         let mut n = 0;
         let mut check = std::mem::take(&mut self.local.key_buf2);
@@ -890,6 +948,17 @@ impl<'db> Transaction<'db> {
         let rt = self.stmt_ts();
         if self.protocol == Protocol::Mvto && self.tracks_reads {
             crate::cc::mvto::before_scan(self, t, index);
+        }
+        if self.range_locking() {
+            // The whole requested range, even if the scan stops early (conservative).
+            crate::cc::mv2pl::range_lock(
+                self,
+                t,
+                index,
+                None,
+                as_ref_bound(&lo_b),
+                as_ref_bound(&hi_b),
+            );
         }
         let secondary = index != 0;
         let dir = if opts.descending {
@@ -966,6 +1035,10 @@ impl<'db> Transaction<'db> {
         if self.protocol == Protocol::Mvto && self.tracks_reads {
             crate::cc::mvto::before_scan(self, t, 0);
         }
+        if self.range_locking() {
+            // Every row enters the primary index: its whole range covers the table.
+            crate::cc::mv2pl::range_lock(self, t, 0, None, Bound::Unbounded, Bound::Unbounded);
+        }
         let mut n = 0usize;
         for tid in 0..t.tid_count() {
             if tid % TABLE_SCAN_REPIN_TIDS == TABLE_SCAN_REPIN_TIDS - 1 && self.may_repin() {
@@ -974,6 +1047,9 @@ impl<'db> Transaction<'db> {
                 self.guard.repin();
             }
             let v = self.visible_version(t, tid, rt);
+            if v.is_null() {
+                self.unseen_row(t, tid);
+            }
             // SAFETY: visible versions stay allocated while we are active (watermark + pin).
             let Some(r) = (unsafe { v.as_ref() }) else {
                 if self.is_doomed() {
@@ -1867,6 +1943,9 @@ impl<'db> Transaction<'db> {
         // Only a Preparing transaction is registered with (`TxnTable::depend`), so one that
         // aborts while Active has no dependents and skips the report's lock.
         let prepared = slot.is_preparing();
+        if self.protocol == Protocol::Mv2plWait {
+            crate::cc::mv2pl::reopen_read_locks(self);
+        }
         slot.set_aborted();
         if prepared && self.db.config.speculates() {
             // Cascading abort (Hekaton §2.7): whoever read our versions speculatively aborts.

@@ -157,6 +157,12 @@ pub(crate) struct Slot {
     seq: AtomicU64,
     pub stats: SlotStats,
     pub deps: CommitDeps,
+    /// `mv2pl-wait`: the id of the slot's transaction once it reached precommit and takes
+    /// no more incoming wait-for dependencies (Hekaton §4.2, NoMoreWaitFors).
+    pub no_more_wait_fors: AtomicU64,
+    /// `mv2pl-wait`: what the slot's transaction waits on while it waits at precommit, for
+    /// deadlock detection by the other waiters (`cc/mv2pl.rs`).
+    pub wait_info: parking_lot::Mutex<crate::cc::mv2pl::WaitInfo>,
     /// Owner-only state (reusable buffers, garbage queue). Touched only by the thread that
     /// holds `in_use`.
     pub local: UnsafeCell<super::SlotLocal>,
@@ -183,6 +189,8 @@ impl TxnTable {
                     seq: AtomicU64::new(0),
                     stats: SlotStats::default(),
                     deps: CommitDeps::new(),
+                    no_more_wait_fors: AtomicU64::new(0),
+                    wait_info: Default::default(),
                     local: UnsafeCell::new(super::SlotLocal::default()),
                 })
             })

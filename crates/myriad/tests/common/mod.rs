@@ -2,14 +2,17 @@
 use myriad::*;
 
 /// Every built protocol but MVOCC (which the tests run at every level on their own).
-pub const OTHER_PROTOCOLS: [Protocol; 9] = [
+pub const OTHER_PROTOCOLS: [Protocol; 12] = [
     Protocol::Mvto,
     Protocol::Mv2pl,
+    Protocol::Mv2plWait,
     Protocol::Si,
+    Protocol::ErmiaSi,
     Protocol::Ssn,
     Protocol::Ssi,
     Protocol::ErmiaSsi,
     Protocol::Silo,
+    Protocol::Occ,
     Protocol::TwoPl,
     Protocol::Hybrid,
 ];
