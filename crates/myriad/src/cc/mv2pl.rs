@@ -295,7 +295,12 @@ pub(crate) fn await_wait_fors(tx: &mut Transaction<'_>) -> Result<(), AbortReaso
         tx.local.write_set.iter().all(|w| {
             // SAFETY: as above.
             unsafe { w.old.as_ref() }
-                .is_none_or(|old| old.aux.load(Ordering::SeqCst) & !NO_MORE_READ_LOCKS <= own(old))
+                // Our own read locks are searched for only when the version has readers
+                // (the usual commit finds none).
+                .is_none_or(|old| {
+                    let readers = old.aux.load(Ordering::SeqCst) & !NO_MORE_READ_LOCKS;
+                    readers == 0 || readers <= own(old)
+                })
         })
     };
     let lockers_done = || {
@@ -354,6 +359,7 @@ fn range_lockers_of_our_keys(tx: &Transaction<'_>) -> Vec<u64> {
     let mut on = Vec::new();
     let mut key = Vec::new();
     let mut old_key = Vec::new();
+    let mut stored = Vec::new();
     for w in &tx.local.write_set {
         let t = tx.db.table_by_id(w.table);
         // SAFETY: our version and the one we replaced; pinned.
@@ -373,7 +379,8 @@ fn range_lockers_of_our_keys(tx: &Transaction<'_>) -> Vec<u64> {
                     continue;
                 }
             }
-            let mut stored = key.clone();
+            stored.clear();
+            stored.extend_from_slice(&key);
             if index != 0 && t.indexes[index].is_ordered() {
                 stored.extend_from_slice(&w.tid.to_be_bytes());
             }
