@@ -168,13 +168,14 @@ struct BenchArgs {
     /// Seed of every random choice (data and transactions).
     #[arg(long, value_name = "N", default_value_t = 42)]
     seed: u64,
-    /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, ssn, ssi, ermia-ssi (multi-version)
-    /// or silo (single-version); the others are named but not built yet.
+    /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, mv2pl-wait, ssn, ssi, ermia-si,
+    /// ermia-ssi (multi-version) or silo, occ, 2pl, hybrid (single-version).
     #[arg(long, value_name = "P", default_value = "mvocc", value_parser = parse_choice::<Protocol>)]
     #[serde(serialize_with = "as_display")]
     protocol: Protocol,
-    /// Version storage: n2o (append-only, newest to oldest) or single-version. Default: the
-    /// protocol's own (single-version for silo, n2o for the others).
+    /// Version storage: n2o or o2n (append-only, newest to oldest or oldest to newest;
+    /// multi-version protocols) or single-version. Default: the
+    /// protocol's own (single-version for silo, occ, 2pl and hybrid, n2o for the others).
     #[arg(long, value_name = "S", value_parser = parse_choice::<VersionStorage>)]
     #[serde(serialize_with = "opt_display")]
     storage: Option<VersionStorage>,
@@ -188,10 +189,16 @@ struct BenchArgs {
     /// waiting. `false`: it waits. The other protocols always wait.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
     commit_deps: bool,
-    /// Garbage collection: txn (epoch-based, per transaction) or none.
+    /// Garbage collection: txn (transaction-level, epoch-based: workers prune what their
+    /// commits superseded), vacuum (tuple-level: background threads prune the chains of the
+    /// blocks commits marked dirty), coop (with --storage o2n: readers cut the expired
+    /// versions they walk past, background threads make full passes) or none.
     #[arg(long, value_name = "POLICY", default_value = "txn", value_parser = parse_choice::<GcPolicy>)]
     #[serde(serialize_with = "as_display")]
     gc: GcPolicy,
+    /// With `--gc vacuum` or `coop`: background GC threads (beside the workers).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    gc_threads: u16,
     /// With `--gc txn`: a worker looks for reclaimable versions after this many of its commits.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     gc_interval: u32,
@@ -496,6 +503,7 @@ fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .isolation(b.isolation)
         .gc(b.gc)
         .gc_interval_txns(b.gc_interval)
+        .gc_threads(b.gc_threads as usize)
         .commit_dependencies(b.commit_deps)
         .loggers(b.loggers as usize)
         .log_manager(b.log_manager.unwrap_or(if b.data_dir.is_some() {
@@ -1125,6 +1133,7 @@ mod tests {
             "isolation",
             "gc",
             "gc_interval",
+            "gc_threads",
             "commit_deps",
             "json",
             "no_progress",

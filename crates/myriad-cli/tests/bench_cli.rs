@@ -338,6 +338,83 @@ fn transaction_gc_keeps_up_with_contended_updates() {
     }
 }
 
+/// Oldest-to-newest chains (`--storage o2n`) under every multi-version protocol: contended
+/// updates commit, GC (cutting chains from the front) keeps live versions bounded, and the
+/// report names the storage.
+#[test]
+fn o2n_storage_runs_every_multi_version_protocol() {
+    for p in [
+        "mvocc",
+        "si",
+        "ermia-si",
+        "mvto",
+        "mv2pl",
+        "mv2pl-wait",
+        "ssn",
+        "ssi",
+        "ermia-ssi",
+    ] {
+        let iso = if matches!(p, "si" | "ermia-si") {
+            "si"
+        } else {
+            "serializable"
+        };
+        let r = ycsb(&[
+            "--protocol",
+            p,
+            "--isolation",
+            iso,
+            "--storage",
+            "o2n",
+            "--mix",
+            "update-intensive",
+            "--theta",
+            "0.9",
+        ]);
+        check_report(&r, "update-intensive", "int64x10", "gray");
+        assert_eq!(r["fidelity"]["version_storage"], "o2n", "{p}: {r}");
+        let live = r["memory"]["live_versions"]
+            .as_u64()
+            .expect("live_versions");
+        assert!(live < 100_000, "{p}: {live} live versions for 1000 rows");
+    }
+}
+
+/// Background vacuuming (`--gc vacuum --gc-threads 2`, both chain orders) and cooperative
+/// cleaning (`--gc coop`, o2n) keep live versions bounded under contended updates, and the
+/// report names the policy and threads.
+#[test]
+fn vacuum_gc_keeps_up_with_contended_updates() {
+    for (storage, gc) in [("n2o", "vacuum"), ("o2n", "vacuum"), ("o2n", "coop")] {
+        let r = ycsb(&[
+            "--mix",
+            "update-intensive",
+            "--theta",
+            "0.9",
+            "--storage",
+            storage,
+            "--gc",
+            gc,
+            "--gc-threads",
+            "2",
+        ]);
+        check_report(&r, "update-intensive", "int64x10", "gray");
+        assert_eq!(r["fidelity"]["gc"], gc, "{r}");
+        assert_eq!(r["fidelity"]["gc_threads"], 2, "{r}");
+        let live = r["memory"]["live_versions"]
+            .as_u64()
+            .expect("live_versions");
+        assert!(
+            live < 100_000,
+            "{storage} {gc}: {live} live versions for 1000 rows"
+        );
+        assert!(
+            r["gc_ms"].as_f64() > Some(0.0),
+            "{storage} {gc}: no GC time: {r}"
+        );
+    }
+}
+
 #[test]
 fn theta_of_one_or_more_is_rejected_naming_the_flag() {
     for theta in ["1.5", "1.0", "1"] {

@@ -33,8 +33,9 @@ pub struct Database {
     pub(crate) id: u64,
     pub(crate) config: Config,
     pub(crate) clock: Clock,
-    pub(crate) txns: TxnTable,
-    tables: Box<[OnceLock<TableRef>]>,
+    /// Shared with the vacuum threads (`gc/vacuum.rs`), as are `clock` and `tables`.
+    pub(crate) txns: Arc<TxnTable>,
+    tables: Arc<[OnceLock<TableRef>]>,
     names: Mutex<HashMap<String, u32>>,
     /// Serialises `create_index` calls (held while it waits for transactions, so that
     /// table lookups, which take `names`, are not blocked meanwhile).
@@ -49,6 +50,10 @@ pub struct Database {
     pub(crate) durable: Option<crate::recovery::DurableState>,
     /// Silo's global epoch (`cc/silo.rs`).
     pub(crate) silo_epochs: crate::cc::silo::Epochs,
+    /// The background threads of GC `vacuum` and `coop` (`gc/vacuum.rs`), started once
+    /// the database is open (after recovery, whose physical replay frees versions without
+    /// waiting for an epoch); stopped and joined on drop.
+    pub(crate) vacuum: OnceLock<crate::gc::vacuum::Vacuum>,
 }
 
 /// Engine-wide counters, summed over the transaction table.
@@ -76,6 +81,9 @@ pub struct Stats {
     pub commit_dep_waits: u64,
     /// `hybrid`: transactions run under 2PL because they retried a validation failure.
     pub hybrid_2pl: u64,
+    /// GC `coop`: versions readers cut from the chains they walked (a part of
+    /// `versions_reclaimed`; the rest is the background full passes').
+    pub versions_cut_by_readers: u64,
 }
 
 impl Stats {
@@ -113,10 +121,32 @@ impl Database {
     /// `Config::data_dir` (an existing directory is recovered first; `recovery/`).
     pub fn open(config: Config) -> Result<Database> {
         config.validate()?;
-        if config.data_dir.is_some() {
-            return crate::recovery::open(config);
+        let db = if config.data_dir.is_some() {
+            crate::recovery::open(config)?
+        } else {
+            Self::new_in_memory(config, None)
+        };
+        db.start_gc_threads();
+        Ok(db)
+    }
+
+    /// Starts the background threads of GC `vacuum` and `coop` (no-op for the others).
+    fn start_gc_threads(&self) {
+        use crate::config::{GcPolicy, VersionStorage};
+        if !matches!(self.config.gc, GcPolicy::Vacuum | GcPolicy::Coop) {
+            return;
         }
-        Ok(Self::new_in_memory(config, None))
+        let _ = self.vacuum.set(crate::gc::vacuum::Vacuum::start(
+            self.config.gc_threads,
+            crate::gc::vacuum::Shared {
+                clock: self.clock.clone(),
+                txns: self.txns.clone(),
+                tables: self.tables.clone(),
+                single: self.config.storage == VersionStorage::SingleVersion,
+                watermark: Default::default(),
+            },
+            self.config.gc == GcPolicy::Coop,
+        ));
     }
 
     /// The engine without a log (the recovery path attaches one when it is done).
@@ -124,11 +154,15 @@ impl Database {
         config: Config,
         durable: Option<crate::recovery::DurableState>,
     ) -> Database {
+        let clock = Clock::new();
+        let txns = Arc::new(TxnTable::new(config.max_concurrent_txns));
+        let tables: Arc<[OnceLock<TableRef>]> = (0..MAX_TABLES).map(|_| OnceLock::new()).collect();
         Database {
             id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
-            clock: Clock::new(),
-            txns: TxnTable::new(config.max_concurrent_txns),
-            tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
+            clock,
+            txns,
+            tables,
+            vacuum: OnceLock::new(),
             names: Mutex::new(HashMap::new()),
             ddl: Mutex::new(()),
             history: config.record_history.then(HistoryLog::default),
@@ -203,6 +237,8 @@ impl Database {
             self.id,
             schema,
             self.config.protocol.version_ext(),
+            self.config.storage == crate::config::VersionStorage::AppendO2n,
+            self.config.gc == crate::config::GcPolicy::Vacuum,
         ))
     }
 
@@ -518,6 +554,13 @@ impl Database {
             s.commit_deps += l(&st.commit_deps);
             s.commit_dep_waits += l(&st.commit_dep_waits);
             s.hybrid_2pl += l(&st.hybrid_2pl);
+            s.versions_cut_by_readers += l(&st.versions_cut_by_readers);
+        }
+        for st in self.vacuum.get().into_iter().flat_map(|v| v.stats.iter()) {
+            let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            s.versions_reclaimed += l(&st.versions_reclaimed);
+            s.version_bytes_reclaimed += l(&st.version_bytes_reclaimed);
+            s.gc_ns += l(&st.gc_ns);
         }
         s
     }
@@ -556,6 +599,9 @@ impl Database {
     /// Runs garbage collection for every idle worker slot now (also done automatically every
     /// `Config::gc_interval_txns` commits by each worker).
     pub fn collect_garbage(&self) {
+        if let Some(v) = self.vacuum.get() {
+            v.pass_now();
+        }
         let guard = crossbeam_epoch::pin();
         for i in 0..self.txns.len() {
             let slot = self.txns.slot(i);

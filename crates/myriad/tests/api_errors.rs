@@ -145,6 +145,12 @@ fn config_errors() {
         Database::open(Config::new().gc(GcPolicy::Coop)),
         Err(Error::InvalidConfig(m)) if m.contains("coop") && m.contains("n2o")
     ));
+    for n in [0, 65] {
+        assert!(matches!(
+            Database::open(Config::new().gc(GcPolicy::Vacuum).gc_threads(n)),
+            Err(Error::InvalidConfig(m)) if m.contains("gc threads") && m.contains(&n.to_string())
+        ));
+    }
     assert!(matches!(
         Database::open(Config::new().max_concurrent_txns(0)),
         Err(Error::InvalidConfig(_))

@@ -16,34 +16,29 @@ fn splitmix(s: &mut u64) -> u64 {
 }
 
 fn recording_db(level: Isolation) -> (Database, TableRef) {
-    recording_db_with(Protocol::Mvocc, level)
+    recording_db_with(config_for(Protocol::Mvocc), level)
 }
 
-fn recording_db_with(protocol: Protocol, level: Isolation) -> (Database, TableRef) {
-    let db = Database::open(
-        config_for(protocol)
-            .isolation(level)
-            .record_history(true)
-            .max_retries(100_000),
-    )
-    .unwrap();
+/// A recording database of configuration `c` (its protocol and storage) at `level`.
+fn recording_db_with(c: Config, level: Isolation) -> (Database, TableRef) {
+    let db = Database::open(c.isolation(level).record_history(true).max_retries(100_000)).unwrap();
     let t = kv(&db);
     (db, t)
 }
 
 /// Random read-modify-write transactions over a few hot keys, with range scans and inserts.
 fn rmw_history(level: Isolation, threads: usize, txns: usize, seed: u64) -> Vec<TxnRecord> {
-    rmw_history_with(Protocol::Mvocc, level, threads, txns, seed)
+    rmw_history_with(config_for(Protocol::Mvocc), level, threads, txns, seed)
 }
 
 fn rmw_history_with(
-    protocol: Protocol,
+    c: Config,
     level: Isolation,
     threads: usize,
     txns: usize,
     seed: u64,
 ) -> Vec<TxnRecord> {
-    let (db, t) = recording_db_with(protocol, level);
+    let (db, t) = recording_db_with(c, level);
     load(&db, &t, 0..8);
     std::thread::scope(|s| {
         for th in 0..threads {
@@ -117,13 +112,13 @@ fn repeatable_read_histories_have_no_item_cycles() {
 
 #[test]
 fn bank_histories_are_serializable() {
-    let h = bank_history(Protocol::Mvocc, Isolation::Serializable, 500);
+    let h = bank_history(config_for(Protocol::Mvocc), Isolation::Serializable, 500);
     let r = check(&h);
     assert!(r.anomalies.is_empty(), "{}", r.anomalies[0]);
 }
 
-fn bank_history(protocol: Protocol, level: Isolation, per_thread: usize) -> Vec<TxnRecord> {
-    let (db, t) = recording_db_with(protocol, level);
+fn bank_history(c: Config, level: Isolation, per_thread: usize) -> Vec<TxnRecord> {
+    let (db, t) = recording_db_with(c, level);
     load(&db, &t, 0..6);
     std::thread::scope(|s| {
         for th in 0..3u64 {
@@ -163,7 +158,7 @@ fn every_protocol_leaves_no_forbidden_cycle() {
         for &level in Config::isolation_levels(p) {
             let mut total = 0;
             for seed in 1..=2 {
-                let h = rmw_history_with(p, level, 4, per_thread, seed);
+                let h = rmw_history_with(config_for(p), level, 4, per_thread, seed);
                 assert_eq!(
                     h.len(),
                     4 * per_thread + 1,
@@ -178,7 +173,7 @@ fn every_protocol_leaves_no_forbidden_cycle() {
                 assert!(r.edges > 0);
                 total += h.len();
             }
-            let h = bank_history(p, level, per_thread / 2);
+            let h = bank_history(config_for(p), level, per_thread / 2);
             let r = check(&h);
             assert!(
                 r.anomalies.is_empty(),
@@ -191,6 +186,78 @@ fn every_protocol_leaves_no_forbidden_cycle() {
     }
 }
 
+/// The read-modify-write and bank workloads on configuration `c()` at `level` leave no
+/// cycle the level forbids (`what` names the run in a failure).
+fn assert_no_forbidden_cycle(
+    c: impl Fn() -> Config,
+    level: Isolation,
+    per_thread: usize,
+    what: &str,
+) {
+    let h = rmw_history_with(c(), level, 4, per_thread, 7);
+    assert_eq!(h.len(), 4 * per_thread + 1, "{what}: every txn commits");
+    let r = check(&h);
+    assert!(r.anomalies.is_empty(), "{what}: {}", r.anomalies[0]);
+    assert!(r.edges > 0, "{what}");
+    let h = bank_history(c(), level, per_thread / 2);
+    let r = check(&h);
+    assert!(r.anomalies.is_empty(), "{what} bank: {}", r.anomalies[0]);
+}
+
+fn history_txns() -> usize {
+    std::env::var("MYRIAD_HISTORY_TXNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(500)
+}
+
+/// Oldest-to-newest chains (`o2n`, thesis §5.4.1) under every multi-version protocol at every
+/// level it offers: the same workloads as above leave no cycle the level forbids. The hot
+/// keys make chains long, so readers walk past many superseded versions and GC cuts chains
+/// from the front while writers append at the back.
+#[test]
+fn o2n_chains_leave_no_forbidden_cycle() {
+    let multi = std::iter::once(Protocol::Mvocc)
+        .chain(OTHER_PROTOCOLS)
+        .filter(|p| !p.single_version());
+    for p in multi {
+        for &level in Config::isolation_levels(p) {
+            let o2n = || config_for(p).version_storage(VersionStorage::AppendO2n);
+            assert_no_forbidden_cycle(o2n, level, history_txns(), &format!("{p} {level} o2n"));
+        }
+    }
+}
+
+/// Background vacuuming (`vacuum`, two vacuum threads, on both chain orders) and cooperative
+/// cleaning (`coop`: readers cutting O2N chains) pruning chains while the workers run, under
+/// a protocol of each family: no forbidden cycle.
+#[test]
+fn vacuum_gc_leaves_no_forbidden_cycle() {
+    for (storage, gc) in [
+        (VersionStorage::AppendN2o, GcPolicy::Vacuum),
+        (VersionStorage::AppendO2n, GcPolicy::Vacuum),
+        (VersionStorage::AppendO2n, GcPolicy::Coop),
+    ] {
+        for p in [
+            Protocol::Mvocc,
+            Protocol::Mvto,
+            Protocol::Mv2pl,
+            Protocol::Ssn,
+            Protocol::Si,
+        ] {
+            let c = || {
+                config_for(p)
+                    .version_storage(storage)
+                    .gc(gc)
+                    .gc_threads(2)
+                    .gc_interval_txns(4)
+            };
+            let level = Config::strongest_isolation(p).unwrap();
+            assert_no_forbidden_cycle(c, level, history_txns(), &format!("{p} {storage} {gc}"));
+        }
+    }
+}
+
 /// The predicate write skew through a secondary index: MVTO (scan-ts), MV2PL (re-scan at
 /// commit) SSN and ERMIA-SSI (the index's stamps, the re-scan) abort one of the two; SI and ERMIA-SI let both commit (and the
 /// checker then finds the G2).
@@ -199,7 +266,7 @@ fn every_protocol_handles_the_secondary_index_write_skew() {
     for p in OTHER_PROTOCOLS {
         let level = Config::strongest_isolation(p).unwrap();
         for point_lookup in [false, true] {
-            let (db, t) = recording_db_with(p, level);
+            let (db, t) = recording_db_with(config_for(p), level);
             load(&db, &t, 0..2);
             let group = |tx: &mut Transaction<'_>, g: i64| -> Result<usize> {
                 if point_lookup {

@@ -249,6 +249,8 @@ pub struct Fidelity {
     /// With GC on: a worker collects after this many of its commits.
     pub gc_interval_txns: u32,
     pub version_storage: String,
+    /// Background threads of GC `vacuum`.
+    pub gc_threads: usize,
     pub durability: String,
     pub pages: String,
     pub seed: u64,
@@ -281,6 +283,7 @@ impl Fidelity {
             },
             gc: config.get_gc().name().into(),
             gc_interval_txns: config.get_gc_interval_txns(),
+            gc_threads: config.get_gc_threads(),
             version_storage: config.get_storage().name().into(),
             durability: match config.get_log() {
                 myriad::LogPolicy::None => "none: in-memory".into(),
@@ -320,6 +323,7 @@ impl Fidelity {
             ("commit_deps", Json::from(self.commit_deps.clone())),
             ("gc", Json::from(self.gc.clone())),
             ("gc_interval_txns", Json::from(self.gc_interval_txns)),
+            ("gc_threads", Json::from(self.gc_threads)),
             ("version_storage", Json::from(self.version_storage.clone())),
             ("durability", Json::from(self.durability.clone())),
             ("retry_policy", Json::from(super::RETRY_POLICY)),

@@ -38,12 +38,12 @@ pub struct IsolationArgs {
     /// Spec files (PostgreSQL isolation-tester syntax).
     #[arg(required = true, value_name = "SPEC")]
     specs: Vec<PathBuf>,
-    /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, ssn, ssi, ermia-ssi or silo
-    /// (the others are "not supported").
+    /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, mv2pl-wait, ssn, ssi, ermia-si,
+    /// ermia-ssi (multi-version) or silo, occ, 2pl, hybrid (single-version).
     #[arg(long, value_name = "P", default_value = "mvocc", value_parser = crate::parse_choice::<Protocol>)]
     protocol: Protocol,
-    /// Version storage: n2o or single-version (default: the protocol's own, single-version
-    /// for silo and n2o for the others).
+    /// Version storage: n2o, o2n or single-version (default: the protocol's own,
+    /// single-version for silo, occ, 2pl and hybrid, n2o for the others).
     #[arg(long, value_name = "S", value_parser = crate::parse_choice::<VersionStorage>)]
     storage: Option<VersionStorage>,
     /// Level of BEGIN without ISOLATION LEVEL and of autocommit statements: serializable, rr,

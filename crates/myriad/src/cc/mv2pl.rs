@@ -237,7 +237,7 @@ pub(crate) fn unseen_row(tx: &Transaction<'_>, t: &Table, tid: TupleId) -> Resul
         return Ok(());
     };
     // SAFETY: pinned.
-    let Some(h) = (unsafe { e.load(Ordering::Acquire).as_ref() }) else {
+    let Some(h) = (unsafe { t.newest(e).as_ref() }) else {
         return Ok(());
     };
     let b = h.begin.load(Ordering::Acquire);

@@ -30,7 +30,7 @@
 //! an older holder still running aborts us).
 
 use super::visibility::Resolver;
-use crate::config::{Isolation, Protocol};
+use crate::config::{GcPolicy, Isolation, Protocol};
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::Garbage;
 use crate::storage::{Table, TupleId};
@@ -161,6 +161,9 @@ fn install(tx: &mut Transaction<'_>, end_ts: u64) -> Result<u64> {
 
     // Post-processing (Hekaton §2.4): replace our id by the end timestamp in every field we wrote.
     let writes = std::mem::take(&mut tx.local.write_set);
+    // GC `vacuum`: mark the tuple's block dirty; `coop`: nothing (readers and the full
+    // passes find the garbage); `txn` (and `none`, which drops it): queue it.
+    let gc = tx.db.config.gc;
     for w in &writes {
         // SAFETY: our own versions and versions we hold the write lock on; pinned.
         unsafe {
@@ -169,11 +172,17 @@ fn install(tx: &mut Transaction<'_>, end_ts: u64) -> Result<u64> {
                 old.end.store(end_ts, Ordering::Release);
             }
             if !w.old.is_null() || (*w.new).is_tombstone() {
-                tx.local.garbage.push_back(Garbage {
-                    end_ts,
-                    table: w.table,
-                    tid: w.tid,
-                });
+                if gc == GcPolicy::Vacuum {
+                    if tx.db.table_by_id(w.table).mark_dirty(w.tid) {
+                        bump(&slot.stats.record_rmw, 1);
+                    }
+                } else if gc != GcPolicy::Coop {
+                    tx.local.garbage.push_back(Garbage {
+                        end_ts,
+                        table: w.table,
+                        tid: w.tid,
+                    });
+                }
             }
         }
     }

@@ -41,8 +41,16 @@ pub(crate) struct Garbage {
 
 /// The visibility watermark (see module docs).
 pub(crate) fn watermark(db: &Database) -> u64 {
-    let mut w = db.clock.now();
-    for s in db.txns.slots() {
+    watermark_of(&db.clock, &db.txns)
+}
+
+/// `watermark` from the clock and the transaction table.
+pub(crate) fn watermark_of(
+    clock: &crate::timestamp::Clock,
+    txns: &crate::txn::table::TxnTable,
+) -> u64 {
+    let mut w = clock.now();
+    for s in txns.slots() {
         w = w.min(s.begin_ts.load(Ordering::SeqCst));
     }
     w
@@ -94,17 +102,20 @@ pub(crate) fn collect(db: &Database, slot: &Slot, queue: &mut VecDeque<Garbage>,
 
 /// Versions cut by one `collect` pass, freed together once no thread can still reach them.
 #[derive(Default)]
-struct Cut {
+pub(crate) struct Cut {
     /// Address and size of each version.
-    versions: Vec<(usize, u32)>,
-    bytes: u64,
+    pub versions: Vec<(usize, u32)>,
+    pub bytes: u64,
 }
 
 /// Cuts the versions of `tid` that no read time ≥ `w` can see. On single-version storage
 /// (where only recovery's replay queues garbage) a deleted row's entry is left to Silo's
 /// commits: they replace an entry only while holding its record's lock (`cc/silo.rs`).
-fn prune(t: &Table, tid: TupleId, w: u64, single: bool, cut: &mut Cut) {
+pub(crate) fn prune(t: &Table, tid: TupleId, w: u64, single: bool, cut: &mut Cut) {
     let Some(e) = t.entry(tid) else { return };
+    if t.o2n {
+        return prune_o2n(e, w, cut);
+    }
     let head = e.load(Ordering::Acquire);
     let mut v = head;
     // SAFETY (whole function): the caller is pinned (`collect`'s guard); versions reachable
@@ -140,5 +151,48 @@ unsafe fn cut_chain(mut p: *mut Version, cut: &mut Cut) {
         cut.versions.push((p as usize, size as u32));
         cut.bytes += size as u64;
         p = next;
+    }
+}
+
+/// `prune` for an oldest-to-newest chain: X (the newest committed version with Begin ≤ `w`)
+/// becomes the chain's first version; the versions before it are cut. The entry's CAS from
+/// the head we walked from to X claims them: a concurrent pass that walked from the same head
+/// fails its CAS and cuts nothing, and writers only ever touch the newest version's `next`,
+/// which is X or after it.
+///
+/// Unlike N2O, a chain whose newest version is a delete keeps that tombstone: freeing it
+/// would race a writer reviving the row, which links its version from the tombstone's
+/// `next` rather than from the entry (`Table::publish_cas`).
+pub(crate) fn prune_o2n(e: &std::sync::atomic::AtomicPtr<Version>, w: u64, cut: &mut Cut) {
+    let head = e.load(Ordering::Acquire);
+    let mut x = ptr::null_mut();
+    let mut v = head;
+    // SAFETY (whole function): the caller is pinned (`collect`'s guard); versions reachable
+    // from the entry are not freed before the pin ends.
+    unsafe {
+        while let Some(r) = v.as_ref() {
+            let b = r.begin.load(Ordering::Acquire);
+            if is_txn(b) || b > w {
+                break;
+            }
+            x = v;
+            v = r.next.load(Ordering::Acquire);
+        }
+        if x.is_null() || x == head {
+            return;
+        }
+        if e.compare_exchange(head, x, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return;
+        }
+        let mut p = head;
+        while p != x {
+            let next = (*p).next.load(Ordering::Acquire);
+            let size = (*p).size();
+            cut.versions.push((p as usize, size as u32));
+            cut.bytes += size as u64;
+            p = next;
+        }
     }
 }

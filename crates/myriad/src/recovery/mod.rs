@@ -843,7 +843,7 @@ fn live_rows(t: &TableRef) -> u64 {
     (0..t.tid_count())
         .filter(|&tid| {
             t.entry(tid).is_some_and(|e| {
-                let p = e.load(std::sync::atomic::Ordering::Acquire);
+                let p = t.newest(e);
                 // SAFETY: pinned; a published version lives until after the epoch.
                 !p.is_null() && unsafe { !(*p).is_tombstone() }
             })

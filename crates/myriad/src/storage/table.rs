@@ -46,6 +46,14 @@ pub struct Table {
     pub(crate) range_locks: Box<[crate::cc::mv2pl::RangeLocks]>,
     /// Protocol words per version (`Version::ext`), from the database's protocol.
     pub(crate) version_ext: u8,
+    /// Chain order (thesis §5.4.1): false, newest-to-oldest (`n2o`, and `single-version`'s
+    /// one-version chains): the entry points at the newest version and `next` leads to older
+    /// ones; true, oldest-to-newest (`o2n`): the entry points at the oldest version and
+    /// `next` leads to newer ones, so finding the newest walks the chain (what the thesis
+    /// measures against N2O). See the chain operations below.
+    pub(crate) o2n: bool,
+    /// GC `vacuum`: one dirty bit per block of tuple ids (`gc/vacuum.rs`); empty otherwise.
+    pub(crate) dirty: Box<[AtomicU64]>,
 }
 
 /// `Table::state`: in use.
@@ -79,7 +87,14 @@ impl Table {
         }
     }
 
-    pub(crate) fn new(id: u32, db_id: u64, schema: TableSchema, version_ext: u8) -> Self {
+    pub(crate) fn new(
+        id: u32,
+        db_id: u64,
+        schema: TableSchema,
+        version_ext: u8,
+        o2n: bool,
+        vacuums: bool,
+    ) -> Self {
         let indexes = schema
             .indexes
             .iter()
@@ -108,7 +123,36 @@ impl Table {
             scan_ts,
             scanners,
             version_ext,
+            o2n,
+            dirty: crate::gc::vacuum::bitmap(vacuums, (DIR_LEN * SEG_LEN) as u64),
         }
+    }
+
+    /// GC `vacuum`: marks the block of `tid` dirty (a committed transaction gave it a new
+    /// version). A load first: a hot block's bit is usually set already, and the load keeps
+    /// its line shared. The `fetch_or` is counted by the caller as a record RMW.
+    #[inline]
+    pub(crate) fn mark_dirty(&self, tid: TupleId) -> bool {
+        let block = tid >> crate::gc::vacuum::BLOCK_BITS;
+        let Some(w) = self.dirty.get((block >> 6) as usize) else {
+            return false;
+        };
+        let bit = 1u64 << (block & 63);
+        if w.load(Ordering::Relaxed) & bit != 0 {
+            return false;
+        }
+        w.fetch_or(bit, Ordering::AcqRel);
+        true
+    }
+
+    /// GC `vacuum`: clears the dirty bit of `block`; true if it was set.
+    #[inline]
+    pub(crate) fn take_dirty(&self, block: u64) -> bool {
+        let Some(w) = self.dirty.get((block >> 6) as usize) else {
+            return false;
+        };
+        let bit = 1u64 << (block & 63);
+        w.load(Ordering::Relaxed) & bit != 0 && w.fetch_and(!bit, Ordering::AcqRel) & bit != 0
     }
 
     /// The table's schema.
@@ -188,22 +232,109 @@ impl Table {
     }
 }
 
+// Chain operations, the one place that knows the chain order (`Table::o2n`). Every writer
+// of a chain holds the write lock of its newest version (its End field) or, for an empty
+// chain, wins the entry's CAS from null; so under O2N the `next` of the newest version is
+// written by that writer alone, as the entry is under N2O. GC moves an O2N entry forward
+// (cutting the oldest versions) and never touches the newest version's `next`.
+impl Table {
+    /// The newest version of the chain at `e` (null if empty). N2O: the entry; O2N: the end
+    /// of a walk from the oldest version.
+    #[inline]
+    pub(crate) fn newest(&self, e: &AtomicPtr<Version>) -> *mut Version {
+        let mut v = e.load(Ordering::Acquire);
+        if self.o2n {
+            // SAFETY: the caller is pinned; versions reachable from the entry are freed only
+            // after the epoch advances.
+            while let Some(x) = unsafe { v.as_ref() } {
+                let n = x.next.load(Ordering::Acquire);
+                if n.is_null() {
+                    break;
+                }
+                v = n;
+            }
+        }
+        v
+    }
+
+    /// The `next` a new version replacing `newest` starts with: `newest` under N2O, null
+    /// under O2N (the new version ends the chain).
+    #[inline]
+    pub(crate) fn next_for_new(&self, newest: *mut Version) -> *mut Version {
+        if self.o2n {
+            ptr::null_mut()
+        } else {
+            newest
+        }
+    }
+
+    /// Publishes `n` as the newest version after `newest`, whose write lock the caller holds.
+    #[inline]
+    pub(crate) fn publish(&self, e: &AtomicPtr<Version>, newest: *mut Version, n: *mut Version) {
+        // SAFETY: pinned; `newest` is locked by the caller, so GC does not cut it.
+        match unsafe { newest.as_ref() } {
+            Some(x) if self.o2n => x.next.store(n, Ordering::Release),
+            _ => e.store(n, Ordering::Release),
+        }
+    }
+
+    /// `publish` by compare-and-swap, for a writer that may race GC's whole-chain cut or
+    /// another writer: false if `newest` is no longer the newest version.
+    #[inline]
+    pub(crate) fn publish_cas(
+        &self,
+        e: &AtomicPtr<Version>,
+        newest: *mut Version,
+        n: *mut Version,
+    ) -> bool {
+        // SAFETY: as `publish`.
+        match unsafe { newest.as_ref() } {
+            Some(x) if self.o2n => x
+                .next
+                .compare_exchange(ptr::null_mut(), n, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok(),
+            _ => e
+                .compare_exchange(newest, n, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok(),
+        }
+    }
+
+    /// Rollback: takes the aborted version `new` out of the chain, making `old` (the version
+    /// it replaced, or null) the newest again, if `new` is still the newest after `old`.
+    #[inline]
+    pub(crate) fn unpublish(&self, e: &AtomicPtr<Version>, new: *mut Version, old: *mut Version) {
+        // SAFETY: as `publish`; we hold `old`'s lock until after this.
+        let _ = match unsafe { old.as_ref() } {
+            Some(x) if self.o2n => {
+                x.next
+                    .compare_exchange(new, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
+            }
+            _ => e.compare_exchange(new, old, Ordering::AcqRel, Ordering::Acquire),
+        };
+    }
+}
+
 /// The row data of the newest committed version of a chain, unless that version is a delete
 /// (or the chain holds no committed version).
 ///
 /// # Safety
 /// `head` is a chain head no writer is changing (the table is quiesced) and its versions
 /// stay allocated for the call (the caller is pinned or the chains are private).
+/// Either chain order: the committed version with the largest Begin.
 unsafe fn latest_committed<'a>(head: *const Version) -> Option<&'a Version> {
     let mut v = head;
+    let mut best: Option<(u64, &Version)> = None;
     while let Some(x) = v.as_ref() {
         let b = x.begin.load(Ordering::Acquire);
-        if !crate::version::is_txn(b) && b != crate::version::INFINITY {
-            return (!x.is_tombstone()).then_some(x);
+        if !crate::version::is_txn(b)
+            && b != crate::version::INFINITY
+            && best.is_none_or(|(bb, _)| b > bb)
+        {
+            best = Some((b, x));
         }
         v = x.next.load(Ordering::Acquire);
     }
-    None
+    best.and_then(|(_, x)| (!x.is_tombstone()).then_some(x))
 }
 
 // Index builds (`Database::create_index`). The rows move by pointer rather than being copied:
@@ -242,6 +373,10 @@ impl Table {
         }
         self.next_tid
             .store(from.next_tid.swap(0, Ordering::AcqRel), Ordering::Release);
+        // The copy's blocks are as dirty as the original's were.
+        for (to, fr) in self.dirty.iter().zip(from.dirty.iter()) {
+            to.fetch_or(fr.swap(0, Ordering::AcqRel), Ordering::AcqRel);
+        }
     }
 
     /// Fills every index from the chains (after `take_rows`): the primary key of each tuple,

@@ -627,7 +627,11 @@ impl<'db> Transaction<'db> {
             return ptr::null();
         };
         let head = e.load(Ordering::Acquire);
-        self.resolver().visible_in_chain(head, rt, false)
+        let v = self.resolver().visible_in_chain(head, rt, false);
+        if !std::ptr::eq(v, head) && self.db.config.gc == crate::config::GcPolicy::Coop {
+            crate::gc::coop::cooperate(self.db, self.slot(), e, head, &self.guard);
+        }
+        v
     }
 
     /// Records that we read `v` (for validation and the history).
@@ -1206,7 +1210,7 @@ impl<'db> Transaction<'db> {
             return ptr::null_mut();
         };
         loop {
-            let h = e.load(Ordering::Acquire);
+            let h = t.newest(e);
             // SAFETY: pinned.
             match unsafe { h.as_ref() } {
                 Some(v) if v.begin.load(Ordering::Acquire) == INFINITY => backoff.snooze(),
@@ -1526,16 +1530,13 @@ impl<'db> Transaction<'db> {
                     }
                     #[cfg(test)]
                     tests::pause_point(tests::Pause::ReviveTombstone);
-                    let n = self.new_version(t, row, head);
+                    let n = self.new_version(t, row, t.next_for_new(head));
                     // Install with a CAS, not a store: GC may just have cut this deleted row's
                     // whole chain (entry → null, tombstone freed after the epoch), and a store
                     // would link our version to freed memory. Losing that race (or finding an
                     // aborted writer's version still on top) is a write-write conflict.
                     bump(&self.slot().stats.record_rmw, 1);
-                    let installed = t.entry(tid).is_some_and(|e| {
-                        e.compare_exchange(head, n, Ordering::AcqRel, Ordering::Acquire)
-                            .is_ok()
-                    });
+                    let installed = t.entry(tid).is_some_and(|e| t.publish_cas(e, head, n));
                     if !installed {
                         self.unlock_version(h);
                         // SAFETY: never published.
@@ -1565,6 +1566,17 @@ impl<'db> Transaction<'db> {
             Version::alloc_size(t.schema.row_size, t.version_ext) as u64,
         );
         n
+    }
+
+    /// A new version with `row` replacing `head`: chained to it on multi-version storage (as
+    /// its `next` under N2O; under O2N it ends the chain), alone on single-version storage.
+    fn replacing_version(&self, t: &Table, row: &[u8], head: *mut Version) -> *mut Version {
+        let next = if self.protocol.single_version() {
+            ptr::null_mut()
+        } else {
+            t.next_for_new(head)
+        };
+        self.new_version(t, row, next)
     }
 
     fn unaccount_version(&self, t: &Table) {
@@ -1779,7 +1791,7 @@ impl<'db> Transaction<'db> {
         // at commit) and is installed alone, never chained.
         let silo = self.protocol.single_version();
         let locks = !silo || self.protocol == Protocol::TwoPl;
-        let n = self.new_version(t, h.data(), if silo { ptr::null_mut() } else { head });
+        let n = self.replacing_version(t, h.data(), head);
         // SAFETY: n is fresh and unpublished; only we reference it.
         let r = f(&mut RowMut {
             schema: &t.schema,
@@ -1805,7 +1817,7 @@ impl<'db> Transaction<'db> {
         }
         if !silo {
             if let Some(e) = t.entry(tid) {
-                e.store(n, Ordering::Release);
+                t.publish(e, head, n);
             }
         }
         self.finish_write(
@@ -1882,12 +1894,12 @@ impl<'db> Transaction<'db> {
                 return Err(self.fail(reason));
             }
         }
-        let n = self.new_version(t, h.data(), if silo { ptr::null_mut() } else { head });
+        let n = self.replacing_version(t, h.data(), head);
         // SAFETY: unpublished.
         unsafe { (*n).tombstone.store(true, Ordering::Release) };
         if !silo {
             if let Some(e) = t.entry(tid) {
-                e.store(n, Ordering::Release);
+                t.publish(e, head, n);
             }
         }
         self.local.write_set.push(WriteRecord {
@@ -1965,7 +1977,7 @@ impl<'db> Transaction<'db> {
                     // on top of `old` (its `next` is `old`, ours is out of the chain). Putting
                     // `old` back then would lose that writer's update.
                     bump(&slot.stats.record_rmw, 1);
-                    let _ = e.compare_exchange(w.new, w.old, Ordering::AcqRel, Ordering::Acquire);
+                    t.unpublish(e, w.new, w.old);
                 }
                 if let Some(old) = w.old.as_ref() {
                     self.unlock_version(old);
@@ -2004,6 +2016,9 @@ impl<'db> Transaction<'db> {
         slot.terminate();
         if self.local.commits_since_gc >= self.db.config.gc_interval_txns {
             self.local.commits_since_gc = 0;
+            if self.db.config.gc == crate::config::GcPolicy::Coop {
+                crate::gc::coop::refresh_watermark(self.db);
+            }
             crate::gc::collect(self.db, slot, &mut self.local.garbage, &self.guard);
         }
         // SAFETY: we own the slot until release below.

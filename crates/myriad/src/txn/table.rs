@@ -99,6 +99,7 @@ pub(crate) struct SlotStats {
     /// Commits (and aborts) that found a commit dependency unresolved and waited for it.
     pub commit_dep_waits: AtomicU64,
     pub hybrid_2pl: AtomicU64,
+    pub versions_cut_by_readers: AtomicU64,
 }
 
 /// Hekaton's register-and-report commit dependencies (§2.7), per slot.

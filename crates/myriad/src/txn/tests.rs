@@ -1,7 +1,7 @@
 //! Interleavings that need a pause inside the transaction code: writers inside
 //! `Transaction::rollback`, and commit dependencies on a transaction held in Preparing.
 
-use crate::{AbortReason, ColumnType, Config, Database, Error, TableSchema};
+use crate::{AbortReason, ColumnType, Config, Database, Error, TableSchema, VersionStorage};
 use std::cell::RefCell;
 use std::sync::mpsc::channel;
 use std::time::Duration;
@@ -66,7 +66,16 @@ fn kv_table(db: &Database) -> crate::TableRef {
 /// that exists reported as missing).
 #[test]
 fn rollback_keeps_the_version_of_a_writer_that_took_its_lock_over() {
-    let db = Database::open(Config::new()).unwrap();
+    for storage in APPEND_ONLY {
+        rollback_keeps_the_version_of_a_writer_that_took_its_lock_over_on(storage);
+    }
+}
+
+/// Both chain orders of append-only storage.
+const APPEND_ONLY: [VersionStorage; 2] = [VersionStorage::AppendN2o, VersionStorage::AppendO2n];
+
+fn rollback_keeps_the_version_of_a_writer_that_took_its_lock_over_on(storage: VersionStorage) {
+    let db = Database::open(Config::new().version_storage(storage)).unwrap();
     let t = kv_table(&db);
     db.run(|tx| tx.insert(&t, &(1i64, 0i64))).unwrap();
 
@@ -105,7 +114,47 @@ fn rollback_keeps_the_version_of_a_writer_that_took_its_lock_over() {
     let v = db
         .run(|tx| tx.get_with(&t, &1i64, |r| r.i64(1).unwrap()))
         .unwrap();
-    assert_eq!(v, Some(7), "B's committed update must survive A's rollback");
+    assert_eq!(
+        v,
+        Some(7),
+        "{storage}: B's committed update must survive A's rollback"
+    );
+}
+
+/// The chain order: under `o2n` the indirection entry points at the oldest version and `next`
+/// leads to newer ones; under `n2o` the other way round. (A snapshot held open keeps GC from
+/// cutting the chain.)
+#[test]
+fn the_chain_order_follows_the_version_storage() {
+    use std::sync::atomic::Ordering;
+    for storage in APPEND_ONLY {
+        let db = Database::open(Config::new().version_storage(storage)).unwrap();
+        let t = kv_table(&db);
+        db.run(|tx| tx.insert(&t, &(1i64, 0i64))).unwrap();
+        let snap = db.begin().unwrap();
+        for v in 1..=3i64 {
+            db.run(|tx| tx.update(&t, &1i64, &[(1, v)])).unwrap();
+        }
+        db.collect_garbage();
+        let mut begins = Vec::new();
+        let _pin = crossbeam_epoch::pin();
+        let mut v = t.entry(0).unwrap().load(Ordering::Acquire);
+        // SAFETY: pinned.
+        while let Some(x) = unsafe { v.as_ref() } {
+            begins.push(x.begin.load(Ordering::Acquire));
+            v = x.next.load(Ordering::Acquire);
+        }
+        assert_eq!(begins.len(), 4, "{storage}: {begins:?}");
+        let mut sorted = begins.clone();
+        sorted.sort_unstable();
+        if storage == VersionStorage::AppendO2n {
+            assert_eq!(begins, sorted, "{storage}: oldest first");
+        } else {
+            sorted.reverse();
+            assert_eq!(begins, sorted, "{storage}: newest first");
+        }
+        snap.abort();
+    }
 }
 
 /// Re-inserting a deleted row locks the tombstone at the chain head and installs the new
@@ -113,9 +162,18 @@ fn rollback_keeps_the_version_of_a_writer_that_took_its_lock_over() {
 /// visible to every snapshot), installing by a plain store would link the new version to a
 /// freed tombstone. The install is a CAS: losing that race is a write-write conflict, and the
 /// row can then be inserted afresh.
+///
+/// Under `o2n` GC keeps a deleted row's tombstone (the reviving writer links its version from
+/// the tombstone's `next`, `gc/epoch.rs`), so there the same interleaving revives the row.
 #[test]
 fn reinsert_loses_to_gc_cutting_the_deleted_chain_instead_of_linking_freed_memory() {
-    let db = std::sync::Arc::new(Database::open(Config::new()).unwrap());
+    for storage in APPEND_ONLY {
+        reinsert_against_gc_on(storage);
+    }
+}
+
+fn reinsert_against_gc_on(storage: VersionStorage) {
+    let db = std::sync::Arc::new(Database::open(Config::new().version_storage(storage)).unwrap());
     let t = kv_table(&db);
     // Hold slot 0 (and the watermark) while another thread inserts and deletes the row, so
     // its garbage is queued in another slot, which is idle when the hook collects.
@@ -134,6 +192,15 @@ fn reinsert_loses_to_gc_cutting_the_deleted_chain_instead_of_linking_freed_memor
     set_pause(Pause::ReviveTombstone, move || gc_db.collect_garbage());
     let r = tx.insert(&t, &(1i64, 5i64));
     clear_pause();
+    if storage == VersionStorage::AppendO2n {
+        assert_eq!(r, Ok(()), "{storage}");
+        tx.commit().unwrap();
+        let v = db
+            .run(|tx| tx.get_with(&t, &1i64, |r| r.i64(1).unwrap()))
+            .unwrap();
+        assert_eq!(v, Some(5), "{storage}");
+        return;
+    }
     assert_eq!(
         r,
         Err(Error::SerializationFailure(AbortReason::WriteWriteConflict)),

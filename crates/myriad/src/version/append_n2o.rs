@@ -1,15 +1,20 @@
-//! Append-only, newest-to-oldest version chains (thesis §5.4.1; Hekaton §2.3).
+//! Append-only version chains (thesis §5.4.1; Hekaton §2.3).
 //!
-//! A logical row is a chain: the indirection entry of its tuple id points at the newest
-//! version, and each version's `next` points at the next older one. A version is one heap
+//! A logical row is a chain. Newest-to-oldest (`n2o`): the indirection entry of its tuple id
+//! points at the newest version, and each version's `next` at the next older one.
+//! Oldest-to-newest (`o2n`): the entry points at the oldest version and `next` at the next
+//! newer one. Only the chain operations of `storage/table.rs` and GC's pruning know the
+//! order; readers find the visible version by one walk in either. A version is one heap
 //! block: this header followed by the table's fixed-size row data, then the protocol's
 //! words (`ext_word`), if it keeps any.
 //!
 //! Invariants owned here:
 //! - the row data of a version is written only by its creator while its Begin field holds the
 //!   creator's transaction id (so no other transaction reads it), and never after;
-//! - `next` only ever changes from a pointer to null (GC truncation, `take_next`), and whoever
-//!   takes a non-null `next` owns (frees) the versions behind it.
+//! - N2O: `next` only ever changes from a pointer to null (GC truncation, `take_next`), and
+//!   whoever takes a non-null `next` owns (frees) the versions behind it. O2N: only the
+//!   newest version's `next` changes (a writer appends, or a rollback takes its version
+//!   back out); GC cuts from the front by moving the entry (`gc/epoch.rs`).
 
 use super::pool;
 use std::alloc::Layout;
@@ -24,7 +29,7 @@ pub struct Version {
     /// End timestamp (`INFINITY` while latest), or the id of the transaction that superseded or
     /// is superseding this version (the write lock, Hekaton §2.6).
     pub(crate) end: AtomicU64,
-    /// Next older version.
+    /// Next older version (N2O), or next newer version (O2N).
     pub(crate) next: AtomicPtr<Version>,
     /// The per-version word of the protocols that track reads in the version header
     /// (thesis §5.3): MVTO's read-ts (the largest timestamp of a transaction that read this

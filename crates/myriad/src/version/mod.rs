@@ -1,5 +1,6 @@
-//! Version storage (thesis §5.4). The seam is `VersionStorage` in `Config`; the one scheme built
-//! is append-only newest-to-oldest (`append_n2o`).
+//! Version storage (thesis §5.4). The seam is `VersionStorage` in `Config`; built are
+//! append-only chains in either order (`append_n2o`: newest-to-oldest and oldest-to-newest,
+//! the order kept by `Table::o2n`) and single-version storage (one-version chains).
 //!
 //! Every version carries Hekaton's Begin and End fields (Hekaton §2.3). Each field is one
 //! 64-bit word holding either a timestamp or, with the top bit set, the id of the transaction

@@ -1,0 +1,185 @@
+//! Tuple-level garbage collection by background vacuuming (thesis §5.5.1, VAC), with the
+//! dirty-block bitmap optimisation.
+//!
+//! Definitions. A *block* is `BLOCK` consecutive tuple ids of a table. A committed
+//! transaction does not queue its garbage (as transaction-level GC does, `epoch.rs`): it sets
+//! the dirty bit of each block holding a tuple it gave a new version (`Table::mark_dirty`).
+//! `gc_threads` background threads each own the blocks whose number is their index modulo
+//! the thread count; every `PERIOD` a thread computes the visibility watermark, takes the
+//! dirty words of its blocks (swapping them to zero) and prunes every chain of every dirty
+//! block with the pruning of transaction-level GC (`epoch::prune`).
+//!
+//! Invariants.
+//! - The same as `epoch.rs`: nothing visible at a read time ≥ the watermark is cut, each cut
+//!   version is claimed by one thread (a swap or a CAS) and freed once, after the memory
+//!   epoch has moved past every thread pinned at the cut.
+//! - A block whose chains still hold more than one version after its pass (garbage that an
+//!   open snapshot still sees) is marked dirty again, so it is visited until it is clean.
+//!
+//! The threads share the clock, the transaction table and the table directory with the
+//! `Database` (by `Arc`); `Vacuum`'s drop stops and joins them before those go away.
+
+use super::epoch::{prune, watermark_of, Cut};
+use crate::storage::{TableRef, TupleId};
+use crate::timestamp::Clock;
+use crate::txn::table::{bump, SlotStats, TxnTable};
+use crate::version::Version;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Tuple ids per block (one dirty bit each).
+pub(crate) const BLOCK_BITS: u32 = 10;
+/// Time between two passes of one vacuum thread.
+const PERIOD: Duration = Duration::from_millis(2);
+/// Time between two full passes under cooperative cleaning.
+const COOP_PERIOD: Duration = Duration::from_millis(20);
+
+/// The running vacuum threads of a database.
+pub(crate) struct Vacuum {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    /// Each thread's counters (versions and bytes reclaimed, time spent), and last those of
+    /// the passes `Database::collect_garbage` runs (under `manual`); summed by
+    /// `Database::stats`.
+    pub(crate) stats: Vec<Arc<SlotStats>>,
+    /// Background passes hold it shared, `pass_now` exclusively: a full pass starts after
+    /// every running pass has finished (and counted what it freed).
+    passes: Arc<parking_lot::RwLock<()>>,
+    pub(crate) shared: Shared,
+}
+
+/// What a vacuum pass reads: shared with the `Database`.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub clock: Clock,
+    pub txns: Arc<TxnTable>,
+    pub tables: Arc<[OnceLock<TableRef>]>,
+    /// Single-version storage (`epoch::prune`'s `single`).
+    pub single: bool,
+    /// The latest watermark a pass or a worker computed (`coop.rs` prunes against it: an
+    /// older watermark is still safe, since read times only grow).
+    pub watermark: Arc<crossbeam_utils::CachePadded<AtomicU64>>,
+}
+
+impl Vacuum {
+    /// Starts `n ≥ 1` vacuum threads: each passes over its dirty blocks every `PERIOD`, or,
+    /// with `full`, over all its blocks every `COOP_PERIOD` (cooperative cleaning's pass for
+    /// the "dusty corners" no reader walks, `coop.rs`).
+    pub(crate) fn start(n: usize, shared: Shared, full: bool) -> Vacuum {
+        let stop = Arc::new(AtomicBool::new(false));
+        let passes = Arc::new(parking_lot::RwLock::new(()));
+        let stats: Vec<Arc<SlotStats>> = (0..=n).map(|_| Arc::default()).collect();
+        let threads = (0..n)
+            .map(|i| {
+                let (stop, shared, stats) = (stop.clone(), shared.clone(), stats[i].clone());
+                let passes = passes.clone();
+                std::thread::Builder::new()
+                    .name(format!("myriad-vacuum-{i}"))
+                    .spawn(move || {
+                        while !stop.load(Ordering::Acquire) {
+                            {
+                                let _shared = passes.read();
+                                pass(&shared, i, n, &stats, full);
+                            }
+                            std::thread::sleep(if full { COOP_PERIOD } else { PERIOD });
+                        }
+                    })
+                    .unwrap_or_else(|e| panic!("cannot start a vacuum thread: {e}"))
+            })
+            .collect();
+        Vacuum {
+            stop,
+            threads,
+            stats,
+            passes,
+            shared,
+        }
+    }
+
+    /// A full pass over every block, dirty or not, on the caller's thread, once no
+    /// background pass is running (`Database::collect_garbage`).
+    pub(crate) fn pass_now(&self) {
+        let _alone = self.passes.write();
+        if let Some(stats) = self.stats.last() {
+            pass(&self.shared, 0, 1, stats, true);
+        }
+    }
+}
+
+impl Drop for Vacuum {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// One pass over the dirty blocks numbered `me` modulo `of` of every table, or over all of
+/// its blocks if `full` (with or without a bitmap). Publishes the watermark it used.
+fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool) {
+    let start = Instant::now();
+    let w = watermark_of(&shared.clock, &shared.txns);
+    shared.watermark.fetch_max(w, Ordering::AcqRel);
+    let guard = crossbeam_epoch::pin();
+    let mut cut = Cut::default();
+    let single = shared.single;
+    for t in shared.tables.iter().filter_map(|t| t.get()) {
+        let blocks = (t.tid_count() >> BLOCK_BITS) + 1;
+        for block in (me as u64..blocks).step_by(of) {
+            if !full && !t.take_dirty(block) {
+                continue;
+            }
+            let first = block << BLOCK_BITS;
+            let end = (first + (1 << BLOCK_BITS)).min(t.tid_count());
+            let mut again = false;
+            for tid in first..end {
+                prune(t, tid, w, single, &mut cut);
+                again |= has_older(t, tid);
+            }
+            if again {
+                t.mark_dirty(first);
+            }
+        }
+    }
+    bump(&stats.versions_reclaimed, cut.versions.len() as u64);
+    bump(&stats.version_bytes_reclaimed, cut.bytes);
+    if !cut.versions.is_empty() {
+        let versions = std::mem::take(&mut cut.versions);
+        // SAFETY: every version in the batch was unlinked under `guard` (as in
+        // `epoch::collect`), so no thread pinned later can reach it; each is freed once.
+        unsafe {
+            guard.defer_unchecked(move || {
+                for (addr, size) in versions {
+                    Version::free_sized(addr as *mut Version, size as usize);
+                }
+            })
+        };
+        guard.flush();
+    }
+    bump(&stats.gc_ns, start.elapsed().as_nanos() as u64);
+}
+
+/// True if `tid`'s chain holds more than one version (something a later pass may cut).
+fn has_older(t: &crate::storage::Table, tid: TupleId) -> bool {
+    let Some(e) = t.entry(tid) else { return false };
+    // SAFETY: the caller is pinned.
+    unsafe {
+        e.load(Ordering::Acquire)
+            .as_ref()
+            .is_some_and(|v| !v.next.load(Ordering::Acquire).is_null())
+    }
+}
+
+/// The dirty bitmap of a table: one bit per block, for the whole tuple-id space (empty unless
+/// the database vacuums).
+pub(crate) fn bitmap(vacuums: bool, tid_space: u64) -> Box<[AtomicU64]> {
+    let words = if vacuums {
+        (tid_space >> (BLOCK_BITS + 6)) as usize
+    } else {
+        0
+    };
+    (0..words).map(|_| AtomicU64::new(0)).collect()
+}
