@@ -4,12 +4,14 @@
 //! (`--protocol`, `--isolation`, `--gc`), loads the workload's tables, runs it, and prints a
 //! human summary (and with `--json PATH` one JSON object; DESIGN.md §4). `myriad shell` is an
 //! interactive SQL session; `myriad isolation-test SPEC...` runs isolation specs
-//! (`isolation/`).
+//! (`isolation/`). `myriad experiment NAME` runs a sweep of benchmarks and plots it
+//! (`experiment/`).
 //!
 //! Exit codes: 0 success; 1 a fatal error during the run; 2 a usage error (unknown flag,
 //! invalid value) or a configuration this build does not support.
 
 mod bench;
+mod experiment;
 mod isolation;
 mod shell;
 mod workload;
@@ -104,6 +106,9 @@ enum Command {
     /// Run isolation specs (PostgreSQL's isolation-tester syntax): every permutation of the
     /// sessions' steps on a fresh in-memory database; compare with expected output.
     IsolationTest(isolation::IsolationArgs),
+    /// Run a design-space experiment of thesis chapter 5 (a sweep of `myriad bench` runs),
+    /// print its table and write OUT/NAME.json and an SVG plot OUT/NAME.svg.
+    Experiment(experiment::ExperimentArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -450,6 +455,7 @@ fn main() -> ExitCode {
         Command::Shell { isolation } => shell::run(isolation),
         Command::Explain { files, dot } => explain(&files, dot),
         Command::IsolationTest(a) => isolation::run(a),
+        Command::Experiment(a) => experiment::run(a),
         Command::Recover {
             dir,
             json,

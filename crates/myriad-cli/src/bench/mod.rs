@@ -126,14 +126,23 @@ pub struct MemSample {
     pub t_s: f64,
     pub live_versions: u64,
     pub version_bytes: u64,
+    /// Transactions committed since the start of the measured interval (so the throughput
+    /// between two samples is their difference over their time difference).
+    pub committed: u64,
+    /// Version bytes allocated since the start of the measured interval.
+    pub version_bytes_allocated: u64,
 }
 
 impl MemSample {
-    fn of(t: f64, s: &Stats) -> MemSample {
+    fn of(t: f64, s: &Stats, s0: &Stats) -> MemSample {
         MemSample {
             t_s: t,
             live_versions: s.live_versions(),
             version_bytes: s.live_version_bytes(),
+            committed: s.committed.saturating_sub(s0.committed),
+            version_bytes_allocated: s
+                .version_bytes_allocated
+                .saturating_sub(s0.version_bytes_allocated),
         }
     }
 }
@@ -333,7 +342,7 @@ fn drive(
     let m0 = Instant::now();
     let s0 = db.stats();
     pb.set_prefix("run");
-    let mut series = vec![MemSample::of(0.0, &s0)];
+    let mut series = vec![MemSample::of(0.0, &s0, &s0)];
     let mut next_sample = Duration::from_secs(1);
     loop {
         let elapsed = m0.elapsed();
@@ -348,7 +357,7 @@ fn drive(
         let elapsed = m0.elapsed();
         if elapsed >= next_sample {
             let s = db.stats();
-            series.push(MemSample::of(elapsed.as_secs_f64(), &s));
+            series.push(MemSample::of(elapsed.as_secs_f64(), &s, &s0));
             next_sample += Duration::from_secs(1);
         }
         if opts.progress {
@@ -369,7 +378,7 @@ fn drive(
         .last()
         .is_some_and(|l| duration.as_secs_f64() - l.t_s > 0.05)
     {
-        series.push(MemSample::of(duration.as_secs_f64(), &s1));
+        series.push(MemSample::of(duration.as_secs_f64(), &s1, &s0));
     }
     (duration, series, s0, s1)
 }

@@ -1,0 +1,769 @@
+//! `myriad experiment NAME`: the design-space sweeps of thesis chapter 5 (§5.7.3–5.7.5), scaled
+//! from the thesis's 40 threads and 10 M rows to this machine.
+//!
+//! An experiment is a list of panels; a panel is a list of series; a series is a list of
+//! points, each one `myriad bench` command line. Every distinct command runs once per round,
+//! as a child process of this binary (so each run starts from a fresh heap, and its memory
+//! figures are its own), with `--json` into `OUT/NAME-runs/`. Rounds interleave the
+//! commands, so a round's ratios come from runs minutes apart at most; a point's figure is the
+//! median over the rounds. The results go to `OUT/NAME.json` and `OUT/NAME.svg`.
+//!
+//! Experiments whose design choices this build lacks (time-travel and delta storage, memory
+//! spaces, non-inline attributes, index pointers) exit 2 naming what is missing.
+
+mod plot;
+
+use crate::bench::{progress_bar, progress_enabled};
+use clap::{Args, ValueEnum};
+use serde_json::{json, Value as Json};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// `myriad experiment`.
+#[derive(Args, Debug)]
+pub struct ExperimentArgs {
+    /// The experiment (thesis figure), `all` (every one this build supports) or `list`.
+    #[arg(value_enum)]
+    name: Name,
+    /// A small version of each experiment (10,000 rows, 0.5 s runs, one round, fewer points),
+    /// for tests and for trying the command: `all --quick` takes well under a minute.
+    #[arg(long)]
+    quick: bool,
+    /// Directory for NAME.json, NAME.svg and the runs' reports (NAME-runs/).
+    #[arg(long, value_name = "DIR", default_value = "experiments")]
+    out: PathBuf,
+    /// Rounds; the figure of a point is its median. Default 3 (1 with --quick).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=99))]
+    runs: Option<u32>,
+    /// Measured seconds per run. Default 5, 20 for the GC experiments' time series
+    /// (0.5 and 2 with --quick).
+    #[arg(long, value_name = "SECS", value_parser = crate::parse_duration)]
+    duration: Option<f64>,
+    /// YCSB rows (the thesis has 10 M). Default 1,000,000 (10,000 with --quick).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=1_000_000_000))]
+    rows: Option<u64>,
+    /// Worker threads (the thesis has 40). Default: the number of CPUs.
+    #[arg(long, value_name = "N", value_parser = crate::parse_threads)]
+    threads: Option<usize>,
+    /// Seed of every run.
+    #[arg(long, value_name = "N", default_value_t = 42)]
+    seed: u64,
+    /// Never draw progress bars; print one line per run instead.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Name {
+    List,
+    All,
+    NonInline,
+    ChainOrder,
+    Footprint,
+    AttrsModified,
+    AttrsAccessed,
+    MemorySpaces,
+    StorageTpcc,
+    GcTupleLevel,
+    GcTupleVsTxn,
+    IndexPointers,
+    Configurations,
+}
+
+/// The settings every run of an experiment shares.
+#[derive(Clone, Copy, Debug)]
+struct Scale {
+    quick: bool,
+    rows: u64,
+    threads: usize,
+    /// Measured seconds of sweep runs and of time-series runs.
+    duration: f64,
+    series_duration: f64,
+    warmup: f64,
+    runs: u32,
+    seed: u64,
+}
+
+/// What a panel plots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Metric {
+    /// The run's throughput, against the point's x.
+    Throughput,
+    /// Throughput in each 1 s interval, against time (one run per series).
+    ThroughputOverTime,
+    /// Live version memory at each sample, against time.
+    LiveMibOverTime,
+}
+
+impl Metric {
+    fn y_label(self) -> &'static str {
+        match self {
+            Metric::Throughput | Metric::ThroughputOverTime => "txn/s",
+            Metric::LiveMibOverTime => "live version MiB",
+        }
+    }
+}
+
+struct Series {
+    label: String,
+    /// (x, the command's arguments after `myriad bench`). Time-series panels have one point.
+    points: Vec<(f64, Vec<String>)>,
+}
+
+struct Panel {
+    title: String,
+    x_label: &'static str,
+    metric: Metric,
+    series: Vec<Series>,
+}
+
+struct Spec {
+    name: &'static str,
+    figure: &'static str,
+    /// The thesis's finding, quoted in the report for comparison.
+    finding: &'static str,
+    /// What this build lacks to run it.
+    missing: Option<&'static str>,
+    panels: fn(&Scale) -> Vec<Panel>,
+}
+
+const SPECS: &[Spec] = &[
+    Spec {
+        name: "non-inline",
+        figure: "5.11",
+        finding: "reference-counted non-inline attributes beat full-tuple copies: ~40% with 50 \
+                  attributes read-intensive, over 100% update-intensive",
+        missing: Some("non-inline attributes with reference counts (thesis §5.4.1)"),
+        panels: no_panels,
+    },
+    Spec {
+        name: "chain-order",
+        figure: "5.12",
+        finding: "N2O always beats O2N; by 2.4-3.4x at theta 0.9",
+        missing: None,
+        panels: chain_order,
+    },
+    Spec {
+        name: "footprint",
+        figure: "5.13",
+        finding: "with 100 attributes delta storage is ~2x append-only and time-travel",
+        missing: Some("--storage time-travel and --storage delta"),
+        panels: no_panels,
+    },
+    Spec {
+        name: "attrs-modified",
+        figure: "5.14",
+        finding: "delta wins when few of 100 attributes change; equal when all change",
+        missing: Some("--storage time-travel and --storage delta"),
+        panels: no_panels,
+    },
+    Spec {
+        name: "attrs-accessed",
+        figure: "5.15",
+        finding: "reading more attributes hurts delta storage most",
+        missing: Some("--storage time-travel and --storage delta"),
+        panels: no_panels,
+    },
+    Spec {
+        name: "memory-spaces",
+        figure: "5.16",
+        finding: "1 to 20 memory spaces speed append-only and time-travel 1.6-4x; delta is flat",
+        missing: Some("--memory-spaces, --storage time-travel and --storage delta"),
+        panels: no_panels,
+    },
+    Spec {
+        name: "storage-tpcc",
+        figure: "5.17",
+        finding: "append-only has the best TPC-C throughput; delta the worst StockScan latency",
+        missing: Some("--storage time-travel and --storage delta"),
+        panels: no_panels,
+    },
+    Spec {
+        name: "gc-tuple-level",
+        figure: "5.18-5.19",
+        finding: "COOP has ~45% more throughput than VAC and 30-60% less memory per \
+                  transaction; without GC throughput declines over time",
+        missing: None,
+        panels: gc_tuple_level,
+    },
+    Spec {
+        name: "gc-tuple-vs-txn",
+        figure: "5.20-5.21",
+        finding: "transaction-level GC is slightly ahead of tuple-level read-intensive, 20% \
+                  update-intensive; both 20-30% above no GC, and both bound memory",
+        missing: None,
+        panels: gc_tuple_vs_txn,
+    },
+    Spec {
+        name: "index-pointers",
+        figure: "5.22-5.23",
+        finding: "logical pointers beat physical by 25-45%, more with more secondary indexes",
+        missing: Some("--index-pointers logical-pk and physical, and YCSB --secondary-indexes"),
+        panels: no_panels,
+    },
+    Spec {
+        name: "configurations",
+        figure: "5.24-5.25",
+        finding: "the NuoDB configuration is fastest on TPC-C; delta storage has the worst \
+                  scan latency",
+        missing: Some("--storage time-travel and delta, and --index-pointers physical"),
+        panels: no_panels,
+    },
+];
+
+fn no_panels(_: &Scale) -> Vec<Panel> {
+    Vec::new()
+}
+
+/// YCSB as the thesis's §5.7.3–5.7.4 runs it: MVTO, 10 operations per transaction.
+fn ycsb(s: &Scale, mix: &str, theta: f64, design: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "ycsb",
+        "--protocol",
+        "mvto",
+        "--mix",
+        mix,
+        "--ops",
+        "10",
+        "--rows",
+        &s.rows.to_string(),
+        "--theta",
+        &theta.to_string(),
+    ]
+    .map(String::from)
+    .into();
+    a.extend(design.iter().map(|d| d.to_string()));
+    a
+}
+
+/// Fig. 5.12: N2O against O2N under transaction-level GC, over contention.
+fn chain_order(s: &Scale) -> Vec<Panel> {
+    let thetas: &[f64] = if s.quick {
+        &[0.2, 0.9]
+    } else {
+        &[0.2, 0.4, 0.6, 0.8, 0.9]
+    };
+    ["read-intensive", "update-intensive"]
+        .iter()
+        .map(|mix| Panel {
+            title: format!("{mix} (MVTO, GC txn)"),
+            x_label: "Zipfian theta",
+            metric: Metric::Throughput,
+            series: ["n2o", "o2n"]
+                .iter()
+                .map(|storage| Series {
+                    label: storage.to_uppercase(),
+                    points: thetas
+                        .iter()
+                        .map(|&t| (t, ycsb(s, mix, t, &["--storage", storage, "--gc", "txn"])))
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Time-series panels (throughput, then memory) of `designs` on each (title, mix, theta).
+fn over_time(s: &Scale, cases: &[(&str, &str, f64)], designs: &[(&str, &[&str])]) -> Vec<Panel> {
+    let mut panels = Vec::new();
+    for metric in [Metric::ThroughputOverTime, Metric::LiveMibOverTime] {
+        for &(title, mix, theta) in cases {
+            panels.push(Panel {
+                title: title.to_string(),
+                x_label: "seconds",
+                metric,
+                series: designs
+                    .iter()
+                    .map(|(label, design)| Series {
+                        label: label.to_string(),
+                        points: vec![(0.0, ycsb(s, mix, theta, design))],
+                    })
+                    .collect(),
+            });
+        }
+    }
+    panels
+}
+
+/// Figs. 5.18–5.19: background vacuuming against cooperative cleaning, O2N, one GC thread.
+fn gc_tuple_level(s: &Scale) -> Vec<Panel> {
+    over_time(
+        s,
+        &[
+            (
+                "update-intensive, theta 0.2 (MVTO, O2N)",
+                "update-intensive",
+                0.2,
+            ),
+            (
+                "update-intensive, theta 0.9 (MVTO, O2N)",
+                "update-intensive",
+                0.9,
+            ),
+        ],
+        &[
+            (
+                "VAC",
+                &["--storage", "o2n", "--gc", "vacuum", "--gc-threads", "1"],
+            ),
+            (
+                "COOP",
+                &["--storage", "o2n", "--gc", "coop", "--gc-threads", "1"],
+            ),
+            ("none", &["--storage", "o2n", "--gc", "none"]),
+        ],
+    )
+}
+
+/// Figs. 5.20–5.21: transaction-level against tuple-level GC, N2O, theta 0.8.
+fn gc_tuple_vs_txn(s: &Scale) -> Vec<Panel> {
+    over_time(
+        s,
+        &[
+            (
+                "read-intensive, theta 0.8 (MVTO, N2O)",
+                "read-intensive",
+                0.8,
+            ),
+            (
+                "update-intensive, theta 0.8 (MVTO, N2O)",
+                "update-intensive",
+                0.8,
+            ),
+        ],
+        &[
+            ("txn", &["--storage", "n2o", "--gc", "txn"]),
+            (
+                "VAC",
+                &["--storage", "n2o", "--gc", "vacuum", "--gc-threads", "1"],
+            ),
+            ("none", &["--storage", "n2o", "--gc", "none"]),
+        ],
+    )
+}
+
+pub fn run(a: ExperimentArgs) -> ExitCode {
+    let threads = a.threads.unwrap_or_else(crate::default_threads);
+    let scale = Scale {
+        quick: a.quick,
+        rows: a.rows.unwrap_or(if a.quick { 10_000 } else { 1_000_000 }),
+        threads,
+        duration: a.duration.unwrap_or(if a.quick { 0.5 } else { 5.0 }),
+        series_duration: a.duration.unwrap_or(if a.quick { 2.0 } else { 20.0 }),
+        warmup: if a.quick { 0.0 } else { 1.0 },
+        runs: a.runs.unwrap_or(if a.quick { 1 } else { 3 }),
+        seed: a.seed,
+    };
+    let specs: Vec<&Spec> = match a.name {
+        Name::List => {
+            for s in SPECS {
+                match s.missing {
+                    None => println!("{:<16} Fig. {:<10} runs", s.name, s.figure),
+                    Some(m) => println!(
+                        "{:<16} Fig. {:<10} not supported: needs {m}",
+                        s.name, s.figure
+                    ),
+                }
+            }
+            return ExitCode::SUCCESS;
+        }
+        Name::All => SPECS.iter().filter(|s| s.missing.is_none()).collect(),
+        n => {
+            let name = n.to_possible_value().map(|v| v.get_name().to_string());
+            let spec = SPECS.iter().find(|s| Some(s.name) == name.as_deref());
+            match spec {
+                Some(s) => vec![s],
+                None => return crate::fatal("experiment", "unknown experiment"),
+            }
+        }
+    };
+    if let Some(s) = specs.iter().find(|s| s.missing.is_some()) {
+        eprintln!(
+            "myriad: error: experiment {} (thesis Fig. {}) is not supported by this build: it \
+             needs {}, which are not built yet",
+            s.name,
+            s.figure,
+            s.missing.unwrap_or_default()
+        );
+        return ExitCode::from(2);
+    }
+    if let Err(e) = std::fs::create_dir_all(&a.out) {
+        return crate::fatal(&format!("creating {}", a.out.display()), e);
+    }
+    let progress = progress_enabled(a.no_progress);
+    for spec in specs {
+        if let Err(e) = run_one(spec, &scale, &a.out, progress) {
+            return crate::fatal(&format!("experiment {}", spec.name), e);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn settings_json(s: &Scale) -> Json {
+    json!({
+        "threads": s.threads,
+        "rows": s.rows,
+        "duration_s": s.duration,
+        "time_series_duration_s": s.series_duration,
+        "warmup_s": s.warmup,
+        "rounds": s.runs,
+        "seed": s.seed,
+        "quick": s.quick,
+        "thesis": "40 worker threads, 10,000,000 rows",
+    })
+}
+
+/// The common flags of every run of `panel`.
+fn common_flags(s: &Scale, metric: Metric, json: &Path) -> Vec<String> {
+    let duration = match metric {
+        Metric::Throughput => s.duration,
+        Metric::ThroughputOverTime | Metric::LiveMibOverTime => s.series_duration,
+    };
+    vec![
+        "--threads".into(),
+        s.threads.to_string(),
+        "--duration".into(),
+        duration.to_string(),
+        "--warmup".into(),
+        s.warmup.to_string(),
+        "--seed".into(),
+        s.seed.to_string(),
+        "--no-progress".into(),
+        "--json".into(),
+        json.display().to_string(),
+    ]
+}
+
+/// One `myriad bench` run (a child process of this binary); its JSON report.
+fn bench(args: &[String], flags: &[String], json: &Path) -> Result<Json, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding this executable: {e}"))?;
+    let out = std::process::Command::new(exe)
+        .arg("bench")
+        .args(args)
+        .args(flags)
+        .output()
+        .map_err(|e| format!("starting myriad bench: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`myriad bench {}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let text = std::fs::read_to_string(json).map_err(|e| format!("{}: {e}", json.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", json.display()))
+}
+
+/// A run's figures for `metric`: one (x, y) for a sweep, one per sample for a time series.
+fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, String> {
+    let num = |v: &Json, k: &str| {
+        v.get(k)
+            .and_then(Json::as_f64)
+            .ok_or_else(|| format!("report lacks {k}"))
+    };
+    if metric == Metric::Throughput {
+        return Ok(vec![(x, num(report, "throughput_tps")?)]);
+    }
+    let samples = report
+        .pointer("/memory/timeseries")
+        .and_then(Json::as_array)
+        .ok_or("report lacks memory.timeseries")?;
+    let mut out = Vec::new();
+    for (i, s) in samples.iter().enumerate() {
+        let t = num(s, "t_s")?;
+        match metric {
+            Metric::LiveMibOverTime => out.push((t, num(s, "version_bytes")? / 1048576.0)),
+            _ if i == 0 => {}
+            _ => {
+                let p = &samples[i - 1];
+                let dt = t - num(p, "t_s")?;
+                let dc = num(s, "committed")? - num(p, "committed")?;
+                if dt > 1e-3 {
+                    out.push((t, dc / dt));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn command_line(args: &[String], flags: &[String]) -> String {
+    // The --json path is per run; leave it out of the command the report quotes.
+    let keep: Vec<&str> = flags
+        .iter()
+        .map(String::as_str)
+        .take_while(|f| *f != "--json")
+        .collect();
+    format!("myriad bench {} {}", args.join(" "), keep.join(" "))
+}
+
+fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), String> {
+    let panels = (spec.panels)(s);
+    let runs_dir = out.join(format!("{}-runs", spec.name));
+    std::fs::create_dir_all(&runs_dir).map_err(|e| format!("{}: {e}", runs_dir.display()))?;
+    println!(
+        "experiment {} (thesis Fig. {}): {} threads (thesis 40), {} rows (thesis 10 M), \
+         {} s runs ({} s for time series) after {} s warm-up, median of {} round(s)",
+        spec.name, spec.figure, s.threads, s.rows, s.duration, s.series_duration, s.warmup, s.runs
+    );
+
+    // The distinct commands, in order of first appearance; a command shared by two panels
+    // (throughput and memory of one run) runs once per round.
+    let mut commands: Vec<(Vec<String>, Metric)> = Vec::new();
+    let mut index: HashMap<Vec<String>, usize> = HashMap::new();
+    for p in &panels {
+        for se in &p.series {
+            for (_, args) in &se.points {
+                index.entry(args.clone()).or_insert_with(|| {
+                    commands.push((args.clone(), p.metric));
+                    commands.len() - 1
+                });
+            }
+        }
+    }
+    let total = commands.len() as u64 * s.runs as u64;
+    let pb = progress_bar(
+        progress,
+        total,
+        "{prefix:>10} [{wide_bar}] {pos}/{len} {msg}",
+    );
+    pb.set_prefix(spec.name);
+    // reports[command][round]
+    let mut reports: Vec<Vec<Json>> = vec![Vec::new(); commands.len()];
+    let mut done = 0;
+    for round in 0..s.runs {
+        for (i, (args, metric)) in commands.iter().enumerate() {
+            let json_path = runs_dir.join(format!("r{round}-{i}.json"));
+            let flags = common_flags(s, *metric, &json_path);
+            done += 1;
+            if progress {
+                pb.set_message(args[1..].join(" "));
+            } else {
+                println!("  [{done}/{total}] {}", command_line(args, &flags));
+            }
+            reports[i].push(bench(args, &flags, &json_path)?);
+            pb.inc(1);
+        }
+    }
+    pb.finish_and_clear();
+
+    let mut panels_json = Vec::new();
+    let mut charts = Vec::new();
+    for p in &panels {
+        let mut series_json = Vec::new();
+        let mut chart_series = Vec::new();
+        // Per round, the first series's figure at each x: the base of the ratios.
+        let mut base: Vec<Vec<f64>> = Vec::new();
+        for (k, se) in p.series.iter().enumerate() {
+            let mut points_json = Vec::new();
+            let mut line = Vec::new();
+            for (j, (x, args)) in se.points.iter().enumerate() {
+                let runs = &reports[index[args]];
+                let per_round: Vec<Vec<(f64, f64)>> = runs
+                    .iter()
+                    .map(|r| figures(r, p.metric, *x))
+                    .collect::<Result<_, _>>()?;
+                let flags = common_flags(s, p.metric, Path::new(""));
+                let command = command_line(args, &flags);
+                // Align rounds sample by sample (time series: the shortest one's samples).
+                let n = per_round.iter().map(Vec::len).min().unwrap_or(0);
+                let mut medians = Vec::new();
+                for m in 0..n {
+                    let mut ys: Vec<f64> = per_round.iter().map(|r| r[m].1).collect();
+                    medians.push((per_round[0][m].0, median(&mut ys)));
+                }
+                // A run's summary figure: the sweep's value, or a time series's mean.
+                let summary: Vec<f64> = per_round
+                    .iter()
+                    .map(|r| r.iter().map(|f| f.1).sum::<f64>() / r.len().max(1) as f64)
+                    .collect();
+                if k == 0 {
+                    base.push(summary.clone());
+                }
+                let mut ratios: Vec<f64> = summary
+                    .iter()
+                    .zip(&base[j])
+                    .filter(|(_, b)| **b > 0.0)
+                    .map(|(v, b)| v / b)
+                    .collect();
+                let ratio = median(&mut ratios);
+                let mut sm = summary.clone();
+                let value = median(&mut sm);
+                if p.metric == Metric::Throughput {
+                    line.extend(medians.iter().copied());
+                    points_json.push(json!({
+                        "x": x, "median": value, "rounds": summary,
+                        "ratio_to_first_series": ratio, "command": command,
+                    }));
+                } else {
+                    line = medians.clone();
+                    points_json.push(json!({
+                        "mean": value, "rounds_mean": summary,
+                        "ratio_to_first_series": ratio,
+                        "samples": medians.iter().map(|(t, y)| json!([t, y])).collect::<Vec<_>>(),
+                        "command": command,
+                    }));
+                }
+            }
+            series_json.push(json!({ "label": se.label, "points": points_json }));
+            chart_series.push((se.label.clone(), line));
+        }
+        print_panel(p, &series_json);
+        panels_json.push(json!({
+            "title": p.title,
+            "x": p.x_label,
+            "y": p.metric.y_label(),
+            "series": series_json,
+        }));
+        charts.push(plot::Chart {
+            title: p.title.clone(),
+            x_label: p.x_label.to_string(),
+            y_label: p.metric.y_label().to_string(),
+            series: chart_series,
+        });
+    }
+    let result = json!({
+        "experiment": spec.name,
+        "figure": spec.figure,
+        "thesis_finding": spec.finding,
+        "settings": settings_json(s),
+        "panels": panels_json,
+        "runs_dir": runs_dir.display().to_string(),
+    });
+    let json_path = out.join(format!("{}.json", spec.name));
+    let text = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())? + "\n";
+    std::fs::write(&json_path, text).map_err(|e| format!("{}: {e}", json_path.display()))?;
+    let svg_path = out.join(format!("{}.svg", spec.name));
+    let title = format!("{} (thesis Fig. {})", spec.name, spec.figure);
+    plot::write_svg(&svg_path, &title, &charts)
+        .map_err(|e| format!("{}: {e}", svg_path.display()))?;
+    println!("  thesis: {}", spec.finding);
+    println!(
+        "  wrote {} and {}\n",
+        json_path.display(),
+        svg_path.display()
+    );
+    Ok(())
+}
+
+/// The panel as a table: one row per x (sweeps) or one per series (time series: the mean).
+fn print_panel(p: &Panel, series: &[Json]) {
+    let y = p.metric.y_label();
+    println!("  {} — {y}", p.title);
+    let f = |v: &Json, k: &str| v.get(k).and_then(Json::as_f64).unwrap_or(f64::NAN);
+    if p.metric == Metric::Throughput {
+        let head: Vec<String> = series
+            .iter()
+            .map(|s| format!("{:>18}", s["label"].as_str().unwrap_or("")))
+            .collect();
+        println!(
+            "    {:>18}{}   (ratio to {})",
+            p.x_label,
+            head.join(""),
+            series[0]["label"]
+        );
+        let n = series[0]["points"].as_array().map_or(0, Vec::len);
+        for j in 0..n {
+            let x = f(&series[0]["points"][j], "x");
+            let cells: Vec<String> = series
+                .iter()
+                .map(|s| {
+                    let pt = &s["points"][j];
+                    format!(
+                        "{:>18}",
+                        format!(
+                            "{:.0} ({:.2})",
+                            f(pt, "median"),
+                            f(pt, "ratio_to_first_series")
+                        )
+                    )
+                })
+                .collect();
+            println!("    {x:>14}{}", cells.join(""));
+        }
+    } else {
+        for s in series {
+            let pt = &s["points"][0];
+            println!(
+                "    {:>8}: mean {:.1} (ratio to {}: {:.2})",
+                s["label"].as_str().unwrap_or(""),
+                f(pt, "mean"),
+                series[0]["label"],
+                f(pt, "ratio_to_first_series")
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&mut []).is_nan());
+    }
+
+    #[test]
+    fn time_series_figures_are_interval_throughput_and_live_memory() {
+        let r = json!({"memory": {"timeseries": [
+            {"t_s": 0.0, "committed": 0, "version_bytes": 1048576},
+            {"t_s": 1.0, "committed": 100, "version_bytes": 2097152},
+            {"t_s": 1.5, "committed": 200, "version_bytes": 2097152},
+        ]}});
+        assert_eq!(
+            figures(&r, Metric::ThroughputOverTime, 0.0).unwrap(),
+            vec![(1.0, 100.0), (1.5, 200.0)]
+        );
+        assert_eq!(
+            figures(&r, Metric::LiveMibOverTime, 0.0).unwrap(),
+            vec![(0.0, 1.0), (1.0, 2.0), (1.5, 2.0)]
+        );
+        assert!(figures(&json!({}), Metric::Throughput, 0.0).is_err());
+    }
+
+    #[test]
+    fn every_name_but_list_and_all_has_a_spec_and_back() {
+        for n in Name::value_variants() {
+            let name = n.to_possible_value().unwrap().get_name().to_string();
+            let found = SPECS.iter().any(|s| s.name == name);
+            assert_eq!(found, !matches!(n, Name::List | Name::All), "{name}");
+        }
+        assert_eq!(SPECS.len(), Name::value_variants().len() - 2);
+    }
+
+    #[test]
+    fn runnable_experiments_have_panels_and_unrunnable_ones_none() {
+        let s = Scale {
+            quick: true,
+            rows: 100,
+            threads: 2,
+            duration: 0.5,
+            series_duration: 1.0,
+            warmup: 0.0,
+            runs: 1,
+            seed: 1,
+        };
+        for spec in SPECS {
+            let panels = (spec.panels)(&s);
+            assert_eq!(panels.is_empty(), spec.missing.is_some(), "{}", spec.name);
+            for p in &panels {
+                assert!(p.series.len() >= 2, "{}: {}", spec.name, p.title);
+                assert!(p.series.iter().all(|se| !se.points.is_empty()));
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The SVG figure of an experiment: one line chart per panel, in a grid.
+
+use plotters::prelude::*;
+use std::path::Path;
+
+/// One chart: its series are (label, points sorted by x).
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// Line colours, in series order (distinct in print and for common colour blindness).
+const COLORS: [RGBColor; 6] = [
+    RGBColor(214, 39, 40),
+    RGBColor(31, 119, 180),
+    RGBColor(44, 160, 44),
+    RGBColor(0, 0, 0),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+];
+
+const PANEL_W: u32 = 620;
+const PANEL_H: u32 = 400;
+const TITLE_H: u32 = 40;
+
+/// Writes `charts` as one SVG file at `path`, two charts per row, under `title`.
+pub fn write_svg(path: &Path, title: &str, charts: &[Chart]) -> Result<(), String> {
+    let cols = charts.len().clamp(1, 2);
+    let rows = charts.len().div_ceil(cols).max(1);
+    let size = (PANEL_W * cols as u32, PANEL_H * rows as u32 + TITLE_H);
+    let root = SVGBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let body = root
+        .titled(title, ("sans-serif", 20))
+        .map_err(|e| e.to_string())?;
+    let areas = body.split_evenly((rows, cols));
+    for (chart, area) in charts.iter().zip(areas.iter()) {
+        draw_chart(area, chart).map_err(|e| format!("{}: {e}", chart.title))?;
+    }
+    root.present().map_err(|e| e.to_string())
+}
+
+fn draw_chart<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    chart: &Chart,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let xs = chart
+        .series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|&(x, _)| x));
+    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+        (a.min(x), b.max(x))
+    });
+    if !x0.is_finite() || !x1.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if x1 - x0 < 1e-9 {
+        (x0, x1) = (x0 - 0.5, x1 + 0.5);
+    }
+    let y_max = chart
+        .series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|&(_, y)| y))
+        .filter(|y| y.is_finite())
+        .fold(0.0_f64, f64::max);
+    let y1 = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+    let mut c = ChartBuilder::on(area)
+        .caption(&chart.title, ("sans-serif", 16))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x0..x1, 0.0..y1)?;
+    c.configure_mesh()
+        .x_desc(chart.x_label.as_str())
+        .y_desc(chart.y_label.as_str())
+        .y_label_formatter(&|v| short(*v))
+        .draw()?;
+    for (i, (label, points)) in chart.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        c.draw_series(LineSeries::new(
+            points.iter().copied(),
+            color.stroke_width(2),
+        ))?
+        .label(label.as_str())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        c.draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+    }
+    c.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()?;
+    Ok(())
+}
+
+/// 1234567 -> "1.23M": axis labels that fit.
+fn short(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e6 {
+        format!("{:.2}M", v / 1e6)
+    } else if a >= 1e4 {
+        format!("{:.0}K", v / 1e3)
+    } else if a >= 1e3 {
+        format!("{:.1}K", v / 1e3)
+    } else if a >= 10.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_labels() {
+        assert_eq!(short(0.0), "0");
+        assert_eq!(short(0.5), "0.50");
+        assert_eq!(short(950.0), "950");
+        assert_eq!(short(1500.0), "1.5K");
+        assert_eq!(short(250_000.0), "250K");
+        assert_eq!(short(1_234_567.0), "1.23M");
+    }
+
+    #[test]
+    fn writes_every_series_label_and_title() {
+        let dir = std::env::temp_dir().join(format!("myriad-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.svg");
+        let charts = vec![
+            Chart {
+                title: "read-intensive".into(),
+                x_label: "theta".into(),
+                y_label: "txn/s".into(),
+                series: vec![
+                    ("N2O".into(), vec![(0.2, 10.0), (0.9, 30.0)]),
+                    ("O2N".into(), vec![(0.2, 8.0), (0.9, 5.0)]),
+                ],
+            },
+            // A chart with one x value and only zeros still draws.
+            Chart {
+                title: "flat".into(),
+                x_label: "s".into(),
+                y_label: "MiB".into(),
+                series: vec![("none".into(), vec![(1.0, 0.0)])],
+            },
+        ];
+        write_svg(&path, "chain-order", &charts).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        for text in [
+            "chain-order",
+            "read-intensive",
+            "N2O",
+            "O2N",
+            "flat",
+            "txn/s",
+        ] {
+            assert!(svg.contains(text), "{text} missing from the SVG");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,177 @@
+//! `myriad experiment` as a user runs it: `all --quick` runs every experiment this build
+//! supports and writes its JSON and SVG; the unsupported ones exit 2 naming what they need.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn myriad(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_myriad"))
+        .args(args)
+        .output()
+        .expect("run the myriad binary")
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("experiment_cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn read_json(p: &Path) -> Value {
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).expect("valid JSON")
+}
+
+const RUNNABLE: [&str; 3] = ["chain-order", "gc-tuple-level", "gc-tuple-vs-txn"];
+
+/// A time-series panel's mean for the series `label`.
+fn mean(panel: &Value, label: &str) -> f64 {
+    let s = panel["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["label"] == label)
+        .unwrap_or_else(|| panic!("no series {label}"));
+    s["points"][0]["mean"].as_f64().unwrap()
+}
+
+#[test]
+fn all_quick_runs_every_supported_experiment_and_plots_it() {
+    let dir = out_dir("all");
+    let d = dir.to_str().unwrap();
+    let o = myriad(&["experiment", "all", "--quick", "--no-progress", "--out", d]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for name in RUNNABLE {
+        let r = read_json(&dir.join(format!("{name}.json")));
+        assert_eq!(r["experiment"], name);
+        assert_eq!(r["settings"]["quick"], true);
+        let svg = std::fs::read_to_string(dir.join(format!("{name}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg"), "{name}.svg is not an SVG");
+        let panels = r["panels"].as_array().unwrap();
+        assert!(panels.len() >= 2, "{name}");
+        for p in panels {
+            assert!(
+                svg.contains(p["title"].as_str().unwrap()),
+                "{name}: {}",
+                p["title"]
+            );
+            let series = p["series"].as_array().unwrap();
+            assert!(series.len() >= 2);
+            for s in series {
+                assert!(svg.contains(s["label"].as_str().unwrap()));
+                for pt in s["points"].as_array().unwrap() {
+                    let cmd = pt["command"].as_str().unwrap();
+                    assert!(
+                        cmd.starts_with("myriad bench ycsb --protocol mvto"),
+                        "{cmd}"
+                    );
+                    if p["y"] == "txn/s" {
+                        let v = pt["median"].as_f64().or(pt["mean"].as_f64()).unwrap();
+                        assert!(v > 0.0, "{name}: {cmd}: {v}");
+                    }
+                }
+            }
+        }
+        assert!(stdout.contains(&format!(
+            "wrote {}",
+            dir.join(format!("{name}.json")).display()
+        )));
+    }
+
+    // Chain order: both orders at both quick thetas, from their own runs.
+    let c = read_json(&dir.join("chain-order.json"));
+    for s in c["panels"][0]["series"].as_array().unwrap() {
+        let xs: Vec<f64> = s["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["x"].as_f64().unwrap())
+            .collect();
+        assert_eq!(xs, [0.2, 0.9]);
+        let cmd = s["points"][0]["command"].as_str().unwrap();
+        let storage = s["label"].as_str().unwrap().to_lowercase();
+        assert!(cmd.contains(&format!("--storage {storage}")), "{cmd}");
+    }
+
+    // Without GC the live version memory outgrows every GC policy's (panels 2 and 3 are the
+    // memory panels of both experiments).
+    for (name, gcs) in [
+        ("gc-tuple-vs-txn", ["txn", "VAC"]),
+        ("gc-tuple-level", ["VAC", "COOP"]),
+    ] {
+        let r = read_json(&dir.join(format!("{name}.json")));
+        for p in &r["panels"].as_array().unwrap()[2..] {
+            assert_eq!(p["y"], "live version MiB");
+            for gc in gcs {
+                assert!(
+                    mean(p, "none") > 2.0 * mean(p, gc),
+                    "{name} {}: none {} against {gc} {}",
+                    p["title"],
+                    mean(p, "none"),
+                    mean(p, gc)
+                );
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn unsupported_experiments_exit_2_naming_what_they_need() {
+    let dir = out_dir("unsupported");
+    let d = dir.to_str().unwrap();
+    for (name, needs) in [
+        ("footprint", "--storage delta"),
+        ("non-inline", "non-inline attributes"),
+        ("index-pointers", "--index-pointers"),
+        ("memory-spaces", "--memory-spaces"),
+    ] {
+        let o = myriad(&["experiment", name, "--quick", "--out", d]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains("not supported") && err.contains(needs),
+            "{name}: {err}"
+        );
+        assert!(!dir.exists(), "{name} created its output directory");
+    }
+    let o = myriad(&["experiment", "list"]);
+    let list = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success());
+    assert_eq!(list.lines().count(), 11, "{list}");
+    for name in RUNNABLE {
+        assert!(
+            list.lines()
+                .any(|l| l.starts_with(name) && l.ends_with("runs")),
+            "{list}"
+        );
+    }
+    assert_eq!(list.matches("not supported").count(), 8, "{list}");
+}
+
+#[test]
+fn bad_arguments_are_named() {
+    let o = myriad(&["experiment", "chain-orders"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("chain-orders"));
+    let o = myriad(&["experiment", "chain-order", "--runs", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--runs"));
+    // An output directory that cannot be created fails before any run.
+    let o = myriad(&[
+        "experiment",
+        "chain-order",
+        "--quick",
+        "--out",
+        "/dev/null/x",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/dev/null/x"));
+}
