@@ -401,16 +401,64 @@ fn vacuum_gc_keeps_up_with_contended_updates() {
         check_report(&r, "update-intensive", "int64x10", "gray");
         assert_eq!(r["fidelity"]["gc"], gc, "{r}");
         assert_eq!(r["fidelity"]["gc_threads"], 2, "{r}");
+        // At least half of the versions the run made were reclaimed during it. (Not a bound on
+        // the live versions at the end: a worker descheduled inside a transaction on a loaded
+        // machine holds the watermark back for a while, and the chains of the hot keys grow
+        // meanwhile; the end of the run can fall in such a moment.)
         let live = r["memory"]["live_versions"]
-            .as_u64()
+            .as_f64()
             .expect("live_versions");
+        let made = r["memory"]["versions_per_txn"]
+            .as_f64()
+            .expect("versions_per_txn")
+            * r["committed"].as_f64().expect("committed");
         assert!(
-            live < 100_000,
-            "{storage} {gc}: {live} live versions for 1000 rows"
+            made > 0.0 && live - 1000.0 < made / 2.0,
+            "{storage} {gc}: {live} live versions for 1000 rows, {made} made"
         );
         assert!(
             r["gc_ms"].as_f64() > Some(0.0),
             "{storage} {gc}: no GC time: {r}"
+        );
+    }
+}
+
+#[test]
+fn secondary_indexes_run_and_unbuilt_index_pointers_exit_2() {
+    for pointers in ["logical-tid", "logical-pk"] {
+        let r = ycsb(&[
+            "--mix",
+            "update-intensive",
+            "--secondary-indexes",
+            "3",
+            "--attrs-modified",
+            "4",
+            "--index-pointers",
+            pointers,
+        ]);
+        check_report(&r, "update-intensive", "int64x10", "gray");
+        assert_eq!(r["config"]["secondary_indexes"], 3, "{r}");
+        assert_eq!(r["fidelity"]["secondary_indexes"], 3, "{r}");
+        assert_eq!(r["fidelity"]["index_pointers"], pointers, "{r}");
+    }
+    {
+        let kind = "physical";
+        let out = myriad(&[
+            "bench",
+            "ycsb",
+            "--rows",
+            "100",
+            "--duration",
+            "0.1",
+            "--no-progress",
+            "--index-pointers",
+            kind,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{kind}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("index pointers `{kind}`")) && err.contains("not implemented"),
+            "{err}"
         );
     }
 }

@@ -235,25 +235,35 @@ fn every_protocol_keeps_the_consistency_conditions() {
 /// Oldest-to-newest chains (`--storage o2n`) under MVOCC, MVTO and SSN: the full mix keeps
 /// the consistency conditions (Delivery's deletes leave tombstone chains GC cuts from the
 /// front; New-Order re-inserts nothing, so none is revived here).
+/// Index pointers `logical-pk` (secondary entries hold primary keys: customer by last name,
+/// orders by customer) keep them too, under a protocol of each family: Order-Status and
+/// Payment find customers by name through the primary index.
 #[test]
-fn o2n_storage_keeps_the_consistency_conditions() {
-    for protocol in ["mvocc", "mvto", "ssn"] {
-        let (r, human) = tpcc(
-            &format!("o2n-{protocol}"),
-            &[
-                "--protocol",
-                protocol,
-                "--storage",
-                "o2n",
-                "--warehouses",
-                "1",
-            ],
-        );
-        assert!(
-            human.contains("consistency conditions 1-4 hold"),
-            "{protocol}: {human}"
-        );
-        assert_eq!(r["fidelity"]["version_storage"], "o2n", "{r}");
-        assert!(r["committed"].as_u64() > Some(0), "{protocol}: {r}");
+fn o2n_storage_and_logical_pk_pointers_keep_the_consistency_conditions() {
+    let o2n = (
+        "--storage",
+        "o2n",
+        "version_storage",
+        &["mvocc", "mvto", "ssn"][..],
+    );
+    let lpk = (
+        "--index-pointers",
+        "logical-pk",
+        "index_pointers",
+        &["mvocc", "mvto", "ssn", "silo"][..],
+    );
+    for (flag, value, field, protocols) in [o2n, lpk] {
+        for &protocol in protocols {
+            let (r, human) = tpcc(
+                &format!("{value}-{protocol}"),
+                &["--protocol", protocol, flag, value, "--warehouses", "1"],
+            );
+            assert!(
+                human.contains("consistency conditions 1-4 hold"),
+                "{value} {protocol}: {human}"
+            );
+            assert_eq!(r["fidelity"][field], value, "{r}");
+            assert!(r["committed"].as_u64() > Some(0), "{protocol}: {r}");
+        }
     }
 }

@@ -174,7 +174,10 @@ choice_enum!(
 );
 
 choice_enum!(
-    /// How secondary indexes point at rows (thesis §5.6). Only tuple-id pointers are built so far.
+    /// How secondary indexes point at rows (thesis §5.6): `logical-tid` (the default), the
+    /// entry holds the tuple id, which leads through the indirection array to the chain;
+    /// `logical-pk`, the entry holds the primary key, looked up in the primary index
+    /// (ordered secondary indexes only). `physical` is not built yet.
     IndexPointers { LogicalTid = "logical-tid", LogicalPk = "logical-pk", Physical = "physical" }
 );
 
@@ -535,7 +538,7 @@ impl Config {
                 self.gc_threads
             )));
         }
-        if self.index_pointers != IndexPointers::LogicalTid {
+        if self.index_pointers == IndexPointers::Physical {
             return Err(unsupported("index pointers", self.index_pointers.name()));
         }
         match (self.log, &self.data_dir) {

@@ -220,6 +220,7 @@ impl Database {
         if names.contains_key(&schema.name) {
             return Err(Error::AlreadyExists(format!("table `{}`", schema.name)));
         }
+        self.check_index_pointers(&schema)?;
         let id = self.free_table_id()?;
         self.log_ddl(id, None, &schema)?;
         let t = self.new_table(id as u32, schema);
@@ -239,11 +240,32 @@ impl Database {
             self.config.protocol.version_ext(),
             self.config.storage == crate::config::VersionStorage::AppendO2n,
             self.config.gc == crate::config::GcPolicy::Vacuum,
+            self.config.index_pointers == crate::config::IndexPointers::LogicalPk,
         ))
+    }
+
+    /// Index pointers `logical-pk` are built for ordered secondary indexes only: a hash
+    /// index's entries hold a fixed-width value, not a primary key.
+    fn check_index_pointers(&self, schema: &TableSchema) -> Result<()> {
+        if self.config.index_pointers != crate::config::IndexPointers::LogicalPk {
+            return Ok(());
+        }
+        match schema.indexes[1..]
+            .iter()
+            .find(|d| d.kind == crate::schema::IndexKind::Hash)
+        {
+            Some(d) => Err(Error::Unsupported(format!(
+                "hash secondary index `{}` on `{}` with index pointers `logical-pk`, which are \
+                 built for ordered (B-tree) secondary indexes only",
+                d.name, schema.name
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Recreates a table under the id it had before a restart (recovery; no catalog write).
     pub(crate) fn restore_table(&self, id: u32, schema: TableSchema) -> Result<TableRef> {
+        self.check_index_pointers(&schema)?;
         let mut names = self.names.lock();
         let t = self.new_table(id, schema);
         if (id as usize) >= MAX_TABLES || self.tables[id as usize].set(t.clone()).is_err() {
@@ -297,6 +319,7 @@ impl Database {
         if old.schema.index_position(name).is_ok() {
             return Err(Error::AlreadyExists(format!("index `{name}` on `{table}`")));
         }
+        self.check_index_pointers(&schema)?;
         let new_idx = schema.indexes.len() - 1;
         old.state.store(BUILDING, Ordering::SeqCst);
         let checked = self.quiesce(table).and_then(|()| {

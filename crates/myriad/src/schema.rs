@@ -342,8 +342,21 @@ impl TableSchema {
     }
 
     /// Encodes the key of index `idx` from a stored row into `out` (cleared first).
+    /// Whether rows `a` and `b` have the same key in index `idx`.
+    pub(crate) fn same_key(&self, idx: usize, a: &[u8], b: &[u8]) -> bool {
+        self.indexes[idx]
+            .columns
+            .iter()
+            .all(|&col| self.read_column(a, col) == self.read_column(b, col))
+    }
+
     pub(crate) fn encode_key_from_row(&self, idx: usize, row: &[u8], out: &mut Vec<u8>) {
         out.clear();
+        self.append_key_from_row(idx, row, out);
+    }
+
+    /// `encode_key_from_row` appending to `out`.
+    pub(crate) fn append_key_from_row(&self, idx: usize, row: &[u8], out: &mut Vec<u8>) {
         for &col in &self.indexes[idx].columns {
             encode_component(self.read_column(row, col), out);
         }

@@ -152,6 +152,34 @@ fn config_errors() {
         ));
     }
     assert!(matches!(
+        Database::open(Config::new().index_pointers(IndexPointers::Physical)),
+        Err(Error::Unsupported(m)) if m.contains("physical")
+    ));
+    // logical-pk: ordered secondary indexes only, checked when a table or an index is made.
+    let db = Database::open(Config::new().index_pointers(IndexPointers::LogicalPk)).unwrap();
+    let hashed = TableSchema::new("h")
+        .column("k", ColumnType::Int)
+        .column("u", ColumnType::Int)
+        .primary_key(&["k"])
+        .index("by_u", &["u"], IndexKind::Hash, false);
+    assert!(matches!(
+        db.create_table(hashed),
+        Err(Error::Unsupported(m)) if m.contains("by_u") && m.contains("logical-pk")
+    ));
+    assert!(db.table("h").is_err(), "nothing half-created");
+    let t = TableSchema::new("o")
+        .column("k", ColumnType::Int)
+        .column("u", ColumnType::Int)
+        .primary_key(&["k"])
+        .index("by_u", &["u"], IndexKind::Ordered, false);
+    db.create_table(t).unwrap();
+    assert!(matches!(
+        db.create_index("o", "u_hash", &["u"], IndexKind::Hash, false),
+        Err(Error::Unsupported(m)) if m.contains("u_hash")
+    ));
+    db.create_index("o", "u_tree", &["u"], IndexKind::Ordered, false)
+        .unwrap();
+    assert!(matches!(
         Database::open(Config::new().max_concurrent_txns(0)),
         Err(Error::InvalidConfig(_))
     ));

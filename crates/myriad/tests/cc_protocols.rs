@@ -1149,3 +1149,71 @@ fn mv2pl_wait_updates_eagerly_and_waits_at_precommit() {
     assert_eq!(range(&mut r, 0, 100).unwrap(), 7);
     assert_eq!(val(&mut r, &t, 0), Some(1));
 }
+
+/// Secondary entries follow key changes under every protocol and both kinds of logical index
+/// pointers, though an update touches
+/// only the indexes whose key it changes: a non-key update keeps the row findable, a key change
+/// moves it, changing the key back (in one transaction, over its own version) finds it once,
+/// and a rolled-back key change leaves no visible trace.
+#[test]
+fn secondary_entries_follow_key_changes_under_every_protocol() {
+    const BY_U: usize = 1;
+    const BY_G: usize = 2;
+    let protocols = Protocol::ALL
+        .iter()
+        .filter(|&&p| Config::strongest_isolation(p).is_some());
+    let pointers = [IndexPointers::LogicalTid, IndexPointers::LogicalPk];
+    for (&p, pointers) in protocols.flat_map(|p| pointers.iter().map(move |&i| (p, i))) {
+        let level = Config::strongest_isolation(p).unwrap();
+        let db = Database::open(config_for(p).isolation(level).index_pointers(pointers)).unwrap();
+        let t = kv(&db);
+        load(&db, &t, 0..5);
+        let p = format!("{p} {pointers}");
+        let keys = |db: &Database, index: usize, key: i64| {
+            let mut tx = db.begin().unwrap();
+            let mut ks = Vec::new();
+            tx.get_by(&t, index, &(key,), |r| {
+                ks.push(r.i64(0).unwrap());
+                true
+            })
+            .unwrap();
+            tx.commit().unwrap();
+            ks.sort();
+            ks
+        };
+        let update = |cols: &[(usize, i64)]| {
+            let mut tx = db.begin().unwrap();
+            tx.update(&t, &1i64, cols).unwrap();
+            tx.commit().unwrap();
+        };
+        assert_eq!(keys(&db, BY_G, 1), [1, 4], "{p}");
+        update(&[(1, 50)]);
+        assert_eq!(keys(&db, BY_G, 1), [1, 4], "{p}: after a non-key update");
+        update(&[(3, 7), (1, 51)]);
+        assert_eq!(keys(&db, BY_G, 1), [4], "{p}: after the key moved");
+        assert_eq!(keys(&db, BY_G, 7), [1], "{p}");
+
+        let mut tx = db.begin().unwrap();
+        tx.update(&t, &1i64, &[(1, 52)]).unwrap();
+        tx.update(&t, &1i64, &[(3, 1)]).unwrap();
+        tx.update(&t, &1i64, &[(1, 53)]).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(keys(&db, BY_G, 1), [1, 4], "{p}: after the key moved back");
+        assert!(keys(&db, BY_G, 7).is_empty(), "{p}");
+
+        let mut tx = db.begin().unwrap();
+        tx.update(&t, &1i64, &[(3, 9), (2, 90)]).unwrap();
+        tx.abort();
+        assert!(
+            keys(&db, BY_G, 9).is_empty(),
+            "{p}: a rolled-back key change"
+        );
+        assert!(keys(&db, BY_U, 90).is_empty(), "{p}");
+        assert_eq!(keys(&db, BY_G, 1), [1, 4], "{p}");
+        assert_eq!(keys(&db, BY_U, 1), [1], "{p}");
+
+        update(&[(2, 100)]);
+        assert_eq!(keys(&db, BY_U, 100), [1], "{p}: the unique index moved");
+        assert!(keys(&db, BY_U, 1).is_empty(), "{p}");
+    }
+}

@@ -251,6 +251,7 @@ pub struct Fidelity {
     pub version_storage: String,
     /// Background threads of GC `vacuum`.
     pub gc_threads: usize,
+    pub index_pointers: String,
     pub durability: String,
     pub pages: String,
     pub seed: u64,
@@ -284,6 +285,7 @@ impl Fidelity {
             gc: config.get_gc().name().into(),
             gc_interval_txns: config.get_gc_interval_txns(),
             gc_threads: config.get_gc_threads(),
+            index_pointers: config.get_index_pointers().to_string(),
             version_storage: config.get_storage().name().into(),
             durability: match config.get_log() {
                 myriad::LogPolicy::None => "none: in-memory".into(),
@@ -324,6 +326,7 @@ impl Fidelity {
             ("gc", Json::from(self.gc.clone())),
             ("gc_interval_txns", Json::from(self.gc_interval_txns)),
             ("gc_threads", Json::from(self.gc_threads)),
+            ("index_pointers", Json::from(self.index_pointers.clone())),
             ("version_storage", Json::from(self.version_storage.clone())),
             ("durability", Json::from(self.durability.clone())),
             ("retry_policy", Json::from(super::RETRY_POLICY)),

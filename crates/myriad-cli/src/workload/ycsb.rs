@@ -13,8 +13,8 @@ use crate::bench::parallel_chunks;
 use indicatif::ProgressBar;
 use myriad::procedure::{CallFrame, Procedure};
 use myriad::{
-    ColumnType, Database, Error, Isolation, Result, RowRef, TableRef, TableSchema, TxnOptions,
-    ValueRef,
+    ColumnType, Database, Error, IndexKind, Isolation, Result, RowRef, TableRef, TableSchema,
+    TxnOptions, ValueRef,
 };
 use serde::Serialize;
 use serde_json::{json, Value as Json};
@@ -124,6 +124,8 @@ pub struct Params {
     pub layout: RowLayout,
     pub attrs_read: usize,
     pub attrs_modified: usize,
+    /// Ordered secondary indexes on `field0`.. (`--secondary-indexes`).
+    pub secondary_indexes: usize,
     /// Keys within one transaction never repeat (a repeated draw is redrawn).
     pub distinct_keys: bool,
     /// Call `Transaction::prefetch` on the transaction's keys before its operations.
@@ -162,6 +164,12 @@ impl Params {
         }
         if !(0.0..1.0).contains(&self.theta) {
             return Err(format!("--theta must be in [0, 1), got {}", self.theta));
+        }
+        if self.secondary_indexes > ATTRS {
+            return Err(format!(
+                "--secondary-indexes must be in 0..={ATTRS}, got {}",
+                self.secondary_indexes
+            ));
         }
         for (flag, n) in [
             ("--attrs-read", self.attrs_read),
@@ -279,9 +287,13 @@ impl Ycsb {
         for i in 0..ATTRS {
             schema = schema.column(&format!("field{i}"), ty);
         }
-        let schema = schema
+        let mut schema = schema
             .primary_key(&["ycsb_key"])
             .expected_rows(params.rows as usize);
+        for i in 0..params.secondary_indexes {
+            let col = format!("field{i}");
+            schema = schema.index(&format!("by_{col}"), &[&col], IndexKind::Ordered, false);
+        }
         let table = db.create_table(schema)?;
         let keygen = KeyGen::new(params.key_dist, params.rows, params.theta);
         let procedure = if params.as_procedure {
@@ -417,6 +429,7 @@ impl Ycsb {
             ("ops_per_txn", json!(p.ops)),
             ("attrs_read_per_read", json!(p.attrs_read)),
             ("attrs_modified_per_update", json!(p.attrs_modified)),
+            ("secondary_indexes", json!(p.secondary_indexes)),
             ("rows", json!(p.rows)),
             ("row_layout", json!(layout)),
             ("key_generator", json!(keys)),
@@ -683,6 +696,7 @@ mod tests {
             layout,
             attrs_read: 10,
             attrs_modified: 2,
+            secondary_indexes: 0,
             distinct_keys: true,
             prefetch: true,
             isolation: Isolation::Serializable,
@@ -773,6 +787,49 @@ mod tests {
             assert_eq!(ty == UPDATE_TXN, a.plan.iter().any(|o| o.update));
             a.attempt(&db).unwrap();
         }
+    }
+
+    /// With secondary indexes, every row is found under each of its current attribute values
+    /// (exactly once) after updates that change indexed attributes.
+    #[test]
+    fn secondary_indexes_find_every_row_after_updates() {
+        for layout in [RowLayout::Int64x10, RowLayout::Bytes100x10] {
+            let db = Database::open(Config::new()).unwrap();
+            let mut p = params(200, layout);
+            (p.secondary_indexes, p.attrs_modified, p.ops) = (3, 4, 5);
+            let y = Ycsb::create(&db, p).unwrap();
+            y.load(&db, 1, 7, None).unwrap();
+            let mut w = y.worker(0, 9);
+            let mut updated = HashSet::new();
+            for _ in 0..100 {
+                w.next_txn();
+                updated.extend(w.plan.iter().filter(|o| o.update).map(|o| o.key));
+                w.attempt(&db).unwrap();
+            }
+            assert!(updated.len() > 50, "{}", updated.len());
+            let mut tx = db.begin().unwrap();
+            for k in 0..200i64 {
+                let row = tx.get(&y.table, &k).unwrap().unwrap();
+                for i in 0..3 {
+                    let v = row.get(1 + i).unwrap().clone();
+                    let mut found = Vec::new();
+                    tx.get_by(&y.table, 1 + i, &[v][..], |r| {
+                        found.push(r.i64(0).unwrap());
+                        true
+                    })
+                    .unwrap();
+                    assert!(
+                        found.contains(&k),
+                        "{layout:?}: row {k} not under index {i}"
+                    );
+                    assert_eq!(found.iter().filter(|&&f| f == k).count(), 1);
+                }
+            }
+            tx.commit().unwrap();
+        }
+        let mut p = params(10, RowLayout::Int64x10);
+        p.secondary_indexes = 11;
+        assert!(p.validate().unwrap_err().contains("--secondary-indexes"));
     }
 
     #[test]

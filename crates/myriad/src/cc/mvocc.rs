@@ -275,17 +275,17 @@ fn rescan(tx: &Transaction<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: u64) -
                 ok = same_view(tx, r, t, index, tid, key, end_ts);
             }
         } else {
-            idx.lookup_entries(key, &mut |tid| {
+            t.lookup_entries(index, key, &mut |tid| {
                 ok = same_view(tx, r, t, index, tid, key, end_ts);
                 ok
             });
         }
     } else {
-        idx.scan(
+        t.scan_index(
+            index,
             bound(arena, s.lo),
             bound(arena, s.hi),
             crate::index::ScanDirection::Ascending,
-            index != 0,
             &mut |k, tid| {
                 ok = same_view(tx, r, t, index, tid, k, end_ts);
                 ok
@@ -394,7 +394,7 @@ pub(crate) fn unique_holder(
             _ => false,
         }
     };
-    t.indexes[index].lookup_entries(&key, &mut |tid| {
+    t.lookup_entries(index, &key, &mut |tid| {
         if Some(tid) == own {
             return true;
         }

@@ -523,15 +523,15 @@ fn rescan(
                         check(tid, key, 0);
                     }
                 } else {
-                    idx.lookup_entries(key, &mut |tid| check(tid, key, index));
+                    t.lookup_entries(index, key, &mut |tid| check(tid, key, index));
                 }
             }
         } else {
-            idx.scan(
+            t.scan_index(
+                index,
                 bound(s.lo),
                 bound(s.hi),
                 crate::index::ScanDirection::Ascending,
-                index != 0,
                 &mut |k, tid| check(tid, k, index),
             );
         }
@@ -557,7 +557,7 @@ pub(crate) fn unique_holder(
     t.schema.encode_key_from_row(index, row, &mut key);
     let mut probe = Vec::new();
     let mut out = UniqueCheck::Free;
-    t.indexes[index].lookup_entries(&key, &mut |tid| {
+    t.lookup_entries(index, &key, &mut |tid| {
         if Some(tid) == own {
             return true;
         }

@@ -99,6 +99,15 @@ impl Index {
         }
     }
 
+    /// Ordered index: inserts the whole entry `key` (index pointers `logical-pk`, whose
+    /// entries are the secondary key followed by the primary key; see `Table::add_entry`).
+    /// Idempotent. A hash index ignores it (`logical-pk` rejects hash secondary indexes).
+    pub fn insert_raw(&self, key: &[u8]) {
+        if let Index::Ordered(b) = self {
+            let _ = b.insert(key, 0);
+        }
+    }
+
     /// Secondary index: every tuple id recorded under `key`; stops when `f` returns false.
     pub fn lookup_entries(&self, key: &[u8], f: &mut dyn FnMut(u64) -> bool) {
         match self {

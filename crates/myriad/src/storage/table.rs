@@ -5,9 +5,10 @@
 //! The indirection array is segmented (fixed directory of lazily allocated segments) so it
 //! grows without moving entries and without a lock.
 
-use crate::index::Index;
+use crate::index::{Index, ScanDirection};
 use crate::schema::TableSchema;
 use crate::version::Version;
+use std::ops::Bound;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
@@ -52,6 +53,11 @@ pub struct Table {
     /// `next` leads to newer ones, so finding the newest walks the chain (what the thesis
     /// measures against N2O). See the chain operations below.
     pub(crate) o2n: bool,
+    /// Index pointers `logical-pk` (thesis §5.6): a secondary entry holds the row's primary
+    /// key, not its tuple id, and every lookup goes secondary index → primary key → primary
+    /// index → tuple id → chain (`add_entry`, `lookup_entries`, `scan_index`). False:
+    /// `logical-tid`, the entry's value is the tuple id.
+    pub(crate) logical_pk: bool,
     /// GC `vacuum`: one dirty bit per block of tuple ids (`gc/vacuum.rs`); empty otherwise.
     pub(crate) dirty: Box<[AtomicU64]>,
 }
@@ -94,6 +100,7 @@ impl Table {
         version_ext: u8,
         o2n: bool,
         vacuums: bool,
+        logical_pk: bool,
     ) -> Self {
         let indexes = schema
             .indexes
@@ -124,6 +131,7 @@ impl Table {
             scanners,
             version_ext,
             o2n,
+            logical_pk,
             dirty: crate::gc::vacuum::bitmap(vacuums, (DIR_LEN * SEG_LEN) as u64),
         }
     }
@@ -412,12 +420,91 @@ impl Table {
             while let Some(x) = unsafe { v.as_ref() } {
                 for i in 1..self.indexes.len() {
                     self.schema.encode_key_from_row(i, x.data(), &mut key);
-                    self.indexes[i].insert_entry(&key, tid, &mut buf);
+                    self.add_entry(i, &key, tid, x.data(), &mut buf);
                 }
                 v = x.next.load(Ordering::Acquire);
             }
         }
         dups
+    }
+}
+
+// Secondary-index access, the one place that knows the index pointers (`Table::logical_pk`).
+// Above it every lookup yields tuple ids, so the protocols' reads, validations and re-scans are
+// the same under either kind of pointer.
+impl Table {
+    /// Secondary index `i`: records that tuple `tid`, whose version `row` has key `key` in
+    /// it, holds `key`. Idempotent. `buf` is scratch.
+    ///
+    /// Under `logical-pk` the entry is `key ++ primary key ++ primary key length (u16 BE)`:
+    /// the key comes first so that entries stay in key order and a key is a prefix of its
+    /// entries (as with the tuple-id suffix); the length at the end lets a scan split an
+    /// entry whose key columns have variable width.
+    pub(crate) fn add_entry(&self, i: usize, key: &[u8], tid: u64, row: &[u8], buf: &mut Vec<u8>) {
+        if !self.logical_pk {
+            return self.indexes[i].insert_entry(key, tid, buf);
+        }
+        buf.clear();
+        buf.extend_from_slice(key);
+        self.schema.append_key_from_row(0, row, buf);
+        let pk_len = (buf.len() - key.len()) as u16;
+        buf.extend_from_slice(&pk_len.to_be_bytes());
+        self.indexes[i].insert_raw(buf);
+    }
+
+    /// A `logical-pk` entry split into (secondary key, primary key); `None` if malformed.
+    fn split_pk_entry(k: &[u8]) -> Option<(&[u8], &[u8])> {
+        let n = k.len().checked_sub(2)?;
+        let pk_len = u16::from_be_bytes([k[n], k[n + 1]]) as usize;
+        let at = n.checked_sub(pk_len)?;
+        Some((&k[..at], &k[at..n]))
+    }
+
+    /// Every tuple id index `i` records under `key` (for `logical-pk`: the current tuple id of
+    /// each primary key recorded under it); stops when `f` returns false. Entries may be
+    /// stale: the caller re-checks the key on the version it reads.
+    pub(crate) fn lookup_entries(&self, i: usize, key: &[u8], f: &mut dyn FnMut(u64) -> bool) {
+        if !self.logical_pk || i == 0 {
+            return self.indexes[i].lookup_entries(key, f);
+        }
+        let end = crate::index::prefix_end(key);
+        let hi = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        let primary = &self.indexes[0];
+        let mut scan = |k: &[u8], _: u64| match Self::split_pk_entry(k) {
+            Some((skey, pk)) if skey.len() == key.len() => {
+                primary.get_unique(pk).is_none_or(&mut *f)
+            }
+            _ => true,
+        };
+        self.indexes[i].scan(
+            Bound::Included(key),
+            hi,
+            ScanDirection::Ascending,
+            false,
+            &mut scan,
+        );
+    }
+
+    /// Ordered scan of index `i` over encoded key bounds; `f(entry's key, tuple id)`. Hash
+    /// indexes cannot scan.
+    pub(crate) fn scan_index(
+        &self,
+        i: usize,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        dir: ScanDirection,
+        f: &mut dyn FnMut(&[u8], u64) -> bool,
+    ) {
+        let secondary = i != 0;
+        if !self.logical_pk || !secondary {
+            return self.indexes[i].scan(lo, hi, dir, secondary, f);
+        }
+        let primary = &self.indexes[0];
+        let mut scan = |k: &[u8], _: u64| match Self::split_pk_entry(k) {
+            Some((skey, pk)) => primary.get_unique(pk).is_none_or(|tid| f(skey, tid)),
+            None => true,
+        };
+        self.indexes[i].scan(lo, hi, dir, false, &mut scan);
     }
 }
 

@@ -900,7 +900,7 @@ impl<'db> Transaction<'db> {
         let mut n = 0;
         let mut check = std::mem::take(&mut self.local.key_buf2);
         let this = &mut *self;
-        t.indexes[index].lookup_entries(&kb, &mut |tid| {
+        t.lookup_entries(index, &kb, &mut |tid| {
             let Some(r) = this.index_hit(t, index, tid, &kb, rt, &mut check) else {
                 return !this.is_doomed();
             };
@@ -964,7 +964,6 @@ impl<'db> Transaction<'db> {
                 as_ref_bound(&hi_b),
             );
         }
-        let secondary = index != 0;
         let dir = if opts.descending {
             ScanDirection::Descending
         } else {
@@ -977,11 +976,11 @@ impl<'db> Transaction<'db> {
         if limit > 0 {
             let this = &mut *self;
             // The B+tree calls back only with validated entries and holds no latch meanwhile.
-            idx.scan(
+            t.scan_index(
+                index,
                 as_ref_bound(&lo_b),
                 as_ref_bound(&hi_b),
                 dir,
-                secondary,
                 &mut |k, tid| {
                     let Some(r) = this.index_hit(t, index, tid, k, rt, &mut check) else {
                         return !this.is_doomed();
@@ -1493,7 +1492,7 @@ impl<'db> Transaction<'db> {
                     // SAFETY: our own uncommitted version; invisible to others.
                     unsafe { h.data_mut().copy_from_slice(row) };
                     h.tombstone.store(false, Ordering::Release);
-                    self.index_secondary(t, tid, row);
+                    self.index_secondary(t, tid, None, row);
                     if let Some(rec) = self.recording.as_mut() {
                         rec.note_write(&t.schema, t.id, row, crate::history::WriteKind::Update);
                     }
@@ -1603,7 +1602,10 @@ impl<'db> Transaction<'db> {
             new,
             old,
         });
-        self.index_secondary(t, tid, row);
+        let update = kind == Some(crate::history::WriteKind::Update);
+        // SAFETY: the version we superseded; we hold its lock.
+        let before = (update && !old.is_null()).then(|| unsafe { (*old).data() });
+        self.index_secondary(t, tid, before, row);
         if let Some(rec) = self.recording.as_mut() {
             rec.note_write(
                 &t.schema,
@@ -1612,22 +1614,25 @@ impl<'db> Transaction<'db> {
                 kind.unwrap_or(crate::history::WriteKind::Insert),
             );
         }
-        let update = kind == Some(crate::history::WriteKind::Update);
-        // SAFETY: the version we superseded; we hold its lock.
-        let before = (update && !old.is_null()).then(|| unsafe { (*old).data() });
         self.entered_indexes(t, before, row)
     }
 
     /// Adds the secondary-index entries of `row` (idempotent for keys already present).
-    fn index_secondary(&mut self, t: &Table, tid: TupleId, row: &[u8]) {
+    /// `before`: the live version `row` supersedes (an update's), whose entries exist already
+    /// (entries are never removed); an index whose key the update leaves unchanged is not
+    /// touched: logical pointers (thesis §5.6) cost index work only when a key changes.
+    fn index_secondary(&mut self, t: &Table, tid: TupleId, before: Option<&[u8]>, row: &[u8]) {
         if t.indexes.len() == 1 {
             return;
         }
         let mut key = std::mem::take(&mut self.local.key_buf2);
         let mut buf = std::mem::take(&mut self.local.entry_buf);
         for i in 1..t.indexes.len() {
+            if before.is_some_and(|b| t.schema.same_key(i, b, row)) {
+                continue;
+            }
             t.schema.encode_key_from_row(i, row, &mut key);
-            t.indexes[i].insert_entry(&key, tid, &mut buf);
+            t.add_entry(i, &key, tid, row, &mut buf);
         }
         self.local.key_buf2 = key;
         self.local.entry_buf = buf;
@@ -1770,7 +1775,7 @@ impl<'db> Transaction<'db> {
             });
             let mut r = r.and_then(|_| self.check_unique_changed(t, h.data(), &row, tid));
             if r.is_ok() {
-                self.index_secondary(t, tid, &row);
+                self.index_secondary(t, tid, Some(h.data()), &row);
                 // MVTO: the indexes the row moves into, checked once their entries exist;
                 // `h` still holds the old values.
                 r = self.entered_indexes(t, Some(h.data()), &row);

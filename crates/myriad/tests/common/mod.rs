@@ -28,8 +28,14 @@ pub fn open(iso: Isolation) -> Database {
     Database::open(Config::new().isolation(iso)).unwrap()
 }
 
-/// `kv(k INT primary key ordered, v INT, u INT unique-indexed, g INT indexed)`.
+/// `kv(k INT primary key ordered, v INT, u INT unique-indexed, g INT indexed)`. `by_u` is a
+/// hash index, or ordered under index pointers `logical-pk` (built for ordered ones only).
 pub fn kv(db: &Database) -> TableRef {
+    let u_kind = if db.config().get_index_pointers() == IndexPointers::LogicalPk {
+        IndexKind::Ordered
+    } else {
+        IndexKind::Hash
+    };
     db.create_table(
         TableSchema::new("kv")
             .column("k", ColumnType::Int)
@@ -37,7 +43,7 @@ pub fn kv(db: &Database) -> TableRef {
             .column("u", ColumnType::Int)
             .column("g", ColumnType::Int)
             .primary_key_with(&["k"], IndexKind::Ordered)
-            .index("by_u", &["u"], IndexKind::Hash, true)
+            .index("by_u", &["u"], u_kind, true)
             .index("by_g", &["g"], IndexKind::Ordered, false),
     )
     .unwrap()
