@@ -33,8 +33,8 @@ const RUNS: [(&str, &str, &str); 16] = [
     ("hybrid", "serializable", "silo"),
 ];
 
-/// The multi-version protocols, run a second time on oldest-to-newest chains (`--storage o2n`):
-/// the chain order changes no outcome, so the expected outputs are the same.
+/// The multi-version protocols, run twice more with other storage, GC and index-pointer
+/// choices (`DESIGNS`): none of them changes an outcome, so the expected outputs are the same.
 const MULTI_VERSION: [&str; 9] = [
     "mvocc",
     "si",
@@ -96,12 +96,34 @@ fn the_suite_matches_its_expected_output_for_every_protocol_and_level() {
         .iter()
         .map(|s| dir.join(format!("{s}.spec")).display().to_string())
         .collect();
-    let runs = RUNS.iter().map(|&(p, l, o)| (p, l, o, None)).chain(
-        RUNS.iter()
-            .filter(|(p, ..)| MULTI_VERSION.contains(p))
-            .map(|&(p, l, o)| (p, l, o, Some("o2n"))),
-    );
-    for (protocol, level, out, storage) in runs {
+    let multi = || RUNS.iter().filter(|(p, ..)| MULTI_VERSION.contains(p));
+    // Second pass: o2n chains under each GC policy in turn. Third: n2o under vacuum and no
+    // GC, with primary-key index pointers. Each multi-version run takes the next design of
+    // its pass, so every design meets several protocols and levels.
+    let o2n: [&[&str]; 4] = [
+        &["--storage", "o2n"],
+        &["--storage", "o2n", "--gc", "coop"],
+        &["--storage", "o2n", "--gc", "vacuum"],
+        &["--storage", "o2n", "--gc", "none"],
+    ];
+    let n2o: [&[&str]; 2] = [
+        &["--gc", "vacuum", "--index-pointers", "logical-pk"],
+        &["--gc", "none", "--index-pointers", "logical-pk"],
+    ];
+    let runs = RUNS
+        .iter()
+        .map(|&(p, l, o)| (p, l, o, &[][..]))
+        .chain(
+            multi()
+                .enumerate()
+                .map(|(i, &(p, l, o))| (p, l, o, o2n[i % o2n.len()])),
+        )
+        .chain(
+            multi()
+                .enumerate()
+                .map(|(i, &(p, l, o))| (p, l, o, n2o[i % n2o.len()])),
+        );
+    for (protocol, level, out, design) in runs {
         let expected = dir.join("expected").join(out);
         let mut args = vec![
             "--protocol",
@@ -121,14 +143,12 @@ fn the_suite_matches_its_expected_output_for_every_protocol_and_level() {
                 "10000"
             },
         ];
-        if let Some(s) = storage {
-            args.extend(["--storage", s]);
-        }
+        args.extend_from_slice(design);
         args.extend(specs.iter().map(String::as_str));
         let o = myriad(&args);
         assert!(
             o.status.success(),
-            "{protocol} {level} {storage:?}:\n{}\n{}",
+            "{protocol} {level} {design:?}:\n{}\n{}",
             stdout(&o),
             stderr(&o)
         );

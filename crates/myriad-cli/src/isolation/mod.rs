@@ -26,7 +26,9 @@ mod spec;
 
 use clap::{Args, ValueEnum};
 use myriad::sql::{Output, Session};
-use myriad::{Config, Database, Error, Isolation, Protocol, Value, VersionStorage};
+use myriad::{
+    Config, Database, Error, GcPolicy, IndexPointers, Isolation, Protocol, Value, VersionStorage,
+};
 use runner::{Cell, Connector, Event, Executor, ResultSet, StepError, StepResult, Timing};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -46,6 +48,12 @@ pub struct IsolationArgs {
     /// single-version for silo, occ, 2pl and hybrid, n2o for the others).
     #[arg(long, value_name = "S", value_parser = crate::parse_choice::<VersionStorage>)]
     storage: Option<VersionStorage>,
+    /// Garbage collection: txn, vacuum, coop (with --storage o2n) or none.
+    #[arg(long, value_name = "POLICY", default_value = "txn", value_parser = crate::parse_choice::<GcPolicy>)]
+    gc: GcPolicy,
+    /// How secondary indexes point at rows: logical-tid or logical-pk.
+    #[arg(long, value_name = "KIND", default_value = "logical-tid", value_parser = crate::parse_choice::<IndexPointers>)]
+    index_pointers: IndexPointers,
     /// Level of BEGIN without ISOLATION LEVEL and of autocommit statements: serializable, rr,
     /// si or rc.
     #[arg(long, value_name = "LEVEL", default_value = "serializable", value_parser = crate::parse_choice::<Isolation>)]
@@ -82,6 +90,8 @@ pub fn run(a: IsolationArgs) -> ExitCode {
     let config = Config::new()
         .protocol(a.protocol)
         .version_storage(a.storage.unwrap_or(a.protocol.natural_storage()))
+        .gc(a.gc)
+        .index_pointers(a.index_pointers)
         .isolation(a.isolation_default);
     // Check the configuration once, before any spec runs.
     if let Err(e) = Database::open(config.clone()) {
