@@ -441,6 +441,24 @@ fn secondary_indexes_run_and_unbuilt_index_pointers_exit_2() {
         assert_eq!(r["fidelity"]["secondary_indexes"], 3, "{r}");
         assert_eq!(r["fidelity"]["index_pointers"], pointers, "{r}");
     }
+    // TATP's subscriber index is a hash index, which logical-pk pointers do not cover.
+    let out = myriad(&[
+        "bench",
+        "tatp",
+        "--subscribers",
+        "100",
+        "--duration",
+        "0.1",
+        "--no-progress",
+        "--index-pointers",
+        "logical-pk",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("subscriber_sub_nbr"),
+        "{}",
+        stderr(&out)
+    );
     {
         let kind = "physical";
         let out = myriad(&[
