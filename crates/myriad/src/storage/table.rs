@@ -452,12 +452,14 @@ impl Table {
         self.indexes[i].insert_raw(buf);
     }
 
-    /// A `logical-pk` entry split into (secondary key, primary key); `None` if malformed.
-    fn split_pk_entry(k: &[u8]) -> Option<(&[u8], &[u8])> {
+    /// A `logical-pk` entry resolved to (its secondary key, the tuple id its primary key now
+    /// leads to); `None` if the primary key has no row (or the entry is malformed).
+    fn resolve_pk_entry<'k>(&self, k: &'k [u8]) -> Option<(&'k [u8], u64)> {
         let n = k.len().checked_sub(2)?;
         let pk_len = u16::from_be_bytes([k[n], k[n + 1]]) as usize;
         let at = n.checked_sub(pk_len)?;
-        Some((&k[..at], &k[at..n]))
+        let tid = self.indexes[0].get_unique(&k[at..n])?;
+        Some((&k[..at], tid))
     }
 
     /// Every tuple id index `i` records under `key` (for `logical-pk`: the current tuple id of
@@ -467,18 +469,20 @@ impl Table {
         if !self.logical_pk || i == 0 {
             return self.indexes[i].lookup_entries(key, f);
         }
-        let end = crate::index::prefix_end(key);
-        let hi = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-        let primary = &self.indexes[0];
-        let mut scan = |k: &[u8], _: u64| match Self::split_pk_entry(k) {
-            Some((skey, pk)) if skey.len() == key.len() => {
-                primary.get_unique(pk).is_none_or(&mut *f)
+        // The entries of `key` are contiguous from `key` on: stop at the first that does not
+        // start with it (no upper bound to allocate).
+        let mut scan = |k: &[u8], _: u64| {
+            if !k.starts_with(key) {
+                return false;
             }
-            _ => true,
+            match self.resolve_pk_entry(k) {
+                Some((skey, tid)) if skey.len() == key.len() => f(tid),
+                _ => true,
+            }
         };
         self.indexes[i].scan(
             Bound::Included(key),
-            hi,
+            Bound::Unbounded,
             ScanDirection::Ascending,
             false,
             &mut scan,
@@ -499,9 +503,8 @@ impl Table {
         if !self.logical_pk || !secondary {
             return self.indexes[i].scan(lo, hi, dir, secondary, f);
         }
-        let primary = &self.indexes[0];
-        let mut scan = |k: &[u8], _: u64| match Self::split_pk_entry(k) {
-            Some((skey, pk)) => primary.get_unique(pk).is_none_or(|tid| f(skey, tid)),
+        let mut scan = |k: &[u8], _: u64| match self.resolve_pk_entry(k) {
+            Some((skey, tid)) => f(skey, tid),
             None => true,
         };
         self.indexes[i].scan(lo, hi, dir, false, &mut scan);
