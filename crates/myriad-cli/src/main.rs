@@ -211,6 +211,12 @@ struct BenchArgs {
     /// With `--gc vacuum` or `coop`: background GC threads (beside the workers).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     gc_threads: u16,
+    /// Memory spaces new versions are carved from (thesis Fig. 5.16): N shared arenas growing
+    /// in 512 KiB increments, worker i allocating from space i mod N; every allocation and
+    /// free takes its space's lock (reported per transaction). 0: none, each thread recycles
+    /// its own freed versions.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=64))]
+    memory_spaces: u16,
     /// With `--gc txn`: a worker looks for reclaimable versions after this many of its commits.
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     gc_interval: u32,
@@ -522,6 +528,7 @@ fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .gc(b.gc)
         .gc_interval_txns(b.gc_interval)
         .gc_threads(b.gc_threads as usize)
+        .memory_spaces(b.memory_spaces as usize)
         .index_pointers(b.index_pointers)
         .commit_dependencies(b.commit_deps)
         .loggers(b.loggers as usize)
@@ -1162,6 +1169,7 @@ mod tests {
             "gc",
             "gc_interval",
             "gc_threads",
+            "memory_spaces",
             "commit_deps",
             "json",
             "no_progress",

@@ -482,6 +482,32 @@ fn secondary_indexes_run_and_unbuilt_index_pointers_exit_2() {
 }
 
 #[test]
+fn memory_spaces_are_used_reported_and_bounded() {
+    for spaces in ["1", "2"] {
+        let r = ycsb(&["--mix", "update-intensive", "--memory-spaces", spaces]);
+        check_report(&r, "update-intensive", "int64x10", "gray");
+        assert_eq!(
+            r["fidelity"]["memory_spaces"],
+            spaces.parse::<u64>().unwrap()
+        );
+        // Every new version takes a space lock (and so does every free): at least as many
+        // as versions allocated per transaction.
+        let locks = r["space_locks_per_txn"].as_f64().unwrap();
+        let versions = r["memory"]["versions_per_txn"].as_f64().unwrap();
+        assert!(
+            versions > 0.0 && locks >= versions,
+            "{locks} < {versions}: {r}"
+        );
+    }
+    let r = ycsb(&["--mix", "update-intensive"]);
+    assert_eq!(r["fidelity"]["memory_spaces"], 0);
+    assert_eq!(r["space_locks_per_txn"].as_f64(), Some(0.0), "{r}");
+    let out = myriad(&["bench", "ycsb", "--memory-spaces", "65", "--no-progress"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--memory-spaces"), "{}", stderr(&out));
+}
+
+#[test]
 fn theta_of_one_or_more_is_rejected_naming_the_flag() {
     for theta in ["1.5", "1.0", "1"] {
         let out = myriad(&["bench", "ycsb", "--theta", theta, "--no-progress"]);

@@ -239,6 +239,7 @@ pub struct Config {
     pub(crate) record_history: bool,
     pub(crate) gc_interval_txns: u32,
     pub(crate) gc_threads: usize,
+    pub(crate) memory_spaces: usize,
     pub(crate) ddl_wait: std::time::Duration,
     pub(crate) data_dir: Option<std::path::PathBuf>,
     pub(crate) loggers: usize,
@@ -269,6 +270,7 @@ impl Default for Config {
             // faster in 5 of 6 alternating pairs, and no different at θ 0 (docs/benchmarks.md).
             gc_interval_txns: 16,
             gc_threads: 1,
+            memory_spaces: 0,
             ddl_wait: std::time::Duration::from_secs(10),
             data_dir: None,
             loggers: 1,
@@ -328,6 +330,15 @@ impl Config {
     /// 20 ms).
     pub fn gc_threads(mut self, n: usize) -> Self {
         self.gc_threads = n;
+        self
+    }
+    /// Memory spaces versions are allocated from (thesis §5.4, Fig. 5.16; `version/space.rs`):
+    /// N shared arenas growing in 512 KiB increments, worker slot `s` using space `s % N`
+    /// (0..=64). 0, the default: no spaces; each thread recycles its own freed versions and
+    /// takes new ones from the general allocator. Spaces are process-wide and keep their
+    /// memory for reuse until the process exits.
+    pub fn memory_spaces(mut self, n: usize) -> Self {
+        self.memory_spaces = n;
         self
     }
     pub fn index_pointers(mut self, p: IndexPointers) -> Self {
@@ -444,6 +455,9 @@ impl Config {
     pub fn get_gc_threads(&self) -> usize {
         self.gc_threads
     }
+    pub fn get_memory_spaces(&self) -> usize {
+        self.memory_spaces
+    }
     pub fn get_timestamps(&self) -> TimestampPolicy {
         self.timestamps
     }
@@ -536,6 +550,13 @@ impl Config {
             return Err(Error::InvalidConfig(format!(
                 "gc threads must be in 1..=64, got {}",
                 self.gc_threads
+            )));
+        }
+        if self.memory_spaces > crate::version::space::MAX_SPACES {
+            return Err(Error::InvalidConfig(format!(
+                "memory spaces must be in 0..={}, got {}",
+                crate::version::space::MAX_SPACES,
+                self.memory_spaces
             )));
         }
         if self.index_pointers == IndexPointers::Physical {

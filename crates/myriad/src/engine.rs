@@ -84,6 +84,12 @@ pub struct Stats {
     /// GC `coop`: versions readers cut from the chains they walked (a part of
     /// `versions_reclaimed`; the rest is the background full passes').
     pub versions_cut_by_readers: u64,
+    /// Acquisitions of memory-space locks (`Config::memory_spaces`; allocations and frees).
+    /// Process-wide: spaces are shared by every database of the process.
+    pub space_locks: u64,
+    /// Bytes memory spaces have taken from the general allocator (process-wide; never given
+    /// back).
+    pub space_reserved_bytes: u64,
 }
 
 impl Stats {
@@ -579,6 +585,9 @@ impl Database {
             s.hybrid_2pl += l(&st.hybrid_2pl);
             s.versions_cut_by_readers += l(&st.versions_cut_by_readers);
         }
+        let spaces = crate::version::space::stats();
+        s.space_locks = spaces.lock_acquisitions;
+        s.space_reserved_bytes = spaces.reserved_bytes;
         for st in self.vacuum.get().into_iter().flat_map(|v| v.stats.iter()) {
             let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
             s.versions_reclaimed += l(&st.versions_reclaimed);

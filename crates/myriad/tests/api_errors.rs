@@ -152,6 +152,10 @@ fn config_errors() {
         ));
     }
     assert!(matches!(
+        Database::open(Config::new().memory_spaces(65)),
+        Err(Error::InvalidConfig(m)) if m.contains("memory spaces") && m.contains("65")
+    ));
+    assert!(matches!(
         Database::open(Config::new().index_pointers(IndexPointers::Physical)),
         Err(Error::Unsupported(m)) if m.contains("physical")
     ));

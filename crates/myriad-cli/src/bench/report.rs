@@ -50,6 +50,9 @@ pub struct Report {
     pub shared_rmw_per_txn: f64,
     pub global_rmw_per_txn: f64,
     pub record_rmw_per_txn: f64,
+    /// Memory-space lock acquisitions (version allocations and frees, `--memory-spaces`)
+    /// per committed transaction; 0 without spaces.
+    pub space_locks_per_txn: f64,
     /// Field reads that waited for a Preparing writer's outcome, per committed transaction
     /// (writes always; reads under protocols without commit dependencies).
     pub preparing_waits_per_txn: f64,
@@ -251,6 +254,8 @@ pub struct Fidelity {
     pub version_storage: String,
     /// Background threads of GC `vacuum`.
     pub gc_threads: usize,
+    /// Memory spaces versions come from (0: the general allocator, per-thread pools).
+    pub memory_spaces: usize,
     pub index_pointers: String,
     pub durability: String,
     pub pages: String,
@@ -285,6 +290,7 @@ impl Fidelity {
             gc: config.get_gc().name().into(),
             gc_interval_txns: config.get_gc_interval_txns(),
             gc_threads: config.get_gc_threads(),
+            memory_spaces: config.get_memory_spaces(),
             index_pointers: config.get_index_pointers().to_string(),
             version_storage: config.get_storage().name().into(),
             durability: match config.get_log() {
@@ -326,6 +332,7 @@ impl Fidelity {
             ("gc", Json::from(self.gc.clone())),
             ("gc_interval_txns", Json::from(self.gc_interval_txns)),
             ("gc_threads", Json::from(self.gc_threads)),
+            ("memory_spaces", Json::from(self.memory_spaces)),
             ("index_pointers", Json::from(self.index_pointers.clone())),
             ("version_storage", Json::from(self.version_storage.clone())),
             ("durability", Json::from(self.durability.clone())),
@@ -452,6 +459,7 @@ impl Report {
             shared_rmw_per_txn: per_txn(global + record),
             global_rmw_per_txn: per_txn(global),
             record_rmw_per_txn: per_txn(record),
+            space_locks_per_txn: per_txn(d(|s| s.space_locks)),
             preparing_waits_per_txn: per_txn(d(|s| s.preparing_waits)),
             commit_deps_per_txn: per_txn(d(|s| s.commit_deps)),
             commit_dep_waits_per_txn: per_txn(d(|s| s.commit_dep_waits)),
@@ -602,6 +610,13 @@ impl Report {
             "  Preparing    waits/txn {:.4};  commit dependencies/txn {:.4} (waited {:.4})",
             self.preparing_waits_per_txn, self.commit_deps_per_txn, self.commit_dep_waits_per_txn
         )?;
+        if self.fidelity.memory_spaces > 0 {
+            writeln!(
+                o,
+                "  spaces       {} memory spaces;  space locks/txn {:.2}",
+                self.fidelity.memory_spaces, self.space_locks_per_txn
+            )?;
+        }
         if self.hybrid_2pl_per_txn > 0.0 {
             writeln!(
                 o,

@@ -94,6 +94,8 @@ enum Metric {
     ThroughputOverTime,
     /// Live version memory at each sample, against time.
     LiveMibOverTime,
+    /// Memory-space lock acquisitions per committed transaction, against the point's x.
+    SpaceLocksPerTxn,
 }
 
 impl Metric {
@@ -101,7 +103,13 @@ impl Metric {
         match self {
             Metric::Throughput | Metric::ThroughputOverTime => "txn/s",
             Metric::LiveMibOverTime => "live version MiB",
+            Metric::SpaceLocksPerTxn => "space locks / txn",
         }
+    }
+
+    /// One figure per run, against the point's x (not a time series).
+    fn is_sweep(self) -> bool {
+        matches!(self, Metric::Throughput | Metric::SpaceLocksPerTxn)
     }
 }
 
@@ -125,6 +133,8 @@ struct Spec {
     finding: &'static str,
     /// What this build lacks to run it.
     missing: Option<&'static str>,
+    /// The thesis's series this build cannot run yet (the experiment runs without them).
+    partial: Option<&'static str>,
     panels: fn(&Scale) -> Vec<Panel>,
 }
 
@@ -135,6 +145,7 @@ const SPECS: &[Spec] = &[
         finding: "reference-counted non-inline attributes beat full-tuple copies: ~40% with 50 \
                   attributes read-intensive, over 100% update-intensive",
         missing: Some("non-inline attributes with reference counts (thesis §5.4.1)"),
+        partial: None,
         panels: no_panels,
     },
     Spec {
@@ -142,6 +153,7 @@ const SPECS: &[Spec] = &[
         figure: "5.12",
         finding: "N2O always beats O2N; by 2.4-3.4x at theta 0.9",
         missing: None,
+        partial: None,
         panels: chain_order,
     },
     Spec {
@@ -149,6 +161,7 @@ const SPECS: &[Spec] = &[
         figure: "5.13",
         finding: "with 100 attributes delta storage is ~2x append-only and time-travel",
         missing: Some("--storage time-travel and --storage delta"),
+        partial: None,
         panels: no_panels,
     },
     Spec {
@@ -156,6 +169,7 @@ const SPECS: &[Spec] = &[
         figure: "5.14",
         finding: "delta wins when few of 100 attributes change; equal when all change",
         missing: Some("--storage time-travel and --storage delta"),
+        partial: None,
         panels: no_panels,
     },
     Spec {
@@ -163,20 +177,23 @@ const SPECS: &[Spec] = &[
         figure: "5.15",
         finding: "reading more attributes hurts delta storage most",
         missing: Some("--storage time-travel and --storage delta"),
+        partial: None,
         panels: no_panels,
     },
     Spec {
         name: "memory-spaces",
         figure: "5.16",
         finding: "1 to 20 memory spaces speed append-only and time-travel 1.6-4x; delta is flat",
-        missing: Some("--memory-spaces, --storage time-travel and --storage delta"),
-        panels: no_panels,
+        missing: None,
+        partial: Some("the time-travel and delta storage series (not built)"),
+        panels: memory_spaces,
     },
     Spec {
         name: "storage-tpcc",
         figure: "5.17",
         finding: "append-only has the best TPC-C throughput; delta the worst StockScan latency",
         missing: Some("--storage time-travel and --storage delta"),
+        partial: None,
         panels: no_panels,
     },
     Spec {
@@ -185,6 +202,7 @@ const SPECS: &[Spec] = &[
         finding: "COOP has ~45% more throughput than VAC and 30-60% less memory per \
                   transaction; without GC throughput declines over time",
         missing: None,
+        partial: None,
         panels: gc_tuple_level,
     },
     Spec {
@@ -193,14 +211,16 @@ const SPECS: &[Spec] = &[
         finding: "transaction-level GC is slightly ahead of tuple-level read-intensive, 20% \
                   update-intensive; both 20-30% above no GC, and both bound memory",
         missing: None,
+        partial: None,
         panels: gc_tuple_vs_txn,
     },
     Spec {
         name: "index-pointers",
         figure: "5.22-5.23",
         finding: "logical pointers beat physical by 25-45%, more with more secondary indexes",
-        missing: Some("--index-pointers logical-pk and physical, and YCSB --secondary-indexes"),
-        panels: no_panels,
+        missing: None,
+        partial: Some("the physical pointers series (not built); logical-tid and logical-pk run"),
+        panels: index_pointers,
     },
     Spec {
         name: "configurations",
@@ -208,6 +228,7 @@ const SPECS: &[Spec] = &[
         finding: "the NuoDB configuration is fastest on TPC-C; delta storage has the worst \
                   scan latency",
         missing: Some("--storage time-travel and delta, and --index-pointers physical"),
+        partial: None,
         panels: no_panels,
     },
 ];
@@ -343,6 +364,99 @@ fn gc_tuple_vs_txn(s: &Scale) -> Vec<Panel> {
     )
 }
 
+/// Fig. 5.16: memory spaces, N2O (the thesis's append-only), theta 0.2, one attribute read
+/// or written per operation. Beside the sweep, the default without spaces (each thread
+/// recycling its own versions) as a flat reference, and the lock acquisitions per
+/// transaction that show the contention two cores cannot.
+fn memory_spaces(s: &Scale) -> Vec<Panel> {
+    let spaces: &[u32] = if s.quick { &[1, 2] } else { &[1, 2, 4, 8] };
+    let one_attr = [
+        "--attrs-read",
+        "1",
+        "--attrs-modified",
+        "1",
+        "--storage",
+        "n2o",
+    ];
+    let run = |mix: &str, n: Option<u32>| {
+        let mut d: Vec<String> = one_attr.iter().map(|a| a.to_string()).collect();
+        if let Some(n) = n {
+            d.extend(["--memory-spaces".to_string(), n.to_string()]);
+        }
+        let d: Vec<&str> = d.iter().map(String::as_str).collect();
+        ycsb(s, mix, 0.2, &d)
+    };
+    let mut panels = Vec::new();
+    for metric in [Metric::Throughput, Metric::SpaceLocksPerTxn] {
+        for mix in ["read-intensive", "update-intensive"] {
+            panels.push(Panel {
+                title: format!("{mix}, theta 0.2 (MVTO, N2O)"),
+                x_label: "memory spaces",
+                metric,
+                series: vec![
+                    Series {
+                        label: "append-only".into(),
+                        points: spaces
+                            .iter()
+                            .map(|&n| (n as f64, run(mix, Some(n))))
+                            .collect(),
+                    },
+                    Series {
+                        label: "no spaces".into(),
+                        points: spaces.iter().map(|&n| (n as f64, run(mix, None))).collect(),
+                    },
+                ],
+            });
+        }
+    }
+    panels
+}
+
+/// Figs. 5.22–5.23: index pointers over the number of secondary indexes, theta 0.2 and 0.9
+/// (N2O, update-intensive, every update setting all ten attributes so that each index's key
+/// changes).
+fn index_pointers(s: &Scale) -> Vec<Panel> {
+    let counts: &[u32] = if s.quick {
+        &[1, 10]
+    } else {
+        &[1, 2, 4, 6, 8, 10]
+    };
+    [0.2, 0.9]
+        .iter()
+        .map(|&theta| Panel {
+            title: format!("update-intensive, theta {theta} (MVTO, N2O)"),
+            x_label: "secondary indexes",
+            metric: Metric::Throughput,
+            series: ["logical-tid", "logical-pk"]
+                .iter()
+                .map(|kind| Series {
+                    label: kind.to_string(),
+                    points: counts
+                        .iter()
+                        .map(|&n| {
+                            let n = n.to_string();
+                            let d = [
+                                "--storage",
+                                "n2o",
+                                "--attrs-modified",
+                                "10",
+                                "--secondary-indexes",
+                                &n,
+                                "--index-pointers",
+                                kind,
+                            ];
+                            (
+                                n.parse().unwrap_or(0.0),
+                                ycsb(s, "update-intensive", theta, &d),
+                            )
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 pub fn run(a: ExperimentArgs) -> ExitCode {
     let threads = a.threads.unwrap_or_else(crate::default_threads);
     let scale = Scale {
@@ -359,7 +473,12 @@ pub fn run(a: ExperimentArgs) -> ExitCode {
         Name::List => {
             for s in SPECS {
                 match s.missing {
-                    None => println!("{:<16} Fig. {:<10} runs", s.name, s.figure),
+                    None => match s.partial {
+                        None => println!("{:<16} Fig. {:<10} runs", s.name, s.figure),
+                        Some(p) => {
+                            println!("{:<16} Fig. {:<10} runs, without {p}", s.name, s.figure)
+                        }
+                    },
                     Some(m) => println!(
                         "{:<16} Fig. {:<10} not supported: needs {m}",
                         s.name, s.figure
@@ -417,7 +536,7 @@ fn settings_json(s: &Scale) -> Json {
 /// The common flags of every run of `panel`.
 fn common_flags(s: &Scale, metric: Metric, json: &Path) -> Vec<String> {
     let duration = match metric {
-        Metric::Throughput => s.duration,
+        Metric::Throughput | Metric::SpaceLocksPerTxn => s.duration,
         Metric::ThroughputOverTime | Metric::LiveMibOverTime => s.series_duration,
     };
     vec![
@@ -463,8 +582,10 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
             .and_then(Json::as_f64)
             .ok_or_else(|| format!("report lacks {k}"))
     };
-    if metric == Metric::Throughput {
-        return Ok(vec![(x, num(report, "throughput_tps")?)]);
+    match metric {
+        Metric::Throughput => return Ok(vec![(x, num(report, "throughput_tps")?)]),
+        Metric::SpaceLocksPerTxn => return Ok(vec![(x, num(report, "space_locks_per_txn")?)]),
+        _ => {}
     }
     let samples = report
         .pointer("/memory/timeseries")
@@ -600,7 +721,7 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
                 let ratio = median(&mut ratios);
                 let mut sm = summary.clone();
                 let value = median(&mut sm);
-                if p.metric == Metric::Throughput {
+                if p.metric.is_sweep() {
                     line.extend(medians.iter().copied());
                     points_json.push(json!({
                         "x": x, "median": value, "rounds": summary,
@@ -637,6 +758,7 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
         "experiment": spec.name,
         "figure": spec.figure,
         "thesis_finding": spec.finding,
+        "not_built": spec.partial,
         "settings": settings_json(s),
         "panels": panels_json,
         "runs_dir": runs_dir.display().to_string(),
@@ -649,6 +771,9 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
     plot::write_svg(&svg_path, &title, &charts)
         .map_err(|e| format!("{}: {e}", svg_path.display()))?;
     println!("  thesis: {}", spec.finding);
+    if let Some(p) = spec.partial {
+        println!("  not run: {p}");
+    }
     println!(
         "  wrote {} and {}\n",
         json_path.display(),
@@ -662,7 +787,7 @@ fn print_panel(p: &Panel, series: &[Json]) {
     let y = p.metric.y_label();
     println!("  {} — {y}", p.title);
     let f = |v: &Json, k: &str| v.get(k).and_then(Json::as_f64).unwrap_or(f64::NAN);
-    if p.metric == Metric::Throughput {
+    if p.metric.is_sweep() {
         let head: Vec<String> = series
             .iter()
             .map(|s| format!("{:>18}", s["label"].as_str().unwrap_or("")))

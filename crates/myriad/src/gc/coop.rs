@@ -51,8 +51,8 @@ pub(crate) fn cooperate(
     // later can reach them, and only we claimed them.
     unsafe {
         guard.defer_unchecked(move || {
-            for (addr, size) in versions {
-                Version::free_sized(addr as *mut Version, size as usize);
+            for (addr, token) in versions {
+                Version::free_token(addr as *mut Version, token);
             }
         })
     };

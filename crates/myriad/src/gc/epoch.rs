@@ -88,8 +88,8 @@ pub(crate) fn collect(db: &Database, slot: &Slot, queue: &mut VecDeque<Garbage>,
         // head CAS) under `guard`, so no thread pinned later can reach it; each is freed once.
         unsafe {
             guard.defer_unchecked(move || {
-                for (addr, size) in versions {
-                    Version::free_sized(addr as *mut Version, size as usize);
+                for (addr, token) in versions {
+                    Version::free_token(addr as *mut Version, token);
                 }
             })
         };
@@ -103,8 +103,8 @@ pub(crate) fn collect(db: &Database, slot: &Slot, queue: &mut VecDeque<Garbage>,
 /// Versions cut by one `collect` pass, freed together once no thread can still reach them.
 #[derive(Default)]
 pub(crate) struct Cut {
-    /// Address and size of each version.
-    pub versions: Vec<(usize, u32)>,
+    /// Address and free token (`Version::token`: size and memory space) of each version.
+    pub versions: Vec<(usize, u64)>,
     pub bytes: u64,
 }
 
@@ -147,9 +147,8 @@ pub(crate) fn prune(t: &Table, tid: TupleId, w: u64, single: bool, cut: &mut Cut
 unsafe fn cut_chain(mut p: *mut Version, cut: &mut Cut) {
     while !p.is_null() {
         let next = (*p).take_next();
-        let size = (*p).size();
-        cut.versions.push((p as usize, size as u32));
-        cut.bytes += size as u64;
+        cut.versions.push((p as usize, (*p).token()));
+        cut.bytes += (*p).size() as u64;
         p = next;
     }
 }
@@ -189,9 +188,8 @@ pub(crate) fn prune_o2n(e: &std::sync::atomic::AtomicPtr<Version>, w: u64, cut: 
         let mut p = head;
         while p != x {
             let next = (*p).next.load(Ordering::Acquire);
-            let size = (*p).size();
-            cut.versions.push((p as usize, size as u32));
-            cut.bytes += size as u64;
+            cut.versions.push((p as usize, (*p).token()));
+            cut.bytes += (*p).size() as u64;
             p = next;
         }
     }

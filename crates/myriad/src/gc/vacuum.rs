@@ -152,8 +152,8 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool) {
         // `epoch::collect`), so no thread pinned later can reach it; each is freed once.
         unsafe {
             guard.defer_unchecked(move || {
-                for (addr, size) in versions {
-                    Version::free_sized(addr as *mut Version, size as usize);
+                for (addr, token) in versions {
+                    Version::free_token(addr as *mut Version, token);
                 }
             })
         };

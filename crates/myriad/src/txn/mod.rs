@@ -849,6 +849,15 @@ impl<'db> Transaction<'db> {
         if index != 0 {
             t.schema.encode_key_from_row(index, r.data(), check);
             if check.as_slice() != key {
+                // A stale entry: the row has left this key. On single-version storage the
+                // commit-time re-scan sees only the present, one range after another, so a
+                // row that moves on twice while we validate could slip past every range we
+                // read; the version we judged must itself stay current (validated or
+                // read-locked like any read). Multi-version protocols re-check against
+                // their snapshot, which does not move.
+                if self.protocol.single_version() {
+                    self.note_read(t, v);
+                }
                 return None;
             }
         }
@@ -1557,7 +1566,8 @@ impl<'db> Transaction<'db> {
     }
 
     fn new_version(&self, t: &Table, row: &[u8], next: *mut Version) -> *mut Version {
-        let n = Version::alloc_copy(self.id.word(), row, next, t.version_ext).as_ptr();
+        let space = crate::version::space::for_slot(self.db.config.memory_spaces, self.slot_idx);
+        let n = Version::alloc_copy(self.id.word(), row, next, t.version_ext, space).as_ptr();
         let slot = self.slot();
         bump(&slot.stats.versions_allocated, 1);
         bump(

@@ -43,6 +43,9 @@ pub struct Version {
     /// keeps per version beyond `aux` (`Protocol::version_ext`; SSN: 2). The same for every
     /// version of a database, so a protocol that needs none pays nothing.
     pub(crate) ext: u8,
+    /// The memory space the block came from (`space.rs`; 1-based), 0 for the general
+    /// allocator. Frees return the block there.
+    pub(crate) space: u8,
 }
 
 const HEADER: usize = std::mem::size_of::<Version>();
@@ -74,20 +77,22 @@ impl Version {
     /// Allocates a version with zeroed row data.
     #[cfg(test)]
     pub(crate) fn alloc(begin: u64, data_len: usize, next: *mut Version) -> NonNull<Version> {
-        let n = Self::alloc_uninit(begin, data_len, next, 0);
+        let n = Self::alloc_uninit(begin, data_len, next, 0, 0);
         // SAFETY: the block holds data_len bytes after the header.
         unsafe { ptr::write_bytes((n.as_ptr() as *mut u8).add(HEADER), 0, data_len) };
         n
     }
 
-    /// Allocates a version whose row data is a copy of `data`.
+    /// Allocates a version whose row data is a copy of `data`, from memory space `space`
+    /// (`space::for_slot`; 0: the general allocator).
     pub(crate) fn alloc_copy(
         begin: u64,
         data: &[u8],
         next: *mut Version,
         ext: u8,
+        space: u8,
     ) -> NonNull<Version> {
-        let n = Self::alloc_uninit(begin, data.len(), next, ext);
+        let n = Self::alloc_uninit(begin, data.len(), next, ext, space);
         // SAFETY: the block holds data.len() bytes after the header; `data` is another block.
         unsafe {
             ptr::copy_nonoverlapping(
@@ -100,9 +105,26 @@ impl Version {
     }
 
     /// A version with its header written and its row data not yet initialized.
-    fn alloc_uninit(begin: u64, data_len: usize, next: *mut Version, ext: u8) -> NonNull<Version> {
-        let layout = Self::layout(Self::alloc_size(data_len, ext));
-        let p = pool::take(layout) as *mut Version;
+    fn alloc_uninit(
+        begin: u64,
+        data_len: usize,
+        next: *mut Version,
+        ext: u8,
+        space: u8,
+    ) -> NonNull<Version> {
+        let size = Self::alloc_size(data_len, ext);
+        let layout = Self::layout(size);
+        // A block too big for a space's increments comes from the general allocator.
+        let space = if size > super::space::MAX_BLOCK {
+            0
+        } else {
+            space
+        };
+        let p = if space == 0 {
+            pool::take(layout)
+        } else {
+            super::space::take(space, (size + 7) & !7)
+        } as *mut Version;
         let Some(nn) = NonNull::new(p) else {
             std::alloc::handle_alloc_error(layout)
         };
@@ -118,6 +140,7 @@ impl Version {
                     data_len: data_len as u32,
                     tombstone: std::sync::atomic::AtomicBool::new(false),
                     ext,
+                    space,
                 },
             );
             for i in 0..ext as usize {
@@ -136,17 +159,29 @@ impl Version {
     /// `v` came from `alloc`, is unreachable for every thread that is not pinned in an epoch
     /// older than the unlink, and is freed once.
     pub(crate) unsafe fn free(v: *mut Version) {
-        Self::free_sized(v, (*v).size());
+        Self::free_token(v, (*v).token());
     }
 
-    /// `free` for a version whose size (`size`) the caller knows, without reading its header
-    /// (GC frees versions long after it last touched them).
+    /// What `free_token` needs to free this version without reading its header again: its
+    /// size, and its memory space above bit 32.
+    #[inline]
+    pub(crate) fn token(&self) -> u64 {
+        self.size() as u64 | (self.space as u64) << 32
+    }
+
+    /// `free` for a version whose `token()` the caller took earlier, without reading its
+    /// header (GC frees versions long after it last touched them).
     ///
     /// # Safety
-    /// As `free`, and `size` is the version's `size()`.
-    pub(crate) unsafe fn free_sized(v: *mut Version, size: usize) {
-        debug_assert_eq!((*v).size(), size);
-        pool::give(v as *mut u8, Self::layout(size));
+    /// As `free`, and `token` is the version's `token()`.
+    pub(crate) unsafe fn free_token(v: *mut Version, token: u64) {
+        debug_assert_eq!((*v).token(), token);
+        let (space, size) = ((token >> 32) as u8, token as u32 as usize);
+        if space == 0 {
+            pool::give(v as *mut u8, Self::layout(size));
+        } else {
+            super::space::give(space, v as *mut u8, (size + 7) & !7);
+        }
     }
 
     /// Bytes this version occupies.

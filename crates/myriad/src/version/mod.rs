@@ -8,6 +8,7 @@
 
 pub mod append_n2o;
 mod pool;
+pub mod space;
 
 pub use append_n2o::Version;
 
