@@ -219,6 +219,61 @@ fn phantoms() {
     assert_eq!(phantom(Isolation::Snapshot, 0, 10, 5, None), None);
 }
 
+/// A secondary-index scan stopped by its limit protects every entry of its stop key: a row
+/// that moves under that key ahead of the row returned (entries are ordered by key, then
+/// tuple id) is a phantom, even though it sorts before the stop point.
+#[test]
+fn limited_secondary_scan_protects_its_stop_key() {
+    for protocol in [
+        Protocol::Mvocc,
+        Protocol::Mvto,
+        Protocol::Mv2pl,
+        Protocol::Ssn,
+        Protocol::Ssi,
+        Protocol::ErmiaSsi,
+        Protocol::Silo,
+        Protocol::Occ,
+        Protocol::TwoPl,
+        Protocol::Hybrid,
+    ] {
+        let db = Database::open(config_for(protocol).isolation(Isolation::Serializable)).unwrap();
+        let t = kv(&db);
+        load(&db, &t, 0..6); // g = k % 3: rows 1 and 4 have g = 1
+        let mut a = db.begin().unwrap();
+        let mut seen = Vec::new();
+        a.scan(
+            &t,
+            Bound::Included(&1i64),
+            Bound::Unbounded,
+            ScanOptions {
+                index: 2,
+                limit: Some(1),
+                ..Default::default()
+            },
+            |r| {
+                seen.push(r.i64(0).unwrap());
+                true
+            },
+        )
+        .unwrap();
+        assert_eq!(seen, vec![1], "{protocol}");
+        // B reads row 5, which A then writes (B before A), and moves row 0 (tuple id 0,
+        // ahead of row 1's entry) to g = 1, which A's scan did not see (A before B): a cycle.
+        let mut b = db.begin().unwrap();
+        let moved = b
+            .get(&t, &5i64)
+            .and_then(|_| b.update(&t, &0i64, &[(3, 1i64)]))
+            .and_then(|_| b.commit());
+        let wrote = a.update(&t, &5i64, &[(1, 1i64)]);
+        let committed = wrote.and_then(|_| a.commit());
+        assert!(
+            moved.is_err() || committed.is_err(),
+            "{protocol}: a row moved under the scan's stop key ahead of the row it returned, \
+             and both committed"
+        );
+    }
+}
+
 #[test]
 fn point_miss_and_secondary_lookup_are_protected() {
     let db = open(Isolation::Serializable);

@@ -1008,8 +1008,22 @@ impl<'db> Transaction<'db> {
             );
         }
         self.local.key_buf2 = check;
-        // The observed range: up to the last row returned if the scan stopped early.
+        // The observed range: up to the last row returned if the scan stopped early. On a
+        // secondary index that includes every entry of the stop key (entries are the key
+        // plus a suffix, so `Included(key)` alone would leave out the entries of rows
+        // before ours under the same key: conservative for those after it).
+        let stop_end = match (&stopped_at, opts.descending) {
+            (Some(k), false) if index != 0 => Some(prefix_end(k)),
+            _ => None,
+        };
         let (plo, phi) = match (&stopped_at, opts.descending) {
+            (Some(_), false) if stop_end.is_some() => (
+                as_ref_bound(&lo_b),
+                match stop_end.as_ref().and_then(|e| e.as_deref()) {
+                    Some(e) => Bound::Excluded(e),
+                    None => Bound::Unbounded,
+                },
+            ),
             (Some(k), false) => (as_ref_bound(&lo_b), Bound::Included(k.as_slice())),
             (Some(k), true) => (Bound::Included(k.as_slice()), as_ref_bound(&hi_b)),
             (None, _) => (as_ref_bound(&lo_b), as_ref_bound(&hi_b)),
