@@ -202,9 +202,11 @@ struct BenchArgs {
     #[serde(serialize_with = "as_display")]
     gc: GcPolicy,
     /// How secondary indexes point at rows: logical-tid (tuple ids through the indirection
-    /// array) or logical-pk (primary keys, looked up in the primary index; ordered secondary
-    /// indexes only, so TATP's hash index exits 2). Either way an update touches only the
-    /// indexes whose key it changes. physical is not built yet.
+    /// array), logical-pk (primary keys, looked up in the primary index), either way an
+    /// update touches only the indexes whose key it changes; or physical (one entry per
+    /// version, so every update inserts into every secondary index and GC removes the
+    /// entries of what it collects; append-only storage only). logical-pk and physical take
+    /// ordered secondary indexes only, so TATP's hash index exits 2.
     #[arg(long, value_name = "KIND", default_value = "logical-tid", value_parser = parse_choice::<IndexPointers>)]
     #[serde(serialize_with = "as_display")]
     index_pointers: IndexPointers,

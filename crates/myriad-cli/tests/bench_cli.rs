@@ -424,8 +424,8 @@ fn vacuum_gc_keeps_up_with_contended_updates() {
 }
 
 #[test]
-fn secondary_indexes_run_and_unbuilt_index_pointers_exit_2() {
-    for pointers in ["logical-tid", "logical-pk"] {
+fn secondary_indexes_run_under_every_index_pointer_kind() {
+    for pointers in ["logical-tid", "logical-pk", "physical"] {
         let r = ycsb(&[
             "--mix",
             "update-intensive",
@@ -441,44 +441,47 @@ fn secondary_indexes_run_and_unbuilt_index_pointers_exit_2() {
         assert_eq!(r["fidelity"]["secondary_indexes"], 3, "{r}");
         assert_eq!(r["fidelity"]["index_pointers"], pointers, "{r}");
     }
-    // TATP's subscriber index is a hash index, which logical-pk pointers do not cover.
-    let out = myriad(&[
-        "bench",
-        "tatp",
-        "--subscribers",
-        "100",
-        "--duration",
-        "0.1",
-        "--no-progress",
-        "--index-pointers",
-        "logical-pk",
-    ]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("subscriber_sub_nbr"),
-        "{}",
-        stderr(&out)
-    );
-    {
-        let kind = "physical";
+    // TATP's subscriber index is a hash index, which logical-pk and physical pointers do not
+    // cover.
+    for pointers in ["logical-pk", "physical"] {
         let out = myriad(&[
             "bench",
-            "ycsb",
-            "--rows",
+            "tatp",
+            "--subscribers",
             "100",
             "--duration",
             "0.1",
             "--no-progress",
             "--index-pointers",
-            kind,
+            pointers,
         ]);
-        assert_eq!(out.status.code(), Some(2), "{kind}: {}", stderr(&out));
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
         let err = stderr(&out);
         assert!(
-            err.contains(&format!("index pointers `{kind}`")) && err.contains("not implemented"),
+            err.contains("subscriber_sub_nbr") && err.contains(pointers),
             "{err}"
         );
     }
+    // Physical pointers point at versions of append-only chains: not under Silo.
+    let out = myriad(&[
+        "bench",
+        "ycsb",
+        "--rows",
+        "100",
+        "--duration",
+        "0.1",
+        "--no-progress",
+        "--protocol",
+        "silo",
+        "--index-pointers",
+        "physical",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("physical") && err.contains("single-version"),
+        "{err}"
+    );
 }
 
 #[test]

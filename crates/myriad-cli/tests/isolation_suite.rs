@@ -97,18 +97,28 @@ fn the_suite_matches_its_expected_output_for_every_protocol_and_level() {
         .map(|s| dir.join(format!("{s}.spec")).display().to_string())
         .collect();
     let multi = || RUNS.iter().filter(|(p, ..)| MULTI_VERSION.contains(p));
-    // Second pass: o2n chains under each GC policy in turn. Third: n2o under vacuum and no
-    // GC, with primary-key index pointers. Each multi-version run takes the next design of
-    // its pass, so every design meets several protocols and levels.
-    let o2n: [&[&str]; 4] = [
+    // Second pass: o2n chains under each GC policy in turn (coop also with physical index
+    // pointers). Third: n2o under vacuum and no GC with primary-key index pointers, and
+    // under transaction-level GC with physical ones. Each multi-version run takes the next
+    // design of its pass, so every design meets several protocols and levels.
+    let o2n: [&[&str]; 5] = [
         &["--storage", "o2n"],
         &["--storage", "o2n", "--gc", "coop"],
         &["--storage", "o2n", "--gc", "vacuum"],
         &["--storage", "o2n", "--gc", "none"],
+        &[
+            "--storage",
+            "o2n",
+            "--gc",
+            "coop",
+            "--index-pointers",
+            "physical",
+        ],
     ];
-    let n2o: [&[&str]; 2] = [
+    let n2o: [&[&str]; 3] = [
         &["--gc", "vacuum", "--index-pointers", "logical-pk"],
         &["--gc", "none", "--index-pointers", "logical-pk"],
+        &["--gc", "txn", "--index-pointers", "physical"],
     ];
     let runs = RUNS
         .iter()

@@ -177,7 +177,8 @@ choice_enum!(
     /// How secondary indexes point at rows (thesis §5.6): `logical-tid` (the default), the
     /// entry holds the tuple id, which leads through the indirection array to the chain;
     /// `logical-pk`, the entry holds the primary key, looked up in the primary index
-    /// (ordered secondary indexes only). `physical` is not built yet.
+    /// (ordered secondary indexes only); `physical`: entries point at versions, one per
+    /// version (append-only storage and ordered secondary indexes only).
     IndexPointers { LogicalTid = "logical-tid", LogicalPk = "logical-pk", Physical = "physical" }
 );
 
@@ -559,8 +560,17 @@ impl Config {
                 self.memory_spaces
             )));
         }
-        if self.index_pointers == IndexPointers::Physical {
-            return Err(unsupported("index pointers", self.index_pointers.name()));
+        if self.index_pointers == IndexPointers::Physical
+            && !matches!(
+                self.storage,
+                VersionStorage::AppendN2o | VersionStorage::AppendO2n
+            )
+        {
+            return Err(Error::InvalidConfig(format!(
+                "index pointers `physical` point at versions in an append-only chain, and \
+                 version storage `{}` has none (use `n2o` or `o2n`)",
+                self.storage
+            )));
         }
         match (self.log, &self.data_dir) {
             (LogPolicy::None, None)

@@ -246,14 +246,16 @@ impl Database {
             self.config.protocol.version_ext(),
             self.config.storage == crate::config::VersionStorage::AppendO2n,
             self.config.gc == crate::config::GcPolicy::Vacuum,
-            self.config.index_pointers == crate::config::IndexPointers::LogicalPk,
+            self.config.index_pointers,
         ))
     }
 
-    /// Index pointers `logical-pk` are built for ordered secondary indexes only: a hash
-    /// index's entries hold a fixed-width value, not a primary key.
+    /// Index pointers `logical-pk` and `physical` are built for ordered secondary indexes
+    /// only: a hash index's entries hold a fixed-width value, not a primary key or the
+    /// address of a version next to the key.
     fn check_index_pointers(&self, schema: &TableSchema) -> Result<()> {
-        if self.config.index_pointers != crate::config::IndexPointers::LogicalPk {
+        let p = self.config.index_pointers;
+        if p == crate::config::IndexPointers::LogicalTid {
             return Ok(());
         }
         match schema.indexes[1..]
@@ -261,7 +263,7 @@ impl Database {
             .find(|d| d.kind == crate::schema::IndexKind::Hash)
         {
             Some(d) => Err(Error::Unsupported(format!(
-                "hash secondary index `{}` on `{}` with index pointers `logical-pk`, which are \
+                "hash secondary index `{}` on `{}` with index pointers `{p}`, which are \
                  built for ordered (B-tree) secondary indexes only",
                 d.name, schema.name
             ))),

@@ -155,21 +155,31 @@ fn config_errors() {
         Database::open(Config::new().memory_spaces(65)),
         Err(Error::InvalidConfig(m)) if m.contains("memory spaces") && m.contains("65")
     ));
+    // physical: versions of append-only chains only.
     assert!(matches!(
-        Database::open(Config::new().index_pointers(IndexPointers::Physical)),
-        Err(Error::Unsupported(m)) if m.contains("physical")
+        Database::open(
+            Config::new()
+                .protocol(Protocol::Silo)
+                .version_storage(VersionStorage::SingleVersion)
+                .index_pointers(IndexPointers::Physical)
+        ),
+        Err(Error::InvalidConfig(m)) if m.contains("physical") && m.contains("single-version")
     ));
-    // logical-pk: ordered secondary indexes only, checked when a table or an index is made.
+    // logical-pk and physical: ordered secondary indexes only, checked when a table or an
+    // index is made.
+    for pointers in [IndexPointers::Physical, IndexPointers::LogicalPk] {
+        let db = Database::open(Config::new().index_pointers(pointers)).unwrap();
+        let hashed = TableSchema::new("h")
+            .column("k", ColumnType::Int)
+            .column("u", ColumnType::Int)
+            .primary_key(&["k"])
+            .index("by_u", &["u"], IndexKind::Hash, false);
+        assert!(matches!(
+            db.create_table(hashed),
+            Err(Error::Unsupported(m)) if m.contains("by_u") && m.contains(pointers.name())
+        ));
+    }
     let db = Database::open(Config::new().index_pointers(IndexPointers::LogicalPk)).unwrap();
-    let hashed = TableSchema::new("h")
-        .column("k", ColumnType::Int)
-        .column("u", ColumnType::Int)
-        .primary_key(&["k"])
-        .index("by_u", &["u"], IndexKind::Hash, false);
-    assert!(matches!(
-        db.create_table(hashed),
-        Err(Error::Unsupported(m)) if m.contains("by_u") && m.contains("logical-pk")
-    ));
     assert!(db.table("h").is_err(), "nothing half-created");
     let t = TableSchema::new("o")
         .column("k", ColumnType::Int)

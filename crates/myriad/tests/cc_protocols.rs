@@ -1162,8 +1162,15 @@ fn secondary_entries_follow_key_changes_under_every_protocol() {
     let protocols = Protocol::ALL
         .iter()
         .filter(|&&p| Config::strongest_isolation(p).is_some());
-    let pointers = [IndexPointers::LogicalTid, IndexPointers::LogicalPk];
-    for (&p, pointers) in protocols.flat_map(|p| pointers.iter().map(move |&i| (p, i))) {
+    let pointers = [
+        IndexPointers::LogicalTid,
+        IndexPointers::LogicalPk,
+        IndexPointers::Physical,
+    ];
+    let pairs = protocols.flat_map(|p| pointers.iter().map(move |&i| (p, i)));
+    // `physical` points at versions of append-only chains: multi-version protocols only.
+    let pairs = pairs.filter(|&(p, i)| i != IndexPointers::Physical || !p.single_version());
+    for (&p, pointers) in pairs {
         let level = Config::strongest_isolation(p).unwrap();
         let db = Database::open(config_for(p).isolation(level).index_pointers(pointers)).unwrap();
         let t = kv(&db);

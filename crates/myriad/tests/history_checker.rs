@@ -262,6 +262,18 @@ fn every_storage_and_gc_pairing_leaves_no_forbidden_cycle() {
             IndexPointers::LogicalPk,
             0,
         ),
+        (
+            VersionStorage::AppendN2o,
+            GcPolicy::Txn,
+            IndexPointers::Physical,
+            0,
+        ),
+        (
+            VersionStorage::AppendO2n,
+            GcPolicy::Coop,
+            IndexPointers::Physical,
+            0,
+        ),
     ];
     let multi = std::iter::once(Protocol::Mvocc)
         .chain(OTHER_PROTOCOLS)
@@ -285,17 +297,26 @@ fn every_storage_and_gc_pairing_leaves_no_forbidden_cycle() {
 }
 
 /// Rows move between the groups of the ordered secondary index `by_g` while readers collect
-/// every group by point lookups or range scans on it. Under both kinds of logical index
-/// pointers (`logical-tid`; `logical-pk`, where each entry leads through the primary index)
-/// and every protocol at its strongest level, each reader finds every row in exactly one
+/// every group by point lookups or range scans on it. Under every kind of index pointers
+/// (`logical-tid`; `logical-pk`, where each entry leads through the primary index;
+/// `physical`, one entry per version, judged alone) and every protocol at its strongest level, each reader finds every row in exactly one
 /// group, and the recorded history has no cycle the level forbids.
 #[test]
 fn secondary_index_moves_keep_every_row_in_one_group() {
     const ROWS: i64 = 12;
     let per_thread = (history_txns() / 2).max(50);
-    for pointers in [IndexPointers::LogicalTid, IndexPointers::LogicalPk] {
+    let pointers = [
+        IndexPointers::LogicalTid,
+        IndexPointers::LogicalPk,
+        IndexPointers::Physical,
+    ];
+    for pointers in pointers {
         for p in std::iter::once(Protocol::Mvocc).chain(OTHER_PROTOCOLS) {
             if std::env::var("MYRIAD_HISTORY_ONLY").is_ok_and(|o| o != p.to_string()) {
+                continue;
+            }
+            // `physical` points at versions of append-only chains.
+            if pointers == IndexPointers::Physical && p.single_version() {
                 continue;
             }
             let level = Config::strongest_isolation(p).unwrap();

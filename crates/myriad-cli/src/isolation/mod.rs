@@ -51,7 +51,8 @@ pub struct IsolationArgs {
     /// Garbage collection: txn, vacuum, coop (with --storage o2n) or none.
     #[arg(long, value_name = "POLICY", default_value = "txn", value_parser = crate::parse_choice::<GcPolicy>)]
     gc: GcPolicy,
-    /// How secondary indexes point at rows: logical-tid or logical-pk.
+    /// How secondary indexes point at rows: logical-tid, logical-pk or physical (with
+    /// append-only storage).
     #[arg(long, value_name = "KIND", default_value = "logical-tid", value_parser = crate::parse_choice::<IndexPointers>)]
     index_pointers: IndexPointers,
     /// Level of BEGIN without ISOLATION LEVEL and of autocommit statements: serializable, rr,

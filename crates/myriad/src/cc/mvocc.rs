@@ -275,7 +275,7 @@ fn rescan(tx: &Transaction<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: u64) -
                 ok = same_view(tx, r, t, index, tid, key, end_ts);
             }
         } else {
-            t.lookup_entries(index, key, &mut |tid| {
+            t.lookup_entries(index, key, &mut |tid, _| {
                 ok = same_view(tx, r, t, index, tid, key, end_ts);
                 ok
             });
@@ -286,7 +286,7 @@ fn rescan(tx: &Transaction<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: u64) -
             bound(arena, s.lo),
             bound(arena, s.hi),
             crate::index::ScanDirection::Ascending,
-            &mut |k, tid| {
+            &mut |k, tid, _| {
                 ok = same_view(tx, r, t, index, tid, k, end_ts);
                 ok
             },
@@ -394,7 +394,7 @@ pub(crate) fn unique_holder(
             _ => false,
         }
     };
-    t.lookup_entries(index, &key, &mut |tid| {
+    t.lookup_entries(index, &key, &mut |tid, _| {
         if Some(tid) == own {
             return true;
         }

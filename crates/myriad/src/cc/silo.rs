@@ -524,7 +524,7 @@ fn rescan(
                         check(tid);
                     }
                 } else {
-                    t.lookup_entries(index, key, &mut |tid| check(tid));
+                    t.lookup_entries(index, key, &mut |tid, _| check(tid));
                 }
             }
         } else {
@@ -533,7 +533,7 @@ fn rescan(
                 bound(s.lo),
                 bound(s.hi),
                 crate::index::ScanDirection::Ascending,
-                &mut |_, tid| check(tid),
+                &mut |_, tid, _| check(tid),
             );
         }
     }
@@ -558,7 +558,7 @@ pub(crate) fn unique_holder(
     t.schema.encode_key_from_row(index, row, &mut key);
     let mut probe = Vec::new();
     let mut out = UniqueCheck::Free;
-    t.lookup_entries(index, &key, &mut |tid| {
+    t.lookup_entries(index, &key, &mut |tid, _| {
         if Some(tid) == own {
             return true;
         }

@@ -13,6 +13,7 @@
 
 use super::epoch::{prune_o2n, watermark_of, Cut};
 use crate::engine::Database;
+use crate::storage::Table;
 use crate::txn::table::{bump, Slot};
 use crate::version::{is_txn, Version};
 use crossbeam_epoch::Guard;
@@ -24,6 +25,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 pub(crate) fn cooperate(
     db: &Database,
     slot: &Slot,
+    t: &Table,
     e: &AtomicPtr<Version>,
     head: *const Version,
     guard: &Guard,
@@ -36,7 +38,7 @@ pub(crate) fn cooperate(
         return;
     }
     let mut cut = Cut::default();
-    prune_o2n(e, w, &mut cut);
+    prune_o2n(t, e, w, &mut cut);
     if cut.versions.is_empty() {
         return;
     }

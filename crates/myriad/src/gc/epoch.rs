@@ -114,7 +114,7 @@ pub(crate) struct Cut {
 pub(crate) fn prune(t: &Table, tid: TupleId, w: u64, single: bool, cut: &mut Cut) {
     let Some(e) = t.entry(tid) else { return };
     if t.o2n {
-        return prune_o2n(e, w, cut);
+        return prune_o2n(t, e, w, cut);
     }
     let head = e.load(Ordering::Acquire);
     let mut v = head;
@@ -134,22 +134,35 @@ pub(crate) fn prune(t: &Table, tid: TupleId, w: u64, single: bool, cut: &mut Cut
             if e.compare_exchange(head, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
-                cut_chain(v, cut);
+                cut_chain(t, v, cut);
             }
             return;
         }
-        cut_chain(x.take_next(), cut);
+        cut_chain(t, x.take_next(), cut);
     }
 }
 
 /// Adds a detached chain to `cut`, claiming each link with a swap. The size is read here,
 /// while the header is in cache from the swap, so the free needs not touch it again.
-unsafe fn cut_chain(mut p: *mut Version, cut: &mut Cut) {
+unsafe fn cut_chain(t: &Table, mut p: *mut Version, cut: &mut Cut) {
     while !p.is_null() {
         let next = (*p).take_next();
-        cut.versions.push((p as usize, (*p).token()));
-        cut.bytes += (*p).size() as u64;
+        cut.take(t, p);
         p = next;
+    }
+}
+
+impl Cut {
+    /// Adds the unlinked version `p` of `t`. Under index pointers `physical` its index
+    /// entries go now, before the batch's free is deferred: a thread that pins later can
+    /// find it neither in the chain nor in an index.
+    ///
+    /// # Safety
+    /// `p` is allocated, unlinked from its chain, and claimed by the caller alone.
+    unsafe fn take(&mut self, t: &Table, p: *mut Version) {
+        t.remove_entries(p, (*p).data());
+        self.versions.push((p as usize, (*p).token()));
+        self.bytes += (*p).size() as u64;
     }
 }
 
@@ -162,7 +175,12 @@ unsafe fn cut_chain(mut p: *mut Version, cut: &mut Cut) {
 /// Unlike N2O, a chain whose newest version is a delete keeps that tombstone: freeing it
 /// would race a writer reviving the row, which links its version from the tombstone's
 /// `next` rather than from the entry (`Table::publish_cas`).
-pub(crate) fn prune_o2n(e: &std::sync::atomic::AtomicPtr<Version>, w: u64, cut: &mut Cut) {
+pub(crate) fn prune_o2n(
+    t: &Table,
+    e: &std::sync::atomic::AtomicPtr<Version>,
+    w: u64,
+    cut: &mut Cut,
+) {
     let head = e.load(Ordering::Acquire);
     let mut x = ptr::null_mut();
     let mut v = head;
@@ -188,8 +206,7 @@ pub(crate) fn prune_o2n(e: &std::sync::atomic::AtomicPtr<Version>, w: u64, cut: 
         let mut p = head;
         while p != x {
             let next = (*p).next.load(Ordering::Acquire);
-            cut.versions.push((p as usize, (*p).token()));
-            cut.bytes += (*p).size() as u64;
+            cut.take(t, p);
             p = next;
         }
     }

@@ -58,6 +58,13 @@ pub struct Table {
     /// index → tuple id → chain (`add_entry`, `lookup_entries`, `scan_index`). False:
     /// `logical-tid`, the entry's value is the tuple id.
     pub(crate) logical_pk: bool,
+    /// Index pointers `physical` (thesis §5.6): a secondary entry is `key ++ the address of
+    /// one version` (value: the tuple id), every version has an entry in every secondary
+    /// index for its own key, and the entry is removed before its version is freed (GC's
+    /// cuts and rollback, `remove_entries`), so an entry found while pinned points at a live
+    /// version. The secondary indexes are `Index::Removable`. Reads judge the version an
+    /// entry points at instead of walking the chain (`Transaction::index_hit`).
+    pub(crate) physical: bool,
     /// GC `vacuum`: one dirty bit per block of tuple ids (`gc/vacuum.rs`); empty otherwise.
     pub(crate) dirty: Box<[AtomicU64]>,
 }
@@ -100,12 +107,21 @@ impl Table {
         version_ext: u8,
         o2n: bool,
         vacuums: bool,
-        logical_pk: bool,
+        pointers: crate::config::IndexPointers,
     ) -> Self {
+        let logical_pk = pointers == crate::config::IndexPointers::LogicalPk;
+        let physical = pointers == crate::config::IndexPointers::Physical;
         let indexes = schema
             .indexes
             .iter()
-            .map(|d| Index::new(d.kind, schema.expected_rows))
+            .enumerate()
+            .map(|(i, d)| {
+                if physical && i > 0 {
+                    Index::removable()
+                } else {
+                    Index::new(d.kind, schema.expected_rows)
+                }
+            })
             .collect();
         let scan_ts = (0..schema.indexes.len())
             .map(|_| Default::default())
@@ -132,6 +148,7 @@ impl Table {
             version_ext,
             o2n,
             logical_pk,
+            physical,
             dirty: crate::gc::vacuum::bitmap(vacuums, (DIR_LEN * SEG_LEN) as u64),
         }
     }
@@ -420,7 +437,7 @@ impl Table {
             while let Some(x) = unsafe { v.as_ref() } {
                 for i in 1..self.indexes.len() {
                     self.schema.encode_key_from_row(i, x.data(), &mut key);
-                    self.add_entry(i, &key, tid, x.data(), &mut buf);
+                    self.add_entry(i, &key, tid, v, x.data(), &mut buf);
                 }
                 v = x.next.load(Ordering::Acquire);
             }
@@ -429,18 +446,32 @@ impl Table {
     }
 }
 
-// Secondary-index access, the one place that knows the index pointers (`Table::logical_pk`).
-// Above it every lookup yields tuple ids, so the protocols' reads, validations and re-scans are
-// the same under either kind of pointer.
+// Secondary-index access, the one place that knows the index pointers (`Table::logical_pk`,
+// `Table::physical`). Above it every lookup yields tuple ids, so the protocols' reads,
+// validations and re-scans are the same under every kind of pointer; under `physical` it also
+// yields the version the entry points at (null otherwise), which reads judge directly.
 impl Table {
-    /// Secondary index `i`: records that tuple `tid`, whose version `row` has key `key` in
-    /// it, holds `key`. Idempotent. `buf` is scratch.
+    /// Secondary index `i`: records that tuple `tid`, whose version `v` with row data `row`
+    /// has key `key` in it, holds `key`. Idempotent. `buf` is scratch.
     ///
     /// Under `logical-pk` the entry is `key ++ primary key ++ primary key length (u16 BE)`:
     /// the key comes first so that entries stay in key order and a key is a prefix of its
     /// entries (as with the tuple-id suffix); the length at the end lets a scan split an
-    /// entry whose key columns have variable width.
-    pub(crate) fn add_entry(&self, i: usize, key: &[u8], tid: u64, row: &[u8], buf: &mut Vec<u8>) {
+    /// entry whose key columns have variable width. Under `physical` it is
+    /// `key ++ v's address (u64 BE)` with the tuple id as its value.
+    pub(crate) fn add_entry(
+        &self,
+        i: usize,
+        key: &[u8],
+        tid: u64,
+        v: *const Version,
+        row: &[u8],
+        buf: &mut Vec<u8>,
+    ) {
+        if self.physical {
+            physical_entry(key, v, buf);
+            return self.indexes[i].insert_raw(buf, tid);
+        }
         if !self.logical_pk {
             return self.indexes[i].insert_entry(key, tid, buf);
         }
@@ -449,7 +480,45 @@ impl Table {
         self.schema.append_key_from_row(0, row, buf);
         let pk_len = (buf.len() - key.len()) as u16;
         buf.extend_from_slice(&pk_len.to_be_bytes());
-        self.indexes[i].insert_raw(buf);
+        self.indexes[i].insert_raw(buf, 0);
+    }
+
+    /// Entries in index `i` (a position, as in `TableSchema::indexes`); `None` if there is
+    /// no such index. A secondary index counts every entry it keeps: under logical pointers
+    /// one per key a row ever held, under `physical` one per version not yet collected.
+    pub fn index_entries(&self, i: usize) -> Option<usize> {
+        self.indexes.get(i).map(|x| x.len())
+    }
+
+    /// Index pointers `physical`: removes the entries of version `v` whose row data is (or
+    /// was, for an owner's in-place change) `row` from every secondary index. Nothing under
+    /// the other pointers, whose entries stay. Must run before `v` is freed (or handed to
+    /// an epoch-deferred free), and while `v` is still allocated.
+    pub(crate) fn remove_entries(&self, v: *const Version, row: &[u8]) {
+        if !self.physical || self.indexes.len() == 1 {
+            return;
+        }
+        let (mut key, mut buf) = (Vec::new(), Vec::new());
+        for i in 1..self.indexes.len() {
+            self.remove_entry(i, v, row, &mut key, &mut buf);
+        }
+    }
+
+    /// `remove_entries` for index `i` alone; `key` and `buf` are scratch.
+    pub(crate) fn remove_entry(
+        &self,
+        i: usize,
+        v: *const Version,
+        row: &[u8],
+        key: &mut Vec<u8>,
+        buf: &mut Vec<u8>,
+    ) {
+        if !self.physical {
+            return;
+        }
+        self.schema.encode_key_from_row(i, row, key);
+        physical_entry(key, v, buf);
+        self.indexes[i].remove_raw(buf);
     }
 
     /// A `logical-pk` entry resolved to (its secondary key, the tuple id its primary key now
@@ -463,20 +532,27 @@ impl Table {
     }
 
     /// Every tuple id index `i` records under `key` (for `logical-pk`: the current tuple id of
-    /// each primary key recorded under it); stops when `f` returns false. Entries may be
-    /// stale: the caller re-checks the key on the version it reads.
-    pub(crate) fn lookup_entries(&self, i: usize, key: &[u8], f: &mut dyn FnMut(u64) -> bool) {
-        if !self.logical_pk || i == 0 {
-            return self.indexes[i].lookup_entries(key, f);
+    /// each primary key recorded under it), with the version the entry points at (`physical`;
+    /// else null); stops when `f` returns false. Entries may be stale: the caller re-checks
+    /// the key on the version it reads. Under `physical` a tuple id comes once per version of
+    /// it with the key.
+    pub(crate) fn lookup_entries(
+        &self,
+        i: usize,
+        key: &[u8],
+        f: &mut dyn FnMut(u64, *const Version) -> bool,
+    ) {
+        if i == 0 || !(self.logical_pk || self.physical) {
+            return self.indexes[i].lookup_entries(key, &mut |tid| f(tid, ptr::null()));
         }
         // The entries of `key` are contiguous from `key` on: stop at the first that does not
         // start with it (no upper bound to allocate).
-        let mut scan = |k: &[u8], _: u64| {
+        let mut scan = |k: &[u8], value: u64| {
             if !k.starts_with(key) {
                 return false;
             }
-            match self.resolve_pk_entry(k) {
-                Some((skey, tid)) if skey.len() == key.len() => f(tid),
+            match self.split_entry(k, value) {
+                Some((skey, tid, v)) if skey.len() == key.len() => f(tid, v),
                 _ => true,
             }
         };
@@ -489,26 +565,48 @@ impl Table {
         );
     }
 
-    /// Ordered scan of index `i` over encoded key bounds; `f(entry's key, tuple id)`. Hash
-    /// indexes cannot scan.
+    /// A whole `logical-pk` or `physical` entry `k` with value `value` split into (its
+    /// secondary key, the tuple id, the version it points at or null).
+    #[inline]
+    fn split_entry<'k>(&self, k: &'k [u8], value: u64) -> Option<(&'k [u8], u64, *const Version)> {
+        if self.physical {
+            let n = k.len().checked_sub(8)?;
+            let addr = u64::from_be_bytes(k[n..].try_into().ok()?) as usize;
+            return Some((&k[..n], value, addr as *const Version));
+        }
+        let (skey, tid) = self.resolve_pk_entry(k)?;
+        Some((skey, tid, ptr::null()))
+    }
+
+    /// Ordered scan of index `i` over encoded key bounds; `f(entry's key, tuple id, version
+    /// the entry points at or null)`. Hash indexes cannot scan.
     pub(crate) fn scan_index(
         &self,
         i: usize,
         lo: Bound<&[u8]>,
         hi: Bound<&[u8]>,
         dir: ScanDirection,
-        f: &mut dyn FnMut(&[u8], u64) -> bool,
+        f: &mut dyn FnMut(&[u8], u64, *const Version) -> bool,
     ) {
         let secondary = i != 0;
-        if !self.logical_pk || !secondary {
-            return self.indexes[i].scan(lo, hi, dir, secondary, f);
+        if !secondary || !(self.logical_pk || self.physical) {
+            return self.indexes[i]
+                .scan(lo, hi, dir, secondary, &mut |k, tid| f(k, tid, ptr::null()));
         }
-        let mut scan = |k: &[u8], _: u64| match self.resolve_pk_entry(k) {
-            Some((skey, tid)) => f(skey, tid),
+        let mut scan = |k: &[u8], value: u64| match self.split_entry(k, value) {
+            Some((skey, tid, v)) => f(skey, tid, v),
             None => true,
         };
         self.indexes[i].scan(lo, hi, dir, false, &mut scan);
     }
+}
+
+/// A `physical` entry: `key ++ v's address (u64 BE)`, into `buf`.
+#[inline]
+fn physical_entry(key: &[u8], v: *const Version, buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.extend_from_slice(key);
+    buf.extend_from_slice(&(v as usize as u64).to_be_bytes());
 }
 
 impl std::fmt::Debug for Table {

@@ -629,9 +629,30 @@ impl<'db> Transaction<'db> {
         let head = e.load(Ordering::Acquire);
         let v = self.resolver().visible_in_chain(head, rt, false);
         if !std::ptr::eq(v, head) && self.db.config.gc == crate::config::GcPolicy::Coop {
-            crate::gc::coop::cooperate(self.db, self.slot(), e, head, &self.guard);
+            crate::gc::coop::cooperate(self.db, self.slot(), t, e, head, &self.guard);
         }
         v
+    }
+
+    /// `physical` pointers: `exact` if it is visible at `rt`, else null. A serializable
+    /// range-locking read still learns whether the row has no visible version at all
+    /// (`unseen_row`), which needs the chain.
+    fn exact_version(
+        &self,
+        t: &Table,
+        tid: TupleId,
+        exact: *const Version,
+        rt: u64,
+    ) -> *const Version {
+        // SAFETY: an entry is removed from the index before its version's free is deferred
+        // (`Table::remove_entries`), and we are pinned: the version is allocated.
+        if self.resolver().visible(unsafe { &*exact }, rt) {
+            return exact;
+        }
+        if self.range_locking() && self.visible_version(t, tid, rt).is_null() {
+            self.unseen_row(t, tid);
+        }
+        ptr::null()
     }
 
     /// Records that we read `v` (for validation and the history).
@@ -827,20 +848,30 @@ impl<'db> Transaction<'db> {
 
     /// An index entry `(key, tid)` resolved to the live row visible at `rt`, recorded as read;
     /// `None` for no visible version, a deleted row, or a stale secondary entry (the row no
-    /// longer has `key`). `check` is scratch space for the re-encoded key.
+    /// longer has `key`). `check` is scratch space for the re-encoded key. `exact`: the
+    /// version a `physical` entry points at (null for logical pointers), judged alone: the
+    /// entry is a hit only if that version is the one visible at `rt` (another entry of the
+    /// row leads to any other version).
+    #[allow(clippy::too_many_arguments)]
     fn index_hit(
         &mut self,
         t: &Table,
         index: usize,
         tid: TupleId,
+        exact: *const Version,
         key: &[u8],
         rt: u64,
         check: &mut Vec<u8>,
     ) -> Option<&'db Version> {
-        let v = self.visible_version(t, tid, rt);
-        if v.is_null() {
-            self.unseen_row(t, tid);
-        }
+        let v = if exact.is_null() {
+            let v = self.visible_version(t, tid, rt);
+            if v.is_null() {
+                self.unseen_row(t, tid);
+            }
+            v
+        } else {
+            self.exact_version(t, tid, exact, rt)
+        };
         // SAFETY: visible versions stay allocated while we are active (watermark + pin).
         let r: &'db Version = unsafe { v.as_ref() }?;
         if r.is_tombstone() {
@@ -909,8 +940,8 @@ impl<'db> Transaction<'db> {
         let mut n = 0;
         let mut check = std::mem::take(&mut self.local.key_buf2);
         let this = &mut *self;
-        t.lookup_entries(index, &kb, &mut |tid| {
-            let Some(r) = this.index_hit(t, index, tid, &kb, rt, &mut check) else {
+        t.lookup_entries(index, &kb, &mut |tid, exact| {
+            let Some(r) = this.index_hit(t, index, tid, exact, &kb, rt, &mut check) else {
                 return !this.is_doomed();
             };
             n += 1;
@@ -990,8 +1021,8 @@ impl<'db> Transaction<'db> {
                 as_ref_bound(&lo_b),
                 as_ref_bound(&hi_b),
                 dir,
-                &mut |k, tid| {
-                    let Some(r) = this.index_hit(t, index, tid, k, rt, &mut check) else {
+                &mut |k, tid, exact| {
+                    let Some(r) = this.index_hit(t, index, tid, exact, k, rt, &mut check) else {
                         return !this.is_doomed();
                     };
                     n += 1;
@@ -1512,10 +1543,13 @@ impl<'db> Transaction<'db> {
                         return Err(self.silo_unless_stale(dup()));
                     }
                     // We deleted this row earlier in this transaction: revive our own version.
+                    // Under `physical` the entries of what it held go first (it may never
+                    // have had them, if it was born a tombstone: removing is idempotent).
+                    t.remove_entries(head, h.data());
                     // SAFETY: our own uncommitted version; invisible to others.
                     unsafe { h.data_mut().copy_from_slice(row) };
                     h.tombstone.store(false, Ordering::Release);
-                    self.index_secondary(t, tid, None, row);
+                    self.index_secondary(t, tid, head, None, row, true);
                     if let Some(rec) = self.recording.as_mut() {
                         rec.note_write(&t.schema, t.id, row, crate::history::WriteKind::Update);
                     }
@@ -1629,7 +1663,7 @@ impl<'db> Transaction<'db> {
         let update = kind == Some(crate::history::WriteKind::Update);
         // SAFETY: the version we superseded; we hold its lock.
         let before = (update && !old.is_null()).then(|| unsafe { (*old).data() });
-        self.index_secondary(t, tid, before, row);
+        self.index_secondary(t, tid, new, before, row, false);
         if let Some(rec) = self.recording.as_mut() {
             rec.note_write(
                 &t.schema,
@@ -1641,22 +1675,39 @@ impl<'db> Transaction<'db> {
         self.entered_indexes(t, before, row)
     }
 
-    /// Adds the secondary-index entries of `row` (idempotent for keys already present).
-    /// `before`: the live version `row` supersedes (an update's), whose entries exist already
-    /// (entries are never removed); an index whose key the update leaves unchanged is not
-    /// touched: logical pointers (thesis §5.6) cost index work only when a key changes.
-    fn index_secondary(&mut self, t: &Table, tid: TupleId, before: Option<&[u8]>, row: &[u8]) {
+    /// Adds the secondary-index entries of `row`, the data of version `v` (idempotent for
+    /// keys already present). `before`: the data `row` supersedes (an update's), whose
+    /// entries exist already; under logical pointers (thesis §5.6) entries are never removed,
+    /// and an index whose key the update leaves unchanged is not touched: they cost index
+    /// work only when a key changes. Under `physical` a new version needs an entry in every
+    /// index; `in_place` says `v` itself held `before` (our own version, changed again), so
+    /// only a changed key's entry moves.
+    fn index_secondary(
+        &mut self,
+        t: &Table,
+        tid: TupleId,
+        v: *const Version,
+        before: Option<&[u8]>,
+        row: &[u8],
+        in_place: bool,
+    ) {
         if t.indexes.len() == 1 {
             return;
         }
         let mut key = std::mem::take(&mut self.local.key_buf2);
         let mut buf = std::mem::take(&mut self.local.entry_buf);
         for i in 1..t.indexes.len() {
-            if before.is_some_and(|b| t.schema.same_key(i, b, row)) {
-                continue;
+            if let Some(b) = before {
+                if t.schema.same_key(i, b, row) {
+                    if in_place || !t.physical {
+                        continue;
+                    }
+                } else if in_place {
+                    t.remove_entry(i, v, b, &mut key, &mut buf);
+                }
             }
             t.schema.encode_key_from_row(i, row, &mut key);
-            t.add_entry(i, &key, tid, row, &mut buf);
+            t.add_entry(i, &key, tid, v, row, &mut buf);
         }
         self.local.key_buf2 = key;
         self.local.entry_buf = buf;
@@ -1799,7 +1850,7 @@ impl<'db> Transaction<'db> {
             });
             let mut r = r.and_then(|_| self.check_unique_changed(t, h.data(), &row, tid));
             if r.is_ok() {
-                self.index_secondary(t, tid, Some(h.data()), &row);
+                self.index_secondary(t, tid, head, Some(h.data()), &row, true);
                 // MVTO: the indexes the row moves into, checked once their entries exist;
                 // `h` still holds the old values.
                 r = self.entered_indexes(t, Some(h.data()), &row);
@@ -2011,6 +2062,8 @@ impl<'db> Transaction<'db> {
                 if let Some(old) = w.old.as_ref() {
                     self.unlock_version(old);
                 }
+                // `physical`: no entry may outlive the version it points at.
+                t.remove_entries(w.new, (*w.new).data());
                 let p = w.new as usize;
                 self.guard
                     .defer_unchecked(move || Version::free(p as *mut Version));

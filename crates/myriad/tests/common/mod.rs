@@ -29,12 +29,13 @@ pub fn open(iso: Isolation) -> Database {
 }
 
 /// `kv(k INT primary key ordered, v INT, u INT unique-indexed, g INT indexed)`. `by_u` is a
-/// hash index, or ordered under index pointers `logical-pk` (built for ordered ones only).
+/// hash index, or ordered under index pointers `logical-pk` and `physical` (built for
+/// ordered ones only).
 pub fn kv(db: &Database) -> TableRef {
-    let u_kind = if db.config().get_index_pointers() == IndexPointers::LogicalPk {
-        IndexKind::Ordered
-    } else {
+    let u_kind = if db.config().get_index_pointers() == IndexPointers::LogicalTid {
         IndexKind::Hash
+    } else {
+        IndexKind::Ordered
     };
     db.create_table(
         TableSchema::new("kv")
