@@ -6,18 +6,7 @@ use common::*;
 use myriad::*;
 use std::time::{Duration, Instant};
 
-/// Every pairing of chain order and GC policy under test.
-const SETUPS: [(VersionStorage, GcPolicy); 5] = [
-    (VersionStorage::AppendN2o, GcPolicy::Txn),
-    (VersionStorage::AppendO2n, GcPolicy::Txn),
-    (VersionStorage::AppendN2o, GcPolicy::Vacuum),
-    (VersionStorage::AppendO2n, GcPolicy::Vacuum),
-    (VersionStorage::AppendO2n, GcPolicy::Coop),
-];
-
-fn open_with((storage, gc): (VersionStorage, GcPolicy), c: Config) -> Database {
-    Database::open(c.version_storage(storage).gc(gc)).unwrap()
-}
+use common::GC_SETUPS as SETUPS;
 
 /// Background vacuuming (or cooperative cleaning with its full passes) reclaims on its own:
 /// waits (up to 10 s, without calling
@@ -41,7 +30,7 @@ fn open_snapshots_keep_their_versions() {
 }
 
 fn open_snapshots_keep_their_versions_on(storage: (VersionStorage, GcPolicy)) {
-    let db = open_with(storage, Config::new().isolation(Isolation::Snapshot));
+    let db = open_on(storage, Config::new().isolation(Isolation::Snapshot));
     let t = kv(&db);
     load(&db, &t, 0..4);
     // Snapshots opened after 0, 100, 200, ... updates of key 0.
@@ -92,7 +81,7 @@ fn live_versions_stay_flat_under_updates() {
 }
 
 fn live_versions_stay_flat_under_updates_on(storage: (VersionStorage, GcPolicy)) {
-    let db = open_with(storage, Config::new().gc_interval_txns(16));
+    let db = open_on(storage, Config::new().gc_interval_txns(16));
     let t = kv(&db);
     load(&db, &t, 0..100);
     let mut peak_late = 0;
@@ -129,7 +118,7 @@ fn deleted_rows_are_collected_and_reinsertable() {
 }
 
 fn deleted_rows_are_collected_and_reinsertable_on(storage: (VersionStorage, GcPolicy)) {
-    let db = open_with(storage, Config::new());
+    let db = open_on(storage, Config::new());
     let t = kv(&db);
     load(&db, &t, 0..10);
     for k in 0..10i64 {
@@ -159,7 +148,7 @@ fn live_versions_stay_flat_with_concurrent_writers() {
 }
 
 fn live_versions_stay_flat_with_concurrent_writers_on(storage: (VersionStorage, GcPolicy)) {
-    let db = open_with(
+    let db = open_on(
         storage,
         Config::new().gc_interval_txns(16).max_retries(1_000_000),
     );
@@ -223,7 +212,7 @@ fn splitmix(s: &mut u64) -> u64 {
 /// 20 ms, may get there first in an iteration; it cannot in all of them.)
 #[test]
 fn coop_readers_cut_the_expired_versions_they_walk_past() {
-    let db = open_with(
+    let db = open_on(
         (VersionStorage::AppendO2n, GcPolicy::Coop),
         Config::new().gc_interval_txns(1),
     );
@@ -309,72 +298,5 @@ fn memory_spaces_keep_snapshots_and_reuse_freed_versions() {
             let last = 20_000 - k % 2; // even keys take the even i, odd keys the odd ones
             assert_eq!(db.run(|tx| Ok(val(tx, &t, k))).unwrap(), Some(last));
         }
-    }
-}
-
-/// Index pointers `physical`: every version has an entry in every secondary index, and the
-/// entry goes with its version, at rollback and when GC collects it, while an open snapshot
-/// still finds its own versions through them.
-#[test]
-fn physical_index_entries_go_with_their_versions() {
-    for setup in SETUPS {
-        let db = open_with(setup, Config::new().index_pointers(IndexPointers::Physical));
-        let t = kv(&db);
-        load(&db, &t, 0..10);
-        let entries = || (t.index_entries(1).unwrap(), t.index_entries(2).unwrap());
-        assert_eq!(entries(), (10, 10), "{setup:?}");
-        // Rolled-back updates (of a key and of a non-key column) and inserts leave nothing.
-        for k in 0..10i64 {
-            let mut tx = db.begin().unwrap();
-            tx.update(&t, &k, &[(1, 99i64)]).unwrap();
-            tx.update(&t, &k, &[(3, 7i64)]).unwrap();
-            tx.insert(&t, &(100 + k, 0i64, 100 + k, 0i64)).unwrap();
-            // The update's new version and the insert; the key change moved the entry of the
-            // version the update made (our own, changed in place).
-            assert_eq!(entries(), (12, 12), "{setup:?}");
-            tx.abort();
-        }
-        assert_eq!(entries(), (10, 10), "{setup:?}: after rollbacks");
-        // A snapshot opened now must keep finding row 3 (g = 0, v = 3) through `by_g`.
-        let mut snap = db.begin().unwrap();
-        assert_eq!(val(&mut snap, &t, 3), Some(3));
-        for round in 0..300i64 {
-            db.run(|tx| {
-                for k in 0..10i64 {
-                    tx.update(&t, &k, &[(1, round)])?;
-                }
-                Ok(())
-            })
-            .unwrap();
-        }
-        db.run(|tx| tx.update(&t, &3i64, &[(3, 2i64)])).unwrap();
-        db.collect_garbage();
-        let mut found = Vec::new();
-        snap.get_by(&t, 2, &0i64, |r| {
-            found.push((r.i64(0).unwrap(), r.i64(1).unwrap()));
-            true
-        })
-        .unwrap();
-        found.sort();
-        assert_eq!(found, [(0, 0), (3, 3), (6, 6), (9, 9)], "{setup:?}");
-        snap.commit().unwrap();
-        // Once GC catches up: one version per row, one entry per version.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while db.stats().live_versions() > 10 && Instant::now() < deadline {
-            db.collect_garbage();
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert_eq!(db.stats().live_versions(), 10, "{setup:?}");
-        assert_eq!(entries(), (10, 10), "{setup:?}: after GC");
-        let mut now = db.begin().unwrap();
-        let mut g2 = Vec::new();
-        now.get_by(&t, 2, &2i64, |r| {
-            g2.push(r.i64(0).unwrap());
-            true
-        })
-        .unwrap();
-        g2.sort();
-        assert_eq!(g2, [2, 3, 5, 8], "{setup:?}");
-        now.commit().unwrap();
     }
 }

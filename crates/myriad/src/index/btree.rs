@@ -46,18 +46,25 @@
 //!
 //! # Invariants this module owns
 //!
-//! 1. **Nothing is freed before `Drop`.** No node and no key block is ever released
-//!    while the tree is alive (there are no deletes, and a split keeps the old node
-//!    as the left half). This is what makes optimistic reads of pointers that a
-//!    writer just moved memory-safe without epochs or hazard pointers.
+//! 1. **Nothing is freed before `Drop`,** in a tree made by [`BTree::new`]. No node and
+//!    no key block is ever released while the tree is alive (there are no deletes, and a
+//!    split keeps the old node as the left half). This is what makes optimistic reads of
+//!    pointers that a writer just moved memory-safe without epochs or hazard pointers.
+//!    A tree made by [`BTree::removable`] (Myriad's index pointers `physical`, whose
+//!    entries come and go with versions) also has [`BTree::remove`]: nodes are still never
+//!    freed (a leaf may become empty), but a removed entry's key block is, through
+//!    `crossbeam-epoch`: every operation of a removable tree runs pinned, and the block's
+//!    free is deferred until every thread pinned at the removal has unpinned. So that no
+//!    node borrows an entry's block, a removable tree's leaf split copies the separator
+//!    into a block of its own, the new right leaf's fence, freed with that leaf at `Drop`.
 //! 2. **Readers only perform tear-free reads.** Every node field an optimistic
 //!    reader touches is an atomic. A key is reached through ONE word: a thin pointer
 //!    to a heap block `[len: usize][bytes]` that is written once before it is
 //!    published (Release store / Acquire load) and never mutated afterwards. Every
 //!    optimistically read count is clamped before it is used as an index, and null
 //!    pointers seen during a torn read are tolerated (then the version check fails).
-//! 3. **Every change to a leaf moves its version.** Inserting into a leaf and
-//!    splitting it both happen under the leaf's write lock, whose unlock bumps the
+//! 3. **Every change to a leaf moves its version.** Inserting into a leaf, removing from
+//!    it and splitting it all happen under the leaf's write lock, whose unlock bumps the
 //!    counter. Validation therefore fails after any insert into a recorded leaf.
 //! 4. **Structure.** Keys are strictly increasing within a node; an inner node with
 //!    `n` keys has `n + 1` children and child `i` holds keys in `[key[i-1], key[i])`;
@@ -65,7 +72,8 @@
 //!    (the leftmost leaf has a null fence, the rightmost a null `next`); a leaf's
 //!    fence never changes after creation, and a leaf's range only shrinks (from the
 //!    right) when it splits. Key blocks are owned by exactly one leaf slot within
-//!    `0..count`; inner separators and fences only borrow them.
+//!    `0..count`; inner separators and fences only borrow them (in a removable tree they
+//!    borrow the fence copies of invariant 1 instead).
 //!
 //! Keys are meant to be 0..=4096 bytes long (the tree itself works for any length).
 //! Values and keys of a present entry never change: `insert` of a present key
@@ -532,6 +540,8 @@ pub struct BTree {
     root: AtomicPtr<Header>,
     len: CachePadded<AtomicUsize>,
     id: u64,
+    /// Made by `removable`: entries can be removed (module invariant 1).
+    removable: bool,
 }
 
 impl Default for BTree {
@@ -554,7 +564,28 @@ impl BTree {
             root: AtomicPtr::new(root),
             len: CachePadded::new(AtomicUsize::new(0)),
             id: NEXT_TREE_ID.fetch_add(1, Ordering::Relaxed),
+            removable: false,
         }
+    }
+
+    /// An empty tree whose entries [`remove`](Self::remove) can remove (module invariant
+    /// 1): its operations pin the thread's `crossbeam-epoch` participant (cheap when the
+    /// caller already is pinned) and its splits copy separators.
+    pub fn removable() -> Self {
+        let mut t = Self::new();
+        t.removable = true;
+        t
+    }
+
+    /// True if made by [`removable`](Self::removable).
+    pub fn is_removable(&self) -> bool {
+        self.removable
+    }
+
+    /// Pins the thread for the duration of an operation on a removable tree.
+    #[inline]
+    fn pin(&self) -> Option<crossbeam_epoch::Guard> {
+        self.removable.then(crossbeam_epoch::pin)
     }
 
     /// Number of entries.
@@ -642,6 +673,7 @@ impl BTree {
 
     /// The value stored under `key`, if any.
     pub fn get(&self, key: &[u8]) -> Option<u64> {
+        let _pin = self.pin();
         let probe = Probe::new(key);
         let backoff = Backoff::new();
         loop {
@@ -666,6 +698,7 @@ impl BTree {
     /// For a point lookup that found nothing: the leaf (and its current unlocked
     /// version) whose range contains `key`. Inserting `key` later changes it.
     pub fn leaf_for(&self, key: &[u8]) -> LeafVersion {
+        let _pin = self.pin();
         let (mut lp, _) = self.find_leaf(Target::Le(Probe::new(key)));
         let backoff = Backoff::new();
         loop {
@@ -738,6 +771,9 @@ impl BTree {
         if range_is_empty(lo, hi) {
             return;
         }
+        // Keys handed to `f` (and the last one reported, which the scan resumes after)
+        // stay allocated while pinned.
+        let _pin = self.pin();
         match dir {
             ScanDirection::Ascending => self.scan_asc(lo, hi, leaves, f),
             ScanDirection::Descending => self.scan_desc(lo, hi, leaves, f),
@@ -885,6 +921,7 @@ impl BTree {
     /// Inserts `key -> value` if `key` is absent. If present, returns
     /// `Err(existing value)` and changes nothing.
     pub fn insert(&self, key: &[u8], value: u64) -> Result<(), u64> {
+        let _pin = self.pin();
         let probe = Probe::new(key);
         let mut owned: *mut KeyBlock = ptr::null_mut();
         let backoff = Backoff::new();
@@ -1045,6 +1082,63 @@ impl BTree {
         Step::Retry
     }
 
+    // ----- remove --------------------------------------------------------
+
+    /// Removes the entry `key` (a tree made by [`removable`](Self::removable)); true if it
+    /// was present. Its key block is freed once no thread pinned now can read it.
+    ///
+    /// # Panics
+    /// On a tree made by [`new`](Self::new), which frees nothing before `Drop`.
+    pub fn remove(&self, key: &[u8]) -> bool {
+        assert!(self.removable, "remove on a BTree made without `removable`");
+        let guard = crossbeam_epoch::pin();
+        let probe = Probe::new(key);
+        let backoff = Backoff::new();
+        loop {
+            let Some((lp, v)) = self.try_find_leaf(Target::Le(probe)) else {
+                backoff.snooze();
+                continue;
+            };
+            // SAFETY: see the note above `node`; `lp` is a leaf, the one the parent routed
+            // `key` to at version `v`.
+            let lf = unsafe { &*lp };
+            let n = lf.hdr.count.load(Ordering::Relaxed).min(LEAF_CAP);
+            let (pos, found) = search(&lf.prefixes, &lf.shorts, &lf.keys, n, probe);
+            if !found {
+                if lf.hdr.validate(v) {
+                    return false;
+                }
+                backoff.snooze();
+                continue;
+            }
+            if !lf.hdr.try_upgrade(v) {
+                backoff.snooze();
+                continue;
+            }
+            // Locked at version `v`: `n` and `pos` are as read.
+            let block = lf.keys[pos].load(Ordering::Relaxed);
+            for i in pos..n - 1 {
+                lf.prefixes[i].store(
+                    lf.prefixes[i + 1].load(Ordering::Relaxed),
+                    Ordering::Relaxed,
+                );
+                lf.shorts[i].store(lf.shorts[i + 1].load(Ordering::Relaxed), Ordering::Relaxed);
+                lf.keys[i].store(lf.keys[i + 1].load(Ordering::Relaxed), Ordering::Release);
+                lf.values[i].store(lf.values[i + 1].load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+            lf.keys[n - 1].store(ptr::null_mut(), Ordering::Release);
+            lf.hdr.count.store(n - 1, Ordering::Release);
+            lf.hdr.unlock();
+            self.len.fetch_sub(1, Ordering::Relaxed);
+            let addr = block as usize;
+            // SAFETY: the block left the leaf under its lock; no separator or fence borrows
+            // it (removable trees copy them); a reader that loaded it is pinned, and the
+            // free waits for every thread pinned now.
+            unsafe { guard.defer_unchecked(move || free_key(addr as *mut KeyBlock)) };
+            return true;
+        }
+    }
+
     /// Splits the locked, full leaf `p`; returns the separator and the new right leaf.
     fn split_leaf(&self, p: *mut Header) -> Sep {
         // SAFETY: `p` is a leaf locked by the caller.
@@ -1055,7 +1149,12 @@ impl BTree {
             "invariant violated: splitting a leaf that is not full"
         );
         let mid = n / 2;
-        let sep = lf.keys[mid].load(Ordering::Relaxed);
+        let mut sep = lf.keys[mid].load(Ordering::Relaxed);
+        if self.removable {
+            // The entry may be removed later: the separator and fence get a copy.
+            // SAFETY: an entry of the locked leaf.
+            sep = alloc_key(unsafe { key_bytes(sep) });
+        }
         let right = Leaf::boxed(sep, lf.next.load(Ordering::Relaxed));
         for i in mid..n {
             right.prefixes[i - mid]
@@ -1153,25 +1252,30 @@ impl Drop for BTree {
         let root = *self.root.get_mut();
         // SAFETY: `&mut self` excludes all readers and writers; every node is reached
         // exactly once through the live child slots `0..=count`, and every key block
-        // is owned by exactly one live leaf slot (module invariant 4).
-        unsafe { free_subtree(root) };
+        // is owned by exactly one live leaf slot (module invariant 4), or is the fence
+        // copy of one leaf of a removable tree (invariant 1).
+        unsafe { free_subtree(root, self.removable) };
     }
 }
 
 /// # Safety
 /// Exclusive access; `p` is a node whose subtree is freed exactly once.
-unsafe fn free_subtree(p: *mut Header) {
+unsafe fn free_subtree(p: *mut Header, fences_owned: bool) {
     if (*p).is_leaf {
         let lf = Box::from_raw(p.cast::<Leaf>());
         let n = lf.hdr.count.load(Ordering::Relaxed);
         for slot in &lf.keys[..n] {
             free_key(slot.load(Ordering::Relaxed));
         }
+        let fence = lf.fence.load(Ordering::Relaxed);
+        if fences_owned && !fence.is_null() {
+            free_key(fence);
+        }
     } else {
         let inn = Box::from_raw(p.cast::<Inner>());
         let n = inn.hdr.count.load(Ordering::Relaxed);
         for slot in &inn.children[..=n] {
-            free_subtree(slot.load(Ordering::Relaxed));
+            free_subtree(slot.load(Ordering::Relaxed), fences_owned);
         }
     }
 }
@@ -1904,6 +2008,153 @@ mod tests {
             lists.push(l);
         }
         run_concurrent(lists, distinct, 0x5eed_0006);
+    }
+
+    /// A removable tree against a model: rounds of inserts and removes (leaves emptied and
+    /// refilled, separators whose entries are gone), with gets and scans both ways checked
+    /// after each round.
+    #[test]
+    fn removable_random_model_inserts_removes_gets_scans() {
+        let mut rng = SplitMix64(0x5eed_00a1);
+        let t = BTree::removable();
+        let mut m: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+        for round in 0..8u64 {
+            for i in 0..6_000u64 {
+                let k = random_key(&mut rng);
+                let v = round * 10_000 + i;
+                match m.get(&k) {
+                    Some(&old) => assert_eq!(t.insert(&k, v), Err(old)),
+                    None => {
+                        assert_eq!(t.insert(&k, v), Ok(()));
+                        m.insert(k, v);
+                    }
+                }
+            }
+            // Remove most entries (all of them in round 3), and some absent keys.
+            let keep = if round == 3 { 0 } else { 4 };
+            let keys: Vec<Vec<u8>> = m.keys().cloned().collect();
+            for k in keys {
+                if rng.below(10) >= keep {
+                    assert!(t.remove(&k), "remove {k:?}");
+                    m.remove(&k);
+                }
+            }
+            for _ in 0..200 {
+                let k = random_key(&mut rng);
+                assert_eq!(t.remove(&k), m.remove(&k).is_some(), "remove {k:?}");
+            }
+            assert_eq!(t.len(), m.len());
+            assert_eq!(t.check_invariants(), m.len());
+            for (k, v) in &m {
+                assert_eq!(t.get(k), Some(*v), "get {k:?}");
+            }
+            for dir in [ScanDirection::Ascending, ScanDirection::Descending] {
+                let all = (Bound::Unbounded, Bound::Unbounded);
+                assert_eq!(
+                    collect(&t, all.0, all.1, dir, usize::MAX, None),
+                    expected(&m, all.0, all.1, dir, usize::MAX)
+                );
+                for _ in 0..20 {
+                    let (a, b) = (random_key(&mut rng), random_key(&mut rng));
+                    let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                    let (lo, hi) = (Bound::Included(&a[..]), Bound::Excluded(&b[..]));
+                    assert_eq!(
+                        collect(&t, lo, hi, dir, 50, None),
+                        expected(&m, lo, hi, dir, 50)
+                    );
+                }
+            }
+        }
+    }
+
+    /// Removes race scans and inserts: two threads insert and remove their own churning
+    /// keys while a scanner walks the whole tree both ways. Every scan sees strictly ordered
+    /// keys and every stable key (inserted first, never removed); at the end the tree holds
+    /// exactly the stable keys and each thread's survivors.
+    #[test]
+    fn removable_concurrent_removes_keep_scans_ordered_and_stable_keys_seen() {
+        let t = BTree::removable();
+        let stable: Vec<Vec<u8>> = (0..2_000u64)
+            .map(|i| (i * 2).to_be_bytes().to_vec())
+            .collect();
+        for k in &stable {
+            t.insert(k, 1).unwrap();
+        }
+        let done = AtomicBool::new(false);
+        let survivors: Vec<Vec<Vec<u8>>> = std::thread::scope(|s| {
+            let scanner = s.spawn(|| {
+                let mut scans = 0;
+                while !done.load(Ordering::Acquire) || scans < 3 {
+                    for dir in [ScanDirection::Ascending, ScanDirection::Descending] {
+                        let got = collect(
+                            &t,
+                            Bound::Unbounded,
+                            Bound::Unbounded,
+                            dir,
+                            usize::MAX,
+                            None,
+                        );
+                        let ordered = got.windows(2).all(|w| match dir {
+                            ScanDirection::Ascending => w[0].0 < w[1].0,
+                            ScanDirection::Descending => w[0].0 > w[1].0,
+                        });
+                        assert!(ordered, "scan out of order");
+                        let seen: BTreeSet<&[u8]> = got.iter().map(|(k, _)| &k[..]).collect();
+                        assert!(
+                            stable.iter().all(|k| seen.contains(&k[..])),
+                            "a stable key was skipped"
+                        );
+                    }
+                    scans += 1;
+                }
+            });
+            let writers: Vec<_> = (0..2u64)
+                .map(|w| {
+                    let t = &t;
+                    s.spawn(move || {
+                        let mut rng = SplitMix64(0x5eed_00b0 + w);
+                        let mut live: Vec<Vec<u8>> = Vec::new();
+                        for i in 0..40_000u64 {
+                            if live.len() > 500 && rng.below(2) == 0 {
+                                let k = live.swap_remove(rng.below(live.len() as u64) as usize);
+                                assert!(t.remove(&k));
+                            } else {
+                                // Odd keys (between the stable ones), each thread its own.
+                                let k = ((i * 2 + w) * 2 + 1).to_be_bytes().to_vec();
+                                t.insert(&k, w).unwrap();
+                                live.push(k);
+                            }
+                        }
+                        live
+                    })
+                })
+                .collect();
+            let out = writers.into_iter().map(|h| h.join().unwrap()).collect();
+            done.store(true, Ordering::Release);
+            scanner.join().unwrap();
+            out
+        });
+        let mut want: BTreeSet<Vec<u8>> = stable.into_iter().collect();
+        want.extend(survivors.into_iter().flatten());
+        let got: Vec<Vec<u8>> = collect(
+            &t,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Ascending,
+            usize::MAX,
+            None,
+        )
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+        assert_eq!(got, want.into_iter().collect::<Vec<_>>());
+        assert_eq!(t.check_invariants(), got.len());
+    }
+
+    #[test]
+    #[should_panic(expected = "remove on a BTree made without `removable`")]
+    fn remove_on_a_plain_tree_panics() {
+        BTree::new().remove(b"k");
     }
 
     /// Hot spot: two writers insert interleaved ascending 8-byte keys, so both hammer

@@ -15,7 +15,6 @@ pub use btree::{BTree, ScanDirection};
 pub use hash::HashIndex;
 
 use crate::schema::IndexKind;
-use crossbeam_skiplist::SkipMap;
 use std::ops::Bound;
 
 /// One physical index. (A few per table, so the size of the hash variant does not matter; not
@@ -24,12 +23,6 @@ use std::ops::Bound;
 pub(crate) enum Index {
     Hash(HashIndex),
     Ordered(BTree),
-    /// An ordered index whose entries can be removed: the secondary indexes under index
-    /// pointers `physical`, whose entries come and go with the versions they point at. A
-    /// lock-free skip list (`crossbeam-skiplist`, entries reclaimed by epochs): the B+tree
-    /// frees nothing before it is dropped (its invariant 1), which would keep every entry of
-    /// every version ever made.
-    Removable(SkipMap<Box<[u8]>, u64>),
 }
 
 /// Bytes of the tuple-id suffix of ordered secondary-index entries.
@@ -43,9 +36,11 @@ impl Index {
         }
     }
 
-    /// An ordered index whose entries `remove_raw` can remove (index pointers `physical`).
+    /// An ordered index whose entries `remove_raw` can remove: the secondary indexes under
+    /// index pointers `physical`, whose entries come and go with the versions they point
+    /// at (`BTree::removable`).
     pub fn removable() -> Self {
-        Index::Removable(SkipMap::new())
+        Index::Ordered(BTree::removable())
     }
 
     /// Number of entries.
@@ -53,12 +48,11 @@ impl Index {
         match self {
             Index::Hash(h) => h.len(),
             Index::Ordered(b) => b.len(),
-            Index::Removable(m) => m.len(),
         }
     }
 
     pub fn is_ordered(&self) -> bool {
-        matches!(self, Index::Ordered(_) | Index::Removable(_))
+        matches!(self, Index::Ordered(_))
     }
 
     /// Primary index: the tuple id of `key`.
@@ -67,7 +61,6 @@ impl Index {
         match self {
             Index::Hash(h) => h.get(key),
             Index::Ordered(b) => b.get(key),
-            Index::Removable(m) => m.get(key).map(|e| *e.value()),
         }
     }
 
@@ -76,7 +69,7 @@ impl Index {
     pub fn hash_of(&self, key: &[u8]) -> u64 {
         match self {
             Index::Hash(_) => HashIndex::hash_key(key),
-            Index::Ordered(_) | Index::Removable(_) => 0,
+            Index::Ordered(_) => 0,
         }
     }
 
@@ -94,7 +87,7 @@ impl Index {
     pub fn get_unique_hashed(&self, hash: u64, key: &[u8]) -> Option<u64> {
         match self {
             Index::Hash(h) => h.get_hashed(hash, key),
-            Index::Ordered(_) | Index::Removable(_) => self.get_unique(key),
+            Index::Ordered(b) => b.get(key),
         }
     }
 
@@ -103,13 +96,6 @@ impl Index {
         match self {
             Index::Hash(h) => h.insert_unique(key, tid),
             Index::Ordered(b) => b.insert(key, tid),
-            Index::Removable(m) => {
-                let e = m.get_or_insert(key.into(), tid);
-                match *e.value() {
-                    v if v == tid => Ok(()),
-                    v => Err(v),
-                }
-            }
         }
     }
 
@@ -119,11 +105,11 @@ impl Index {
             Index::Hash(h) => {
                 h.insert(key, tid);
             }
-            Index::Ordered(_) | Index::Removable(_) => {
+            Index::Ordered(b) => {
                 buf.clear();
                 buf.extend_from_slice(key);
                 buf.extend_from_slice(&tid.to_be_bytes());
-                self.insert_raw(buf, tid);
+                let _ = b.insert(buf, tid);
             }
         }
     }
@@ -133,21 +119,17 @@ impl Index {
     /// primary key or the version's address; see `Table::add_entry`). Idempotent. A hash
     /// index ignores it (both reject hash secondary indexes).
     pub fn insert_raw(&self, key: &[u8], value: u64) {
-        match self {
-            Index::Ordered(b) => {
-                let _ = b.insert(key, value);
-            }
-            Index::Removable(m) => {
-                m.get_or_insert(key.into(), value);
-            }
-            Index::Hash(_) => {}
+        if let Index::Ordered(b) = self {
+            let _ = b.insert(key, value);
         }
     }
 
     /// Removes the whole entry `key` (a removable index only; the others keep every entry).
     pub fn remove_raw(&self, key: &[u8]) {
-        if let Index::Removable(m) = self {
-            m.remove(key);
+        if let Index::Ordered(b) = self {
+            if b.is_removable() {
+                b.remove(key);
+            }
         }
     }
 
@@ -155,7 +137,7 @@ impl Index {
     pub fn lookup_entries(&self, key: &[u8], f: &mut dyn FnMut(u64) -> bool) {
         match self {
             Index::Hash(h) => h.for_each(key, f),
-            Index::Ordered(_) | Index::Removable(_) => {
+            Index::Ordered(_) => {
                 let mut hi = key.to_vec();
                 hi.extend_from_slice(&[0xFF; TID_SUFFIX + 1]);
                 self.scan(
@@ -179,11 +161,7 @@ impl Index {
         secondary: bool,
         f: &mut dyn FnMut(&[u8], u64) -> bool,
     ) {
-        let b = match self {
-            Index::Ordered(b) => b,
-            Index::Removable(m) => return scan_removable(m, lo, hi, dir, secondary, f),
-            Index::Hash(_) => return,
-        };
+        let Index::Ordered(b) = self else { return };
         if secondary {
             b.scan(lo, hi, dir, None, &mut |k, t| {
                 let n = k.len().saturating_sub(TID_SUFFIX);
@@ -191,53 +169,6 @@ impl Index {
             })
         } else {
             b.scan(lo, hi, dir, None, f)
-        }
-    }
-}
-
-/// `Index::scan` of a removable index. The skip list is walked entry by entry; an entry
-/// removed meanwhile may or may not be reported (the caller re-checks what it finds).
-fn scan_removable(
-    m: &SkipMap<Box<[u8]>, u64>,
-    lo: Bound<&[u8]>,
-    hi: Bound<&[u8]>,
-    dir: ScanDirection,
-    secondary: bool,
-    f: &mut dyn FnMut(&[u8], u64) -> bool,
-) {
-    let empty = match (lo, hi) {
-        (Bound::Included(a), Bound::Included(b)) => a > b,
-        (Bound::Included(a) | Bound::Excluded(a), Bound::Excluded(b))
-        | (Bound::Excluded(a), Bound::Included(b)) => a >= b,
-        _ => false,
-    };
-    if empty {
-        return;
-    }
-    let mut call = |e: crossbeam_skiplist::map::Entry<'_, Box<[u8]>, u64>| {
-        let k: &[u8] = e.key();
-        let n = if secondary {
-            k.len().saturating_sub(TID_SUFFIX)
-        } else {
-            k.len()
-        };
-        f(&k[..n], *e.value())
-    };
-    let range = m.range::<[u8], _>((lo, hi));
-    match dir {
-        ScanDirection::Ascending => {
-            for e in range {
-                if !call(e) {
-                    return;
-                }
-            }
-        }
-        ScanDirection::Descending => {
-            for e in range.rev() {
-                if !call(e) {
-                    return;
-                }
-            }
         }
     }
 }

@@ -62,7 +62,7 @@ pub struct Table {
     /// one version` (value: the tuple id), every version has an entry in every secondary
     /// index for its own key, and the entry is removed before its version is freed (GC's
     /// cuts and rollback, `remove_entries`), so an entry found while pinned points at a live
-    /// version. The secondary indexes are `Index::Removable`. Reads judge the version an
+    /// version. The secondary indexes are removable B+trees (`Index::removable`). Reads judge the version an
     /// entry points at instead of walking the chain (`Transaction::index_hit`).
     pub(crate) physical: bool,
     /// GC `vacuum`: one dirty bit per block of tuple ids (`gc/vacuum.rs`); empty otherwise.

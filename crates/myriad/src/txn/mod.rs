@@ -1343,19 +1343,23 @@ impl<'db> Transaction<'db> {
     }
 
     /// MVTO: `new` (the row's values after a write; `old` before it, `None` for a row new to
-    /// the table) has entered indexes a later transaction may already have scanned.
+    /// the table) has entered indexes a later transaction may already have scanned. Under
+    /// index pointers `physical` that is every secondary index: the new version's entries
+    /// are new even where the key stays, and a scan that passed their place before they
+    /// were added finds only the old version's, which our commit makes invisible to it.
     fn entered_indexes(&mut self, t: &Table, old: Option<&[u8]>, new: &[u8]) -> Result<()> {
         if self.protocol != Protocol::Mvto {
             return Ok(());
         }
         let s = &t.schema;
         let moved = |i: &usize| {
-            old.is_none_or(|o| {
-                s.indexes[*i]
-                    .columns
-                    .iter()
-                    .any(|&c| s.read_column(o, c) != s.read_column(new, c))
-            })
+            t.physical
+                || old.is_none_or(|o| {
+                    s.indexes[*i]
+                        .columns
+                        .iter()
+                        .any(|&c| s.read_column(o, c) != s.read_column(new, c))
+                })
         };
         let first = if old.is_none() { 0 } else { 1 };
         match crate::cc::mvto::may_enter(self, t, (first..t.indexes.len()).filter(moved)) {

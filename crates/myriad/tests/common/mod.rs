@@ -101,3 +101,17 @@ pub fn assert_predicate_write_skew(run: impl Fn(Isolation) -> (Vec<history::TxnR
     assert!(!both, "the phantom check must abort one of the two");
     assert!(check(&h).anomalies.is_empty());
 }
+
+/// Every pairing of append-only chain order and GC policy the GC tests run.
+pub const GC_SETUPS: [(VersionStorage, GcPolicy); 5] = [
+    (VersionStorage::AppendN2o, GcPolicy::Txn),
+    (VersionStorage::AppendO2n, GcPolicy::Txn),
+    (VersionStorage::AppendN2o, GcPolicy::Vacuum),
+    (VersionStorage::AppendO2n, GcPolicy::Vacuum),
+    (VersionStorage::AppendO2n, GcPolicy::Coop),
+];
+
+/// `c` on chain order and GC policy `setup`.
+pub fn open_on((storage, gc): (VersionStorage, GcPolicy), c: Config) -> Database {
+    Database::open(c.version_storage(storage).gc(gc)).unwrap()
+}
