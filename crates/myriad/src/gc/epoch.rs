@@ -106,6 +106,9 @@ pub(crate) struct Cut {
     /// Address and free token (`Version::token`: size and memory space) of each version.
     pub versions: Vec<(usize, u64)>,
     pub bytes: u64,
+    /// Scratch for `Table::remove_entries` (index pointers `physical`).
+    key: Vec<u8>,
+    entry: Vec<u8>,
 }
 
 /// Cuts the versions of `tid` that no read time ≥ `w` can see. On single-version storage
@@ -160,7 +163,7 @@ impl Cut {
     /// # Safety
     /// `p` is allocated, unlinked from its chain, and claimed by the caller alone.
     unsafe fn take(&mut self, t: &Table, p: *mut Version) {
-        t.remove_entries(p, (*p).data());
+        t.remove_entries(p, (*p).data(), &mut self.key, &mut self.entry);
         self.versions.push((p as usize, (*p).token()));
         self.bytes += (*p).size() as u64;
     }

@@ -493,14 +493,20 @@ impl Table {
     /// Index pointers `physical`: removes the entries of version `v` whose row data is (or
     /// was, for an owner's in-place change) `row` from every secondary index. Nothing under
     /// the other pointers, whose entries stay. Must run before `v` is freed (or handed to
-    /// an epoch-deferred free), and while `v` is still allocated.
-    pub(crate) fn remove_entries(&self, v: *const Version, row: &[u8]) {
-        if !self.physical || self.indexes.len() == 1 {
+    /// an epoch-deferred free), and while `v` is still allocated. `key` and `buf` are
+    /// scratch.
+    pub(crate) fn remove_entries(
+        &self,
+        v: *const Version,
+        row: &[u8],
+        key: &mut Vec<u8>,
+        buf: &mut Vec<u8>,
+    ) {
+        if !self.physical {
             return;
         }
-        let (mut key, mut buf) = (Vec::new(), Vec::new());
         for i in 1..self.indexes.len() {
-            self.remove_entry(i, v, row, &mut key, &mut buf);
+            self.remove_entry(i, v, row, key, buf);
         }
     }
 

@@ -1549,7 +1549,7 @@ impl<'db> Transaction<'db> {
                     // We deleted this row earlier in this transaction: revive our own version.
                     // Under `physical` the entries of what it held go first (it may never
                     // have had them, if it was born a tombstone: removing is idempotent).
-                    t.remove_entries(head, h.data());
+                    self.remove_entries(t, head, h.data());
                     // SAFETY: our own uncommitted version; invisible to others.
                     unsafe { h.data_mut().copy_from_slice(row) };
                     h.tombstone.store(false, Ordering::Release);
@@ -1713,6 +1713,15 @@ impl<'db> Transaction<'db> {
             t.schema.encode_key_from_row(i, row, &mut key);
             t.add_entry(i, &key, tid, v, row, &mut buf);
         }
+        self.local.key_buf2 = key;
+        self.local.entry_buf = buf;
+    }
+
+    /// `Table::remove_entries` with the transaction's scratch buffers.
+    fn remove_entries(&mut self, t: &Table, v: *const Version, row: &[u8]) {
+        let mut key = std::mem::take(&mut self.local.key_buf2);
+        let mut buf = std::mem::take(&mut self.local.entry_buf);
+        t.remove_entries(v, row, &mut key, &mut buf);
         self.local.key_buf2 = key;
         self.local.entry_buf = buf;
     }
@@ -2067,7 +2076,7 @@ impl<'db> Transaction<'db> {
                     self.unlock_version(old);
                 }
                 // `physical`: no entry may outlive the version it points at.
-                t.remove_entries(w.new, (*w.new).data());
+                self.remove_entries(t, w.new, (*w.new).data());
                 let p = w.new as usize;
                 self.guard
                     .defer_unchecked(move || Version::free(p as *mut Version));
