@@ -178,8 +178,10 @@ struct BenchArgs {
     #[arg(long, value_name = "P", default_value = "mvocc", value_parser = parse_choice::<Protocol>)]
     #[serde(serialize_with = "as_display")]
     protocol: Protocol,
-    /// Version storage: n2o or o2n (append-only, newest to oldest or oldest to newest;
-    /// multi-version protocols) or single-version. Default: the
+    /// Version storage: n2o or o2n (append-only, newest to oldest or oldest to newest),
+    /// time-travel or delta (the newest row updated in place; older versions as full copies
+    /// or as before-images of the changed columns), all for the multi-version protocols; or
+    /// single-version. Default: the
     /// protocol's own (single-version for silo, occ, 2pl and hybrid, n2o for the others).
     #[arg(long, value_name = "S", value_parser = parse_choice::<VersionStorage>)]
     #[serde(serialize_with = "opt_display")]

@@ -120,6 +120,12 @@ fn the_suite_matches_its_expected_output_for_every_protocol_and_level() {
         &["--gc", "none", "--index-pointers", "logical-pk"],
         &["--gc", "txn", "--index-pointers", "physical"],
     ];
+    // Fourth: the in-place storages.
+    let in_place: [&[&str]; 3] = [
+        &["--storage", "time-travel"],
+        &["--storage", "delta", "--gc", "vacuum"],
+        &["--storage", "delta", "--index-pointers", "logical-pk"],
+    ];
     let runs = RUNS
         .iter()
         .map(|&(p, l, o)| (p, l, o, &[][..]))
@@ -132,6 +138,11 @@ fn the_suite_matches_its_expected_output_for_every_protocol_and_level() {
             multi()
                 .enumerate()
                 .map(|(i, &(p, l, o))| (p, l, o, n2o[i % n2o.len()])),
+        )
+        .chain(
+            multi()
+                .enumerate()
+                .map(|(i, &(p, l, o))| (p, l, o, in_place[i % in_place.len()])),
         );
     for (protocol, level, out, design) in runs {
         let expected = dir.join("expected").join(out);

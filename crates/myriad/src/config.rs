@@ -156,12 +156,22 @@ choice_enum!(
     /// default) and oldest-to-newest (`o2n`: the entry points at the oldest version, so
     /// every access to the newest walks the chain) for the multi-version protocols, and
     /// `single-version` (one version per row, replaced at commit) for the single-version
-    /// ones. `time-travel` and `delta` are not built yet.
+    /// ones; in place for the multi-version protocols (`version/master.rs`): `time-travel`
+    /// (the newest row in the main table, a full copy of each older version in the
+    /// time-travel store) and `delta` (the newest row in the main table, older versions as
+    /// before-images of the columns their successor changed).
     VersionStorage {
         AppendN2o = "n2o", AppendO2n = "o2n", TimeTravel = "time-travel", Delta = "delta",
         SingleVersion = "single-version",
     }
 );
+
+impl VersionStorage {
+    /// `time-travel` and `delta`: the newest row is updated in place (`version/master.rs`).
+    pub fn in_place(self) -> bool {
+        matches!(self, VersionStorage::TimeTravel | VersionStorage::Delta)
+    }
+}
 
 choice_enum!(
     /// Garbage collection (thesis §5.5): `txn`, transaction-level and epoch-based (each
@@ -533,12 +543,6 @@ impl Config {
                 )))
             }
             _ => {}
-        }
-        if !matches!(
-            self.storage,
-            VersionStorage::AppendN2o | VersionStorage::AppendO2n | VersionStorage::SingleVersion
-        ) {
-            return Err(unsupported("version storage", self.storage.name()));
         }
         if self.gc == GcPolicy::Coop && self.storage != VersionStorage::AppendO2n {
             return Err(Error::InvalidConfig(format!(

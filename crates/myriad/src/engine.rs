@@ -244,7 +244,7 @@ impl Database {
             self.id,
             schema,
             self.config.protocol.version_ext(),
-            self.config.storage == crate::config::VersionStorage::AppendO2n,
+            self.config.storage,
             self.config.gc == crate::config::GcPolicy::Vacuum,
             self.config.index_pointers,
         ))

@@ -230,7 +230,8 @@ fn o2n_chains_leave_no_forbidden_cycle() {
 
 /// Every accepted storage × GC pairing besides o2n + txn (above) and n2o + txn (the suite's
 /// default): background vacuuming (`vacuum`, two threads, on both chain orders), cooperative
-/// cleaning (`coop`: readers cutting O2N chains) and no GC, under every multi-version
+/// cleaning (`coop`: readers cutting O2N chains) and no GC, and the in-place storages
+/// (`time-travel`, `delta`), under every multi-version
 /// protocol at its strongest level, with primary-key index pointers on the no-GC run and
 /// versions from shared memory spaces on two GC runs (one space for every thread; two): no
 /// forbidden cycle. (Spaces reuse a freed block at once for whoever allocates next, so a
@@ -274,6 +275,24 @@ fn every_storage_and_gc_pairing_leaves_no_forbidden_cycle() {
             IndexPointers::Physical,
             0,
         ),
+        (
+            VersionStorage::TimeTravel,
+            GcPolicy::Txn,
+            IndexPointers::LogicalTid,
+            1,
+        ),
+        (
+            VersionStorage::Delta,
+            GcPolicy::Txn,
+            IndexPointers::LogicalPk,
+            0,
+        ),
+        (
+            VersionStorage::Delta,
+            GcPolicy::Vacuum,
+            IndexPointers::LogicalTid,
+            0,
+        ),
     ];
     let multi = std::iter::once(Protocol::Mvocc)
         .chain(OTHER_PROTOCOLS)
@@ -299,29 +318,38 @@ fn every_storage_and_gc_pairing_leaves_no_forbidden_cycle() {
 /// Rows move between the groups of the ordered secondary index `by_g` while readers collect
 /// every group by point lookups or range scans on it. Under every kind of index pointers
 /// (`logical-tid`; `logical-pk`, where each entry leads through the primary index;
-/// `physical`, one entry per version, judged alone) and every protocol at its strongest level, each reader finds every row in exactly one
-/// group, and the recorded history has no cycle the level forbids.
+/// `physical`, one entry per version, judged alone), also on the in-place storages, and every
+/// protocol at its strongest level, each reader finds every row in exactly one group, and the
+/// recorded history has no cycle the level forbids.
 #[test]
 fn secondary_index_moves_keep_every_row_in_one_group() {
     const ROWS: i64 = 12;
     let per_thread = (history_txns() / 2).max(50);
-    let pointers = [
-        IndexPointers::LogicalTid,
-        IndexPointers::LogicalPk,
-        IndexPointers::Physical,
+    // Index pointers on the protocol's natural storage, and two on the in-place storages.
+    let designs = [
+        (None, IndexPointers::LogicalTid),
+        (None, IndexPointers::LogicalPk),
+        (None, IndexPointers::Physical),
+        (Some(VersionStorage::Delta), IndexPointers::LogicalTid),
+        (Some(VersionStorage::TimeTravel), IndexPointers::LogicalPk),
     ];
-    for pointers in pointers {
+    for (storage, pointers) in designs {
         for p in std::iter::once(Protocol::Mvocc).chain(OTHER_PROTOCOLS) {
             if std::env::var("MYRIAD_HISTORY_ONLY").is_ok_and(|o| o != p.to_string()) {
                 continue;
             }
-            // `physical` points at versions of append-only chains.
-            if pointers == IndexPointers::Physical && p.single_version() {
+            // `physical` points at versions of append-only chains; in-place storage is
+            // multi-version.
+            if (pointers == IndexPointers::Physical || storage.is_some()) && p.single_version() {
                 continue;
             }
             let level = Config::strongest_isolation(p).unwrap();
-            let what = format!("{p} {level} {pointers}");
-            let (db, t) = recording_db_with(config_for(p).index_pointers(pointers), level);
+            let mut c = config_for(p).index_pointers(pointers);
+            if let Some(s) = storage {
+                c = c.version_storage(s);
+            }
+            let what = format!("{p} {level} {pointers} {}", c.get_storage());
+            let (db, t) = recording_db_with(c, level);
             load(&db, &t, 0..ROWS);
             std::thread::scope(|s| {
                 for th in 0..4u64 {

@@ -96,6 +96,8 @@ enum Metric {
     LiveMibOverTime,
     /// Memory-space lock acquisitions per committed transaction, against the point's x.
     SpaceLocksPerTxn,
+    /// Mean StockScan latency (TPC-C), against the point's x.
+    StockScanUs,
 }
 
 impl Metric {
@@ -104,12 +106,16 @@ impl Metric {
             Metric::Throughput | Metric::ThroughputOverTime => "txn/s",
             Metric::LiveMibOverTime => "live version MiB",
             Metric::SpaceLocksPerTxn => "space locks / txn",
+            Metric::StockScanUs => "StockScan mean latency (us)",
         }
     }
 
     /// One figure per run, against the point's x (not a time series).
     fn is_sweep(self) -> bool {
-        matches!(self, Metric::Throughput | Metric::SpaceLocksPerTxn)
+        matches!(
+            self,
+            Metric::Throughput | Metric::SpaceLocksPerTxn | Metric::StockScanUs
+        )
     }
 }
 
@@ -160,7 +166,7 @@ const SPECS: &[Spec] = &[
         name: "footprint",
         figure: "5.13",
         finding: "with 100 attributes delta storage is ~2x append-only and time-travel",
-        missing: Some("--storage time-travel and --storage delta"),
+        missing: Some("a YCSB update-percentage sweep and a 100-attribute row layout"),
         partial: None,
         panels: no_panels,
     },
@@ -168,33 +174,33 @@ const SPECS: &[Spec] = &[
         name: "attrs-modified",
         figure: "5.14",
         finding: "delta wins when few of 100 attributes change; equal when all change",
-        missing: Some("--storage time-travel and --storage delta"),
-        partial: None,
-        panels: no_panels,
+        missing: None,
+        partial: Some("100 attributes (YCSB here has 10: the sweep is 1 to 10 of 10)"),
+        panels: attrs_modified,
     },
     Spec {
         name: "attrs-accessed",
         figure: "5.15",
         finding: "reading more attributes hurts delta storage most",
-        missing: Some("--storage time-travel and --storage delta"),
-        partial: None,
-        panels: no_panels,
+        missing: None,
+        partial: Some("100 attributes (YCSB here has 10: the sweep is 1 to 10 of 10)"),
+        panels: attrs_accessed,
     },
     Spec {
         name: "memory-spaces",
         figure: "5.16",
         finding: "1 to 20 memory spaces speed append-only and time-travel 1.6-4x; delta is flat",
         missing: None,
-        partial: Some("the time-travel and delta storage series (not built)"),
+        partial: None,
         panels: memory_spaces,
     },
     Spec {
         name: "storage-tpcc",
         figure: "5.17",
         finding: "append-only has the best TPC-C throughput; delta the worst StockScan latency",
-        missing: Some("--storage time-travel and --storage delta"),
+        missing: None,
         partial: None,
-        panels: no_panels,
+        panels: storage_tpcc,
     },
     Spec {
         name: "gc-tuple-level",
@@ -227,14 +233,95 @@ const SPECS: &[Spec] = &[
         figure: "5.24-5.25",
         finding: "the NuoDB configuration is fastest on TPC-C; delta storage has the worst \
                   scan latency",
-        missing: Some("--storage time-travel and delta"),
-        partial: None,
-        panels: no_panels,
+        missing: None,
+        partial: Some("SAP HANA's hybrid GC (run with transaction-level GC)"),
+        panels: configurations,
     },
 ];
 
 fn no_panels(_: &Scale) -> Vec<Panel> {
     Vec::new()
+}
+
+/// The thesis's three version storage schemes (§5.4), as series labels and `--storage`.
+const STORAGES: [(&str, &str); 3] = [
+    ("append-only", "n2o"),
+    ("time-travel", "time-travel"),
+    ("delta", "delta"),
+];
+
+/// One panel per (title, mix, fixed flags): each storage scheme over `xs`, the swept flag
+/// `sweep` taking each x.
+fn storage_sweep(
+    s: &Scale,
+    x_label: &'static str,
+    sweep: &str,
+    xs: &[u32],
+    cases: &[(String, &str, Vec<&str>)],
+) -> Vec<Panel> {
+    cases
+        .iter()
+        .map(|(title, mix, fixed)| Panel {
+            title: title.clone(),
+            x_label,
+            metric: Metric::Throughput,
+            series: STORAGES
+                .iter()
+                .map(|(label, storage)| Series {
+                    label: label.to_string(),
+                    points: xs
+                        .iter()
+                        .map(|&x| {
+                            let x_s = x.to_string();
+                            let mut d = vec!["--storage", storage, "--gc", "txn", sweep, &x_s];
+                            d.extend(fixed.iter().copied());
+                            (x as f64, ycsb(s, mix, 0.2, &d))
+                        })
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+fn attribute_counts(s: &Scale) -> &'static [u32] {
+    if s.quick {
+        &[1, 10]
+    } else {
+        &[1, 2, 4, 6, 8, 10]
+    }
+}
+
+/// Fig. 5.14: attributes modified per update (of 10; the thesis has 100), theta 0.2.
+fn attrs_modified(s: &Scale) -> Vec<Panel> {
+    let cases = ["read-intensive", "update-intensive"]
+        .map(|mix| (format!("{mix}, theta 0.2 (MVTO)"), mix, vec![]));
+    storage_sweep(
+        s,
+        "attributes modified (of 10)",
+        "--attrs-modified",
+        attribute_counts(s),
+        &cases,
+    )
+}
+
+/// Fig. 5.15: attributes read per read operation (of 10), read-intensive, theta 0.2, with
+/// updates modifying one attribute (a) or all of them (b).
+fn attrs_accessed(s: &Scale) -> Vec<Panel> {
+    let cases = [("1", "one"), ("10", "every")].map(|(m, what)| {
+        (
+            format!("read-intensive, updates set {what} attribute (MVTO)"),
+            "read-intensive",
+            vec!["--attrs-modified", m],
+        )
+    });
+    storage_sweep(
+        s,
+        "attributes read (of 10)",
+        "--attrs-read",
+        attribute_counts(s),
+        &cases,
+    )
 }
 
 /// YCSB as the thesis's §5.7.3–5.7.4 runs it: MVTO, 10 operations per transaction.
@@ -364,22 +451,17 @@ fn gc_tuple_vs_txn(s: &Scale) -> Vec<Panel> {
     )
 }
 
-/// Fig. 5.16: memory spaces, N2O (the thesis's append-only), theta 0.2, one attribute read
-/// or written per operation. Beside the sweep, the default without spaces (each thread
-/// recycling its own versions) as a flat reference, and the lock acquisitions per
-/// transaction that show the contention two cores cannot.
+/// Fig. 5.16: memory spaces for append-only (N2O), time-travel and delta storage, theta
+/// 0.2, one attribute read or written per operation. Version blocks come from the spaces;
+/// time-travel copies and deltas from the general allocator. Beside the sweep, append-only
+/// without spaces (each thread recycling its own versions) as a flat reference, and the
+/// lock acquisitions per transaction that show the contention two cores cannot.
 fn memory_spaces(s: &Scale) -> Vec<Panel> {
     let spaces: &[u32] = if s.quick { &[1, 2] } else { &[1, 2, 4, 8] };
-    let one_attr = [
-        "--attrs-read",
-        "1",
-        "--attrs-modified",
-        "1",
-        "--storage",
-        "n2o",
-    ];
-    let run = |mix: &str, n: Option<u32>| {
+    let one_attr = ["--attrs-read", "1", "--attrs-modified", "1", "--storage"];
+    let run = |mix: &str, storage: &str, n: Option<u32>| {
         let mut d: Vec<String> = one_attr.iter().map(|a| a.to_string()).collect();
+        d.push(storage.to_string());
         if let Some(n) = n {
             d.extend(["--memory-spaces".to_string(), n.to_string()]);
         }
@@ -390,26 +472,117 @@ fn memory_spaces(s: &Scale) -> Vec<Panel> {
     for metric in [Metric::Throughput, Metric::SpaceLocksPerTxn] {
         for mix in ["read-intensive", "update-intensive"] {
             panels.push(Panel {
-                title: format!("{mix}, theta 0.2 (MVTO, N2O)"),
+                title: format!("{mix}, theta 0.2 (MVTO)"),
                 x_label: "memory spaces",
                 metric,
-                series: vec![
-                    Series {
-                        label: "append-only".into(),
+                series: STORAGES
+                    .iter()
+                    .map(|(label, storage)| Series {
+                        label: label.to_string(),
                         points: spaces
                             .iter()
-                            .map(|&n| (n as f64, run(mix, Some(n))))
+                            .map(|&n| (n as f64, run(mix, storage, Some(n))))
                             .collect(),
-                    },
-                    Series {
+                    })
+                    .chain(std::iter::once(Series {
                         label: "no spaces".into(),
-                        points: spaces.iter().map(|&n| (n as f64, run(mix, None))).collect(),
-                    },
-                ],
+                        points: spaces
+                            .iter()
+                            .map(|&n| (n as f64, run(mix, "n2o", None)))
+                            .collect(),
+                    }))
+                    .collect(),
             });
         }
     }
     panels
+}
+
+/// TPC-C on MVTO with one StockScan thread, as §5.7.1 runs it, over warehouses (1: high
+/// contention; 4: low, for 2 workers).
+fn tpcc(warehouses: u32, design: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "tpcc",
+        "--warehouses",
+        &warehouses.to_string(),
+        "--stock-scan-threads",
+        "1",
+    ]
+    .map(String::from)
+    .into();
+    if !design.contains(&"--protocol") {
+        a.extend(["--protocol".to_string(), "mvto".to_string()]);
+    }
+    a.extend(design.iter().map(|d| d.to_string()));
+    a
+}
+
+fn tpcc_warehouses(s: &Scale) -> &'static [u32] {
+    if s.quick {
+        &[1]
+    } else {
+        &[1, 4]
+    }
+}
+
+/// Throughput and StockScan latency panels of TPC-C `designs` (label, flags) over warehouses.
+fn tpcc_panels(s: &Scale, what: &str, designs: &[(&str, Vec<&str>)]) -> Vec<Panel> {
+    [Metric::Throughput, Metric::StockScanUs]
+        .into_iter()
+        .map(|metric| Panel {
+            title: format!("TPC-C, {what}"),
+            x_label: "warehouses",
+            metric,
+            series: designs
+                .iter()
+                .map(|(label, design)| Series {
+                    label: label.to_string(),
+                    points: tpcc_warehouses(s)
+                        .iter()
+                        .map(|&w| (w as f64, tpcc(w, design)))
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Fig. 5.17: the three storage schemes on TPC-C (MVTO, transaction-level GC).
+fn storage_tpcc(s: &Scale) -> Vec<Panel> {
+    let designs: Vec<(&str, Vec<&str>)> = STORAGES
+        .iter()
+        .map(|(label, storage)| (*label, vec!["--storage", storage, "--gc", "txn"]))
+        .collect();
+    tpcc_panels(s, "storage schemes (MVTO)", &designs)
+}
+
+/// Figs. 5.24–5.25: Table 5.1's systems as configurations (protocol, storage, GC, index
+/// pointers). Postgres's SSI and SAP HANA's hybrid GC are run as MV2PL and
+/// transaction-level GC; HYRISE has no GC.
+fn configurations(s: &Scale) -> Vec<Panel> {
+    let c = |p, st, gc, ip| {
+        vec![
+            "--protocol",
+            p,
+            "--storage",
+            st,
+            "--gc",
+            gc,
+            "--index-pointers",
+            ip,
+        ]
+    };
+    let designs: Vec<(&str, Vec<&str>)> = vec![
+        ("Oracle/MySQL", c("mv2pl", "delta", "vacuum", "logical-tid")),
+        ("Postgres", c("mv2pl", "o2n", "vacuum", "physical")),
+        ("HYRISE", c("mvocc", "n2o", "none", "physical")),
+        ("Hekaton", c("mvocc", "o2n", "coop", "physical")),
+        ("MemSQL", c("mvocc", "n2o", "vacuum", "physical")),
+        ("SAP HANA", c("mv2pl", "time-travel", "txn", "logical-tid")),
+        ("NuoDB", c("mv2pl", "n2o", "vacuum", "logical-pk")),
+        ("HyPer", c("mvocc", "delta", "txn", "logical-tid")),
+    ];
+    tpcc_panels(s, "Table 5.1 configurations", &designs)
 }
 
 /// Figs. 5.22–5.23: index pointers over the number of secondary indexes, theta 0.2 and 0.9
@@ -536,7 +709,7 @@ fn settings_json(s: &Scale) -> Json {
 /// The common flags of every run of `panel`.
 fn common_flags(s: &Scale, metric: Metric, json: &Path) -> Vec<String> {
     let duration = match metric {
-        Metric::Throughput | Metric::SpaceLocksPerTxn => s.duration,
+        Metric::Throughput | Metric::SpaceLocksPerTxn | Metric::StockScanUs => s.duration,
         Metric::ThroughputOverTime | Metric::LiveMibOverTime => s.series_duration,
     };
     vec![
@@ -585,6 +758,12 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
     match metric {
         Metric::Throughput => return Ok(vec![(x, num(report, "throughput_tps")?)]),
         Metric::SpaceLocksPerTxn => return Ok(vec![(x, num(report, "space_locks_per_txn")?)]),
+        Metric::StockScanUs => {
+            let l = report
+                .pointer("/latency_us/stock_scan")
+                .ok_or("report lacks latency_us.stock_scan")?;
+            return Ok(vec![(x, num(l, "mean")?)]);
+        }
         _ => {}
     }
     let samples = report

@@ -360,6 +360,7 @@ fn range_lockers_of_our_keys(tx: &Transaction<'_>) -> Vec<u64> {
     let mut key = Vec::new();
     let mut old_key = Vec::new();
     let mut stored = Vec::new();
+    let (mut new_row, mut old_row) = (Vec::new(), Vec::new());
     for w in &tx.local.write_set {
         let t = tx.db.table_by_id(w.table);
         // SAFETY: our version and the one we replaced; pinned.
@@ -372,9 +373,11 @@ fn range_lockers_of_our_keys(tx: &Transaction<'_>) -> Vec<u64> {
             if locks.held.load(Ordering::SeqCst) == 0 {
                 continue;
             }
-            t.schema.encode_key_from_row(index, new.data(), &mut key);
+            t.schema
+                .encode_key_from_row(index, t.row(new, &mut new_row), &mut key);
             if let Some(o) = old {
-                t.schema.encode_key_from_row(index, o.data(), &mut old_key);
+                t.schema
+                    .encode_key_from_row(index, t.row(o, &mut old_row), &mut old_key);
                 if old_key == key {
                     continue;
                 }

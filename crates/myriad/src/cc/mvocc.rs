@@ -80,7 +80,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
         let db = tx.db;
         let command = tx.logged_command();
         match l.prepare(tx.slot_idx, &tx.local.write_set, command, |id| {
-            &db.table_by_id(id).schema
+            &**db.table_by_id(id)
         }) {
             Ok(n) => len = n,
             Err(e) => {
@@ -209,7 +209,7 @@ pub(crate) fn log_commit(tx: &mut Transaction<'_>, end_ts: u64) -> Result<u64> {
             let db = tx.db;
             let command = tx.logged_command();
             l.append(tx.slot_idx, end_ts, &tx.local.write_set, command, |id| {
-                &db.table_by_id(id).schema
+                &**db.table_by_id(id)
             })
         }
         None => Ok(0),
@@ -313,8 +313,9 @@ fn same_view(
             Some(x) if x.is_tombstone() => ptr::null(),
             Some(x) => {
                 if index != 0 {
-                    let mut k = Vec::new();
-                    t.schema.encode_key_from_row(index, x.data(), &mut k);
+                    let (mut k, mut rb) = (Vec::new(), Vec::new());
+                    t.schema
+                        .encode_key_from_row(index, t.row(x, &mut rb), &mut k);
                     if k != key {
                         return ptr::null();
                     }
@@ -345,9 +346,11 @@ pub(crate) fn unique_keys_still_ours(
         if new.is_tombstone() {
             continue;
         }
+        let mut rb = Vec::new();
         for i in 1..t.indexes.len() {
             if t.schema.indexes[i].unique
-                && unique_holder(tx, t, i, new.data(), Some(w.tid), end_ts) != UniqueCheck::Free
+                && unique_holder(tx, t, i, t.row(new, &mut rb), Some(w.tid), end_ts)
+                    != UniqueCheck::Free
             {
                 return Err(AbortReason::UniqueConflict);
             }
@@ -384,11 +387,13 @@ pub(crate) fn unique_holder(
     let r = tx.resolver();
     let mut out = UniqueCheck::Free;
     let mut probe = Vec::new();
+    let mut rb = Vec::new();
     let mut holds = |v: *const Version| -> bool {
         // SAFETY: pinned.
         match unsafe { v.as_ref() } {
             Some(x) if !x.is_tombstone() => {
-                t.schema.encode_key_from_row(index, x.data(), &mut probe);
+                t.schema
+                    .encode_key_from_row(index, t.row(x, &mut rb), &mut probe);
                 probe == key
             }
             _ => false,

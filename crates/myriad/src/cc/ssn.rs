@@ -295,7 +295,9 @@ fn for_overwritten_and_entered(
                 Some(o) if !o.is_tombstone() => {
                     i > 0
                         && s.indexes[i].columns.iter().any(|&col| {
-                            s.read_column(o.data(), col) != s.read_column(new.data(), col)
+                            let (mut ob, mut nb) = (Vec::new(), Vec::new());
+                            s.read_column(t.row(o, &mut ob), col)
+                                != s.read_column(t.row(new, &mut nb), col)
                         })
                 }
                 _ => true,

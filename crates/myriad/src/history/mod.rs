@@ -79,11 +79,11 @@ impl Recording {
         schema: &TableSchema,
         table: u32,
         v: &Version,
+        row: &[u8],
         txns: &TxnTable,
-        _found: bool,
     ) {
         let mut key = Vec::new();
-        schema.encode_key_from_row(0, v.data(), &mut key);
+        schema.encode_key_from_row(0, row, &mut key);
         self.reads.push(Read {
             key: Key { table, key },
             writer: writer_of(v, txns),

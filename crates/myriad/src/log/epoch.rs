@@ -35,7 +35,6 @@ use super::{
     encode_writes, log_file_name, LogPos, PersistentEpoch, PointFile, LOG_MAGIC, PEPOCH_FILE,
 };
 use crate::error::{Error, Result};
-use crate::schema::TableSchema;
 use crate::txn::WriteRecord;
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
@@ -158,7 +157,7 @@ impl EpochLog {
         end_ts: u64,
         writes: &[WriteRecord],
         command: Option<&[u8]>,
-        schema_of: impl Fn(u32) -> &'s TableSchema,
+        table_of: impl Fn(u32) -> &'s crate::storage::table::Table,
     ) -> Result<u64> {
         self.control.check_failed()?;
         let mut guard = self.bufs[slot].lock();
@@ -169,7 +168,7 @@ impl EpochLog {
         b.u32(0);
         b.u64(epoch);
         b.u64(end_ts);
-        encode_writes(b, &mut sb.key, self.physical, writes, command, schema_of);
+        encode_writes(b, &mut sb.key, self.physical, writes, command, table_of);
         let len = (b.len() - start - 4) as u32;
         b[start..start + 4].copy_from_slice(&len.to_le_bytes());
         Ok(epoch)

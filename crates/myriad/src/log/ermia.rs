@@ -46,7 +46,6 @@
 use super::control::Control;
 use super::{encode_writes, LogPos, PersistentEpoch, PointFile};
 use crate::error::{Error, Result};
-use crate::schema::TableSchema;
 use crate::timestamp::Clock;
 use crate::txn::WriteRecord;
 use crossbeam_utils::CachePadded;
@@ -351,7 +350,7 @@ impl ErmiaLog {
         slot: usize,
         writes: &[WriteRecord],
         command: Option<&[u8]>,
-        schema_of: impl Fn(u32) -> &'s TableSchema,
+        table_of: impl Fn(u32) -> &'s crate::storage::table::Table,
     ) -> Result<u64> {
         self.control.check_failed()?;
         let mut g = self.scratch[slot].lock();
@@ -364,7 +363,7 @@ impl ErmiaLog {
             self.physical,
             writes,
             command,
-            schema_of,
+            table_of,
         );
         if s.rec.len() > u32::MAX as usize {
             return Err(Error::Unsupported(format!(

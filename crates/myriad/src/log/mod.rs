@@ -312,7 +312,7 @@ pub(crate) fn encode_writes<'s>(
     physical: bool,
     writes: &[WriteRecord],
     command: Option<&[u8]>,
-    schema_of: impl Fn(u32) -> &'s TableSchema,
+    table_of: impl Fn(u32) -> &'s crate::storage::table::Table,
 ) {
     if let Some(call) = command {
         b.u32(COMMAND);
@@ -320,11 +320,13 @@ pub(crate) fn encode_writes<'s>(
         return;
     }
     b.u32(writes.len() as u32);
+    let (mut nb, mut ob) = (Vec::new(), Vec::new());
     for w in writes {
         // SAFETY: our own committed-to-be versions and the versions they replace (write
         // locked by us); pinned by the caller.
         let v = unsafe { &*w.new };
         let old = unsafe { w.old.as_ref() }.filter(|o| !o.is_tombstone());
+        let t = table_of(w.table);
         b.u32(w.table);
         if physical {
             // The tuple id is the row's location: its indirection entry, which recovery
@@ -336,21 +338,22 @@ pub(crate) fn encode_writes<'s>(
             });
             b.varint(w.tid as i64);
             if !v.is_tombstone() {
-                b.bytes(v.data());
+                b.bytes(t.row(v, &mut nb));
             }
             continue;
         }
         match old {
             Some(o) if !v.is_tombstone() => {
-                let schema = schema_of(w.table);
+                let schema = &t.schema;
+                let new = t.row(v, &mut nb);
                 b.u8(OP_PATCH);
-                schema.encode_key_from_row(0, v.data(), key);
+                schema.encode_key_from_row(0, new, key);
                 b.bytes(key);
-                encode_patch(schema, o.data(), v.data(), b);
+                encode_patch(schema, t.row(o, &mut ob), new, b);
             }
             _ => {
                 b.u8(if v.is_tombstone() { OP_DELETE } else { OP_PUT });
-                b.bytes(v.data());
+                b.bytes(t.row(v, &mut nb));
             }
         }
     }

@@ -7,6 +7,7 @@
 
 use crate::index::{Index, ScanDirection};
 use crate::schema::TableSchema;
+use crate::version::master::{InPlace, Master};
 use crate::version::Version;
 use std::ops::Bound;
 use std::ptr;
@@ -21,6 +22,7 @@ const SEG_LEN: usize = 1 << SEG_BITS;
 const DIR_LEN: usize = 1 << 16;
 
 type Segment = [AtomicPtr<Version>; SEG_LEN];
+type MasterSegment = [AtomicPtr<Master>; SEG_LEN];
 
 /// A table's storage. Shared by handle (`TableRef`).
 pub struct Table {
@@ -67,6 +69,14 @@ pub struct Table {
     pub(crate) physical: bool,
     /// GC `vacuum`: one dirty bit per block of tuple ids (`gc/vacuum.rs`); empty otherwise.
     pub(crate) dirty: Box<[AtomicU64]>,
+    /// In-place version storage (`time-travel`, `delta`; `version/master.rs`): versions
+    /// carry no row, each tuple's newest row is in its master (`masters`, segmented like the
+    /// indirection array and allocated with it; empty otherwise), and rows are read through
+    /// `row`. `None`: append-only or single-version storage, rows inline in versions.
+    pub(crate) in_place: Option<InPlace>,
+    masters: Box<[AtomicPtr<MasterSegment>]>,
+    /// Offset and width of every column (what a delta's before-images are cut along).
+    pub(crate) columns: Box<[(usize, usize)]>,
 }
 
 /// `Table::state`: in use.
@@ -105,10 +115,27 @@ impl Table {
         db_id: u64,
         schema: TableSchema,
         version_ext: u8,
-        o2n: bool,
+        storage: crate::config::VersionStorage,
         vacuums: bool,
         pointers: crate::config::IndexPointers,
     ) -> Self {
+        use crate::config::VersionStorage as S;
+        let o2n = storage == S::AppendO2n;
+        let in_place = match storage {
+            S::TimeTravel => Some(InPlace::TimeTravel),
+            S::Delta => Some(InPlace::Delta),
+            _ => None,
+        };
+        // In-place versions carry the master and image words after the protocol's.
+        let version_ext = version_ext + if in_place.is_some() { 2 } else { 0 };
+        let masters = (0..if in_place.is_some() { DIR_LEN } else { 0 })
+            .map(|_| AtomicPtr::new(ptr::null_mut()))
+            .collect();
+        let columns = schema
+            .columns
+            .iter()
+            .map(|c| (c.offset, c.ty.width()))
+            .collect();
         let logical_pk = pointers == crate::config::IndexPointers::LogicalPk;
         let physical = pointers == crate::config::IndexPointers::Physical;
         let indexes = schema
@@ -150,6 +177,9 @@ impl Table {
             logical_pk,
             physical,
             dirty: crate::gc::vacuum::bitmap(vacuums, (DIR_LEN * SEG_LEN) as u64),
+            in_place,
+            masters,
+            columns,
         }
     }
 
@@ -254,6 +284,121 @@ impl Table {
         }
         // SAFETY: published segments live until the table is dropped.
         Some(unsafe { &(*seg)[(tid as usize) & (SEG_LEN - 1)] })
+    }
+}
+
+// Version allocation and row access, the one place that knows whether rows are inline
+// (append-only, single-version) or in place (`time-travel`, `delta`: `version/master.rs`).
+impl Table {
+    /// The master of `tid` (in-place storage), allocated on first use; `None` past the
+    /// directory or under other storage.
+    pub(crate) fn master(&self, tid: TupleId) -> Option<&Master> {
+        let dir = self.masters.get((tid >> SEG_BITS) as usize)?;
+        let mut seg = dir.load(Ordering::Acquire);
+        if seg.is_null() {
+            let fresh: Box<MasterSegment> = (0..SEG_LEN)
+                .map(|_| AtomicPtr::new(ptr::null_mut()))
+                .collect::<Vec<_>>()
+                .into_boxed_slice()
+                .try_into()
+                .unwrap_or_else(|_| panic!("segment length invariant"));
+            let raw = Box::into_raw(fresh);
+            seg = match dir.compare_exchange(
+                ptr::null_mut(),
+                raw,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => raw,
+                Err(cur) => {
+                    // SAFETY: raw was never published.
+                    drop(unsafe { Box::from_raw(raw) });
+                    cur
+                }
+            };
+        }
+        // SAFETY: published segments live until the table is dropped.
+        let slot = unsafe { &(*seg)[(tid as usize) & (SEG_LEN - 1)] };
+        let mut m = slot.load(Ordering::Acquire);
+        if m.is_null() {
+            let fresh = Master::alloc(tid, self.schema.row_size);
+            m = match slot.compare_exchange(
+                ptr::null_mut(),
+                fresh,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => fresh,
+                Err(cur) => {
+                    // SAFETY: never published.
+                    unsafe { Master::free(fresh) };
+                    cur
+                }
+            };
+        }
+        // SAFETY: masters live until the table is dropped.
+        Some(unsafe { &*m })
+    }
+
+    /// A new version of `tid` holding `row`, created by `begin`, followed by `next`. Under
+    /// in-place storage the version gets no row: its creator writes `row` into the master
+    /// when it may (`version/master.rs`: after covering the version it supersedes).
+    pub(crate) fn alloc_version(
+        &self,
+        begin: u64,
+        tid: TupleId,
+        row: &[u8],
+        next: *mut Version,
+        space: u8,
+    ) -> *mut Version {
+        match self.in_place {
+            None => Version::alloc_copy(begin, row, next, self.version_ext, space).as_ptr(),
+            Some(_) => {
+                let m = self.master(tid).map_or(ptr::null(), |m| m as *const Master);
+                Version::alloc_in_place(begin, next, self.version_ext, space, m).as_ptr()
+            }
+        }
+    }
+
+    /// Recovery: a committed version (timestamp `ts`) of `tid` holding `row`, unpublished,
+    /// in a table no transaction can reach yet (its master is written at once).
+    pub(crate) fn placed_version(&self, ts: u64, tid: TupleId, row: &[u8]) -> *mut Version {
+        let v = self.alloc_version(ts, tid, row, ptr::null_mut(), 0);
+        if self.in_place.is_some() {
+            if let Some(m) = self.master(tid) {
+                m.write(|d| d.copy_from_slice(row));
+            }
+        }
+        v
+    }
+
+    /// Bytes one version block occupies (in-place: the header only; images are counted
+    /// where they are made).
+    pub(crate) fn version_bytes(&self) -> usize {
+        let data = if self.in_place.is_some() {
+            0
+        } else {
+            self.schema.row_size
+        };
+        Version::alloc_size(data, self.version_ext)
+    }
+
+    /// The row of version `v` (pinned): its data under inline storage; under in-place
+    /// storage a copy into `buf` (`master::read_into`).
+    #[inline]
+    pub(crate) fn row<'a>(&self, v: &'a Version, buf: &'a mut Vec<u8>) -> &'a [u8] {
+        match self.in_place {
+            None => v.data(),
+            Some(kind) => {
+                let tid = v.master().tid;
+                let head = || {
+                    self.entry(tid)
+                        .map_or(ptr::null_mut(), |e| e.load(Ordering::Acquire))
+                };
+                crate::version::master::read_into(kind, v, head, buf);
+                buf
+            }
+        }
     }
 }
 
@@ -372,12 +517,13 @@ impl Table {
     pub(crate) fn has_duplicate_key(&self, schema: &TableSchema, idx: usize) -> bool {
         let mut seen = std::collections::HashSet::new();
         let mut key = Vec::new();
+        let mut rb = Vec::new();
         let _guard = crossbeam_epoch::pin();
         for tid in 0..self.tid_count() {
             let Some(e) = self.entry(tid) else { continue };
             // SAFETY: no writer (quiesced); pinned against concurrent GC frees.
             if let Some(v) = unsafe { latest_committed(e.load(Ordering::Acquire)) } {
-                schema.encode_key_from_row(idx, v.data(), &mut key);
+                schema.encode_key_from_row(idx, self.row(v, &mut rb), &mut key);
                 if !seen.insert(key.clone()) {
                     return true;
                 }
@@ -395,6 +541,11 @@ impl Table {
             let seg = fr.swap(ptr::null_mut(), Ordering::AcqRel);
             let prev = to.swap(seg, Ordering::AcqRel);
             debug_assert!(prev.is_null(), "take_rows into a table with rows");
+        }
+        for (to, fr) in self.masters.iter().zip(from.masters.iter()) {
+            let seg = fr.swap(ptr::null_mut(), Ordering::AcqRel);
+            let prev = to.swap(seg, Ordering::AcqRel);
+            debug_assert!(prev.is_null(), "take_rows into a table with masters");
         }
         self.next_tid
             .store(from.next_tid.swap(0, Ordering::AcqRel), Ordering::Release);
@@ -418,6 +569,7 @@ impl Table {
         let mut dups = 0;
         let mut key = Vec::new();
         let mut buf = Vec::new();
+        let mut rb = Vec::new();
         let _guard = crossbeam_epoch::pin();
         for tid in tids {
             let Some(e) = self.entry(tid) else { continue };
@@ -426,7 +578,8 @@ impl Table {
             let Some(h) = (unsafe { head.as_ref() }) else {
                 continue;
             };
-            self.schema.encode_key_from_row(0, h.data(), &mut key);
+            self.schema
+                .encode_key_from_row(0, self.row(h, &mut rb), &mut key);
             // A tuple id is reachable from one primary key (primary keys are never updated),
             // so this cannot collide unless the chains are inconsistent.
             if self.indexes[0].insert_unique(&key, tid).is_err() {
@@ -435,9 +588,10 @@ impl Table {
             let mut v = head;
             // SAFETY: as above.
             while let Some(x) = unsafe { v.as_ref() } {
+                let row = self.row(x, &mut rb);
                 for i in 1..self.indexes.len() {
-                    self.schema.encode_key_from_row(i, x.data(), &mut key);
-                    self.add_entry(i, &key, tid, v, x.data(), &mut buf);
+                    self.schema.encode_key_from_row(i, row, &mut key);
+                    self.add_entry(i, &key, tid, v, row, &mut buf);
                 }
                 v = x.next.load(Ordering::Acquire);
             }
@@ -641,6 +795,23 @@ impl Drop for Table {
                         let next = (*v).next.load(Ordering::Acquire);
                         Version::free(v);
                         v = next;
+                    }
+                }
+                drop(Box::from_raw(seg));
+            }
+        }
+        for d in self.masters.iter() {
+            let seg = d.load(Ordering::Acquire);
+            if seg.is_null() {
+                continue;
+            }
+            // SAFETY: exclusive access during drop; every version that named a master is
+            // freed above.
+            unsafe {
+                for m in (*seg).iter() {
+                    let m = m.load(Ordering::Acquire);
+                    if !m.is_null() {
+                        Master::free(m);
                     }
                 }
                 drop(Box::from_raw(seg));

@@ -103,6 +103,11 @@ pub(crate) struct SlotLocal {
     pub entry_buf: Vec<u8>,
     pub key_buf2: Vec<u8>,
     pub row_buf: Vec<u8>,
+    /// In-place storage: the row a read returns (`Table::row`), and the row a write replaces.
+    pub read_buf: Vec<u8>,
+    pub old_buf: Vec<u8>,
+    /// Delta storage: scratch for a version's before-images.
+    pub image_buf: Vec<u8>,
     pub garbage: VecDeque<Garbage>,
     /// Silo: the slot's last TID (`cc/silo.rs`; every new one is larger).
     pub silo_last_tid: u64,
@@ -703,7 +708,8 @@ impl<'db> Transaction<'db> {
             self.local.read_set.push(v);
         }
         if let Some(rec) = self.recording.as_mut() {
-            rec.note_read(&t.schema, t.id, r, &self.db.txns, true);
+            let mut rb = Vec::new();
+            rec.note_read(&t.schema, t.id, r, t.row(r, &mut rb), &self.db.txns);
         }
     }
 
@@ -822,10 +828,13 @@ impl<'db> Transaction<'db> {
             Some(r) if !r.is_tombstone() => {
                 self.note_read(t, v);
                 self.raise()?;
-                Ok(Some(f(RowRef {
+                let mut rb = std::mem::take(&mut self.local.read_buf);
+                let out = f(RowRef {
                     schema: &t.schema,
-                    data: r.data(),
-                })))
+                    data: t.row(r, &mut rb),
+                });
+                self.local.read_buf = rb;
+                Ok(Some(out))
             }
             Some(_) => {
                 self.note_read(t, v);
@@ -851,7 +860,8 @@ impl<'db> Transaction<'db> {
     /// longer has `key`). `check` is scratch space for the re-encoded key. `exact`: the
     /// version a `physical` entry points at (null for logical pointers), judged alone: the
     /// entry is a hit only if that version is the one visible at `rt` (another entry of the
-    /// row leads to any other version).
+    /// row leads to any other version). Under in-place storage a hit's row is left in `rb`
+    /// (`hit_row`).
     #[allow(clippy::too_many_arguments)]
     fn index_hit(
         &mut self,
@@ -862,6 +872,7 @@ impl<'db> Transaction<'db> {
         key: &[u8],
         rt: u64,
         check: &mut Vec<u8>,
+        rb: &mut Vec<u8>,
     ) -> Option<&'db Version> {
         let v = if exact.is_null() {
             let v = self.visible_version(t, tid, rt);
@@ -877,20 +888,23 @@ impl<'db> Transaction<'db> {
         if r.is_tombstone() {
             return None;
         }
-        if index != 0 {
-            t.schema.encode_key_from_row(index, r.data(), check);
-            if check.as_slice() != key {
-                // A stale entry: the row has left this key. On single-version storage the
-                // commit-time re-scan sees only the present, one range after another, so a
-                // row that moves on twice while we validate could slip past every range we
-                // read; the version we judged must itself stay current (validated or
-                // read-locked like any read). Multi-version protocols re-check against
-                // their snapshot, which does not move.
-                if self.protocol.single_version() {
-                    self.note_read(t, v);
-                }
-                return None;
+        if index != 0 || t.in_place.is_some() {
+            let row = t.row(r, rb);
+            if index != 0 {
+                t.schema.encode_key_from_row(index, row, check);
             }
+        }
+        if index != 0 && check.as_slice() != key {
+            // A stale entry: the row has left this key. On single-version storage the
+            // commit-time re-scan sees only the present, one range after another, so a row
+            // that moves on twice while we validate could slip past every range we read; the
+            // version we judged must itself stay current (validated or read-locked like any
+            // read). Multi-version protocols re-check against their snapshot, which does not
+            // move.
+            if self.protocol.single_version() {
+                self.note_read(t, v);
+            }
+            return None;
         }
         self.note_read(t, v);
         if self.is_doomed() {
@@ -939,18 +953,20 @@ impl<'db> Transaction<'db> {
         }
         let mut n = 0;
         let mut check = std::mem::take(&mut self.local.key_buf2);
+        let mut rb = std::mem::take(&mut self.local.read_buf);
         let this = &mut *self;
         t.lookup_entries(index, &kb, &mut |tid, exact| {
-            let Some(r) = this.index_hit(t, index, tid, exact, &kb, rt, &mut check) else {
+            let Some(r) = this.index_hit(t, index, tid, exact, &kb, rt, &mut check, &mut rb) else {
                 return !this.is_doomed();
             };
             n += 1;
             f(RowRef {
                 schema: &t.schema,
-                data: r.data(),
+                data: hit_row(t, r, &rb),
             })
         });
         self.local.key_buf2 = check;
+        self.local.read_buf = rb;
         self.push_scan(t, index, Bound::Included(&kb), Bound::Included(&kb), true);
         if let Some(rec) = self.recording.as_mut() {
             rec.note_scan(t.id, index, Bound::Included(&kb), Bound::Included(&kb));
@@ -1013,6 +1029,7 @@ impl<'db> Transaction<'db> {
         let mut n = 0usize;
         let mut stopped_at: Option<Vec<u8>> = None;
         let mut check = std::mem::take(&mut self.local.key_buf2);
+        let mut rb = std::mem::take(&mut self.local.read_buf);
         if limit > 0 {
             let this = &mut *self;
             // The B+tree calls back only with validated entries and holds no latch meanwhile.
@@ -1022,13 +1039,14 @@ impl<'db> Transaction<'db> {
                 as_ref_bound(&hi_b),
                 dir,
                 &mut |k, tid, exact| {
-                    let Some(r) = this.index_hit(t, index, tid, exact, k, rt, &mut check) else {
+                    let Some(r) = this.index_hit(t, index, tid, exact, k, rt, &mut check, &mut rb)
+                    else {
                         return !this.is_doomed();
                     };
                     n += 1;
                     let go_on = f(RowRef {
                         schema: &t.schema,
-                        data: r.data(),
+                        data: hit_row(t, r, &rb),
                     });
                     if !go_on || n >= limit {
                         stopped_at = Some(k.to_vec());
@@ -1039,6 +1057,7 @@ impl<'db> Transaction<'db> {
             );
         }
         self.local.key_buf2 = check;
+        self.local.read_buf = rb;
         // The observed range: up to the last row returned if the scan stopped early. On a
         // secondary index that includes every entry of the stop key (entries are the key
         // plus a suffix, so `Included(key)` alone would leave out the entries of rows
@@ -1097,6 +1116,7 @@ impl<'db> Transaction<'db> {
             crate::cc::mv2pl::range_lock(self, t, 0, None, Bound::Unbounded, Bound::Unbounded);
         }
         let mut n = 0usize;
+        let mut rb = std::mem::take(&mut self.local.read_buf);
         for tid in 0..t.tid_count() {
             if tid % TABLE_SCAN_REPIN_TIDS == TABLE_SCAN_REPIN_TIDS - 1 && self.may_repin() {
                 // No version reference outlives an iteration (the read set is protected by
@@ -1126,12 +1146,13 @@ impl<'db> Transaction<'db> {
                 tid,
                 RowRef {
                     schema: &t.schema,
-                    data: r.data(),
+                    data: t.row(r, &mut rb),
                 },
             ) {
                 break;
             }
         }
+        self.local.read_buf = rb;
         if self.isolation == Isolation::Serializable && self.protocol != Protocol::Mvto {
             if self.protocol.stamped() && self.tracks_reads {
                 crate::cc::ssn::on_scan(self, t, TABLE_SCAN);
@@ -1222,7 +1243,7 @@ impl<'db> Transaction<'db> {
         // against T0 for every line: 1.41× at θ 0.9 and 1.36× at θ 0 with attrs-read 10,
         // 0.95× and 1.04× with attrs-read 1. (All 17 lines vs header + first line: +10 % with
         // attrs-read 10, earlier.)
-        let size = Version::alloc_size(t.schema.row_size, t.version_ext);
+        let size = t.version_bytes();
         for &v in &pf.heads {
             prefetch_line_l2(v);
         }
@@ -1303,6 +1324,7 @@ impl<'db> Transaction<'db> {
                 }
             }
             if crate::version::is_txn(e)
+                && !self.db.config.storage.in_place()
                 && self.db.txns.state_of(TxnId::from_word(e)) == table::TxnState::Aborted
             {
                 // The aborted writer will reset the field; taking it over is also safe
@@ -1498,10 +1520,12 @@ impl<'db> Transaction<'db> {
                             t.schema.name
                         )));
                     };
-                    let n = self.new_version(t, row, ptr::null_mut());
+                    let n = self.new_version(t, tid, row, ptr::null_mut());
                     let Some(e) = t.entry(tid) else {
                         return Err(Error::Unsupported("tuple id space exhausted".into()));
                     };
+                    // A fresh tuple id: no one reads its master yet.
+                    self.write_master(t, tid, ptr::null(), Some(row));
                     e.store(n, Ordering::Release);
                     bump(&slot.stats.record_rmw, 1);
                     match t.indexes[0].insert_unique(key, tid) {
@@ -1529,12 +1553,15 @@ impl<'db> Transaction<'db> {
             match unsafe { head.as_ref() } {
                 None => {
                     // A tuple whose versions were all aborted or collected: claim it.
-                    let n = self.new_version(t, row, ptr::null_mut());
+                    let n = self.new_version(t, tid, row, ptr::null_mut());
                     let Some(e) = t.entry(tid) else { continue };
                     bump(&slot.stats.record_rmw, 1);
                     if e.compare_exchange(ptr::null_mut(), n, Ordering::AcqRel, Ordering::Acquire)
                         .is_ok()
                     {
+                        // The claim makes us the master's only writer (no version of the
+                        // tuple is visible to anyone).
+                        self.write_master(t, tid, ptr::null(), Some(row));
                         return self.finish_write(t, tid, n, ptr::null_mut(), None, row);
                     }
                     // SAFETY: never published.
@@ -1550,8 +1577,12 @@ impl<'db> Transaction<'db> {
                     // Under `physical` the entries of what it held go first (it may never
                     // have had them, if it was born a tombstone: removing is idempotent).
                     self.remove_entries(t, head, h.data());
-                    // SAFETY: our own uncommitted version; invisible to others.
-                    unsafe { h.data_mut().copy_from_slice(row) };
+                    if t.in_place.is_some() {
+                        self.write_master(t, tid, h.next.load(Ordering::Acquire), Some(row));
+                    } else {
+                        // SAFETY: our own uncommitted version; invisible to others.
+                        unsafe { h.data_mut().copy_from_slice(row) };
+                    }
                     h.tombstone.store(false, Ordering::Release);
                     self.index_secondary(t, tid, head, None, row, true);
                     if let Some(rec) = self.recording.as_mut() {
@@ -1575,7 +1606,7 @@ impl<'db> Transaction<'db> {
                                 return Err(self.fail(reason));
                             }
                         }
-                        let n = self.new_version(t, row, ptr::null_mut());
+                        let n = self.new_version(t, tid, row, ptr::null_mut());
                         return self.finish_write(
                             t,
                             tid,
@@ -1590,7 +1621,7 @@ impl<'db> Transaction<'db> {
                     }
                     #[cfg(test)]
                     tests::pause_point(tests::Pause::ReviveTombstone);
-                    let n = self.new_version(t, row, t.next_for_new(head));
+                    let n = self.new_version(t, tid, row, t.next_for_new(head));
                     // Install with a CAS, not a store: GC may just have cut this deleted row's
                     // whole chain (entry → null, tombstone freed after the epoch), and a store
                     // would link our version to freed memory. Losing that race (or finding an
@@ -1604,6 +1635,7 @@ impl<'db> Transaction<'db> {
                         self.unaccount_version(t);
                         return Err(self.fail(AbortReason::WriteWriteConflict));
                     }
+                    self.write_master(t, tid, head, Some(row));
                     return self.finish_write(
                         t,
                         tid,
@@ -1617,27 +1649,66 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    fn new_version(&self, t: &Table, row: &[u8], next: *mut Version) -> *mut Version {
+    /// A new version of `tid` holding `row` (under in-place storage a header: the caller
+    /// writes `row` into the master with `write_master` once it may).
+    fn new_version(&self, t: &Table, tid: TupleId, row: &[u8], next: *mut Version) -> *mut Version {
         let space = crate::version::space::for_slot(self.db.config.memory_spaces, self.slot_idx);
-        let n = Version::alloc_copy(self.id.word(), row, next, t.version_ext, space).as_ptr();
+        let n = t.alloc_version(self.id.word(), tid, row, next, space);
         let slot = self.slot();
         bump(&slot.stats.versions_allocated, 1);
         bump(
             &slot.stats.version_bytes_allocated,
-            Version::alloc_size(t.schema.row_size, t.version_ext) as u64,
+            t.version_bytes() as u64,
         );
         n
     }
 
+    /// In-place storage (`version/master.rs`): as the owner of the newest version's lock,
+    /// makes `row` the master's row (`None`: leaves it, a delete), after giving `prev`, the
+    /// version the newest supersedes (null: none), the image that keeps its values.
+    /// Nothing under other storage.
+    fn write_master(&mut self, t: &Table, tid: TupleId, prev: *const Version, row: Option<&[u8]>) {
+        let Some(kind) = t.in_place else { return };
+        let Some(m) = t.master(tid) else { return };
+        // SAFETY: pinned; `prev` is locked by us (superseded by our version), so not freed.
+        if let Some(p) = unsafe { prev.as_ref() } {
+            let mut scratch = std::mem::take(&mut self.local.image_buf);
+            let old = m.owned();
+            let new = row.unwrap_or(old);
+            let bytes = crate::version::master::cover(
+                kind,
+                p,
+                old,
+                new,
+                &t.columns,
+                &mut scratch,
+                &self.guard,
+            );
+            self.local.image_buf = scratch;
+            if bytes > 0 {
+                bump(&self.slot().stats.version_bytes_allocated, bytes as u64);
+            }
+        }
+        if let Some(row) = row {
+            m.write(|d| d.copy_from_slice(row));
+        }
+    }
+
     /// A new version with `row` replacing `head`: chained to it on multi-version storage (as
     /// its `next` under N2O; under O2N it ends the chain), alone on single-version storage.
-    fn replacing_version(&self, t: &Table, row: &[u8], head: *mut Version) -> *mut Version {
+    fn replacing_version(
+        &self,
+        t: &Table,
+        tid: TupleId,
+        row: &[u8],
+        head: *mut Version,
+    ) -> *mut Version {
         let next = if self.protocol.single_version() {
             ptr::null_mut()
         } else {
             t.next_for_new(head)
         };
-        self.new_version(t, row, next)
+        self.new_version(t, tid, row, next)
     }
 
     fn unaccount_version(&self, t: &Table) {
@@ -1645,7 +1716,7 @@ impl<'db> Transaction<'db> {
         bump(&slot.stats.versions_reclaimed, 1);
         bump(
             &slot.stats.version_bytes_reclaimed,
-            Version::alloc_size(t.schema.row_size, t.version_ext) as u64,
+            t.version_bytes() as u64,
         );
     }
 
@@ -1665,8 +1736,9 @@ impl<'db> Transaction<'db> {
             old,
         });
         let update = kind == Some(crate::history::WriteKind::Update);
+        let mut ob = std::mem::take(&mut self.local.old_buf);
         // SAFETY: the version we superseded; we hold its lock.
-        let before = (update && !old.is_null()).then(|| unsafe { (*old).data() });
+        let before = (update && !old.is_null()).then(|| t.row(unsafe { &*old }, &mut ob));
         self.index_secondary(t, tid, new, before, row, false);
         if let Some(rec) = self.recording.as_mut() {
             rec.note_write(
@@ -1676,7 +1748,9 @@ impl<'db> Transaction<'db> {
                 kind.unwrap_or(crate::history::WriteKind::Insert),
             );
         }
-        self.entered_indexes(t, before, row)
+        let r = self.entered_indexes(t, before, row);
+        self.local.old_buf = ob;
+        r
     }
 
     /// Adds the secondary-index entries of `row`, the data of version `v` (idempotent for
@@ -1850,27 +1924,41 @@ impl<'db> Transaction<'db> {
         mine: bool,
         f: impl FnOnce(&mut RowMut<'_>) -> Result<()>,
     ) -> Result<()> {
+        let mut ob = std::mem::take(&mut self.local.old_buf);
+        let r = self.update_head(t, tid, head, mine, &mut ob, f);
+        self.local.old_buf = ob;
+        r
+    }
+
+    /// `update_found` with `ob`, scratch for the row of `head` under in-place storage.
+    fn update_head(
+        &mut self,
+        t: &Table,
+        tid: TupleId,
+        head: *mut Version,
+        mine: bool,
+        ob: &mut Vec<u8>,
+        f: impl FnOnce(&mut RowMut<'_>) -> Result<()>,
+    ) -> Result<()> {
         // SAFETY: pinned; live_row_for_write returned a non-null head.
         let h = unsafe { &*head };
+        let old = t.row(h, ob);
         if mine {
-            // Apply f to a scratch copy so a failing f leaves nothing behind.
-            let mut row = std::mem::take(&mut self.local.row_buf);
-            row.clear();
-            row.extend_from_slice(h.data());
-            let r = f(&mut RowMut {
-                schema: &t.schema,
-                data: &mut row,
-            });
-            let mut r = r.and_then(|_| self.check_unique_changed(t, h.data(), &row, tid));
+            let (row, r) = self.scratch_update(t, tid, old, f);
+            let mut r = r;
             if r.is_ok() {
-                self.index_secondary(t, tid, head, Some(h.data()), &row, true);
+                self.index_secondary(t, tid, head, Some(old), &row, true);
                 // MVTO: the indexes the row moves into, checked once their entries exist;
                 // `h` still holds the old values.
-                r = self.entered_indexes(t, Some(h.data()), &row);
+                r = self.entered_indexes(t, Some(old), &row);
             }
             if r.is_ok() {
-                // SAFETY: our own uncommitted version.
-                unsafe { h.data_mut().copy_from_slice(&row) };
+                if t.in_place.is_some() {
+                    self.write_master(t, tid, h.next.load(Ordering::Acquire), Some(&row));
+                } else {
+                    // SAFETY: our own uncommitted version.
+                    unsafe { h.data_mut().copy_from_slice(&row) };
+                }
                 if let Some(rec) = self.recording.as_mut() {
                     rec.note_write(&t.schema, t.id, &row, crate::history::WriteKind::Update);
                 }
@@ -1878,13 +1966,16 @@ impl<'db> Transaction<'db> {
             self.local.row_buf = row;
             return r;
         }
+        if t.in_place.is_some() {
+            return self.update_in_place(t, tid, head, old, f);
+        }
         // Build the new version directly (one row copy): a failing f frees the unpublished
         // version, so nothing is left behind. On single-version storage it stays private
         // until commit (a buffered write; 2PL holds the write lock meanwhile, Silo takes it
         // at commit) and is installed alone, never chained.
         let silo = self.protocol.single_version();
         let locks = !silo || self.protocol == Protocol::TwoPl;
-        let n = self.replacing_version(t, h.data(), head);
+        let n = self.replacing_version(t, tid, old, head);
         // SAFETY: n is fresh and unpublished; only we reference it.
         let r = f(&mut RowMut {
             schema: &t.schema,
@@ -1892,7 +1983,7 @@ impl<'db> Transaction<'db> {
         });
         // SAFETY: the mutable borrow above has ended; n is still ours alone.
         let new_row = unsafe { (*n).data() };
-        let r = r.and_then(|_| self.check_unique_changed(t, h.data(), new_row, tid));
+        let r = r.and_then(|_| self.check_unique_changed(t, old, new_row, tid));
         let r = r.and_then(|_| {
             if !locks {
                 return Ok(());
@@ -1921,6 +2012,65 @@ impl<'db> Transaction<'db> {
             Some(crate::history::WriteKind::Update),
             new_row,
         )
+    }
+
+    /// An update of another transaction's version `head` (whose row is `old`) under
+    /// in-place storage: the new row is built in a scratch buffer, then the version (a
+    /// header) is published and the master written (`write_master`).
+    fn update_in_place(
+        &mut self,
+        t: &Table,
+        tid: TupleId,
+        head: *mut Version,
+        old: &[u8],
+        f: impl FnOnce(&mut RowMut<'_>) -> Result<()>,
+    ) -> Result<()> {
+        // SAFETY: pinned; a live head.
+        let h = unsafe { &*head };
+        let (row, r) = self.scratch_update(t, tid, old, f);
+        let r = r.and_then(|_| self.lock_for_write(h).map_err(Error::SerializationFailure));
+        if let Err(e) = r {
+            self.local.row_buf = row;
+            if let Error::SerializationFailure(reason) = e {
+                return Err(self.fail(reason));
+            }
+            return Err(e);
+        }
+        let n = self.replacing_version(t, tid, &row, head);
+        if let Some(e) = t.entry(tid) {
+            t.publish(e, head, n);
+        }
+        self.write_master(t, tid, head, Some(&row));
+        let r = self.finish_write(
+            t,
+            tid,
+            n,
+            head,
+            Some(crate::history::WriteKind::Update),
+            &row,
+        );
+        self.local.row_buf = row;
+        r
+    }
+
+    /// Applies `f` to a copy of `old` (in the slot's row buffer, which the caller gives
+    /// back) so a failing `f` leaves nothing behind, and checks the unique keys it changes.
+    fn scratch_update(
+        &mut self,
+        t: &Table,
+        tid: TupleId,
+        old: &[u8],
+        f: impl FnOnce(&mut RowMut<'_>) -> Result<()>,
+    ) -> (Vec<u8>, Result<()>) {
+        let mut row = std::mem::take(&mut self.local.row_buf);
+        row.clear();
+        row.extend_from_slice(old);
+        let r = f(&mut RowMut {
+            schema: &t.schema,
+            data: &mut row,
+        });
+        let r = r.and_then(|_| self.check_unique_changed(t, old, &row, tid));
+        (row, r)
     }
 
     fn check_unique_changed(
@@ -1977,7 +2127,13 @@ impl<'db> Transaction<'db> {
         if mine {
             h.tombstone.store(true, Ordering::Release);
             if let Some(rec) = self.recording.as_mut() {
-                rec.note_write(&t.schema, t.id, h.data(), crate::history::WriteKind::Delete);
+                let mut rb = Vec::new();
+                rec.note_write(
+                    &t.schema,
+                    t.id,
+                    t.row(h, &mut rb),
+                    crate::history::WriteKind::Delete,
+                );
             }
             return Ok(());
         }
@@ -1987,7 +2143,8 @@ impl<'db> Transaction<'db> {
                 return Err(self.fail(reason));
             }
         }
-        let n = self.replacing_version(t, h.data(), head);
+        let mut ob = std::mem::take(&mut self.local.old_buf);
+        let n = self.replacing_version(t, tid, t.row(h, &mut ob), head);
         // SAFETY: unpublished.
         unsafe { (*n).tombstone.store(true, Ordering::Release) };
         if !silo {
@@ -1995,6 +2152,8 @@ impl<'db> Transaction<'db> {
                 t.publish(e, head, n);
             }
         }
+        // The deleted version keeps its values (the master does not change).
+        self.write_master(t, tid, head, None);
         self.local.write_set.push(WriteRecord {
             table: t.id,
             tid,
@@ -2002,8 +2161,14 @@ impl<'db> Transaction<'db> {
             old: head,
         });
         if let Some(rec) = self.recording.as_mut() {
-            rec.note_write(&t.schema, t.id, h.data(), crate::history::WriteKind::Delete);
+            rec.note_write(
+                &t.schema,
+                t.id,
+                t.row(h, &mut ob),
+                crate::history::WriteKind::Delete,
+            );
         }
+        self.local.old_buf = ob;
         Ok(())
     }
 
@@ -2073,6 +2238,11 @@ impl<'db> Transaction<'db> {
                     t.unpublish(e, w.new, w.old);
                 }
                 if let Some(old) = w.old.as_ref() {
+                    // In-place storage: the master gets the old values back before the
+                    // lock is released (no writer takes over an aborted writer's lock).
+                    if let Some(kind) = t.in_place {
+                        crate::version::master::restore(kind, old);
+                    }
                     self.unlock_version(old);
                 }
                 // `physical`: no entry may outlive the version it points at.
@@ -2186,6 +2356,17 @@ fn encode_bounds<K: Values + ?Sized>(
         }
     };
     Ok((lo, hi))
+}
+
+/// The row of a version `Transaction::index_hit` returned: inline, or (in-place storage)
+/// the copy it left in `rb`.
+#[inline]
+fn hit_row<'a>(t: &Table, r: &'a Version, rb: &'a [u8]) -> &'a [u8] {
+    if t.in_place.is_some() {
+        rb
+    } else {
+        r.data()
+    }
 }
 
 /// Issues a software prefetch of the cache line at `p` into L1 (PREFETCHT0); never faults,

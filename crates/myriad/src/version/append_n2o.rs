@@ -46,6 +46,9 @@ pub struct Version {
     /// The memory space the block came from (`space.rs`; 1-based), 0 for the general
     /// allocator. Frees return the block there.
     pub(crate) space: u8,
+    /// In-place storage (`master.rs`): no row data; the last two protocol words are the
+    /// tuple's master and the version's image, freed with it.
+    pub(crate) in_place: bool,
 }
 
 const HEADER: usize = std::mem::size_of::<Version>();
@@ -104,6 +107,24 @@ impl Version {
         n
     }
 
+    /// An in-place storage version (`master.rs`): a header with `ext` words, the protocol's
+    /// and then the master and image words (image: none yet). Its row lives in `master`.
+    pub(crate) fn alloc_in_place(
+        begin: u64,
+        next: *mut Version,
+        ext: u8,
+        space: u8,
+        master: *const super::master::Master,
+    ) -> NonNull<Version> {
+        debug_assert!(ext >= 2);
+        let n = Self::alloc_uninit(begin, 0, next, ext, space);
+        // SAFETY: fresh and unpublished.
+        let v = unsafe { &mut *n.as_ptr() };
+        v.in_place = true;
+        v.set_master(master);
+        n
+    }
+
     /// A version with its header written and its row data not yet initialized.
     fn alloc_uninit(
         begin: u64,
@@ -141,6 +162,7 @@ impl Version {
                     tombstone: std::sync::atomic::AtomicBool::new(false),
                     ext,
                     space,
+                    in_place: false,
                 },
             );
             for i in 0..ext as usize {
@@ -166,7 +188,7 @@ impl Version {
     /// size, and its memory space above bit 32.
     #[inline]
     pub(crate) fn token(&self) -> u64 {
-        self.size() as u64 | (self.space as u64) << 32
+        self.size() as u64 | (self.space as u64) << 32 | (self.in_place as u64) << 40
     }
 
     /// `free` for a version whose `token()` the caller took earlier, without reading its
@@ -176,6 +198,9 @@ impl Version {
     /// As `free`, and `token` is the version's `token()`.
     pub(crate) unsafe fn free_token(v: *mut Version, token: u64) {
         debug_assert_eq!((*v).token(), token);
+        if token >> 40 & 1 == 1 {
+            (*v).free_image();
+        }
         let (space, size) = ((token >> 32) as u8, token as u32 as usize);
         if space == 0 {
             pool::give(v as *mut u8, Self::layout(size));

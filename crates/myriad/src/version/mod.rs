@@ -1,12 +1,15 @@
 //! Version storage (thesis §5.4). The seam is `VersionStorage` in `Config`; built are
 //! append-only chains in either order (`append_n2o`: newest-to-oldest and oldest-to-newest,
-//! the order kept by `Table::o2n`) and single-version storage (one-version chains).
+//! the order kept by `Table::o2n`), in-place storage (`master`: `time-travel` and `delta`,
+//! newest-to-oldest chains of data-less versions over a master row per tuple) and
+//! single-version storage (one-version chains).
 //!
 //! Every version carries Hekaton's Begin and End fields (Hekaton §2.3). Each field is one
 //! 64-bit word holding either a timestamp or, with the top bit set, the id of the transaction
 //! that wrote it; a transaction id in End is the write lock on the version.
 
 pub mod append_n2o;
+pub(crate) mod master;
 mod pool;
 pub mod space;
 

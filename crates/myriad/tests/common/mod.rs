@@ -102,13 +102,16 @@ pub fn assert_predicate_write_skew(run: impl Fn(Isolation) -> (Vec<history::TxnR
     assert!(check(&h).anomalies.is_empty());
 }
 
-/// Every pairing of append-only chain order and GC policy the GC tests run.
-pub const GC_SETUPS: [(VersionStorage, GcPolicy); 5] = [
+/// Every pairing of version storage and GC policy the GC tests run.
+pub const GC_SETUPS: [(VersionStorage, GcPolicy); 8] = [
     (VersionStorage::AppendN2o, GcPolicy::Txn),
     (VersionStorage::AppendO2n, GcPolicy::Txn),
     (VersionStorage::AppendN2o, GcPolicy::Vacuum),
     (VersionStorage::AppendO2n, GcPolicy::Vacuum),
     (VersionStorage::AppendO2n, GcPolicy::Coop),
+    (VersionStorage::TimeTravel, GcPolicy::Txn),
+    (VersionStorage::Delta, GcPolicy::Txn),
+    (VersionStorage::Delta, GcPolicy::Vacuum),
 ];
 
 /// `c` on chain order and GC policy `setup`.
