@@ -577,10 +577,19 @@ fn storage_follows_the_protocol_and_a_mismatch_exits_2() {
 }
 
 #[test]
-fn unbuilt_designs_and_workloads_exit_2_not_supported() {
-    let out = myriad(&["bench", "ycsb", "--storage", "delta", "--no-progress"]);
+fn an_impossible_design_exits_2_naming_both_choices() {
+    let out = myriad(&[
+        "bench",
+        "ycsb",
+        "--storage",
+        "delta",
+        "--index-pointers",
+        "physical",
+        "--no-progress",
+    ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("not supported"), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(e.contains("delta") && e.contains("physical"), "{e}");
 }
 
 #[test]
@@ -588,12 +597,14 @@ fn a_failed_run_leaves_an_earlier_report_untouched_and_no_partial_file() {
     let path = json_path();
     let partial = PathBuf::from(format!("{}.partial", path.display()));
     std::fs::write(&path, "earlier report\n").unwrap();
-    // Fails after the report file is set up (at open: version storage not built).
+    // Fails after the report file is set up (at open: an impossible pairing).
     let out = myriad(&[
         "bench",
         "ycsb",
         "--storage",
         "delta",
+        "--index-pointers",
+        "physical",
         "--no-progress",
         "--json",
         path.to_str().unwrap(),

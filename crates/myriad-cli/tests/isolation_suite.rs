@@ -481,12 +481,12 @@ step b3 { COMMIT; }
 }
 
 #[test]
-fn an_unbuilt_design_is_not_supported_and_bad_usage_exits_2() {
+fn an_impossible_design_and_bad_usage_exit_2() {
     let spec = suite_dir().join("dirty-write.spec");
     let spec = spec.to_str().unwrap();
-    let o = myriad(&["--storage", "delta", spec]);
+    let o = myriad(&["--storage", "delta", "--gc", "coop", spec]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
-    assert!(stderr(&o).contains("not supported"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("coop"), "{}", stderr(&o));
     assert!(stderr(&o).contains("delta"), "{}", stderr(&o));
     for args in [
         &["--protocol", "nope", spec][..],
