@@ -134,8 +134,16 @@ fn handles_from_another_database_are_rejected() {
 #[test]
 fn config_errors() {
     assert!(matches!(
-        Database::open(Config::new().version_storage(VersionStorage::Delta)),
+        Database::open(Config::new().timestamps(TimestampPolicy::SiloEpoch)),
         Err(Error::Unsupported(_))
+    ));
+    assert!(matches!(
+        Database::open(
+            Config::new()
+                .version_storage(VersionStorage::Delta)
+                .index_pointers(IndexPointers::Physical)
+        ),
+        Err(Error::InvalidConfig(_))
     ));
     assert!(matches!(
         Database::open(Config::new().version_storage(VersionStorage::SingleVersion)),
