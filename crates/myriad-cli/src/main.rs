@@ -29,7 +29,7 @@ use clap::error::ErrorKind;
 use clap::{ArgAction, Args, CommandFactory, Parser, Subcommand};
 use myriad::{
     Config, Database, Error, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogManagerKind,
-    LogPolicy, Protocol, RecoveryScheme, VersionStorage,
+    LogPolicy, NonInline, Protocol, RecoveryScheme, VersionStorage,
 };
 use serde::{Serialize, Serializer};
 use std::fmt::Display;
@@ -212,6 +212,13 @@ struct BenchArgs {
     #[arg(long, value_name = "KIND", default_value = "logical-tid", value_parser = parse_choice::<IndexPointers>)]
     #[serde(serialize_with = "as_display")]
     index_pointers: IndexPointers,
+    /// Where append-only storage keeps VARCHAR/BYTES attributes (thesis §5.4.1): inline (in
+    /// the version), copy (a block per attribute, copied for every new version) or shared
+    /// (such blocks shared by reference count while unchanged). n2o/o2n storage, logical
+    /// index pointers only.
+    #[arg(long, value_name = "HOW", default_value = "inline", value_parser = parse_choice::<NonInline>)]
+    #[serde(serialize_with = "as_display")]
+    non_inline: NonInline,
     /// With `--gc vacuum` or `coop`: background GC threads (beside the workers).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     gc_threads: u16,
@@ -279,25 +286,33 @@ struct YcsbArgs {
     /// Read/update mix per operation: read-only 100/0, read-intensive 80/20, update-intensive 20/80.
     #[arg(long, value_enum, default_value_t = Mix::ReadIntensive)]
     mix: Mix,
+    /// Percentage of operations that are updates (0..=100), instead of --mix (thesis
+    /// Fig. 5.13 sweeps it).
+    #[arg(long, value_name = "P", conflicts_with = "mix", value_parser = clap::value_parser!(u32).range(0..=100))]
+    update_pct: Option<u32>,
     /// Zipfian skew θ in [0, 1); 0 is uniform (DBx1000's default is 0.6).
     #[arg(long, value_name = "F", default_value_t = 0.6, allow_negative_numbers = true, value_parser = parse_theta)]
     theta: f64,
     /// Key generator: gray (DBx1000/CCBench, hot keys are the low keys) or ycsb-scrambled.
     #[arg(long, value_enum, default_value_t = KeyDist::Gray)]
     key_dist: KeyDist,
-    /// Row layout: int64x10 (key + 10 INT) or bytes100x10 (key + 10 BYTES(100)).
+    /// Row layout: int64x10 (key + --attrs INT attributes) or bytes100x10 (key + --attrs
+    /// BYTES(100) attributes); the names say the default of ten attributes.
     #[arg(long, value_enum, default_value_t = RowLayout::Int64x10)]
     row_layout: RowLayout,
-    /// Attributes read per read operation (1..=10).
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10))]
+    /// Attributes per row besides the key (1..=100; the thesis's §5.7.3 has 10 and 100).
+    #[arg(long, value_name = "N", default_value_t = ycsb::ATTRS as u64, value_parser = clap::value_parser!(u64).range(1..=100))]
+    attrs: u64,
+    /// Attributes read per read operation (1..=--attrs).
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=100))]
     attrs_read: u64,
-    /// Attributes set per update operation (1..=10).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=10))]
+    /// Attributes set per update operation (1..=--attrs).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
     attrs_modified: u64,
-    /// Secondary indexes (0..=10): index i is an ordered, non-unique index on attribute
+    /// Secondary indexes (0..=--attrs): index i is an ordered, non-unique index on attribute
     /// `field{i}`. Operations still go by primary key; an update that changes an indexed
     /// attribute adds that index's entry (thesis §5.7.5).
-    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=10))]
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=100))]
     secondary_indexes: u64,
     /// Keys within a transaction are distinct (a repeated draw is redrawn).
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
@@ -534,6 +549,7 @@ fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .gc_threads(b.gc_threads as usize)
         .memory_spaces(b.memory_spaces as usize)
         .index_pointers(b.index_pointers)
+        .non_inline(b.non_inline)
         .commit_dependencies(b.commit_deps)
         .loggers(b.loggers as usize)
         .log_manager(b.log_manager.unwrap_or(if b.data_dir.is_some() {
@@ -835,6 +851,8 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
         theta: a.theta,
         key_dist: a.key_dist,
         layout: a.row_layout,
+        attrs: a.attrs as usize,
+        update_pct: a.update_pct,
         attrs_read: a.attrs_read as usize,
         attrs_modified: a.attrs_modified as usize,
         secondary_indexes: a.secondary_indexes as usize,
@@ -1158,10 +1176,13 @@ mod tests {
             "theta",
             "key_dist",
             "row_layout",
+            "attrs",
+            "update_pct",
             "attrs_read",
             "attrs_modified",
             "secondary_indexes",
             "index_pointers",
+            "non_inline",
             "distinct_keys",
             "prefetch",
             "threads",

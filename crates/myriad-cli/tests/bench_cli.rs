@@ -529,6 +529,8 @@ fn unknown_flags_and_values_are_rejected_by_name() {
         ("--ops", "0"),
         ("--threads", "0"),
         ("--attrs-read", "11"),
+        ("--attrs", "101"),
+        ("--update-pct", "101"),
         ("--duration", "0"),
         ("--gc-interval", "0"),
     ] {
@@ -536,6 +538,13 @@ fn unknown_flags_and_values_are_rejected_by_name() {
         assert!(!out.status.success(), "{flag} {value} accepted");
         assert!(stderr(&out).contains(flag), "{flag}: {}", stderr(&out));
     }
+    let out = myriad(&["bench", "ycsb", "--update-pct", "50", "--mix", "read-only"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("--update-pct") && stderr(&out).contains("--mix"),
+        "{}",
+        stderr(&out)
+    );
     let out = myriad(&["bench", "ycsb", "--rows", "5", "--ops", "10"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--ops"), "{}", stderr(&out));

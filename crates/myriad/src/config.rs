@@ -174,6 +174,15 @@ impl VersionStorage {
 }
 
 choice_enum!(
+    /// Where append-only storage keeps variable-length attributes (VARCHAR, BYTES; thesis
+    /// §5.4.1, Fig. 5.11; `version/non_inline.rs`). `inline` (the default): in the version,
+    /// like every attribute. `copy`: each in a block of its own that the version points to,
+    /// copied for every new version. `shared`: such blocks, shared by reference count between
+    /// a version and its successors that leave the attribute unchanged.
+    NonInline { Inline = "inline", Copy = "copy", Shared = "shared" }
+);
+
+choice_enum!(
     /// Garbage collection (thesis §5.5): `txn`, transaction-level and epoch-based (each
     /// worker prunes the chains its transactions superseded, `gc/epoch.rs`); `vacuum`,
     /// tuple-level background threads that prune every chain of the blocks committed
@@ -241,6 +250,7 @@ pub struct Config {
     pub(crate) isolation: Isolation,
     pub(crate) timestamps: TimestampPolicy,
     pub(crate) storage: VersionStorage,
+    pub(crate) non_inline: NonInline,
     pub(crate) gc: GcPolicy,
     pub(crate) index_pointers: IndexPointers,
     pub(crate) log: LogPolicy,
@@ -269,6 +279,7 @@ impl Default for Config {
             isolation: Isolation::Serializable,
             timestamps: TimestampPolicy::GlobalCounter,
             storage: VersionStorage::AppendN2o,
+            non_inline: NonInline::Inline,
             gc: GcPolicy::Txn,
             index_pointers: IndexPointers::LogicalTid,
             log: LogPolicy::None,
@@ -330,6 +341,12 @@ impl Config {
     }
     pub fn version_storage(mut self, s: VersionStorage) -> Self {
         self.storage = s;
+        self
+    }
+    /// Non-inline variable-length attributes (`NonInline`): append-only multi-version
+    /// storage (`n2o`, `o2n`) only.
+    pub fn non_inline(mut self, n: NonInline) -> Self {
+        self.non_inline = n;
         self
     }
     pub fn gc(mut self, g: GcPolicy) -> Self {
@@ -472,6 +489,9 @@ impl Config {
     pub fn get_timestamps(&self) -> TimestampPolicy {
         self.timestamps
     }
+    pub fn get_non_inline(&self) -> NonInline {
+        self.non_inline
+    }
     pub fn get_index_pointers(&self) -> IndexPointers {
         self.index_pointers
     }
@@ -551,6 +571,26 @@ impl Config {
             )));
         }
 
+        if self.non_inline != NonInline::Inline {
+            if !matches!(
+                self.storage,
+                VersionStorage::AppendN2o | VersionStorage::AppendO2n
+            ) {
+                return Err(Error::InvalidConfig(format!(
+                    "non-inline attributes `{}` are an append-only layout and version storage \
+                     `{}` is not append-only (use `n2o` or `o2n`)",
+                    self.non_inline, self.storage
+                )));
+            }
+            if self.index_pointers == IndexPointers::Physical {
+                return Err(Error::InvalidConfig(format!(
+                    "non-inline attributes `{}` with index pointers `physical`: physical \
+                     entries are keyed by the version's inline bytes (use `logical-tid` or \
+                     `logical-pk`)",
+                    self.non_inline
+                )));
+            }
+        }
         if self.gc_threads == 0 || self.gc_threads > 64 {
             return Err(Error::InvalidConfig(format!(
                 "gc threads must be in 1..=64, got {}",

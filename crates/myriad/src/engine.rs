@@ -247,6 +247,7 @@ impl Database {
             self.config.storage,
             self.config.gc == crate::config::GcPolicy::Vacuum,
             self.config.index_pointers,
+            self.config.non_inline,
         ))
     }
 

@@ -27,8 +27,8 @@ pub mod value;
 pub mod version;
 
 pub use config::{
-    Config, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogManagerKind, LogPolicy, Protocol,
-    RecoveryScheme, TimestampPolicy, VersionStorage,
+    Config, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogManagerKind, LogPolicy, NonInline,
+    Protocol, RecoveryScheme, TimestampPolicy, VersionStorage,
 };
 pub use engine::{ChainStats, Database, Stats};
 pub use error::{AbortReason, Error, Result};

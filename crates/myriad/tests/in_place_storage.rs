@@ -256,14 +256,6 @@ fn readers_never_see_a_half_written_row() {
     }
 }
 
-fn next(s: &mut u64) -> u64 {
-    *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *s;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// What each scheme allocates per update of one column of a wide row: append-only a whole
 /// version, time-travel a header plus a full copy, delta a header plus one before-image.
 #[test]

@@ -257,6 +257,7 @@ pub struct Fidelity {
     /// Memory spaces versions come from (0: the general allocator, per-thread pools).
     pub memory_spaces: usize,
     pub index_pointers: String,
+    pub non_inline: String,
     pub durability: String,
     pub pages: String,
     pub seed: u64,
@@ -292,6 +293,7 @@ impl Fidelity {
             gc_threads: config.get_gc_threads(),
             memory_spaces: config.get_memory_spaces(),
             index_pointers: config.get_index_pointers().to_string(),
+            non_inline: config.get_non_inline().to_string(),
             version_storage: config.get_storage().name().into(),
             durability: match config.get_log() {
                 myriad::LogPolicy::None => "none: in-memory".into(),
@@ -334,6 +336,7 @@ impl Fidelity {
             ("gc_threads", Json::from(self.gc_threads)),
             ("memory_spaces", Json::from(self.memory_spaces)),
             ("index_pointers", Json::from(self.index_pointers.clone())),
+            ("non_inline", Json::from(self.non_inline.clone())),
             ("version_storage", Json::from(self.version_storage.clone())),
             ("durability", Json::from(self.durability.clone())),
             ("retry_policy", Json::from(super::RETRY_POLICY)),

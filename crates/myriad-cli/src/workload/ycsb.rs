@@ -1,6 +1,7 @@
 //! YCSB as the thesis (§5.7.1) and DBx1000 run it: one table `usertable` of `rows` rows, a
-//! 64-bit key and ten attributes; a transaction of `ops` point operations on Zipfian-chosen
-//! keys, each a read of `attrs_read` attributes or an update of `attrs_modified` attributes.
+//! 64-bit key and `attrs` attributes (ten by default; the thesis's §5.7.3 also has 100); a
+//! transaction of `ops` point operations on Zipfian-chosen keys, each a read of `attrs_read`
+//! attributes or an update of `attrs_modified` attributes.
 //!
 //! Determinism: a load chunk's rows come from `Rng::new(seed, LOAD_STREAM | chunk)`, so the
 //! loaded data depends on the seed alone (not on the thread count); worker `i` draws every
@@ -22,8 +23,10 @@ use std::collections::HashSet;
 use std::hint::black_box;
 use std::sync::Arc;
 
-/// Attributes per row (besides the key).
+/// Attributes per row (besides the key) by default.
 pub const ATTRS: usize = 10;
+/// Most attributes per row (`--attrs`): the thesis's widest table (§5.7.3).
+pub const MAX_ATTRS: usize = 100;
 /// Bytes per attribute in the `bytes100x10` layout.
 pub const FIELD_BYTES: usize = 100;
 /// Rows per load transaction.
@@ -122,6 +125,10 @@ pub struct Params {
     pub theta: f64,
     pub key_dist: KeyDist,
     pub layout: RowLayout,
+    /// Attributes per row (`--attrs`, 1..=MAX_ATTRS).
+    pub attrs: usize,
+    /// Percentage of update operations (`--update-pct`), overriding `mix`'s.
+    pub update_pct: Option<u32>,
     pub attrs_read: usize,
     pub attrs_modified: usize,
     /// Ordered secondary indexes on `field0`.. (`--secondary-indexes`).
@@ -165,21 +172,42 @@ impl Params {
         if !(0.0..1.0).contains(&self.theta) {
             return Err(format!("--theta must be in [0, 1), got {}", self.theta));
         }
-        if self.secondary_indexes > ATTRS {
+        if !(1..=MAX_ATTRS).contains(&self.attrs) {
             return Err(format!(
-                "--secondary-indexes must be in 0..={ATTRS}, got {}",
-                self.secondary_indexes
+                "--attrs must be in 1..={MAX_ATTRS}, got {}",
+                self.attrs
+            ));
+        }
+        if self.secondary_indexes > self.attrs {
+            return Err(format!(
+                "--secondary-indexes must be in 0..={} (--attrs), got {}",
+                self.attrs, self.secondary_indexes
             ));
         }
         for (flag, n) in [
             ("--attrs-read", self.attrs_read),
             ("--attrs-modified", self.attrs_modified),
         ] {
-            if !(1..=ATTRS).contains(&n) {
-                return Err(format!("{flag} must be in 1..={ATTRS}, got {n}"));
+            if !(1..=self.attrs).contains(&n) {
+                return Err(format!(
+                    "{flag} must be in 1..={} (--attrs), got {n}",
+                    self.attrs
+                ));
             }
         }
+        if let Some(u) = self.update_pct.filter(|&u| u > 100) {
+            return Err(format!("--update-pct must be in 0..=100, got {u}"));
+        }
         Ok(())
+    }
+
+    /// Percentage of operations that are reads: `--update-pct`'s complement if given, else
+    /// the mix's.
+    pub fn read_percent(&self) -> u32 {
+        match self.update_pct {
+            Some(u) => 100 - u.min(100),
+            None => self.mix.read_percent(),
+        }
     }
 }
 
@@ -222,10 +250,10 @@ pub struct Ycsb {
 pub fn procedure_sql(p: &Params) -> String {
     let cols = |first: usize, n: usize| -> Vec<String> {
         (0..n)
-            .map(|j| format!("field{}", (first + j) % ATTRS))
+            .map(|j| format!("field{}", (first + j) % p.attrs))
             .collect()
     };
-    let starts = |n: usize| if n == ATTRS { 1 } else { ATTRS };
+    let starts = |n: usize| if n == p.attrs { 1 } else { p.attrs };
     let mut read = String::new();
     for a in 0..starts(p.attrs_read) {
         let c = cols(a, p.attrs_read);
@@ -284,7 +312,7 @@ impl Ycsb {
         }
         let ty = params.layout.column_type();
         let mut schema = TableSchema::new("usertable").column("ycsb_key", ColumnType::Int);
-        for i in 0..ATTRS {
+        for i in 0..params.attrs {
             schema = schema.column(&format!("field{i}"), ty);
         }
         let mut schema = schema
@@ -325,7 +353,7 @@ impl Ycsb {
         progress: Option<&ProgressBar>,
     ) -> Result<()> {
         let chunks = self.params.rows.div_ceil(LOAD_CHUNK_ROWS);
-        let row_bytes = ATTRS * FIELD_BYTES;
+        let row_bytes = self.params.attrs * FIELD_BYTES;
         parallel_chunks(threads, chunks, progress, |chunk, buf: &mut Vec<u8>| {
             buf.resize(row_bytes, 0);
             let lo = chunk * LOAD_CHUNK_ROWS;
@@ -346,7 +374,8 @@ impl Ycsb {
         rng: &mut Rng,
         buf: &mut [u8],
     ) -> Result<()> {
-        let mut values = [ValueRef::Int(key); ATTRS + 1];
+        let mut values = [ValueRef::Int(key); MAX_ATTRS + 1];
+        let values = &mut values[..=self.params.attrs];
         match self.params.layout {
             RowLayout::Int64x10 => {
                 for v in &mut values[1..] {
@@ -360,7 +389,7 @@ impl Ycsb {
                 }
             }
         }
-        tx.insert(&self.table, &values)
+        tx.insert(&self.table, &*values)
     }
 
     /// The worker for thread `thread`.
@@ -393,14 +422,15 @@ impl Ycsb {
     /// shown as is in the terminal summary).
     pub fn fidelity(&self) -> Vec<(&'static str, Json)> {
         let p = &self.params;
-        let read = p.mix.read_percent();
+        let read = p.read_percent();
         let attr = match p.layout {
             RowLayout::Int64x10 => "INT",
             RowLayout::Bytes100x10 => "BYTES(100)",
         };
         let layout = format!(
-            "{}: key INT + {ATTRS} {attr} attributes, hash primary key",
-            p.layout.name()
+            "{}: key INT + {} {attr} attributes, hash primary key",
+            p.layout.name(),
+            p.attrs
         );
         let keys = match p.key_dist {
             KeyDist::Gray => format!(
@@ -419,7 +449,10 @@ impl Ycsb {
                 "mix",
                 json!(format!(
                     "{}: {}% read / {}% update per operation",
-                    p.mix.name(),
+                    match p.update_pct {
+                        Some(_) => "--update-pct",
+                        None => p.mix.name(),
+                    },
                     read,
                     100 - read
                 )),
@@ -427,6 +460,7 @@ impl Ycsb {
             ("read_pct", json!(read)),
             ("update_pct", json!(100 - read)),
             ("ops_per_txn", json!(p.ops)),
+            ("attrs", json!(p.attrs)),
             ("attrs_read_per_read", json!(p.attrs_read)),
             ("attrs_modified_per_update", json!(p.attrs_modified)),
             ("secondary_indexes", json!(p.secondary_indexes)),
@@ -525,10 +559,11 @@ pub struct YcsbWorker<'a> {
     frame: Option<CallFrame>,
 }
 
-/// Column of the `j`-th attribute touched by an operation starting at attribute `first`.
+/// Column of the `j`-th attribute touched by an operation starting at attribute `first`, of
+/// `attrs`.
 #[inline]
-fn attr_col(first: u8, j: usize) -> usize {
-    1 + (first as usize + j) % ATTRS
+fn attr_col(first: u8, j: usize, attrs: usize) -> usize {
+    1 + (first as usize + j) % attrs
 }
 
 impl YcsbWorker<'_> {
@@ -554,8 +589,8 @@ impl YcsbWorker<'_> {
 impl Worker for YcsbWorker<'_> {
     fn next_txn(&mut self) -> usize {
         let p = &self.y.params;
-        let (ops, read_pct) = (p.ops, p.mix.read_percent());
-        let spread = p.attrs_read < ATTRS || p.attrs_modified < ATTRS;
+        let (ops, read_pct) = (p.ops, p.read_percent());
+        let spread = p.attrs_read < p.attrs || p.attrs_modified < p.attrs;
         self.plan.clear();
         self.seen.clear();
         let mut any_update = false;
@@ -568,7 +603,7 @@ impl Worker for YcsbWorker<'_> {
                 pct => !self.rng.percent(pct),
             };
             let attr = if spread {
-                self.rng.below(ATTRS as u64) as u8
+                self.rng.below(p.attrs as u64) as u8
             } else {
                 0
             };
@@ -616,7 +651,7 @@ impl Worker for YcsbWorker<'_> {
             if op.update {
                 tx.update_with(t, &op.key, |row| {
                     for j in 0..p.attrs_modified {
-                        let col = attr_col(op.attr, j);
+                        let col = attr_col(op.attr, j, p.attrs);
                         match p.layout {
                             RowLayout::Int64x10 => {
                                 row.set(col, op.value.wrapping_add(j as u64) as i64)?
@@ -631,7 +666,9 @@ impl Worker for YcsbWorker<'_> {
                     Ok(())
                 })?;
             } else {
-                let sum = tx.get_with(t, &op.key, |r| read_attrs(r, op.attr, p.attrs_read))?;
+                let sum = tx.get_with(t, &op.key, |r| {
+                    read_attrs(r, op.attr, p.attrs_read, p.attrs)
+                })?;
                 match sum {
                     Some(s) => {
                         black_box(s?);
@@ -668,10 +705,10 @@ fn sum_bytes(b: &[u8]) -> u64 {
 /// Sums the `n` attributes read by an operation starting at attribute `first` (bytes: the sum
 /// of every byte), so the reads cannot be optimized away.
 #[inline]
-fn read_attrs(r: RowRef<'_>, first: u8, n: usize) -> Result<u64> {
+fn read_attrs(r: RowRef<'_>, first: u8, n: usize, attrs: usize) -> Result<u64> {
     let mut sum = 0u64;
     for j in 0..n {
-        let col = attr_col(first, j);
+        let col = attr_col(first, j, attrs);
         sum = sum.wrapping_add(match r.get(col) {
             Some(ValueRef::Int(v)) => v as u64,
             Some(ValueRef::Bytes(b)) => sum_bytes(b),
@@ -694,6 +731,8 @@ mod tests {
             theta: 0.9,
             key_dist: KeyDist::Gray,
             layout,
+            attrs: ATTRS,
+            update_pct: None,
             attrs_read: 10,
             attrs_modified: 2,
             secondary_indexes: 0,
@@ -753,7 +792,7 @@ mod tests {
                     let row = tx.get(&y.table, &op.key).unwrap().unwrap();
                     for j in 0..modified {
                         let want = Value::Int((op.value >> 3) as i64 + j as i64);
-                        assert_eq!(row.get(attr_col(op.attr, j)), Some(&want));
+                        assert_eq!(row.get(attr_col(op.attr, j, ATTRS)), Some(&want));
                     }
                     updates += 1;
                 }
@@ -832,6 +871,74 @@ mod tests {
         assert!(p.validate().unwrap_err().contains("--secondary-indexes"));
     }
 
+    /// `--attrs 100` rows: updates set exactly the planned attributes of the wide row (the
+    /// column wraps past the last attribute); `--update-pct` decides the operation kinds.
+    #[test]
+    fn wide_rows_and_update_percentage() {
+        for layout in [RowLayout::Int64x10, RowLayout::Bytes100x10] {
+            let db = Database::open(Config::new()).unwrap();
+            let mut p = params(100, layout);
+            (p.attrs, p.attrs_modified, p.attrs_read, p.update_pct) = (100, 3, 2, Some(100));
+            let y = Ycsb::create(&db, p).unwrap();
+            y.load(&db, 1, 7, None).unwrap();
+            let mut tx = db.begin().unwrap();
+            let mut rows: Vec<Row> = (0..100i64)
+                .map(|k| tx.get(&y.table, &k).unwrap().unwrap())
+                .collect();
+            tx.commit().unwrap();
+            assert_eq!(rows[0].0.len(), 101);
+            let mut w = y.worker(0, 9);
+            let mut wrapped = false;
+            for _ in 0..60 {
+                assert_eq!(w.next_txn(), UPDATE_TXN);
+                let plan = w.plan.clone();
+                assert!(plan.iter().all(|o| o.update));
+                w.attempt(&db).unwrap();
+                let mut tx = db.begin().unwrap();
+                for op in &plan {
+                    let row = tx.get(&y.table, &op.key).unwrap().unwrap();
+                    let set: Vec<usize> = (0..3).map(|j| attr_col(op.attr, j, 100)).collect();
+                    wrapped |= set.contains(&1) && set.contains(&100);
+                    let old = &rows[op.key as usize];
+                    for col in 1..=100 {
+                        match set.iter().position(|&c| c == col) {
+                            None => assert_eq!(row[col], old[col], "{layout:?} col {col}"),
+                            Some(j) if layout == RowLayout::Int64x10 => {
+                                let want = op.value.wrapping_add(j as u64) as i64;
+                                assert_eq!(row[col], Value::Int(want));
+                            }
+                            Some(_) => {}
+                        }
+                    }
+                    rows[op.key as usize] = row;
+                }
+                tx.commit().unwrap();
+            }
+            assert!(wrapped, "no update wrapped past the 100th attribute");
+        }
+        let mut p = params(100, RowLayout::Int64x10);
+        p.update_pct = Some(0);
+        let db = Database::open(Config::new()).unwrap();
+        let y = Ycsb::create(&db, p).unwrap();
+        let mut w = y.worker(0, 1);
+        assert!((0..50).all(|_| w.next_txn() == READ_ONLY_TXN));
+        let mut p = params(100, RowLayout::Int64x10);
+        p.update_pct = Some(30);
+        let y = Ycsb::create(&Database::open(Config::new()).unwrap(), p).unwrap();
+        let mut w = y.worker(0, 1);
+        let (mut ups, mut ops) = (0, 0);
+        for _ in 0..200 {
+            w.next_txn();
+            ups += w.plan.iter().filter(|o| o.update).count();
+            ops += w.plan.len();
+        }
+        let pct = ups * 100 / ops;
+        assert!(
+            (25..=35).contains(&pct),
+            "{pct}% updates for --update-pct 30"
+        );
+    }
+
     #[test]
     fn validate_names_the_flag() {
         let mut p = params(10, RowLayout::Int64x10);
@@ -844,5 +951,12 @@ mod tests {
         p.theta = 0.5;
         p.attrs_read = 11;
         assert!(p.validate().unwrap_err().contains("--attrs-read"));
+        p.attrs = 20;
+        assert!(p.validate().is_ok());
+        p.attrs = 101;
+        assert!(p.validate().unwrap_err().contains("--attrs "));
+        p.attrs = 20;
+        p.update_pct = Some(101);
+        assert!(p.validate().unwrap_err().contains("--update-pct"));
     }
 }

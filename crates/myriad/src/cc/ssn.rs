@@ -276,6 +276,7 @@ fn for_overwritten_and_entered(
     let me = tx.slot_idx;
     let mut entered = std::mem::take(&mut tx.local.ssn_entered);
     entered.clear();
+    let (mut ob, mut nb) = (Vec::new(), Vec::new());
     for w in &tx.local.write_set {
         let t = tx.db.table_by_id(w.table);
         // SAFETY: our own version and the version we hold the write lock on; pinned.
@@ -290,17 +291,26 @@ fn for_overwritten_and_entered(
         // Indexes the row entered: all of them for a new (or revived) row, else the
         // secondary indexes whose key changed.
         let s = &t.schema;
+        // Both rows materialised once per write (a copy under in-place storage, into
+        // buffers reused across the write set).
+        let rows = match old {
+            Some(o) if !o.is_tombstone() && t.indexes.len() > 1 => {
+                Some((t.row(o, &mut ob), t.row(new, &mut nb)))
+            }
+            _ => None,
+        };
         for i in 0..t.indexes.len() {
-            let moved = match old {
-                Some(o) if !o.is_tombstone() => {
+            let moved = match (old, rows) {
+                (Some(o), _) if o.is_tombstone() => true,
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(_), Some((or, nr))) => {
                     i > 0
-                        && s.indexes[i].columns.iter().any(|&col| {
-                            let (mut ob, mut nb) = (Vec::new(), Vec::new());
-                            s.read_column(t.row(o, &mut ob), col)
-                                != s.read_column(t.row(new, &mut nb), col)
-                        })
+                        && s.indexes[i]
+                            .columns
+                            .iter()
+                            .any(|&col| s.read_column(or, col) != s.read_column(nr, col))
                 }
-                _ => true,
             };
             if moved && !entered.contains(&(w.table, i as u16)) {
                 entered.push((w.table, i as u16));

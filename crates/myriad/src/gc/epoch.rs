@@ -165,7 +165,7 @@ impl Cut {
     unsafe fn take(&mut self, t: &Table, p: *mut Version) {
         t.remove_entries(p, (*p).data(), &mut self.key, &mut self.entry);
         self.versions.push((p as usize, (*p).token()));
-        self.bytes += (*p).size() as u64;
+        self.bytes += ((*p).size() + (*p).image_size() + (*p).sole_blob_size()) as u64;
     }
 }
 

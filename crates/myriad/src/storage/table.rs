@@ -8,6 +8,7 @@
 use crate::index::{Index, ScanDirection};
 use crate::schema::TableSchema;
 use crate::version::master::{InPlace, Master};
+use crate::version::non_inline::NiLayout;
 use crate::version::Version;
 use std::ops::Bound;
 use std::ptr;
@@ -77,6 +78,10 @@ pub struct Table {
     masters: Box<[AtomicPtr<MasterSegment>]>,
     /// Offset and width of every column (what a delta's before-images are cut along).
     pub(crate) columns: Box<[(usize, usize)]>,
+    /// Non-inline attributes `copy` or `shared` on a table with variable-length columns
+    /// (`version/non_inline.rs`): versions hold the stored form, rows are read through
+    /// `row`. `None`: rows inline.
+    pub(crate) ni: Option<crate::version::non_inline::NiLayout>,
 }
 
 /// `Table::state`: in use.
@@ -110,6 +115,7 @@ impl Table {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         id: u32,
         db_id: u64,
@@ -118,6 +124,7 @@ impl Table {
         storage: crate::config::VersionStorage,
         vacuums: bool,
         pointers: crate::config::IndexPointers,
+        non_inline: crate::config::NonInline,
     ) -> Self {
         use crate::config::VersionStorage as S;
         let o2n = storage == S::AppendO2n;
@@ -136,6 +143,12 @@ impl Table {
             .iter()
             .map(|c| (c.offset, c.ty.width()))
             .collect();
+        let ni = match non_inline {
+            _ if in_place.is_some() => None,
+            crate::config::NonInline::Copy => NiLayout::new(&schema, false),
+            crate::config::NonInline::Shared => NiLayout::new(&schema, true),
+            _ => None,
+        };
         let logical_pk = pointers == crate::config::IndexPointers::LogicalPk;
         let physical = pointers == crate::config::IndexPointers::Physical;
         let indexes = schema
@@ -180,6 +193,7 @@ impl Table {
             in_place,
             masters,
             columns,
+            ni,
         }
     }
 
@@ -343,6 +357,11 @@ impl Table {
     /// A new version of `tid` holding `row`, created by `begin`, followed by `next`. Under
     /// in-place storage the version gets no row: its creator writes `row` into the master
     /// when it may (`version/master.rs`: after covering the version it supersedes).
+    ///
+    /// `prev`: the version the new one supersedes, if any, kept from being freed by the
+    /// caller (pinned, and its lock held or the table unreachable); under non-inline
+    /// `shared` the new version shares its unchanged blobs. Returns the version and the
+    /// bytes it allocated besides its block (blobs).
     pub(crate) fn alloc_version(
         &self,
         begin: u64,
@@ -350,20 +369,61 @@ impl Table {
         row: &[u8],
         next: *mut Version,
         space: u8,
-    ) -> *mut Version {
-        match self.in_place {
-            None => Version::alloc_copy(begin, row, next, self.version_ext, space).as_ptr(),
-            Some(_) => {
+        prev: *const Version,
+    ) -> (*mut Version, usize) {
+        match (self.in_place, &self.ni) {
+            (Some(_), _) => {
                 let m = self.master(tid).map_or(ptr::null(), |m| m as *const Master);
-                Version::alloc_in_place(begin, next, self.version_ext, space, m).as_ptr()
+                let v = Version::alloc_in_place(begin, next, self.version_ext, space, m);
+                (v.as_ptr(), 0)
             }
+            (None, Some(ni)) => {
+                // SAFETY: as documented; `prev` is a version of this table, so in its
+                // stored form (a tombstone too: it was made by this function).
+                let prev = unsafe { prev.as_ref() };
+                let (v, made) = unsafe {
+                    Version::alloc_non_inline(begin, row, next, self.version_ext, space, ni, prev)
+                };
+                (v.as_ptr(), made)
+            }
+            (None, None) => {
+                let v = Version::alloc_copy(begin, row, next, self.version_ext, space);
+                (v.as_ptr(), 0)
+            }
+        }
+    }
+
+    /// Changes the row of `v`, the caller's own uncommitted version, to `row`. Returns the
+    /// bytes allocated (non-inline blobs); a replaced blob is released after the epoch.
+    pub(crate) fn overwrite_own(
+        &self,
+        v: &Version,
+        row: &[u8],
+        guard: &crossbeam_epoch::Guard,
+    ) -> usize {
+        match &self.ni {
+            None => {
+                // SAFETY: our own uncommitted version; invisible to others.
+                unsafe { v.data_mut().copy_from_slice(row) };
+                0
+            }
+            // SAFETY: as above; a replaced blob may still be read by a reader pinned now
+            // (speculative readers of our version), so its release waits for the epoch.
+            Some(ni) => unsafe {
+                ni.overwrite(v.data_mut().as_mut_ptr(), row, |old| {
+                    let q = old as usize;
+                    guard.defer_unchecked(move || {
+                        crate::version::non_inline::release_blob(q as *mut u8)
+                    });
+                })
+            },
         }
     }
 
     /// Recovery: a committed version (timestamp `ts`) of `tid` holding `row`, unpublished,
     /// in a table no transaction can reach yet (its master is written at once).
     pub(crate) fn placed_version(&self, ts: u64, tid: TupleId, row: &[u8]) -> *mut Version {
-        let v = self.alloc_version(ts, tid, row, ptr::null_mut(), 0);
+        let (v, _) = self.alloc_version(ts, tid, row, ptr::null_mut(), 0, ptr::null());
         if self.in_place.is_some() {
             if let Some(m) = self.master(tid) {
                 m.write(|d| d.copy_from_slice(row));
@@ -375,20 +435,35 @@ impl Table {
     /// Bytes one version block occupies (in-place: the header only; images are counted
     /// where they are made).
     pub(crate) fn version_bytes(&self) -> usize {
-        let data = if self.in_place.is_some() {
-            0
-        } else {
-            self.schema.row_size
+        let data = match (&self.in_place, &self.ni) {
+            (Some(_), _) => 0,
+            (None, Some(ni)) => ni.stored_size(),
+            (None, None) => self.schema.row_size,
         };
         Version::alloc_size(data, self.version_ext)
     }
 
+    /// Whether `row` copies rows into its buffer (in-place storage, non-inline attributes)
+    /// rather than returning version data.
+    #[inline]
+    pub(crate) fn rows_copied(&self) -> bool {
+        self.in_place.is_some() || self.ni.is_some()
+    }
+
     /// The row of version `v` (pinned): its data under inline storage; under in-place
-    /// storage a copy into `buf` (`master::read_into`).
+    /// storage a copy into `buf` (`master::read_into`); under non-inline attributes the
+    /// decoded stored form, in `buf`.
     #[inline]
     pub(crate) fn row<'a>(&self, v: &'a Version, buf: &'a mut Vec<u8>) -> &'a [u8] {
         match self.in_place {
-            None => v.data(),
+            None => match &self.ni {
+                None => v.data(),
+                Some(ni) => {
+                    // SAFETY: the caller is pinned: `v` and its blobs stay allocated.
+                    unsafe { ni.decode(v.data(), buf) };
+                    buf
+                }
+            },
             Some(kind) => {
                 let tid = v.master().tid;
                 let head = || {

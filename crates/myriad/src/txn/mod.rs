@@ -888,7 +888,7 @@ impl<'db> Transaction<'db> {
         if r.is_tombstone() {
             return None;
         }
-        if index != 0 || t.in_place.is_some() {
+        if index != 0 || t.rows_copied() {
             let row = t.row(r, rb);
             if index != 0 {
                 t.schema.encode_key_from_row(index, row, check);
@@ -1520,7 +1520,7 @@ impl<'db> Transaction<'db> {
                             t.schema.name
                         )));
                     };
-                    let n = self.new_version(t, tid, row, ptr::null_mut());
+                    let n = self.new_version(t, tid, row, ptr::null_mut(), ptr::null());
                     let Some(e) = t.entry(tid) else {
                         return Err(Error::Unsupported("tuple id space exhausted".into()));
                     };
@@ -1530,7 +1530,7 @@ impl<'db> Transaction<'db> {
                     bump(&slot.stats.record_rmw, 1);
                     match t.indexes[0].insert_unique(key, tid) {
                         Ok(()) => {
-                            return self.finish_write(t, tid, n, ptr::null_mut(), None, row);
+                            return self.finish_write(t, tid, n, ptr::null_mut(), None, row, None);
                         }
                         Err(_) => {
                             // Lost a race to insert this key: the tuple id stays unused.
@@ -1553,7 +1553,7 @@ impl<'db> Transaction<'db> {
             match unsafe { head.as_ref() } {
                 None => {
                     // A tuple whose versions were all aborted or collected: claim it.
-                    let n = self.new_version(t, tid, row, ptr::null_mut());
+                    let n = self.new_version(t, tid, row, ptr::null_mut(), ptr::null());
                     let Some(e) = t.entry(tid) else { continue };
                     bump(&slot.stats.record_rmw, 1);
                     if e.compare_exchange(ptr::null_mut(), n, Ordering::AcqRel, Ordering::Acquire)
@@ -1562,7 +1562,7 @@ impl<'db> Transaction<'db> {
                         // The claim makes us the master's only writer (no version of the
                         // tuple is visible to anyone).
                         self.write_master(t, tid, ptr::null(), Some(row));
-                        return self.finish_write(t, tid, n, ptr::null_mut(), None, row);
+                        return self.finish_write(t, tid, n, ptr::null_mut(), None, row, None);
                     }
                     // SAFETY: never published.
                     unsafe { Version::free(n) };
@@ -1580,8 +1580,8 @@ impl<'db> Transaction<'db> {
                     if t.in_place.is_some() {
                         self.write_master(t, tid, h.next.load(Ordering::Acquire), Some(row));
                     } else {
-                        // SAFETY: our own uncommitted version; invisible to others.
-                        unsafe { h.data_mut().copy_from_slice(row) };
+                        let extra = t.overwrite_own(h, row, &self.guard);
+                        self.account_extra(extra);
                     }
                     h.tombstone.store(false, Ordering::Release);
                     self.index_secondary(t, tid, head, None, row, true);
@@ -1606,7 +1606,7 @@ impl<'db> Transaction<'db> {
                                 return Err(self.fail(reason));
                             }
                         }
-                        let n = self.new_version(t, tid, row, ptr::null_mut());
+                        let n = self.new_version(t, tid, row, ptr::null_mut(), ptr::null());
                         return self.finish_write(
                             t,
                             tid,
@@ -1614,6 +1614,7 @@ impl<'db> Transaction<'db> {
                             head,
                             Some(crate::history::WriteKind::Insert),
                             row,
+                            None,
                         );
                     }
                     if let Err(reason) = self.lock_for_write(h) {
@@ -1621,7 +1622,7 @@ impl<'db> Transaction<'db> {
                     }
                     #[cfg(test)]
                     tests::pause_point(tests::Pause::ReviveTombstone);
-                    let n = self.new_version(t, tid, row, t.next_for_new(head));
+                    let n = self.new_version(t, tid, row, t.next_for_new(head), head);
                     // Install with a CAS, not a store: GC may just have cut this deleted row's
                     // whole chain (entry → null, tombstone freed after the epoch), and a store
                     // would link our version to freed memory. Losing that race (or finding an
@@ -1643,6 +1644,7 @@ impl<'db> Transaction<'db> {
                         head,
                         Some(crate::history::WriteKind::Insert),
                         row,
+                        None,
                     );
                 }
             }
@@ -1651,14 +1653,22 @@ impl<'db> Transaction<'db> {
 
     /// A new version of `tid` holding `row` (under in-place storage a header: the caller
     /// writes `row` into the master with `write_master` once it may).
-    fn new_version(&self, t: &Table, tid: TupleId, row: &[u8], next: *mut Version) -> *mut Version {
+    /// `prev`: the version it supersedes (null for a new row), locked by us.
+    fn new_version(
+        &self,
+        t: &Table,
+        tid: TupleId,
+        row: &[u8],
+        next: *mut Version,
+        prev: *const Version,
+    ) -> *mut Version {
         let space = crate::version::space::for_slot(self.db.config.memory_spaces, self.slot_idx);
-        let n = t.alloc_version(self.id.word(), tid, row, next, space);
+        let (n, extra) = t.alloc_version(self.id.word(), tid, row, next, space, prev);
         let slot = self.slot();
         bump(&slot.stats.versions_allocated, 1);
         bump(
             &slot.stats.version_bytes_allocated,
-            t.version_bytes() as u64,
+            (t.version_bytes() + extra) as u64,
         );
         n
     }
@@ -1708,7 +1718,14 @@ impl<'db> Transaction<'db> {
         } else {
             t.next_for_new(head)
         };
-        self.new_version(t, tid, row, next)
+        self.new_version(t, tid, row, next, head)
+    }
+
+    /// Counts `bytes` allocated for versions besides their blocks (non-inline blobs).
+    fn account_extra(&self, bytes: usize) {
+        if bytes > 0 {
+            bump(&self.slot().stats.version_bytes_allocated, bytes as u64);
+        }
     }
 
     fn unaccount_version(&self, t: &Table) {
@@ -1720,6 +1737,7 @@ impl<'db> Transaction<'db> {
         );
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn finish_write(
         &mut self,
         t: &Table,
@@ -1728,6 +1746,7 @@ impl<'db> Transaction<'db> {
         old: *mut Version,
         kind: Option<crate::history::WriteKind>,
         row: &[u8],
+        before: Option<&[u8]>,
     ) -> Result<()> {
         self.local.write_set.push(WriteRecord {
             table: t.id,
@@ -1735,10 +1754,6 @@ impl<'db> Transaction<'db> {
             new,
             old,
         });
-        let update = kind == Some(crate::history::WriteKind::Update);
-        let mut ob = std::mem::take(&mut self.local.old_buf);
-        // SAFETY: the version we superseded; we hold its lock.
-        let before = (update && !old.is_null()).then(|| t.row(unsafe { &*old }, &mut ob));
         self.index_secondary(t, tid, new, before, row, false);
         if let Some(rec) = self.recording.as_mut() {
             rec.note_write(
@@ -1748,9 +1763,7 @@ impl<'db> Transaction<'db> {
                 kind.unwrap_or(crate::history::WriteKind::Insert),
             );
         }
-        let r = self.entered_indexes(t, before, row);
-        self.local.old_buf = ob;
-        r
+        self.entered_indexes(t, before, row)
     }
 
     /// Adds the secondary-index entries of `row`, the data of version `v` (idempotent for
@@ -1956,8 +1969,8 @@ impl<'db> Transaction<'db> {
                 if t.in_place.is_some() {
                     self.write_master(t, tid, h.next.load(Ordering::Acquire), Some(&row));
                 } else {
-                    // SAFETY: our own uncommitted version.
-                    unsafe { h.data_mut().copy_from_slice(&row) };
+                    let extra = t.overwrite_own(h, &row, &self.guard);
+                    self.account_extra(extra);
                 }
                 if let Some(rec) = self.recording.as_mut() {
                     rec.note_write(&t.schema, t.id, &row, crate::history::WriteKind::Update);
@@ -1966,7 +1979,9 @@ impl<'db> Transaction<'db> {
             self.local.row_buf = row;
             return r;
         }
-        if t.in_place.is_some() {
+        // Versions not holding the row as it is written (in place; non-inline stored
+        // form) are made from a row built in scratch.
+        if t.in_place.is_some() || t.ni.is_some() {
             return self.update_in_place(t, tid, head, old, f);
         }
         // Build the new version directly (one row copy): a failing f frees the unpublished
@@ -2011,12 +2026,14 @@ impl<'db> Transaction<'db> {
             head,
             Some(crate::history::WriteKind::Update),
             new_row,
+            Some(old),
         )
     }
 
     /// An update of another transaction's version `head` (whose row is `old`) under
-    /// in-place storage: the new row is built in a scratch buffer, then the version (a
-    /// header) is published and the master written (`write_master`).
+    /// in-place storage or non-inline attributes: the new row is built in a scratch buffer,
+    /// then the version (a header, or the stored form) is published and, in place, the
+    /// master written (`write_master`).
     fn update_in_place(
         &mut self,
         t: &Table,
@@ -2048,6 +2065,7 @@ impl<'db> Transaction<'db> {
             head,
             Some(crate::history::WriteKind::Update),
             &row,
+            Some(old),
         );
         self.local.row_buf = row;
         r
@@ -2358,11 +2376,11 @@ fn encode_bounds<K: Values + ?Sized>(
     Ok((lo, hi))
 }
 
-/// The row of a version `Transaction::index_hit` returned: inline, or (in-place storage)
-/// the copy it left in `rb`.
+/// The row of a version `Transaction::index_hit` returned: inline, or (in-place storage,
+/// non-inline attributes) the copy it left in `rb`.
 #[inline]
 fn hit_row<'a>(t: &Table, r: &'a Version, rb: &'a [u8]) -> &'a [u8] {
-    if t.in_place.is_some() {
+    if t.rows_copied() {
         rb
     } else {
         r.data()

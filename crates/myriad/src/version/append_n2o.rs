@@ -46,10 +46,19 @@ pub struct Version {
     /// The memory space the block came from (`space.rs`; 1-based), 0 for the general
     /// allocator. Frees return the block there.
     pub(crate) space: u8,
-    /// In-place storage (`master.rs`): no row data; the last two protocol words are the
-    /// tuple's master and the version's image, freed with it.
-    pub(crate) in_place: bool,
+    /// The layout of the row data (`FORM_*`): inline; in place (`master.rs`: no row data,
+    /// the last two protocol words are the tuple's master and the version's image, freed
+    /// with it); or `FORM_BLOBS + n`, the stored form of `non_inline.rs` whose first `n`
+    /// words point at blobs the version holds a reference to.
+    pub(crate) form: u8,
 }
+
+/// `Version::form` of a version holding its row inline.
+pub(crate) const FORM_INLINE: u8 = 0;
+/// `Version::form` under in-place storage.
+pub(crate) const FORM_IN_PLACE: u8 = 1;
+/// `Version::form` base of the non-inline stored form (plus the blob count).
+pub(crate) const FORM_BLOBS: u8 = 2;
 
 const HEADER: usize = std::mem::size_of::<Version>();
 
@@ -120,9 +129,54 @@ impl Version {
         let n = Self::alloc_uninit(begin, 0, next, ext, space);
         // SAFETY: fresh and unpublished.
         let v = unsafe { &mut *n.as_ptr() };
-        v.in_place = true;
+        v.form = FORM_IN_PLACE;
         v.set_master(master);
         n
+    }
+
+    /// A version in the non-inline stored form of `layout` holding the logical row `row`;
+    /// `prev`, the version it supersedes (its blobs may be shared). Returns it and the bytes
+    /// of the blobs it made.
+    ///
+    /// # Safety
+    /// `prev` is a live version of the same table (its stored form) that the caller keeps
+    /// from being freed.
+    pub(crate) unsafe fn alloc_non_inline(
+        begin: u64,
+        row: &[u8],
+        next: *mut Version,
+        ext: u8,
+        space: u8,
+        layout: &super::non_inline::NiLayout,
+        prev: Option<&Version>,
+    ) -> (NonNull<Version>, usize) {
+        let n = Self::alloc_uninit(begin, layout.stored_size(), next, ext, space);
+        let v = &mut *n.as_ptr();
+        v.form = FORM_BLOBS + layout.blobs() as u8;
+        let out = (n.as_ptr() as *mut u8).add(HEADER);
+        let made = layout.encode(row, prev.map(|p| p.data()), out);
+        (n, made)
+    }
+
+    /// Blob pointers at the start of the row data (non-inline stored form), else 0.
+    #[inline]
+    pub(crate) fn blobs(&self) -> usize {
+        self.form.saturating_sub(FORM_BLOBS) as usize
+    }
+
+    /// Bytes of the blobs only this version refers to (accounting: what its free returns,
+    /// unless references change meanwhile).
+    pub(crate) fn sole_blob_size(&self) -> usize {
+        match self.blobs() {
+            0 => 0,
+            // SAFETY: a version in the stored form starts with `n` live blob pointers.
+            n => unsafe { super::non_inline::NiLayout::sole_blob_bytes(self.data().as_ptr(), n) },
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_in_place(&self) -> bool {
+        self.form == FORM_IN_PLACE
     }
 
     /// A version with its header written and its row data not yet initialized.
@@ -162,7 +216,7 @@ impl Version {
                     tombstone: std::sync::atomic::AtomicBool::new(false),
                     ext,
                     space,
-                    in_place: false,
+                    form: FORM_INLINE,
                 },
             );
             for i in 0..ext as usize {
@@ -185,10 +239,10 @@ impl Version {
     }
 
     /// What `free_token` needs to free this version without reading its header again: its
-    /// size, and its memory space above bit 32.
+    /// size, its memory space above bit 32 and its form above bit 40.
     #[inline]
     pub(crate) fn token(&self) -> u64 {
-        self.size() as u64 | (self.space as u64) << 32 | (self.in_place as u64) << 40
+        self.size() as u64 | (self.space as u64) << 32 | (self.form as u64) << 40
     }
 
     /// `free` for a version whose `token()` the caller took earlier, without reading its
@@ -198,8 +252,13 @@ impl Version {
     /// As `free`, and `token` is the version's `token()`.
     pub(crate) unsafe fn free_token(v: *mut Version, token: u64) {
         debug_assert_eq!((*v).token(), token);
-        if token >> 40 & 1 == 1 {
-            (*v).free_image();
+        match (token >> 40) as u8 {
+            FORM_INLINE => {}
+            FORM_IN_PLACE => (*v).free_image(),
+            form => super::non_inline::release(
+                (v as *const u8).add(HEADER),
+                (form - FORM_BLOBS) as usize,
+            ),
         }
         let (space, size) = ((token >> 32) as u8, token as u32 as usize);
         if space == 0 {

@@ -225,6 +225,20 @@ impl Version {
     fn image(&self) -> *mut u8 {
         self.image_word().load(Ordering::Acquire) as usize as *mut u8
     }
+    /// Bytes of the version's image (0 without one, or outside in-place storage): what
+    /// freeing the version reclaims besides its header.
+    pub(crate) fn image_size(&self) -> usize {
+        if !self.is_in_place() {
+            return 0;
+        }
+        let p = self.image();
+        if p.is_null() {
+            0
+        } else {
+            // SAFETY: images live as long as their version, which the caller holds.
+            Image::size(unsafe { Image::bytes(p) }.len())
+        }
+    }
     /// Frees the image, if any (the version is being freed).
     ///
     /// # Safety
@@ -342,7 +356,13 @@ pub(crate) fn cover(
                 // SAFETY: replaced; readers pinned now may still read it.
                 unsafe { guard.defer_unchecked(move || Image::free(q as *mut u8)) };
             }
+            // Net of the image replaced (its bytes were counted when it was made).
             Image::size(scratch.len())
+                - if cur.is_null() {
+                    0
+                } else {
+                    Image::size(have.len())
+                }
         }
     }
 }

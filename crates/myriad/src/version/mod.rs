@@ -10,6 +10,7 @@
 
 pub mod append_n2o;
 pub(crate) mod master;
+pub(crate) mod non_inline;
 mod pool;
 pub mod space;
 

@@ -118,3 +118,13 @@ pub const GC_SETUPS: [(VersionStorage, GcPolicy); 8] = [
 pub fn open_on((storage, gc): (VersionStorage, GcPolicy), c: Config) -> Database {
     Database::open(c.version_storage(storage).gc(gc)).unwrap()
 }
+
+/// SplitMix64: the next pseudo-random number of the stream `s` (deterministic test
+/// randomness without a dependency).
+pub fn next(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
