@@ -413,7 +413,7 @@ impl Table {
                 ni.overwrite(v.data_mut().as_mut_ptr(), row, |old| {
                     let q = old as usize;
                     guard.defer_unchecked(move || {
-                        crate::version::non_inline::release_blob(q as *mut u8)
+                        crate::version::non_inline::release_one(q as *mut u8)
                     });
                 })
             },

@@ -109,9 +109,12 @@ pub(crate) unsafe fn release(data: *const u8, n: usize) {
     }
 }
 
+/// Drops the reference `p` (also a blob an own version replaced, from an epoch-deferred
+/// closure), freeing the blob if it was the last.
+///
 /// # Safety
 /// `p` is a live blob and the caller owns one of its references.
-unsafe fn release_one(p: *mut u8) {
+pub(crate) unsafe fn release_one(p: *mut u8) {
     if refs(p).fetch_sub(1, Ordering::AcqRel) == 1 {
         let len = blob_bytes(p).len();
         dealloc(p, blob_layout(len));
@@ -259,12 +262,4 @@ impl NiLayout {
             .map(|b| blob_size(blob_bytes(b).len()))
             .sum()
     }
-}
-
-/// Drops the reference `p` (a blob an own version replaced), from an epoch-deferred closure.
-///
-/// # Safety
-/// As `release_one`.
-pub(crate) unsafe fn release_blob(p: *mut u8) {
-    release_one(p)
 }
