@@ -1,6 +1,8 @@
 //! GC never reclaims a version an open snapshot can see, and keeps live versions flat; on
 //! both chain orders of append-only storage (`n2o`, `o2n`), under transaction-level GC
-//! (`txn`), background vacuuming (`vacuum`) and cooperative cleaning (`coop`, O2N only).
+//! (`txn`), background vacuuming (`vacuum`) and cooperative cleaning (`coop`, O2N only), on
+//! the in-place storages, and with non-inline attributes (`GC_SETUPS`; every read checks the
+//! row's VARCHAR blob still holds its key's note).
 mod common;
 use common::*;
 use myriad::*;
@@ -29,7 +31,7 @@ fn open_snapshots_keep_their_versions() {
     }
 }
 
-fn open_snapshots_keep_their_versions_on(storage: (VersionStorage, GcPolicy)) {
+fn open_snapshots_keep_their_versions_on(storage: (VersionStorage, GcPolicy, NonInline)) {
     let db = open_on(storage, Config::new().isolation(Isolation::Snapshot));
     let t = kv(&db);
     load(&db, &t, 0..4);
@@ -80,7 +82,7 @@ fn live_versions_stay_flat_under_updates() {
     }
 }
 
-fn live_versions_stay_flat_under_updates_on(storage: (VersionStorage, GcPolicy)) {
+fn live_versions_stay_flat_under_updates_on(storage: (VersionStorage, GcPolicy, NonInline)) {
     let db = open_on(storage, Config::new().gc_interval_txns(16));
     let t = kv(&db);
     load(&db, &t, 0..100);
@@ -117,14 +119,14 @@ fn deleted_rows_are_collected_and_reinsertable() {
     }
 }
 
-fn deleted_rows_are_collected_and_reinsertable_on(storage: (VersionStorage, GcPolicy)) {
+fn deleted_rows_are_collected_and_reinsertable_on(storage: (VersionStorage, GcPolicy, NonInline)) {
     let db = open_on(storage, Config::new());
     let t = kv(&db);
     load(&db, &t, 0..10);
     for k in 0..10i64 {
         db.run(|tx| tx.delete(&t, &k)).unwrap();
     }
-    db.run(|tx| tx.insert(&t, &(100i64, 0i64, 100i64, 0i64)))
+    db.run(|tx| tx.insert(&t, &kv_row(&t, 100, 0, 100, 0)))
         .unwrap();
     db.collect_garbage();
     let cs = db.chain_stats(4);
@@ -135,7 +137,7 @@ fn deleted_rows_are_collected_and_reinsertable_on(storage: (VersionStorage, GcPo
     } else {
         assert_eq!(cs.tuples, 1, "only key 100 still has versions: {cs:?}");
     }
-    db.run(|tx| tx.insert(&t, &(3i64, 33i64, 3i64, 0i64)))
+    db.run(|tx| tx.insert(&t, &kv_row(&t, 3, 33, 3, 0)))
         .unwrap();
     assert_eq!(val(&mut db.begin().unwrap(), &t, 3), Some(33));
 }
@@ -147,7 +149,9 @@ fn live_versions_stay_flat_with_concurrent_writers() {
     }
 }
 
-fn live_versions_stay_flat_with_concurrent_writers_on(storage: (VersionStorage, GcPolicy)) {
+fn live_versions_stay_flat_with_concurrent_writers_on(
+    storage: (VersionStorage, GcPolicy, NonInline),
+) {
     let db = open_on(
         storage,
         Config::new().gc_interval_txns(16).max_retries(1_000_000),
@@ -213,7 +217,7 @@ fn splitmix(s: &mut u64) -> u64 {
 #[test]
 fn coop_readers_cut_the_expired_versions_they_walk_past() {
     let db = open_on(
-        (VersionStorage::AppendO2n, GcPolicy::Coop),
+        (VersionStorage::AppendO2n, GcPolicy::Coop, NonInline::Inline),
         Config::new().gc_interval_txns(1),
     );
     let t = kv(&db);

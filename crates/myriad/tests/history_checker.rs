@@ -59,13 +59,13 @@ fn rmw_history_with(
                                 Bound::Excluded(&2000i64),
                                 ScanOptions::default(),
                                 |r| {
-                                    sum += r.i64(1).unwrap();
+                                    sum += v_of(&r);
                                     true
                                 },
                             )?;
                             tx.update(t, &a, &[(1, sum % 1000)])
                         }
-                        1 => tx.insert(t, &(fresh, 0i64, fresh, 0i64)),
+                        1 => tx.insert(t, &kv_row(t, fresh, 0, fresh, 0)),
                         _ => {
                             let va = try_val(tx, t, a)?.unwrap_or(0);
                             let vb = try_val(tx, t, b)?.unwrap_or(0);
@@ -230,8 +230,9 @@ fn o2n_chains_leave_no_forbidden_cycle() {
 
 /// Every accepted storage × GC pairing besides o2n + txn (above) and n2o + txn (the suite's
 /// default): background vacuuming (`vacuum`, two threads, on both chain orders), cooperative
-/// cleaning (`coop`: readers cutting O2N chains) and no GC, and the in-place storages
-/// (`time-travel`, `delta`), under every multi-version
+/// cleaning (`coop`: readers cutting O2N chains) and no GC, the in-place storages
+/// (`time-travel`, `delta`), and non-inline attributes (`copy`, `shared`: `kv` gains a
+/// VARCHAR column every read checks), under every multi-version
 /// protocol at its strongest level, with primary-key index pointers on the no-GC run and
 /// versions from shared memory spaces on two GC runs (one space for every thread; two): no
 /// forbidden cycle. (Spaces reuse a freed block at once for whoever allocates next, so a
@@ -244,61 +245,91 @@ fn every_storage_and_gc_pairing_leaves_no_forbidden_cycle() {
             GcPolicy::Vacuum,
             IndexPointers::LogicalTid,
             1,
+            NonInline::Inline,
         ),
         (
             VersionStorage::AppendO2n,
             GcPolicy::Vacuum,
             IndexPointers::LogicalTid,
             0,
+            NonInline::Inline,
         ),
         (
             VersionStorage::AppendO2n,
             GcPolicy::Coop,
             IndexPointers::LogicalTid,
             2,
+            NonInline::Inline,
         ),
         (
             VersionStorage::AppendN2o,
             GcPolicy::None,
             IndexPointers::LogicalPk,
             0,
+            NonInline::Inline,
         ),
         (
             VersionStorage::AppendN2o,
             GcPolicy::Txn,
             IndexPointers::Physical,
             0,
+            NonInline::Inline,
         ),
         (
             VersionStorage::AppendO2n,
             GcPolicy::Coop,
             IndexPointers::Physical,
             0,
+            NonInline::Inline,
         ),
         (
             VersionStorage::TimeTravel,
             GcPolicy::Txn,
             IndexPointers::LogicalTid,
             1,
+            NonInline::Inline,
         ),
         (
             VersionStorage::Delta,
             GcPolicy::Txn,
             IndexPointers::LogicalPk,
             0,
+            NonInline::Inline,
         ),
         (
             VersionStorage::Delta,
             GcPolicy::Vacuum,
             IndexPointers::LogicalTid,
             0,
+            NonInline::Inline,
+        ),
+        (
+            VersionStorage::AppendN2o,
+            GcPolicy::Txn,
+            IndexPointers::LogicalTid,
+            1,
+            NonInline::Copy,
+        ),
+        (
+            VersionStorage::AppendO2n,
+            GcPolicy::Coop,
+            IndexPointers::LogicalPk,
+            0,
+            NonInline::Shared,
+        ),
+        (
+            VersionStorage::AppendN2o,
+            GcPolicy::Vacuum,
+            IndexPointers::LogicalTid,
+            0,
+            NonInline::Shared,
         ),
     ];
     let multi = std::iter::once(Protocol::Mvocc)
         .chain(OTHER_PROTOCOLS)
         .filter(|p| !p.single_version());
     for p in multi {
-        for (storage, gc, pointers, spaces) in designs {
+        for (storage, gc, pointers, spaces, non_inline) in designs {
             let c = || {
                 config_for(p)
                     .version_storage(storage)
@@ -307,9 +338,10 @@ fn every_storage_and_gc_pairing_leaves_no_forbidden_cycle() {
                     .gc_interval_txns(4)
                     .index_pointers(pointers)
                     .memory_spaces(spaces)
+                    .non_inline(non_inline)
             };
             let level = Config::strongest_isolation(p).unwrap();
-            let what = format!("{p} {storage} {gc} {pointers} spaces {spaces}");
+            let what = format!("{p} {storage} {gc} {pointers} spaces {spaces} {non_inline:?}");
             assert_no_forbidden_cycle(c, level, history_txns() / 2, &what);
         }
     }

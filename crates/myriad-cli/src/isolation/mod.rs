@@ -27,7 +27,8 @@ mod spec;
 use clap::{Args, ValueEnum};
 use myriad::sql::{Output, Session};
 use myriad::{
-    Config, Database, Error, GcPolicy, IndexPointers, Isolation, Protocol, Value, VersionStorage,
+    Config, Database, Error, GcPolicy, IndexPointers, Isolation, NonInline, Protocol, Value,
+    VersionStorage,
 };
 use runner::{Cell, Connector, Event, Executor, ResultSet, StepError, StepResult, Timing};
 use std::io::Write as _;
@@ -44,8 +45,8 @@ pub struct IsolationArgs {
     /// ermia-ssi (multi-version) or silo, occ, 2pl, hybrid (single-version).
     #[arg(long, value_name = "P", default_value = "mvocc", value_parser = crate::parse_choice::<Protocol>)]
     protocol: Protocol,
-    /// Version storage: n2o, o2n or single-version (default: the protocol's own,
-    /// single-version for silo, occ, 2pl and hybrid, n2o for the others).
+    /// Version storage: n2o, o2n, time-travel, delta or single-version (default: the
+    /// protocol's own, single-version for silo, occ, 2pl and hybrid, n2o for the others).
     #[arg(long, value_name = "S", value_parser = crate::parse_choice::<VersionStorage>)]
     storage: Option<VersionStorage>,
     /// Garbage collection: txn, vacuum, coop (with --storage o2n) or none.
@@ -55,6 +56,10 @@ pub struct IsolationArgs {
     /// append-only storage).
     #[arg(long, value_name = "KIND", default_value = "logical-tid", value_parser = crate::parse_choice::<IndexPointers>)]
     index_pointers: IndexPointers,
+    /// Where append-only storage keeps VARCHAR/BYTES attributes: inline, copy or shared
+    /// (thesis §5.4.1; n2o/o2n storage with logical index pointers).
+    #[arg(long, value_name = "HOW", default_value = "inline", value_parser = crate::parse_choice::<NonInline>)]
+    non_inline: NonInline,
     /// Level of BEGIN without ISOLATION LEVEL and of autocommit statements: serializable, rr,
     /// si or rc.
     #[arg(long, value_name = "LEVEL", default_value = "serializable", value_parser = crate::parse_choice::<Isolation>)]
@@ -93,6 +98,7 @@ pub fn run(a: IsolationArgs) -> ExitCode {
         .version_storage(a.storage.unwrap_or(a.protocol.natural_storage()))
         .gc(a.gc)
         .index_pointers(a.index_pointers)
+        .non_inline(a.non_inline)
         .isolation(a.isolation_default);
     // Check the configuration once, before any spec runs.
     if let Err(e) = Database::open(config.clone()) {

@@ -30,19 +30,25 @@ pub fn open(iso: Isolation) -> Database {
 
 /// `kv(k INT primary key ordered, v INT, u INT unique-indexed, g INT indexed)`. `by_u` is a
 /// hash index, or ordered under index pointers `logical-pk` and `physical` (built for
-/// ordered ones only).
+/// ordered ones only). Under non-inline storage (`copy`, `shared`) the table has a fifth
+/// column, `note VARCHAR(16)`, which the tests' writes never change: every version of a row
+/// points at (or copies) the blob holding its key's `note` (see `kv_row`, `v_of`).
 pub fn kv(db: &Database) -> TableRef {
     let u_kind = if db.config().get_index_pointers() == IndexPointers::LogicalTid {
         IndexKind::Hash
     } else {
         IndexKind::Ordered
     };
+    let mut schema = TableSchema::new("kv")
+        .column("k", ColumnType::Int)
+        .column("v", ColumnType::Int)
+        .column("u", ColumnType::Int)
+        .column("g", ColumnType::Int);
+    if db.config().get_non_inline() != NonInline::Inline {
+        schema = schema.column("note", ColumnType::Str(16));
+    }
     db.create_table(
-        TableSchema::new("kv")
-            .column("k", ColumnType::Int)
-            .column("v", ColumnType::Int)
-            .column("u", ColumnType::Int)
-            .column("g", ColumnType::Int)
+        schema
             .primary_key_with(&["k"], IndexKind::Ordered)
             .index("by_u", &["u"], u_kind, true)
             .index("by_g", &["g"], IndexKind::Ordered, false),
@@ -50,21 +56,65 @@ pub fn kv(db: &Database) -> TableRef {
     .unwrap()
 }
 
+/// The `note` of key `k`: distinct per key, so a version whose blob was freed too early
+/// and reused reads as another key's note.
+pub fn note(k: i64) -> String {
+    format!("note of {k}")
+}
+
+/// A row of `kv`: `(k, v, u, g)`, and `note(k)` if the table has the column.
+pub struct KvRow {
+    ints: [i64; 4],
+    note: Option<String>,
+}
+
+impl Values for KvRow {
+    fn count(&self) -> usize {
+        4 + usize::from(self.note.is_some())
+    }
+
+    fn visit(&self, f: &mut dyn FnMut(ValueRef<'_>) -> Result<()>) -> Result<()> {
+        for i in self.ints {
+            f(ValueRef::Int(i))?;
+        }
+        match &self.note {
+            Some(n) => f(ValueRef::Str(n)),
+            None => Ok(()),
+        }
+    }
+}
+
+pub fn kv_row(t: &TableRef, k: i64, v: i64, u: i64, g: i64) -> KvRow {
+    KvRow {
+        ints: [k, v, u, g],
+        note: (t.schema().columns().len() == 5).then(|| note(k)),
+    }
+}
+
+/// Column `v` of a `kv` row, after checking its `note` (if it has one) is its key's.
+pub fn v_of(r: &RowRef<'_>) -> i64 {
+    if r.len() == 5 {
+        let k = r.i64(0).unwrap();
+        assert_eq!(r.str(4).unwrap(), note(k), "the note of key {k}");
+    }
+    r.i64(1).unwrap()
+}
+
 pub fn load(db: &Database, t: &TableRef, keys: impl IntoIterator<Item = i64>) {
     let mut tx = db.begin().unwrap();
     for k in keys {
-        tx.insert(t, &(k, k, k, k % 3)).unwrap();
+        tx.insert(t, &kv_row(t, k, k, k, k % 3)).unwrap();
     }
     tx.commit().unwrap();
 }
 
 pub fn val(tx: &mut Transaction<'_>, t: &TableRef, k: i64) -> Option<i64> {
-    tx.get_with(t, &k, |r| r.i64(1).unwrap()).unwrap()
+    tx.get_with(t, &k, |r| v_of(&r)).unwrap()
 }
 
 /// `val` for protocols whose reads can abort (MVTO, MV2PL).
 pub fn try_val(tx: &mut Transaction<'_>, t: &TableRef, k: i64) -> Result<Option<i64>> {
-    tx.get_with(t, &k, |r| r.i64(1).unwrap())
+    tx.get_with(t, &k, |r| v_of(&r))
 }
 
 pub fn iso(i: Isolation) -> TxnOptions {
@@ -102,21 +152,40 @@ pub fn assert_predicate_write_skew(run: impl Fn(Isolation) -> (Vec<history::TxnR
     assert!(check(&h).anomalies.is_empty());
 }
 
-/// Every pairing of version storage and GC policy the GC tests run.
-pub const GC_SETUPS: [(VersionStorage, GcPolicy); 8] = [
-    (VersionStorage::AppendN2o, GcPolicy::Txn),
-    (VersionStorage::AppendO2n, GcPolicy::Txn),
-    (VersionStorage::AppendN2o, GcPolicy::Vacuum),
-    (VersionStorage::AppendO2n, GcPolicy::Vacuum),
-    (VersionStorage::AppendO2n, GcPolicy::Coop),
-    (VersionStorage::TimeTravel, GcPolicy::Txn),
-    (VersionStorage::Delta, GcPolicy::Txn),
-    (VersionStorage::Delta, GcPolicy::Vacuum),
+/// Every pairing of version storage and GC policy the GC tests run, and non-inline
+/// attribute storage on three of the append-only ones (`kv` then has a VARCHAR column).
+pub const GC_SETUPS: [(VersionStorage, GcPolicy, NonInline); 11] = [
+    (VersionStorage::AppendN2o, GcPolicy::Txn, NonInline::Inline),
+    (VersionStorage::AppendO2n, GcPolicy::Txn, NonInline::Inline),
+    (
+        VersionStorage::AppendN2o,
+        GcPolicy::Vacuum,
+        NonInline::Inline,
+    ),
+    (
+        VersionStorage::AppendO2n,
+        GcPolicy::Vacuum,
+        NonInline::Inline,
+    ),
+    (VersionStorage::AppendO2n, GcPolicy::Coop, NonInline::Inline),
+    (VersionStorage::TimeTravel, GcPolicy::Txn, NonInline::Inline),
+    (VersionStorage::Delta, GcPolicy::Txn, NonInline::Inline),
+    (VersionStorage::Delta, GcPolicy::Vacuum, NonInline::Inline),
+    (VersionStorage::AppendN2o, GcPolicy::Txn, NonInline::Copy),
+    (
+        VersionStorage::AppendN2o,
+        GcPolicy::Vacuum,
+        NonInline::Shared,
+    ),
+    (VersionStorage::AppendO2n, GcPolicy::Coop, NonInline::Shared),
 ];
 
-/// `c` on chain order and GC policy `setup`.
-pub fn open_on((storage, gc): (VersionStorage, GcPolicy), c: Config) -> Database {
-    Database::open(c.version_storage(storage).gc(gc)).unwrap()
+/// `c` on the version storage, GC policy and attribute storage of `setup`.
+pub fn open_on(
+    (storage, gc, non_inline): (VersionStorage, GcPolicy, NonInline),
+    c: Config,
+) -> Database {
+    Database::open(c.version_storage(storage).gc(gc).non_inline(non_inline)).unwrap()
 }
 
 /// SplitMix64: the next pseudo-random number of the stream `s` (deterministic test
