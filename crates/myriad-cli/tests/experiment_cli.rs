@@ -53,7 +53,16 @@ fn mean(panel: &Value, label: &str) -> f64 {
 fn all_quick_runs_every_supported_experiment_and_plots_it() {
     let dir = out_dir("all");
     let d = dir.to_str().unwrap();
-    let o = myriad(&["experiment", "all", "--quick", "--no-progress", "--out", d]);
+    let o = myriad(&[
+        "experiment",
+        "all",
+        "--quick",
+        "--threads",
+        "2",
+        "--no-progress",
+        "--out",
+        d,
+    ]);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),
@@ -226,6 +235,21 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
             let cmd = pt["command"].as_str().unwrap();
             assert!(cmd.contains(&format!("--index-pointers {kind}")), "{cmd}");
             assert!(cmd.contains(&format!("--secondary-indexes {n} ")), "{cmd}");
+        }
+    }
+    // Fig. 5.23: eight secondary indexes over the worker threads (1 and the run's 2), each
+    // point's command naming its threads once.
+    let by_threads = &ip["panels"][2];
+    assert_eq!(by_threads["x"], "worker threads");
+    for s in by_threads["series"].as_array().unwrap() {
+        let pts = s["points"].as_array().unwrap();
+        assert_eq!(pts.len(), 2, "{s}");
+        for (pt, t) in pts.iter().zip([1, 2]) {
+            let cmd = pt["command"].as_str().unwrap();
+            assert!(cmd.contains("--secondary-indexes 8 "), "{cmd}");
+            assert!(cmd.contains(&format!("--threads {t} ")), "{cmd}");
+            assert_eq!(cmd.matches("--threads").count(), 1, "{cmd}");
+            assert!(pt["median"].as_f64().unwrap() > 0.0, "{cmd}");
         }
     }
 

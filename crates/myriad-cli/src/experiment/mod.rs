@@ -660,49 +660,79 @@ fn configurations(s: &Scale) -> Vec<Panel> {
     tpcc_panels(s, "Table 5.1 configurations", &designs)
 }
 
-/// Figs. 5.22–5.23: index pointers over the number of secondary indexes, theta 0.2 and 0.9
-/// (N2O, update-intensive, every update setting all ten attributes so that each index's key
-/// changes).
+/// Figs. 5.22–5.23: index pointers over the number of secondary indexes (5.22), and with
+/// eight secondary indexes over the worker threads, powers of two up to `--threads` (5.23;
+/// the thesis goes to 40); theta 0.2 and 0.9, N2O, update-intensive, every update setting
+/// all ten attributes so that each index's key changes.
 fn index_pointers(s: &Scale) -> Vec<Panel> {
     let counts: &[u32] = if s.quick {
         &[1, 10]
     } else {
         &[1, 2, 4, 6, 8, 10]
     };
-    [0.2, 0.9]
+    let mut threads: Vec<usize> = std::iter::successors(Some(1usize), |t| Some(t * 2))
+        .take_while(|&t| t < s.threads)
+        .collect();
+    threads.push(s.threads);
+    let mut panels: Vec<Panel> = [0.2, 0.9]
         .iter()
-        .map(|&theta| Panel {
-            title: format!("update-intensive, theta {theta} (MVTO, N2O)"),
-            x_label: "secondary indexes",
-            metric: Metric::Throughput,
-            series: ["logical-tid", "logical-pk", "physical"]
-                .iter()
-                .map(|kind| Series {
-                    label: kind.to_string(),
-                    points: counts
-                        .iter()
-                        .map(|&n| {
-                            let n = n.to_string();
-                            let d = [
-                                "--storage",
-                                "n2o",
-                                "--attrs-modified",
-                                "10",
-                                "--secondary-indexes",
-                                &n,
-                                "--index-pointers",
-                                kind,
-                            ];
-                            (
-                                n.parse().unwrap_or(0.0),
-                                ycsb(s, "update-intensive", theta, &d),
-                            )
-                        })
-                        .collect(),
-                })
-                .collect(),
+        .map(|&theta| {
+            let points: Vec<(f64, u32, Option<usize>)> =
+                counts.iter().map(|&n| (n as f64, n, None)).collect();
+            let title = format!("update-intensive, theta {theta} (MVTO, N2O)");
+            pointer_panel(s, title, "secondary indexes", theta, &points)
         })
-        .collect()
+        .collect();
+    panels.extend([0.2, 0.9].iter().map(|&theta| {
+        let points: Vec<(f64, u32, Option<usize>)> =
+            threads.iter().map(|&t| (t as f64, 8, Some(t))).collect();
+        let title = format!("8 secondary indexes, update-intensive, theta {theta} (MVTO, N2O)");
+        pointer_panel(s, title, "worker threads", theta, &points)
+    }));
+    panels
+}
+
+/// The three kinds of index pointers at each (x, secondary indexes, worker threads if not
+/// the scale's) of `points`.
+fn pointer_panel(
+    s: &Scale,
+    title: String,
+    x_label: &'static str,
+    theta: f64,
+    points: &[(f64, u32, Option<usize>)],
+) -> Panel {
+    Panel {
+        title,
+        x_label,
+        metric: Metric::Throughput,
+        series: ["logical-tid", "logical-pk", "physical"]
+            .iter()
+            .map(|kind| Series {
+                label: kind.to_string(),
+                points: points
+                    .iter()
+                    .map(|&(x, n, threads)| {
+                        let n = n.to_string();
+                        let t = threads.map(|t| t.to_string());
+                        let mut d = vec![
+                            "--storage",
+                            "n2o",
+                            "--attrs-modified",
+                            "10",
+                            "--secondary-indexes",
+                            &n,
+                            "--index-pointers",
+                            kind,
+                        ];
+                        if let Some(t) = &t {
+                            d.extend(["--threads", t.as_str()]);
+                        }
+                        (x, ycsb(s, "update-intensive", theta, &d))
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
 }
 
 pub fn run(a: ExperimentArgs) -> ExitCode {
@@ -765,15 +795,18 @@ fn settings_json(s: &Scale) -> Json {
     })
 }
 
-/// The common flags of every run of `panel`.
-fn common_flags(s: &Scale, metric: Metric, json: &Path) -> Vec<String> {
+/// The common flags of every run of `panel` with arguments `args` (which may set their
+/// own `--threads`).
+fn common_flags(s: &Scale, metric: Metric, args: &[String], json: &Path) -> Vec<String> {
     let duration = match metric {
         Metric::Throughput | Metric::SpaceLocksPerTxn | Metric::StockScanUs => s.duration,
         Metric::ThroughputOverTime | Metric::LiveMibOverTime => s.series_duration,
     };
-    vec![
-        "--threads".into(),
-        s.threads.to_string(),
+    let mut flags: Vec<String> = Vec::new();
+    if !args.iter().any(|a| a == "--threads") {
+        flags.extend(["--threads".into(), s.threads.to_string()]);
+    }
+    flags.extend([
         "--duration".into(),
         duration.to_string(),
         "--warmup".into(),
@@ -783,7 +816,8 @@ fn common_flags(s: &Scale, metric: Metric, json: &Path) -> Vec<String> {
         "--no-progress".into(),
         "--json".into(),
         json.display().to_string(),
-    ]
+    ]);
+    flags
 }
 
 /// One `myriad bench` run (a child process of this binary); its JSON report.
@@ -904,7 +938,7 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
     for round in 0..s.runs {
         for (i, (args, metric)) in commands.iter().enumerate() {
             let json_path = runs_dir.join(format!("r{round}-{i}.json"));
-            let flags = common_flags(s, *metric, &json_path);
+            let flags = common_flags(s, *metric, args, &json_path);
             done += 1;
             if progress {
                 pb.set_message(args[1..].join(" "));
@@ -933,7 +967,7 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
                     .iter()
                     .map(|r| figures(r, p.metric, *x))
                     .collect::<Result<_, _>>()?;
-                let flags = common_flags(s, p.metric, Path::new(""));
+                let flags = common_flags(s, p.metric, args, Path::new(""));
                 let command = command_line(args, &flags);
                 // Align rounds sample by sample (time series: the shortest one's samples).
                 let n = per_round.iter().map(Vec::len).min().unwrap_or(0);
