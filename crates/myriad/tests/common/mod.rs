@@ -63,32 +63,12 @@ pub fn note(k: i64) -> String {
 }
 
 /// A row of `kv`: `(k, v, u, g)`, and `note(k)` if the table has the column.
-pub struct KvRow {
-    ints: [i64; 4],
-    note: Option<String>,
-}
-
-impl Values for KvRow {
-    fn count(&self) -> usize {
-        4 + usize::from(self.note.is_some())
+pub fn kv_row(t: &TableRef, k: i64, v: i64, u: i64, g: i64) -> Vec<Value> {
+    let mut row: Vec<Value> = [k, v, u, g].map(Value::Int).into();
+    if t.schema().columns().len() == 5 {
+        row.push(Value::Str(note(k)));
     }
-
-    fn visit(&self, f: &mut dyn FnMut(ValueRef<'_>) -> Result<()>) -> Result<()> {
-        for i in self.ints {
-            f(ValueRef::Int(i))?;
-        }
-        match &self.note {
-            Some(n) => f(ValueRef::Str(n)),
-            None => Ok(()),
-        }
-    }
-}
-
-pub fn kv_row(t: &TableRef, k: i64, v: i64, u: i64, g: i64) -> KvRow {
-    KvRow {
-        ints: [k, v, u, g],
-        note: (t.schema().columns().len() == 5).then(|| note(k)),
-    }
+    row
 }
 
 /// Column `v` of a `kv` row, after checking its `note` (if it has one) is its key's.
