@@ -48,16 +48,9 @@ pub(crate) fn cooperate(
         cut.versions.len() as u64,
     );
     bump(&slot.stats.version_bytes_reclaimed, cut.bytes);
-    let versions = cut.versions;
     // SAFETY: the versions were unlinked by our CAS while we are pinned: no thread pinned
     // later can reach them, and only we claimed them.
-    unsafe {
-        guard.defer_unchecked(move || {
-            for (addr, token) in versions {
-                Version::free_token(addr as *mut Version, token);
-            }
-        })
-    };
+    unsafe { cut.free_after_epoch(guard) };
 }
 
 /// Refreshes the cached watermark (a worker, every `gc_interval_txns` commits).

@@ -80,23 +80,9 @@ pub(crate) fn collect(db: &Database, slot: &Slot, queue: &mut VecDeque<Garbage>,
     }
     bump(&slot.stats.versions_reclaimed, cut.versions.len() as u64);
     bump(&slot.stats.version_bytes_reclaimed, cut.bytes);
-    if !cut.versions.is_empty() {
-        let versions = cut.versions;
-        // One deferred call for the whole pass rather than one per version: each deferred
-        // function costs a slot in the thread's crossbeam bag and a call when the bag is run.
-        // SAFETY: every version in the batch was unlinked (claimed by `take_next` or by the
-        // head CAS) under `guard`, so no thread pinned later can reach it; each is freed once.
-        unsafe {
-            guard.defer_unchecked(move || {
-                for (addr, token) in versions {
-                    Version::free_token(addr as *mut Version, token);
-                }
-            })
-        };
-        // Hand the batch to the global queue now rather than when the thread's bag of
-        // deferred calls fills, up to 64 passes later: batching must not delay reclamation.
-        guard.flush();
-    }
+    // SAFETY: every version in the batch was unlinked (claimed by `take_next` or by the head
+    // CAS) under `guard`, so no thread pinned later can reach it.
+    unsafe { cut.free_after_epoch(guard) };
     bump(&slot.stats.gc_ns, start.elapsed().as_nanos() as u64);
 }
 
@@ -105,7 +91,12 @@ pub(crate) fn collect(db: &Database, slot: &Slot, queue: &mut VecDeque<Garbage>,
 pub(crate) struct Cut {
     /// Address and free token (`Version::token`: size and memory space) of each version.
     pub versions: Vec<(usize, u64)>,
+    /// Bytes the cut versions free: their blocks, before-images and the non-inline blobs
+    /// they held the last references to.
     pub bytes: u64,
+    /// Those blobs (the references are dropped at the cut, so that a blob two versions of
+    /// one batch share is counted once, by whichever drops the last reference).
+    blobs: Vec<usize>,
     /// Scratch for `Table::remove_entries` (index pointers `physical`).
     key: Vec<u8>,
     entry: Vec<u8>,
@@ -164,8 +155,37 @@ impl Cut {
     /// `p` is allocated, unlinked from its chain, and claimed by the caller alone.
     unsafe fn take(&mut self, t: &Table, p: *mut Version) {
         t.remove_entries(p, (*p).data(), &mut self.key, &mut self.entry);
-        self.versions.push((p as usize, (*p).token()));
-        self.bytes += ((*p).size() + (*p).image_size() + (*p).sole_blob_size()) as u64;
+        let blobs = (*p).drop_blob_refs(&mut self.blobs);
+        self.versions
+            .push((p as usize, (*p).token() | Version::BLOBS_DROPPED));
+        self.bytes += ((*p).size() + (*p).image_size() + blobs) as u64;
+    }
+
+    /// Hands the batch (and its blobs) to the memory epoch, leaving the cut empty for reuse.
+    ///
+    /// # Safety
+    /// Every version in the batch was unlinked under `guard` (no thread pinned later can
+    /// reach it) and is in no other batch.
+    pub(crate) unsafe fn free_after_epoch(&mut self, guard: &Guard) {
+        if self.versions.is_empty() {
+            return;
+        }
+        let versions = std::mem::take(&mut self.versions);
+        let blobs = std::mem::take(&mut self.blobs);
+        self.bytes = 0;
+        // One deferred call for the whole pass rather than one per version: each deferred
+        // function costs a slot in the thread's crossbeam bag and a call when the bag is run.
+        guard.defer_unchecked(move || {
+            for (addr, token) in versions {
+                Version::free_token(addr as *mut Version, token);
+            }
+            for b in blobs {
+                crate::version::non_inline::dealloc_blob(b);
+            }
+        });
+        // Hand the batch to the global queue now rather than when the thread's bag of
+        // deferred calls fills, up to 64 passes later: batching must not delay reclamation.
+        guard.flush();
     }
 }
 

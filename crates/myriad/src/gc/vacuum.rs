@@ -23,7 +23,6 @@ use super::epoch::{prune, watermark_of, Cut};
 use crate::storage::{TableRef, TupleId};
 use crate::timestamp::Clock;
 use crate::txn::table::{bump, SlotStats, TxnTable};
-use crate::version::Version;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
@@ -146,19 +145,9 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool) {
     }
     bump(&stats.versions_reclaimed, cut.versions.len() as u64);
     bump(&stats.version_bytes_reclaimed, cut.bytes);
-    if !cut.versions.is_empty() {
-        let versions = std::mem::take(&mut cut.versions);
-        // SAFETY: every version in the batch was unlinked under `guard` (as in
-        // `epoch::collect`), so no thread pinned later can reach it; each is freed once.
-        unsafe {
-            guard.defer_unchecked(move || {
-                for (addr, token) in versions {
-                    Version::free_token(addr as *mut Version, token);
-                }
-            })
-        };
-        guard.flush();
-    }
+    // SAFETY: every version in the batch was unlinked under `guard` (as in
+    // `epoch::collect`), so no thread pinned later can reach it.
+    unsafe { cut.free_after_epoch(&guard) };
     bump(&stats.gc_ns, start.elapsed().as_nanos() as u64);
 }
 

@@ -394,28 +394,33 @@ impl Table {
     }
 
     /// Changes the row of `v`, the caller's own uncommitted version, to `row`. Returns the
-    /// bytes allocated (non-inline blobs); a replaced blob is released after the epoch.
+    /// bytes allocated (non-inline blobs) and the bytes of replaced blobs no version refers
+    /// to any more (freed after the epoch).
     pub(crate) fn overwrite_own(
         &self,
         v: &Version,
         row: &[u8],
         guard: &crossbeam_epoch::Guard,
-    ) -> usize {
+    ) -> (usize, usize) {
         match &self.ni {
             None => {
                 // SAFETY: our own uncommitted version; invisible to others.
                 unsafe { v.data_mut().copy_from_slice(row) };
-                0
+                (0, 0)
             }
             // SAFETY: as above; a replaced blob may still be read by a reader pinned now
-            // (speculative readers of our version), so its release waits for the epoch.
+            // (speculative readers of our version), so its memory waits for the epoch.
             Some(ni) => unsafe {
-                ni.overwrite(v.data_mut().as_mut_ptr(), row, |old| {
-                    let q = old as usize;
-                    guard.defer_unchecked(move || {
-                        crate::version::non_inline::release_one(q as *mut u8)
-                    });
-                })
+                let mut freed = 0;
+                let made = ni.overwrite(v.data_mut().as_mut_ptr(), row, |old| {
+                    let bytes = crate::version::non_inline::drop_ref(old);
+                    if bytes > 0 {
+                        freed += bytes;
+                        let q = old as usize;
+                        guard.defer_unchecked(move || crate::version::non_inline::dealloc_blob(q));
+                    }
+                });
+                (made, freed)
             },
         }
     }

@@ -1537,12 +1537,7 @@ impl<'db> Transaction<'db> {
                             e.store(ptr::null_mut(), Ordering::Release);
                             // SAFETY: n was reachable only through this unindexed tuple id;
                             // only whole-table walks (chain_stats, pinned) can have seen it.
-                            let p = n as usize;
-                            unsafe {
-                                self.guard
-                                    .defer_unchecked(move || Version::free(p as *mut Version))
-                            };
-                            self.unaccount_version(t);
+                            unsafe { self.discard_version(t, n, true) };
                             continue;
                         }
                     }
@@ -1565,8 +1560,7 @@ impl<'db> Transaction<'db> {
                         return self.finish_write(t, tid, n, ptr::null_mut(), None, row, None);
                     }
                     // SAFETY: never published.
-                    unsafe { Version::free(n) };
-                    self.unaccount_version(t);
+                    unsafe { self.discard_version(t, n, false) };
                     return Err(self.fail(AbortReason::WriteWriteConflict));
                 }
                 Some(h) if mine => {
@@ -1581,7 +1575,7 @@ impl<'db> Transaction<'db> {
                         self.write_master(t, tid, h.next.load(Ordering::Acquire), Some(row));
                     } else {
                         let extra = t.overwrite_own(h, row, &self.guard);
-                        self.account_extra(extra);
+                        self.account_blobs(extra);
                     }
                     h.tombstone.store(false, Ordering::Release);
                     self.index_secondary(t, tid, head, None, row, true);
@@ -1632,8 +1626,7 @@ impl<'db> Transaction<'db> {
                     if !installed {
                         self.unlock_version(h);
                         // SAFETY: never published.
-                        unsafe { Version::free(n) };
-                        self.unaccount_version(t);
+                        unsafe { self.discard_version(t, n, false) };
                         return Err(self.fail(AbortReason::WriteWriteConflict));
                     }
                     self.write_master(t, tid, head, Some(row));
@@ -1728,13 +1721,43 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    fn unaccount_version(&self, t: &Table) {
+    /// Counts the blobs an own version's overwrite made and freed (`Table::overwrite_own`).
+    fn account_blobs(&self, (made, freed): (usize, usize)) {
+        self.account_extra(made);
+        if freed > 0 {
+            bump(&self.slot().stats.version_bytes_reclaimed, freed as u64);
+        }
+    }
+
+    /// Frees `n`, a version of ours that will never commit, with the non-inline blobs it held
+    /// the last references to, and counts them reclaimed: at once if it was never published,
+    /// else after the epoch (readers may be on it).
+    ///
+    /// # Safety
+    /// `n` is our version of `t`, unreachable for threads that pin from now on (for
+    /// `published`) or never published, and discarded once.
+    unsafe fn discard_version(&self, t: &Table, n: *mut Version, published: bool) {
+        let mut zeroed = Vec::new();
+        let blobs = (*n).drop_blob_refs(&mut zeroed);
+        let token = (*n).token() | Version::BLOBS_DROPPED;
         let slot = self.slot();
         bump(&slot.stats.versions_reclaimed, 1);
         bump(
             &slot.stats.version_bytes_reclaimed,
-            t.version_bytes() as u64,
+            (t.version_bytes() + blobs) as u64,
         );
+        let p = n as usize;
+        let free = move || {
+            Version::free_token(p as *mut Version, token);
+            for b in zeroed {
+                crate::version::non_inline::dealloc_blob(b);
+            }
+        };
+        if published {
+            self.guard.defer_unchecked(free);
+        } else {
+            free();
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1970,7 +1993,7 @@ impl<'db> Transaction<'db> {
                     self.write_master(t, tid, h.next.load(Ordering::Acquire), Some(&row));
                 } else {
                     let extra = t.overwrite_own(h, &row, &self.guard);
-                    self.account_extra(extra);
+                    self.account_blobs(extra);
                 }
                 if let Some(rec) = self.recording.as_mut() {
                     rec.note_write(&t.schema, t.id, &row, crate::history::WriteKind::Update);
@@ -2007,8 +2030,7 @@ impl<'db> Transaction<'db> {
         });
         if let Err(e) = r {
             // SAFETY: never published.
-            unsafe { Version::free(n) };
-            self.unaccount_version(t);
+            unsafe { self.discard_version(t, n, false) };
             if let Error::SerializationFailure(reason) = e {
                 return Err(self.fail(reason));
             }
@@ -2265,11 +2287,8 @@ impl<'db> Transaction<'db> {
                 }
                 // `physical`: no entry may outlive the version it points at.
                 self.remove_entries(t, w.new, (*w.new).data());
-                let p = w.new as usize;
-                self.guard
-                    .defer_unchecked(move || Version::free(p as *mut Version));
+                self.discard_version(t, w.new, true);
             }
-            self.unaccount_version(t);
         }
         self.local.write_set = writes;
         crate::cc::mv2pl::release(self);

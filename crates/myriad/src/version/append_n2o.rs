@@ -164,13 +164,17 @@ impl Version {
         self.form.saturating_sub(FORM_BLOBS) as usize
     }
 
-    /// Bytes of the blobs only this version refers to (accounting: what its free returns,
-    /// unless references change meanwhile).
-    pub(crate) fn sole_blob_size(&self) -> usize {
+    /// Gives up this version's blob references ahead of its free (which `BLOBS_DROPPED` in
+    /// its token then tells to leave them be): blobs it held the last reference to go onto
+    /// `zeroed`, for `non_inline::dealloc_blob` once no reader can reach them. Returns their
+    /// bytes, which are reclaimed as of now (accounting).
+    ///
+    /// # Safety
+    /// The version is unlinked (or never published) and retired once.
+    pub(crate) unsafe fn drop_blob_refs(&self, zeroed: &mut Vec<usize>) -> usize {
         match self.blobs() {
             0 => 0,
-            // SAFETY: a version in the stored form starts with `n` live blob pointers.
-            n => unsafe { super::non_inline::NiLayout::sole_blob_bytes(self.data().as_ptr(), n) },
+            n => super::non_inline::drop_refs(self.data().as_ptr(), n, zeroed),
         }
     }
 
@@ -238,6 +242,9 @@ impl Version {
         Self::free_token(v, (*v).token());
     }
 
+    /// A `token` flag: `drop_blob_refs` already gave up the version's blob references.
+    pub(crate) const BLOBS_DROPPED: u64 = 1 << 48;
+
     /// What `free_token` needs to free this version without reading its header again: its
     /// size, its memory space above bit 32 and its form above bit 40.
     #[inline]
@@ -249,12 +256,14 @@ impl Version {
     /// header (GC frees versions long after it last touched them).
     ///
     /// # Safety
-    /// As `free`, and `token` is the version's `token()`.
+    /// As `free`, and `token` is the version's `token()`, plus `BLOBS_DROPPED` if
+    /// `drop_blob_refs` was called on it.
     pub(crate) unsafe fn free_token(v: *mut Version, token: u64) {
-        debug_assert_eq!((*v).token(), token);
+        debug_assert_eq!((*v).token(), token & !Self::BLOBS_DROPPED);
         match (token >> 40) as u8 {
             FORM_INLINE => {}
             FORM_IN_PLACE => (*v).free_image(),
+            _ if token & Self::BLOBS_DROPPED != 0 => {}
             form => super::non_inline::release(
                 (v as *const u8).add(HEADER),
                 (form - FORM_BLOBS) as usize,

@@ -101,24 +101,79 @@ unsafe fn slot(data: *const u8, i: usize) -> *mut u8 {
 /// no version refers to any more.
 ///
 /// # Safety
-/// `data` is the stored data of a version being freed (or of an own version's replaced
-/// blob list), whose references are given up exactly once.
+/// `data` is the stored data of a version being freed, whose references are given up
+/// exactly once.
 pub(crate) unsafe fn release(data: *const u8, n: usize) {
     for i in 0..n {
-        release_one(slot(data, i));
+        let b = slot(data, i);
+        if drop_ref(b) > 0 {
+            dealloc_blob(b as usize);
+        }
     }
 }
 
-/// Drops the reference `p` (also a blob an own version replaced, from an epoch-deferred
-/// closure), freeing the blob if it was the last.
+/// Drops the reference `p`; returns the blob's size if that was the last one (the caller
+/// then owns the blob and frees it with `dealloc_blob`, once no reader can still reach it),
+/// else 0. A blob whose count reached zero is never shared again (`try_share`), so the
+/// bytes count as reclaimed from this moment, however late the memory itself goes.
 ///
 /// # Safety
 /// `p` is a live blob and the caller owns one of its references.
-pub(crate) unsafe fn release_one(p: *mut u8) {
+pub(crate) unsafe fn drop_ref(p: *mut u8) -> usize {
     if refs(p).fetch_sub(1, Ordering::AcqRel) == 1 {
-        let len = blob_bytes(p).len();
-        dealloc(p, blob_layout(len));
+        blob_size(blob_bytes(p).len())
+    } else {
+        0
     }
+}
+
+/// Drops one reference to each of the `n` blobs whose pointers start `data`, pushing those
+/// it was the last reference to onto `zeroed` (for `dealloc_blob` after the epoch); returns
+/// their bytes.
+///
+/// # Safety
+/// `data` is the stored data of a version being retired, whose references are given up
+/// exactly once.
+pub(crate) unsafe fn drop_refs(data: *const u8, n: usize, zeroed: &mut Vec<usize>) -> usize {
+    let mut bytes = 0;
+    for i in 0..n {
+        let b = slot(data, i);
+        let freed = drop_ref(b);
+        if freed > 0 {
+            bytes += freed;
+            zeroed.push(b as usize);
+        }
+    }
+    bytes
+}
+
+/// Frees a blob whose last reference `drop_ref` dropped.
+///
+/// # Safety
+/// `p` is such a blob, no thread can still read it, and it is freed once.
+pub(crate) unsafe fn dealloc_blob(p: usize) {
+    let p = p as *mut u8;
+    debug_assert_eq!(refs(p).load(Ordering::Relaxed), 0);
+    let len = blob_bytes(p).len();
+    dealloc(p, blob_layout(len));
+}
+
+/// Takes one more reference to `p` unless its count already reached zero (the version
+/// holding the last one was retired: a writer reviving a deleted row may still encode from
+/// its cut tombstone). Returns whether it did.
+///
+/// # Safety
+/// `p` is a blob not yet freed (the caller is pinned since it read the pointer).
+unsafe fn try_share(p: *mut u8) -> bool {
+    let r = refs(p);
+    let mut n = r.load(Ordering::Relaxed);
+    while n > 0 {
+        match r.compare_exchange_weak(n, n + 1, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => n = now,
+        }
+    }
+    false
 }
 
 impl NiLayout {
@@ -186,12 +241,9 @@ impl NiLayout {
                     let old = prev
                         .filter(|_| self.shared)
                         .map(|p| slot(p.as_ptr(), i))
-                        .filter(|&b| blob_bytes(b) == bytes);
+                        .filter(|&b| blob_bytes(b) == bytes && try_share(b));
                     let b = match old {
-                        Some(b) => {
-                            refs(b).fetch_add(1, Ordering::Relaxed);
-                            b
-                        }
+                        Some(b) => b,
                         None => {
                             made += blob_size(w);
                             blob_alloc(bytes)
@@ -248,18 +300,5 @@ impl NiLayout {
             };
             buf[lo..lo + w].copy_from_slice(src);
         }
-    }
-
-    /// Bytes of the blobs of `stored` that only it refers to (what freeing it would return,
-    /// unless a reference is dropped meanwhile): for accounting.
-    ///
-    /// # Safety
-    /// As `decode`.
-    pub(crate) unsafe fn sole_blob_bytes(stored: *const u8, n: usize) -> usize {
-        (0..n)
-            .map(|i| slot(stored, i))
-            .filter(|&b| refs(b).load(Ordering::Relaxed) == 1)
-            .map(|b| blob_size(blob_bytes(b).len()))
-            .sum()
     }
 }
