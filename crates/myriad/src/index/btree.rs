@@ -27,9 +27,11 @@
 //!   ever moves the upper half of a node into a *new* right sibling) and descending
 //!   scans re-descend from the root to the leaf just below the previous leaf's fence.
 //! * Nodes are 32-entry leaves and 64-key inner nodes. Next to each key pointer a
-//!   node keeps the key's first 8 bytes as a big-endian `u64` and its length clamped
-//!   to 9, so a binary search compares almost every key without touching the key
-//!   block (only two keys longer than 8 bytes with equal prefixes need their bytes).
+//!   node keeps an 8-byte prefix of the key and whether that prefix holds all of it
+//!   (`prefix_of`: the first 8 bytes, or in a tree of keys that start with integers a
+//!   compact code of those integers), so a binary search compares almost every key
+//!   without touching the key block (only keys with equal prefixes that do not both hold
+//!   their whole key need their bytes).
 //! * Phantom protection covers the *requested* range: a scan records every leaf
 //!   whose range intersects the range up to where it stopped, including the start
 //!   leaf when nothing in it matches. Lock/unlock of a node and
@@ -164,23 +166,115 @@ unsafe fn free_key(p: *mut KeyBlock) {
     alloc::dealloc(p.cast::<u8>(), layout);
 }
 
-/// First 8 key bytes as a big-endian integer, zero-padded. If two prefixes differ,
-/// their order is the memcmp order of the keys.
+/// `short` of a key its prefix does not determine: with equal prefixes, such a key is
+/// compared by its bytes (raw prefixes use lengths up to 8, compact ones up to 64 bits).
+const INEXACT: u8 = u8::MAX;
+
+/// The inline comparison data of `key` in a tree whose keys start with `ints` integer
+/// components (`BTree::with_int_components`): its prefix, a `u64` whose order is never
+/// against the keys' memcmp order (if two prefixes differ, the keys differ the same way),
+/// and `short`, the length of the key's code if the prefix holds all of it, else
+/// `INEXACT`.
+///
+/// `ints == 0` (raw): the first 8 bytes, big-endian and zero-padded, and the byte length up
+/// to 8. Otherwise (compact): the key's first `ints` 8-byte components are integers
+/// (`schema::encode_int`: sign bit flipped, big-endian), so a raw prefix of a key of small
+/// integers such as TPC-C's ORDER_LINE (w, d, o, n) would hold just `w`, and every binary
+/// search step would read a key block (a cache miss). Each is coded instead as a 4-bit
+/// length code and that many nibbles (1 and 10 in 8 bits, 3,000 in 16; codes order the
+/// values, so the bit string sorts as the keys do), the rest of the key follows as raw bytes,
+/// and the prefix is the first 64 bits of that string; `short` its length in bits.
+/// (1, 5, 3000, 7) takes 40 bits. A negative or ≥ 2^52 component, or a key that ends
+/// inside a component (`prefix_end`'s bounds), stops the code there: still ordered, not
+/// exact.
 #[inline]
-fn prefix_of(key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = key.len().min(8);
-    b[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(b)
+fn prefix_of(key: &[u8], ints: u8) -> (u64, u8) {
+    if ints == 0 {
+        let mut b = [0u8; 8];
+        let n = key.len().min(8);
+        b[..n].copy_from_slice(&key[..n]);
+        let short = if key.len() <= 8 {
+            key.len() as u8
+        } else {
+            INEXACT
+        };
+        return (u64::from_be_bytes(b), short);
+    }
+    let mut bits = Bits { acc: 0, used: 0 };
+    let mut rest = key;
+    for _ in 0..ints {
+        if rest.len() < 8 {
+            if rest.is_empty() {
+                return (bits.acc, bits.used as u8);
+            }
+            // Ends inside the component: zero-padded, it sorts at or below every key that
+            // starts with it, and not exact.
+            let mut b = [0u8; 8];
+            b[..rest.len()].copy_from_slice(rest);
+            bits.int(u64::from_be_bytes(b));
+            return (bits.acc, INEXACT);
+        }
+        let (c, r) = rest.split_at(8);
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        if !bits.int(u64::from_be_bytes(b)) {
+            return (bits.acc, INEXACT);
+        }
+        rest = r;
+    }
+    for &b in rest {
+        if !bits.push(b as u64, 8) {
+            return (bits.acc, INEXACT);
+        }
+    }
+    (bits.acc, bits.used as u8)
 }
 
-/// Key length clamped to 9 ("longer than the prefix"). With equal prefixes, if
-/// either key is at most 8 bytes long the clamped lengths decide the order (the
-/// shorter key is a prefix of the other, padded with zeros), so only two keys
-/// longer than 8 bytes with equal prefixes need their bytes compared.
-#[inline]
-fn short_len(len: usize) -> u8 {
-    len.min(9) as u8
+/// The compact prefix under construction: `used` bits from the top of `acc`.
+struct Bits {
+    acc: u64,
+    used: u32,
+}
+
+impl Bits {
+    /// Appends the low `n` (≤ 64) bits of `x`; false if they did not all fit (the top ones
+    /// that did are in).
+    #[inline]
+    fn push(&mut self, x: u64, n: u32) -> bool {
+        let free = 64 - self.used;
+        if n <= free {
+            if n > 0 {
+                self.acc |= x << (free - n);
+            }
+            self.used += n;
+            true
+        } else {
+            if free > 0 {
+                self.acc |= x >> (n - free);
+            }
+            self.used = 64;
+            false
+        }
+    }
+
+    /// Appends the code of an encoded integer component `u`: length code 0 for a negative
+    /// value (and the code stops), 1 + nibbles for 0 ≤ v < 2^52 followed by the nibbles,
+    /// 15 for larger values (and the code stops). False if the code stopped or ran out of
+    /// bits.
+    #[inline]
+    fn int(&mut self, u: u64) -> bool {
+        if u < 1 << 63 {
+            self.push(0, 4);
+            return false;
+        }
+        let v = u - (1 << 63);
+        let nibbles = (64 - v.leading_zeros()).div_ceil(4);
+        if nibbles > 13 {
+            self.push(15, 4);
+            return false;
+        }
+        self.push(nibbles as u64 + 1, 4) && self.push(v, 4 * nibbles)
+    }
 }
 
 /// A search key with its inline comparison data precomputed.
@@ -193,12 +287,9 @@ struct Probe<'k> {
 
 impl<'k> Probe<'k> {
     #[inline]
-    fn new(key: &'k [u8]) -> Self {
-        Probe {
-            key,
-            prefix: prefix_of(key),
-            short: short_len(key.len()),
-        }
+    fn new(key: &'k [u8], ints: u8) -> Self {
+        let (prefix, short) = prefix_of(key, ints);
+        Probe { key, prefix, short }
     }
 }
 
@@ -383,7 +474,9 @@ fn search(
             p.cmp(&probe.prefix)
         } else {
             let sl = shorts[mid].load(Ordering::Relaxed);
-            if sl <= 8 || probe.short <= 8 {
+            if sl != INEXACT && probe.short != INEXACT {
+                // Both codes are whole and one is a prefix of the other (equal prefixes,
+                // zero-padded): the shorter key is.
                 sl.cmp(&probe.short)
             } else {
                 let kb = keys[mid].load(Ordering::Acquire);
@@ -542,6 +635,8 @@ pub struct BTree {
     id: u64,
     /// Made by `removable`: entries can be removed (module invariant 1).
     removable: bool,
+    /// Leading integer components of every key (`with_int_components`; `prefix_of`).
+    ints: u8,
 }
 
 impl Default for BTree {
@@ -565,7 +660,23 @@ impl BTree {
             len: CachePadded::new(AtomicUsize::new(0)),
             id: NEXT_TREE_ID.fetch_add(1, Ordering::Relaxed),
             removable: false,
+            ints: 0,
         }
+    }
+
+    /// This empty tree, for keys whose first `ints` 8-byte components are encoded integers
+    /// (`schema::encode_int`), whatever follows; bounds may be any byte strings. Its nodes
+    /// then keep compact prefixes (`prefix_of`), so that keys of several small integers
+    /// compare without reading their key blocks.
+    pub fn with_int_components(mut self, ints: u8) -> Self {
+        debug_assert!(self.is_empty());
+        self.ints = ints;
+        self
+    }
+
+    #[inline]
+    fn probe<'k>(&self, key: &'k [u8]) -> Probe<'k> {
+        Probe::new(key, self.ints)
     }
 
     /// An empty tree whose entries [`remove`](Self::remove) can remove (module invariant
@@ -674,7 +785,7 @@ impl BTree {
     /// The value stored under `key`, if any.
     pub fn get(&self, key: &[u8]) -> Option<u64> {
         let _pin = self.pin();
-        let probe = Probe::new(key);
+        let probe = self.probe(key);
         let backoff = Backoff::new();
         loop {
             if let Some((lp, v)) = self.try_find_leaf(Target::Le(probe)) {
@@ -699,7 +810,7 @@ impl BTree {
     /// version) whose range contains `key`. Inserting `key` later changes it.
     pub fn leaf_for(&self, key: &[u8]) -> LeafVersion {
         let _pin = self.pin();
-        let (mut lp, _) = self.find_leaf(Target::Le(Probe::new(key)));
+        let (mut lp, _) = self.find_leaf(Target::Le(self.probe(key)));
         let backoff = Backoff::new();
         loop {
             // SAFETY: see the note above `node`.
@@ -793,7 +904,7 @@ impl BTree {
         };
         let target = match lo_key {
             None => Target::Leftmost,
-            Some(k) => Target::Le(Probe::new(k)),
+            Some(k) => Target::Le(self.probe(k)),
         };
         let (mut lp, _) = self.find_leaf(target);
         let mut snap = LeafSnap::new();
@@ -862,8 +973,8 @@ impl BTree {
         loop {
             let target = match upper {
                 Bound::Unbounded => Target::Rightmost,
-                Bound::Included(k) => Target::Le(Probe::new(k)),
-                Bound::Excluded(k) => Target::Lt(Probe::new(k)),
+                Bound::Included(k) => Target::Le(self.probe(k)),
+                Bound::Excluded(k) => Target::Lt(self.probe(k)),
             };
             let (mut lp, _) = self.find_leaf(target);
             loop {
@@ -922,7 +1033,7 @@ impl BTree {
     /// `Err(existing value)` and changes nothing.
     pub fn insert(&self, key: &[u8], value: u64) -> Result<(), u64> {
         let _pin = self.pin();
-        let probe = Probe::new(key);
+        let probe = self.probe(key);
         let mut owned: *mut KeyBlock = ptr::null_mut();
         let backoff = Backoff::new();
         loop {
@@ -1092,7 +1203,7 @@ impl BTree {
     pub fn remove(&self, key: &[u8]) -> bool {
         assert!(self.removable, "remove on a BTree made without `removable`");
         let guard = crossbeam_epoch::pin();
-        let probe = Probe::new(key);
+        let probe = self.probe(key);
         let backoff = Backoff::new();
         loop {
             let Some((lp, v)) = self.try_find_leaf(Target::Le(probe)) else {
@@ -1408,7 +1519,8 @@ mod tests {
             let root = self.root.load(Ordering::Acquire);
             let mut depth = None;
             // SAFETY: test-only walk of a quiescent tree.
-            let total = unsafe { check_node(root, None, None, 0, &mut depth, &mut leaves) };
+            let total =
+                unsafe { check_node(root, self.ints, None, None, 0, &mut depth, &mut leaves) };
             for w in leaves.windows(2) {
                 // SAFETY: live leaves.
                 assert_eq!(
@@ -1427,6 +1539,7 @@ mod tests {
 
     unsafe fn check_node(
         p: *mut Header,
+        ints: u8,
         lo: Option<&[u8]>,
         hi: Option<&[u8]>,
         depth: usize,
@@ -1449,8 +1562,9 @@ mod tests {
             .map(|k| key_bytes(k.load(Ordering::Relaxed)))
             .collect();
         for (i, k) in ks.iter().enumerate() {
-            assert_eq!(prefixes[i].load(Ordering::Relaxed), prefix_of(k));
-            assert_eq!(shorts[i].load(Ordering::Relaxed), short_len(k.len()));
+            let (prefix, short) = prefix_of(k, ints);
+            assert_eq!(prefixes[i].load(Ordering::Relaxed), prefix);
+            assert_eq!(shorts[i].load(Ordering::Relaxed), short);
             assert!(lo.is_none_or(|l| *k >= l), "key below node range");
             assert!(hi.is_none_or(|h| *k < h), "key above node range");
         }
@@ -1479,6 +1593,7 @@ mod tests {
                 let chi = if c == n { hi } else { Some(ks[c]) };
                 total += check_node(
                     i.children[c].load(Ordering::Relaxed),
+                    ints,
                     clo,
                     chi,
                     depth + 1,
@@ -1548,10 +1663,102 @@ mod tests {
         t.check_invariants();
     }
 
+    /// Keys of up to four components, the first three integers (small, of a few thousand,
+    /// negative, around the compact code's 2^52 limit, huge), then sometimes bytes; some
+    /// cut inside a component, some turned into `prefix_end` bounds.
+    fn int_key(rng: &mut SplitMix64) -> Vec<u8> {
+        let mut k = Vec::new();
+        for _ in 0..rng.below(5) {
+            let i: i64 = match rng.below(8) {
+                0..=2 => rng.below(20) as i64,
+                3 => rng.below(5000) as i64,
+                4 => -(rng.below(3) as i64) - 1,
+                5 => (1 << 52) - 1 + rng.below(3) as i64,
+                6 => i64::MAX - rng.below(2) as i64,
+                _ => rng.next() as i64,
+            };
+            k.extend_from_slice(&((i as u64) ^ (1 << 63)).to_be_bytes());
+        }
+        if rng.below(3) == 0 {
+            let len = rng.below(12) as usize;
+            k.extend(rng.bytes(len, ALL_BYTES));
+        }
+        match rng.below(6) {
+            0 => k.truncate(rng.below(k.len() as u64 + 1) as usize),
+            1 => {
+                if let Some(e) = crate::index::prefix_end(&k) {
+                    k = e;
+                }
+            }
+            _ => {}
+        }
+        k
+    }
+
+    /// Compact prefixes never order two keys against their memcmp order, and two whole
+    /// codes with equal prefixes order their keys by length.
+    #[test]
+    fn compact_prefixes_keep_the_key_order() {
+        let mut rng = SplitMix64(0x5eed_0009);
+        let mut keys: Vec<Vec<u8>> = (0..20_000).map(|_| int_key(&mut rng)).collect();
+        keys.sort();
+        keys.dedup();
+        let mut exact = 0;
+        for ints in 1..=3u8 {
+            let coded: Vec<(u64, u8)> = keys.iter().map(|k| prefix_of(k, ints)).collect();
+            exact += coded.iter().filter(|c| c.1 != INEXACT).count();
+            for _ in 0..200_000 {
+                let i = rng.below(keys.len() as u64) as usize;
+                let j = (i + 1 + rng.below(8) as usize).min(keys.len() - 1);
+                let j = if rng.below(4) == 0 {
+                    rng.below(keys.len() as u64) as usize
+                } else {
+                    j
+                };
+                let (a, b) = (coded[i], coded[j]);
+                let want = keys[i].cmp(&keys[j]);
+                if a.0 != b.0 {
+                    assert_eq!(
+                        a.0.cmp(&b.0),
+                        want,
+                        "{ints}: {:?} vs {:?}",
+                        keys[i],
+                        keys[j]
+                    );
+                } else if a.1 != INEXACT && b.1 != INEXACT {
+                    assert_eq!(
+                        a.1.cmp(&b.1),
+                        want,
+                        "{ints}: {:?} vs {:?}",
+                        keys[i],
+                        keys[j]
+                    );
+                }
+            }
+        }
+        // (1, 5, 3000, 7) in 8 + 8 + 16 + 8 bits: whole.
+        let mut k = Vec::new();
+        for i in [1i64, 5, 3000, 7] {
+            k.extend_from_slice(&((i as u64) ^ (1 << 63)).to_be_bytes());
+        }
+        assert_eq!(prefix_of(&k, 4).1, 40);
+        // The length rule was exercised, not only the prefix order.
+        assert!(exact > 1000, "{exact} of {}", 3 * keys.len());
+    }
+
     #[test]
     fn random_model_inserts_gets_scans() {
-        let mut rng = SplitMix64(0x5eed_0001);
-        let t = BTree::new();
+        random_model(BTree::new(), random_key, 0x5eed_0001);
+    }
+
+    #[test]
+    fn random_model_with_compact_prefixes() {
+        random_model(BTree::new().with_int_components(3), int_key, 0x5eed_0008);
+        random_model(BTree::new().with_int_components(1), random_key, 0x5eed_0007);
+    }
+
+    fn random_model(t: BTree, random_key: fn(&mut SplitMix64) -> Vec<u8>, seed: u64) {
+        let mut rng = SplitMix64(seed);
         let mut m: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
         for must in [
             &b""[..],

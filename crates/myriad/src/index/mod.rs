@@ -29,18 +29,21 @@ pub(crate) enum Index {
 const TID_SUFFIX: usize = 8;
 
 impl Index {
-    pub fn new(kind: IndexKind, capacity_hint: usize) -> Self {
+    /// An index of `kind`; `ints`: how many of its key's leading columns are INT (an
+    /// ordered index then compares such keys by compact prefixes,
+    /// `BTree::with_int_components`).
+    pub fn new(kind: IndexKind, capacity_hint: usize, ints: u8) -> Self {
         match kind {
             IndexKind::Hash => Index::Hash(HashIndex::new(capacity_hint)),
-            IndexKind::Ordered => Index::Ordered(BTree::new()),
+            IndexKind::Ordered => Index::Ordered(BTree::new().with_int_components(ints)),
         }
     }
 
     /// An ordered index whose entries `remove_raw` can remove: the secondary indexes under
     /// index pointers `physical`, whose entries come and go with the versions they point
     /// at (`BTree::removable`).
-    pub fn removable() -> Self {
-        Index::Ordered(BTree::removable())
+    pub fn removable(ints: u8) -> Self {
+        Index::Ordered(BTree::removable().with_int_components(ints))
     }
 
     /// Number of entries.

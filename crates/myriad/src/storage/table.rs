@@ -156,10 +156,16 @@ impl Table {
             .iter()
             .enumerate()
             .map(|(i, d)| {
+                let ints = d
+                    .columns
+                    .iter()
+                    .take_while(|&&c| schema.columns[c].ty == crate::schema::ColumnType::Int)
+                    .count()
+                    .min(u8::MAX as usize) as u8;
                 if physical && i > 0 {
-                    Index::removable()
+                    Index::removable(ints)
                 } else {
-                    Index::new(d.kind, schema.expected_rows)
+                    Index::new(d.kind, schema.expected_rows, ints)
                 }
             })
             .collect();
