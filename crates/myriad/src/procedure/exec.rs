@@ -5,7 +5,7 @@
 //! the whole call. Strings are the exception (a `VARCHAR` value is a `String`), as are scans
 //! that must collect keys before they write.
 
-use super::ir::{Items, Proc, Read, Stmt};
+use super::ir::{Items, Prefetch, Proc, Read, Stmt, PREFETCH_MAX};
 use crate::error::{Error, Result};
 use crate::sql::expr::{eval_in, eval_int, holds, value_of, Ty, E, V};
 use crate::sql::{coerce, sql_error, visit_plan, SqlPos};
@@ -22,6 +22,8 @@ pub(crate) struct Frame {
     ints: Vec<i64>,
     /// The values of the `RETURN` that ended the call.
     ret: Vec<Value>,
+    /// Keys a loop warms (`warm`).
+    warm: Vec<Vec<Value>>,
 }
 
 /// How a statement ended. `RETURN`'s values wait in `Frame::ret`, so a statement's result
@@ -59,6 +61,45 @@ fn set_int(slot: &mut V, i: i64) {
     }
 }
 
+/// Warms the point accesses `prefetch` of a loop over `lo..=hi` (the first `PREFETCH_MAX`
+/// iterations): each access's keys, evaluated with the loop variable at each value, go to
+/// one `Transaction::prefetch`. Changes no result: a key that does not evaluate (an index
+/// past an array's end) is left out, and a failed prefetch is the loop's own first access
+/// to report.
+#[inline(never)]
+fn warm(
+    slot: usize,
+    lo: i64,
+    hi: i64,
+    prefetch: &[Prefetch],
+    tx: &mut Transaction<'_>,
+    f: &mut Frame,
+) {
+    let last = hi.min(lo.saturating_add(PREFETCH_MAX - 1));
+    let mut keys = std::mem::take(&mut f.warm);
+    for p in prefetch {
+        let mut n = 0;
+        for i in lo..=last {
+            set_int(&mut f.vars[slot], i);
+            if keys.len() <= n {
+                keys.push(Vec::new());
+            }
+            let k = &mut keys[n];
+            k.clear();
+            let whole = p.key.iter().all(|e| match eval_in(e, None, &f.vars) {
+                Ok(V::Val(v)) => {
+                    k.push(v);
+                    true
+                }
+                _ => false,
+            });
+            n += usize::from(whole);
+        }
+        let _ = tx.prefetch(&p.table, &keys[..n]);
+    }
+    f.warm = keys;
+}
+
 /// `v` stored into a variable of type `ty` (an INT widens to DOUBLE).
 fn fit(ty: Ty, v: V) -> V {
     match (ty, v) {
@@ -76,6 +117,7 @@ impl Proc {
             key: Vec::new(),
             ints: Vec::new(),
             ret: Vec::new(),
+            warm: Vec::new(),
         }
     }
 
@@ -452,7 +494,12 @@ impl Proc {
             // Handled by `stmt`, which never passes it here.
             Stmt::If { .. } => return self.stmt(s, tx, f),
             Stmt::ForRange {
-                slot, lo, hi, body, ..
+                slot,
+                lo,
+                hi,
+                body,
+                prefetch,
+                ..
             } => {
                 let int = |v: V| match v {
                     V::Val(Value::Int(i)) => i,
@@ -462,6 +509,9 @@ impl Proc {
                     int(eval_in(lo, None, &f.vars)?),
                     int(eval_in(hi, None, &f.vars)?),
                 );
+                if !prefetch.is_empty() && lo <= hi {
+                    warm(*slot, lo, hi, prefetch, tx, f);
+                }
                 let mut i = lo;
                 while i <= hi {
                     set_int(&mut f.vars[*slot], i);

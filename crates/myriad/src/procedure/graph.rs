@@ -40,7 +40,7 @@ fn union(a: &mut Reach, b: Reach) {
     }
 }
 
-fn op_of(s: &Stmt) -> usize {
+pub(crate) fn op_of(s: &Stmt) -> usize {
     match s {
         Stmt::SelectInto { op, .. }
         | Stmt::Update { op, .. }
@@ -166,6 +166,9 @@ impl Proc {
             }
             if !o.defs.is_empty() {
                 parts.push(format!("defines: {}", names(&mut o.defs.iter().copied())));
+            }
+            if !o.warms.is_empty() {
+                parts.push(format!("warms: {}", o.warms.join(", ")));
             }
             if !parts.is_empty() {
                 let _ = writeln!(s, "             {indent}{}", parts.join("; "));

@@ -102,6 +102,36 @@ pub(crate) enum E {
 }
 
 impl E {
+    /// Whether `self` and `o` compute the same thing (they differ at most in source
+    /// positions).
+    pub(crate) fn same(&self, o: &E) -> bool {
+        match (self, o) {
+            (E::Col(a), E::Col(b))
+            | (E::Var(a), E::Var(b))
+            | (E::Len(a), E::Len(b)) => a == b,
+            (E::Elem(a, x, _), E::Elem(b, y, _)) | (E::Append(a, x), E::Append(b, y)) => {
+                a == b && x.same(y)
+            }
+            (E::AnyEq(x, a), E::AnyEq(y, b)) => a == b && x.same(y),
+            (E::ElemVar(a, i, _), E::ElemVar(b, j, _)) => a == b && i == j,
+            (E::Concat(a, b), E::Concat(c, d)) => a.same(c) && b.same(d),
+            (E::Substr(a, b, c), E::Substr(x, y, z)) => {
+                a.same(x)
+                    && b.same(y)
+                    && match (c, z) {
+                        (Some(c), Some(z)) => c.same(z),
+                        (None, None) => true,
+                        _ => false,
+                    }
+            }
+            (E::Lit(a), E::Lit(b)) => a == b,
+            (E::Bool(a), E::Bool(b)) => a == b,
+            (E::Neg(a), E::Neg(b)) | (E::Not(a), E::Not(b)) => a.same(b),
+            (E::Bin(a, p, b, _), E::Bin(c, q, d, _)) => p == q && a.same(c) && b.same(d),
+            _ => false,
+        }
+    }
+
     /// True if evaluating this expression reads a column of the current row.
     pub(crate) fn reads_row(&self) -> bool {
         match self {
