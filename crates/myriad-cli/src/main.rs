@@ -272,6 +272,12 @@ struct BenchArgs {
     /// misses on large tables. Reported in the fidelity block.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
     huge_pages: bool,
+    /// Fault in this many MiB of heap before the load and keep freed memory (no purging back
+    /// to the OS), as Silo's `--numa-memory` and ERMIA's `-node_memory_gb` pre-fault theirs:
+    /// a growing database (TPC-C's inserts) then does not pay the kernel's page faults and
+    /// page zeroing during the run. Reported in the fidelity block.
+    #[arg(long, value_name = "MIB", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1 << 20))]
+    prefault_mib: u64,
 }
 
 /// `myriad bench ycsb`.
@@ -486,6 +492,7 @@ fn main() -> ExitCode {
     if let Command::Bench { workload } = &cli.command {
         if let Some(b) = workload.bench_args() {
             set_huge_pages(b.huge_pages);
+            prefault(b.prefault_mib);
         }
     }
     match cli.command {
@@ -526,6 +533,34 @@ fn set_huge_pages(on: bool) {
     unsafe {
         libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, on as _);
     }
+}
+
+/// mimalloc's `purge_delay` option: its position in mimalloc v3's `mi_option_t`, which the
+/// Rust bindings do not name (`libmimalloc-sys` 0.1.49 builds v3).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// `--prefault-mib`: turns purging off, then allocates `mib` MiB in 1 MiB blocks, writes a
+/// byte to every 4 KiB page of each and frees them all. The allocator keeps the faulted-in
+/// pages in its arenas and hands them out again, to every thread. Called once, before any
+/// worker thread starts.
+fn prefault(mib: u64) {
+    if mib == 0 {
+        return;
+    }
+    // SAFETY: plain option store; single-threaded at this point.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
+    let blocks: Vec<Vec<u8>> = (0..mib)
+        .map(|_| {
+            let mut b = vec![0u8; 1 << 20];
+            for i in (0..b.len()).step_by(4096) {
+                // A volatile write, so the pages are touched even though nothing reads them.
+                // SAFETY: in bounds of `b`.
+                unsafe { std::ptr::write_volatile(b.as_mut_ptr().add(i), 1) };
+            }
+            b
+        })
+        .collect();
+    drop(blocks);
 }
 
 /// A usage error found after parsing: clap's format and exit code (2).
@@ -1057,7 +1092,13 @@ fn bench_workload<W: Workload>(
         end,
         chains,
         results,
-        fidelity: Fidelity::new(w.fidelity(), db.config(), b.seed, b.huge_pages),
+        fidelity: Fidelity::new(
+            w.fidelity(),
+            db.config(),
+            b.seed,
+            b.huge_pages,
+            b.prefault_mib,
+        ),
     });
     print!("{}", report.human(b.latency_histogram));
     if let Some(out) = json_out {

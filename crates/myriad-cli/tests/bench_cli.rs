@@ -510,6 +510,27 @@ fn memory_spaces_are_used_reported_and_bounded() {
     assert!(stderr(&out).contains("--memory-spaces"), "{}", stderr(&out));
 }
 
+/// `--prefault-mib` runs and says so in the fidelity block; out of range is refused by name.
+#[test]
+fn prefault_is_reported() {
+    let r = ycsb(&["--mix", "update-intensive", "--prefault-mib", "16"]);
+    check_report(&r, "update-intensive", "int64x10", "gray");
+    let pages = r["fidelity"]["memory_pages"].as_str().unwrap();
+    assert!(pages.contains("16 MiB faulted in"), "{pages}");
+    let r = ycsb(&["--mix", "update-intensive"]);
+    let pages = r["fidelity"]["memory_pages"].as_str().unwrap();
+    assert!(!pages.contains("faulted in"), "{pages}");
+    let out = myriad(&[
+        "bench",
+        "ycsb",
+        "--prefault-mib",
+        "2000000",
+        "--no-progress",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--prefault-mib"), "{}", stderr(&out));
+}
+
 #[test]
 fn theta_of_one_or_more_is_rejected_naming_the_flag() {
     for theta in ["1.5", "1.0", "1"] {

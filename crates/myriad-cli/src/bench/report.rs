@@ -223,7 +223,7 @@ impl Machine {
 }
 
 /// The page size the heap was asked for, with the kernel's transparent-huge-page mode.
-fn pages_description(huge_pages: bool) -> String {
+fn pages_description(huge_pages: bool, prefault_mib: u64) -> String {
     let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
         .ok()
         .and_then(|s| {
@@ -231,10 +231,15 @@ fn pages_description(huge_pages: bool) -> String {
             Some(rest.split_once(']')?.0.to_string())
         })
         .unwrap_or_else(|| "unknown".into());
-    if huge_pages {
+    let pages = if huge_pages {
         format!("2 MiB huge pages requested (mimalloc large OS pages; kernel THP mode: {thp})")
     } else {
         format!("allocator default, no huge pages requested (kernel THP mode: {thp})")
+    };
+    if prefault_mib > 0 {
+        format!("{pages}; {prefault_mib} MiB faulted in before the load, no purging")
+    } else {
+        pages
     }
 }
 
@@ -272,6 +277,7 @@ impl Fidelity {
         config: &Config,
         seed: u64,
         huge_pages: bool,
+        prefault_mib: u64,
     ) -> Fidelity {
         Fidelity {
             workload,
@@ -316,7 +322,7 @@ impl Fidelity {
                     }
                 ),
             },
-            pages: pages_description(huge_pages),
+            pages: pages_description(huge_pages, prefault_mib),
             seed,
             git_commit: GIT_COMMIT.into(),
             machine: Machine::detect(),

@@ -106,9 +106,7 @@ impl E {
     /// positions).
     pub(crate) fn same(&self, o: &E) -> bool {
         match (self, o) {
-            (E::Col(a), E::Col(b))
-            | (E::Var(a), E::Var(b))
-            | (E::Len(a), E::Len(b)) => a == b,
+            (E::Col(a), E::Col(b)) | (E::Var(a), E::Var(b)) | (E::Len(a), E::Len(b)) => a == b,
             (E::Elem(a, x, _), E::Elem(b, y, _)) | (E::Append(a, x), E::Append(b, y)) => {
                 a == b && x.same(y)
             }
