@@ -283,13 +283,23 @@ struct Probe<'k> {
     key: &'k [u8],
     prefix: u64,
     short: u8,
+    /// A raw-prefix tree (`ints == 0`): there, a key its prefix holds whole and one it
+    /// does not, with equal prefixes, order by length (the whole one is a prefix of the
+    /// other), with no key block read. Not so in a compact tree: a bound that ends inside
+    /// an integer can share its prefix with a whole key it sorts below.
+    raw: bool,
 }
 
 impl<'k> Probe<'k> {
     #[inline]
     fn new(key: &'k [u8], ints: u8) -> Self {
         let (prefix, short) = prefix_of(key, ints);
-        Probe { key, prefix, short }
+        Probe {
+            key,
+            prefix,
+            short,
+            raw: ints == 0,
+        }
     }
 }
 
@@ -474,9 +484,10 @@ fn search(
             p.cmp(&probe.prefix)
         } else {
             let sl = shorts[mid].load(Ordering::Relaxed);
-            if sl != INEXACT && probe.short != INEXACT {
-                // Both codes are whole and one is a prefix of the other (equal prefixes,
-                // zero-padded): the shorter key is.
+            let whole = (sl != INEXACT, probe.short != INEXACT);
+            if whole == (true, true) || (probe.raw && whole != (false, false)) {
+                // One code is a prefix of the other (equal prefixes, zero-padded): the
+                // shorter key is (`Probe::raw` for the mixed case).
                 sl.cmp(&probe.short)
             } else {
                 let kb = keys[mid].load(Ordering::Acquire);
@@ -1173,7 +1184,7 @@ impl BTree {
         };
         match ph {
             // SAFETY: the parent is an inner node, locked by us.
-            Some(_) => unsafe { insert_separator(inner(parent), p, &sep) },
+            Some(_) => unsafe { insert_separator(inner(parent), p, &sep, self.ints == 0) },
             None => {
                 let root = Inner::boxed();
                 root.prefixes[0].store(sep.prefix, Ordering::Relaxed);
@@ -1321,7 +1332,7 @@ impl BTree {
 
 /// Inserts separator `sep` and the new right child after `left` into the locked
 /// inner node `par`.
-fn insert_separator(par: &Inner, left: *mut Header, sep: &Sep) {
+fn insert_separator(par: &Inner, left: *mut Header, sep: &Sep, raw: bool) {
     let n = par.hdr.count.load(Ordering::Relaxed);
     assert!(
         n < INNER_CAP,
@@ -1332,6 +1343,7 @@ fn insert_separator(par: &Inner, left: *mut Header, sep: &Sep) {
         key: unsafe { key_bytes(sep.key) },
         prefix: sep.prefix,
         short: sep.short,
+        raw,
     };
     let (pos, found) = search(&par.prefixes, &par.shorts, &par.keys, n, probe);
     assert!(
