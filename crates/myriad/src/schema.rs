@@ -317,6 +317,18 @@ impl TableSchema {
         if key.count() > def.columns.len() {
             return Err(self.key_arity(idx, key.count()));
         }
+        let n = key.count();
+        if n > 0 && key.at(0).is_some() {
+            // Indexable values: a plain loop, integers encoded inline.
+            for (i, &col) in def.columns[..n].iter().enumerate() {
+                match (self.columns[col].ty, key.at(i)) {
+                    (ColumnType::Int, Some(ValueRef::Int(x))) => encode_int(x, out),
+                    (_, Some(v)) => encode_component(self.coerce_key(col, v)?, out),
+                    (_, None) => return Err(self.key_arity(idx, i)),
+                }
+            }
+            return Ok(n);
+        }
         let mut i = 0;
         key.visit(&mut |v| {
             let v = self.coerce_key(def.columns[i], v)?;
@@ -385,12 +397,15 @@ fn encode_int(i: i64, out: &mut Vec<u8>) {
 }
 
 fn encode_bytes(b: &[u8], out: &mut Vec<u8>) {
-    for &x in b {
-        out.push(x);
-        if x == 0 {
-            out.push(0xFF);
-        }
+    out.reserve(b.len() + 2);
+    // Runs between zero bytes are copied whole; each zero byte becomes 0x00 0xFF.
+    let mut rest = b;
+    while let Some(z) = rest.iter().position(|&x| x == 0) {
+        out.extend_from_slice(&rest[..z]);
+        out.extend_from_slice(&[0, 0xFF]);
+        rest = &rest[z + 1..];
     }
+    out.extend_from_slice(rest);
     out.extend_from_slice(&[0, 0]);
 }
 
@@ -520,7 +535,7 @@ impl TableBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::Value;
+    use crate::value::{ToValueRef, Value};
 
     fn enc(v: ValueRef<'_>) -> Vec<u8> {
         let mut o = Vec::new();
@@ -551,6 +566,97 @@ mod tests {
         let mut k2 = enc(ValueRef::Str("ab"));
         k2.extend(enc(ValueRef::Int(1)));
         assert!(k1 < k2);
+    }
+
+    #[test]
+    fn byte_strings_escape_every_zero_byte() {
+        // The reference: byte by byte, 0x00 as 0x00 0xFF, then the 0x00 0x00 terminator.
+        fn reference(b: &[u8]) -> Vec<u8> {
+            let mut o = Vec::new();
+            for &x in b {
+                o.push(x);
+                if x == 0 {
+                    o.push(0xFF);
+                }
+            }
+            o.extend_from_slice(&[0, 0]);
+            o
+        }
+        let cases: [&[u8]; 8] = [
+            b"",
+            b"\0",
+            b"\0\0",
+            b"a\0b\0\0c",
+            b"\0abc",
+            b"abc\0",
+            b"plain text without zeros",
+            &[0xFF, 0, 0xFF, 0, 1],
+        ];
+        for b in cases {
+            assert_eq!(enc(ValueRef::Bytes(b)), reference(b), "{b:?}");
+        }
+    }
+
+    /// Values that can only be visited: the key encoder's general path.
+    struct VisitOnly<'a>(&'a [Value]);
+    impl Values for VisitOnly<'_> {
+        fn count(&self) -> usize {
+            self.0.len()
+        }
+        fn visit(&self, f: &mut dyn FnMut(ValueRef<'_>) -> Result<()>) -> Result<()> {
+            self.0.iter().try_for_each(|v| f(v.to_value_ref()))
+        }
+    }
+
+    #[test]
+    fn indexed_and_visited_keys_encode_alike() {
+        let s = TableSchema::new("t")
+            .column("a", ColumnType::Int)
+            .column("b", ColumnType::Str(8))
+            .column("c", ColumnType::Float)
+            .primary_key_with(&["a", "b", "c"], IndexKind::Ordered)
+            .build()
+            .unwrap();
+        let keys: [&[Value]; 4] = [
+            &[Value::Int(-3), Value::from("x\0y"), Value::Float(1.5)],
+            // An INT given for the FLOAT column is coerced on both paths.
+            &[Value::Int(7), Value::from(""), Value::Int(2)],
+            &[Value::Int(i64::MAX)],
+            &[Value::Int(0), Value::from("ab")],
+        ];
+        for k in keys {
+            let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+            let na = s.encode_key_prefix(0, &k, &mut a).unwrap();
+            let nb = s.encode_key_prefix(0, &VisitOnly(k), &mut b).unwrap();
+            assert_eq!((na, &a), (nb, &b), "{k:?}");
+            assert_eq!(na, k.len());
+            if k.len() == 3 {
+                s.encode_key_values(0, &k.to_vec(), &mut c).unwrap();
+                assert_eq!(c, a);
+            }
+        }
+        // A type that does not fit is refused on both paths.
+        let bad = [Value::from("no"), Value::from("x")];
+        let mut o = Vec::new();
+        assert!(matches!(
+            s.encode_key_prefix(0, &bad.as_slice(), &mut o),
+            Err(Error::TypeMismatch { .. })
+        ));
+        assert!(matches!(
+            s.encode_key_prefix(0, &VisitOnly(&bad), &mut o),
+            Err(Error::TypeMismatch { .. })
+        ));
+        // The tuple form agrees with the slice form.
+        let mut t = Vec::new();
+        s.encode_key_prefix(0, &(4i64, "q", 0.25f64), &mut t)
+            .unwrap();
+        s.encode_key_prefix(
+            0,
+            &[Value::Int(4), Value::from("q"), Value::Float(0.25)].as_slice(),
+            &mut o,
+        )
+        .unwrap();
+        assert_eq!(t, o);
     }
 
     #[test]

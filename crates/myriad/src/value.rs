@@ -196,6 +196,13 @@ pub trait Values {
     fn single(&self) -> Option<ValueRef<'_>> {
         None
     }
+    /// Value `i` (`i < count()`), where the values can be indexed: lets key encoding loop
+    /// over them without a callback per value. `None` (the default) means "use `visit`".
+    #[inline]
+    fn at(&self, i: usize) -> Option<ValueRef<'_>> {
+        let _ = i;
+        None
+    }
 }
 
 macro_rules! single_values {
@@ -246,6 +253,10 @@ impl<T: ToValueRef> Values for [T] {
     fn single(&self) -> Option<ValueRef<'_>> {
         one(self)
     }
+    #[inline]
+    fn at(&self, i: usize) -> Option<ValueRef<'_>> {
+        self.get(i).map(|v| v.to_value_ref())
+    }
 }
 impl<T: ToValueRef> Values for &[T] {
     fn count(&self) -> usize {
@@ -258,6 +269,10 @@ impl<T: ToValueRef> Values for &[T] {
     fn single(&self) -> Option<ValueRef<'_>> {
         one(self)
     }
+    #[inline]
+    fn at(&self, i: usize) -> Option<ValueRef<'_>> {
+        self.get(i).map(|v| v.to_value_ref())
+    }
 }
 impl<T: ToValueRef, const N: usize> Values for [T; N] {
     fn count(&self) -> usize {
@@ -265,6 +280,10 @@ impl<T: ToValueRef, const N: usize> Values for [T; N] {
     }
     fn visit(&self, f: &mut dyn FnMut(ValueRef<'_>) -> Result<()>) -> Result<()> {
         self.iter().try_for_each(|v| f(v.to_value_ref()))
+    }
+    #[inline]
+    fn at(&self, i: usize) -> Option<ValueRef<'_>> {
+        self.get(i).map(|v| v.to_value_ref())
     }
 }
 impl<T: ToValueRef> Values for Vec<T> {
@@ -278,6 +297,10 @@ impl<T: ToValueRef> Values for Vec<T> {
     fn single(&self) -> Option<ValueRef<'_>> {
         one(self)
     }
+    #[inline]
+    fn at(&self, i: usize) -> Option<ValueRef<'_>> {
+        self.get(i).map(|v| v.to_value_ref())
+    }
 }
 
 macro_rules! tuple_values {
@@ -287,6 +310,13 @@ macro_rules! tuple_values {
             fn visit(&self, f: &mut dyn FnMut(ValueRef<'_>) -> Result<()>) -> Result<()> {
                 $( f(self.$idx.to_value_ref())?; )+
                 Ok(())
+            }
+            #[inline]
+            fn at(&self, i: usize) -> Option<ValueRef<'_>> {
+                match i {
+                    $( $idx => Some(self.$idx.to_value_ref()), )+
+                    _ => None,
+                }
             }
         }
     };

@@ -86,7 +86,7 @@ fn warm(
             }
             let k = &mut keys[n];
             k.clear();
-            let whole = p.key.iter().all(|e| match eval_in(e, None, &f.vars) {
+            let whole = p.key.iter().all(|e| match value_of(e, None, &f.vars) {
                 Ok(V::Val(v)) => {
                     k.push(v);
                     true
@@ -135,6 +135,8 @@ impl Proc {
             match (v, ty) {
                 (V::Val(Value::Int(x)), Ty::Int) => *x = 0,
                 (V::Bool(b), Ty::Bool) => *b = false,
+                // Text starts empty, keeping its buffer from the last call.
+                (V::Val(Value::Str(s)), Ty::Str) => s.clear(),
                 // A declared array starts empty, keeping its storage from the last call.
                 (V::IntArr(xs), Ty::IntArray) => xs.clear(),
                 (v, ty) => *v = zero(*ty),
@@ -339,7 +341,14 @@ impl Proc {
                     *x = i;
                     continue;
                 }
-                vars[slot] = match (self.vars[slot].1, r.get(c)) {
+                let v = r.get(c);
+                // Text into a text variable: reuse its buffer, no allocation per read.
+                if let (V::Val(Value::Str(old)), Some(ValueRef::Str(new))) = (&mut vars[slot], v) {
+                    old.clear();
+                    old.push_str(new);
+                    continue;
+                }
+                vars[slot] = match (self.vars[slot].1, v) {
                     (Ty::Float, Some(ValueRef::Int(i))) => V::Val(Value::Float(i as f64)),
                     (_, Some(v)) => V::Val(v.to_value()),
                     (_, None) => vars[slot].clone(),
@@ -445,10 +454,37 @@ impl Proc {
             Stmt::Insert { op, table, rows } => {
                 let at = self.at(*op);
                 for r in rows {
-                    f.out.clear();
+                    // The row's values overwrite the last row's in place where they can
+                    // (integers, text copied into the old buffer): no allocation per value.
+                    f.out.truncate(r.len());
                     for (c, e) in r.iter().enumerate() {
-                        let v = eval_in(e, None, &f.vars)?.stored(at)?;
-                        f.out.push(coerce(&table.schema, c, v));
+                        let slot = f.out.get_mut(c);
+                        match (eval_int(e, None, &f.vars), slot) {
+                            (Some(i), Some(Value::Int(x)))
+                                if !matches!(
+                                    table.schema.columns()[c].ty,
+                                    crate::schema::ColumnType::Float
+                                ) =>
+                            {
+                                *x = i;
+                                continue;
+                            }
+                            (None, Some(Value::Str(dst))) => {
+                                if let E::Var(v) = e {
+                                    if let V::Val(Value::Str(src)) = &f.vars[*v] {
+                                        dst.clear();
+                                        dst.push_str(src);
+                                        continue;
+                                    }
+                                }
+                            }
+                            _ => {}
+                        }
+                        let v = coerce(&table.schema, c, value_of(e, None, &f.vars)?.stored(at)?);
+                        match f.out.get_mut(c) {
+                            Some(slot) => *slot = v,
+                            None => f.out.push(v),
+                        }
                     }
                     tx.insert(table, f.out.as_slice())?;
                 }
