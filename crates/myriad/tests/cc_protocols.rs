@@ -1224,3 +1224,52 @@ fn secondary_entries_follow_key_changes_under_every_protocol() {
         assert!(keys(&db, BY_U, 1).is_empty(), "{p}");
     }
 }
+
+/// Inserts take tuple ids from a range the slot reserves per table: one shared fetch-add
+/// per 64 inserts, not one per insert; transactions inserting side by side never share an
+/// id (a shared id would overwrite one row's version with the other's, losing a row).
+#[test]
+fn inserts_reserve_tuple_ids_in_ranges() {
+    let db = Database::open(Config::new()).unwrap();
+    let t = db
+        .create_table(
+            TableSchema::new("r")
+                .column("k", ColumnType::Int)
+                .column("v", ColumnType::Int)
+                .primary_key(&["k"]),
+        )
+        .unwrap();
+    let before = db.stats().global_rmw;
+    let mut tx = db.begin().unwrap();
+    for k in 0..640i64 {
+        tx.insert(&t, &(k, k)).unwrap();
+    }
+    tx.commit().unwrap();
+    let rmw = db.stats().global_rmw - before;
+    // At most 11 ranges (10 if the slot started with none) and the commit's timestamp.
+    assert!(
+        (11..=13).contains(&rmw),
+        "{rmw} shared RMWs for 640 inserts"
+    );
+    let (mut a, mut b) = (db.begin().unwrap(), db.begin().unwrap());
+    for k in 0..150i64 {
+        a.insert(&t, &(1000 + k, 1i64)).unwrap();
+        b.insert(&t, &(2000 + k, 2i64)).unwrap();
+    }
+    a.commit().unwrap();
+    b.commit().unwrap();
+    let mut r = db.begin().unwrap();
+    let mut seen = std::collections::HashMap::new();
+    r.scan_table(&t, |row| {
+        let (k, v) = (row.i64(0).unwrap(), row.i64(1).unwrap());
+        assert!(seen.insert(k, v).is_none(), "key {k} twice");
+        true
+    })
+    .unwrap();
+    assert_eq!(seen.len(), 640 + 300);
+    for k in 0..150i64 {
+        assert_eq!(seen.get(&(1000 + k)), Some(&1));
+        assert_eq!(seen.get(&(2000 + k)), Some(&2));
+    }
+    r.commit().unwrap();
+}
