@@ -638,11 +638,26 @@ pub struct LeafVersion {
     version: u64,
 }
 
+/// Stripes of a tree's entry count.
+const LEN_STRIPES: usize = 8;
+
+/// This thread's stripe of every tree's entry count: threads numbered in order of first use.
+fn len_stripe() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static STRIPE: usize = NEXT.fetch_add(1, Ordering::Relaxed) % LEN_STRIPES;
+    }
+    STRIPE.with(|s| *s)
+}
+
 /// Concurrent ordered map from byte-string keys to `u64` values (insert-only).
 /// See the module documentation for the protocol and invariants.
 pub struct BTree {
     root: AtomicPtr<Header>,
-    len: CachePadded<AtomicUsize>,
+    /// Entry count in stripes, each thread adding to its own (`len_stripe`): one shared
+    /// counter took a contended atomic add per insert when every worker inserts into the
+    /// same tree (TPC-C's ORDER_LINE). Their wrapping sum is the count.
+    len: Box<[CachePadded<AtomicUsize>; LEN_STRIPES]>,
     id: u64,
     /// Made by `removable`: entries can be removed (module invariant 1).
     removable: bool,
@@ -668,7 +683,9 @@ impl BTree {
         let root = Box::into_raw(Leaf::boxed(ptr::null_mut(), ptr::null_mut())).cast::<Header>();
         BTree {
             root: AtomicPtr::new(root),
-            len: CachePadded::new(AtomicUsize::new(0)),
+            len: Box::new(std::array::from_fn(|_| {
+                CachePadded::new(AtomicUsize::new(0))
+            })),
             id: NEXT_TREE_ID.fetch_add(1, Ordering::Relaxed),
             removable: false,
             ints: 0,
@@ -712,7 +729,9 @@ impl BTree {
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.len.load(Ordering::Relaxed)
+        self.len
+            .iter()
+            .fold(0usize, |n, c| n.wrapping_add(c.load(Ordering::Relaxed)))
     }
 
     /// True iff the tree has no entries.
@@ -1052,7 +1071,7 @@ impl BTree {
                 Step::Done(r) => {
                     match r {
                         Ok(()) => {
-                            self.len.fetch_add(1, Ordering::Relaxed);
+                            self.len[len_stripe()].fetch_add(1, Ordering::Relaxed);
                         }
                         Err(_) if !owned.is_null() => {
                             // SAFETY: the block was allocated for this call and never
@@ -1251,7 +1270,7 @@ impl BTree {
             lf.keys[n - 1].store(ptr::null_mut(), Ordering::Release);
             lf.hdr.count.store(n - 1, Ordering::Release);
             lf.hdr.unlock();
-            self.len.fetch_sub(1, Ordering::Relaxed);
+            self.len[len_stripe()].fetch_sub(1, Ordering::Relaxed);
             let addr = block as usize;
             // SAFETY: the block left the leaf under its lock; no separator or fence borrows
             // it (removable trees copy them); a reader that loaded it is pinned, and the

@@ -24,6 +24,9 @@ pub(crate) struct Frame {
     ret: Vec<Value>,
     /// Keys a loop warms (`warm`).
     warm: Vec<Vec<Value>>,
+    /// The rows of a `FOR r IN SELECT` loop, kept for the next call (a nested such loop
+    /// takes an empty one of its own).
+    loop_rows: Vec<Value>,
 }
 
 /// How a statement ended. `RETURN`'s values wait in `Frame::ret`, so a statement's result
@@ -100,6 +103,58 @@ fn warm(
     f.warm = keys;
 }
 
+/// `v` into a variable, in place where the slot already holds one of its kind (an INT
+/// overwritten, text copied into the old buffer): no allocation per loop row.
+#[inline]
+fn assign(slot: &mut V, v: &Value) {
+    match (slot, v) {
+        (V::Val(Value::Int(x)), Value::Int(i)) => *x = *i,
+        (V::Val(Value::Str(old)), Value::Str(new)) => {
+            old.clear();
+            old.push_str(new);
+        }
+        (slot, v) => *slot = V::Val(v.clone()),
+    }
+}
+
+/// Warms the point accesses `prefetch` of a `FOR r IN SELECT` loop for the rows in `batch`
+/// (`fields.len()` values each): each access's keys, evaluated with the row's values in
+/// the loop's fields, go to one `Transaction::prefetch`, as `warm` does for a range loop.
+#[inline(never)]
+fn warm_rows(
+    fields: &[usize],
+    batch: &[Value],
+    prefetch: &[Prefetch],
+    tx: &mut Transaction<'_>,
+    f: &mut Frame,
+) {
+    let width = fields.len().max(1);
+    let mut keys = std::mem::take(&mut f.warm);
+    for p in prefetch {
+        let mut n = 0;
+        for row in batch.chunks(width) {
+            for (&slot, v) in fields.iter().zip(row) {
+                assign(&mut f.vars[slot], v);
+            }
+            if keys.len() <= n {
+                keys.push(Vec::new());
+            }
+            let k = &mut keys[n];
+            k.clear();
+            let whole = p.key.iter().all(|e| match value_of(e, None, &f.vars) {
+                Ok(V::Val(v)) => {
+                    k.push(v);
+                    true
+                }
+                _ => false,
+            });
+            n += usize::from(whole);
+        }
+        let _ = tx.prefetch(&p.table, &keys[..n]);
+    }
+    f.warm = keys;
+}
+
 /// `v` stored into a variable of type `ty` (an INT widens to DOUBLE).
 fn fit(ty: Ty, v: V) -> V {
     match (ty, v) {
@@ -118,6 +173,7 @@ impl Proc {
             ints: Vec::new(),
             ret: Vec::new(),
             warm: Vec::new(),
+            loop_rows: Vec::new(),
         }
     }
 
@@ -421,10 +477,34 @@ impl Proc {
                     Some(self.keys_of(table, access, tx, f)?)
                 };
                 let schema = &table.schema;
-                let Frame { vars, out, key, .. } = f;
+                let Frame {
+                    vars,
+                    out,
+                    key,
+                    ints,
+                    ..
+                } = f;
                 let mut apply = |tx: &mut Transaction<'_>, k: &[Value]| {
                     tx.update_with(table, k, |row| {
                         // Every SET expression sees the row as it was before the statement.
+                        // Integers first: when every SET evaluates as INT (TPC-C's counters
+                        // and balances), no `Value` is built for any of them.
+                        ints.clear();
+                        {
+                            let r = row.as_ref();
+                            for (_, e) in sets {
+                                match eval_int(e, Some(&r), vars) {
+                                    Some(i) => ints.push(i),
+                                    None => break,
+                                }
+                            }
+                        }
+                        if ints.len() == sets.len() {
+                            for ((c, _), &i) in sets.iter().zip(ints.iter()) {
+                                row.set(*c, i)?;
+                            }
+                            return Ok(());
+                        }
                         out.clear();
                         for (c, e) in sets {
                             let v = value_of(e, Some(row.as_ref()), vars)?.stored(at)?;
@@ -562,6 +642,7 @@ impl Proc {
                 read,
                 fields,
                 body,
+                prefetch,
             } => {
                 let Items::Exprs(es) = &read.items else {
                     return Err(Box::new(sql_error(
@@ -570,19 +651,37 @@ impl Proc {
                     )));
                 };
                 // The query runs to completion before the body (PostgreSQL's semantics too):
-                // the body's own writes cannot change which rows the loop visits.
-                let mut rows: Vec<Vec<Value>> = Vec::new();
-                self.rows(*op, read, es, tx, f, &mut |vals| {
-                    rows.push(vals.to_vec());
+                // the body's own writes cannot change which rows the loop visits. Its rows
+                // go one after another into one buffer, `fields.len()` values each.
+                let width = fields.len();
+                let mut rows = std::mem::take(&mut f.loop_rows);
+                rows.clear();
+                let mut n = 0usize;
+                let got = self.rows(*op, read, es, tx, f, &mut |vals| {
+                    rows.extend_from_slice(vals);
+                    n += 1;
                     Ok(true)
-                })?;
-                for row in rows {
-                    for (&slot, v) in fields.iter().zip(row) {
-                        f.vars[slot] = V::Val(v);
+                });
+                let r = got.map_err(Box::new).and_then(|()| {
+                    for j in 0..n {
+                        if !prefetch.is_empty() && j % PREFETCH_MAX as usize == 0 {
+                            let batch = &rows[j * width..];
+                            let upto = (n - j).min(PREFETCH_MAX as usize);
+                            warm_rows(fields, &batch[..upto * width], prefetch, tx, f);
+                        }
+                        let row = &rows[j * width..(j + 1) * width];
+                        for (&slot, v) in fields.iter().zip(row) {
+                            assign(&mut f.vars[slot], v);
+                        }
+                        if self.block(body, tx, f)? == Flow::Return {
+                            return Ok(Flow::Return);
+                        }
                     }
-                    if self.block(body, tx, f)? == Flow::Return {
-                        return Ok(Flow::Return);
-                    }
+                    Ok(Flow::Next)
+                });
+                f.loop_rows = rows;
+                if r? == Flow::Return {
+                    return Ok(Flow::Return);
                 }
             }
             Stmt::Return { op, values } => {

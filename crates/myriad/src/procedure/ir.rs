@@ -142,6 +142,9 @@ pub(crate) enum Stmt {
         read: Read,
         fields: Vec<usize>,
         body: Vec<Stmt>,
+        /// Point accesses of the body to warm, `PREFETCH_MAX` rows at a time
+        /// (`loop_prefetch`; the query's rows are all read before the body runs).
+        prefetch: Vec<Prefetch>,
     },
     Return {
         op: usize,
@@ -159,7 +162,8 @@ pub(crate) enum Stmt {
 /// A primary-key point access in a FOR loop's body whose key depends on nothing the body
 /// writes: its keys for every iteration are known when the loop starts, so the loop warms
 /// them first with one `Transaction::prefetch` (their cache misses overlap instead of
-/// coming one iteration at a time: TPC-C New-Order's ITEM and STOCK rows).
+/// coming one iteration at a time: TPC-C New-Order's ITEM and STOCK rows, and the STOCK
+/// rows of Stock-Level's loop over the order lines it selected).
 pub(crate) struct Prefetch {
     pub table: TableRef,
     /// The key, one expression per primary-key column.
@@ -846,11 +850,19 @@ impl Compiler<'_> {
                 for &f in &fields {
                     self.vars[f].0 = format!("{}#{f}", self.vars[f].0);
                 }
+                // The fields are defined by the loop, not the body: keys made of them and of
+                // what the body does not write are known for every row before it runs.
+                let prefetch = self.loop_prefetch(&body);
+                self.ops[op].warms = prefetch
+                    .iter()
+                    .map(|p| p.table.name().to_string())
+                    .collect();
                 Stmt::ForRows {
                     op,
                     read,
                     fields,
                     body,
+                    prefetch,
                 }
             }
             S::Return { values, at } => {
