@@ -79,11 +79,27 @@ fn warm(
     f: &mut Frame,
 ) {
     let last = hi.min(lo.saturating_add(PREFETCH_MAX - 1));
+    let iters = usize::try_from(last - lo + 1).unwrap_or(0);
+    warm_keys(prefetch, iters, tx, f, |i, vars| {
+        set_int(&mut vars[slot], lo + i as i64)
+    });
+}
+
+/// The keys of `prefetch` for `iters` loop iterations, one `Transaction::prefetch` per
+/// access: `bind(i, vars)` gives the loop's variables their values for iteration `i`, then
+/// each access's key is evaluated (a key that does not evaluate is left out).
+fn warm_keys(
+    prefetch: &[Prefetch],
+    iters: usize,
+    tx: &mut Transaction<'_>,
+    f: &mut Frame,
+    mut bind: impl FnMut(usize, &mut [V]),
+) {
     let mut keys = std::mem::take(&mut f.warm);
     for p in prefetch {
         let mut n = 0;
-        for i in lo..=last {
-            set_int(&mut f.vars[slot], i);
+        for i in 0..iters {
+            bind(i, &mut f.vars);
             if keys.len() <= n {
                 keys.push(Vec::new());
             }
@@ -128,31 +144,13 @@ fn warm_rows(
     tx: &mut Transaction<'_>,
     f: &mut Frame,
 ) {
-    let width = fields.len().max(1);
-    let mut keys = std::mem::take(&mut f.warm);
-    for p in prefetch {
-        let mut n = 0;
-        for row in batch.chunks(width) {
-            for (&slot, v) in fields.iter().zip(row) {
-                assign(&mut f.vars[slot], v);
-            }
-            if keys.len() <= n {
-                keys.push(Vec::new());
-            }
-            let k = &mut keys[n];
-            k.clear();
-            let whole = p.key.iter().all(|e| match value_of(e, None, &f.vars) {
-                Ok(V::Val(v)) => {
-                    k.push(v);
-                    true
-                }
-                _ => false,
-            });
-            n += usize::from(whole);
+    let width = fields.len();
+    let iters = batch.len().checked_div(width).unwrap_or(0);
+    warm_keys(prefetch, iters, tx, f, |i, vars| {
+        for (&slot, v) in fields.iter().zip(&batch[i * width..(i + 1) * width]) {
+            assign(&mut vars[slot], v);
         }
-        let _ = tx.prefetch(&p.table, &keys[..n]);
-    }
-    f.warm = keys;
+    });
 }
 
 /// `v` stored into a variable of type `ty` (an INT widens to DOUBLE).
