@@ -11,7 +11,7 @@ use crate::sql::expr::{eval_in, eval_int, holds, value_of, Ty, E, V};
 use crate::sql::{coerce, sql_error, visit_plan, SqlPos};
 use crate::txn::Transaction;
 use crate::value::Value;
-use crate::value::ValueRef;
+use crate::value::{ToValueRef, ValueRef};
 
 /// The variables of one call, plus scratch buffers reused by every statement.
 pub(crate) struct Frame {
@@ -120,16 +120,16 @@ fn warm_keys(
 }
 
 /// `v` into a variable, in place where the slot already holds one of its kind (an INT
-/// overwritten, text copied into the old buffer): no allocation per loop row.
+/// overwritten, text copied into the old buffer): no allocation per read or loop row.
 #[inline]
-fn assign(slot: &mut V, v: &Value) {
+fn assign(slot: &mut V, v: ValueRef<'_>) {
     match (slot, v) {
-        (V::Val(Value::Int(x)), Value::Int(i)) => *x = *i,
-        (V::Val(Value::Str(old)), Value::Str(new)) => {
+        (V::Val(Value::Int(x)), ValueRef::Int(i)) => *x = i,
+        (V::Val(Value::Str(old)), ValueRef::Str(new)) => {
             old.clear();
             old.push_str(new);
         }
-        (slot, v) => *slot = V::Val(v.clone()),
+        (slot, v) => *slot = V::Val(v.to_value()),
     }
 }
 
@@ -148,7 +148,7 @@ fn warm_rows(
     let iters = batch.len().checked_div(width).unwrap_or(0);
     warm_keys(prefetch, iters, tx, f, |i, vars| {
         for (&slot, v) in fields.iter().zip(&batch[i * width..(i + 1) * width]) {
-            assign(&mut vars[slot], v);
+            assign(&mut vars[slot], v.to_value_ref());
         }
     });
 }
@@ -395,18 +395,13 @@ impl Proc {
                     *x = i;
                     continue;
                 }
-                let v = r.get(c);
-                // Text into a text variable: reuse its buffer, no allocation per read.
-                if let (V::Val(Value::Str(old)), Some(ValueRef::Str(new))) = (&mut vars[slot], v) {
-                    old.clear();
-                    old.push_str(new);
-                    continue;
+                match (self.vars[slot].1, r.get(c)) {
+                    (Ty::Float, Some(ValueRef::Int(i))) => {
+                        vars[slot] = V::Val(Value::Float(i as f64))
+                    }
+                    (_, Some(v)) => assign(&mut vars[slot], v),
+                    (_, None) => {}
                 }
-                vars[slot] = match (self.vars[slot].1, v) {
-                    (Ty::Float, Some(ValueRef::Int(i))) => V::Val(Value::Float(i as f64)),
-                    (_, Some(v)) => V::Val(v.to_value()),
-                    (_, None) => vars[slot].clone(),
-                };
             }
         })?;
         self.set_found(f, got.is_some());
@@ -536,8 +531,7 @@ impl Proc {
                     // (integers, text copied into the old buffer): no allocation per value.
                     f.out.truncate(r.len());
                     for (c, e) in r.iter().enumerate() {
-                        let slot = f.out.get_mut(c);
-                        match (eval_int(e, None, &f.vars), slot) {
+                        let v = match (eval_int(e, None, &f.vars), f.out.get_mut(c)) {
                             (Some(i), Some(Value::Int(x)))
                                 if !matches!(
                                     table.schema.columns()[c].ty,
@@ -547,18 +541,19 @@ impl Proc {
                                 *x = i;
                                 continue;
                             }
-                            (None, Some(Value::Str(dst))) => {
-                                if let E::Var(v) = e {
+                            (Some(i), _) => coerce(&table.schema, c, Value::Int(i)),
+                            (None, slot) => {
+                                if let (Some(Value::Str(dst)), E::Var(v)) = (slot, e) {
                                     if let V::Val(Value::Str(src)) = &f.vars[*v] {
                                         dst.clear();
                                         dst.push_str(src);
                                         continue;
                                     }
                                 }
+                                let v = eval_in(e, None, &f.vars)?.stored(at)?;
+                                coerce(&table.schema, c, v)
                             }
-                            _ => {}
-                        }
-                        let v = coerce(&table.schema, c, value_of(e, None, &f.vars)?.stored(at)?);
+                        };
                         match f.out.get_mut(c) {
                             Some(slot) => *slot = v,
                             None => f.out.push(v),
@@ -669,7 +664,7 @@ impl Proc {
                         }
                         let row = &rows[j * width..(j + 1) * width];
                         for (&slot, v) in fields.iter().zip(row) {
-                            assign(&mut f.vars[slot], v);
+                            assign(&mut f.vars[slot], v.to_value_ref());
                         }
                         if self.block(body, tx, f)? == Flow::Return {
                             return Ok(Flow::Return);

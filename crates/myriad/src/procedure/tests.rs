@@ -247,6 +247,12 @@ fn control_flow_loops_arrays_and_strings() {
     );
 }
 
+/// The tables the loop whose text starts with `head` warms.
+fn warms_of(p: &Procedure, head: &str) -> Vec<String> {
+    let o = p.ops().iter().find(|o| o.text.starts_with(head)).unwrap();
+    o.warms.clone()
+}
+
 /// A `FOR r IN SELECT` loop warms the point accesses of its body keyed by the row's fields
 /// and by what the body does not write, 32 rows at a time (TPC-C Stock-Level's STOCK reads);
 /// results are what they were without it, past 32 rows, with text fields, with a nested
@@ -300,10 +306,7 @@ fn query_loops_warm_the_point_accesses_of_their_rows() {
         )
         .unwrap()
         .remove(0);
-    let warms = |head: &str| -> Vec<String> {
-        let o = p.ops().iter().find(|o| o.text.starts_with(head)).unwrap();
-        o.warms.clone()
-    };
+    let warms = |head: &str| warms_of(&p, head);
     // STOCK by (w, r.i) is warmed; HIT's and LINE's keys use `cnt`, which the body writes.
     assert_eq!(warms("FOR r"), ["stock"]);
     assert!(warms("FOR x").is_empty());
@@ -380,10 +383,7 @@ fn loops_warm_the_point_accesses_their_keys_allow() {
         )
         .unwrap()
         .remove(0);
-    let warms = |head: &str| -> Vec<String> {
-        let o = p.ops().iter().find(|o| o.text.starts_with(head)).unwrap();
-        o.warms.clone()
-    };
+    let warms = |head: &str| warms_of(&p, head);
     assert_eq!(warms("FOR i"), ["item", "stock"]);
     assert_eq!(warms("FOR r"), ["log"]);
     assert!(
