@@ -263,6 +263,7 @@ pub struct Config {
     pub(crate) memory_spaces: usize,
     pub(crate) ddl_wait: std::time::Duration,
     pub(crate) data_dir: Option<std::path::PathBuf>,
+    pub(crate) create_if_missing: bool,
     pub(crate) loggers: usize,
     pub(crate) fsync: FsyncPolicy,
     pub(crate) epoch_interval: std::time::Duration,
@@ -295,6 +296,7 @@ impl Default for Config {
             memory_spaces: 0,
             ddl_wait: std::time::Duration::from_secs(10),
             data_dir: None,
+            create_if_missing: true,
             loggers: 1,
             fsync: FsyncPolicy::Always,
             // SiloR uses 40 ms; a waiting committer also starts a round at once (log/), so
@@ -402,6 +404,13 @@ impl Config {
         self.gc_interval_txns = n;
         self
     }
+    /// Whether opening a data directory with no database creates one (default true). With
+    /// false, such a directory is `Error::NotADataDirectory` (what `myriad recover` wants).
+    pub fn create_if_missing(mut self, create: bool) -> Self {
+        self.create_if_missing = create;
+        self
+    }
+
     /// How long `Database::create_index` waits for running transactions to finish before it
     /// gives up with `Error::Busy` (default 10 s).
     pub fn ddl_wait(mut self, d: std::time::Duration) -> Self {
@@ -409,8 +418,10 @@ impl Config {
         self
     }
 
-    /// Makes the database durable in `dir` (created if missing; an existing one is
-    /// recovered at open). Sets logical logging unless another log policy was chosen.
+    /// Makes the database durable in `dir` (created if missing or empty, unless
+    /// `create_if_missing(false)`; an existing one is recovered at open; a non-empty directory
+    /// that is not a database is refused with `Error::NotADataDirectory`). Sets logical logging
+    /// unless another log policy was chosen.
     pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.data_dir = Some(dir.into());
         if self.log == LogPolicy::None {

@@ -136,6 +136,15 @@ impl Database {
         Ok(db)
     }
 
+    /// Checks the data directory of `config` as opening it would — every file, every record
+    /// replayed into memory — and writes nothing (the directory may be open elsewhere: its
+    /// lock is taken shared, and only if its `LOCK` file exists). Returns what recovery would
+    /// find, or the error opening would refuse with. Never creates a database.
+    pub fn verify(config: Config) -> Result<crate::recovery::RecoveryReport> {
+        config.validate()?;
+        crate::recovery::verify(config.create_if_missing(false))
+    }
+
     /// Starts the background threads of GC `vacuum` and `coop` (no-op for the others).
     fn start_gc_threads(&self) {
         use crate::config::{GcPolicy, VersionStorage};

@@ -171,6 +171,16 @@ pub enum Error {
         offset: u64,
         message: String,
     },
+    /// The path is not a Myriad data directory (a regular file; a non-empty directory
+    /// without an `IDENTITY` file; or no database where one must exist): nothing was written.
+    NotADataDirectory { path: String, message: String },
+    /// The data directory was written in another on-disk format version than this build
+    /// reads.
+    UnsupportedFormat {
+        path: String,
+        found: u32,
+        supported: u32,
+    },
     /// Writing or syncing the log failed earlier: the database acknowledges no further
     /// commits (the message is the first I/O error). Reopen the directory to recover.
     LogFailed(String),
@@ -278,6 +288,17 @@ impl fmt::Display for Error {
                 offset,
                 message,
             } => write!(f, "`{file}` is damaged at byte {offset}: {message}"),
+            Error::NotADataDirectory { path, message } => {
+                write!(f, "`{path}` is not a Myriad data directory: {message}")
+            }
+            Error::UnsupportedFormat {
+                path,
+                found,
+                supported,
+            } => write!(
+                f,
+                "`{path}` is in on-disk format version {found}; this build reads version {supported}"
+            ),
             Error::LogFailed(m) => write!(
                 f,
                 "the log failed and no further commits are acknowledged: {m}"

@@ -6,6 +6,7 @@
 //! name procedures, and recovery replays them).
 
 use super::format::{self, Get, Put};
+use super::identity::{DbId, FileHeader, FileKind};
 use crate::error::{Error, Result};
 use crate::schema::{ColumnType, IndexKind, TableSchema};
 use std::fs::File;
@@ -39,58 +40,109 @@ pub(crate) struct TableRecord {
 pub(crate) struct Catalog {
     path: PathBuf,
     file: File,
+    /// The file's length: every byte of it is durable.
+    len: u64,
 }
 
 impl Catalog {
-    /// Opens (creating) the catalog of `dir` for appending.
-    pub(crate) fn open(dir: &Path) -> Result<Catalog> {
+    /// Opens the catalog of `dir` (database `db`) for appending: creates it with its header,
+    /// or cuts a torn last record `Catalog::read` found (`intact` bytes are whole records).
+    pub(crate) fn open(dir: &Path, db: DbId, intact: u64) -> Result<Catalog> {
         let path = dir.join(CATALOG_FILE);
-        let file = std::fs::OpenOptions::new()
+        let mut file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&path)
             .map_err(|e| Error::io(&path, &e))?;
-        Ok(Catalog { path, file })
+        let mut len = file.metadata().map_err(|e| Error::io(&path, &e))?.len();
+        if len < FileHeader::LEN as u64 {
+            // New, or created by a session that stopped before its header was on disk.
+            file.set_len(0)
+                .and_then(|_| {
+                    file.write_all(&FileHeader::new(db, FileKind::Catalog, 0, 0).encode())
+                })
+                .and_then(|_| file.sync_data())
+                .map_err(|e| Error::io(&path, &e))?;
+            format::sync_dir(dir)?;
+            len = FileHeader::LEN as u64;
+        } else if len > intact {
+            // A torn last record: appending after it would hide every later record.
+            file.set_len(intact)
+                .and_then(|_| file.sync_data())
+                .map_err(|e| Error::io(&path, &e))?;
+            len = intact;
+        }
+        Ok(Catalog { path, file, len })
     }
 
-    /// Appends `rec` durably.
-    pub(crate) fn append(&mut self, rec: &Record) -> Result<()> {
+    /// The catalog's durable length.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Appends `rec` durably; returns the catalog's new length.
+    pub(crate) fn append(&mut self, rec: &Record) -> Result<u64> {
         let mut out = Vec::new();
         format::put_block(&mut out, CATALOG_MAGIC, &encode(rec));
         self.file
             .write_all(&out)
             .and_then(|_| self.file.sync_data())
-            .map_err(|e| Error::io(&self.path, &e))
+            .map_err(|e| Error::io(&self.path, &e))?;
+        self.len += out.len() as u64;
+        Ok(self.len)
     }
 
-    /// Reads every record. A torn last record (a DDL that never returned) is dropped; any
-    /// other damage is an error.
-    pub(crate) fn read(dir: &Path) -> Result<Vec<Record>> {
+    /// Reads every record of database `db`'s catalog, and the length of its intact part. A
+    /// torn last record (a DDL that never returned) is dropped; any other damage is an error,
+    /// and so is a catalog shorter than `durable` bytes (the length the newest durable-point
+    /// record saw), missing ones included.
+    pub(crate) fn read(dir: &Path, db: DbId, durable: u64) -> Result<(Vec<Record>, u64)> {
         let path = dir.join(CATALOG_FILE);
         let data = match std::fs::read(&path) {
             Ok(d) => d,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(Error::io(&path, &e)),
         };
-        let (blocks, end, why) = format::read_blocks(&data, CATALOG_MAGIC);
+        let short = |have: u64, what: &str| Error::Corrupt {
+            file: path.display().to_string(),
+            offset: have,
+            message: format!(
+                "{what}: the catalog has {have} intact bytes, the durable point says \
+                 {durable} (tables or procedures that were created are missing)"
+            ),
+        };
+        if FileHeader::read(&path, &data)?.is_none() {
+            // Never written past its header: no DDL was ever acknowledged with it.
+            return match durable {
+                0 => Ok((Vec::new(), 0)),
+                _ => Err(short(data.len() as u64, "missing or cut")),
+            };
+        }
+        FileHeader::expect(&path, &data, db, FileKind::Catalog, 0, 0)?;
+        let body = &data[FileHeader::LEN..];
+        let (blocks, end, why) = format::read_blocks(body, CATALOG_MAGIC);
+        let intact = (FileHeader::LEN + end) as u64;
         if let Some(why) = why {
             // Only the very last write can be torn: what follows the damage must be shorter
             // than one block header plus the payload it announces, i.e. nothing complete.
-            if !is_torn_tail(&data[end..]) {
+            if !is_torn_tail(&body[end..]) {
                 return Err(Error::Corrupt {
                     file: path.display().to_string(),
-                    offset: end as u64,
+                    offset: intact,
                     message: why,
                 });
             }
         }
+        if intact < durable {
+            return Err(short(intact, "cut short"));
+        }
         let mut out = Vec::new();
-        let mut at = 0u64;
+        let mut at = FileHeader::LEN as u64;
         for b in blocks {
             out.push(decode(b).ok_or_else(|| format::malformed(&path, at, "catalog record"))?);
             at += (format::BLOCK_HEADER + b.len()) as u64;
         }
-        Ok(out)
+        Ok((out, intact))
     }
 }
 

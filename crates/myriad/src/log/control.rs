@@ -20,9 +20,21 @@ struct Ctl {
     rotated_to: Vec<u64>,
 }
 
+/// What a durable-point record says besides the point itself (`PersistentEpoch`): the first
+/// file each stream still needs, the current checkpoint and the catalog's durable length.
+/// `version` counts changes: the background thread publishes a record after each one.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PointExtra {
+    pub first: Vec<u64>,
+    pub checkpoint: Option<u64>,
+    pub catalog_bytes: u64,
+    pub version: u64,
+}
+
 pub(crate) struct Control {
     /// The durable point: an epoch, or an LSN.
     durable: CachePadded<AtomicU64>,
+    extra: Mutex<PointExtra>,
     ctl: Mutex<Ctl>,
     wake: Condvar,
     done: Condvar,
@@ -34,9 +46,10 @@ pub(crate) struct Control {
 }
 
 impl Control {
-    pub(crate) fn new(durable: u64) -> Control {
+    pub(crate) fn new(durable: u64, extra: PointExtra) -> Control {
         Control {
             durable: CachePadded::new(AtomicU64::new(durable)),
+            extra: Mutex::new(extra),
             ctl: Mutex::new(Ctl::default()),
             wake: Condvar::new(),
             done: Condvar::new(),
@@ -63,6 +76,39 @@ impl Control {
             Some(m) => Err(Error::LogFailed(m.clone())),
             None => Ok(()),
         }
+    }
+
+    /// What the next durable-point record says besides the point.
+    pub(crate) fn extra(&self) -> PointExtra {
+        self.extra.lock().clone()
+    }
+
+    /// A checkpoint (as of `ts`, needing the files from `first` on) became current: the next
+    /// durable-point record says so (a round is started for it).
+    pub(crate) fn set_checkpoint(&self, ts: u64, first: Vec<u64>) {
+        {
+            let mut x = self.extra.lock();
+            x.checkpoint = Some(ts);
+            for (f, n) in x
+                .first
+                .iter_mut()
+                .zip(first.iter().chain(std::iter::repeat(&0)))
+            {
+                *f = (*f).max(*n);
+            }
+            x.version += 1;
+        }
+        self.kick();
+    }
+
+    /// The catalog grew to `bytes` (durably): the next durable-point record says so.
+    pub(crate) fn set_catalog_bytes(&self, bytes: u64) {
+        {
+            let mut x = self.extra.lock();
+            x.catalog_bytes = bytes;
+            x.version += 1;
+        }
+        self.kick();
     }
 
     /// Asks for a round now.

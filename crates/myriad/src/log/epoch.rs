@@ -29,11 +29,10 @@
 //! after it, waiting committers get `Error::LogFailed`, and later commits are refused (an
 //! fsync is never retried: after a failed fsync the kernel may have dropped the dirty pages).
 
-use super::control::Control;
+use super::control::{Control, PointExtra};
 use super::format::{self, Put};
-use super::{
-    encode_writes, log_file_name, LogPos, PersistentEpoch, PointFile, LOG_MAGIC, PEPOCH_FILE,
-};
+use super::identity::{DbId, FileHeader, FileKind};
+use super::{encode_writes, log_file_name, LogPos, PersistentEpoch, PointFile, LOG_MAGIC};
 use crate::error::{Error, Result};
 use crate::txn::WriteRecord;
 use crossbeam_utils::CachePadded;
@@ -66,6 +65,7 @@ struct SlotBuf {
 /// One logger's files.
 struct Logger {
     id: usize,
+    db: DbId,
     nloggers: usize,
     dir: PathBuf,
     fsync: bool,
@@ -89,24 +89,26 @@ struct Outcome {
 
 impl EpochLog {
     /// Starts logging into `dir`: epochs continue after `first_epoch - 1`, logger `i` starts
-    /// file `first_seq`. The directory is already recovered and locked.
+    /// file `first_seq`. The directory is already recovered and locked. Before any commit,
+    /// a durable-point record names the new files (and `extra`'s checkpoint and catalog).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn start(
         dir: &Path,
         config: &crate::Config,
         slots: usize,
         first_epoch: u64,
         first_seq: u64,
+        db: DbId,
+        mut extra: PointExtra,
+        mut pepoch: PointFile,
     ) -> Result<Arc<EpochLog>> {
         let fsync = config.fsync == crate::config::FsyncPolicy::Always;
         let mut loggers = Vec::new();
         for id in 0..config.loggers {
-            let pos = LogPos {
-                seq: first_seq,
-                offset: 0,
-            };
-            let (file, path) = open_log_file(dir, id, pos.seq)?;
+            let (file, path, pos) = open_log_file(dir, db, id, first_seq, u64::MAX, fsync)?;
             loggers.push(Logger {
                 id,
+                db,
                 nloggers: config.loggers,
                 dir: dir.to_path_buf(),
                 fsync,
@@ -120,20 +122,31 @@ impl EpochLog {
             });
         }
         format::sync_dir(dir)?;
+        extra.first = vec![first_seq; config.loggers];
+        let positions: Vec<LogPos> = loggers.iter().map(|l| l.pos).collect();
+        pepoch.publish(&PersistentEpoch {
+            id: db,
+            epoch: first_epoch - 1,
+            positions: positions.clone(),
+            first: extra.first.clone(),
+            checkpoint: extra.checkpoint,
+            catalog_bytes: extra.catalog_bytes,
+        })?;
         let m = Arc::new(EpochLog {
             epoch: CachePadded::new(AtomicU64::new(first_epoch)),
             bufs: (0..slots)
                 .map(|_| CachePadded::new(Mutex::new(SlotBuf::default())))
                 .collect(),
             physical: config.log == crate::config::LogPolicy::Physical,
-            control: Control::new(first_epoch - 1),
+            control: Control::new(first_epoch - 1, extra),
         });
-        let pepoch = PointFile::open(&dir.join(PEPOCH_FILE), fsync)?;
         let m2 = m.clone();
         let interval = config.epoch_interval;
         let h = std::thread::Builder::new()
             .name("myriad-log".into())
-            .spawn(move || EpochLog::coordinate(m2, loggers, pepoch, interval, fsync))
+            .spawn(move || {
+                EpochLog::coordinate(m2, loggers, pepoch, interval, fsync, positions, db)
+            })
             .map_err(|e| Error::io(dir, &e))?;
         m.control.set_thread(h);
         Ok(m)
@@ -174,12 +187,15 @@ impl EpochLog {
         Ok(epoch)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn coordinate(
         self: Arc<Self>,
         loggers: Vec<Logger>,
         mut pepoch: PointFile,
         interval: Duration,
         fsync: bool,
+        mut positions: Vec<LogPos>,
+        db: DbId,
     ) {
         let n = loggers.len();
         let (out_tx, out_rx) = mpsc::channel::<Outcome>();
@@ -206,8 +222,8 @@ impl EpochLog {
             }));
         }
         drop(out_tx);
-        let mut positions = vec![LogPos { seq: 0, offset: 0 }; n];
         let mut wrote_before = false;
+        let mut published = self.control.extra().version;
         loop {
             let (stop, rotate) = self.control.next_round(interval);
             let e = self.epoch.load(Ordering::SeqCst);
@@ -233,12 +249,18 @@ impl EpochLog {
             // Blocks written in the previous round may hold records of this round's epoch
             // (appended after that round's advance): publishing this epoch needs a record
             // on disk even if this round wrote nothing.
-            let need = wrote || wrote_before || rotate;
+            let extra = self.control.extra();
+            let need = wrote || wrote_before || rotate || extra.version != published;
             wrote_before = wrote;
             if err.is_none() && need {
+                published = extra.version;
                 let rec = PersistentEpoch {
+                    id: db,
                     epoch: e,
                     positions: positions.clone(),
+                    first: extra.first,
+                    checkpoint: extra.checkpoint,
+                    catalog_bytes: extra.catalog_bytes,
                 };
                 let r = pepoch.publish(&rec);
                 if fsync {
@@ -263,14 +285,33 @@ impl EpochLog {
     }
 }
 
-fn open_log_file(dir: &Path, logger: usize, seq: u64) -> Result<(File, PathBuf)> {
+/// Creates log file `seq` of `logger` with its header (which records `prev_len`, the final
+/// length of the logger's previous file) and returns it with the position after the header.
+fn open_log_file(
+    dir: &Path,
+    db: DbId,
+    logger: usize,
+    seq: u64,
+    prev_len: u64,
+    fsync: bool,
+) -> Result<(File, PathBuf, LogPos)> {
     let path = dir.join(log_file_name(logger, seq));
-    let f = std::fs::OpenOptions::new()
+    let mut f = std::fs::OpenOptions::new()
         .create_new(true)
         .write(true)
         .open(&path)
         .map_err(|e| Error::io(&path, &e))?;
-    Ok((f, path))
+    let mut h = FileHeader::new(db, FileKind::Log, logger as u64, seq);
+    h.prev_len = prev_len;
+    let h = h.encode();
+    f.write_all(&h)
+        .and_then(|_| if fsync { f.sync_data() } else { Ok(()) })
+        .map_err(|e| Error::io(&path, &e))?;
+    let pos = LogPos {
+        seq,
+        offset: h.len() as u64,
+    };
+    Ok((f, path, pos))
 }
 
 impl Logger {
@@ -290,7 +331,7 @@ impl Logger {
             self.spare.clear();
             s += self.nloggers;
         }
-        let full = self.pos.offset > 0
+        let full = self.pos.offset > FileHeader::LEN as u64
             && self.pos.offset + (self.payload.len() + format::BLOCK_HEADER) as u64
                 > self.file_bytes;
         if rotate || full {
@@ -324,12 +365,18 @@ impl Logger {
                 .sync_all()
                 .map_err(|e| Error::io(&self.path, &e))?;
         }
-        let seq = self.pos.seq + 1;
-        let (f, p) = open_log_file(&self.dir, self.id, seq)?;
+        let (f, p, pos) = open_log_file(
+            &self.dir,
+            self.db,
+            self.id,
+            self.pos.seq + 1,
+            self.pos.offset,
+            self.fsync,
+        )?;
         format::sync_dir(&self.dir)?;
         self.file = f;
         self.path = p;
-        self.pos = LogPos { seq, offset: 0 };
+        self.pos = pos;
         Ok(())
     }
 }

@@ -44,6 +44,8 @@
 //! refused, and the fsync is never retried.
 
 use super::control::Control;
+use super::control::PointExtra;
+use super::identity::{DbId, FileHeader, FileKind};
 use super::{encode_writes, LogPos, PersistentEpoch, PointFile};
 use crate::error::{Error, Result};
 use crate::timestamp::Clock;
@@ -257,6 +259,7 @@ pub(crate) struct ErmiaLog {
 
 /// The flusher's current segment file.
 struct Segment {
+    db: DbId,
     dir: PathBuf,
     file: File,
     path: PathBuf,
@@ -265,19 +268,39 @@ struct Segment {
 }
 
 impl Segment {
-    fn create(dir: &Path, seq: u64, start: u64, fsync: bool) -> Result<Segment> {
+    /// Creates segment `seq` starting at LSN `start`, with its header (which records
+    /// `prev_len`, the final length of the previous segment). Byte `FileHeader::LEN + i` of
+    /// the file is LSN `start + i`.
+    fn create(
+        db: DbId,
+        dir: &Path,
+        seq: u64,
+        start: u64,
+        prev_len: u64,
+        fsync: bool,
+    ) -> Result<Segment> {
         let path = dir.join(segment_name(seq, start));
-        let file = std::fs::OpenOptions::new()
+        let mut file = std::fs::OpenOptions::new()
             .create_new(true)
             .write(true)
             .open(&path)
             .map_err(|e| Error::io(&path, &e))?;
+        let mut h = FileHeader::new(db, FileKind::Segment, seq, start);
+        h.prev_len = prev_len;
+        let h = h.encode();
+        file.write_all(&h)
+            .and_then(|_| if fsync { file.sync_data() } else { Ok(()) })
+            .map_err(|e| Error::io(&path, &e))?;
         super::format::sync_dir(dir)?;
         Ok(Segment {
+            db,
             dir: dir.to_path_buf(),
             file,
             path,
-            pos: LogPos { seq, offset: 0 },
+            pos: LogPos {
+                seq,
+                offset: h.len() as u64,
+            },
             fsync,
         })
     }
@@ -300,25 +323,45 @@ impl Segment {
                 .sync_all()
                 .map_err(|e| Error::io(&self.path, &e))?;
         }
-        *self = Segment::create(&self.dir, self.pos.seq + 1, start, self.fsync)?;
+        *self = Segment::create(
+            self.db,
+            &self.dir,
+            self.pos.seq + 1,
+            start,
+            self.pos.offset,
+            self.fsync,
+        )?;
         Ok(())
     }
 }
 
 impl ErmiaLog {
     /// Starts the log in `dir` (recovered and locked): LSNs continue from the clock, the first
-    /// segment is number `first_seq`.
+    /// segment is number `first_seq`. Before any commit, a durable-point record names it
+    /// (and `extra`'s checkpoint and catalog).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn start(
         dir: &Path,
         config: &crate::Config,
         slots: usize,
         first_seq: u64,
         clock: &Clock,
+        db: DbId,
+        mut extra: PointExtra,
+        mut point: PointFile,
     ) -> Result<Arc<ErmiaLog>> {
         let fsync = config.fsync == crate::config::FsyncPolicy::Always;
         let base = clock.now();
-        let seg = Segment::create(dir, first_seq, base, fsync)?;
-        let point = PointFile::open(&dir.join(DURABLE_LSN_FILE), fsync)?;
+        let seg = Segment::create(db, dir, first_seq, base, u64::MAX, fsync)?;
+        extra.first = vec![first_seq];
+        point.publish(&PersistentEpoch {
+            id: db,
+            epoch: base,
+            positions: vec![seg.pos],
+            first: extra.first.clone(),
+            checkpoint: extra.checkpoint,
+            catalog_bytes: extra.catalog_bytes,
+        })?;
         let m = Arc::new(ErmiaLog {
             clock: clock.clone(),
             ring: Ring::new(),
@@ -331,7 +374,7 @@ impl ErmiaLog {
             oversized: Mutex::new(BTreeMap::new()),
             written: CachePadded::new(AtomicU64::new(base)),
             physical: config.log == crate::config::LogPolicy::Physical,
-            control: Control::new(base),
+            control: Control::new(base, extra),
         });
         let m2 = m.clone();
         let (interval, file_bytes) = (config.epoch_interval, config.log_file_bytes);
@@ -489,8 +532,10 @@ impl ErmiaLog {
         interval: Duration,
         file_bytes: u64,
     ) {
+        let mut published = self.control.extra().version;
         loop {
             let (stop, rotate) = self.control.next_round(interval);
+            let extra = self.control.extra();
             let limit = self.filled_limit();
             let written = self.written.load(Ordering::Relaxed);
             let durable = self.control.durable();
@@ -499,15 +544,20 @@ impl ErmiaLog {
                     self.write_range(&mut seg, written, limit)?;
                     self.written.store(limit, Ordering::Release);
                 }
-                if limit > durable {
+                if limit > durable || extra.version != published {
                     if seg.fsync {
                         seg.file.sync_data().map_err(|e| Error::io(&seg.path, &e))?;
                         self.control.fsyncs.fetch_add(2, Ordering::Relaxed);
                     }
                     point.publish(&PersistentEpoch {
-                        epoch: limit,
+                        id: seg.db,
+                        epoch: limit.max(durable),
                         positions: vec![seg.pos],
+                        first: extra.first.clone(),
+                        checkpoint: extra.checkpoint,
+                        catalog_bytes: extra.catalog_bytes,
                     })?;
+                    published = extra.version;
                 }
                 if rotate || seg.pos.offset >= file_bytes {
                     seg.next(limit)?;

@@ -1,11 +1,12 @@
 //! `myriad log inspect DIR`: what a data directory holds, read without opening (or locking)
 //! it: the persistent epoch (epoch manager) or durable LSN (ERMIA), the current checkpoint,
-//! and per log file its blocks, records, epoch or LSN range, size and checksum status.
+//! and per log file its blocks, records, epoch or LSN range, size and checksum status; and
+//! every problem that would make recovery refuse the directory (a missing or foreign file,
+//! damage before the durable point, a lost `CURRENT`, ...), found by the same checks.
 
 use super::format::{self, Get};
-use super::{PersistentEpoch, LOG_MAGIC};
+use super::LOG_MAGIC;
 use crate::error::{Error, Result};
-use crate::recovery::checkpoint::Manifest;
 use std::path::{Path, PathBuf};
 
 /// One log file.
@@ -48,6 +49,8 @@ pub struct DirInfo {
     pub durable_lsn: Option<u64>,
     pub checkpoint: Option<CheckpointSummary>,
     pub files: Vec<LogFileInfo>,
+    /// What recovery would refuse to open, one line each (empty: nothing).
+    pub problems: Vec<String>,
 }
 
 /// The current checkpoint.
@@ -61,17 +64,68 @@ pub struct CheckpointSummary {
 /// Reads `dir` (read-only).
 pub fn inspect(dir: &Path) -> Result<DirInfo> {
     if !dir.is_dir() {
-        return Err(Error::Io {
+        return Err(Error::NotADataDirectory {
             path: dir.display().to_string(),
-            message: "not a directory".into(),
+            message: if dir.exists() {
+                "it is a file, not a directory".into()
+            } else {
+                "no such directory".into()
+            },
         });
     }
-    let pe = PersistentEpoch::read_last(dir)?;
-    let manifest = Manifest::read_current(dir)?;
+    let Some(id) = super::identity::read(dir)? else {
+        return Err(Error::NotADataDirectory {
+            path: dir.display().to_string(),
+            message: "it has no IDENTITY file".into(),
+        });
+    };
+    let mut problems = Vec::new();
+    let plan = crate::recovery::plan::plan(dir, id);
+    let (pe, dl, manifest, durable_ends) = match &plan {
+        Ok(p) => (
+            p.pe.clone(),
+            p.dl.clone(),
+            p.manifest.clone(),
+            p.sources
+                .iter()
+                .map(|s| (s.path.clone(), s.durable_end))
+                .collect::<Vec<_>>(),
+        ),
+        Err(_) => (None, None, None, Vec::new()),
+    };
+    match &plan {
+        Ok(p) => {
+            if let Err(e) = super::catalog::Catalog::read(dir, id, p.catalog_bytes) {
+                problems.push(e.to_string());
+            }
+        }
+        Err(e) => problems.push(e.to_string()),
+    }
+    let hl = super::identity::FileHeader::LEN;
+    let header = |path: &Path, data: &[u8], kind, a, b| -> Result<usize> {
+        match super::identity::FileHeader::read(path, data)? {
+            Some(h) => h.check(path, id, kind, a, b).map(|_| hl),
+            None => Ok(data.len()),
+        }
+    };
     let mut files = Vec::new();
     for (logger, seq, path) in super::log_files(dir)? {
         let data = std::fs::read(&path).map_err(|x| Error::io(&path, &x))?;
-        let (blocks, end, why) = format::read_blocks(&data, LOG_MAGIC);
+        let skip = match header(
+            &path,
+            &data,
+            super::identity::FileKind::Log,
+            logger as u64,
+            seq,
+        ) {
+            Ok(n) => n,
+            Err(e) => {
+                problems.push(e.to_string());
+                data.len()
+            }
+        };
+        let (blocks, end, why) = format::read_blocks(&data[skip..], LOG_MAGIC);
+        let end = end + skip;
         let mut records = 0;
         let mut calls = 0;
         let mut physical = 0;
@@ -110,8 +164,15 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
     }
     for (seq, start, path) in super::ermia::segment_files(dir)? {
         let data = std::fs::read(&path).map_err(|x| Error::io(&path, &x))?;
+        let skip = match header(&path, &data, super::identity::FileKind::Segment, seq, start) {
+            Ok(n) => n,
+            Err(e) => {
+                problems.push(e.to_string());
+                data.len()
+            }
+        };
         let (mut blocks, mut records, mut skips, mut calls, mut physical) = (0, 0, 0, 0, 0);
-        let (end, why) = super::ermia::walk_segment(&data, |r| {
+        let (end, why) = super::ermia::walk_segment(&data[skip..], |r| {
             blocks += 1;
             if r.kind == super::ermia::KIND_SKIP {
                 skips += 1;
@@ -137,12 +198,27 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
             physical,
             epochs: None,
             lsns: Some((start, start + end as u64)),
-            valid_bytes: end as u64,
+            valid_bytes: (end + skip) as u64,
             damage: why,
             needed,
         });
     }
-    let dl = PersistentEpoch::read_last_of(&dir.join(super::ermia::DURABLE_LSN_FILE))?;
+    for f in &files {
+        let durable = durable_ends
+            .iter()
+            .find(|(p, _)| *p == f.path)
+            .map_or(0, |x| x.1);
+        if let Some(why) = &f.damage {
+            if f.valid_bytes < durable {
+                problems.push(format!(
+                    "`{}` is damaged at byte {} ({why}), before the end of its durable bytes",
+                    f.path.display(),
+                    f.valid_bytes
+                ));
+            }
+        }
+    }
+    problems.dedup();
     Ok(DirInfo {
         persistent_epoch: pe.map(|p| p.epoch),
         durable_lsn: dl.map(|p| p.epoch),
@@ -152,5 +228,6 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
             tables: m.tables.into_iter().map(|t| (t.name, t.rows)).collect(),
         }),
         files,
+        problems,
     })
 }

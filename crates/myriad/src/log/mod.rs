@@ -26,6 +26,7 @@ pub(crate) mod control;
 pub(crate) mod epoch;
 pub(crate) mod ermia;
 pub(crate) mod format;
+pub(crate) mod identity;
 pub mod inspect;
 
 use crate::error::{Error, Result};
@@ -102,46 +103,111 @@ pub(crate) struct LogPos {
     pub offset: u64,
 }
 
-/// A persistent-epoch record: every record of an epoch ≤ `epoch` is durable, and logger `i`'s
-/// durable bytes end at `positions[i]`.
+/// A durable-point record (`pepoch` for the epoch manager, `durable-lsn` for ERMIA's): every
+/// record of an epoch ≤ `epoch` (or ending at an LSN ≤ it) is durable, and stream `i`'s
+/// durable bytes end at `positions[i]`. It also says which files must exist — stream `i`'s
+/// files `first[i] ..= positions[i].seq` — which checkpoint is current, and how long the
+/// catalog is: recovery refuses a directory that lacks any of them instead of recovering
+/// less than was acknowledged.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct PersistentEpoch {
+    pub id: identity::DbId,
     pub epoch: u64,
     pub positions: Vec<LogPos>,
+    /// Per stream, the first file recovery needs (the current checkpoint's, or the first of
+    /// the session when there is none).
+    pub first: Vec<u64>,
+    /// The timestamp of the current checkpoint, if any.
+    pub checkpoint: Option<u64>,
+    /// The durable length of the catalog.
+    pub catalog_bytes: u64,
 }
 
 impl PersistentEpoch {
     fn encode(&self) -> Vec<u8> {
         let mut p = Vec::new();
+        self.id.put(&mut p);
         p.u64(self.epoch);
         p.u32(self.positions.len() as u32);
-        for x in &self.positions {
+        for (x, f) in self.positions.iter().zip(&self.first) {
             p.u64(x.seq);
             p.u64(x.offset);
+            p.u64(*f);
         }
+        p.u8(u8::from(self.checkpoint.is_some()));
+        p.u64(self.checkpoint.unwrap_or(0));
+        p.u64(self.catalog_bytes);
         let mut out = Vec::new();
         format::put_block(&mut out, PEPOCH_MAGIC, &p);
         out
     }
 
-    /// The last intact record of the persistent-epoch file (a torn last record is the one
-    /// being written when the process stopped: the previous one holds).
-    pub(crate) fn read_last(dir: &Path) -> Result<Option<PersistentEpoch>> {
-        Self::read_last_of(&dir.join(PEPOCH_FILE))
+    fn decode(b: &[u8]) -> Option<PersistentEpoch> {
+        let mut g = format::Get::new(b);
+        let id = identity::DbId::get(&mut g)?;
+        let epoch = g.u64()?;
+        let n = g.u32()?;
+        let (mut positions, mut first) = (Vec::new(), Vec::new());
+        for _ in 0..n.min(1 << 16) {
+            positions.push(LogPos {
+                seq: g.u64()?,
+                offset: g.u64()?,
+            });
+            first.push(g.u64()?);
+        }
+        let has = g.u8()?;
+        let ts = g.u64()?;
+        let catalog_bytes = g.u64()?;
+        g.done().then_some(PersistentEpoch {
+            id,
+            epoch,
+            positions,
+            first,
+            checkpoint: (has != 0).then_some(ts),
+            catalog_bytes,
+        })
     }
 
-    /// The last intact record of a durable-point file (`pepoch`, or ERMIA's `durable-lsn`).
-    pub(crate) fn read_last_of(path: &Path) -> Result<Option<PersistentEpoch>> {
-        let path = path.to_path_buf();
-        let data = match std::fs::read(&path) {
+    /// The newest durable point of `path` (`pepoch` or `durable-lsn`) and of its mirror
+    /// (`PointFile` writes every record to both, so that losing or cutting either file loses
+    /// no acknowledged commit), with a note for each file that was missing while the other
+    /// was there. Each record must be `id`'s.
+    pub(crate) fn read_last_of(
+        path: &Path,
+        id: identity::DbId,
+    ) -> Result<(Option<PersistentEpoch>, Vec<String>)> {
+        let mirror = mirror_of(path);
+        let a = Self::read_one(path, id)?;
+        let b = Self::read_one(&mirror, id)?;
+        let mut notes = Vec::new();
+        for (x, p, other) in [(&a, path, mirror.as_path()), (&b, mirror.as_path(), path)] {
+            if x.is_none() && other.exists() && p.parent().is_some_and(|d| d.exists()) {
+                notes.push(format!(
+                    "{} is missing or empty; its copy {} was used",
+                    p.display(),
+                    other.display()
+                ));
+            }
+        }
+        let best = match (a, b) {
+            (Some(a), Some(b)) => Some(if b.epoch > a.epoch { b } else { a }),
+            (a, b) => a.or(b),
+        };
+        Ok((best, notes))
+    }
+
+    /// The last intact record of one durable-point file (a torn last record is the one being
+    /// written when the process stopped: the previous one holds).
+    fn read_one(path: &Path, id: identity::DbId) -> Result<Option<PersistentEpoch>> {
+        let data = match std::fs::read(path) {
             Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io(&path, &e)),
+            Err(e) => return Err(Error::io(path, &e)),
         };
         let (blocks, end, why) = format::read_blocks(&data, PEPOCH_MAGIC);
         if let Some(why) = why {
             // Only the record being written at the crash can be damaged; damage before it
-            // would silently move the durable epoch back.
+            // would silently move the durable point back.
             if !catalog::is_torn_tail(&data[end..]) {
                 return Err(Error::Corrupt {
                     file: path.display().to_string(),
@@ -153,19 +219,19 @@ impl PersistentEpoch {
         let Some(last) = blocks.last() else {
             return Ok(None);
         };
-        let mut g = format::Get::new(last);
-        let bad = || format::malformed(&path, end as u64, "persistent-epoch record");
-        let epoch = g.u64().ok_or_else(bad)?;
-        let n = g.u32().ok_or_else(bad)?;
-        let mut positions = Vec::new();
-        for _ in 0..n {
-            positions.push(LogPos {
-                seq: g.u64().ok_or_else(bad)?,
-                offset: g.u64().ok_or_else(bad)?,
-            });
-        }
-        Ok(Some(PersistentEpoch { epoch, positions }))
+        let at = end - last.len() - format::BLOCK_HEADER;
+        let rec = Self::decode(last)
+            .ok_or_else(|| format::malformed(path, at as u64, "durable-point record"))?;
+        id.check(rec.id, path)?;
+        Ok(Some(rec))
     }
+}
+
+/// The mirror of a durable-point file.
+pub(crate) fn mirror_of(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push("-mirror");
+    PathBuf::from(s)
 }
 
 /// What a commit gets back: how far the log's durable point must come for the commit to be
@@ -204,8 +270,10 @@ pub(crate) enum LogManager {
 }
 
 impl LogManager {
-    /// Starts logging into `dir` (recovered and locked): epochs continue at `first_epoch`,
-    /// files at sequence `first_seq`, LSNs at the clock.
+    /// Starts logging into `dir` (recovered and locked) for database `db`: epochs continue at
+    /// `first_epoch`, files at sequence `first_seq`, LSNs at the clock; `point` is the
+    /// manager's durable-point file, and `extra` what its records say besides the point.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn start(
         dir: &Path,
         config: &crate::Config,
@@ -213,6 +281,9 @@ impl LogManager {
         first_epoch: u64,
         first_seq: u64,
         clock: &crate::timestamp::Clock,
+        db: identity::DbId,
+        extra: control::PointExtra,
+        point: PointFile,
     ) -> Result<LogManager> {
         Ok(match config.log_manager {
             crate::config::LogManagerKind::Epoch => LogManager::Epoch(epoch::EpochLog::start(
@@ -221,9 +292,12 @@ impl LogManager {
                 slots,
                 first_epoch,
                 first_seq,
+                db,
+                extra,
+                point,
             )?),
             crate::config::LogManagerKind::Ermia => LogManager::Ermia(ermia::ErmiaLog::start(
-                dir, config, slots, first_seq, clock,
+                dir, config, slots, first_seq, clock, db, extra, point,
             )?),
         })
     }
@@ -360,24 +434,24 @@ pub(crate) fn encode_writes<'s>(
 }
 
 /// An append-only file of `PersistentEpoch` records (the epoch manager's `pepoch`, ERMIA's
-/// `durable-lsn`): each record is fsynced (with `FsyncPolicy::Always`) before the point it
-/// names is published; past `PEPOCH_MAX_BYTES` the file is atomically replaced by its last
-/// record.
+/// `durable-lsn`) and its mirror (`…-mirror`): each record is appended to both and fsynced
+/// (with `FsyncPolicy::Always`) before the point it names is published, so a lost or cut
+/// file still leaves the newest point in the other; past `PEPOCH_MAX_BYTES` each file is
+/// atomically replaced by its last record.
 pub(crate) struct PointFile {
-    path: PathBuf,
-    file: File,
-    bytes: u64,
+    files: [(PathBuf, File, u64); 2],
     fsync: bool,
 }
 
 impl PointFile {
     pub(crate) fn open(path: &Path, fsync: bool) -> Result<PointFile> {
-        let file = open_append(path)?;
-        let bytes = file.metadata().map_err(|e| Error::io(path, &e))?.len();
+        let one = |p: PathBuf| -> Result<(PathBuf, File, u64)> {
+            let f = open_append(&p)?;
+            let n = f.metadata().map_err(|e| Error::io(&p, &e))?.len();
+            Ok((p, f, n))
+        };
         Ok(PointFile {
-            path: path.to_path_buf(),
-            file,
-            bytes,
+            files: [one(path.to_path_buf())?, one(mirror_of(path))?],
             fsync,
         })
     }
@@ -385,23 +459,18 @@ impl PointFile {
     pub(crate) fn publish(&mut self, p: &PersistentEpoch) -> Result<()> {
         use std::io::Write;
         let rec = p.encode();
-        if self.bytes + rec.len() as u64 > PEPOCH_MAX_BYTES {
-            format::write_atomic(&self.path, &rec)?;
-            self.file = open_append(&self.path)?;
-            self.bytes = rec.len() as u64;
-            return Ok(());
+        for (path, file, bytes) in &mut self.files {
+            if *bytes + rec.len() as u64 > PEPOCH_MAX_BYTES {
+                format::write_atomic(path, &rec)?;
+                *file = open_append(path)?;
+                *bytes = rec.len() as u64;
+                continue;
+            }
+            file.write_all(&rec)
+                .and_then(|_| if self.fsync { file.sync_data() } else { Ok(()) })
+                .map_err(|x| Error::io(path, &x))?;
+            *bytes += rec.len() as u64;
         }
-        self.file
-            .write_all(&rec)
-            .and_then(|_| {
-                if self.fsync {
-                    self.file.sync_data()
-                } else {
-                    Ok(())
-                }
-            })
-            .map_err(|x| Error::io(&self.path, &x))?;
-        self.bytes += rec.len() as u64;
         Ok(())
     }
 }

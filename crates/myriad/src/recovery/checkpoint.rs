@@ -17,6 +17,7 @@
 use crate::engine::Database;
 use crate::error::{Error, Result};
 use crate::log::format::{self, Get, Put};
+use crate::log::identity::{DbId, FileHeader, FileKind};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -71,8 +72,9 @@ fn ckpt_dir_name(ts: u64) -> String {
 }
 
 impl Manifest {
-    fn encode(&self) -> Vec<u8> {
+    fn encode(&self, db: DbId) -> Vec<u8> {
         let mut p = Vec::new();
+        db.put(&mut p);
         p.u64(self.ts);
         p.u32(self.first_seq.len() as u32);
         for &s in &self.first_seq {
@@ -97,8 +99,9 @@ impl Manifest {
         out
     }
 
-    fn decode(b: &[u8], dir: PathBuf) -> Option<Manifest> {
+    fn decode(b: &[u8], dir: PathBuf) -> Option<(DbId, Manifest)> {
         let mut g = Get::new(b);
+        let id = DbId::get(&mut g)?;
         let ts = g.u64()?;
         let n = g.u32()?;
         let mut first_seq = Vec::new();
@@ -128,33 +131,51 @@ impl Manifest {
                 return None;
             }
         }
-        Some(Manifest {
-            ts,
-            dir,
-            first_seq,
-            tables,
-        })
+        Some((
+            id,
+            Manifest {
+                ts,
+                dir,
+                first_seq,
+                tables,
+            },
+        ))
     }
 
-    /// The checkpoint `CURRENT` names, checked; `None` if there is none yet. Any damage is an
-    /// error: `CURRENT` is only written once the checkpoint is complete and synced.
-    pub(crate) fn read_current(dir: &Path) -> Result<Option<Manifest>> {
+    /// The checkpoint `CURRENT` names, checked (database `db`'s); `None` if there is none yet.
+    /// Any damage is an error: `CURRENT` is only written once the checkpoint is complete and
+    /// synced.
+    pub(crate) fn read_current(dir: &Path, db: DbId) -> Result<Option<Manifest>> {
         let cur = dir.join(CURRENT_FILE);
         let data = match std::fs::read(&cur) {
             Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io(&cur, &e)),
         };
-        let name = read_one_block(&cur, &data, MANIFEST_MAGIC)?;
-        let name = String::from_utf8(name.to_vec())
+        let b = read_one_block(&cur, &data, MANIFEST_MAGIC)?;
+        let mut g = Get::new(b);
+        let id = DbId::get(&mut g).ok_or_else(|| format::malformed(&cur, 0, "CURRENT"))?;
+        db.check(id, &cur)?;
+        let name = String::from_utf8(b[16..].to_vec())
             .map_err(|_| format::malformed(&cur, 0, "checkpoint name"))?;
+        if !name.starts_with("checkpoint-") || name.contains(['/', '\\']) {
+            return Err(format::malformed(&cur, 0, "checkpoint name"));
+        }
         let cdir = dir.join(&name);
         let mpath = cdir.join("MANIFEST");
         let data = std::fs::read(&mpath).map_err(|e| Error::io(&mpath, &e))?;
         let b = read_one_block(&mpath, &data, MANIFEST_MAGIC)?;
-        Manifest::decode(b, cdir)
-            .map(Some)
-            .ok_or_else(|| format::malformed(&mpath, 0, "manifest"))
+        let (id, m) =
+            Manifest::decode(b, cdir).ok_or_else(|| format::malformed(&mpath, 0, "manifest"))?;
+        db.check(id, &mpath)?;
+        if ckpt_dir_name(m.ts) != name {
+            return Err(format::malformed(
+                &mpath,
+                0,
+                "manifest (its timestamp is not its directory's)",
+            ));
+        }
+        Ok(Some(m))
     }
 }
 
@@ -178,7 +199,7 @@ impl TableManifest {
     }
 
     /// Reads and checks the tuple ids of the table's rows (in row order).
-    pub(crate) fn read_tids(&self, dir: &Path) -> Result<Vec<u64>> {
+    pub(crate) fn read_tids(&self, dir: &Path, db: DbId, ts: u64) -> Result<Vec<u64>> {
         let path = dir.join(Self::tids_file(&self.file));
         let Some(expect) = self.tid_bytes else {
             return Err(Error::Corrupt {
@@ -202,9 +223,17 @@ impl TableManifest {
                 format!("{} bytes, the manifest says {expect}", data.len()),
             ));
         }
-        let (blocks, end, why) = format::read_blocks(&data, CKPT_MAGIC);
+        FileHeader::expect(
+            &path,
+            &data,
+            db,
+            FileKind::CheckpointTids,
+            self.id.into(),
+            ts,
+        )?;
+        let (blocks, end, why) = format::read_blocks(&data[FileHeader::LEN..], CKPT_MAGIC);
         if let Some(why) = why {
-            return Err(corrupt(end as u64, why));
+            return Err(corrupt((FileHeader::LEN + end) as u64, why));
         }
         let mut tids = Vec::with_capacity(self.rows as usize);
         for b in blocks {
@@ -230,7 +259,7 @@ impl TableManifest {
     }
 
     /// Reads and checks the table's rows (concatenated).
-    pub(crate) fn read(&self, dir: &Path, row_size: usize) -> Result<Vec<u8>> {
+    pub(crate) fn read(&self, dir: &Path, row_size: usize, db: DbId, ts: u64) -> Result<Vec<u8>> {
         let path = dir.join(&self.file);
         let data = std::fs::read(&path).map_err(|e| Error::io(&path, &e))?;
         let corrupt = |offset: u64, message: String| Error::Corrupt {
@@ -244,9 +273,17 @@ impl TableManifest {
                 format!("{} bytes, the manifest says {}", data.len(), self.bytes),
             ));
         }
-        let (blocks, end, why) = format::read_blocks(&data, CKPT_MAGIC);
+        FileHeader::expect(
+            &path,
+            &data,
+            db,
+            FileKind::CheckpointRows,
+            self.id.into(),
+            ts,
+        )?;
+        let (blocks, end, why) = format::read_blocks(&data[FileHeader::LEN..], CKPT_MAGIC);
         if let Some(why) = why {
-            return Err(corrupt(end as u64, why));
+            return Err(corrupt((FileHeader::LEN + end) as u64, why));
         }
         let mut rows = Vec::with_capacity(data.len());
         for b in blocks {
@@ -307,7 +344,7 @@ impl Database {
     ) -> Result<CheckpointInfo> {
         let started = Instant::now();
         let dir = &state.dir;
-        let mut tx = self.begin_snapshot()?;
+        let tx = self.begin_snapshot()?;
         let ts = tx.begin_ts();
         let name = ckpt_dir_name(ts);
         let tmp = dir.join(format!("{name}.tmp"));
@@ -315,14 +352,61 @@ impl Database {
             std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, &e))?;
         }
         std::fs::create_dir(&tmp).map_err(|e| Error::io(&tmp, &e))?;
+        let r = self.write_checkpoint_files(state, tx, &tmp, ts, first_seq);
+        let m = match r {
+            Ok(m) => m,
+            Err(e) => {
+                // Nothing half-written stays behind (best effort: the error is the news).
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Err(e);
+            }
+        };
+        let fin = dir.join(&name);
+        std::fs::rename(&tmp, &fin).map_err(|e| Error::io(&fin, &e))?;
+        format::sync_dir(dir)?;
+        let mut cur = Vec::new();
+        let mut p = Vec::new();
+        state.id.put(&mut p);
+        p.extend_from_slice(name.as_bytes());
+        format::put_block(&mut cur, MANIFEST_MAGIC, &p);
+        format::write_atomic(&dir.join(CURRENT_FILE), &cur)?;
+        if let Some(log) = self.log.get() {
+            // From the next durable-point record on, recovery refuses a directory without
+            // this checkpoint (a lost `CURRENT` would otherwise recover the log alone).
+            log.control().set_checkpoint(ts, m.first_seq.clone());
+        }
+        let files_removed = remove_obsolete(dir, &name, &m.first_seq)?;
+        let (all_rows, all_bytes) = m.tables.iter().fold((0, 0), |(r, b), t| {
+            (r + t.rows, b + t.bytes + t.tid_bytes.unwrap_or(0))
+        });
+        Ok(CheckpointInfo {
+            ts,
+            dir: fin,
+            tables: m.tables.len(),
+            rows: all_rows,
+            bytes: all_bytes,
+            elapsed: started.elapsed(),
+            files_removed,
+        })
+    }
+
+    /// Writes the table files and the manifest of a checkpoint at `ts` into `tmp`.
+    fn write_checkpoint_files(
+        &self,
+        state: &crate::recovery::DurableState,
+        mut tx: crate::txn::Transaction<'_>,
+        tmp: &Path,
+        ts: u64,
+        first_seq: Vec<u64>,
+    ) -> Result<Manifest> {
         let mut tables = Vec::new();
-        let (mut all_rows, mut all_bytes) = (0u64, 0u64);
         for (i, t) in self.live_tables().iter().enumerate() {
             let file = format!("table-{i:04}");
             let path = tmp.join(&file);
             let tpath = tmp.join(TableManifest::tids_file(&file));
-            let mut rows_out = BlockFile::create(&path)?;
-            let mut tids_out = BlockFile::create(&tpath)?;
+            let header = |kind| FileHeader::new(state.id, kind, t.id.into(), ts).encode();
+            let mut rows_out = BlockFile::create(&path, &header(FileKind::CheckpointRows))?;
+            let mut tids_out = BlockFile::create(&tpath, &header(FileKind::CheckpointTids))?;
             let mut rows = 0u64;
             tx.scan_table_tids(t, |tid, r| {
                 rows += 1;
@@ -332,8 +416,6 @@ impl Database {
             })?;
             let bytes = rows_out.finish()?;
             let tid_bytes = tids_out.finish()?;
-            all_rows += rows;
-            all_bytes += bytes + tid_bytes;
             tables.push(TableManifest {
                 id: t.id,
                 name: t.schema.name.clone(),
@@ -346,27 +428,12 @@ impl Database {
         tx.commit_deferred()?;
         let m = Manifest {
             ts,
-            dir: dir.join(&name),
+            dir: state.dir.join(ckpt_dir_name(ts)),
             first_seq,
             tables,
         };
-        format::write_atomic(&tmp.join("MANIFEST"), &m.encode())?;
-        let fin = dir.join(&name);
-        std::fs::rename(&tmp, &fin).map_err(|e| Error::io(&fin, &e))?;
-        format::sync_dir(dir)?;
-        let mut cur = Vec::new();
-        format::put_block(&mut cur, MANIFEST_MAGIC, name.as_bytes());
-        format::write_atomic(&dir.join(CURRENT_FILE), &cur)?;
-        let files_removed = remove_obsolete(dir, &name, &m.first_seq)?;
-        Ok(CheckpointInfo {
-            ts,
-            dir: fin,
-            tables: m.tables.len(),
-            rows: all_rows,
-            bytes: all_bytes,
-            elapsed: started.elapsed(),
-            files_removed,
-        })
+        format::write_atomic(&tmp.join("MANIFEST"), &m.encode(state.id))?;
+        Ok(m)
     }
 }
 
@@ -381,13 +448,16 @@ struct BlockFile {
 }
 
 impl BlockFile {
-    fn create(path: &Path) -> Result<BlockFile> {
+    /// Creates the file and writes `header` (its `FileHeader`) first.
+    fn create(path: &Path, header: &[u8]) -> Result<BlockFile> {
+        let mut f = std::fs::File::create(path).map_err(|e| Error::io(path, &e))?;
+        f.write_all(header).map_err(|e| Error::io(path, &e))?;
         Ok(BlockFile {
             path: path.to_path_buf(),
-            f: std::fs::File::create(path).map_err(|e| Error::io(path, &e))?,
+            f,
             payload: Vec::with_capacity(BLOCK_BYTES + 4096),
             out: Vec::new(),
-            bytes: 0,
+            bytes: header.len() as u64,
             err: None,
         })
     }

@@ -36,6 +36,7 @@
 //!    a non-durable record of the old session with a durable one of the new.
 
 pub mod checkpoint;
+pub(crate) mod plan;
 mod replay;
 
 use crate::config::{Isolation, RecoveryScheme};
@@ -43,12 +44,12 @@ use crate::engine::Database;
 use crate::error::{Error, Result};
 use crate::log::catalog::{Catalog, Record, TableRecord};
 use crate::log::format::{self, Get};
-use crate::log::{LogManager, PersistentEpoch, COMMAND, LOG_MAGIC};
+use crate::log::identity::{self, DbId, FileHeader, FileKind};
+use crate::log::{LogManager, PointFile, COMMAND, LOG_MAGIC};
 use crate::procedure::Procedure;
 use crate::schema::TableSchema;
 use crate::storage::TableRef;
 use crate::txn::TxnOptions;
-use checkpoint::Manifest;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fs::File;
@@ -60,13 +61,17 @@ use std::time::{Duration, Instant};
 /// State of a durable database's directory.
 pub(crate) struct DurableState {
     pub dir: PathBuf,
-    _lock: File,
+    /// The database's id (`IDENTITY`), stamped into every file it writes.
+    pub id: DbId,
+    _lock: Option<File>,
     /// `None` while recovery recreates the tables (their records are already in it).
     catalog: Mutex<Option<Catalog>>,
     pub checkpoint_lock: Mutex<()>,
     pub report: OnceLock<RecoveryReport>,
     /// Procedure definitions in the catalog so far (the next one gets this number).
     pub procedure_definitions: AtomicU32,
+    /// The log manager (also `Database::log`), for the catalog's length in durable points.
+    log: OnceLock<Arc<LogManager>>,
 }
 
 impl DurableState {
@@ -85,10 +90,16 @@ impl DurableState {
     }
 
     /// Makes a catalog change durable; false (nothing written) while recovery replays the
-    /// catalog.
+    /// catalog. The next durable-point record names the catalog's new length.
     pub(crate) fn log_catalog(&self, r: &Record) -> Result<bool> {
         match self.catalog.lock().as_mut() {
-            Some(c) => c.append(r).map(|_| true),
+            Some(c) => {
+                let len = c.append(r)?;
+                if let Some(log) = self.log.get() {
+                    log.control().set_catalog_bytes(len);
+                }
+                Ok(true)
+            }
             None => Ok(false),
         }
     }
@@ -126,6 +137,9 @@ pub struct RecoveryReport {
     pub bytes_dropped: u64,
     /// One line per dropped tail: file, offset and why.
     pub dropped: Vec<String>,
+    /// What recovery worked around without losing a commit (e.g. a durable-point file was
+    /// missing and its mirror was used).
+    pub notes: Vec<String>,
     pub tables: usize,
     /// Rows in the recovered database.
     pub rows: u64,
@@ -159,46 +173,122 @@ impl Database {
     }
 }
 
+/// The identity of `dir`, creating the database when `create` allows and the directory is
+/// new or empty. Nothing is written into a non-empty directory that is not a database.
+fn identify(dir: &Path, create: bool) -> Result<DbId> {
+    let not_db = |message: String| Error::NotADataDirectory {
+        path: dir.display().to_string(),
+        message,
+    };
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => return Err(not_db("it is a file, not a directory".into())),
+        Ok(_) => {
+            if let Some(id) = identity::read(dir)? {
+                return Ok(id);
+            }
+            let mut names = Vec::new();
+            for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, &e))? {
+                let e = e.map_err(|e| Error::io(dir, &e))?;
+                let n = e.file_name().to_string_lossy().to_string();
+                // A creation that stopped before its identity was renamed into place.
+                if n != "IDENTITY.tmp" {
+                    names.push(n);
+                }
+            }
+            if !names.is_empty() {
+                names.sort();
+                names.truncate(3);
+                return Err(not_db(format!(
+                    "it is not empty ({}, ...) and has no IDENTITY file; refusing to write \
+                     into it",
+                    names.join(", ")
+                )));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(dir, &e)),
+    }
+    if !create {
+        return Err(not_db(
+            "there is no database here (no IDENTITY file); opening with a data directory \
+             creates one"
+                .into(),
+        ));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
+    identity::create(dir)
+}
+
+/// Takes `dir`'s lock: exclusively to open it, shared to verify it (`None` if there is no
+/// lock file to share: nobody has it open).
+fn lock(dir: &Path, shared: bool) -> Result<Option<File>> {
+    let lock_path = dir.join("LOCK");
+    let lock = if shared {
+        match File::open(&lock_path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            r => r,
+        }
+    } else {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+    }
+    .map_err(|e| Error::io(&lock_path, &e))?;
+    let r = if shared {
+        lock.try_lock_shared()
+    } else {
+        lock.try_lock()
+    };
+    match r {
+        Ok(()) => Ok(Some(lock)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Io {
+            path: dir.display().to_string(),
+            message: "the data directory is open in another process or Database \
+                      (its LOCK file is held)"
+                .into(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(&lock_path, &e)),
+    }
+}
+
 /// Opens (creating or recovering) the durable database of `config.data_dir`.
 pub(crate) fn open(config: crate::Config) -> Result<Database> {
     let Some(dir) = config.data_dir.clone() else {
         return Err(Error::InvalidConfig("no data directory".into()));
     };
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, &e))?;
-    let lock_path = dir.join("LOCK");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| Error::io(&lock_path, &e))?;
-    match lock.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            return Err(Error::Io {
-                path: dir.display().to_string(),
-                message: "the data directory is open in another process or Database \
-                          (its LOCK file is held)"
-                    .into(),
-            })
-        }
-        Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&lock_path, &e)),
-    }
+    let id = identify(&dir, config.create_if_missing)?;
+    let lock = lock(&dir, false)?;
     let state = DurableState {
         dir: dir.clone(),
+        id,
         _lock: lock,
         catalog: Mutex::new(None),
         checkpoint_lock: Mutex::new(()),
         report: OnceLock::new(),
         procedure_definitions: AtomicU32::new(0),
+        log: OnceLock::new(),
     };
     let db = Database::new_in_memory(config, Some(state));
-    let (report, next) = recover(&db, &dir)?;
+    let (mut report, next) = recover(&db, &dir, id)?;
     let Some(state) = db.durable.as_ref() else {
         return Err(Error::InvalidConfig("no data directory".into()));
     };
-    *state.catalog.lock() = Some(Catalog::open(&dir)?);
-    let mut report = report;
+    // Every file the new session writes to is opened before anything is replaced or
+    // deleted: a recovery that fails (a permission error, say) leaves the directory as it was.
+    let fsync = db.config.fsync == crate::config::FsyncPolicy::Always;
+    let point = PointFile::open(
+        &dir.join(match db.config.log_manager {
+            crate::config::LogManagerKind::Epoch => crate::log::PEPOCH_FILE,
+            crate::config::LogManagerKind::Ermia => crate::log::ermia::DURABLE_LSN_FILE,
+        }),
+        fsync,
+    )?;
+    let catalog = Catalog::open(&dir, id, next.catalog_intact)?;
+    let catalog_bytes = catalog.len();
+    *state.catalog.lock() = Some(catalog);
+    let mut checkpoint = next.checkpoint_ts;
     if next.checkpoint {
         // Before the new log starts: until this checkpoint is current, the old logs and
         // their durable points are exactly as the crash left them, so a crash here recovers
@@ -209,20 +299,55 @@ pub(crate) fn open(config: crate::Config) -> Result<Database> {
             crate::config::LogManagerKind::Epoch => db.config.loggers,
             crate::config::LogManagerKind::Ermia => 1,
         };
-        db.write_checkpoint(state, vec![next.seq; files])?;
+        checkpoint = Some(db.write_checkpoint(state, vec![next.seq; files])?.ts);
         report.checkpoint_write = t.elapsed();
     }
-    let log = LogManager::start(
+    let extra = crate::log::control::PointExtra {
+        first: Vec::new(),
+        checkpoint,
+        catalog_bytes,
+        version: 0,
+    };
+    let log = Arc::new(LogManager::start(
         &dir,
         &db.config,
         db.txns.len(),
         next.epoch,
         next.seq,
         &db.clock,
-    )?;
-    let _ = db.log.set(Arc::new(log));
+        id,
+        extra,
+        point,
+    )?);
+    let _ = state.log.set(log.clone());
+    let _ = db.log.set(log);
     let _ = state.report.set(report);
     Ok(db)
+}
+
+/// `Database::verify`: recovers `config.data_dir` into memory and reports what it found,
+/// writing nothing (not even a lock file: it takes the existing one shared).
+pub(crate) fn verify(config: crate::Config) -> Result<RecoveryReport> {
+    let Some(dir) = config.data_dir.clone() else {
+        return Err(Error::InvalidConfig(
+            "verify needs a data directory (Config::data_dir)".into(),
+        ));
+    };
+    let id = identify(&dir, false)?;
+    let lock = lock(&dir, true)?;
+    let state = DurableState {
+        dir: dir.clone(),
+        id,
+        _lock: lock,
+        catalog: Mutex::new(None),
+        checkpoint_lock: Mutex::new(()),
+        report: OnceLock::new(),
+        procedure_definitions: AtomicU32::new(0),
+        log: OnceLock::new(),
+    };
+    let db = Database::new_in_memory(config, Some(state));
+    let (report, _) = recover(&db, &dir, id)?;
+    Ok(report)
 }
 
 /// Where the new session continues.
@@ -231,6 +356,10 @@ struct Next {
     seq: u64,
     /// Something was recovered: close recovery with a checkpoint.
     checkpoint: bool,
+    /// The current checkpoint's timestamp, if any.
+    checkpoint_ts: Option<u64>,
+    /// The catalog's intact length (a torn last record after it is cut when it reopens).
+    catalog_intact: u64,
 }
 
 /// A log file's bytes and the records of it to replay.
@@ -270,11 +399,71 @@ struct FileStats {
     dropped: Option<(u64, String)>,
 }
 
-/// A log file to load: one of the epoch manager's (logger, seq, path), or an ERMIA segment
-/// (seq, first LSN, path).
-enum LogSource {
-    Epoch((usize, u64, PathBuf)),
-    Segment(u64, u64, PathBuf),
+/// What loading one log file found: its statistics, and what its header says the previous
+/// file of its stream was (`u64::MAX`: none, or no header).
+struct Loaded {
+    stats: FileStats,
+    prev_len: u64,
+}
+
+/// The header of a log file to load: a file whose durable bytes start past its header must
+/// have an intact one (this database's, this name's); a file with nothing durable may have a
+/// torn one (its creation was cut short), and is then dropped whole.
+fn load_header(
+    path: &Path,
+    data: &[u8],
+    id: DbId,
+    kind: FileKind,
+    a: u64,
+    b: u64,
+    durable_end: u64,
+) -> Result<Option<FileHeader>> {
+    match FileHeader::read(path, data) {
+        Ok(Some(h)) => {
+            h.check(path, id, kind, a, b)?;
+            Ok(Some(h))
+        }
+        Ok(None) | Err(_) if durable_end == 0 => Ok(None),
+        Ok(None) => Err(Error::Corrupt {
+            file: path.display().to_string(),
+            offset: data.len() as u64,
+            message: format!(
+                "the file is {} bytes, shorter than its {}-byte header, and holds durable \
+                 commits",
+                data.len(),
+                FileHeader::LEN
+            ),
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// A file whose header never reached the disk: nothing in it is durable; dropped whole.
+fn headerless(path: PathBuf, data: Vec<u8>) -> (LogFile, Loaded) {
+    let st = FileStats {
+        dropped: (!data.is_empty()).then(|| {
+            (
+                data.len() as u64,
+                format!(
+                    "{}: {} bytes from offset 0 (a file whose header was never completed)",
+                    path.display(),
+                    data.len()
+                ),
+            )
+        }),
+        ..FileStats::default()
+    };
+    (
+        LogFile {
+            path,
+            data,
+            recs: Vec::new(),
+        },
+        Loaded {
+            stats: st,
+            prev_len: u64::MAX,
+        },
+    )
 }
 
 /// Runs `f` on every item on `threads` threads (items taken in order from a shared queue);
@@ -374,12 +563,15 @@ pub(super) fn as_corrupt(e: Error) -> Error {
     }
 }
 
-fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
+fn recover(db: &Database, dir: &Path, id: DbId) -> Result<(RecoveryReport, Next)> {
     let mut rep = RecoveryReport::default();
     let threads = db.config.recovery_threads;
     rep.threads = threads;
+    // 0. Which files must be there (every one is checked before anything is replayed).
+    let plan = plan::plan(dir, id)?;
+    rep.notes = plan.notes.clone();
     // 1. Tables, under their old ids, then procedures.
-    let records = Catalog::read(dir)?;
+    let (records, catalog_intact) = Catalog::read(dir, id, plan.catalog_bytes)?;
     let table_records: Vec<&TableRecord> = records
         .iter()
         .filter_map(|r| match r {
@@ -417,7 +609,7 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
 
     // 2. Checkpoint files.
     let t = Instant::now();
-    let manifest = Manifest::read_current(dir)?;
+    let manifest = plan.manifest.clone();
     let mut ckpt: Vec<(TableRef, &checkpoint::TableManifest, Vec<u8>)> = Vec::new();
     if let Some(m) = &manifest {
         rep.checkpoint_ts = Some(m.ts);
@@ -435,7 +627,7 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
         }
         // One table file per thread at a time.
         ckpt = in_parallel(threads, files, |(tr, tm)| {
-            let rows = tm.read(&m.dir, tr.schema.row_size)?;
+            let rows = tm.read(&m.dir, tr.schema.row_size, id, m.ts)?;
             Ok((tr, tm, rows))
         })?;
     }
@@ -444,49 +636,98 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
 
     // 3. Logs, one file per thread.
     let t = Instant::now();
-    let pe = PersistentEpoch::read_last(dir)?;
-    let durable_epoch = pe.as_ref().map_or(0, |p| p.epoch);
+    let durable_epoch = plan.pe.as_ref().map_or(0, |p| p.epoch);
     rep.persistent_epoch = durable_epoch;
-    let all = crate::log::log_files(dir)?;
-    let any_log = !all.is_empty();
-    let max_seq = all.iter().map(|f| f.1).max().unwrap_or(0);
-    let first = |logger: usize| {
-        manifest
-            .as_ref()
-            .map_or(0, |m| m.first_seq.get(logger).copied().unwrap_or(0))
-    };
-    let files: Vec<(usize, u64, PathBuf)> = all.into_iter().filter(|f| f.1 >= first(f.0)).collect();
-    // ERMIA's segments: one log, judged by the durable LSN.
-    let dl = PersistentEpoch::read_last_of(&dir.join(crate::log::ermia::DURABLE_LSN_FILE))?;
-    rep.durable_lsn = dl.as_ref().map_or(0, |p| p.epoch);
+    rep.durable_lsn = plan.dl.as_ref().map_or(0, |p| p.epoch);
     let durable_lsn = rep.durable_lsn;
-    let first_segment = manifest
-        .as_ref()
-        .map_or(0, |m| m.first_seq.iter().copied().min().unwrap_or(0));
-    let segments = crate::log::ermia::segment_files(dir)?;
-    let any_log = any_log || !segments.is_empty();
-    let max_seq = max_seq.max(segments.iter().map(|f| f.0).max().unwrap_or(0));
-    let mut work: Vec<LogSource> = files.into_iter().map(LogSource::Epoch).collect();
-    work.extend(
-        segments
-            .into_iter()
-            .filter(|f| f.0 >= first_segment)
-            .map(|(seq, start, path)| LogSource::Segment(seq, start, path)),
-    );
-    let loaded = in_parallel(threads, work, |src| match src {
-        LogSource::Epoch((logger, seq, path)) => {
-            let end = durable_end(pe.as_ref().and_then(|p| p.positions.get(logger)), seq);
-            load_file(path, end, durable_epoch, ckpt_ts)
-        }
-        LogSource::Segment(seq, start, path) => {
-            let end = durable_end(dl.as_ref().and_then(|p| p.positions.first()), seq);
-            load_segment(path, start, end, durable_lsn, ckpt_ts)
-        }
+    let any_log = plan.any_log;
+    let max_seq = plan.next_seq - 1;
+    let loaded = in_parallel(threads, plan.sources.clone(), |src| match src.stream {
+        plan::Stream::Logger(logger) => load_file(
+            src.path,
+            id,
+            logger,
+            src.seq,
+            src.durable_end,
+            durable_epoch,
+            ckpt_ts,
+        ),
+        plan::Stream::Segment(start) => load_segment(
+            src.path,
+            id,
+            src.seq,
+            start,
+            src.durable_end,
+            durable_lsn,
+            ckpt_ts,
+        ),
     })?;
+    // A file the durable point covers to its end must be as long as its successor's header
+    // says it was (a cut at a block boundary shows no damage of its own).
+    for (i, src) in plan.sources.iter().enumerate() {
+        let (Some((next, _)), true) = (
+            plan.sources.get(i + 1).zip(loaded.get(i + 1)),
+            src.durable_end == u64::MAX,
+        ) else {
+            continue;
+        };
+        let same = match (&src.stream, &next.stream) {
+            (plan::Stream::Logger(a), plan::Stream::Logger(b)) => a == b,
+            (plan::Stream::Segment(_), plan::Stream::Segment(_)) => true,
+            _ => false,
+        };
+        let expect = loaded[i + 1].1.prev_len;
+        let len = loaded[i].0.data.len() as u64;
+        if same && next.seq == src.seq + 1 && expect != u64::MAX && len != expect {
+            return Err(Error::Corrupt {
+                file: src.path.display().to_string(),
+                offset: len.min(expect),
+                message: format!(
+                    "{len} bytes, but it was {expect} bytes when its log moved on to the next \
+                     file (acknowledged commits are missing)"
+                ),
+            });
+        }
+    }
+    // Records in a file with no durable-point record of its manager: that record was lost.
+    if let Some((f, st)) = loaded.iter().find(|(f, st)| {
+        st.stats.records > 0
+            && match plan
+                .sources
+                .iter()
+                .find(|s| s.path == f.path)
+                .map(|s| &s.stream)
+            {
+                Some(plan::Stream::Logger(_)) => plan.pe.is_none(),
+                Some(plan::Stream::Segment(_)) => plan.dl.is_none(),
+                None => false,
+            }
+    }) {
+        let point = match plan
+            .sources
+            .iter()
+            .find(|s| s.path == f.path)
+            .map(|s| &s.stream)
+        {
+            Some(plan::Stream::Segment(_)) => crate::log::ermia::DURABLE_LSN_FILE,
+            _ => crate::log::PEPOCH_FILE,
+        };
+        return Err(Error::Corrupt {
+            file: dir.join(point).display().to_string(),
+            offset: 0,
+            message: format!(
+                "missing (with its mirror), but {} holds {} commit records: which of them \
+                 were acknowledged is unknown",
+                f.path.display(),
+                st.stats.records
+            ),
+        });
+    }
     let mut max_ts = ckpt_ts;
     let mut max_epoch = durable_epoch;
     let mut logs = Vec::new();
     for (f, st) in loaded {
+        let st = st.stats;
         rep.log_files += 1;
         rep.log_bytes += f.data.len() as u64;
         rep.log_records += st.records;
@@ -514,7 +755,7 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
         // PLR: every row back at its tuple id, no index touched (they are rebuilt at the end).
         let ckpt_dir = manifest.as_ref().map(|m| m.dir.clone()).unwrap_or_default();
         let tids = in_parallel(threads, ckpt.iter().collect(), |(_, tm, _)| {
-            tm.read_tids(&ckpt_dir)
+            tm.read_tids(&ckpt_dir, id, ckpt_ts)
         })?;
         let mut chunks = Vec::new();
         for ((tr, _, data), tids) in ckpt.iter().zip(&tids) {
@@ -581,6 +822,8 @@ fn recover(db: &Database, dir: &Path) -> Result<(RecoveryReport, Next)> {
             epoch: max_epoch + 1,
             seq: max_seq + 1,
             checkpoint: any_log || manifest.is_none() && !records.is_empty(),
+            checkpoint_ts: manifest.as_ref().map(|m| m.ts),
+            catalog_intact,
         },
     ))
 }
@@ -681,24 +924,42 @@ fn restore_procedures(
     Ok(defs.into_iter().map(|(_, p)| p.ok()).collect())
 }
 
-/// Reads and checks one log file: its blocks must be intact up to `durable_end` (the end of
-/// its durable bytes; damage after that is a torn tail, dropped). Keeps the records of epochs
-/// ≤ `durable_epoch` committed after the checkpoint (`ckpt_ts`).
+/// Reads and checks log file `seq` of `logger`: its blocks must be intact up to
+/// `durable_end` (the end of its durable bytes; damage after that is a torn tail, dropped).
+/// Keeps the records of epochs ≤ `durable_epoch` committed after the checkpoint (`ckpt_ts`).
+#[allow(clippy::too_many_arguments)]
 fn load_file(
     path: PathBuf,
+    id: DbId,
+    logger: usize,
+    seq: u64,
     durable_end: u64,
     durable_epoch: u64,
     ckpt_ts: u64,
-) -> Result<(LogFile, FileStats)> {
+) -> Result<(LogFile, Loaded)> {
     let data = std::fs::read(&path).map_err(|e| Error::io(&path, &e))?;
+    let Some(h) = load_header(
+        &path,
+        &data,
+        id,
+        FileKind::Log,
+        logger as u64,
+        seq,
+        durable_end,
+    )?
+    else {
+        return Ok(headerless(path, data));
+    };
     let mut st = FileStats::default();
-    let (blocks, end, why) = format::read_blocks(&data, LOG_MAGIC);
+    let hl = FileHeader::LEN;
+    let (blocks, end, why) = format::read_blocks(&data[hl..], LOG_MAGIC);
+    let end = end + hl;
     if let Some(why) = why.or_else(|| cut_short(end, durable_end)) {
         check_tail(&path, &data, end, durable_end, why, &mut st)?;
     }
     let mut recs = Vec::new();
     let base = data.as_ptr() as usize;
-    let mut at = 0u64;
+    let mut at = hl as u64;
     for b in blocks {
         let bad = || format::malformed(&path, at, "log record");
         let mut g = Get::new(b);
@@ -731,25 +992,38 @@ fn load_file(
         }
         at += (format::BLOCK_HEADER + b.len()) as u64;
     }
-    Ok((LogFile { path, data, recs }, st))
+    Ok((
+        LogFile { path, data, recs },
+        Loaded {
+            stats: st,
+            prev_len: h.prev_len,
+        },
+    ))
 }
 
-/// Reads and checks one ERMIA segment whose first byte is LSN `start`: intact up to
-/// `durable_end` (a damaged tail after it is dropped). Keeps the transaction records that end
-/// at or below `durable_lsn` and after the checkpoint (`ckpt_ts`); a record's end LSN is its
-/// end timestamp.
+/// Reads and checks ERMIA segment `seq`, whose first byte after its header is LSN `start`:
+/// intact up to `durable_end` (a damaged tail after it is dropped). Keeps the transaction
+/// records that end at or below `durable_lsn` and after the checkpoint (`ckpt_ts`); a
+/// record's end LSN is its end timestamp.
+#[allow(clippy::too_many_arguments)]
 fn load_segment(
     path: PathBuf,
+    id: DbId,
+    seq: u64,
     start: u64,
     durable_end: u64,
     durable_lsn: u64,
     ckpt_ts: u64,
-) -> Result<(LogFile, FileStats)> {
+) -> Result<(LogFile, Loaded)> {
     use crate::log::ermia::{walk_segment, HEADER, KIND_SKIP};
     let data = std::fs::read(&path).map_err(|e| Error::io(&path, &e))?;
+    let Some(h) = load_header(&path, &data, id, FileKind::Segment, seq, start, durable_end)? else {
+        return Ok(headerless(path, data));
+    };
+    let hl = FileHeader::LEN;
     let mut st = FileStats::default();
     let mut recs = Vec::new();
-    let (end, why) = walk_segment(&data, |r| {
+    let (end, why) = walk_segment(&data[hl..], |r| {
         let lsn_end = start + (r.offset + HEADER + r.body.len()) as u64;
         st.max_ts = st.max_ts.max(lsn_end);
         if r.kind == KIND_SKIP {
@@ -767,33 +1041,30 @@ fn load_segment(
         let mut g = Get::new(r.body);
         let n = g
             .u32()
-            .ok_or_else(|| format::malformed(&path, r.offset as u64, "log record"))?;
+            .ok_or_else(|| format::malformed(&path, (hl + r.offset) as u64, "log record"))?;
         st.replayed += 1;
         st.calls += u64::from(n == COMMAND);
         st.physical += u64::from(crate::log::is_physical(n, &r.body[4..]));
-        let at = r.offset + HEADER + 4;
+        let at = hl + r.offset + HEADER + 4;
         recs.push(Rec {
             ts: lsn_end,
             n,
             at,
-            end: r.offset + HEADER + r.body.len(),
+            end: hl + r.offset + HEADER + r.body.len(),
         });
         Ok(())
     })?;
+    let end = end + hl;
     if let Some(why) = why.or_else(|| cut_short(end, durable_end)) {
         check_tail(&path, &data, end, durable_end, why, &mut st)?;
     }
-    Ok((LogFile { path, data, recs }, st))
-}
-
-/// Where the durable bytes of log file `seq` end, given the durable position of its log:
-/// all of an earlier file, up to the offset in the file it names, nothing of a later one.
-fn durable_end(durable: Option<&crate::log::LogPos>, seq: u64) -> u64 {
-    match durable {
-        Some(p) if seq < p.seq => u64::MAX,
-        Some(p) if seq == p.seq => p.offset,
-        _ => 0,
-    }
+    Ok((
+        LogFile { path, data, recs },
+        Loaded {
+            stats: st,
+            prev_len: h.prev_len,
+        },
+    ))
 }
 
 /// A file with no damage that ends at `end`, before its durable bytes do: truncated at a
