@@ -84,13 +84,18 @@ enum Command {
         /// Also write the report as JSON to PATH.
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
-        /// How the log is replayed: auto (serial for a command log, else
-        /// parallel-partitioned), serial, parallel-latched or parallel-partitioned.
+        /// How the log is replayed: auto (serial for a command log, physical for a physical
+        /// log, else parallel-partitioned), serial, parallel-latched, parallel-partitioned or
+        /// physical.
         #[arg(long, value_name = "SCHEME", default_value = "auto", value_parser = parse_choice::<RecoveryScheme>)]
         recovery: RecoveryScheme,
         /// Recovery threads (default: the machine's cores).
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
+        /// Check only: read every file and replay the log into memory, write nothing (no
+        /// checkpoint, no lock file); exit 1 on any problem recovery would refuse.
+        #[arg(long)]
+        verify: bool,
     },
     /// Recover a data directory and check a workload's consistency conditions on it (exit 1
     /// on a violation).
@@ -128,7 +133,8 @@ enum CheckWorkload {
 #[derive(Subcommand, Debug)]
 enum LogCommand {
     /// Print the persistent epoch, the current checkpoint, and per log file its epochs,
-    /// record count, size and checksum status (read-only: works while the directory is open).
+    /// record count, size and checksum status, and every problem recovery would refuse (exit
+    /// 1 if there is one). Read-only: works while the directory is open.
     Inspect {
         /// The data directory.
         dir: PathBuf,
@@ -265,6 +271,9 @@ struct BenchArgs {
     /// Longest time between group commits, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     epoch_ms: u64,
+    /// Size at which a logger (or ERMIA's log) starts a new file, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    log_file_mib: u64,
     /// Take a checkpoint every SECS seconds while the benchmark runs.
     #[arg(long, value_name = "SECS", value_parser = parse_duration)]
     checkpoint_interval: Option<f64>,
@@ -505,7 +514,8 @@ fn main() -> ExitCode {
             json,
             recovery,
             threads,
-        } => recover(&dir, json.as_deref(), recovery, threads),
+            verify,
+        } => recover(&dir, json.as_deref(), recovery, threads, verify),
         Command::Check {
             workload:
                 CheckWorkload::Tpcc {
@@ -593,7 +603,8 @@ fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
             LogManagerKind::Epoch
         }))
         .fsync(b.fsync)
-        .epoch_interval(Duration::from_millis(b.epoch_ms));
+        .epoch_interval(Duration::from_millis(b.epoch_ms))
+        .log_file_bytes(b.log_file_mib << 20);
     if let Some(dir) = &b.data_dir {
         config = config.data_dir(dir);
     }
@@ -619,33 +630,46 @@ fn recover(
     json: Option<&std::path::Path>,
     scheme: RecoveryScheme,
     threads: Option<usize>,
+    verify: bool,
 ) -> ExitCode {
-    if !dir.is_dir() {
-        return fatal(
-            &format!("recovering {}", dir.display()),
-            "no such directory",
-        );
-    }
     let t = Instant::now();
-    let mut config = Config::new().data_dir(dir).recovery(scheme);
+    // `recover` never creates a database: a missing or empty directory is an error.
+    let mut config = Config::new()
+        .data_dir(dir)
+        .recovery(scheme)
+        .create_if_missing(false);
     if let Some(n) = threads {
         config = config.recovery_threads(n);
     }
-    let db = match Database::open(config) {
-        Ok(db) => db,
+    let what = if verify { "verifying" } else { "recovering" };
+    let opened = if verify {
+        Database::verify(config).map(|r| (None, r))
+    } else {
+        Database::open(config).and_then(|db| {
+            let r = db
+                .recovery_report()
+                .cloned()
+                .ok_or_else(|| Error::InvalidConfig("no recovery report".into()))?;
+            Ok((Some(db), r))
+        })
+    };
+    let (db, r) = match opened {
+        Ok(x) => x,
         Err(e @ (Error::InvalidConfig(_) | Error::Unsupported(_))) => {
             eprintln!("myriad: {e}");
             return ExitCode::from(2);
         }
-        Err(e) => return fatal(&format!("recovering {}", dir.display()), e),
+        Err(e) => return fatal(&format!("{what} {}", dir.display()), e),
     };
     let open_s = t.elapsed().as_secs_f64();
-    let Some(r) = db.recovery_report().cloned() else {
-        return fatal("recovering", "no recovery report");
-    };
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "recovered {} ({}, {} thread{})",
+        "{} {} ({}, {} thread{})",
+        if verify {
+            "verified (nothing written)"
+        } else {
+            "recovered"
+        },
         dir.display(),
         r.scheme,
         r.threads,
@@ -678,6 +702,14 @@ fn recover(
     );
     for d in &r.dropped {
         println!("  dropped tail      {d}");
+    }
+    for n in &r.notes {
+        println!("  note              {n}");
+    }
+    if let Some(db) = &db {
+        if let Some(state) = bench_load_state(db) {
+            println!("  benchmark load    {state}");
+        }
     }
     println!(
         "  database          {} tables, {} rows",
@@ -731,16 +763,15 @@ fn recover(
 
 /// `myriad check tpcc --data-dir DIR`.
 fn check_tpcc(dir: &std::path::Path, no_inserts: bool) -> ExitCode {
-    if !dir.is_dir() {
-        return fatal(
-            &format!("recovering {}", dir.display()),
-            "no such directory",
-        );
-    }
-    let db = match Database::open(Config::new().data_dir(dir)) {
+    let db = match Database::open(Config::new().data_dir(dir).create_if_missing(false)) {
         Ok(db) => db,
         Err(e) => return fatal(&format!("recovering {}", dir.display()), e),
     };
+    if let Some(state) = bench_load_state(&db) {
+        if state != LOAD_COMPLETE {
+            return fatal("TPC-C check", format!("benchmark load {state}"));
+        }
+    }
     let tables = match tpcc::Tables::lookup(&db) {
         Ok(t) => t,
         Err(e) => return fatal("finding the TPC-C tables", e),
@@ -834,7 +865,63 @@ fn log_inspect(dir: &std::path::Path) -> ExitCode {
     if damaged {
         println!("some files end in damaged bytes: a torn tail after the persistent epoch (or durable LSN) is dropped at recovery; damage before it makes recovery refuse to open");
     }
+    if !info.problems.is_empty() {
+        for p in &info.problems {
+            eprintln!("problem: {p}");
+        }
+        return fatal(
+            "inspecting",
+            format!(
+                "{} problem(s): recovery would refuse to open {}",
+                info.problems.len(),
+                dir.display()
+            ),
+        );
+    }
     ExitCode::SUCCESS
+}
+
+/// The table a durable benchmark run marks its load in: `loading` before the first row,
+/// `complete` once every row (and the checkpoint after them) is durable.
+const LOAD_MARKER: &str = "myriad_bench_load";
+const LOAD_COMPLETE: &str = "complete";
+
+/// Marks the load of a durable run as `state` (creating the marker table first).
+fn mark_load(db: &Database, state: &str) -> myriad::Result<()> {
+    let mut s = myriad::sql::Session::new(db);
+    if db.table(LOAD_MARKER).is_err() {
+        s.execute(&format!(
+            "CREATE TABLE {LOAD_MARKER} (id BIGINT PRIMARY KEY, state VARCHAR(16))"
+        ))?;
+        s.execute(&format!("INSERT INTO {LOAD_MARKER} VALUES (1, '{state}')"))?;
+    } else {
+        s.execute(&format!(
+            "UPDATE {LOAD_MARKER} SET state = '{state}' WHERE id = 1"
+        ))?;
+    }
+    Ok(())
+}
+
+/// What a recovered directory says of its benchmark load: `None` if it was not written by
+/// a durable `myriad bench` run; else `complete`, or why the data is a partial load.
+fn bench_load_state(db: &Database) -> Option<String> {
+    db.table(LOAD_MARKER).ok()?;
+    let out = myriad::sql::Session::new(db)
+        .execute(&format!("SELECT state FROM {LOAD_MARKER} WHERE id = 1"))
+        .ok()?;
+    let state = out.iter().find_map(|o| match o {
+        myriad::sql::Output::Rows { rows, .. } => rows.first().and_then(|r| match r.first() {
+            Some(myriad::Value::Str(s)) => Some(s.clone()),
+            _ => None,
+        }),
+        _ => None,
+    });
+    Some(match state.as_deref() {
+        Some(LOAD_COMPLETE) => LOAD_COMPLETE.to_string(),
+        _ => "incomplete: the run stopped while loading, so the tables hold part of the \
+              initial data (its consistency conditions do not apply); load again"
+            .to_string(),
+    })
 }
 
 /// `myriad explain FILE...`: runs the files' statements in order on an empty in-memory
@@ -998,6 +1085,11 @@ fn bench_workload<W: Workload>(
         }
         Err(e) => return fatal(&format!("creating the {name} tables"), e),
     };
+    if b.data_dir.is_some() {
+        if let Err(e) = mark_load(&db, "loading") {
+            return fatal("marking the load", e);
+        }
+    }
     let (units, unit) = w.load_units();
     let pb = progress_bar(
         progress,
@@ -1015,6 +1107,9 @@ fn bench_workload<W: Workload>(
     if b.data_dir.is_some() {
         if let Err(e) = db.checkpoint() {
             return fatal("checkpointing the loaded data", e);
+        }
+        if let Err(e) = mark_load(&db, LOAD_COMPLETE) {
+            return fatal("marking the load", e);
         }
     }
     let load_s = load_start.elapsed().as_secs_f64();

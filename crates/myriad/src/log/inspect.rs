@@ -81,6 +81,7 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
     };
     let mut problems = Vec::new();
     let plan = crate::recovery::plan::plan(dir, id);
+    let plan_ok = plan.is_ok();
     let (pe, dl, manifest, durable_ends) = match &plan {
         Ok(p) => (
             p.pe.clone(),
@@ -215,6 +216,24 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
                     f.path.display(),
                     f.valid_bytes
                 ));
+            }
+        }
+    }
+    // Records in a file whose manager has no durable-point record: that record was lost.
+    if plan_ok {
+        for f in files.iter().filter(|f| f.records > 0 && f.needed) {
+            let (point, missing) = match f.lsns {
+                Some(_) => (super::ermia::DURABLE_LSN_FILE, dl.is_none()),
+                None => (super::PEPOCH_FILE, pe.is_none()),
+            };
+            if missing {
+                problems.push(format!(
+                    "`{}` is missing (with its mirror), but {} holds {} commit records",
+                    dir.join(point).display(),
+                    f.path.display(),
+                    f.records
+                ));
+                break;
             }
         }
     }

@@ -1,0 +1,289 @@
+//! Issue 32's reproducers, as a user runs them: files missing from a durable TPC-C directory
+//! are refused by `myriad recover` (which then changes nothing) and reported by `myriad log
+//! inspect` with a non-zero exit; `recover --verify` writes nothing; `recover` never writes a
+//! database into an empty or foreign directory; a run killed while loading is reported as an
+//! incomplete load.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn myriad(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_myriad"))
+        .args(args)
+        .output()
+        .expect("run the myriad binary")
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("recovery_faults_cli-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Every file under `dir` (relative) with its bytes, `LOCK` aside.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, d: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                walk(root, &e.path(), out);
+            } else if e.file_name() != "LOCK" {
+                let p = e.path();
+                out.insert(
+                    p.strip_prefix(root).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap(),
+                );
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+fn copy(from: &Path, to: &Path) {
+    let _ = std::fs::remove_dir_all(to);
+    for (rel, data) in snapshot(from) {
+        let p = to.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, data).unwrap();
+    }
+}
+
+/// A durable TPC-C run of a second on 1 warehouse, 1 thread, with `extra` flags.
+fn tpcc_dir(tag: &str, extra: &[&str]) -> PathBuf {
+    let d = tmp(tag);
+    let mut a = vec![
+        "bench",
+        "tpcc",
+        "--warehouses",
+        "1",
+        "--threads",
+        "1",
+        "--duration",
+        "1",
+        "--warmup",
+        "0",
+        "--no-progress",
+        "--data-dir",
+        d.to_str().unwrap(),
+    ];
+    a.extend_from_slice(extra);
+    let o = myriad(&a);
+    assert!(o.status.success(), "bench: {}", text(&o));
+    d
+}
+
+fn files_starting(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut v: Vec<PathBuf> = rd
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Removes `victims` (file names under `dir`'s copy), then: `log inspect` exits 1,
+/// `recover --verify` and `recover` exit 1 naming `names`, and the copy is unchanged.
+fn refused(dir: &Path, tag: &str, victims: &[&str], names: &str) {
+    let c = tmp(tag);
+    copy(dir, &c);
+    for v in victims {
+        for p in files_starting(&c, v) {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let before = snapshot(&c);
+    let cs = c.to_str().unwrap();
+    for args in [
+        vec!["log", "inspect", cs],
+        vec!["recover", "--verify", cs],
+        vec!["recover", cs],
+        vec!["check", "tpcc", "--data-dir", cs],
+    ] {
+        let o = myriad(&args);
+        assert_eq!(o.status.code(), Some(1), "{tag}: {args:?} {}", text(&o));
+        assert!(text(&o).contains(names), "{tag}: {args:?} {}", text(&o));
+        assert!(!text(&o).contains("panicked"), "{}", text(&o));
+    }
+    assert_eq!(
+        snapshot(&c),
+        before,
+        "{tag}: a refused recovery changed the directory"
+    );
+    let _ = std::fs::remove_dir_all(&c);
+}
+
+#[test]
+fn missing_log_files_are_refused_by_name() {
+    // The default log: command records of TPC-C calls.
+    let d = tpcc_dir("cmd", &["--log", "command"]);
+    refused(&d, "cmd-logs", &["log-"], "log-00-");
+    refused(&d, "cmd-points", &["pepoch"], "pepoch");
+    // The durable-point file alone: its mirror holds the same records, nothing is lost.
+    let c = tmp("cmd-pepoch");
+    copy(&d, &c);
+    std::fs::remove_file(c.join("pepoch")).unwrap();
+    let o = myriad(&["recover", c.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("its copy"), "{}", text(&o));
+    assert!(
+        text(&o).contains("0 past the durable point"),
+        "{}",
+        text(&o)
+    );
+    let o = myriad(&["check", "tpcc", "--data-dir", c.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&c);
+
+    // Physical logging on 2 loggers with small files: a middle file, the newest file, and
+    // every file of one logger.
+    let d = tpcc_dir(
+        "phys",
+        &["--log", "physical", "--loggers", "2", "--log-file-mib", "1"],
+    );
+    let logs = files_starting(&d, "log-00-");
+    assert!(logs.len() >= 3, "{logs:?}");
+    let name = |p: &PathBuf| p.file_name().unwrap().to_string_lossy().to_string();
+    let middle = name(&logs[1]);
+    refused(&d, "phys-middle", &[&middle], &middle);
+    let newest = name(logs.last().unwrap());
+    refused(&d, "phys-newest", &[&newest], &newest);
+    refused(&d, "phys-logger", &["log-01-"], "log-01-");
+
+    // ERMIA's log: segments, and the durable-LSN file with its mirror.
+    let d = tpcc_dir("ermia", &["--log-manager", "ermia"]);
+    refused(&d, "ermia-segs", &["seg-"], "seg-");
+    refused(&d, "ermia-point", &["durable-lsn"], "durable-lsn");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn recover_writes_no_database_where_there_is_none() {
+    let e = tmp("empty");
+    std::fs::create_dir_all(&e).unwrap();
+    let o = myriad(&["recover", e.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("no database here"), "{}", text(&o));
+    assert_eq!(std::fs::read_dir(&e).unwrap().count(), 0);
+    // A directory of the user's own files.
+    std::fs::write(e.join("thesis.tex"), b"\\documentclass{book}").unwrap();
+    for args in [
+        vec!["recover", e.to_str().unwrap()],
+        vec!["log", "inspect", e.to_str().unwrap()],
+    ] {
+        let o = myriad(&args);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(
+            text(&o).contains("not a Myriad data directory"),
+            "{}",
+            text(&o)
+        );
+    }
+    assert_eq!(std::fs::read_dir(&e).unwrap().count(), 1);
+    // A regular file.
+    let f = e.join("thesis.tex");
+    let o = myriad(&["recover", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("a file, not a directory"), "{}", text(&o));
+    let _ = std::fs::remove_dir_all(&e);
+}
+
+#[test]
+fn verify_writes_nothing_and_agrees_with_recover() {
+    let d = tpcc_dir("verify", &[]);
+    let before = snapshot(&d);
+    let o = myriad(&["recover", "--verify", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("verified (nothing written)"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(snapshot(&d), before);
+    let o = myriad(&["log", "inspect", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = myriad(&["recover", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("benchmark load    complete"),
+        "{}",
+        text(&o)
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A durable run killed while it loads: `check` says the load is incomplete (instead of
+/// listing violations of the consistency conditions) and `recover` says so too.
+#[test]
+fn a_run_killed_while_loading_is_reported_as_an_incomplete_load() {
+    let d = tmp("killed-load");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_myriad"))
+        .args([
+            "bench",
+            "tpcc",
+            "--warehouses",
+            "8",
+            "--threads",
+            "1",
+            "--duration",
+            "30",
+            "--no-progress",
+            "--data-dir",
+            d.to_str().unwrap(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Kill once the load has begun (the marker table is in the catalog) and rows are logged.
+    let t = std::time::Instant::now();
+    loop {
+        let cat = std::fs::read(d.join("catalog")).unwrap_or_default();
+        let began = cat.windows(17).any(|w| w == b"myriad_bench_load");
+        let logged: u64 = files_starting(&d, "log-")
+            .iter()
+            .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
+            .sum();
+        if began && logged > 200_000 {
+            break;
+        }
+        assert!(
+            t.elapsed().as_secs() < 120,
+            "the load never started logging"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let o = myriad(&["check", "tpcc", "--data-dir", d.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("benchmark load incomplete"),
+        "{}",
+        text(&o)
+    );
+    assert!(!text(&o).contains("violation"), "{}", text(&o));
+    let o = myriad(&["recover", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("benchmark load    incomplete"),
+        "{}",
+        text(&o)
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
