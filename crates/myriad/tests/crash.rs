@@ -23,6 +23,13 @@
 //! acknowledgement, and recovery must bring back every acknowledged commit, dropping the
 //! partly written block. It runs once with each log manager.
 //!
+//! A third test, `crash_during_load_and_recovery`, kills a child that creates a database and
+//! loads it in 100-row transactions (from the first open of an empty directory on), then a
+//! child that does nothing but recover the directory over and over, each at a random moment:
+//! every acknowledged batch must be present after the next recovery, every other batch
+//! wholly present or wholly absent, and recovery must never fail. `MYRIAD_CRASH_LOAD_ROUNDS`
+//! sets its rounds (default 8).
+//!
 //! This file is its own test harness (`harness = false`): the same binary is the child when
 //! `MYRIAD_CRASH_CHILD` names a directory.
 
@@ -46,8 +53,13 @@ fn main() {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
-        if std::env::var("MYRIAD_CRASH_MODE").as_deref() == Ok("write-failure") {
+        let mode = std::env::var("MYRIAD_CRASH_MODE").unwrap_or_default();
+        if mode == "write-failure" {
             child_write_failure(Path::new(&dir), manager_of(generation));
+        } else if mode == "load" {
+            child_load(Path::new(&dir), manager_of(generation));
+        } else if mode == "recover" {
+            child_recover(Path::new(&dir), manager_of(generation));
         } else {
             child(Path::new(&dir), generation);
         }
@@ -58,6 +70,7 @@ fn main() {
     if args.iter().any(|a| a == "--list") {
         println!("crash_bank_transfers: test");
         println!("write_failure_stops_acknowledgements: test");
+        println!("crash_during_load_and_recovery: test");
         return;
     }
     let filter = args.iter().find(|a| !a.starts_with('-'));
@@ -67,6 +80,14 @@ fn main() {
         write_failure(1);
         write_failure(4);
         println!("test write_failure_stops_acknowledgements ... ok");
+    }
+    if wanted("crash_during_load_and_recovery") {
+        let rounds: usize = std::env::var("MYRIAD_CRASH_LOAD_ROUNDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(8);
+        crash_during_load_and_recovery(rounds);
+        println!("test crash_during_load_and_recovery ... ok");
     }
     if !wanted("crash_bank_transfers") {
         return;
@@ -533,4 +554,166 @@ fn parent(kills: usize, seed: u64) {
         started.elapsed().as_secs_f64()
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Rows per load transaction.
+const BATCH: i64 = 100;
+
+/// Creates (if needed) and loads table `load` in transactions of `BATCH` rows, continuing
+/// after the rows already there; prints `ACK batch` after each acknowledged commit.
+fn child_load(dir: &Path, m: LogManagerKind) {
+    let db = Database::open(config(dir, m)).expect("child: open");
+    let t = match db.table("load") {
+        Ok(t) => t,
+        Err(_) => db
+            .create_table(
+                TableSchema::new("load")
+                    .column("id", ColumnType::Int)
+                    .column("batch", ColumnType::Int)
+                    .column("pad", ColumnType::Str(64))
+                    .primary_key_with(&["id"], IndexKind::Ordered),
+            )
+            .expect("child: create"),
+    };
+    let mut next = 0i64;
+    let mut tx = db.begin().unwrap();
+    tx.scan_table(&t, |r| {
+        next = next.max(int(r, 1) + 1);
+        true
+    })
+    .unwrap();
+    tx.commit().unwrap();
+    let mut out = std::io::stdout();
+    for batch in next.. {
+        db.run(|tx| {
+            for i in 0..BATCH {
+                tx.insert(&t, &(batch * BATCH + i, batch, "x".repeat(64).as_str()))?;
+            }
+            Ok(())
+        })
+        .expect("child: load");
+        let _ = writeln!(out, "ACK {batch}");
+        let _ = out.flush();
+    }
+}
+
+/// Recovers the directory over and over (each open ends with recovery's checkpoint and a new
+/// log session; each close with a last durable round).
+fn child_recover(dir: &Path, m: LogManagerKind) {
+    let mut out = std::io::stdout();
+    loop {
+        drop(Database::open(config(dir, m)).expect("child: recover"));
+        let _ = writeln!(out, "RECOVERED");
+        let _ = out.flush();
+    }
+}
+
+/// Runs a child in `mode` on `dir` until it has printed `lines` lines (or 10 s), then for a
+/// random 0..`ms` ms more, and kills it; returns the lines it printed.
+fn run_and_kill(
+    dir: &Path,
+    mode: &str,
+    generation: i64,
+    lines: usize,
+    ms: u64,
+    rng: &mut u64,
+) -> Vec<String> {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env("MYRIAD_CRASH_CHILD", dir)
+        .env("MYRIAD_CRASH_MODE", mode)
+        .env("MYRIAD_CRASH_GEN", generation.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let got: Arc<Mutex<Vec<String>>> = Default::default();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let g = got.clone();
+    let reader = std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let mut g = g.lock().unwrap();
+            g.push(line);
+            if g.len() >= lines {
+                if let Some(t) = tx.take() {
+                    let _ = t.send(());
+                }
+            }
+        }
+    });
+    if lines > 0 {
+        let _ = rx.recv_timeout(Duration::from_secs(10));
+    }
+    std::thread::sleep(Duration::from_millis(xorshift(rng) % ms.max(1)));
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    assert!(
+        status.code().is_none(),
+        "the {mode} child exited by itself ({status}) instead of being killed"
+    );
+    let g = got.lock().unwrap().clone();
+    g
+}
+
+fn crash_during_load_and_recovery(rounds: usize) {
+    let mut rng = 0x5eed_1234_u64;
+    let started = Instant::now();
+    let (mut acked_total, mut recoveries) = (0, 0);
+    for (m, generation) in [(LogManagerKind::Epoch, 1i64), (LogManagerKind::Ermia, 4)] {
+        let dir =
+            std::env::temp_dir().join(format!("myriad-crash-load-{}-{m}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut acked: Vec<i64> = Vec::new();
+        for round in 0..rounds.div_ceil(2) {
+            // The first round may die before the directory is a database at all.
+            let lines = if round == 0 { 0 } else { 1 };
+            for l in run_and_kill(&dir, "load", generation, lines, 200, &mut rng) {
+                if let Some(b) = l.strip_prefix("ACK ").and_then(|b| b.parse().ok()) {
+                    acked.push(b);
+                }
+            }
+            if dir.exists() {
+                let r = run_and_kill(&dir, "recover", generation, 0, 120, &mut rng);
+                recoveries += r.len();
+            }
+            // Now recover for real and check.
+            let db = Database::open(config(&dir, m))
+                .unwrap_or_else(|e| panic!("{m} round {round}: recovery failed: {e}"));
+            let Ok(t) = db.table("load") else {
+                assert!(
+                    acked.is_empty(),
+                    "{m} round {round}: the table of acknowledged batches is gone"
+                );
+                continue;
+            };
+            let mut per_batch: HashMap<i64, i64> = HashMap::new();
+            let mut tx = db.begin().unwrap();
+            tx.scan_table(&t, |r| {
+                *per_batch.entry(int(r, 1)).or_default() += 1;
+                true
+            })
+            .unwrap();
+            tx.commit().unwrap();
+            for b in &acked {
+                assert_eq!(
+                    per_batch.get(b),
+                    Some(&BATCH),
+                    "{m} round {round}: acknowledged batch {b} lost"
+                );
+            }
+            for (b, n) in &per_batch {
+                assert_eq!(*n, BATCH, "{m} round {round}: batch {b} half present");
+            }
+        }
+        acked_total += acked.len();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    println!(
+        "crash_during_load_and_recovery: {rounds} rounds, {acked_total} acknowledged batches, \
+         {recoveries} recoveries completed by killed children, {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 }
