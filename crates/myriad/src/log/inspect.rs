@@ -69,7 +69,7 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
             message: if dir.exists() {
                 "it is a file, not a directory".into()
             } else {
-                "no such directory".into()
+                "no such directory (not a directory)".into()
             },
         });
     }

@@ -1,15 +1,19 @@
 //! Opening a data directory: lock it, recover it, start logging (thesis ch. 4).
 //!
 //! Layout of a data directory:
+//! - `IDENTITY` — format version and database id, written first (`log/identity.rs`);
 //! - `LOCK` — held (`flock`) by the one process that has the directory open;
 //! - `catalog` — every CREATE TABLE / CREATE INDEX / CREATE PROCEDURE (`log/catalog.rs`);
 //! - `log-LL-SSSSSSSSSS` — the files of logger `LL`, in sequence `S` (`log/mod.rs`);
-//! - `pepoch` — persistent-epoch records: the durable epoch and where each logger's durable
-//!   bytes end;
+//! - `pepoch` and `pepoch-mirror` — persistent-epoch records: the durable epoch, where each
+//!   logger's durable bytes end, which files it needs, the current checkpoint and the
+//!   catalog's length (ERMIA: `seg-*` files and `durable-lsn`, with its mirror);
 //! - `checkpoint-TTTTTTTTTTTTTTTTTTTT/` — a transactionally consistent checkpoint as of
 //!   timestamp `T` (`checkpoint.rs`), and `CURRENT`, which names the newest complete one.
 //!
 //! Recovery (`Config::recovery`, thesis §4.7.1's schemes):
+//! 0. `plan.rs` checks that every file the durable points and the checkpoint need is there
+//!    (and nothing is written before the whole recovery has succeeded);
 //! 1. the catalog recreates every table under its old id (log records name tables by id) and
 //!    compiles every procedure definition (command records name definitions);
 //! 2. the current checkpoint's files are read and checked;
@@ -209,11 +213,13 @@ fn identify(dir: &Path, create: bool) -> Result<DbId> {
         Err(e) => return Err(Error::io(dir, &e)),
     }
     if !create {
-        return Err(not_db(
+        return Err(not_db(if dir.exists() {
             "there is no database here (no IDENTITY file); opening with a data directory \
              creates one"
-                .into(),
-        ));
+                .into()
+        } else {
+            "no such directory".into()
+        }));
     }
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
     identity::create(dir)
