@@ -264,7 +264,8 @@ impl EpochLog {
                 };
                 let r = pepoch.publish(&rec);
                 if fsync {
-                    self.control.fsyncs.fetch_add(1, Ordering::Relaxed);
+                    // `pepoch` and its mirror.
+                    self.control.fsyncs.fetch_add(2, Ordering::Relaxed);
                 }
                 err = r.err();
             }

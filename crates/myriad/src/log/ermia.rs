@@ -547,7 +547,8 @@ impl ErmiaLog {
                 if limit > durable || extra.version != published {
                     if seg.fsync {
                         seg.file.sync_data().map_err(|e| Error::io(&seg.path, &e))?;
-                        self.control.fsyncs.fetch_add(2, Ordering::Relaxed);
+                        // The segment, `durable-lsn` and its mirror.
+                        self.control.fsyncs.fetch_add(3, Ordering::Relaxed);
                     }
                     point.publish(&PersistentEpoch {
                         id: seg.db,
