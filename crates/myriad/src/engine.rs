@@ -137,9 +137,10 @@ impl Database {
     }
 
     /// Checks the data directory of `config` as opening it would — every file, every record
-    /// replayed into memory — and writes nothing (the directory may be open elsewhere: its
-    /// lock is taken shared, and only if its `LOCK` file exists). Returns what recovery would
-    /// find, or the error opening would refuse with. Never creates a database.
+    /// replayed into memory — and writes nothing: no checkpoint, no log, not even a lock file
+    /// (an existing `LOCK` is taken shared, so a directory another process has open is
+    /// refused with `Error::Io`). Returns what recovery would find, or the error opening
+    /// would refuse with. Never creates a database.
     pub fn verify(config: Config) -> Result<crate::recovery::RecoveryReport> {
         config.validate()?;
         crate::recovery::verify(config.create_if_missing(false))
