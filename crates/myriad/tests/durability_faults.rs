@@ -368,3 +368,41 @@ fn crc32c_of(a: &[u8], b: &[u8]) -> u32 {
     }
     !c
 }
+
+/// A recovery that fails while writing its closing checkpoint changes nothing: the new
+/// session's files are opened first, the old log is deleted only after the checkpoint is
+/// current, and a half-written checkpoint is removed. (The failure is made by a regular file
+/// where the checkpoint's temporary directory goes — permissions would not stop root.)
+#[test]
+fn a_recovery_that_fails_to_write_changes_nothing() {
+    for m in [LogManagerKind::Epoch, LogManagerKind::Ermia] {
+        let a = TempDir::new("ckfail");
+        let expect = build(a.path(), m, LogPolicy::Logical, 0);
+        let files = snapshot(a.path());
+        // Where this directory's closing checkpoint goes (recovery is deterministic).
+        let probe = TempDir::new("ckfail-probe");
+        restore(probe.path(), &files);
+        drop(Database::open(cfg(probe.path(), m, LogPolicy::Logical)).unwrap());
+        let name = std::fs::read_dir(probe.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .find(|n| n.starts_with("checkpoint-") && !files.keys().any(|k| k.starts_with(n)))
+            .expect("the probe wrote a new checkpoint");
+        let c = TempDir::new("ckfail-case");
+        restore(c.path(), &files);
+        std::fs::write(c.path().join(format!("{name}.tmp")), b"in the way").unwrap();
+        let before = snapshot(c.path());
+        match Database::open(cfg(c.path(), m, LogPolicy::Logical)) {
+            Err(Error::Io { .. }) => {}
+            other => panic!("{m}: expected an I/O error, got {:?}", other.err()),
+        }
+        assert_eq!(
+            snapshot(c.path()),
+            before,
+            "{m}: the failed recovery changed the directory"
+        );
+        std::fs::remove_file(c.path().join(format!("{name}.tmp"))).unwrap();
+        let db = Database::open(cfg(c.path(), m, LogPolicy::Logical)).unwrap();
+        assert_eq!(dump(&db), expect, "{m}");
+    }
+}
