@@ -176,3 +176,23 @@ fn the_protocol_alone_picks_its_strongest_isolation() {
         "{o:?}"
     );
 }
+
+#[test]
+fn a_float_column_is_double_wherever_the_user_sees_it() {
+    // `ColumnType::Float` / `Value::Float` in Rust; the user sees one name, DOUBLE.
+    let o = shell(
+        &[],
+        "CREATE TABLE f (k INT PRIMARY KEY, x FLOAT, y REAL);\n\\d f\nINSERT INTO f VALUES (1, 'a', 1);\nSELECT k FROM f WHERE x = 'a';\n",
+    );
+    let out = stdout(&o);
+    assert!(
+        out.contains(" x      | DOUBLE\n y      | DOUBLE\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("expected DOUBLE, found VARCHAR")
+            && out.contains("cannot compare DOUBLE with VARCHAR"),
+        "{out}"
+    );
+    assert!(!out.to_lowercase().contains("float"), "{out}");
+}
