@@ -2,13 +2,16 @@
 //!
 //! `myriad bench <workload>` opens an embedded in-memory database with the chosen design
 //! (`--protocol`, `--isolation`, `--gc`), loads the workload's tables, runs it, and prints a
-//! human summary (and with `--json PATH` one JSON object; DESIGN.md §4). `myriad shell` is an
-//! interactive SQL session; `myriad isolation-test SPEC...` runs isolation specs
-//! (`isolation/`). `myriad experiment NAME` runs a sweep of benchmarks and plots it
-//! (`experiment/`).
+//! human summary (and with `--json PATH` one JSON object; DESIGN.md §4). Without
+//! `--isolation` it runs at the protocol's strongest level. `myriad shell` is an interactive
+//! SQL session (in memory, or durable with `--data-dir`); `myriad isolation-test SPEC...` runs
+//! isolation specs (`isolation/`). `myriad experiment NAME` runs a sweep of benchmarks and
+//! plots it (`experiment/`).
 //!
 //! Exit codes: 0 success; 1 a fatal error during the run; 2 a usage error (unknown flag,
-//! invalid value) or a configuration this build does not support.
+//! invalid value, a `--data-dir` that is a file, a load estimated not to fit in memory) or a
+//! configuration this build does not support. Output into a closed pipe ends the process by
+//! SIGPIPE, as for `cat` (`restore_sigpipe`).
 
 mod bench;
 mod experiment;
@@ -516,6 +519,14 @@ fn main() -> ExitCode {
         let b = workload.bench_args_mut();
         b.isolation = Some(isolation_or_strongest(b.isolation, b.protocol));
         set_huge_pages(b.huge_pages);
+        // Pre-faulting more than there is would fail the way an oversized load does.
+        fits_in_memory(
+            footprint::Estimate {
+                bytes: b.prefault_mib << 20,
+                from: format!("--prefault-mib {}", b.prefault_mib),
+            },
+            b,
+        );
         prefault(b.prefault_mib);
     }
     match cli.command {

@@ -150,6 +150,7 @@ fn a_load_that_cannot_fit_in_memory_is_refused_before_loading() {
     }
     for (workload, flag, n) in [
         ("tpcc", "--warehouses", "100000"),
+        ("ycsb", "--prefault-mib", "1048576"),
         ("ycsb", "--rows", "9000000000000"),
         ("smallbank", "--accounts", "1000000000"),
         ("tatp", "--subscribers", "1000000000"),

@@ -56,7 +56,7 @@ const TATP_BYTES_PER_SUBSCRIBER: u64 = 2500;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Estimate {
     pub bytes: u64,
-    /// e.g. "--warehouses 100000 at about 95.0 MiB each".
+    /// e.g. "--warehouses 100000 at about 180.0 MiB each".
     pub from: String,
 }
 
@@ -118,7 +118,7 @@ pub fn mem_available() -> Option<u64> {
 pub fn check(e: &Estimate, available: Option<u64>, force: bool) -> Result<(), String> {
     match available {
         Some(avail) if e.bytes > avail && !force => Err(format!(
-            "loading needs about {} ({}), more than the {} of memory available \
+            "this needs about {} ({}), more than the {} of memory available \
              (MemAvailable in /proc/meminfo); a smaller size fits, or --force loads anyway",
             super::report::bytes(e.bytes),
             e.from,
