@@ -2,13 +2,16 @@
 //!
 //! `myriad bench <workload>` opens an embedded in-memory database with the chosen design
 //! (`--protocol`, `--isolation`, `--gc`), loads the workload's tables, runs it, and prints a
-//! human summary (and with `--json PATH` one JSON object; DESIGN.md §4). `myriad shell` is an
-//! interactive SQL session; `myriad isolation-test SPEC...` runs isolation specs
-//! (`isolation/`). `myriad experiment NAME` runs a sweep of benchmarks and plots it
-//! (`experiment/`).
+//! human summary (and with `--json PATH` one JSON object; DESIGN.md §4). Without
+//! `--isolation` it runs at the protocol's strongest level. `myriad shell` is an interactive
+//! SQL session (in memory, or durable with `--data-dir`); `myriad isolation-test SPEC...` runs
+//! isolation specs (`isolation/`). `myriad experiment NAME` runs a sweep of benchmarks and
+//! plots it (`experiment/`).
 //!
 //! Exit codes: 0 success; 1 a fatal error during the run; 2 a usage error (unknown flag,
-//! invalid value) or a configuration this build does not support.
+//! invalid value, a `--data-dir` that is a file, a load estimated not to fit in memory) or a
+//! configuration this build does not support. Output into a closed pipe ends the process by
+//! SIGPIPE, as for `cat` (`restore_sigpipe`).
 
 mod bench;
 mod experiment;
@@ -23,6 +26,7 @@ mod workload;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use bench::footprint;
 use bench::report::{self, Fidelity, Report, ReportInput};
 use bench::{progress_bar, progress_enabled, RunOptions};
 use clap::error::ErrorKind;
@@ -58,12 +62,20 @@ enum Command {
         #[command(subcommand)]
         workload: BenchWorkload,
     },
-    /// An interactive SQL session on an in-memory database (reads stdin when it is not a
-    /// terminal; then exits 1 if a statement failed).
+    /// An interactive SQL session on an in-memory database, or with --data-dir a durable one
+    /// (reads stdin when it is not a terminal; then exits 1 if a statement failed).
     Shell {
+        /// Concurrency-control protocol (as for `bench`), on its own version storage.
+        #[arg(long, value_name = "P", default_value = "mvocc", value_parser = parse_choice::<Protocol>)]
+        protocol: Protocol,
         /// Isolation level of `BEGIN` and of single statements: serializable, rr, si or rc.
-        #[arg(long, value_name = "LEVEL", default_value = "serializable", value_parser = parse_choice::<Isolation>)]
-        isolation: Isolation,
+        /// Default: the strongest level the protocol offers.
+        #[arg(long, value_name = "LEVEL", value_parser = parse_choice::<Isolation>)]
+        isolation: Option<Isolation>,
+        /// Open (recovering it) or create the durable database in DIR, e.g. one `myriad
+        /// recover` has recovered; it is closed with a checkpoint when the shell ends.
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
     },
     /// Print each stored procedure's IR and def-use graph (key, value and control uses).
     /// The files run in order on an empty in-memory database, so the CREATE TABLE statements
@@ -85,8 +97,9 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
         /// How the log is replayed: auto (serial for a command log, physical for a physical
-        /// log, else parallel-partitioned), serial, parallel-latched, parallel-partitioned or
-        /// physical.
+        /// one, else parallel-partitioned), serial, parallel-latched, parallel-partitioned or
+        /// physical (rows installed at their tuple ids, then the indexes rebuilt; a physical
+        /// log only).
         #[arg(long, value_name = "SCHEME", default_value = "auto", value_parser = parse_choice::<RecoveryScheme>)]
         recovery: RecoveryScheme,
         /// Recovery threads (default: the machine's cores).
@@ -154,12 +167,12 @@ enum BenchWorkload {
 }
 
 impl BenchWorkload {
-    fn bench_args(&self) -> Option<&BenchArgs> {
+    fn bench_args_mut(&mut self) -> &mut BenchArgs {
         match self {
-            BenchWorkload::Ycsb(a) => Some(&a.bench),
-            BenchWorkload::Smallbank(a) => Some(&a.bench),
-            BenchWorkload::Tatp(a) => Some(&a.bench),
-            BenchWorkload::Tpcc(a) => Some(&a.bench),
+            BenchWorkload::Ycsb(a) => &mut a.bench,
+            BenchWorkload::Smallbank(a) => &mut a.bench,
+            BenchWorkload::Tatp(a) => &mut a.bench,
+            BenchWorkload::Tpcc(a) => &mut a.bench,
         }
     }
 }
@@ -193,10 +206,10 @@ struct BenchArgs {
     #[serde(serialize_with = "opt_display")]
     storage: Option<VersionStorage>,
     /// Isolation level: serializable, rr, si or rc (mvocc offers all four, mvto and mv2pl
-    /// serializable, si only si).
-    #[arg(long, value_name = "LEVEL", default_value = "serializable", value_parser = parse_choice::<Isolation>)]
-    #[serde(serialize_with = "as_display")]
-    isolation: Isolation,
+    /// serializable, si only si). Default: the strongest level the protocol offers.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_choice::<Isolation>)]
+    #[serde(serialize_with = "opt_display")]
+    isolation: Option<Isolation>,
     /// Commit dependencies under mvocc and si (Hekaton §2.7): a reader that meets a Preparing
     /// writer below its read time reads or ignores its version speculatively instead of
     /// waiting. `false`: it waits. The other protocols always wait.
@@ -287,6 +300,17 @@ struct BenchArgs {
     /// page zeroing during the run. Reported in the fidelity block.
     #[arg(long, value_name = "MIB", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1 << 20))]
     prefault_mib: u64,
+    /// Load even when the estimated size of the loaded tables exceeds the memory available
+    /// (MemAvailable in /proc/meminfo); without it such a run is refused before loading.
+    #[arg(long)]
+    force: bool,
+}
+
+impl BenchArgs {
+    /// `--isolation`, which `main` fills in before anything reads it.
+    fn isolation(&self) -> Isolation {
+        self.isolation.unwrap_or(Isolation::Serializable)
+    }
 }
 
 /// `myriad bench ycsb`.
@@ -497,15 +521,32 @@ fn parse_theta(s: &str) -> Result<f64, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    if let Command::Bench { workload } = &cli.command {
-        if let Some(b) = workload.bench_args() {
-            set_huge_pages(b.huge_pages);
-            prefault(b.prefault_mib);
-        }
+    restore_sigpipe();
+    let mut cli = Cli::parse();
+    if let Command::Bench { workload } = &mut cli.command {
+        let b = workload.bench_args_mut();
+        b.isolation = Some(isolation_or_strongest(b.isolation, b.protocol));
+        set_huge_pages(b.huge_pages);
+        // Pre-faulting more than there is would fail the way an oversized load does.
+        fits_in_memory(
+            footprint::Estimate {
+                bytes: b.prefault_mib << 20,
+                from: format!("--prefault-mib {}", b.prefault_mib),
+            },
+            b,
+        );
+        prefault(b.prefault_mib);
     }
     match cli.command {
-        Command::Shell { isolation } => shell::run(isolation),
+        Command::Shell {
+            protocol,
+            isolation,
+            data_dir,
+        } => shell::run(
+            protocol,
+            isolation_or_strongest(isolation, protocol),
+            data_dir.as_deref(),
+        ),
         Command::Explain { files, dot } => explain(&files, dot),
         Command::IsolationTest(a) => isolation::run(a),
         Command::Experiment(a) => experiment::run(a),
@@ -532,6 +573,22 @@ fn main() -> ExitCode {
             BenchWorkload::Smallbank(a) => bench_smallbank(a),
             BenchWorkload::Tatp(a) => bench_tatp(a),
         },
+    }
+}
+
+/// Gives SIGPIPE back its default action (terminate, silently), which the Rust runtime sets to
+/// "ignore" before `main`. With it ignored, writing to a closed pipe (`myriad log inspect D |
+/// head -1`) returns `BrokenPipe`, and `println!` panics on that with a backtrace. Restoring
+/// the default makes every writer (the reports, the shell, isolation-test, progress bars on
+/// stderr) stop the way `cat` or `grep` do, without wrapping each `print!` in a check. A
+/// process ended this way skips its destructors: a durable database is then left as after a
+/// crash (recovery's job), and a `--json` report is written before the human one, so it is
+/// complete by then.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: installs the default disposition; no handler runs, single-threaded here.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
@@ -573,6 +630,36 @@ fn prefault(mib: u64) {
     drop(blocks);
 }
 
+/// The isolation level to run at: the one given, else the strongest `protocol` offers (so `--protocol
+/// si` alone runs, at `si`). A default below serializable is said on stderr, so a weaker run is
+/// never mistaken for a serializable one. A protocol this build lacks gets serializable here
+/// and its "not supported" error when the database opens.
+pub(crate) fn isolation_or_strongest(given: Option<Isolation>, protocol: Protocol) -> Isolation {
+    if let Some(i) = given {
+        return i;
+    }
+    let level = Config::strongest_isolation(protocol).unwrap_or(Isolation::Serializable);
+    if level != Isolation::Serializable {
+        eprintln!(
+            "myriad: isolation level {level}, the strongest protocol {protocol} offers \
+             (--isolation chooses another)"
+        );
+    }
+    level
+}
+
+/// A `--data-dir` that exists must be a directory: otherwise opening it would fail with the
+/// OS's bare "File exists" or "Not a directory".
+pub(crate) fn check_data_dir(dir: &std::path::Path) -> Result<(), String> {
+    match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => Err(format!(
+            "--data-dir {}: not a directory (a file is there; give a new or existing directory)",
+            dir.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// A usage error found after parsing: clap's format and exit code (2).
 fn usage_error(msg: String) -> ! {
     Cli::command().error(ErrorKind::ValueValidation, msg).exit()
@@ -588,7 +675,7 @@ fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
     let mut config = Config::new()
         .protocol(b.protocol)
         .version_storage(b.storage.unwrap_or(b.protocol.natural_storage()))
-        .isolation(b.isolation)
+        .isolation(b.isolation())
         .gc(b.gc)
         .gc_interval_txns(b.gc_interval)
         .gc_threads(b.gc_threads as usize)
@@ -980,7 +1067,7 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
         secondary_indexes: a.secondary_indexes as usize,
         distinct_keys: a.distinct_keys,
         prefetch: a.prefetch,
-        isolation: b.isolation,
+        isolation: b.isolation(),
         as_procedure: a.as_procedure,
         threads: b.threads,
         read_only_threads: a.read_only_threads as usize,
@@ -989,6 +1076,15 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
     if let Err(m) = params.validate() {
         usage_error(m);
     }
+    fits_in_memory(
+        footprint::ycsb(
+            a.rows,
+            a.attrs,
+            a.row_layout == RowLayout::Bytes100x10,
+            a.secondary_indexes,
+        ),
+        b,
+    );
     let config = serde_json::to_value(&a).unwrap_or_default();
     bench_workload("ycsb", config, b, false, |db| Ycsb::create(db, params))
 }
@@ -998,11 +1094,12 @@ fn bench_smallbank(a: SmallbankArgs) -> ExitCode {
     let params = smallbank::Params {
         accounts: a.accounts,
         theta: a.theta,
-        isolation: b.isolation,
+        isolation: b.isolation(),
     };
     if let Err(m) = params.validate() {
         usage_error(m);
     }
+    fits_in_memory(footprint::smallbank(a.accounts), b);
     let config = serde_json::to_value(&a).unwrap_or_default();
     bench_workload("smallbank", config, b, a.check, |db| {
         Smallbank::create(db, params)
@@ -1016,8 +1113,9 @@ fn bench_tpcc(a: TpccArgs) -> ExitCode {
         scale: tpcc::Scale::standard(),
         remote_pct: a.remote_pct,
         no_inserts: a.no_inserts,
-        isolation: b.isolation,
+        isolation: b.isolation(),
     };
+    fits_in_memory(footprint::tpcc(a.warehouses.unsigned_abs()), b);
     let config = serde_json::to_value(&a).unwrap_or_default();
     bench_workload("tpcc", config, b, a.check, |db| {
         Ok(TpccBench {
@@ -1032,13 +1130,22 @@ fn bench_tatp(a: TatpArgs) -> ExitCode {
     let b = &a.bench;
     let params = tatp::Params {
         subscribers: a.subscribers,
-        isolation: b.isolation,
+        isolation: b.isolation(),
     };
     if let Err(m) = params.validate() {
         usage_error(m);
     }
+    fits_in_memory(footprint::tatp(a.subscribers), b);
     let config = serde_json::to_value(&a).unwrap_or_default();
     bench_workload("tatp", config, b, a.check, |db| Tatp::create(db, params))
+}
+
+/// Refuses (a usage error, exit 2) a load estimated not to fit in the available memory, unless
+/// `--force`: loading it would end in a failed allocation after minutes of work.
+fn fits_in_memory(e: footprint::Estimate, b: &BenchArgs) {
+    if let Err(m) = footprint::check(&e, footprint::mem_available(), b.force) {
+        usage_error(m);
+    }
 }
 
 /// Every workload's run: opens the database, creates the workload (`create`), loads it with a
@@ -1060,6 +1167,9 @@ fn bench_workload<W: Workload>(
         None => None,
     };
     if let Some(dir) = &b.data_dir {
+        if let Err(m) = check_data_dir(dir) {
+            usage_error(m);
+        }
         if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
             usage_error(format!(
                 "--data-dir {}: not empty; the benchmark loads its own data into a new or empty \
@@ -1195,7 +1305,7 @@ fn bench_workload<W: Workload>(
             b.prefault_mib,
         ),
     });
-    print!("{}", report.human(b.latency_histogram));
+    // The JSON report first: printing to a closed pipe ends the process (`restore_sigpipe`).
     if let Some(out) = json_out {
         let text = match serde_json::to_string_pretty(&report) {
             Ok(t) => t + "\n",
@@ -1206,6 +1316,7 @@ fn bench_workload<W: Workload>(
             return fatal(&format!("writing {}", path.display()), e);
         }
     }
+    print!("{}", report.human(b.latency_histogram));
     match failed_check {
         Some(m) => fatal(&format!("{name} check failed"), m),
         None => ExitCode::SUCCESS,

@@ -1,15 +1,19 @@
-//! `myriad shell`: an interactive SQL session on an in-memory database.
+//! `myriad shell`: an interactive SQL session on an in-memory database, or with `--data-dir` a
+//! durable one (opened, and so recovered, like `myriad recover` does; closed with a checkpoint).
 //!
 //! Statements end with `;` and may span lines. On a terminal the line editor (`rustyline`)
-//! gives editing and history; otherwise statements are read from stdin, and the exit status
-//! is 1 if any statement failed (so scripts notice). An error keeps the session alive; an
-//! error inside `BEGIN ... COMMIT` rolls that transaction back, and the shell says so.
-//! Meta-commands (at the start of a statement): `\d`, `\d TABLE`, `\timing`, `\i FILE`, `\q`,
-//! `\?`.
+//! gives editing and history, kept across runs in `$HOME/.myriad_history` (not kept when HOME
+//! is unset; a history that cannot be read or written is skipped silently); otherwise
+//! statements are read from stdin, and the exit status is 1 if any statement failed (so
+//! scripts notice). An error keeps the session alive; an error inside `BEGIN ... COMMIT` rolls
+//! that transaction back, and the shell says so. Meta-commands (at the start of a statement):
+//! `\d`, `\d TABLE`, `\timing`, `\i FILE` (nested at most `MAX_INCLUDE_DEPTH` deep, so a file
+//! that includes itself is an error, not a stack overflow), `\q`, `\?`.
 
 use myriad::sql::{Output, Session};
-use myriad::{Config, Database, Isolation, Value};
+use myriad::{Config, Database, Isolation, Protocol, Value};
 use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -21,6 +25,12 @@ const HELP: &str = "\\d            list tables
 \\?            this help
 Statements end with `;`.";
 
+/// How deep `\i` may nest: far beyond any real script, far below a stack overflow.
+const MAX_INCLUDE_DEPTH: usize = 32;
+
+/// The history file's name in `$HOME`.
+const HISTORY_FILE: &str = ".myriad_history";
+
 struct Shell<'db> {
     db: &'db Database,
     session: Session<'db>,
@@ -28,12 +38,34 @@ struct Shell<'db> {
     failed: bool,
     /// Lines of the statement being typed.
     pending: String,
+    /// How deeply `\i` files are nested at the line being run (0: stdin or the terminal).
+    includes: usize,
+    /// A `\i` nested too deeply: the enclosing `\i` files stop too.
+    include_failed: bool,
 }
 
-/// Runs the shell; `isolation` is the default level of `BEGIN` and single statements.
-pub fn run(isolation: Isolation) -> ExitCode {
-    let db = match Database::open(Config::new().isolation(isolation)) {
+/// Runs the shell on a database of `protocol` (with `--data-dir`, durable in `data_dir`);
+/// `isolation` is the default level of `BEGIN` and single statements.
+pub fn run(protocol: Protocol, isolation: Isolation, data_dir: Option<&Path>) -> ExitCode {
+    let mut config = Config::new()
+        .protocol(protocol)
+        .version_storage(protocol.natural_storage())
+        .isolation(isolation);
+    if let Some(dir) = data_dir {
+        if let Err(m) = crate::check_data_dir(dir) {
+            eprintln!("myriad: error: {m}");
+            return ExitCode::from(2);
+        }
+        config = config
+            .data_dir(dir)
+            .log_manager(protocol.natural_log_manager());
+    }
+    let db = match Database::open(config) {
         Ok(db) => db,
+        Err(e @ (myriad::Error::Unsupported(_) | myriad::Error::InvalidConfig(_))) => {
+            eprintln!("myriad: {e}");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!("myriad: error: {e}");
             return ExitCode::from(1);
@@ -45,9 +77,12 @@ pub fn run(isolation: Isolation) -> ExitCode {
         timing: false,
         failed: false,
         pending: String::new(),
+        includes: 0,
+        include_failed: false,
     };
     if std::io::stdin().is_terminal() {
-        sh.interactive();
+        let history = history_path(std::env::var_os("HOME").map(PathBuf::from));
+        sh.interactive(data_dir, history.as_deref());
         ExitCode::SUCCESS
     } else {
         let stdin = std::io::stdin();
@@ -74,7 +109,7 @@ pub fn run(isolation: Isolation) -> ExitCode {
 }
 
 impl Shell<'_> {
-    fn interactive(&mut self) {
+    fn interactive(&mut self, data_dir: Option<&Path>, history: Option<&Path>) {
         let mut ed = match rustyline::DefaultEditor::new() {
             Ok(ed) => ed,
             Err(e) => {
@@ -82,7 +117,19 @@ impl Shell<'_> {
                 return;
             }
         };
-        println!("myriad shell: an in-memory database. \\? for help, \\q to quit.");
+        if let Some(h) = history {
+            // A missing or unreadable history is an empty one.
+            let _ = ed.load_history(h);
+        }
+        let what = match data_dir {
+            Some(d) => format!("the durable database in {}", d.display()),
+            None => "an in-memory database".into(),
+        };
+        println!(
+            "myriad shell: {what} ({} at {}). \\? for help, \\q to quit.",
+            self.db.config().get_protocol(),
+            self.db.config().get_isolation()
+        );
         loop {
             let prompt = match (self.pending.is_empty(), self.session.in_transaction()) {
                 (true, false) => "myriad> ",
@@ -92,6 +139,11 @@ impl Shell<'_> {
             match ed.readline(prompt) {
                 Ok(l) => {
                     let _ = ed.add_history_entry(l.as_str());
+                    if let Some(h) = history {
+                        // Saved after every line, so a killed shell keeps it too; a history
+                        // that cannot be written is not the session's problem.
+                        let _ = ed.save_history(h);
+                    }
                     if !self.line(&l) {
                         return;
                     }
@@ -205,14 +257,40 @@ impl Shell<'_> {
                     println!("ERROR: {e}");
                 }
             },
+            "\\i" if !arg.is_empty() && self.includes >= MAX_INCLUDE_DEPTH => {
+                self.failed = true;
+                self.include_failed = true;
+                println!(
+                    "ERROR: \\i {arg}: more than {MAX_INCLUDE_DEPTH} nested \\i files (does a file \
+                     include itself?); the enclosing \\i files stop here"
+                );
+            }
             "\\i" if !arg.is_empty() => match std::fs::read_to_string(arg) {
                 Ok(text) => {
+                    self.includes += 1;
+                    let mut quit = false;
                     for l in text.lines() {
                         if !self.line(l) {
-                            return false;
+                            quit = true;
+                            break;
+                        }
+                        if self.include_failed {
+                            break;
                         }
                     }
-                    self.finish_pending();
+                    self.includes -= 1;
+                    if quit {
+                        return false;
+                    }
+                    if self.include_failed {
+                        // The statement that file had begun is not run half-read.
+                        self.pending.clear();
+                        if self.includes == 0 {
+                            self.include_failed = false;
+                        }
+                    } else {
+                        self.finish_pending();
+                    }
                 }
                 Err(e) => {
                     self.failed = true;
@@ -226,6 +304,12 @@ impl Shell<'_> {
         }
         true
     }
+}
+
+/// `$HOME/.myriad_history`, or none without a HOME (then history lives for the session only).
+fn history_path(home: Option<PathBuf>) -> Option<PathBuf> {
+    home.filter(|h| !h.as_os_str().is_empty())
+        .map(|h| h.join(HISTORY_FILE))
 }
 
 /// Does `text` end with a `;` outside a string literal (and outside a `--` comment)?
@@ -314,7 +398,42 @@ fn print_table(header: &[String], rows: &[Vec<String>]) {
 
 #[cfg(test)]
 mod tests {
-    use super::statement_complete;
+    use super::{history_path, statement_complete};
+    use std::path::PathBuf;
+
+    #[test]
+    fn history_lives_in_home_and_nowhere_without_one() {
+        assert_eq!(
+            history_path(Some(PathBuf::from("/home/u"))),
+            Some(PathBuf::from("/home/u/.myriad_history"))
+        );
+        assert_eq!(history_path(Some(PathBuf::new())), None);
+        assert_eq!(history_path(None), None);
+    }
+
+    #[test]
+    fn history_round_trips_through_its_file() {
+        use rustyline::history::History as _;
+        let dir = std::env::temp_dir().join(format!("myriad-history-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = history_path(Some(dir.clone())).unwrap();
+        let mut ed = rustyline::DefaultEditor::new().unwrap();
+        ed.add_history_entry("SELECT 1;").unwrap();
+        ed.save_history(&path).unwrap();
+        let mut again = rustyline::DefaultEditor::new().unwrap();
+        again.load_history(&path).unwrap();
+        assert_eq!(again.history().len(), 1);
+        assert_eq!(
+            again
+                .history()
+                .get(0, rustyline::history::SearchDirection::Forward)
+                .unwrap()
+                .unwrap()
+                .entry,
+            "SELECT 1;"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn statements_end_at_a_semicolon_outside_strings_and_comments() {

@@ -112,3 +112,87 @@ fn the_isolation_flag_is_validated_and_unterminated_input_still_runs() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).contains("no column `count`"), "{}", stdout(&o));
 }
+
+#[test]
+fn a_file_that_includes_itself_is_an_error_not_a_stack_overflow() {
+    let file = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("shell_cli-{}-self.sql", std::process::id()));
+    std::fs::write(
+        &file,
+        format!(
+            "UPDATE kv SET x = x + 1 WHERE k = 1;\n\\i {}\nUPDATE kv SET v = 'after' WHERE k = 2;\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    let script = format!(
+        "{SETUP}\\i {}\nSELECT v FROM kv WHERE k = 2;\n",
+        file.display()
+    );
+    let o = shell(&[], &script);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let out = stdout(&o);
+    assert!(
+        out.contains("nested \\i files (does a file include itself?)"),
+        "{out}"
+    );
+    // Each level ran its first line, up to the bound.
+    assert_eq!(out.matches("UPDATE 1\n").count(), 32, "{out}");
+    // The enclosing files stop at the error: the line after each `\i` never runs, and the
+    // session goes on after the include chain.
+    assert!(out.ends_with(" v\n-----\n two\n(1 row)\n"), "{out}");
+}
+
+#[test]
+fn a_data_dir_keeps_the_database_across_shell_runs() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("shell_cli-{}-data", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    let o = shell(&["--data-dir", d], SETUP);
+    assert!(o.status.success(), "{o:?}");
+    let o = shell(&["--data-dir", d], "SELECT k, v FROM kv WHERE k = 2;\n");
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(stdout(&o), " k | v\n---+-----\n 2 | two\n(1 row)\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_protocol_alone_picks_its_strongest_isolation() {
+    // `si` offers only snapshot isolation: the default of serializable used to fail to open.
+    let o = shell(
+        &["--protocol", "si"],
+        &format!("{SETUP}SELECT v FROM kv WHERE k = 1;\n"),
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert!(
+        stdout(&o).ends_with(" v\n-----\n one\n(1 row)\n"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("isolation level si"),
+        "{o:?}"
+    );
+}
+
+#[test]
+fn a_float_column_is_double_wherever_the_user_sees_it() {
+    // `ColumnType::Float` / `Value::Float` in Rust; the user sees one name, DOUBLE.
+    let o = shell(
+        &[],
+        "CREATE TABLE f (k INT PRIMARY KEY, x FLOAT, y REAL);\n\\d f\nINSERT INTO f VALUES (1, 'a', 1);\nSELECT k FROM f WHERE x = 'a';\n",
+    );
+    let out = stdout(&o);
+    assert!(
+        out.contains(" x      | DOUBLE\n y      | DOUBLE\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("expected DOUBLE, found VARCHAR")
+            && out.contains("cannot compare DOUBLE with VARCHAR"),
+        "{out}"
+    );
+    assert!(!out.to_lowercase().contains("float"), "{out}");
+}

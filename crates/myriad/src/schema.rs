@@ -22,7 +22,8 @@ pub const MAX_VAR_LEN: usize = u16::MAX as usize;
 pub enum ColumnType {
     /// 64-bit signed integer.
     Int,
-    /// 64-bit IEEE float.
+    /// 64-bit IEEE float: `DOUBLE` to the user, in SQL, `Display` and every error message
+    /// (SQL also accepts `FLOAT`, `REAL` and `DOUBLE PRECISION` for it).
     Float,
     /// UTF-8 string of at most the given number of bytes.
     Str(usize),

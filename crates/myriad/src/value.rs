@@ -9,6 +9,7 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Int(i64),
+    /// A `DOUBLE` (the name SQL and error messages use; `ColumnType::Float`).
     Float(f64),
     Str(String),
     Bytes(Vec<u8>),

@@ -61,9 +61,9 @@ pub struct IsolationArgs {
     #[arg(long, value_name = "HOW", default_value = "inline", value_parser = crate::parse_choice::<NonInline>)]
     non_inline: NonInline,
     /// Level of BEGIN without ISOLATION LEVEL and of autocommit statements: serializable, rr,
-    /// si or rc.
-    #[arg(long, value_name = "LEVEL", default_value = "serializable", value_parser = crate::parse_choice::<Isolation>)]
-    isolation_default: Isolation,
+    /// si or rc. Default: the strongest level the protocol offers.
+    #[arg(long, value_name = "LEVEL", value_parser = crate::parse_choice::<Isolation>)]
+    isolation_default: Option<Isolation>,
     /// A step still running after this many milliseconds is reported as waiting.
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     step_timeout: u64,
@@ -99,7 +99,10 @@ pub fn run(a: IsolationArgs) -> ExitCode {
         .gc(a.gc)
         .index_pointers(a.index_pointers)
         .non_inline(a.non_inline)
-        .isolation(a.isolation_default);
+        .isolation(crate::isolation_or_strongest(
+            a.isolation_default,
+            a.protocol,
+        ));
     // Check the configuration once, before any spec runs.
     if let Err(e) = Database::open(config.clone()) {
         eprintln!("myriad: {e}");
