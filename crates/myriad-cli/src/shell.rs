@@ -2,10 +2,13 @@
 //!
 //! Statements end with `;` and may span lines. On a terminal the line editor (`rustyline`)
 //! gives editing and history; otherwise statements are read from stdin, and the exit status
-//! is 1 if any statement failed (so scripts notice). An error keeps the session alive; an
-//! error inside `BEGIN ... COMMIT` rolls that transaction back, and the shell says so.
-//! Meta-commands (at the start of a statement): `\d`, `\d TABLE`, `\timing`, `\i FILE`, `\q`,
-//! `\?`.
+//! is 1 if any statement failed (so scripts notice). An error keeps the session alive; as in
+//! PostgreSQL, an error inside `BEGIN ... COMMIT` rolls that transaction back and leaves the
+//! block aborted (prompt `myriad!>`): statements are refused until `COMMIT` or `ROLLBACK`.
+//! On a terminal, Ctrl-C while a statement runs cancels it (the process and its in-memory
+//! database live on); at the prompt it clears the line. `\set statement_timeout MS` cancels
+//! statements that run longer. Meta-commands (at the start of a statement): `\d`, `\d TABLE`,
+//! `\timing`, `\set`, `\i FILE`, `\q`, `\?`.
 
 use myriad::sql::{Output, Session};
 use myriad::{Config, Database, Isolation, Value};
@@ -16,6 +19,7 @@ use std::time::Instant;
 const HELP: &str = "\\d            list tables
 \\d TABLE      describe a table
 \\timing       toggle printing each statement's time
+\\set statement_timeout MS   cancel statements running longer (0: no limit)
 \\i FILE       run the statements in FILE
 \\q            quit
 \\?            this help
@@ -47,6 +51,12 @@ pub fn run(isolation: Isolation) -> ExitCode {
         pending: String::new(),
     };
     if std::io::stdin().is_terminal() {
+        // Ctrl-C cancels the running statement instead of killing the process (at the
+        // prompt the line editor reads it as a key and clears the line).
+        let cancel = sh.session.cancel_handle();
+        if let Err(e) = ctrlc::set_handler(move || cancel.cancel()) {
+            eprintln!("myriad: warning: Ctrl-C will end the shell: {e}");
+        }
         sh.interactive();
         ExitCode::SUCCESS
     } else {
@@ -86,6 +96,7 @@ impl Shell<'_> {
         loop {
             let prompt = match (self.pending.is_empty(), self.session.in_transaction()) {
                 (true, false) => "myriad> ",
+                (true, true) if self.session.transaction_aborted() => "myriad!> ",
                 (true, true) => "myriad*> ",
                 (false, _) => "     -> ",
             };
@@ -128,24 +139,25 @@ impl Shell<'_> {
     }
 
     fn run_sql(&mut self, text: &str) {
-        let was_in_txn = self.session.in_transaction();
+        let was_aborted = self.session.transaction_aborted();
         let start = Instant::now();
-        // One statement at a time, so the results of those before an error are printed.
-        let r = self.session.execute(text);
+        // Every statement runs and reports, as psql does; inside an aborted block the
+        // session refuses them.
+        let results = self.session.execute_each(text);
         let elapsed = start.elapsed();
-        match r {
-            Ok(outs) => {
-                for o in &outs {
-                    print_output(o);
+        for r in results {
+            match r {
+                Ok(o) => print_output(&o),
+                Err(e) => {
+                    self.failed = true;
+                    println!("ERROR: {e}");
                 }
             }
-            Err(e) => {
-                self.failed = true;
-                println!("ERROR: {e}");
-                if was_in_txn && !self.session.in_transaction() {
-                    println!("the transaction was rolled back");
-                }
-            }
+        }
+        if !was_aborted && self.session.transaction_aborted() {
+            println!(
+                "the transaction was rolled back; statements are refused until COMMIT or ROLLBACK"
+            );
         }
         if self.timing {
             println!("Time: {:.3} ms", elapsed.as_secs_f64() * 1e3);
@@ -164,6 +176,7 @@ impl Shell<'_> {
                 self.timing = !self.timing;
                 println!("Timing is {}.", if self.timing { "on" } else { "off" });
             }
+            "\\set" => self.set(arg),
             "\\d" if arg.is_empty() => {
                 let mut names = self.db.table_names();
                 names.sort();
@@ -225,6 +238,34 @@ impl Shell<'_> {
             }
         }
         true
+    }
+}
+
+impl Shell<'_> {
+    /// `\set [statement_timeout MS]`.
+    fn set(&mut self, arg: &str) {
+        let mut words = arg.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (None, ..) => match self.session.statement_timeout() {
+                Some(d) => println!("statement_timeout = {}", d.as_millis()),
+                None => println!("statement_timeout = 0"),
+            },
+            (Some("statement_timeout"), Some(ms), None) => match ms.parse::<u64>() {
+                Ok(ms) => self
+                    .session
+                    .set_statement_timeout(Some(std::time::Duration::from_millis(ms))),
+                Err(_) => {
+                    self.failed = true;
+                    println!(
+                        "ERROR: statement_timeout needs milliseconds (0: no limit), not `{ms}`"
+                    );
+                }
+            },
+            _ => {
+                self.failed = true;
+                println!("ERROR: usage: \\set statement_timeout MS");
+            }
+        }
     }
 }
 

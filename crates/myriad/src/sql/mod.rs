@@ -20,7 +20,9 @@
 //! yet, and rejected with an error that says so: `ORDER BY`
 //! without an ordered index giving that order, `GROUP BY`, `NULL`.
 
+pub(crate) mod cancel;
 pub(crate) mod expr;
+pub(crate) mod nesting;
 
 use crate::error::{Error, Result};
 use crate::procedure::parse::Item;
@@ -29,6 +31,7 @@ use crate::storage::TableRef;
 use crate::txn::{Transaction, TxnOptions};
 use crate::value::{RowRef, Value, ValueRef};
 use crate::{Database, Isolation};
+pub use cancel::CancelHandle;
 pub(crate) use expr::{compile, compile_in, eval, eval_in, value_of, Op, Scope, Ty, E, V};
 use sqlparser::ast::{
     self, ColumnOption, Expr, FromTable, ObjectName, SelectItem, SetExpr, Spanned, Statement,
@@ -37,6 +40,7 @@ use sqlparser::ast::{
 };
 use sqlparser::parser::ParserError;
 use std::ops::Bound;
+use std::time::{Duration, Instant};
 
 /// Maximum length of a `TEXT` column (the engine stores rows at a fixed width).
 pub const TEXT_MAX_LEN: usize = 1024;
@@ -99,12 +103,24 @@ pub enum Output {
 }
 
 /// A SQL session on a database: at most one open explicit transaction.
+///
+/// Errors follow PostgreSQL. Outside `BEGIN` a statement is its own transaction, and a
+/// failed statement changes nothing. Inside `BEGIN ... COMMIT`, any failed statement (a
+/// duplicate key, a type error, a statement that does not parse, a cancel or timeout) rolls
+/// the whole transaction back at once, and the block stays open in the *aborted* state: every
+/// further statement fails with [`Error::InFailedTransaction`] until `COMMIT` or `ROLLBACK`,
+/// both of which end the block and answer `ROLLBACK`. Nothing runs in autocommit behind the
+/// user's back.
 pub struct Session<'db> {
     db: &'db Database,
     txn: Option<Transaction<'db>>,
+    /// A statement failed inside `BEGIN`: the transaction is rolled back, the block is open.
+    aborted: bool,
     /// Parameters of the statements being run (`execute_with`).
     names: Vec<(String, Ty)>,
     vals: Vec<V>,
+    cancel: CancelHandle,
+    statement_timeout: Option<Duration>,
 }
 
 impl<'db> Session<'db> {
@@ -112,19 +128,42 @@ impl<'db> Session<'db> {
         Session {
             db,
             txn: None,
+            aborted: false,
             names: Vec::new(),
             vals: Vec::new(),
+            cancel: CancelHandle::default(),
+            statement_timeout: None,
         }
     }
 
-    /// Is an explicit transaction (`BEGIN`) open?
+    /// Is a `BEGIN` block open (running, or aborted by a failed statement)?
     pub fn in_transaction(&self) -> bool {
-        self.txn.is_some()
+        self.txn.is_some() || self.aborted
+    }
+
+    /// Is the open `BEGIN` block aborted (statements refused until `COMMIT`/`ROLLBACK`)?
+    pub fn transaction_aborted(&self) -> bool {
+        self.aborted
+    }
+
+    /// A handle that cancels the statement this session is running, from another thread.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.cancel.clone()
+    }
+
+    /// Cancels each statement that runs longer than `limit` (`None`: no limit) with
+    /// [`Error::Cancelled`], like PostgreSQL's `statement_timeout`.
+    pub fn set_statement_timeout(&mut self, limit: Option<Duration>) {
+        self.statement_timeout = limit.filter(|d| !d.is_zero());
+    }
+
+    pub fn statement_timeout(&self) -> Option<Duration> {
+        self.statement_timeout
     }
 
     /// Parses and runs every statement of `sql` in order, stopping at the first error (the
-    /// statements before it keep their effect). An error inside an explicit transaction
-    /// aborts that transaction.
+    /// statements before it keep their effect; inside `BEGIN` the error aborts the
+    /// transaction, see [`Session`]).
     pub fn execute(&mut self, sql: &str) -> Result<Vec<Output>> {
         self.execute_with(sql, &[])
     }
@@ -133,6 +172,43 @@ impl<'db> Session<'db> {
     /// a value is (in `WHERE`, `SET`, `VALUES`, the select list, `LIMIT`); a parameter's type
     /// is its value's.
     pub fn execute_with(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Output>> {
+        let mut out = Vec::new();
+        for r in self.run_script(sql, params, true) {
+            out.push(r?);
+        }
+        Ok(out)
+    }
+
+    /// Runs every statement of `sql` like a `psql` script: an error does not stop the
+    /// statements after it (inside an aborted `BEGIN` block they are refused, see
+    /// [`Session`]). One result per statement; a script that does not parse runs nothing and
+    /// gives that one error.
+    pub fn execute_each(&mut self, sql: &str) -> Vec<Result<Output>> {
+        self.run_script(sql, &[], false)
+    }
+
+    fn run_script(&mut self, sql: &str, params: &[Value], stop: bool) -> Vec<Result<Output>> {
+        self.cancel.clear();
+        let items = match self
+            .bind_params(params)
+            .and_then(|()| crate::procedure::parse::script(sql))
+        {
+            Ok(items) => items,
+            Err(e) => return vec![Err(self.failed(e))],
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for item in &items {
+            let r = self.item(item).map_err(|e| self.failed(e));
+            let failed = r.is_err();
+            out.push(r);
+            if failed && stop {
+                break;
+            }
+        }
+        out
+    }
+
+    fn bind_params(&mut self, params: &[Value]) -> Result<()> {
         self.names.clear();
         self.vals.clear();
         for (i, v) in params.iter().enumerate() {
@@ -153,24 +229,40 @@ impl<'db> Session<'db> {
             self.names.push((format!("${}", i + 1), ty));
             self.vals.push(V::Val(v.clone()));
         }
-        let items = crate::procedure::parse::script(sql)?;
-        let mut out = Vec::with_capacity(items.len());
-        for item in &items {
-            let r = match item {
-                Item::Sql(s) => self.statement(s),
-                Item::Procedure(d, replace) => self.create_procedure(d, *replace),
-            };
-            match r {
-                Ok(o) => out.push(o),
-                Err(e) => {
-                    if let Some(tx) = self.txn.take() {
-                        tx.abort();
-                    }
-                    return Err(e);
-                }
-            }
+        Ok(())
+    }
+
+    /// An error inside an open block aborts its transaction (PostgreSQL's behaviour).
+    fn failed(&mut self, e: Error) -> Error {
+        if let Some(tx) = self.txn.take() {
+            tx.abort();
+            self.aborted = true;
         }
-        Ok(out)
+        e
+    }
+
+    /// Runs one statement under the session's cancel handle and timeout.
+    fn item(&mut self, item: &Item) -> Result<Output> {
+        if self.aborted {
+            let ends = matches!(
+                item,
+                Item::Sql(s) if matches!(s.as_ref(), Statement::Commit { .. } | Statement::Rollback { .. })
+            );
+            if !ends {
+                return Err(Error::InFailedTransaction);
+            }
+            self.aborted = false;
+            return Ok(Output::Done("ROLLBACK".into()));
+        }
+        let _watch = cancel::watch(cancel::Watch {
+            handle: self.cancel.clone(),
+            deadline: self.statement_timeout.map(|d| (Instant::now() + d, d)),
+        });
+        cancel::check()?;
+        match item {
+            Item::Sql(s) => self.statement(s),
+            Item::Procedure(d, replace) => self.create_procedure(d, *replace),
+        }
     }
 
     fn statement(&mut self, s: &Statement) -> Result<Output> {
@@ -454,7 +546,13 @@ pub(crate) fn column_type(t: &ast::DataType, at: SqlPos) -> Result<ColumnType> {
         D::Int(_) | D::Integer(_) | D::BigInt(_) => ColumnType::Int,
         D::Double(_) | D::DoublePrecision | D::Real | D::Float(_) => ColumnType::Float,
         D::Varchar(Some(ast::CharacterLength::IntegerLength { length, .. })) => {
-            ColumnType::Str(*length as usize)
+            if *length == 0 {
+                return Err(sql_error(
+                    at,
+                    "VARCHAR(0): the length must be at least 1".into(),
+                ));
+            }
+            ColumnType::Str(usize::try_from(*length).unwrap_or(usize::MAX))
         }
         D::Text => ColumnType::Str(TEXT_MAX_LEN),
         D::Varchar(_) => {
@@ -547,7 +645,35 @@ fn table_schema(ct: &ast::CreateTable) -> Result<TableSchema> {
 /// The table a DML statement names.
 fn table_of(db: &Database, f: &TableFactor) -> Result<TableRef> {
     match f {
-        TableFactor::Table { name, .. } => db.table(&name_of(name)?),
+        TableFactor::Table {
+            name,
+            alias,
+            args,
+            with_hints,
+            version,
+            with_ordinality,
+            partitions,
+            json_path,
+            sample,
+            index_hints,
+        } => {
+            if alias.is_some()
+                || args.is_some()
+                || !with_hints.is_empty()
+                || version.is_some()
+                || *with_ordinality
+                || !partitions.is_empty()
+                || json_path.is_some()
+                || sample.is_some()
+                || !index_hints.is_empty()
+            {
+                return Err(sql_error(
+                    at_span(f.span()),
+                    format!("only a plain table name is supported here (no alias, hints, sample or arguments): {f}"),
+                ));
+            }
+            db.table(&name_of(name)?)
+        }
         other => Err(sql_error(
             at_span(other.span()),
             format!("only a plain table can be read here: {other}"),
@@ -575,10 +701,17 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement, p: Params<'_>) ->
         Statement::Insert(ins) => insert(db, tx, ins, at, p),
         Statement::Query(q) => select(db, tx, q, at, p),
         Statement::Update(u) => {
-            if u.from.is_some() || u.returning.is_some() || !u.order_by.is_empty() {
+            if u.from.is_some()
+                || u.returning.is_some()
+                || !u.order_by.is_empty()
+                || u.limit.is_some()
+                || u.or.is_some()
+                || u.output.is_some()
+                || !u.optimizer_hints.is_empty()
+            {
                 return Err(sql_error(
                     at,
-                    "UPDATE ... FROM/RETURNING/ORDER BY is not supported".into(),
+                    "UPDATE ... FROM/RETURNING/ORDER BY/LIMIT/OR/OUTPUT is not supported".into(),
                 ));
             }
             let t = single_table(db, std::slice::from_ref(&u.table), at)?;
@@ -608,6 +741,7 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement, p: Params<'_>) ->
             }
             let keys = matching_keys(tx, &t, u.selection.as_ref(), p)?;
             for k in &keys {
+                cancel::tick()?;
                 let mut err = Ok(());
                 tx.update_with(&t, k.as_slice(), |row| {
                     // Every SET expression sees the row as it was before the statement.
@@ -636,15 +770,19 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement, p: Params<'_>) ->
                 || d.returning.is_some()
                 || d.limit.is_some()
                 || !d.tables.is_empty()
+                || !d.order_by.is_empty()
+                || d.output.is_some()
+                || !d.optimizer_hints.is_empty()
             {
                 return Err(sql_error(
                     at,
-                    "DELETE ... USING/RETURNING/LIMIT is not supported".into(),
+                    "DELETE ... USING/RETURNING/LIMIT/ORDER BY/OUTPUT is not supported".into(),
                 ));
             }
             let t = single_table(db, from, at)?;
             let keys = matching_keys(tx, &t, d.selection.as_ref(), p)?;
             for k in &keys {
+                cancel::tick()?;
                 tx.delete(&t, k.as_slice())?;
             }
             Ok(Output::Done(format!("DELETE {}", keys.len())))
@@ -688,7 +826,96 @@ fn insert(
             "INSERT into a table function is not supported".into(),
         ));
     };
+    if ins.or.is_some()
+        || ins.ignore
+        || ins.table_alias.is_some()
+        || ins.overwrite
+        || !ins.assignments.is_empty()
+        || ins.partitioned.is_some()
+        || !ins.after_columns.is_empty()
+        || ins.has_table_keyword
+        || ins.output.is_some()
+        || ins.replace_into
+        || ins.priority.is_some()
+        || ins.insert_alias.is_some()
+        || ins.settings.is_some()
+        || ins.format_clause.is_some()
+        || ins.multi_table_insert_type.is_some()
+        || !ins.multi_table_into_clauses.is_empty()
+        || !ins.multi_table_when_clauses.is_empty()
+        || !ins.optimizer_hints.is_empty()
+    {
+        return Err(sql_error(
+            at,
+            "only INSERT INTO table [(columns)] VALUES ... [ON CONFLICT ... DO NOTHING] is supported"
+                .into(),
+        ));
+    }
+    if ins.returning.is_some() {
+        return Err(sql_error(
+            at,
+            "INSERT ... RETURNING is not supported".into(),
+        ));
+    }
     let t = db.table(&name_of(name)?)?;
+    // `ON CONFLICT [(columns)] DO NOTHING`: the unique index whose duplicates are skipped
+    // (`None`: any unique index, the primary key included).
+    let skip_conflicts: Option<Option<String>> = match &ins.on {
+        None => None,
+        Some(ast::OnInsert::OnConflict(oc)) => {
+            if !matches!(oc.action, ast::OnConflictAction::DoNothing) {
+                return Err(sql_error(
+                    at,
+                    "ON CONFLICT ... DO UPDATE is not supported (DO NOTHING is)".into(),
+                ));
+            }
+            match &oc.conflict_target {
+                None => Some(None),
+                Some(ast::ConflictTarget::Columns(cols)) => {
+                    let mut want = Vec::new();
+                    for c in cols {
+                        want.push(t.schema.column_index(&c.value).map_err(|_| {
+                            sql_error(
+                                at_span(c.span),
+                                format!("table `{}` has no column `{}`", t.name(), c.value),
+                            )
+                        })?);
+                    }
+                    let ix = t
+                        .schema
+                        .indexes()
+                        .iter()
+                        .enumerate()
+                        .find(|(i, d)| (*i == 0 || d.unique) && d.columns == want)
+                        .map(|(_, d)| d.name.clone());
+                    match ix {
+                        Some(name) => Some(Some(name)),
+                        None => return Err(sql_error(
+                            at,
+                            "ON CONFLICT needs the columns of the primary key or of a unique index"
+                                .into(),
+                        )),
+                    }
+                }
+                Some(ast::ConflictTarget::OnConstraint(c)) => {
+                    let name = name_of(c)?;
+                    if t.schema.index_position(&name).is_err() {
+                        return Err(sql_error(
+                            at_span(c.span()),
+                            format!("table `{}` has no index `{name}`", t.name()),
+                        ));
+                    }
+                    Some(Some(name))
+                }
+            }
+        }
+        Some(other) => {
+            return Err(sql_error(
+                at,
+                format!("{other} is not supported (ON CONFLICT ... DO NOTHING is)"),
+            ))
+        }
+    };
     let ncols = t.schema.columns().len();
     // Position in the statement's value list of each table column.
     let order: Vec<usize> = if ins.columns.is_empty() {
@@ -712,6 +939,21 @@ fn insert(
     let Some(src) = &ins.source else {
         return Err(sql_error(at, "INSERT needs VALUES".into()));
     };
+    if src.with.is_some()
+        || src.order_by.is_some()
+        || src.limit_clause.is_some()
+        || src.fetch.is_some()
+        || !src.locks.is_empty()
+        || src.for_clause.is_some()
+        || src.settings.is_some()
+        || src.format_clause.is_some()
+        || !src.pipe_operators.is_empty()
+    {
+        return Err(sql_error(
+            at,
+            "INSERT ... VALUES takes no WITH, ORDER BY, LIMIT or other query clause".into(),
+        ));
+    }
     let SetExpr::Values(values) = src.body.as_ref() else {
         return Err(sql_error(
             at,
@@ -720,6 +962,7 @@ fn insert(
     };
     let mut n = 0;
     for row in &values.rows {
+        cancel::tick()?;
         if row.len() != ncols {
             return Err(sql_error(
                 at_span(row.first().map(|e| e.span()).unwrap_or(ins.span())),
@@ -734,8 +977,15 @@ fn insert(
                 .stored(at_span(e.span()))?;
             vals.push(coerce(&t.schema, vals.len(), v));
         }
-        tx.insert(&t, vals.as_slice())?;
-        n += 1;
+        match tx.insert(&t, vals.as_slice()) {
+            Ok(()) => n += 1,
+            // A failed insert changes nothing, so the row is simply skipped.
+            Err(Error::DuplicateKey { index, .. })
+                if skip_conflicts
+                    .as_ref()
+                    .is_some_and(|target| target.as_ref().is_none_or(|t| *t == index)) => {}
+            Err(e) => return Err(e),
+        }
     }
     Ok(Output::Done(format!("INSERT {n}")))
 }
@@ -953,7 +1203,7 @@ pub(crate) fn visit_plan(
         return Ok(());
     }
     let mut err = Ok(());
-    let mut each = |r: RowRef<'_>| match a.passes(r, vars) {
+    let mut each = |r: RowRef<'_>| match cancel::tick().and_then(|()| a.passes(r, vars)) {
         Ok(false) => true,
         Ok(true) => match f(r) {
             Ok(go) => go,
@@ -1205,15 +1455,45 @@ fn select(
     at: SqlPos,
     p: Params<'_>,
 ) -> Result<Output> {
-    if q.with.is_some() || q.fetch.is_some() || !q.locks.is_empty() {
+    if q.with.is_some()
+        || q.fetch.is_some()
+        || !q.locks.is_empty()
+        || q.for_clause.is_some()
+        || q.settings.is_some()
+        || q.format_clause.is_some()
+        || !q.pipe_operators.is_empty()
+    {
         return Err(sql_error(
             at,
-            "WITH, FETCH and locking clauses are not supported".into(),
+            "WITH, FETCH, locking and FOR/SETTINGS/FORMAT clauses are not supported".into(),
         ));
     }
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err(sql_error(at, "only a single SELECT is supported".into()));
     };
+    if !sel.optimizer_hints.is_empty()
+        || sel.select_modifiers.is_some()
+        || sel.top.is_some()
+        || sel.exclude.is_some()
+        || sel.into.is_some()
+        || !sel.lateral_views.is_empty()
+        || sel.prewhere.is_some()
+        || !sel.connect_by.is_empty()
+        || !sel.cluster_by.is_empty()
+        || !sel.distribute_by.is_empty()
+        || !sel.sort_by.is_empty()
+        || !sel.named_window.is_empty()
+        || sel.qualify.is_some()
+        || sel.value_table_mode.is_some()
+        || !matches!(sel.flavor, ast::SelectFlavor::Standard)
+    {
+        return Err(sql_error(
+            at,
+            "SELECT supports a select list, FROM one table, WHERE, ORDER BY and LIMIT; \
+             TOP, INTO, EXCLUDE, QUALIFY, WINDOW and other clauses are not supported"
+                .into(),
+        ));
+    }
     let grouped = match &sel.group_by {
         ast::GroupByExpr::Expressions(e, m) => !e.is_empty() || !m.is_empty(),
         ast::GroupByExpr::All(_) => true,
@@ -1269,7 +1549,14 @@ fn select(
     let mut exprs = Vec::new();
     for item in &sel.projection {
         match item {
-            SelectItem::Wildcard(_) => {
+            SelectItem::Wildcard(o)
+                if o.opt_ilike.is_none()
+                    && o.opt_exclude.is_none()
+                    && o.opt_except.is_none()
+                    && o.opt_replace.is_none()
+                    && o.opt_rename.is_none()
+                    && o.opt_alias.is_none() =>
+            {
                 for (i, c) in t.schema.columns().iter().enumerate() {
                     columns.push(c.name.clone());
                     exprs.push(E::Col(i));
