@@ -220,6 +220,14 @@ fn on_conflict_do_nothing_skips_duplicates_and_other_clauses_are_refused() {
         ("SELECT * FROM t FOR UPDATE", "locking"),
         ("SELECT * FROM t WHERE k = 1 OFFSET 1", "OFFSET"),
         (
+            "CREATE TEMPORARY TABLE w (k INT PRIMARY KEY)",
+            "only CREATE TABLE",
+        ),
+        (
+            "CREATE TABLE w (k INT PRIMARY KEY) WITH (fillfactor = 70)",
+            "only CREATE TABLE",
+        ),
+        (
             "INSERT INTO t VALUES (9, 9) ON CONFLICT (v, k) DO NOTHING",
             "unique index",
         ),
@@ -227,6 +235,11 @@ fn on_conflict_do_nothing_skips_duplicates_and_other_clauses_are_refused() {
         let m = sql_message(s.execute(bad));
         assert!(m.contains(says), "{bad}: {m}");
     }
+    // IF NOT EXISTS is honoured, not ignored.
+    s.execute("CREATE TABLE IF NOT EXISTS t (k INT PRIMARY KEY)")
+        .unwrap();
+    assert!(s.execute("CREATE TABLE t (k INT PRIMARY KEY)").is_err());
+    assert!(db.table("w").is_err());
     // Nothing of the refused statements happened.
     assert_eq!(
         table(&mut s),

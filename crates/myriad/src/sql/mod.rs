@@ -1,24 +1,38 @@
-//! The statement language (issue 3, first part): a SQL subset parsed with `sqlparser` and run
-//! on the engine's transaction API by a [`Session`].
+//! The statement language (issue 3, first part; issue 32): a SQL subset parsed with
+//! `sqlparser` and run on the engine's transaction API by a [`Session`].
 //!
-//! Built so far: `CREATE TABLE` (INT/INTEGER/BIGINT, DOUBLE/REAL/FLOAT, VARCHAR(n), TEXT,
-//! single- or multi-column `PRIMARY KEY`, kept in an ordered index), `INSERT ... VALUES` (several
-//! rows, optional column list naming every column), single-table `SELECT` (`*` or expressions,
-//! `WHERE` with comparisons, AND/OR/NOT and arithmetic including `%`, `ORDER BY` the primary
-//! key ASC or DESC, `LIMIT`, and `count(*)`/`count`/`sum`/`min`/`max` without `GROUP BY`),
-//! `UPDATE ... SET ... WHERE`, `DELETE ... WHERE`, `BEGIN|START TRANSACTION [ISOLATION LEVEL
-//! ...] [READ ONLY]`, `COMMIT`, `ROLLBACK`. A statement outside `BEGIN` runs as its own
-//! transaction. The planner uses the primary key when `WHERE` fixes every key column by
-//! equality with constants (a conjunct per column), a range of the ordered primary index when
-//! `WHERE` bounds a one-column key (`k > 3 AND k <= 9`) or for `ORDER BY`, and otherwise a full
-//! scan (`Transaction::scan_table`); under Serializable each scan is protected against
-//! phantoms over the range it covers. Key expressions may read parameters (`$1`,
-//! [`Session::execute_with`]) and, in procedures, variables. `CREATE PROCEDURE` and `CALL`
-//! are handled with `crate::procedure`. `CREATE [UNIQUE] INDEX ... [USING BTREE|HASH]` adds a
-//! secondary index (`Database::create_index`, also on a table with rows); `WHERE` equalities on
-//! all its columns make an index lookup (after the point key, before a key range). Not built
-//! yet, and rejected with an error that says so: `ORDER BY`
-//! without an ordered index giving that order, `GROUP BY`, `NULL`.
+//! Supported: `CREATE TABLE` (INT/INTEGER/BIGINT, DOUBLE/REAL/FLOAT, VARCHAR(n) with n ≥ 1,
+//! TEXT, single- or multi-column `PRIMARY KEY`, kept in an ordered index unless `USING
+//! HASH`), `INSERT ... VALUES` (several rows, optional column list naming every column,
+//! `ON CONFLICT [(cols) | ON CONSTRAINT index] DO NOTHING`), single-table `SELECT` (`*` or
+//! expressions, `WHERE` with comparisons, AND/OR/NOT, arithmetic including `%`, `||`,
+//! `[NOT] IN (...)`, `ORDER BY` an ordered index ASC or DESC, `LIMIT`, and
+//! `count(*)`/`count`/`sum`/`min`/`max` without `GROUP BY`), `UPDATE ... SET ... WHERE`,
+//! `DELETE ... WHERE`, `BEGIN|START TRANSACTION [ISOLATION LEVEL ...] [READ ONLY]`,
+//! `COMMIT`, `ROLLBACK`, `CREATE [UNIQUE] INDEX`, `CREATE PROCEDURE` and `CALL` (with
+//! `crate::procedure`). An integer literal is an INT (`-9223372036854775808` too); one out of
+//! range is an error, a decimal point or exponent makes a DOUBLE.
+//!
+//! Every clause `sqlparser` accepts is either run or refused with an error naming it, never
+//! ignored. Refused: `RETURNING`, `ON CONFLICT ... DO UPDATE`, table aliases and hints, joins,
+//! subqueries, `GROUP BY`, `HAVING`, `DISTINCT`, `OFFSET`, `WITH`, locking clauses, `NULL`,
+//! `ORDER BY` without an ordered index giving that order. A statement nested deeper than
+//! [`MAX_NESTING`] (operators and parentheses, counted on its tokens) is refused
+//! before it is parsed, since the trees of such statements overflow the stack.
+//!
+//! Transactions follow PostgreSQL (see [`Session`]): a statement outside `BEGIN` runs as its
+//! own transaction; a failed statement inside `BEGIN` aborts the transaction and the block
+//! refuses statements until `COMMIT`/`ROLLBACK`. A running statement can be cancelled
+//! ([`CancelHandle`]) or time out ([`Session::set_statement_timeout`]); `cancel` says where
+//! that is checked.
+//!
+//! The planner uses the primary key when `WHERE` fixes every key column by equality with
+//! constants (a conjunct per column), a secondary index whose columns `WHERE` fixes likewise,
+//! a range of an ordered index when `WHERE` bounds its leading column (`k > 3 AND k <= 9`)
+//! or for `ORDER BY`, and otherwise a full scan (`Transaction::scan_table`); under
+//! Serializable each scan is protected against phantoms over the range it covers. Key
+//! expressions may read parameters (`$1`, [`Session::execute_with`]) and, in procedures,
+//! variables.
 
 pub(crate) mod cancel;
 pub(crate) mod expr;
@@ -33,6 +47,7 @@ use crate::value::{RowRef, Value, ValueRef};
 use crate::{Database, Isolation};
 pub use cancel::CancelHandle;
 pub(crate) use expr::{compile, compile_in, eval, eval_in, value_of, Op, Scope, Ty, E, V};
+pub use nesting::MAX_NESTING;
 use sqlparser::ast::{
     self, ColumnOption, Expr, FromTable, ObjectName, SelectItem, SetExpr, Spanned, Statement,
     TableConstraint, TableFactor, TableObject, TransactionAccessMode, TransactionIsolationLevel,
@@ -288,6 +303,26 @@ impl<'db> Session<'db> {
                         at_span(s.span()),
                         "CREATE TABLE inside a transaction is not supported".into(),
                     ));
+                }
+                // Any clause beyond the name, columns, constraints and IF NOT EXISTS makes
+                // the statement differ from the plain one built from those.
+                let plain =
+                    ast::helpers::stmt_create_table::CreateTableBuilder::new(ct.name.clone())
+                        .if_not_exists(ct.if_not_exists)
+                        .columns(ct.columns.clone())
+                        .constraints(ct.constraints.clone())
+                        .build();
+                if plain != *ct {
+                    return Err(sql_error(
+                        at_span(s.span()),
+                        format!(
+                            "only CREATE TABLE [IF NOT EXISTS] name (columns, constraints) is supported: {}",
+                            first_words(s)
+                        ),
+                    ));
+                }
+                if ct.if_not_exists && self.db.table(&name_of(&ct.name)?).is_ok() {
+                    return Ok(Output::Done("CREATE TABLE".into()));
                 }
                 self.db.create_table_from(table_schema(ct)?)?;
                 Ok(Output::Done("CREATE TABLE".into()))
