@@ -5,8 +5,9 @@
 //! is 1 if any statement failed (so scripts notice). An error keeps the session alive; as in
 //! PostgreSQL, an error inside `BEGIN ... COMMIT` rolls that transaction back and leaves the
 //! block aborted (prompt `myriad!>`): statements are refused until `COMMIT` or `ROLLBACK`.
-//! On a terminal, Ctrl-C while a statement runs cancels it (the process and its in-memory
-//! database live on); at the prompt it clears the line. `\set statement_timeout MS` cancels
+//! Ctrl-C while a statement runs cancels it (the process and its in-memory database live
+//! on); on a terminal, at the prompt it clears the line; a script read from stdin stops after
+//! the cancelled statement, with exit status 1. `\set statement_timeout MS` cancels
 //! statements that run longer. Meta-commands (at the start of a statement): `\d`, `\d TABLE`,
 //! `\timing`, `\set`, `\i FILE`, `\q`, `\?`.
 
@@ -14,6 +15,8 @@ use myriad::sql::{Output, Session};
 use myriad::{Config, Database, Isolation, Value};
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 const HELP: &str = "\\d            list tables
@@ -50,13 +53,19 @@ pub fn run(isolation: Isolation) -> ExitCode {
         failed: false,
         pending: String::new(),
     };
+    // Ctrl-C (SIGINT) cancels the running statement instead of killing the process and its
+    // in-memory database. On a terminal the line editor reads it at the prompt as a key and
+    // clears the line; a script read from stdin stops after the cancelled statement (psql).
+    let cancel = sh.session.cancel_handle();
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&interrupted);
+    if let Err(e) = ctrlc::set_handler(move || {
+        flag.store(true, Ordering::Relaxed);
+        cancel.cancel();
+    }) {
+        eprintln!("myriad: warning: Ctrl-C will end the shell: {e}");
+    }
     if std::io::stdin().is_terminal() {
-        // Ctrl-C cancels the running statement instead of killing the process (at the
-        // prompt the line editor reads it as a key and clears the line).
-        let cancel = sh.session.cancel_handle();
-        if let Err(e) = ctrlc::set_handler(move || cancel.cancel()) {
-            eprintln!("myriad: warning: Ctrl-C will end the shell: {e}");
-        }
         sh.interactive();
         ExitCode::SUCCESS
     } else {
@@ -72,6 +81,10 @@ pub fn run(isolation: Isolation) -> ExitCode {
                     eprintln!("myriad: error: reading stdin: {e}");
                     return ExitCode::from(1);
                 }
+            }
+            if interrupted.load(Ordering::Relaxed) {
+                eprintln!("myriad: interrupted; the rest of the script is not run");
+                return ExitCode::from(1);
             }
         }
         sh.finish_pending();

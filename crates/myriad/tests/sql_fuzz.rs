@@ -245,10 +245,20 @@ fn statement(r: &mut Rng) -> String {
                 " ON CONFLICT (v) DO NOTHING",
                 " ON CONFLICT (k) DO UPDATE SET v = 1",
                 " RETURNING k",
+                " RETURNING k, v * 2 AS w",
             ])
         ),
-        6 => format!("UPDATE t SET v = {} WHERE {}", expr(r, 3), condition(r)),
-        7 => format!("DELETE FROM t WHERE {}", condition(r)),
+        6 => format!(
+            "UPDATE t SET v = {} WHERE {}{}",
+            expr(r, 3),
+            condition(r),
+            r.pick(&["", " RETURNING *", " RETURNING k, s || 'x'"])
+        ),
+        7 => format!(
+            "DELETE FROM t WHERE {}{}",
+            condition(r),
+            r.pick(&["", " RETURNING k"])
+        ),
         8 => r
             .pick(&[
                 "BEGIN",
@@ -289,7 +299,7 @@ fn statement(r: &mut Rng) -> String {
             ])
         ),
         12 => {
-            let ifs = [1, 5, 40, 200][r.below(4)];
+            let ifs = [1, 5, 30, 40, 200][r.below(5)];
             format!(
                 "CREATE OR REPLACE PROCEDURE p{}() AS $$ DECLARE y INT := 0; BEGIN {} y := {}; {} END $$",
                 r.below(3),

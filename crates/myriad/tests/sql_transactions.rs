@@ -213,9 +213,14 @@ fn on_conflict_do_nothing_skips_duplicates_and_other_clauses_are_refused() {
             "INSERT INTO t VALUES (9, 9) ON CONFLICT (k) DO UPDATE SET v = 1",
             "DO UPDATE",
         ),
-        ("INSERT INTO t VALUES (9, 9) RETURNING k", "RETURNING"),
-        ("UPDATE t SET v = 1 WHERE k = 1 RETURNING k", "RETURNING"),
-        ("DELETE FROM t WHERE k = 1 RETURNING k", "RETURNING"),
+        (
+            "INSERT INTO t VALUES (9, 9) RETURNING nope",
+            "no column `nope`",
+        ),
+        (
+            "UPDATE t SET v = 1 WHERE k = 1 RETURNING sum(v)",
+            "function not supported",
+        ),
         ("SELECT x.k FROM t AS x", "plain table"),
         ("SELECT * FROM t FOR UPDATE", "locking"),
         ("SELECT * FROM t WHERE k = 1 OFFSET 1", "OFFSET"),
@@ -340,4 +345,48 @@ fn a_cancel_from_another_thread_stops_the_running_statement() {
     );
     // The session goes on.
     assert_eq!(table(&mut s).len(), 2);
+}
+
+#[test]
+fn returning_gives_the_rows_an_insert_update_or_delete_wrote() {
+    let db = db();
+    let mut s = Session::new(&db);
+    s.execute("CREATE TABLE f (k INT PRIMARY KEY, x DOUBLE)")
+        .unwrap();
+    let rows = |out: Vec<Output>| match out.into_iter().last() {
+        Some(Output::Rows { columns, rows }) => (columns, rows),
+        other => panic!("no rows: {other:?}"),
+    };
+    // The row as stored: the INT became a DOUBLE; skipped conflicts return nothing.
+    let (columns, got) = rows(
+        s.execute("INSERT INTO f VALUES (1, 2), (2, 3) RETURNING k, x * 2 AS twice")
+            .unwrap(),
+    );
+    assert_eq!(columns, ["k", "twice"]);
+    assert_eq!(
+        got,
+        [
+            [Value::Int(1), Value::Float(4.0)],
+            [Value::Int(2), Value::Float(6.0)]
+        ]
+    );
+    let (_, got) = rows(
+        s.execute("INSERT INTO t VALUES (1, 0), (3, 30) ON CONFLICT DO NOTHING RETURNING *")
+            .unwrap(),
+    );
+    assert_eq!(got, int_rows(&[(3, 30)]));
+    // UPDATE returns the new values, DELETE the rows as they were.
+    let (_, got) = rows(
+        s.execute("UPDATE t SET v = v + 1 WHERE k <= 2 RETURNING k, v")
+            .unwrap(),
+    );
+    assert_eq!(got, int_rows(&[(1, 11), (2, 21)]));
+    let (_, got) = rows(s.execute("DELETE FROM t WHERE k >= 2 RETURNING *").unwrap());
+    assert_eq!(got, int_rows(&[(2, 21), (3, 30)]));
+    assert_eq!(table(&mut s), int_rows(&[(1, 11)]));
+    // Without RETURNING, the tags as before.
+    assert_eq!(
+        s.execute("DELETE FROM t WHERE k = 1").unwrap(),
+        [Output::Done("DELETE 1".into())]
+    );
 }

@@ -8,13 +8,14 @@
 //! expressions, `WHERE` with comparisons, AND/OR/NOT, arithmetic including `%`, `||`,
 //! `[NOT] IN (...)`, `ORDER BY` an ordered index ASC or DESC, `LIMIT`, and
 //! `count(*)`/`count`/`sum`/`min`/`max` without `GROUP BY`), `UPDATE ... SET ... WHERE`,
-//! `DELETE ... WHERE`, `BEGIN|START TRANSACTION [ISOLATION LEVEL ...] [READ ONLY]`,
+//! `DELETE ... WHERE`, `RETURNING` on `INSERT`/`UPDATE`/`DELETE` (the rows as written; for
+//! `DELETE` as they were), `BEGIN|START TRANSACTION [ISOLATION LEVEL ...] [READ ONLY]`,
 //! `COMMIT`, `ROLLBACK`, `CREATE [UNIQUE] INDEX`, `CREATE PROCEDURE` and `CALL` (with
 //! `crate::procedure`). An integer literal is an INT (`-9223372036854775808` too); one out of
 //! range is an error, a decimal point or exponent makes a DOUBLE.
 //!
 //! Every clause `sqlparser` accepts is either run or refused with an error naming it, never
-//! ignored. Refused: `RETURNING`, `ON CONFLICT ... DO UPDATE`, table aliases and hints, joins,
+//! ignored. Refused: `ON CONFLICT ... DO UPDATE`, table aliases and hints, joins,
 //! subqueries, `GROUP BY`, `HAVING`, `DISTINCT`, `OFFSET`, `WITH`, locking clauses, `NULL`,
 //! `ORDER BY` without an ordered index giving that order. A statement nested deeper than
 //! [`MAX_NESTING`] (operators and parentheses, counted on its tokens) is refused
@@ -737,7 +738,6 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement, p: Params<'_>) ->
         Statement::Query(q) => select(db, tx, q, at, p),
         Statement::Update(u) => {
             if u.from.is_some()
-                || u.returning.is_some()
                 || !u.order_by.is_empty()
                 || u.limit.is_some()
                 || u.or.is_some()
@@ -746,7 +746,7 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement, p: Params<'_>) ->
             {
                 return Err(sql_error(
                     at,
-                    "UPDATE ... FROM/RETURNING/ORDER BY/LIMIT/OR/OUTPUT is not supported".into(),
+                    "UPDATE ... FROM/ORDER BY/LIMIT/OR/OUTPUT is not supported".into(),
                 ));
             }
             let t = single_table(db, std::slice::from_ref(&u.table), at)?;
@@ -774,7 +774,9 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement, p: Params<'_>) ->
                 }
                 sets.push((c, e));
             }
-            let keys = matching_keys(tx, &t, u.selection.as_ref(), p)?;
+            let ret = returning(&u.returning, &t.schema, p)?;
+            let keys = matching_keys(tx, &t, u.selection.as_ref(), p, &mut |_| Ok(()))?;
+            let mut out = Vec::new();
             for k in &keys {
                 cancel::tick()?;
                 let mut err = Ok(());
@@ -788,21 +790,31 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement, p: Params<'_>) ->
                     for (c, v) in vals {
                         if let Err(e) = row.set(c, &v) {
                             err = Err(e);
-                            break;
+                            return Ok(());
+                        }
+                    }
+                    // RETURNING sees the row as updated.
+                    if let Some(r) = &ret {
+                        match r.row(row.as_ref(), p, at) {
+                            Ok(vals) => out.push(vals),
+                            Err(e) => err = Err(e),
                         }
                     }
                     Ok(())
                 })?;
                 err?;
             }
-            Ok(Output::Done(format!("UPDATE {}", keys.len())))
+            Ok(Projection::output(
+                ret,
+                out,
+                format!("UPDATE {}", keys.len()),
+            ))
         }
         Statement::Delete(d) => {
             let from = match &d.from {
                 FromTable::WithFromKeyword(f) | FromTable::WithoutKeyword(f) => f,
             };
             if d.using.is_some()
-                || d.returning.is_some()
                 || d.limit.is_some()
                 || !d.tables.is_empty()
                 || !d.order_by.is_empty()
@@ -811,16 +823,28 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement, p: Params<'_>) ->
             {
                 return Err(sql_error(
                     at,
-                    "DELETE ... USING/RETURNING/LIMIT/ORDER BY/OUTPUT is not supported".into(),
+                    "DELETE ... USING/LIMIT/ORDER BY/OUTPUT is not supported".into(),
                 ));
             }
             let t = single_table(db, from, at)?;
-            let keys = matching_keys(tx, &t, d.selection.as_ref(), p)?;
+            let ret = returning(&d.returning, &t.schema, p)?;
+            let mut out = Vec::new();
+            // RETURNING sees each row as it was before the delete.
+            let keys = matching_keys(tx, &t, d.selection.as_ref(), p, &mut |r| {
+                if let Some(pr) = &ret {
+                    out.push(pr.row(r, p, at)?);
+                }
+                Ok(())
+            })?;
             for k in &keys {
                 cancel::tick()?;
                 tx.delete(&t, k.as_slice())?;
             }
-            Ok(Output::Done(format!("DELETE {}", keys.len())))
+            Ok(Projection::output(
+                ret,
+                out,
+                format!("DELETE {}", keys.len()),
+            ))
         }
         other => Err(sql_error(
             at,
@@ -886,13 +910,9 @@ fn insert(
                 .into(),
         ));
     }
-    if ins.returning.is_some() {
-        return Err(sql_error(
-            at,
-            "INSERT ... RETURNING is not supported".into(),
-        ));
-    }
     let t = db.table(&name_of(name)?)?;
+    let ret = returning(&ins.returning, &t.schema, p)?;
+    let mut out = Vec::new();
     // `ON CONFLICT [(columns)] DO NOTHING`: the unique index whose duplicates are skipped
     // (`None`: any unique index, the primary key included).
     let skip_conflicts: Option<Option<String>> = match &ins.on {
@@ -1013,7 +1033,24 @@ fn insert(
             vals.push(coerce(&t.schema, vals.len(), v));
         }
         match tx.insert(&t, vals.as_slice()) {
-            Ok(()) => n += 1,
+            Ok(()) => {
+                n += 1;
+                if let Some(r) = &ret {
+                    // The row as stored (after coercion), read back in the transaction.
+                    let key: Vec<Value> = t.schema.indexes()[0]
+                        .columns
+                        .iter()
+                        .map(|&c| vals[c].clone())
+                        .collect();
+                    let row = tx.get_with(&t, key.as_slice(), |row| r.row(row, p, at))?;
+                    match row {
+                        Some(row) => out.push(row?),
+                        None => {
+                            return Err(sql_error(at, "the inserted row is not visible".into()))
+                        }
+                    }
+                }
+            }
             // A failed insert changes nothing, so the row is simply skipped.
             Err(Error::DuplicateKey { index, .. })
                 if skip_conflicts
@@ -1022,7 +1059,7 @@ fn insert(
             Err(e) => return Err(e),
         }
     }
-    Ok(Output::Done(format!("INSERT {n}")))
+    Ok(Projection::output(ret, out, format!("INSERT {n}")))
 }
 
 /// An integer stored into a DOUBLE column becomes a float.
@@ -1033,16 +1070,19 @@ pub(crate) fn coerce(s: &TableSchema, col: usize, v: Value) -> Value {
     }
 }
 
-/// Primary keys of the rows `filter` selects (all rows when `None`), as of the transaction.
+/// Primary keys of the rows `filter` selects (all rows when `None`), as of the transaction;
+/// `each` sees every such row.
 fn matching_keys(
     tx: &mut Transaction<'_>,
     t: &TableRef,
     filter: Option<&Expr>,
     p: Params<'_>,
+    each: &mut dyn FnMut(RowRef<'_>) -> Result<()>,
 ) -> Result<Vec<Vec<Value>>> {
     let pk: Vec<usize> = t.schema.indexes()[0].columns.clone();
     let mut keys = Vec::new();
     visit(tx, t, filter, None, p, &mut |r| {
+        each(r)?;
         keys.push(pk.iter().map(|&c| value_at(r, c)).collect::<Result<_>>()?);
         Ok(true)
     })?;
@@ -1580,54 +1620,98 @@ fn select(
     }) {
         return aggregate(tx, &t, sel, order, limit, p);
     }
-    let mut columns = Vec::new();
-    let mut exprs = Vec::new();
-    for item in &sel.projection {
-        match item {
-            SelectItem::Wildcard(o)
-                if o.opt_ilike.is_none()
-                    && o.opt_exclude.is_none()
-                    && o.opt_except.is_none()
-                    && o.opt_replace.is_none()
-                    && o.opt_rename.is_none()
-                    && o.opt_alias.is_none() =>
-            {
-                for (i, c) in t.schema.columns().iter().enumerate() {
-                    columns.push(c.name.clone());
-                    exprs.push(E::Col(i));
-                }
-            }
-            SelectItem::UnnamedExpr(e) => {
-                columns.push(e.to_string());
-                exprs.push(p.compile(e, Some(&t.schema))?.0);
-            }
-            SelectItem::ExprWithAlias { expr, alias } => {
-                columns.push(alias.value.clone());
-                exprs.push(p.compile(expr, Some(&t.schema))?.0);
-            }
-            other => {
-                return Err(sql_error(
-                    at_span(other.span()),
-                    format!("select item not supported: {other}"),
-                ))
-            }
-        }
-    }
+    let proj = Projection::compile(&sel.projection, &t.schema, p)?;
     let mut rows = Vec::new();
     if limit > 0 {
         visit(tx, &t, sel.selection.as_ref(), order, p, &mut |r| {
-            let mut out = Vec::with_capacity(exprs.len());
-            for e in &exprs {
-                out.push(match p.eval(e, Some(r))? {
-                    V::Bool(b) => Value::Int(b as i64),
-                    v => v.stored(at)?,
-                });
-            }
-            rows.push(out);
+            rows.push(proj.row(r, p, at)?);
             Ok(rows.len() < limit)
         })?;
     }
-    Ok(Output::Rows { columns, rows })
+    Ok(Output::Rows {
+        columns: proj.columns,
+        rows,
+    })
+}
+
+/// A compiled select list (of a `SELECT` or a `RETURNING`): column names and expressions.
+struct Projection {
+    columns: Vec<String>,
+    exprs: Vec<E>,
+}
+
+impl Projection {
+    fn compile(items: &[SelectItem], s: &TableSchema, p: Params<'_>) -> Result<Projection> {
+        let mut columns = Vec::new();
+        let mut exprs = Vec::new();
+        for item in items {
+            match item {
+                SelectItem::Wildcard(o)
+                    if o.opt_ilike.is_none()
+                        && o.opt_exclude.is_none()
+                        && o.opt_except.is_none()
+                        && o.opt_replace.is_none()
+                        && o.opt_rename.is_none()
+                        && o.opt_alias.is_none() =>
+                {
+                    for (i, c) in s.columns().iter().enumerate() {
+                        columns.push(c.name.clone());
+                        exprs.push(E::Col(i));
+                    }
+                }
+                SelectItem::UnnamedExpr(e) => {
+                    columns.push(e.to_string());
+                    exprs.push(p.compile(e, Some(s))?.0);
+                }
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    columns.push(alias.value.clone());
+                    exprs.push(p.compile(expr, Some(s))?.0);
+                }
+                other => {
+                    return Err(sql_error(
+                        at_span(other.span()),
+                        format!("select item not supported: {other}"),
+                    ))
+                }
+            }
+        }
+        Ok(Projection { columns, exprs })
+    }
+
+    /// The list's values on row `r` (a boolean shows as 0 or 1).
+    fn row(&self, r: RowRef<'_>, p: Params<'_>, at: SqlPos) -> Result<Vec<Value>> {
+        let mut out = Vec::with_capacity(self.exprs.len());
+        for e in &self.exprs {
+            out.push(match p.eval(e, Some(r))? {
+                V::Bool(b) => Value::Int(b as i64),
+                v => v.stored(at)?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// `RETURNING`'s rows as the statement's output, or the plain tag without one.
+    fn output(this: Option<Self>, rows: Vec<Vec<Value>>, tag: String) -> Output {
+        match this {
+            Some(pr) => Output::Rows {
+                columns: pr.columns,
+                rows,
+            },
+            None => Output::Done(tag),
+        }
+    }
+}
+
+/// The compiled `RETURNING` list of a write, if it has one.
+fn returning(
+    items: &Option<Vec<SelectItem>>,
+    s: &TableSchema,
+    p: Params<'_>,
+) -> Result<Option<Projection>> {
+    items
+        .as_ref()
+        .map(|items| Projection::compile(items, s, p))
+        .transpose()
 }
 
 /// `ORDER BY` the primary-key columns, all ascending or all descending: true if descending.
