@@ -244,6 +244,7 @@ fn statement(r: &mut Rng) -> String {
                 " ON CONFLICT (k) DO NOTHING",
                 " ON CONFLICT (v) DO NOTHING",
                 " ON CONFLICT (k) DO UPDATE SET v = 1",
+                " ON CONFLICT (k) DO UPDATE SET v = t.v + excluded.v WHERE t.k > 2",
                 " RETURNING k",
                 " RETURNING k, v * 2 AS w",
             ])

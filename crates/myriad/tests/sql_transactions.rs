@@ -210,8 +210,8 @@ fn on_conflict_do_nothing_skips_duplicates_and_other_clauses_are_refused() {
     );
     for (bad, says) in [
         (
-            "INSERT INTO t VALUES (9, 9) ON CONFLICT (k) DO UPDATE SET v = 1",
-            "DO UPDATE",
+            "INSERT INTO t VALUES (9, 9) ON CONFLICT (v) DO UPDATE SET v = 1",
+            "primary key as its target",
         ),
         (
             "INSERT INTO t VALUES (9, 9) RETURNING nope",
@@ -389,4 +389,42 @@ fn returning_gives_the_rows_an_insert_update_or_delete_wrote() {
         s.execute("DELETE FROM t WHERE k = 1").unwrap(),
         [Output::Done("DELETE 1".into())]
     );
+}
+
+#[test]
+fn on_conflict_do_update_updates_the_existing_row_with_excluded_values() {
+    let db = db();
+    let mut s = Session::new(&db);
+    assert_eq!(
+        s.execute(
+            "INSERT INTO t VALUES (1, 5), (9, 90) \
+             ON CONFLICT (k) DO UPDATE SET v = t.v + excluded.v"
+        )
+        .unwrap(),
+        [Output::Done("INSERT 2".into())]
+    );
+    assert_eq!(table(&mut s), int_rows(&[(1, 15), (2, 20), (9, 90)]));
+    // The WHERE sees the existing row: a row it rejects is neither updated nor counted.
+    let out = s
+        .execute(
+            "INSERT INTO t VALUES (1, 0), (2, 0) ON CONFLICT (k) DO UPDATE SET v = excluded.v \
+             WHERE v > 15 RETURNING k, v",
+        )
+        .unwrap();
+    assert_eq!(
+        out,
+        [Output::Rows {
+            columns: vec!["k".into(), "v".into()],
+            rows: int_rows(&[(2, 0)]),
+        }]
+    );
+    // A key repeated in the VALUES would be updated twice: refused, nothing kept.
+    let m = sql_message(
+        s.execute("INSERT INTO t VALUES (3, 1), (3, 2) ON CONFLICT (k) DO UPDATE SET v = 7"),
+    );
+    assert!(m.contains("second time"), "{m}");
+    assert_eq!(table(&mut s), int_rows(&[(1, 15), (2, 0), (9, 90)]));
+    let m =
+        sql_message(s.execute("INSERT INTO t VALUES (1, 1) ON CONFLICT (k) DO UPDATE SET v = 'x'"));
+    assert!(m.contains("cannot assign VARCHAR"), "{m}");
 }

@@ -4,7 +4,8 @@
 //! Supported: `CREATE TABLE` (INT/INTEGER/BIGINT, DOUBLE/REAL/FLOAT, VARCHAR(n) with n ≥ 1,
 //! TEXT, single- or multi-column `PRIMARY KEY`, kept in an ordered index unless `USING
 //! HASH`), `INSERT ... VALUES` (several rows, optional column list naming every column,
-//! `ON CONFLICT [(cols) | ON CONSTRAINT index] DO NOTHING`), single-table `SELECT` (`*` or
+//! `ON CONFLICT [(cols) | ON CONSTRAINT index] DO NOTHING`, `ON CONFLICT (primary key) DO
+//! UPDATE SET ... [WHERE ...]` with `excluded.col`), single-table `SELECT` (`*` or
 //! expressions, `WHERE` with comparisons, AND/OR/NOT, arithmetic including `%`, `||`,
 //! `[NOT] IN (...)`, `ORDER BY` an ordered index ASC or DESC, `LIMIT`, and
 //! `count(*)`/`count`/`sum`/`min`/`max` without `GROUP BY`), `UPDATE ... SET ... WHERE`,
@@ -15,7 +16,7 @@
 //! range is an error, a decimal point or exponent makes a DOUBLE.
 //!
 //! Every clause `sqlparser` accepts is either run or refused with an error naming it, never
-//! ignored. Refused: `ON CONFLICT ... DO UPDATE`, table aliases and hints, joins,
+//! ignored. Refused: table aliases and hints, joins,
 //! subqueries, `GROUP BY`, `HAVING`, `DISTINCT`, `OFFSET`, `WITH`, locking clauses, `NULL`,
 //! `ORDER BY` without an ordered index giving that order. A statement nested deeper than
 //! [`MAX_NESTING`] (operators and parentheses, counted on its tokens) is refused
@@ -44,7 +45,7 @@ use crate::procedure::parse::Item;
 use crate::schema::{ColumnType, IndexKind, TableSchema};
 use crate::storage::TableRef;
 use crate::txn::{Transaction, TxnOptions};
-use crate::value::{RowRef, Value, ValueRef};
+use crate::value::{RowMut, RowRef, Value, ValueRef};
 use crate::{Database, Isolation};
 pub use cancel::CancelHandle;
 pub(crate) use expr::{compile, compile_in, eval, eval_in, value_of, Op, Scope, Ty, E, V};
@@ -750,59 +751,29 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement, p: Params<'_>) ->
                 ));
             }
             let t = single_table(db, std::slice::from_ref(&u.table), at)?;
-            let mut sets = Vec::new();
-            for a in &u.assignments {
-                let ast::AssignmentTarget::ColumnName(n) = &a.target else {
-                    return Err(sql_error(
-                        at_span(a.span()),
-                        "assign one column at a time".into(),
-                    ));
-                };
-                let c = column_of(&t, n)?;
-                let name = &t.schema.columns()[c].name;
-                let cty = Ty::of_column(t.schema.columns()[c].ty);
-                let (e, ty) = p.compile(&a.value, Some(&t.schema))?;
-                if !(ty == cty || (cty == Ty::Float && ty == Ty::Int)) {
-                    return Err(sql_error(
-                        at_span(a.value.span()),
-                        format!(
-                            "cannot assign {} to column `{name}` of type {}",
-                            ty.name(),
-                            cty.name()
-                        ),
-                    ));
-                }
-                sets.push((c, e));
-            }
+            let sets = assignments(
+                &u.assignments,
+                &t,
+                Scope {
+                    table: Some(&t.schema),
+                    vars: p.names,
+                },
+            )?;
             let ret = returning(&u.returning, &t.schema, p)?;
             let keys = matching_keys(tx, &t, u.selection.as_ref(), p, &mut |_| Ok(()))?;
             let mut out = Vec::new();
             for k in &keys {
                 cancel::tick()?;
-                let mut err = Ok(());
                 tx.update_with(&t, k.as_slice(), |row| {
-                    // Every SET expression sees the row as it was before the statement.
-                    let mut vals = Vec::with_capacity(sets.len());
-                    for (c, e) in &sets {
-                        let v = p.eval(e, Some(row.as_ref()))?.stored(at)?;
-                        vals.push((*c, coerce(&t.schema, *c, v)));
-                    }
-                    for (c, v) in vals {
-                        if let Err(e) = row.set(c, &v) {
-                            err = Err(e);
-                            return Ok(());
-                        }
-                    }
-                    // RETURNING sees the row as updated.
-                    if let Some(r) = &ret {
-                        match r.row(row.as_ref(), p, at) {
-                            Ok(vals) => out.push(vals),
-                            Err(e) => err = Err(e),
-                        }
-                    }
-                    Ok(())
+                    assign(
+                        row,
+                        &t.schema,
+                        &sets,
+                        p.vals,
+                        ret.as_ref().map(|r| (r, &mut out)),
+                        at,
+                    )
                 })?;
-                err?;
             }
             Ok(Projection::output(
                 ret,
@@ -832,7 +803,7 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement, p: Params<'_>) ->
             // RETURNING sees each row as it was before the delete.
             let keys = matching_keys(tx, &t, d.selection.as_ref(), p, &mut |r| {
                 if let Some(pr) = &ret {
-                    out.push(pr.row(r, p, at)?);
+                    out.push(pr.row(r, p.vals, at)?);
                 }
                 Ok(())
             })?;
@@ -906,71 +877,16 @@ fn insert(
     {
         return Err(sql_error(
             at,
-            "only INSERT INTO table [(columns)] VALUES ... [ON CONFLICT ... DO NOTHING] is supported"
+            "only INSERT INTO table [(columns)] VALUES ... [ON CONFLICT ...] [RETURNING ...] is supported"
                 .into(),
         ));
     }
     let t = db.table(&name_of(name)?)?;
     let ret = returning(&ins.returning, &t.schema, p)?;
     let mut out = Vec::new();
-    // `ON CONFLICT [(columns)] DO NOTHING`: the unique index whose duplicates are skipped
-    // (`None`: any unique index, the primary key included).
-    let skip_conflicts: Option<Option<String>> = match &ins.on {
-        None => None,
-        Some(ast::OnInsert::OnConflict(oc)) => {
-            if !matches!(oc.action, ast::OnConflictAction::DoNothing) {
-                return Err(sql_error(
-                    at,
-                    "ON CONFLICT ... DO UPDATE is not supported (DO NOTHING is)".into(),
-                ));
-            }
-            match &oc.conflict_target {
-                None => Some(None),
-                Some(ast::ConflictTarget::Columns(cols)) => {
-                    let mut want = Vec::new();
-                    for c in cols {
-                        want.push(t.schema.column_index(&c.value).map_err(|_| {
-                            sql_error(
-                                at_span(c.span),
-                                format!("table `{}` has no column `{}`", t.name(), c.value),
-                            )
-                        })?);
-                    }
-                    let ix = t
-                        .schema
-                        .indexes()
-                        .iter()
-                        .enumerate()
-                        .find(|(i, d)| (*i == 0 || d.unique) && d.columns == want)
-                        .map(|(_, d)| d.name.clone());
-                    match ix {
-                        Some(name) => Some(Some(name)),
-                        None => return Err(sql_error(
-                            at,
-                            "ON CONFLICT needs the columns of the primary key or of a unique index"
-                                .into(),
-                        )),
-                    }
-                }
-                Some(ast::ConflictTarget::OnConstraint(c)) => {
-                    let name = name_of(c)?;
-                    if t.schema.index_position(&name).is_err() {
-                        return Err(sql_error(
-                            at_span(c.span()),
-                            format!("table `{}` has no index `{name}`", t.name()),
-                        ));
-                    }
-                    Some(Some(name))
-                }
-            }
-        }
-        Some(other) => {
-            return Err(sql_error(
-                at,
-                format!("{other} is not supported (ON CONFLICT ... DO NOTHING is)"),
-            ))
-        }
-    };
+    let conflict = on_conflict(ins, &t, at, p)?;
+    // Keys this statement inserted or updated (DO UPDATE may not touch a row twice).
+    let mut touched: Vec<Vec<Value>> = Vec::new();
     let ncols = t.schema.columns().len();
     // Position in the statement's value list of each table column.
     let order: Vec<usize> = if ins.columns.is_empty() {
@@ -1035,14 +951,13 @@ fn insert(
         match tx.insert(&t, vals.as_slice()) {
             Ok(()) => {
                 n += 1;
+                if matches!(conflict, Conflict::Update { .. }) {
+                    touched.push(primary_key(&t.schema, &vals));
+                }
                 if let Some(r) = &ret {
                     // The row as stored (after coercion), read back in the transaction.
-                    let key: Vec<Value> = t.schema.indexes()[0]
-                        .columns
-                        .iter()
-                        .map(|&c| vals[c].clone())
-                        .collect();
-                    let row = tx.get_with(&t, key.as_slice(), |row| r.row(row, p, at))?;
+                    let key = primary_key(&t.schema, &vals);
+                    let row = tx.get_with(&t, key.as_slice(), |row| r.row(row, p.vals, at))?;
                     match row {
                         Some(row) => out.push(row?),
                         None => {
@@ -1053,13 +968,216 @@ fn insert(
             }
             // A failed insert changes nothing, so the row is simply skipped.
             Err(Error::DuplicateKey { index, .. })
-                if skip_conflicts
-                    .as_ref()
-                    .is_some_and(|target| target.as_ref().is_none_or(|t| *t == index)) => {}
+                if matches!(&conflict, Conflict::Skip(target)
+                    if target.as_ref().is_none_or(|t| *t == index)) => {}
+            Err(Error::DuplicateKey { index, table })
+                if matches!(&conflict, Conflict::Update { .. })
+                    && index == t.schema.indexes()[0].name =>
+            {
+                let Conflict::Update { sets, filter } = &conflict else {
+                    return Err(Error::DuplicateKey { index, table });
+                };
+                let key = primary_key(&t.schema, &vals);
+                if touched.contains(&key) {
+                    return Err(sql_error(
+                        at,
+                        "ON CONFLICT DO UPDATE cannot affect a row a second time (the VALUES \
+                         repeat a key)"
+                            .into(),
+                    ));
+                }
+                // `excluded.col` are the variables after the parameters.
+                let mut vars = p.vals.to_vec();
+                vars.extend(vals.iter().cloned().map(V::Val));
+                let mut updated = false;
+                tx.update_with(&t, key.as_slice(), |row| {
+                    if let Some(f) = filter {
+                        if !expr::holds(f, Some(row.as_ref()), &vars)? {
+                            return Ok(());
+                        }
+                    }
+                    updated = true;
+                    assign(
+                        row,
+                        &t.schema,
+                        sets,
+                        &vars,
+                        ret.as_ref().map(|r| (r, &mut out)),
+                        at,
+                    )
+                })?;
+                if updated {
+                    n += 1;
+                    touched.push(key);
+                }
+            }
             Err(e) => return Err(e),
         }
     }
     Ok(Projection::output(ret, out, format!("INSERT {n}")))
+}
+
+/// Sets the columns of `sets` to their expressions' values on the row as it was (`vars`:
+/// the expressions' variables), then adds the `RETURNING` values of the updated row to
+/// `ret`'s rows. An error leaves the update unpublished (`Transaction::update_with`).
+fn assign(
+    row: &mut RowMut<'_>,
+    s: &TableSchema,
+    sets: &[(usize, E)],
+    vars: &[V],
+    ret: Option<(&Projection, &mut Vec<Vec<Value>>)>,
+    at: SqlPos,
+) -> Result<()> {
+    let mut new = Vec::with_capacity(sets.len());
+    for (c, e) in sets {
+        let v = eval_in(e, Some(row.as_ref()), vars)?.stored(at)?;
+        new.push((*c, coerce(s, *c, v)));
+    }
+    for (c, v) in new {
+        row.set(c, &v)?;
+    }
+    if let Some((r, out)) = ret {
+        out.push(r.row(row.as_ref(), vars, at)?);
+    }
+    Ok(())
+}
+
+/// The `SET col = expr, ...` of an `UPDATE` or `ON CONFLICT DO UPDATE`, compiled in
+/// `scope` and type-checked against their columns.
+fn assignments(
+    list: &[ast::Assignment],
+    t: &TableRef,
+    scope: Scope<'_>,
+) -> Result<Vec<(usize, E)>> {
+    let mut sets = Vec::new();
+    for a in list {
+        let ast::AssignmentTarget::ColumnName(n) = &a.target else {
+            return Err(sql_error(
+                at_span(a.span()),
+                "assign one column at a time".into(),
+            ));
+        };
+        let c = column_of(t, n)?;
+        let cty = Ty::of_column(t.schema.columns()[c].ty);
+        let (e, ty) = compile_in(&a.value, scope)?;
+        if !cty.accepts(ty) {
+            return Err(sql_error(
+                at_span(a.value.span()),
+                format!(
+                    "cannot assign {} to column `{}` of type {}",
+                    ty.name(),
+                    t.schema.columns()[c].name,
+                    cty.name()
+                ),
+            ));
+        }
+        sets.push((c, e));
+    }
+    Ok(sets)
+}
+
+/// The primary-key values of a full row.
+fn primary_key(s: &TableSchema, row: &[Value]) -> Vec<Value> {
+    s.indexes()[0]
+        .columns
+        .iter()
+        .map(|&c| row[c].clone())
+        .collect()
+}
+
+/// What an `INSERT` does with a row whose key is taken.
+enum Conflict {
+    /// Fail (no `ON CONFLICT`).
+    Error,
+    /// `DO NOTHING`: skip the row if the taken key is in this unique index (`None`: any).
+    Skip(Option<String>),
+    /// `DO UPDATE SET ... [WHERE ...]` (the target is the primary key): assignments and
+    /// condition over the existing row, `excluded.col` being the proposed row's values.
+    Update {
+        sets: Vec<(usize, E)>,
+        filter: Option<E>,
+    },
+}
+
+/// Compiles `INSERT`'s `ON CONFLICT` clause.
+fn on_conflict(ins: &ast::Insert, t: &TableRef, at: SqlPos, p: Params<'_>) -> Result<Conflict> {
+    let oc = match &ins.on {
+        None => return Ok(Conflict::Error),
+        Some(ast::OnInsert::OnConflict(oc)) => oc,
+        Some(other) => {
+            return Err(sql_error(
+                at,
+                format!("{other} is not supported (ON CONFLICT is)"),
+            ))
+        }
+    };
+    let s = &t.schema;
+    let target = match &oc.conflict_target {
+        None => None,
+        Some(ast::ConflictTarget::Columns(cols)) => {
+            let mut want = Vec::new();
+            for c in cols {
+                want.push(s.column_index(&c.value).map_err(|_| {
+                    sql_error(
+                        at_span(c.span),
+                        format!("table `{}` has no column `{}`", t.name(), c.value),
+                    )
+                })?);
+            }
+            let ix = s
+                .indexes()
+                .iter()
+                .enumerate()
+                .find(|(i, d)| (*i == 0 || d.unique) && d.columns == want)
+                .map(|(_, d)| d.name.clone());
+            match ix {
+                Some(name) => Some(name),
+                None => {
+                    return Err(sql_error(
+                        at,
+                        "ON CONFLICT needs the columns of the primary key or of a unique index"
+                            .into(),
+                    ))
+                }
+            }
+        }
+        Some(ast::ConflictTarget::OnConstraint(c)) => {
+            let name = name_of(c)?;
+            if s.index_position(&name).is_err() {
+                return Err(sql_error(
+                    at_span(c.span()),
+                    format!("table `{}` has no index `{name}`", t.name()),
+                ));
+            }
+            Some(name)
+        }
+    };
+    let du = match &oc.action {
+        ast::OnConflictAction::DoNothing => return Ok(Conflict::Skip(target)),
+        ast::OnConflictAction::DoUpdate(du) => du,
+    };
+    if target.as_deref() != Some(s.indexes()[0].name.as_str()) {
+        return Err(sql_error(
+            at,
+            "ON CONFLICT ... DO UPDATE needs the primary key as its target: ON CONFLICT (key columns)"
+                .into(),
+        ));
+    }
+    let mut names = p.names.to_vec();
+    for c in s.columns() {
+        names.push((format!("excluded.{}", c.name), Ty::of_column(c.ty)));
+    }
+    let scope = Scope {
+        table: Some(s),
+        vars: &names,
+    };
+    let sets = assignments(&du.assignments, t, scope)?;
+    let filter = du
+        .selection
+        .as_ref()
+        .map(|e| condition(e, scope))
+        .transpose()?;
+    Ok(Conflict::Update { sets, filter })
 }
 
 /// An integer stored into a DOUBLE column becomes a float.
@@ -1624,7 +1742,7 @@ fn select(
     let mut rows = Vec::new();
     if limit > 0 {
         visit(tx, &t, sel.selection.as_ref(), order, p, &mut |r| {
-            rows.push(proj.row(r, p, at)?);
+            rows.push(proj.row(r, p.vals, at)?);
             Ok(rows.len() < limit)
         })?;
     }
@@ -1678,11 +1796,12 @@ impl Projection {
         Ok(Projection { columns, exprs })
     }
 
-    /// The list's values on row `r` (a boolean shows as 0 or 1).
-    fn row(&self, r: RowRef<'_>, p: Params<'_>, at: SqlPos) -> Result<Vec<Value>> {
+    /// The list's values on row `r` (a boolean shows as 0 or 1); `vars` starts with the
+    /// statement's parameters.
+    fn row(&self, r: RowRef<'_>, vars: &[V], at: SqlPos) -> Result<Vec<Value>> {
         let mut out = Vec::with_capacity(self.exprs.len());
         for e in &self.exprs {
-            out.push(match p.eval(e, Some(r))? {
+            out.push(match eval_in(e, Some(r), vars)? {
                 V::Bool(b) => Value::Int(b as i64),
                 v => v.stored(at)?,
             });
