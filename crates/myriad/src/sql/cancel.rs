@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 const TICK_EVERY: u32 = 256;
 
 /// Cancels the statement a session is running, from any thread (a signal handler's thread,
-/// a watchdog). A cancel that arrives while no statement runs is forgotten when the next
-/// statement of the session starts.
+/// a watchdog), and the statements after it in the same `Session::execute` call. A cancel
+/// that arrives between two `execute` calls is forgotten when the next one starts.
 #[derive(Clone, Debug, Default)]
 pub struct CancelHandle(Arc<AtomicBool>);
 
