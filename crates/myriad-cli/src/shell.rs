@@ -5,21 +5,29 @@
 //! gives editing and history, kept across runs in `$HOME/.myriad_history` (not kept when HOME
 //! is unset; a history that cannot be read or written is skipped silently); otherwise
 //! statements are read from stdin, and the exit status is 1 if any statement failed (so
-//! scripts notice). An error keeps the session alive; an error inside `BEGIN ... COMMIT` rolls
-//! that transaction back, and the shell says so. Meta-commands (at the start of a statement):
-//! `\d`, `\d TABLE`, `\timing`, `\i FILE` (nested at most `MAX_INCLUDE_DEPTH` deep, so a file
-//! that includes itself is an error, not a stack overflow), `\q`, `\?`.
+//! scripts notice). An error keeps the session alive; as in PostgreSQL, an error inside
+//! `BEGIN ... COMMIT` rolls that transaction back and leaves the block aborted (prompt
+//! `myriad!>`): statements are refused until `COMMIT` or `ROLLBACK`. Ctrl-C while a statement
+//! runs cancels it (the process and its database live on); on a terminal, at the prompt it
+//! clears the line; a script read from stdin stops after the cancelled statement, with exit
+//! status 1. `\set statement_timeout MS` cancels statements that run longer. Meta-commands (at
+//! the start of a statement): `\d`, `\d TABLE`, `\timing`, `\set`, `\i FILE` (nested at most
+//! `MAX_INCLUDE_DEPTH` deep, so a file that includes itself is an error, not a stack
+//! overflow), `\q`, `\?`.
 
 use myriad::sql::{Output, Session};
 use myriad::{Config, Database, Isolation, Protocol, Value};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 const HELP: &str = "\\d            list tables
 \\d TABLE      describe a table
 \\timing       toggle printing each statement's time
+\\set statement_timeout MS   cancel statements running longer (0: no limit)
 \\i FILE       run the statements in FILE
 \\q            quit
 \\?            this help
@@ -80,6 +88,18 @@ pub fn run(protocol: Protocol, isolation: Isolation, data_dir: Option<&Path>) ->
         includes: 0,
         include_failed: false,
     };
+    // Ctrl-C (SIGINT) cancels the running statement instead of killing the process and its
+    // in-memory database. On a terminal the line editor reads it at the prompt as a key and
+    // clears the line; a script read from stdin stops after the cancelled statement (psql).
+    let cancel = sh.session.cancel_handle();
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&interrupted);
+    if let Err(e) = ctrlc::set_handler(move || {
+        flag.store(true, Ordering::Relaxed);
+        cancel.cancel();
+    }) {
+        eprintln!("myriad: warning: Ctrl-C will end the shell: {e}");
+    }
     if std::io::stdin().is_terminal() {
         let history = history_path(std::env::var_os("HOME").map(PathBuf::from));
         sh.interactive(data_dir, history.as_deref());
@@ -97,6 +117,10 @@ pub fn run(protocol: Protocol, isolation: Isolation, data_dir: Option<&Path>) ->
                     eprintln!("myriad: error: reading stdin: {e}");
                     return ExitCode::from(1);
                 }
+            }
+            if interrupted.load(Ordering::Relaxed) {
+                eprintln!("myriad: interrupted; the rest of the script is not run");
+                return ExitCode::from(1);
             }
         }
         sh.finish_pending();
@@ -133,6 +157,7 @@ impl Shell<'_> {
         loop {
             let prompt = match (self.pending.is_empty(), self.session.in_transaction()) {
                 (true, false) => "myriad> ",
+                (true, true) if self.session.transaction_aborted() => "myriad!> ",
                 (true, true) => "myriad*> ",
                 (false, _) => "     -> ",
             };
@@ -180,24 +205,25 @@ impl Shell<'_> {
     }
 
     fn run_sql(&mut self, text: &str) {
-        let was_in_txn = self.session.in_transaction();
+        let was_aborted = self.session.transaction_aborted();
         let start = Instant::now();
-        // One statement at a time, so the results of those before an error are printed.
-        let r = self.session.execute(text);
+        // Every statement runs and reports, as psql does; inside an aborted block the
+        // session refuses them.
+        let results = self.session.execute_each(text);
         let elapsed = start.elapsed();
-        match r {
-            Ok(outs) => {
-                for o in &outs {
-                    print_output(o);
+        for r in results {
+            match r {
+                Ok(o) => print_output(&o),
+                Err(e) => {
+                    self.failed = true;
+                    println!("ERROR: {e}");
                 }
             }
-            Err(e) => {
-                self.failed = true;
-                println!("ERROR: {e}");
-                if was_in_txn && !self.session.in_transaction() {
-                    println!("the transaction was rolled back");
-                }
-            }
+        }
+        if !was_aborted && self.session.transaction_aborted() {
+            println!(
+                "the transaction was rolled back; statements are refused until COMMIT or ROLLBACK"
+            );
         }
         if self.timing {
             println!("Time: {:.3} ms", elapsed.as_secs_f64() * 1e3);
@@ -216,6 +242,7 @@ impl Shell<'_> {
                 self.timing = !self.timing;
                 println!("Timing is {}.", if self.timing { "on" } else { "off" });
             }
+            "\\set" => self.set(arg),
             "\\d" if arg.is_empty() => {
                 let mut names = self.db.table_names();
                 names.sort();
@@ -303,6 +330,34 @@ impl Shell<'_> {
             }
         }
         true
+    }
+}
+
+impl Shell<'_> {
+    /// `\set [statement_timeout MS]`.
+    fn set(&mut self, arg: &str) {
+        let mut words = arg.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (None, ..) => match self.session.statement_timeout() {
+                Some(d) => println!("statement_timeout = {}", d.as_millis()),
+                None => println!("statement_timeout = 0"),
+            },
+            (Some("statement_timeout"), Some(ms), None) => match ms.parse::<u64>() {
+                Ok(ms) => self
+                    .session
+                    .set_statement_timeout(Some(std::time::Duration::from_millis(ms))),
+                Err(_) => {
+                    self.failed = true;
+                    println!(
+                        "ERROR: statement_timeout needs milliseconds (0: no limit), not `{ms}`"
+                    );
+                }
+            },
+            _ => {
+                self.failed = true;
+                println!("ERROR: usage: \\set statement_timeout MS");
+            }
+        }
     }
 }
 

@@ -47,7 +47,7 @@ fn a_script_runs_statements_across_lines_and_prints_tables() {
 #[test]
 fn errors_keep_the_session_alive_roll_back_and_set_the_exit_status() {
     let script = format!(
-        "{SETUP}BEGIN;\nUPDATE kv SET x = 0 WHERE k = 1;\nSELECT nope FROM kv;\nSELECT x FROM kv WHERE k = 1;\n"
+        "{SETUP}BEGIN;\nUPDATE kv SET x = 0 WHERE k = 1;\nSELECT nope FROM kv;\nSELECT x FROM kv WHERE k = 1;\nCOMMIT;\nSELECT x FROM kv WHERE k = 1;\n"
     );
     let o = shell(&[], &script);
     assert_eq!(
@@ -57,7 +57,12 @@ fn errors_keep_the_session_alive_roll_back_and_set_the_exit_status() {
     );
     let out = stdout(&o);
     assert!(
-        out.contains("ERROR: SQL at line 1, column 8: table `kv` has no column `nope`\nthe transaction was rolled back\n"),
+        out.contains("ERROR: SQL at line 1, column 8: table `kv` has no column `nope`\nthe transaction was rolled back; statements are refused until COMMIT or ROLLBACK\n"),
+        "{out}"
+    );
+    // As in PostgreSQL, the aborted block refuses statements, and its COMMIT rolls back.
+    assert!(
+        out.contains("ERROR: current transaction is aborted, commands ignored until end of transaction block\nROLLBACK\n"),
         "{out}"
     );
     // The update was rolled back with the transaction, and the session went on.

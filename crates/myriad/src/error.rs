@@ -184,6 +184,14 @@ pub enum Error {
     /// Writing or syncing the log failed earlier: the database acknowledges no further
     /// commits (the message is the first I/O error). Reopen the directory to recover.
     LogFailed(String),
+    /// A SQL statement inside a `BEGIN` block whose transaction an earlier error aborted
+    /// (PostgreSQL's `in_failed_sql_transaction`): only `COMMIT` or `ROLLBACK`, which both
+    /// end the block without effect, are accepted.
+    InFailedTransaction,
+    /// A SQL statement was cancelled: by `sql::CancelHandle::cancel` ("user request") or by
+    /// the session's statement timeout (the message says which). Its transaction is rolled
+    /// back like after any failed statement.
+    Cancelled(String),
 }
 
 impl Error {
@@ -257,6 +265,11 @@ impl fmt::Display for Error {
             ),
             Error::ReadOnlyTransaction => write!(f, "write in a READ ONLY transaction"),
             Error::TransactionClosed => write!(f, "the transaction has already ended"),
+            Error::InFailedTransaction => write!(
+                f,
+                "current transaction is aborted, commands ignored until end of transaction block"
+            ),
+            Error::Cancelled(why) => write!(f, "canceling statement due to {why}"),
             Error::TooManyTransactions { max } => write!(
                 f,
                 "more than {max} concurrent transactions (raise Config::max_concurrent_txns)"

@@ -93,9 +93,20 @@ impl Procedure {
         }
     }
 
+    /// Runs `self.p`; a call that fails rolls `tx` back (the procedure may have written
+    /// before it failed, and half a call is never kept: later operations on `tx` fail with
+    /// `Error::TransactionClosed`).
+    pub(super) fn run(&self, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Vec<Value>> {
+        let r = self.run_logged(tx, f);
+        if r.is_err() {
+            tx.rollback(crate::error::AbortReason::UserAbort);
+        }
+        r
+    }
+
     /// Runs `self.p`, noting in `tx` whether the transaction is exactly this one call (for a
     /// command-logging database; otherwise it just runs).
-    pub(super) fn run(&self, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Vec<Value>> {
+    fn run_logged(&self, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Vec<Value>> {
         let Some(&def) = self.logged_as.get() else {
             return self.p.run(tx, f);
         };

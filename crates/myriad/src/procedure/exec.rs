@@ -623,9 +623,14 @@ impl Proc {
                 }
                 let mut i = lo;
                 while i <= hi {
+                    crate::sql::cancel::tick()?;
                     set_int(&mut f.vars[*slot], i);
                     if self.block(body, tx, f)? == Flow::Return {
                         return Ok(Flow::Return);
+                    }
+                    // `hi` may be i64::MAX: stop before the increment overflows.
+                    if i == hi {
+                        break;
                     }
                     i += 1;
                 }
@@ -662,6 +667,7 @@ impl Proc {
                             let upto = (n - j).min(PREFETCH_MAX as usize);
                             warm_rows(fields, &batch[..upto * width], prefetch, tx, f);
                         }
+                        crate::sql::cancel::tick()?;
                         let row = &rows[j * width..(j + 1) * width];
                         for (&slot, v) in fields.iter().zip(row) {
                             assign(&mut f.vars[slot], v.to_value_ref());

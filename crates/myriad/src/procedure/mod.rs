@@ -263,7 +263,10 @@ impl Procedure {
         Ok(())
     }
 
-    /// Runs the procedure inside `tx` (which stays open); returns the values of its `RETURN`.
+    /// Runs the procedure inside `tx`, which stays open after a call that succeeds; returns
+    /// the values of its `RETURN`. A call that fails rolls `tx` back (the procedure may have
+    /// written before it failed, and half a call is never kept): `tx`'s later operations fail
+    /// with `Error::TransactionClosed`. The same holds for `execute_in` and `execute_bound`.
     pub fn execute(&self, tx: &mut Transaction<'_>, args: &[Arg]) -> Result<Vec<Value>> {
         self.execute_in(tx, args, &mut self.frame())
     }

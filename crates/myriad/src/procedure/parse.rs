@@ -77,9 +77,20 @@ fn byte_offset(sql: &str, at: Location) -> usize {
 /// Parses a script of SQL statements and procedure definitions, separated by `;`.
 pub(crate) fn script(sql: &str) -> Result<Vec<Item>> {
     let dialect = PostgreSqlDialect {};
-    let mut p = Parser::new(&dialect)
-        .try_with_sql(sql)
-        .map_err(parse_error)?;
+    let tokens = Tokenizer::new(&dialect, sql)
+        .tokenize_with_location()
+        .map_err(|e| {
+            sql_error(
+                SqlPos {
+                    line: e.location.line,
+                    column: e.location.column,
+                },
+                e.message,
+            )
+        })?;
+    // Before any tree is built: a too-deep one cannot even be dropped safely.
+    crate::sql::nesting::check(&tokens, false)?;
+    let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let mut out = Vec::new();
     loop {
         while p.consume_token(&Token::SemiColon) {}
@@ -253,6 +264,7 @@ fn body_of(text: &str, origin: Location) -> Result<(Decls, Vec<Stmt>)> {
     for t in &mut tokens {
         t.span = Span::new(shift(t.span.start), shift(t.span.end));
     }
+    crate::sql::nesting::check(&tokens, true)?;
     let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let mut decls = Vec::new();
     if p.parse_keyword(Keyword::DECLARE) {

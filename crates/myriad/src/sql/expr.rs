@@ -176,7 +176,17 @@ pub(crate) struct Scope<'a> {
     pub vars: &'a [(String, Ty)],
 }
 
-fn pos(e: &Expr) -> SqlPos {
+/// Where `e` starts. Follows left operands in a loop: `Spanned::span` recurses through the
+/// whole subtree, and calling it at every level of a long chain would stack one span
+/// walk on every compile frame.
+fn pos(mut e: &Expr) -> SqlPos {
+    loop {
+        e = match e {
+            Expr::BinaryOp { left, .. } => left,
+            Expr::InList { expr, .. } | Expr::AnyOp { left: expr, .. } => expr,
+            _ => break,
+        };
+    }
     let s = e.span().start;
     SqlPos {
         line: s.line,
@@ -197,7 +207,26 @@ pub(crate) fn compile(e: &Expr, schema: Option<&TableSchema>) -> Result<(E, Ty)>
 
 /// Compiles `e` in `scope`: names resolve to the table's columns or to variables (a name that
 /// is both is ambiguous), types are checked.
+///
+/// The arithmetic, comparison and logic operators, the only ones whose chains can be long
+/// (`crate::sql::nesting` bounds them), recurse here in a small frame; every other form is
+/// compiled by [`compile_other`], whose frame is large in an unoptimised build.
 pub(crate) fn compile_in(e: &Expr, scope: Scope<'_>) -> Result<(E, Ty)> {
+    match e {
+        Expr::Nested(inner) => compile_in(inner, scope),
+        Expr::BinaryOp { left, op, right } if *op != BinaryOperator::StringConcat => {
+            let (l, lt) = compile_in(left, scope)?;
+            let (r, rt) = compile_in(right, scope)?;
+            let at = pos(e);
+            let (o, ty) = binary(op, lt, rt, at)?;
+            Ok((E::Bin(Box::new(l), o, Box::new(r), at), ty))
+        }
+        e => compile_other(e, scope),
+    }
+}
+
+#[inline(never)]
+fn compile_other(e: &Expr, scope: Scope<'_>) -> Result<(E, Ty)> {
     let at = pos(e);
     let schema = scope.table;
     let compile = |e: &Expr, _: Option<&TableSchema>| compile_in(e, scope);
@@ -242,6 +271,23 @@ pub(crate) fn compile_in(e: &Expr, scope: Scope<'_>) -> Result<(E, Ty)> {
             )),
         },
         Expr::Value(v) => literal(&v.value, at),
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr: inner,
+        } if matches!(inner.as_ref(), Expr::Value(v) if matches!(v.value, ast::Value::Number(..))) => {
+            match inner.as_ref() {
+                Expr::Value(ast::ValueWithSpan {
+                    value: ast::Value::Number(n, _),
+                    ..
+                }) => number(n, true, at),
+                _ => Err(sql_error(at, format!("expression not supported: {e}"))),
+            }
+        }
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => in_list(expr, list, *negated, scope, at),
         Expr::UnaryOp { op, expr } => {
             let (x, t) = compile(expr, schema)?;
             match op {
@@ -283,12 +329,6 @@ pub(crate) fn compile_in(e: &Expr, scope: Scope<'_>) -> Result<(E, Ty)> {
                 ));
             }
             Ok((E::Concat(Box::new(l), Box::new(r)), Ty::Str))
-        }
-        Expr::BinaryOp { left, op, right } => {
-            let (l, lt) = compile(left, schema)?;
-            let (r, rt) = compile(right, schema)?;
-            let (o, ty) = binary(op, lt, rt, at)?;
-            Ok((E::Bin(Box::new(l), o, Box::new(r), at), ty))
         }
         Expr::CompoundFieldAccess { root, access_chain } => {
             let [ast::AccessExpr::Subscript(ast::Subscript::Index { index })] =
@@ -473,16 +513,7 @@ fn column(name: &str, schema: Option<&TableSchema>, at: SqlPos) -> Result<(E, Ty
 
 fn literal(v: &ast::Value, at: SqlPos) -> Result<(E, Ty)> {
     match v {
-        ast::Value::Number(n, _) => {
-            if let Ok(i) = n.parse::<i64>() {
-                Ok((E::Lit(Value::Int(i)), Ty::Int))
-            } else {
-                match n.parse::<f64>() {
-                    Ok(f) if f.is_finite() => Ok((E::Lit(Value::Float(f)), Ty::Float)),
-                    _ => Err(sql_error(at, format!("number out of range: {n}"))),
-                }
-            }
-        }
+        ast::Value::Number(n, _) => number(n, false, at),
         ast::Value::SingleQuotedString(s) => Ok((E::Lit(Value::Str(s.clone())), Ty::Str)),
         ast::Value::Boolean(b) => Ok((E::Bool(*b), Ty::Bool)),
         ast::Value::Null => Err(sql_error(
@@ -491,6 +522,75 @@ fn literal(v: &ast::Value, at: SqlPos) -> Result<(E, Ty)> {
         )),
         other => Err(sql_error(at, format!("literal not supported: {other}"))),
     }
+}
+
+/// A numeric literal (`negative`: with a minus sign before it, so that
+/// `-9223372036854775808` is an INT). Digits only make an INT, and one out of range is an
+/// error, never silently a DOUBLE; a decimal point or exponent makes a DOUBLE.
+fn number(n: &str, negative: bool, at: SqlPos) -> Result<(E, Ty)> {
+    let integral = n.bytes().all(|b| b.is_ascii_digit() || b == b'_');
+    if integral {
+        let digits: String = n.chars().filter(|&c| c != '_').collect();
+        let text = if negative {
+            format!("-{digits}")
+        } else {
+            digits
+        };
+        return match text.parse::<i64>() {
+            Ok(i) => Ok((E::Lit(Value::Int(i)), Ty::Int)),
+            Err(_) => Err(sql_error(
+                at,
+                format!("integer out of range: {text} (INT is 64-bit)"),
+            )),
+        };
+    }
+    match n.parse::<f64>() {
+        Ok(f) if f.is_finite() => Ok((
+            E::Lit(Value::Float(if negative { -f } else { f })),
+            Ty::Float,
+        )),
+        _ => Err(sql_error(
+            at,
+            format!("number out of range or malformed: {n}"),
+        )),
+    }
+}
+
+/// `x [NOT] IN (a, b, ...)`: a balanced tree of `x = a OR x = b ...`, so a list of any
+/// length is only log2(n) deep.
+fn in_list(
+    x: &Expr,
+    list: &[Expr],
+    negated: bool,
+    scope: Scope<'_>,
+    at: SqlPos,
+) -> Result<(E, Ty)> {
+    if list.is_empty() {
+        return Err(sql_error(at, "IN needs at least one value".into()));
+    }
+    let (l, lt) = compile_in(x, scope)?;
+    let mut terms = Vec::with_capacity(list.len());
+    for item in list {
+        let (r, rt) = compile_in(item, scope)?;
+        let (op, _) = binary(&BinaryOperator::Eq, lt, rt, pos(item))?;
+        terms.push(E::Bin(Box::new(l.clone()), op, Box::new(r), pos(item)));
+    }
+    fn balance(mut terms: Vec<E>, at: SqlPos) -> E {
+        if terms.len() == 1 {
+            if let Some(t) = terms.pop() {
+                return t;
+            }
+        }
+        let right = terms.split_off(terms.len() / 2);
+        E::Bin(
+            Box::new(balance(terms, at)),
+            Op::Or,
+            Box::new(balance(right, at)),
+            at,
+        )
+    }
+    let e = balance(terms, at);
+    Ok((if negated { E::Not(Box::new(e)) } else { e }, Ty::Bool))
 }
 
 fn binary(op: &BinaryOperator, l: Ty, r: Ty, at: SqlPos) -> Result<(Op, Ty)> {
@@ -705,8 +805,28 @@ pub(crate) fn eval(e: &E, row: Option<RowRef<'_>>) -> Result<V> {
     eval_in(e, row, &[])
 }
 
-/// Evaluates a compiled expression on `row` with the variables `vars`.
+/// Evaluates a compiled expression on `row` with the variables `vars`. Binary operators,
+/// whose chains can be long, recurse here in a small frame; the rest is [`eval_other`].
 pub(crate) fn eval_in(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> {
+    match e {
+        E::Bin(l, op, r, at) => {
+            if matches!(op, Op::And | Op::Or) {
+                let lb = eval_in(l, row, vars)? == V::Bool(true);
+                return Ok(match op {
+                    Op::And if !lb => V::Bool(false),
+                    Op::Or if lb => V::Bool(true),
+                    _ => V::Bool(eval_in(r, row, vars)? == V::Bool(true)),
+                });
+            }
+            let (a, b) = (eval_in(l, row, vars)?, eval_in(r, row, vars)?);
+            bin(&a, *op, &b, *at)
+        }
+        e => eval_other(e, row, vars),
+    }
+}
+
+#[inline(never)]
+fn eval_other(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> {
     let eval = |e: &E, row: Option<RowRef<'_>>| eval_in(e, row, vars);
     Ok(match e {
         E::Var(v) => vars[*v].clone(),
@@ -809,18 +929,7 @@ pub(crate) fn eval_in(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> {
             V::Bool(b) => V::Bool(!b),
             v => v,
         },
-        E::Bin(l, op, r, at) => {
-            if matches!(op, Op::And | Op::Or) {
-                let lb = eval(l, row)? == V::Bool(true);
-                return Ok(match op {
-                    Op::And if !lb => V::Bool(false),
-                    Op::Or if lb => V::Bool(true),
-                    _ => V::Bool(eval(r, row)? == V::Bool(true)),
-                });
-            }
-            let (a, b) = (eval(l, row)?, eval(r, row)?);
-            bin(&a, *op, &b, *at)?
-        }
+        E::Bin(..) => eval_in(e, row, vars)?,
     })
 }
 

@@ -1,35 +1,55 @@
-//! The statement language (issue 3, first part): a SQL subset parsed with `sqlparser` and run
-//! on the engine's transaction API by a [`Session`].
+//! The statement language (issue 3, first part; issue 32): a SQL subset parsed with
+//! `sqlparser` and run on the engine's transaction API by a [`Session`].
 //!
-//! Built so far: `CREATE TABLE` (INT/INTEGER/BIGINT, DOUBLE/REAL/FLOAT, VARCHAR(n), TEXT,
-//! single- or multi-column `PRIMARY KEY`, kept in an ordered index), `INSERT ... VALUES` (several
-//! rows, optional column list naming every column), single-table `SELECT` (`*` or expressions,
-//! `WHERE` with comparisons, AND/OR/NOT and arithmetic including `%`, `ORDER BY` the primary
-//! key ASC or DESC, `LIMIT`, and `count(*)`/`count`/`sum`/`min`/`max` without `GROUP BY`),
-//! `UPDATE ... SET ... WHERE`, `DELETE ... WHERE`, `BEGIN|START TRANSACTION [ISOLATION LEVEL
-//! ...] [READ ONLY]`, `COMMIT`, `ROLLBACK`. A statement outside `BEGIN` runs as its own
-//! transaction. The planner uses the primary key when `WHERE` fixes every key column by
-//! equality with constants (a conjunct per column), a range of the ordered primary index when
-//! `WHERE` bounds a one-column key (`k > 3 AND k <= 9`) or for `ORDER BY`, and otherwise a full
-//! scan (`Transaction::scan_table`); under Serializable each scan is protected against
-//! phantoms over the range it covers. Key expressions may read parameters (`$1`,
-//! [`Session::execute_with`]) and, in procedures, variables. `CREATE PROCEDURE` and `CALL`
-//! are handled with `crate::procedure`. `CREATE [UNIQUE] INDEX ... [USING BTREE|HASH]` adds a
-//! secondary index (`Database::create_index`, also on a table with rows); `WHERE` equalities on
-//! all its columns make an index lookup (after the point key, before a key range). Not built
-//! yet, and rejected with an error that says so: `ORDER BY`
-//! without an ordered index giving that order, `GROUP BY`, `NULL`.
+//! Supported: `CREATE TABLE` (INT/INTEGER/BIGINT, DOUBLE/REAL/FLOAT, VARCHAR(n) with n ≥ 1,
+//! TEXT, single- or multi-column `PRIMARY KEY`, kept in an ordered index unless `USING
+//! HASH`), `INSERT ... VALUES` (several rows, optional column list naming every column,
+//! `ON CONFLICT [(cols) | ON CONSTRAINT index] DO NOTHING`, `ON CONFLICT (primary key) DO
+//! UPDATE SET ... [WHERE ...]` with `excluded.col`), single-table `SELECT` (`*` or
+//! expressions, `WHERE` with comparisons, AND/OR/NOT, arithmetic including `%`, `||`,
+//! `[NOT] IN (...)`, `ORDER BY` an ordered index ASC or DESC, `LIMIT`, and
+//! `count(*)`/`count`/`sum`/`min`/`max` without `GROUP BY`), `UPDATE ... SET ... WHERE`,
+//! `DELETE ... WHERE`, `RETURNING` on `INSERT`/`UPDATE`/`DELETE` (the rows as written; for
+//! `DELETE` as they were), `BEGIN|START TRANSACTION [ISOLATION LEVEL ...] [READ ONLY]`,
+//! `COMMIT`, `ROLLBACK`, `CREATE [UNIQUE] INDEX`, `CREATE PROCEDURE` and `CALL` (with
+//! `crate::procedure`). An integer literal is an INT (`-9223372036854775808` too); one out of
+//! range is an error, a decimal point or exponent makes a DOUBLE.
+//!
+//! Every clause `sqlparser` accepts is either run or refused with an error naming it, never
+//! ignored. Refused: table aliases and hints, joins,
+//! subqueries, `GROUP BY`, `HAVING`, `DISTINCT`, `OFFSET`, `WITH`, locking clauses, `NULL`,
+//! `ORDER BY` without an ordered index giving that order. A statement nested deeper than
+//! [`MAX_NESTING`] (operators and parentheses, counted on its tokens) is refused
+//! before it is parsed, since the trees of such statements overflow the stack.
+//!
+//! Transactions follow PostgreSQL (see [`Session`]): a statement outside `BEGIN` runs as its
+//! own transaction; a failed statement inside `BEGIN` aborts the transaction and the block
+//! refuses statements until `COMMIT`/`ROLLBACK`. A running statement can be cancelled
+//! ([`CancelHandle`]) or time out ([`Session::set_statement_timeout`]); `cancel` says where
+//! that is checked.
+//!
+//! The planner uses the primary key when `WHERE` fixes every key column by equality with
+//! constants (a conjunct per column), a secondary index whose columns `WHERE` fixes likewise,
+//! a range of an ordered index when `WHERE` bounds its leading column (`k > 3 AND k <= 9`)
+//! or for `ORDER BY`, and otherwise a full scan (`Transaction::scan_table`); under
+//! Serializable each scan is protected against phantoms over the range it covers. Key
+//! expressions may read parameters (`$1`, [`Session::execute_with`]) and, in procedures,
+//! variables.
 
+pub(crate) mod cancel;
 pub(crate) mod expr;
+pub(crate) mod nesting;
 
 use crate::error::{Error, Result};
 use crate::procedure::parse::Item;
 use crate::schema::{ColumnType, IndexKind, TableSchema};
 use crate::storage::TableRef;
 use crate::txn::{Transaction, TxnOptions};
-use crate::value::{RowRef, Value, ValueRef};
+use crate::value::{RowMut, RowRef, Value, ValueRef};
 use crate::{Database, Isolation};
+pub use cancel::CancelHandle;
 pub(crate) use expr::{compile, compile_in, eval, eval_in, value_of, Op, Scope, Ty, E, V};
+pub use nesting::MAX_NESTING;
 use sqlparser::ast::{
     self, ColumnOption, Expr, FromTable, ObjectName, SelectItem, SetExpr, Spanned, Statement,
     TableConstraint, TableFactor, TableObject, TransactionAccessMode, TransactionIsolationLevel,
@@ -37,6 +57,7 @@ use sqlparser::ast::{
 };
 use sqlparser::parser::ParserError;
 use std::ops::Bound;
+use std::time::{Duration, Instant};
 
 /// Maximum length of a `TEXT` column (the engine stores rows at a fixed width).
 pub const TEXT_MAX_LEN: usize = 1024;
@@ -99,12 +120,24 @@ pub enum Output {
 }
 
 /// A SQL session on a database: at most one open explicit transaction.
+///
+/// Errors follow PostgreSQL. Outside `BEGIN` a statement is its own transaction, and a
+/// failed statement changes nothing. Inside `BEGIN ... COMMIT`, any failed statement (a
+/// duplicate key, a type error, a statement that does not parse, a cancel or timeout) rolls
+/// the whole transaction back at once, and the block stays open in the *aborted* state: every
+/// further statement fails with [`Error::InFailedTransaction`] until `COMMIT` or `ROLLBACK`,
+/// both of which end the block and answer `ROLLBACK`. Nothing runs in autocommit behind the
+/// user's back.
 pub struct Session<'db> {
     db: &'db Database,
     txn: Option<Transaction<'db>>,
+    /// A statement failed inside `BEGIN`: the transaction is rolled back, the block is open.
+    aborted: bool,
     /// Parameters of the statements being run (`execute_with`).
     names: Vec<(String, Ty)>,
     vals: Vec<V>,
+    cancel: CancelHandle,
+    statement_timeout: Option<Duration>,
 }
 
 impl<'db> Session<'db> {
@@ -112,19 +145,42 @@ impl<'db> Session<'db> {
         Session {
             db,
             txn: None,
+            aborted: false,
             names: Vec::new(),
             vals: Vec::new(),
+            cancel: CancelHandle::default(),
+            statement_timeout: None,
         }
     }
 
-    /// Is an explicit transaction (`BEGIN`) open?
+    /// Is a `BEGIN` block open (running, or aborted by a failed statement)?
     pub fn in_transaction(&self) -> bool {
-        self.txn.is_some()
+        self.txn.is_some() || self.aborted
+    }
+
+    /// Is the open `BEGIN` block aborted (statements refused until `COMMIT`/`ROLLBACK`)?
+    pub fn transaction_aborted(&self) -> bool {
+        self.aborted
+    }
+
+    /// A handle that cancels the statement this session is running, from another thread.
+    pub fn cancel_handle(&self) -> CancelHandle {
+        self.cancel.clone()
+    }
+
+    /// Cancels each statement that runs longer than `limit` (`None`: no limit) with
+    /// [`Error::Cancelled`], like PostgreSQL's `statement_timeout`.
+    pub fn set_statement_timeout(&mut self, limit: Option<Duration>) {
+        self.statement_timeout = limit.filter(|d| !d.is_zero());
+    }
+
+    pub fn statement_timeout(&self) -> Option<Duration> {
+        self.statement_timeout
     }
 
     /// Parses and runs every statement of `sql` in order, stopping at the first error (the
-    /// statements before it keep their effect). An error inside an explicit transaction
-    /// aborts that transaction.
+    /// statements before it keep their effect; inside `BEGIN` the error aborts the
+    /// transaction, see [`Session`]).
     pub fn execute(&mut self, sql: &str) -> Result<Vec<Output>> {
         self.execute_with(sql, &[])
     }
@@ -133,6 +189,43 @@ impl<'db> Session<'db> {
     /// a value is (in `WHERE`, `SET`, `VALUES`, the select list, `LIMIT`); a parameter's type
     /// is its value's.
     pub fn execute_with(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Output>> {
+        let mut out = Vec::new();
+        for r in self.run_script(sql, params, true) {
+            out.push(r?);
+        }
+        Ok(out)
+    }
+
+    /// Runs every statement of `sql` like a `psql` script: an error does not stop the
+    /// statements after it (inside an aborted `BEGIN` block they are refused, see
+    /// [`Session`]). One result per statement; a script that does not parse runs nothing and
+    /// gives that one error.
+    pub fn execute_each(&mut self, sql: &str) -> Vec<Result<Output>> {
+        self.run_script(sql, &[], false)
+    }
+
+    fn run_script(&mut self, sql: &str, params: &[Value], stop: bool) -> Vec<Result<Output>> {
+        self.cancel.clear();
+        let items = match self
+            .bind_params(params)
+            .and_then(|()| crate::procedure::parse::script(sql))
+        {
+            Ok(items) => items,
+            Err(e) => return vec![Err(self.failed(e))],
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for item in &items {
+            let r = self.item(item).map_err(|e| self.failed(e));
+            let failed = r.is_err();
+            out.push(r);
+            if failed && stop {
+                break;
+            }
+        }
+        out
+    }
+
+    fn bind_params(&mut self, params: &[Value]) -> Result<()> {
         self.names.clear();
         self.vals.clear();
         for (i, v) in params.iter().enumerate() {
@@ -153,24 +246,40 @@ impl<'db> Session<'db> {
             self.names.push((format!("${}", i + 1), ty));
             self.vals.push(V::Val(v.clone()));
         }
-        let items = crate::procedure::parse::script(sql)?;
-        let mut out = Vec::with_capacity(items.len());
-        for item in &items {
-            let r = match item {
-                Item::Sql(s) => self.statement(s),
-                Item::Procedure(d, replace) => self.create_procedure(d, *replace),
-            };
-            match r {
-                Ok(o) => out.push(o),
-                Err(e) => {
-                    if let Some(tx) = self.txn.take() {
-                        tx.abort();
-                    }
-                    return Err(e);
-                }
-            }
+        Ok(())
+    }
+
+    /// An error inside an open block aborts its transaction (PostgreSQL's behaviour).
+    fn failed(&mut self, e: Error) -> Error {
+        if let Some(tx) = self.txn.take() {
+            tx.abort();
+            self.aborted = true;
         }
-        Ok(out)
+        e
+    }
+
+    /// Runs one statement under the session's cancel handle and timeout.
+    fn item(&mut self, item: &Item) -> Result<Output> {
+        if self.aborted {
+            let ends = matches!(
+                item,
+                Item::Sql(s) if matches!(s.as_ref(), Statement::Commit { .. } | Statement::Rollback { .. })
+            );
+            if !ends {
+                return Err(Error::InFailedTransaction);
+            }
+            self.aborted = false;
+            return Ok(Output::Done("ROLLBACK".into()));
+        }
+        let _watch = cancel::watch(cancel::Watch {
+            handle: self.cancel.clone(),
+            deadline: self.statement_timeout.map(|d| (Instant::now() + d, d)),
+        });
+        cancel::check()?;
+        match item {
+            Item::Sql(s) => self.statement(s),
+            Item::Procedure(d, replace) => self.create_procedure(d, *replace),
+        }
     }
 
     fn statement(&mut self, s: &Statement) -> Result<Output> {
@@ -196,6 +305,26 @@ impl<'db> Session<'db> {
                         at_span(s.span()),
                         "CREATE TABLE inside a transaction is not supported".into(),
                     ));
+                }
+                // Any clause beyond the name, columns, constraints and IF NOT EXISTS makes
+                // the statement differ from the plain one built from those.
+                let plain =
+                    ast::helpers::stmt_create_table::CreateTableBuilder::new(ct.name.clone())
+                        .if_not_exists(ct.if_not_exists)
+                        .columns(ct.columns.clone())
+                        .constraints(ct.constraints.clone())
+                        .build();
+                if plain != *ct {
+                    return Err(sql_error(
+                        at_span(s.span()),
+                        format!(
+                            "only CREATE TABLE [IF NOT EXISTS] name (columns, constraints) is supported: {}",
+                            first_words(s)
+                        ),
+                    ));
+                }
+                if ct.if_not_exists && self.db.table(&name_of(&ct.name)?).is_ok() {
+                    return Ok(Output::Done("CREATE TABLE".into()));
                 }
                 self.db.create_table_from(table_schema(ct)?)?;
                 Ok(Output::Done("CREATE TABLE".into()))
@@ -454,7 +583,13 @@ pub(crate) fn column_type(t: &ast::DataType, at: SqlPos) -> Result<ColumnType> {
         D::Int(_) | D::Integer(_) | D::BigInt(_) => ColumnType::Int,
         D::Double(_) | D::DoublePrecision | D::Real | D::Float(_) => ColumnType::Float,
         D::Varchar(Some(ast::CharacterLength::IntegerLength { length, .. })) => {
-            ColumnType::Str(*length as usize)
+            if *length == 0 {
+                return Err(sql_error(
+                    at,
+                    "VARCHAR(0): the length must be at least 1".into(),
+                ));
+            }
+            ColumnType::Str(usize::try_from(*length).unwrap_or(usize::MAX))
         }
         D::Text => ColumnType::Str(TEXT_MAX_LEN),
         D::Varchar(_) => {
@@ -547,7 +682,35 @@ fn table_schema(ct: &ast::CreateTable) -> Result<TableSchema> {
 /// The table a DML statement names.
 fn table_of(db: &Database, f: &TableFactor) -> Result<TableRef> {
     match f {
-        TableFactor::Table { name, .. } => db.table(&name_of(name)?),
+        TableFactor::Table {
+            name,
+            alias,
+            args,
+            with_hints,
+            version,
+            with_ordinality,
+            partitions,
+            json_path,
+            sample,
+            index_hints,
+        } => {
+            if alias.is_some()
+                || args.is_some()
+                || !with_hints.is_empty()
+                || version.is_some()
+                || *with_ordinality
+                || !partitions.is_empty()
+                || json_path.is_some()
+                || sample.is_some()
+                || !index_hints.is_empty()
+            {
+                return Err(sql_error(
+                    at_span(f.span()),
+                    format!("only a plain table name is supported here (no alias, hints, sample or arguments): {f}"),
+                ));
+            }
+            db.table(&name_of(name)?)
+        }
         other => Err(sql_error(
             at_span(other.span()),
             format!("only a plain table can be read here: {other}"),
@@ -575,79 +738,84 @@ fn dml(db: &Database, tx: &mut Transaction<'_>, s: &Statement, p: Params<'_>) ->
         Statement::Insert(ins) => insert(db, tx, ins, at, p),
         Statement::Query(q) => select(db, tx, q, at, p),
         Statement::Update(u) => {
-            if u.from.is_some() || u.returning.is_some() || !u.order_by.is_empty() {
+            if u.from.is_some()
+                || !u.order_by.is_empty()
+                || u.limit.is_some()
+                || u.or.is_some()
+                || u.output.is_some()
+                || !u.optimizer_hints.is_empty()
+            {
                 return Err(sql_error(
                     at,
-                    "UPDATE ... FROM/RETURNING/ORDER BY is not supported".into(),
+                    "UPDATE ... FROM/ORDER BY/LIMIT/OR/OUTPUT is not supported".into(),
                 ));
             }
             let t = single_table(db, std::slice::from_ref(&u.table), at)?;
-            let mut sets = Vec::new();
-            for a in &u.assignments {
-                let ast::AssignmentTarget::ColumnName(n) = &a.target else {
-                    return Err(sql_error(
-                        at_span(a.span()),
-                        "assign one column at a time".into(),
-                    ));
-                };
-                let c = column_of(&t, n)?;
-                let name = &t.schema.columns()[c].name;
-                let cty = Ty::of_column(t.schema.columns()[c].ty);
-                let (e, ty) = p.compile(&a.value, Some(&t.schema))?;
-                if !(ty == cty || (cty == Ty::Float && ty == Ty::Int)) {
-                    return Err(sql_error(
-                        at_span(a.value.span()),
-                        format!(
-                            "cannot assign {} to column `{name}` of type {}",
-                            ty.name(),
-                            cty.name()
-                        ),
-                    ));
-                }
-                sets.push((c, e));
-            }
-            let keys = matching_keys(tx, &t, u.selection.as_ref(), p)?;
+            let sets = assignments(
+                &u.assignments,
+                &t,
+                Scope {
+                    table: Some(&t.schema),
+                    vars: p.names,
+                },
+            )?;
+            let ret = returning(&u.returning, &t.schema, p)?;
+            let keys = matching_keys(tx, &t, u.selection.as_ref(), p, &mut |_| Ok(()))?;
+            let mut out = Vec::new();
             for k in &keys {
-                let mut err = Ok(());
+                cancel::tick()?;
                 tx.update_with(&t, k.as_slice(), |row| {
-                    // Every SET expression sees the row as it was before the statement.
-                    let mut vals = Vec::with_capacity(sets.len());
-                    for (c, e) in &sets {
-                        let v = p.eval(e, Some(row.as_ref()))?.stored(at)?;
-                        vals.push((*c, coerce(&t.schema, *c, v)));
-                    }
-                    for (c, v) in vals {
-                        if let Err(e) = row.set(c, &v) {
-                            err = Err(e);
-                            break;
-                        }
-                    }
-                    Ok(())
+                    assign(
+                        row,
+                        &t.schema,
+                        &sets,
+                        p.vals,
+                        ret.as_ref().map(|r| (r, &mut out)),
+                        at,
+                    )
                 })?;
-                err?;
             }
-            Ok(Output::Done(format!("UPDATE {}", keys.len())))
+            Ok(Projection::output(
+                ret,
+                out,
+                format!("UPDATE {}", keys.len()),
+            ))
         }
         Statement::Delete(d) => {
             let from = match &d.from {
                 FromTable::WithFromKeyword(f) | FromTable::WithoutKeyword(f) => f,
             };
             if d.using.is_some()
-                || d.returning.is_some()
                 || d.limit.is_some()
                 || !d.tables.is_empty()
+                || !d.order_by.is_empty()
+                || d.output.is_some()
+                || !d.optimizer_hints.is_empty()
             {
                 return Err(sql_error(
                     at,
-                    "DELETE ... USING/RETURNING/LIMIT is not supported".into(),
+                    "DELETE ... USING/LIMIT/ORDER BY/OUTPUT is not supported".into(),
                 ));
             }
             let t = single_table(db, from, at)?;
-            let keys = matching_keys(tx, &t, d.selection.as_ref(), p)?;
+            let ret = returning(&d.returning, &t.schema, p)?;
+            let mut out = Vec::new();
+            // RETURNING sees each row as it was before the delete.
+            let keys = matching_keys(tx, &t, d.selection.as_ref(), p, &mut |r| {
+                if let Some(pr) = &ret {
+                    out.push(pr.row(r, p.vals, at)?);
+                }
+                Ok(())
+            })?;
             for k in &keys {
+                cancel::tick()?;
                 tx.delete(&t, k.as_slice())?;
             }
-            Ok(Output::Done(format!("DELETE {}", keys.len())))
+            Ok(Projection::output(
+                ret,
+                out,
+                format!("DELETE {}", keys.len()),
+            ))
         }
         other => Err(sql_error(
             at,
@@ -688,7 +856,37 @@ fn insert(
             "INSERT into a table function is not supported".into(),
         ));
     };
+    if ins.or.is_some()
+        || ins.ignore
+        || ins.table_alias.is_some()
+        || ins.overwrite
+        || !ins.assignments.is_empty()
+        || ins.partitioned.is_some()
+        || !ins.after_columns.is_empty()
+        || ins.has_table_keyword
+        || ins.output.is_some()
+        || ins.replace_into
+        || ins.priority.is_some()
+        || ins.insert_alias.is_some()
+        || ins.settings.is_some()
+        || ins.format_clause.is_some()
+        || ins.multi_table_insert_type.is_some()
+        || !ins.multi_table_into_clauses.is_empty()
+        || !ins.multi_table_when_clauses.is_empty()
+        || !ins.optimizer_hints.is_empty()
+    {
+        return Err(sql_error(
+            at,
+            "only INSERT INTO table [(columns)] VALUES ... [ON CONFLICT ...] [RETURNING ...] is supported"
+                .into(),
+        ));
+    }
     let t = db.table(&name_of(name)?)?;
+    let ret = returning(&ins.returning, &t.schema, p)?;
+    let mut out = Vec::new();
+    let conflict = on_conflict(ins, &t, at, p)?;
+    // Keys this statement inserted or updated (DO UPDATE may not touch a row twice).
+    let mut touched: Vec<Vec<Value>> = Vec::new();
     let ncols = t.schema.columns().len();
     // Position in the statement's value list of each table column.
     let order: Vec<usize> = if ins.columns.is_empty() {
@@ -712,6 +910,21 @@ fn insert(
     let Some(src) = &ins.source else {
         return Err(sql_error(at, "INSERT needs VALUES".into()));
     };
+    if src.with.is_some()
+        || src.order_by.is_some()
+        || src.limit_clause.is_some()
+        || src.fetch.is_some()
+        || !src.locks.is_empty()
+        || src.for_clause.is_some()
+        || src.settings.is_some()
+        || src.format_clause.is_some()
+        || !src.pipe_operators.is_empty()
+    {
+        return Err(sql_error(
+            at,
+            "INSERT ... VALUES takes no WITH, ORDER BY, LIMIT or other query clause".into(),
+        ));
+    }
     let SetExpr::Values(values) = src.body.as_ref() else {
         return Err(sql_error(
             at,
@@ -720,6 +933,7 @@ fn insert(
     };
     let mut n = 0;
     for row in &values.rows {
+        cancel::tick()?;
         if row.len() != ncols {
             return Err(sql_error(
                 at_span(row.first().map(|e| e.span()).unwrap_or(ins.span())),
@@ -734,10 +948,236 @@ fn insert(
                 .stored(at_span(e.span()))?;
             vals.push(coerce(&t.schema, vals.len(), v));
         }
-        tx.insert(&t, vals.as_slice())?;
-        n += 1;
+        match tx.insert(&t, vals.as_slice()) {
+            Ok(()) => {
+                n += 1;
+                if matches!(conflict, Conflict::Update { .. }) {
+                    touched.push(primary_key(&t.schema, &vals));
+                }
+                if let Some(r) = &ret {
+                    // The row as stored (after coercion), read back in the transaction.
+                    let key = primary_key(&t.schema, &vals);
+                    let row = tx.get_with(&t, key.as_slice(), |row| r.row(row, p.vals, at))?;
+                    match row {
+                        Some(row) => out.push(row?),
+                        None => {
+                            return Err(sql_error(at, "the inserted row is not visible".into()))
+                        }
+                    }
+                }
+            }
+            // A failed insert changes nothing, so the row is simply skipped.
+            Err(Error::DuplicateKey { index, .. })
+                if matches!(&conflict, Conflict::Skip(target)
+                    if target.as_ref().is_none_or(|t| *t == index)) => {}
+            Err(Error::DuplicateKey { index, table })
+                if matches!(&conflict, Conflict::Update { .. })
+                    && index == t.schema.indexes()[0].name =>
+            {
+                let Conflict::Update { sets, filter } = &conflict else {
+                    return Err(Error::DuplicateKey { index, table });
+                };
+                let key = primary_key(&t.schema, &vals);
+                if touched.contains(&key) {
+                    return Err(sql_error(
+                        at,
+                        "ON CONFLICT DO UPDATE cannot affect a row a second time (the VALUES \
+                         repeat a key)"
+                            .into(),
+                    ));
+                }
+                // `excluded.col` are the variables after the parameters.
+                let mut vars = p.vals.to_vec();
+                vars.extend(vals.iter().cloned().map(V::Val));
+                let mut updated = false;
+                tx.update_with(&t, key.as_slice(), |row| {
+                    if let Some(f) = filter {
+                        if !expr::holds(f, Some(row.as_ref()), &vars)? {
+                            return Ok(());
+                        }
+                    }
+                    updated = true;
+                    assign(
+                        row,
+                        &t.schema,
+                        sets,
+                        &vars,
+                        ret.as_ref().map(|r| (r, &mut out)),
+                        at,
+                    )
+                })?;
+                if updated {
+                    n += 1;
+                    touched.push(key);
+                }
+            }
+            Err(e) => return Err(e),
+        }
     }
-    Ok(Output::Done(format!("INSERT {n}")))
+    Ok(Projection::output(ret, out, format!("INSERT {n}")))
+}
+
+/// Sets the columns of `sets` to their expressions' values on the row as it was (`vars`:
+/// the expressions' variables), then adds the `RETURNING` values of the updated row to
+/// `ret`'s rows. An error leaves the update unpublished (`Transaction::update_with`).
+fn assign(
+    row: &mut RowMut<'_>,
+    s: &TableSchema,
+    sets: &[(usize, E)],
+    vars: &[V],
+    ret: Option<(&Projection, &mut Vec<Vec<Value>>)>,
+    at: SqlPos,
+) -> Result<()> {
+    let mut new = Vec::with_capacity(sets.len());
+    for (c, e) in sets {
+        let v = eval_in(e, Some(row.as_ref()), vars)?.stored(at)?;
+        new.push((*c, coerce(s, *c, v)));
+    }
+    for (c, v) in new {
+        row.set(c, &v)?;
+    }
+    if let Some((r, out)) = ret {
+        out.push(r.row(row.as_ref(), vars, at)?);
+    }
+    Ok(())
+}
+
+/// The `SET col = expr, ...` of an `UPDATE` or `ON CONFLICT DO UPDATE`, compiled in
+/// `scope` and type-checked against their columns.
+fn assignments(
+    list: &[ast::Assignment],
+    t: &TableRef,
+    scope: Scope<'_>,
+) -> Result<Vec<(usize, E)>> {
+    let mut sets = Vec::new();
+    for a in list {
+        let ast::AssignmentTarget::ColumnName(n) = &a.target else {
+            return Err(sql_error(
+                at_span(a.span()),
+                "assign one column at a time".into(),
+            ));
+        };
+        let c = column_of(t, n)?;
+        let cty = Ty::of_column(t.schema.columns()[c].ty);
+        let (e, ty) = compile_in(&a.value, scope)?;
+        if !cty.accepts(ty) {
+            return Err(sql_error(
+                at_span(a.value.span()),
+                format!(
+                    "cannot assign {} to column `{}` of type {}",
+                    ty.name(),
+                    t.schema.columns()[c].name,
+                    cty.name()
+                ),
+            ));
+        }
+        sets.push((c, e));
+    }
+    Ok(sets)
+}
+
+/// The primary-key values of a full row.
+fn primary_key(s: &TableSchema, row: &[Value]) -> Vec<Value> {
+    s.indexes()[0]
+        .columns
+        .iter()
+        .map(|&c| row[c].clone())
+        .collect()
+}
+
+/// What an `INSERT` does with a row whose key is taken.
+enum Conflict {
+    /// Fail (no `ON CONFLICT`).
+    Error,
+    /// `DO NOTHING`: skip the row if the taken key is in this unique index (`None`: any).
+    Skip(Option<String>),
+    /// `DO UPDATE SET ... [WHERE ...]` (the target is the primary key): assignments and
+    /// condition over the existing row, `excluded.col` being the proposed row's values.
+    Update {
+        sets: Vec<(usize, E)>,
+        filter: Option<E>,
+    },
+}
+
+/// Compiles `INSERT`'s `ON CONFLICT` clause.
+fn on_conflict(ins: &ast::Insert, t: &TableRef, at: SqlPos, p: Params<'_>) -> Result<Conflict> {
+    let oc = match &ins.on {
+        None => return Ok(Conflict::Error),
+        Some(ast::OnInsert::OnConflict(oc)) => oc,
+        Some(other) => {
+            return Err(sql_error(
+                at,
+                format!("{other} is not supported (ON CONFLICT is)"),
+            ))
+        }
+    };
+    let s = &t.schema;
+    let target = match &oc.conflict_target {
+        None => None,
+        Some(ast::ConflictTarget::Columns(cols)) => {
+            let mut want = Vec::new();
+            for c in cols {
+                want.push(s.column_index(&c.value).map_err(|_| {
+                    sql_error(
+                        at_span(c.span),
+                        format!("table `{}` has no column `{}`", t.name(), c.value),
+                    )
+                })?);
+            }
+            let ix = s
+                .indexes()
+                .iter()
+                .enumerate()
+                .find(|(i, d)| (*i == 0 || d.unique) && d.columns == want)
+                .map(|(_, d)| d.name.clone());
+            match ix {
+                Some(name) => Some(name),
+                None => {
+                    return Err(sql_error(
+                        at,
+                        "ON CONFLICT needs the columns of the primary key or of a unique index"
+                            .into(),
+                    ))
+                }
+            }
+        }
+        Some(ast::ConflictTarget::OnConstraint(c)) => {
+            let name = name_of(c)?;
+            if s.index_position(&name).is_err() {
+                return Err(sql_error(
+                    at_span(c.span()),
+                    format!("table `{}` has no index `{name}`", t.name()),
+                ));
+            }
+            Some(name)
+        }
+    };
+    let du = match &oc.action {
+        ast::OnConflictAction::DoNothing => return Ok(Conflict::Skip(target)),
+        ast::OnConflictAction::DoUpdate(du) => du,
+    };
+    if target.as_deref() != Some(s.indexes()[0].name.as_str()) {
+        return Err(sql_error(
+            at,
+            "ON CONFLICT ... DO UPDATE needs the primary key as its target: ON CONFLICT (key columns)"
+                .into(),
+        ));
+    }
+    let mut names = p.names.to_vec();
+    for c in s.columns() {
+        names.push((format!("excluded.{}", c.name), Ty::of_column(c.ty)));
+    }
+    let scope = Scope {
+        table: Some(s),
+        vars: &names,
+    };
+    let sets = assignments(&du.assignments, t, scope)?;
+    let filter = du
+        .selection
+        .as_ref()
+        .map(|e| condition(e, scope))
+        .transpose()?;
+    Ok(Conflict::Update { sets, filter })
 }
 
 /// An integer stored into a DOUBLE column becomes a float.
@@ -748,16 +1188,19 @@ pub(crate) fn coerce(s: &TableSchema, col: usize, v: Value) -> Value {
     }
 }
 
-/// Primary keys of the rows `filter` selects (all rows when `None`), as of the transaction.
+/// Primary keys of the rows `filter` selects (all rows when `None`), as of the transaction;
+/// `each` sees every such row.
 fn matching_keys(
     tx: &mut Transaction<'_>,
     t: &TableRef,
     filter: Option<&Expr>,
     p: Params<'_>,
+    each: &mut dyn FnMut(RowRef<'_>) -> Result<()>,
 ) -> Result<Vec<Vec<Value>>> {
     let pk: Vec<usize> = t.schema.indexes()[0].columns.clone();
     let mut keys = Vec::new();
     visit(tx, t, filter, None, p, &mut |r| {
+        each(r)?;
         keys.push(pk.iter().map(|&c| value_at(r, c)).collect::<Result<_>>()?);
         Ok(true)
     })?;
@@ -953,7 +1396,7 @@ pub(crate) fn visit_plan(
         return Ok(());
     }
     let mut err = Ok(());
-    let mut each = |r: RowRef<'_>| match a.passes(r, vars) {
+    let mut each = |r: RowRef<'_>| match cancel::tick().and_then(|()| a.passes(r, vars)) {
         Ok(false) => true,
         Ok(true) => match f(r) {
             Ok(go) => go,
@@ -1205,15 +1648,45 @@ fn select(
     at: SqlPos,
     p: Params<'_>,
 ) -> Result<Output> {
-    if q.with.is_some() || q.fetch.is_some() || !q.locks.is_empty() {
+    if q.with.is_some()
+        || q.fetch.is_some()
+        || !q.locks.is_empty()
+        || q.for_clause.is_some()
+        || q.settings.is_some()
+        || q.format_clause.is_some()
+        || !q.pipe_operators.is_empty()
+    {
         return Err(sql_error(
             at,
-            "WITH, FETCH and locking clauses are not supported".into(),
+            "WITH, FETCH, locking and FOR/SETTINGS/FORMAT clauses are not supported".into(),
         ));
     }
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err(sql_error(at, "only a single SELECT is supported".into()));
     };
+    if !sel.optimizer_hints.is_empty()
+        || sel.select_modifiers.is_some()
+        || sel.top.is_some()
+        || sel.exclude.is_some()
+        || sel.into.is_some()
+        || !sel.lateral_views.is_empty()
+        || sel.prewhere.is_some()
+        || !sel.connect_by.is_empty()
+        || !sel.cluster_by.is_empty()
+        || !sel.distribute_by.is_empty()
+        || !sel.sort_by.is_empty()
+        || !sel.named_window.is_empty()
+        || sel.qualify.is_some()
+        || sel.value_table_mode.is_some()
+        || !matches!(sel.flavor, ast::SelectFlavor::Standard)
+    {
+        return Err(sql_error(
+            at,
+            "SELECT supports a select list, FROM one table, WHERE, ORDER BY and LIMIT; \
+             TOP, INTO, EXCLUDE, QUALIFY, WINDOW and other clauses are not supported"
+                .into(),
+        ));
+    }
     let grouped = match &sel.group_by {
         ast::GroupByExpr::Expressions(e, m) => !e.is_empty() || !m.is_empty(),
         ast::GroupByExpr::All(_) => true,
@@ -1265,47 +1738,99 @@ fn select(
     }) {
         return aggregate(tx, &t, sel, order, limit, p);
     }
-    let mut columns = Vec::new();
-    let mut exprs = Vec::new();
-    for item in &sel.projection {
-        match item {
-            SelectItem::Wildcard(_) => {
-                for (i, c) in t.schema.columns().iter().enumerate() {
-                    columns.push(c.name.clone());
-                    exprs.push(E::Col(i));
-                }
-            }
-            SelectItem::UnnamedExpr(e) => {
-                columns.push(e.to_string());
-                exprs.push(p.compile(e, Some(&t.schema))?.0);
-            }
-            SelectItem::ExprWithAlias { expr, alias } => {
-                columns.push(alias.value.clone());
-                exprs.push(p.compile(expr, Some(&t.schema))?.0);
-            }
-            other => {
-                return Err(sql_error(
-                    at_span(other.span()),
-                    format!("select item not supported: {other}"),
-                ))
-            }
-        }
-    }
+    let proj = Projection::compile(&sel.projection, &t.schema, p)?;
     let mut rows = Vec::new();
     if limit > 0 {
         visit(tx, &t, sel.selection.as_ref(), order, p, &mut |r| {
-            let mut out = Vec::with_capacity(exprs.len());
-            for e in &exprs {
-                out.push(match p.eval(e, Some(r))? {
-                    V::Bool(b) => Value::Int(b as i64),
-                    v => v.stored(at)?,
-                });
-            }
-            rows.push(out);
+            rows.push(proj.row(r, p.vals, at)?);
             Ok(rows.len() < limit)
         })?;
     }
-    Ok(Output::Rows { columns, rows })
+    Ok(Output::Rows {
+        columns: proj.columns,
+        rows,
+    })
+}
+
+/// A compiled select list (of a `SELECT` or a `RETURNING`): column names and expressions.
+struct Projection {
+    columns: Vec<String>,
+    exprs: Vec<E>,
+}
+
+impl Projection {
+    fn compile(items: &[SelectItem], s: &TableSchema, p: Params<'_>) -> Result<Projection> {
+        let mut columns = Vec::new();
+        let mut exprs = Vec::new();
+        for item in items {
+            match item {
+                SelectItem::Wildcard(o)
+                    if o.opt_ilike.is_none()
+                        && o.opt_exclude.is_none()
+                        && o.opt_except.is_none()
+                        && o.opt_replace.is_none()
+                        && o.opt_rename.is_none()
+                        && o.opt_alias.is_none() =>
+                {
+                    for (i, c) in s.columns().iter().enumerate() {
+                        columns.push(c.name.clone());
+                        exprs.push(E::Col(i));
+                    }
+                }
+                SelectItem::UnnamedExpr(e) => {
+                    columns.push(e.to_string());
+                    exprs.push(p.compile(e, Some(s))?.0);
+                }
+                SelectItem::ExprWithAlias { expr, alias } => {
+                    columns.push(alias.value.clone());
+                    exprs.push(p.compile(expr, Some(s))?.0);
+                }
+                other => {
+                    return Err(sql_error(
+                        at_span(other.span()),
+                        format!("select item not supported: {other}"),
+                    ))
+                }
+            }
+        }
+        Ok(Projection { columns, exprs })
+    }
+
+    /// The list's values on row `r` (a boolean shows as 0 or 1); `vars` starts with the
+    /// statement's parameters.
+    fn row(&self, r: RowRef<'_>, vars: &[V], at: SqlPos) -> Result<Vec<Value>> {
+        let mut out = Vec::with_capacity(self.exprs.len());
+        for e in &self.exprs {
+            out.push(match eval_in(e, Some(r), vars)? {
+                V::Bool(b) => Value::Int(b as i64),
+                v => v.stored(at)?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// `RETURNING`'s rows as the statement's output, or the plain tag without one.
+    fn output(this: Option<Self>, rows: Vec<Vec<Value>>, tag: String) -> Output {
+        match this {
+            Some(pr) => Output::Rows {
+                columns: pr.columns,
+                rows,
+            },
+            None => Output::Done(tag),
+        }
+    }
+}
+
+/// The compiled `RETURNING` list of a write, if it has one.
+fn returning(
+    items: &Option<Vec<SelectItem>>,
+    s: &TableSchema,
+    p: Params<'_>,
+) -> Result<Option<Projection>> {
+    items
+        .as_ref()
+        .map(|items| Projection::compile(items, s, p))
+        .transpose()
 }
 
 /// `ORDER BY` the primary-key columns, all ascending or all descending: true if descending.

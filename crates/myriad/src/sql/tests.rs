@@ -162,14 +162,29 @@ fn explicit_transactions_commit_roll_back_and_isolate() {
         b.execute("DELETE FROM acct WHERE id = 1"),
         Err(Error::ReadOnlyTransaction)
     ));
+    assert!(b.transaction_aborted());
+    assert_eq!(
+        b.execute("ROLLBACK").unwrap(),
+        [Output::Done("ROLLBACK".into())]
+    );
     assert!(!b.in_transaction());
-    // A failed statement inside a transaction aborts it: the earlier write is gone too.
+    // A failed statement inside a transaction aborts it: the earlier write is gone too, and
+    // the block refuses statements until it ends.
     a.execute("BEGIN; UPDATE acct SET bal = 77 WHERE id = 2")
         .unwrap();
     assert!(matches!(
         a.execute("INSERT INTO acct VALUES (3, 'dup', 0, 0)"),
         Err(Error::DuplicateKey { .. })
     ));
+    assert!(a.in_transaction() && a.transaction_aborted());
+    assert_eq!(
+        a.execute("SELECT bal FROM acct WHERE id = 2"),
+        Err(Error::InFailedTransaction)
+    );
+    assert_eq!(
+        a.execute("COMMIT").unwrap(),
+        [Output::Done("ROLLBACK".into())]
+    );
     assert!(!a.in_transaction());
     assert_eq!(
         ints(&a.execute("SELECT bal FROM acct WHERE id = 2").unwrap()),
@@ -451,6 +466,11 @@ fn random_statements_never_panic() {
             Err(Error::Sql { .. }) => sql_errors += 1,
             Err(_) => engine_errors += 1,
         }
+        // An error inside a random BEGIN leaves the block aborted: end it, so that the
+        // statements after it run.
+        if s.transaction_aborted() {
+            s.execute("ROLLBACK").unwrap();
+        }
     }
     // The mutations reach execution, not only the parser.
     assert!(
@@ -707,6 +727,7 @@ fn create_index_errors_name_the_problem() {
     );
     let err = s.execute("BEGIN; CREATE INDEX tw ON t (k, v)").unwrap_err();
     assert!(err.to_string().contains("inside a transaction"), "{err}");
+    s.execute("ROLLBACK").unwrap();
     let err = s.execute("CREATE INDEX ev ON e (v)").unwrap_err();
     assert!(err.to_string().contains("already exists"), "{err}");
     s.execute("CREATE INDEX IF NOT EXISTS ev ON e (v)").unwrap();
