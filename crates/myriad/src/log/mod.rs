@@ -181,7 +181,7 @@ impl PersistentEpoch {
         let b = Self::read_one(&mirror, id)?;
         let mut notes = Vec::new();
         for (x, p, other) in [(&a, path, mirror.as_path()), (&b, mirror.as_path(), path)] {
-            if x.is_none() && other.exists() && p.parent().is_some_and(|d| d.exists()) {
+            if x.is_none() && other.exists() {
                 notes.push(format!(
                     "{} is missing or empty; its copy {} was used",
                     p.display(),

@@ -79,6 +79,20 @@ pub(crate) struct DurableState {
 }
 
 impl DurableState {
+    /// The state of `dir` (database `id`), whose lock is `lock`, before recovery.
+    fn new(dir: PathBuf, id: DbId, lock: Option<File>) -> DurableState {
+        DurableState {
+            dir,
+            id,
+            _lock: lock,
+            catalog: Mutex::new(None),
+            checkpoint_lock: Mutex::new(()),
+            report: OnceLock::new(),
+            procedure_definitions: AtomicU32::new(0),
+            log: OnceLock::new(),
+        }
+    }
+
     pub(crate) fn log_table(
         &self,
         id: u32,
@@ -266,16 +280,7 @@ pub(crate) fn open(config: crate::Config) -> Result<Database> {
     };
     let id = identify(&dir, config.create_if_missing)?;
     let lock = lock(&dir, false)?;
-    let state = DurableState {
-        dir: dir.clone(),
-        id,
-        _lock: lock,
-        catalog: Mutex::new(None),
-        checkpoint_lock: Mutex::new(()),
-        report: OnceLock::new(),
-        procedure_definitions: AtomicU32::new(0),
-        log: OnceLock::new(),
-    };
+    let state = DurableState::new(dir.clone(), id, lock);
     let db = Database::new_in_memory(config, Some(state));
     let (mut report, next) = recover(&db, &dir, id)?;
     let Some(state) = db.durable.as_ref() else {
@@ -341,16 +346,7 @@ pub(crate) fn verify(config: crate::Config) -> Result<RecoveryReport> {
     };
     let id = identify(&dir, false)?;
     let lock = lock(&dir, true)?;
-    let state = DurableState {
-        dir: dir.clone(),
-        id,
-        _lock: lock,
-        catalog: Mutex::new(None),
-        checkpoint_lock: Mutex::new(()),
-        report: OnceLock::new(),
-        procedure_definitions: AtomicU32::new(0),
-        log: OnceLock::new(),
-    };
+    let state = DurableState::new(dir.clone(), id, lock);
     let db = Database::new_in_memory(config, Some(state));
     let (report, _) = recover(&db, &dir, id)?;
     Ok(report)
@@ -668,23 +664,21 @@ fn recover(db: &Database, dir: &Path, id: DbId) -> Result<(RecoveryReport, Next)
             ckpt_ts,
         ),
     })?;
+    // `loaded[i]` is `plan.sources[i]`'s file (`in_parallel` keeps the order).
     // A file the durable point covers to its end must be as long as its successor's header
     // says it was (a cut at a block boundary shows no damage of its own).
-    for (i, src) in plan.sources.iter().enumerate() {
-        let (Some((next, _)), true) = (
-            plan.sources.get(i + 1).zip(loaded.get(i + 1)),
-            src.durable_end == u64::MAX,
-        ) else {
-            continue;
-        };
-        let same = match (&src.stream, &next.stream) {
-            (plan::Stream::Logger(a), plan::Stream::Logger(b)) => a == b,
-            (plan::Stream::Segment(_), plan::Stream::Segment(_)) => true,
-            _ => false,
-        };
-        let expect = loaded[i + 1].1.prev_len;
-        let len = loaded[i].0.data.len() as u64;
-        if same && next.seq == src.seq + 1 && expect != u64::MAX && len != expect {
+    let files: Vec<(&plan::Source, &(LogFile, Loaded))> =
+        plan.sources.iter().zip(&loaded).collect();
+    for w in files.windows(2) {
+        let ((src, (f, _)), (next, (_, after))) = (w[0], w[1]);
+        let expect = after.prev_len;
+        let len = f.data.len() as u64;
+        if src.durable_end == u64::MAX
+            && src.stream.same(&next.stream)
+            && next.seq == src.seq + 1
+            && expect != u64::MAX
+            && len != expect
+        {
             return Err(Error::Corrupt {
                 file: src.path.display().to_string(),
                 offset: len.min(expect),
@@ -696,38 +690,23 @@ fn recover(db: &Database, dir: &Path, id: DbId) -> Result<(RecoveryReport, Next)
         }
     }
     // Records in a file with no durable-point record of its manager: that record was lost.
-    if let Some((f, st)) = loaded.iter().find(|(f, st)| {
-        st.stats.records > 0
-            && match plan
-                .sources
-                .iter()
-                .find(|s| s.path == f.path)
-                .map(|s| &s.stream)
-            {
-                Some(plan::Stream::Logger(_)) => plan.pe.is_none(),
-                Some(plan::Stream::Segment(_)) => plan.dl.is_none(),
-                None => false,
-            }
-    }) {
-        let point = match plan
-            .sources
-            .iter()
-            .find(|s| s.path == f.path)
-            .map(|s| &s.stream)
-        {
-            Some(plan::Stream::Segment(_)) => crate::log::ermia::DURABLE_LSN_FILE,
-            _ => crate::log::PEPOCH_FILE,
+    for (src, (f, st)) in &files {
+        let (point, missing) = match src.stream {
+            plan::Stream::Logger(_) => (crate::log::PEPOCH_FILE, plan.pe.is_none()),
+            plan::Stream::Segment(_) => (crate::log::ermia::DURABLE_LSN_FILE, plan.dl.is_none()),
         };
-        return Err(Error::Corrupt {
-            file: dir.join(point).display().to_string(),
-            offset: 0,
-            message: format!(
-                "missing (with its mirror), but {} holds {} commit records: which of them \
-                 were acknowledged is unknown",
-                f.path.display(),
-                st.stats.records
-            ),
-        });
+        if missing && st.stats.records > 0 {
+            return Err(Error::Corrupt {
+                file: dir.join(point).display().to_string(),
+                offset: 0,
+                message: format!(
+                    "missing (with its mirror), but {} holds {} commit records: which of them \
+                     were acknowledged is unknown",
+                    f.path.display(),
+                    st.stats.records
+                ),
+            });
+        }
     }
     let mut max_ts = ckpt_ts;
     let mut max_epoch = durable_epoch;

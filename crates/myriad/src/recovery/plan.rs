@@ -35,6 +35,17 @@ pub(crate) enum Stream {
     Segment(u64),
 }
 
+impl Stream {
+    /// Both are the same stream (one logger's files, or the segments).
+    pub(crate) fn same(&self, other: &Stream) -> bool {
+        match (self, other) {
+            (Stream::Logger(a), Stream::Logger(b)) => a == b,
+            (Stream::Segment(_), Stream::Segment(_)) => true,
+            _ => false,
+        }
+    }
+}
+
 /// A log file to load and how much of it must be intact.
 #[derive(Clone, Debug)]
 pub(crate) struct Source {
