@@ -406,3 +406,77 @@ fn a_recovery_that_fails_to_write_changes_nothing() {
         assert_eq!(dump(&db), expect, "{m}");
     }
 }
+
+/// A run killed after it wrote a checkpoint but before it published it (or before it removed
+/// the files that checkpoint replaces) leaves a checkpoint at the timestamp the next recovery
+/// checkpoints at again. Found by the crash test of recovery: the next open failed with
+/// "Directory not empty". Unpublished, it is replaced; published (named by `CURRENT`), it stays
+/// until a new one under another name is current. Every reopen recovers every commit.
+#[test]
+fn a_checkpoint_left_at_the_same_timestamp_does_not_stop_recovery() {
+    for m in [LogManagerKind::Epoch, LogManagerKind::Ermia] {
+        let a = TempDir::new("ckleft");
+        let expect = build(a.path(), m, LogPolicy::Logical, 0);
+        let files = snapshot(a.path());
+        let probe = TempDir::new("ckleft-probe");
+        restore(probe.path(), &files);
+        drop(Database::open(cfg(probe.path(), m, LogPolicy::Logical)).unwrap());
+        let probed = snapshot(probe.path());
+        let name = probed
+            .keys()
+            .filter_map(|k| k.iter().next())
+            .map(|n| n.to_string_lossy().to_string())
+            .find(|n| n.starts_with("checkpoint-") && !files.keys().any(|k| k.starts_with(n)))
+            .expect("the probe wrote a new checkpoint");
+        // Unpublished: the directory as before, plus the probe's finished checkpoint.
+        let c = TempDir::new("ckleft-case");
+        restore(c.path(), &files);
+        for (rel, data) in probed.iter().filter(|(k, _)| k.starts_with(&name)) {
+            let p = c.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, data).unwrap();
+        }
+        let mut names = Vec::new();
+        for round in 0..4 {
+            let db = Database::open(cfg(c.path(), m, LogPolicy::Logical))
+                .unwrap_or_else(|e| panic!("{m} round {round}: {e}"));
+            assert_eq!(dump(&db), expect, "{m} round {round}");
+            drop(db);
+            let current = std::fs::read(c.path().join("CURRENT")).unwrap();
+            names.push(String::from_utf8_lossy(&current[12 + 16..]).to_string());
+        }
+        // The first reopen replaced the unpublished one under its own name; when later
+        // reopens checkpoint at the same timestamp, each takes a new name.
+        assert_eq!(names[0], name, "{m}");
+        for w in names.windows(2) {
+            if w[1].starts_with(&name) {
+                assert_ne!(w[0], w[1], "{m}: {names:?}");
+            }
+        }
+        let left: Vec<String> = std::fs::read_dir(c.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with("checkpoint-"))
+            .collect();
+        assert_eq!(
+            left,
+            [names[3].clone()],
+            "{m}: only the current checkpoint stays"
+        );
+        // Online checkpoints with no commit between them share a timestamp: the current one
+        // stays until the next, under a new name, is current.
+        let db = Database::open(cfg(c.path(), m, LogPolicy::Logical)).unwrap();
+        let first = db.checkpoint().unwrap();
+        let second = db.checkpoint().unwrap();
+        assert_eq!(first.ts, second.ts, "{m}");
+        assert_ne!(first.dir, second.dir, "{m}");
+        assert!(!first.dir.exists() && second.dir.exists(), "{m}");
+        drop(db);
+        let db = Database::open(cfg(c.path(), m, LogPolicy::Logical)).unwrap();
+        assert_eq!(
+            dump(&db),
+            expect,
+            "{m} after two checkpoints at one timestamp"
+        );
+    }
+}

@@ -71,6 +71,17 @@ fn ckpt_dir_name(ts: u64) -> String {
     format!("checkpoint-{ts:020}")
 }
 
+/// Whether `name` is a directory name for a checkpoint at `ts`: `checkpoint-<ts>`, or
+/// `checkpoint-<ts>-<k>` for the k-th checkpoint at one timestamp (see `free_ckpt_name`).
+fn ckpt_name_matches(ts: u64, name: &str) -> bool {
+    let base = ckpt_dir_name(ts);
+    name == base
+        || name
+            .strip_prefix(base.as_str())
+            .and_then(|r| r.strip_prefix('-'))
+            .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+}
+
 impl Manifest {
     fn encode(&self, db: DbId) -> Vec<u8> {
         let mut p = Vec::new();
@@ -168,7 +179,7 @@ impl Manifest {
         let (id, m) =
             Manifest::decode(b, cdir).ok_or_else(|| format::malformed(&mpath, 0, "manifest"))?;
         db.check(id, &mpath)?;
-        if ckpt_dir_name(m.ts) != name {
+        if !ckpt_name_matches(m.ts, &name) {
             return Err(format::malformed(
                 &mpath,
                 0,
@@ -346,13 +357,13 @@ impl Database {
         let dir = &state.dir;
         let tx = self.begin_snapshot()?;
         let ts = tx.begin_ts();
-        let name = ckpt_dir_name(ts);
+        let name = free_ckpt_name(dir, state.id, ts)?;
         let tmp = dir.join(format!("{name}.tmp"));
         if tmp.exists() {
             std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, &e))?;
         }
         std::fs::create_dir(&tmp).map_err(|e| Error::io(&tmp, &e))?;
-        let r = self.write_checkpoint_files(state, tx, &tmp, ts, first_seq);
+        let r = self.write_checkpoint_files(state, tx, &tmp, &name, first_seq);
         let m = match r {
             Ok(m) => m,
             Err(e) => {
@@ -396,9 +407,10 @@ impl Database {
         state: &crate::recovery::DurableState,
         mut tx: crate::txn::Transaction<'_>,
         tmp: &Path,
-        ts: u64,
+        name: &str,
         first_seq: Vec<u64>,
     ) -> Result<Manifest> {
+        let ts = tx.begin_ts();
         let mut tables = Vec::new();
         for (i, t) in self.live_tables().iter().enumerate() {
             let file = format!("table-{i:04}");
@@ -428,7 +440,7 @@ impl Database {
         tx.commit_deferred()?;
         let m = Manifest {
             ts,
-            dir: state.dir.join(ckpt_dir_name(ts)),
+            dir: state.dir.join(name),
             first_seq,
             tables,
         };
@@ -492,6 +504,39 @@ impl BlockFile {
         self.f.sync_all().map_err(|e| Error::io(&self.path, &e))?;
         Ok(self.bytes)
     }
+}
+
+/// The directory name for a new checkpoint at `ts`. Usually `checkpoint-<ts>`; but an
+/// earlier run (often a recovery with nothing to add since) may have left a checkpoint at this
+/// very timestamp, having stopped before it finished publishing or cleaning up. One that
+/// `CURRENT` does not name was never published, so nothing depends on it: it is removed. The
+/// one `CURRENT` names stays until the new one replaces it (its manifest may need older log
+/// files than the new one, and a crash in between must still find it), so the new one takes
+/// the next free `checkpoint-<ts>-<k>`.
+fn free_ckpt_name(dir: &Path, db: DbId, ts: u64) -> Result<String> {
+    let mut name = ckpt_dir_name(ts);
+    let mut current: Option<Option<std::ffi::OsString>> = None;
+    for k in 1.. {
+        let fin = dir.join(&name);
+        if !fin.exists() {
+            break;
+        }
+        if current.is_none() {
+            let m = Manifest::read_current(dir, db)?;
+            current = Some(m.and_then(|m| m.dir.file_name().map(|n| n.to_owned())));
+        }
+        if current
+            .as_ref()
+            .is_some_and(|c| c.as_deref() == Some(name.as_ref()))
+        {
+            name = format!("{}-{k}", ckpt_dir_name(ts));
+            continue;
+        }
+        std::fs::remove_dir_all(&fin).map_err(|e| Error::io(&fin, &e))?;
+        format::sync_dir(dir)?;
+        break;
+    }
+    Ok(name)
 }
 
 /// Deletes checkpoints other than `keep` and log files below `first_seq`.
