@@ -888,7 +888,7 @@ fn check_tpcc(dir: &std::path::Path, no_inserts: bool) -> ExitCode {
 
 /// `myriad log inspect DIR`.
 fn log_inspect(dir: &std::path::Path) -> ExitCode {
-    let info = match myriad::log::inspect::inspect(dir) {
+    let info = match myriad::recovery::inspect::inspect(dir) {
         Ok(i) => i,
         Err(e) => return fatal(&format!("inspecting {}", dir.display()), e),
     };

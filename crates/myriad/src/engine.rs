@@ -689,3 +689,30 @@ impl Drop for Database {
         }
     }
 }
+
+impl crate::gc::GcHost for Database {
+    #[inline]
+    fn gc_policy(&self) -> crate::config::GcPolicy {
+        self.config.gc
+    }
+    #[inline]
+    fn single_version(&self) -> bool {
+        self.config.storage == crate::config::VersionStorage::SingleVersion
+    }
+    #[inline]
+    fn clock(&self) -> &crate::timestamp::Clock {
+        &self.clock
+    }
+    #[inline]
+    fn txns(&self) -> &crate::txn::table::TxnTable {
+        &self.txns
+    }
+    #[inline]
+    fn table_by_id(&self, id: u32) -> &crate::storage::Table {
+        Database::table_by_id(self, id)
+    }
+    #[inline]
+    fn vacuum(&self) -> Option<&crate::gc::vacuum::Vacuum> {
+        self.vacuum.get()
+    }
+}

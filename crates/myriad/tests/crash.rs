@@ -389,7 +389,7 @@ fn write_failure(generation: i64) {
         after.iter().all(|e| e != "ok" && e.contains("log")),
         "a commit was acknowledged after the log failed: {after:?}"
     );
-    let info = myriad::log::inspect::inspect(&dir).unwrap();
+    let info = myriad::recovery::inspect::inspect(&dir).unwrap();
     let torn: u64 = info.files.iter().map(|f| f.bytes - f.valid_bytes).sum();
     let n = check(&dir, &acked, 0, generation);
     println!(

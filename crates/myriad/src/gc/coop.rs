@@ -12,7 +12,7 @@
 //! so pruning against the cached value cuts nothing a reader can still see.
 
 use super::epoch::{prune_o2n, watermark_of, Cut};
-use crate::engine::Database;
+use super::GcHost;
 use crate::storage::Table;
 use crate::txn::table::{bump, Slot};
 use crate::version::{is_txn, Version};
@@ -23,14 +23,14 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 /// prefix if the oldest version is expired.
 #[inline]
 pub(crate) fn cooperate(
-    db: &Database,
+    db: &impl GcHost,
     slot: &Slot,
     t: &Table,
     e: &AtomicPtr<Version>,
     head: *const Version,
     guard: &Guard,
 ) {
-    let Some(v) = db.vacuum.get() else { return };
+    let Some(v) = db.vacuum() else { return };
     let w = v.shared.watermark.load(Ordering::Acquire);
     // SAFETY: the caller is pinned and read `head` from `e`.
     let end = unsafe { (*head).end.load(Ordering::Acquire) };
@@ -54,9 +54,9 @@ pub(crate) fn cooperate(
 }
 
 /// Refreshes the cached watermark (a worker, every `gc_interval_txns` commits).
-pub(crate) fn refresh_watermark(db: &Database) {
-    if let Some(v) = db.vacuum.get() {
-        let w = watermark_of(&db.clock, &db.txns);
+pub(crate) fn refresh_watermark(db: &impl GcHost) {
+    if let Some(v) = db.vacuum() {
+        let w = watermark_of(db.clock(), db.txns());
         v.shared.watermark.fetch_max(w, Ordering::AcqRel);
     }
 }

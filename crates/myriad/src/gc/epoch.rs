@@ -21,7 +21,7 @@
 //! A transaction registers its read time before drawing it (`Transaction::new`): if a
 //! concurrent `watermark` misses the registration, the clock it read first is ≤ the read time.
 
-use crate::engine::Database;
+use super::GcHost;
 use crate::storage::{Table, TupleId};
 use crate::txn::table::{bump, Slot};
 use crate::version::{is_txn, Version};
@@ -40,8 +40,8 @@ pub(crate) struct Garbage {
 }
 
 /// The visibility watermark (see module docs).
-pub(crate) fn watermark(db: &Database) -> u64 {
-    watermark_of(&db.clock, &db.txns)
+pub(crate) fn watermark(db: &impl GcHost) -> u64 {
+    watermark_of(db.clock(), db.txns())
 }
 
 /// `watermark` from the clock and the transaction table.
@@ -57,8 +57,8 @@ pub(crate) fn watermark_of(
 }
 
 /// Prunes the chains of queued tuples whose garbage is below the watermark.
-pub(crate) fn collect(db: &Database, slot: &Slot, queue: &mut VecDeque<Garbage>, guard: &Guard) {
-    if db.config.gc == crate::config::GcPolicy::None {
+pub(crate) fn collect(db: &impl GcHost, slot: &Slot, queue: &mut VecDeque<Garbage>, guard: &Guard) {
+    if db.gc_policy() == crate::config::GcPolicy::None {
         queue.clear();
         return;
     }
@@ -69,7 +69,7 @@ pub(crate) fn collect(db: &Database, slot: &Slot, queue: &mut VecDeque<Garbage>,
     }
     let start = Instant::now();
     let mut cut = Cut::default();
-    let single = db.config.storage == crate::config::VersionStorage::SingleVersion;
+    let single = db.single_version();
     while let Some(g) = queue.front().copied() {
         if g.end_ts > w {
             break;

@@ -8,3 +8,26 @@ pub mod epoch;
 pub(crate) mod vacuum;
 
 pub(crate) use epoch::{collect, watermark, Garbage};
+
+use crate::config::GcPolicy;
+use crate::storage::Table;
+use crate::timestamp::Clock;
+use crate::txn::table::TxnTable;
+
+/// What garbage collection needs of the database it cleans. `Database` implements it: GC sits
+/// below the engine and does not import it (the functions taking one are generic, so the calls
+/// compile to direct field reads).
+pub(crate) trait GcHost {
+    /// The configured policy.
+    fn gc_policy(&self) -> GcPolicy;
+    /// Whether versions are stored single-version (only recovery's replay queues garbage).
+    fn single_version(&self) -> bool;
+    /// The timestamp clock (the watermark starts from its current value).
+    fn clock(&self) -> &Clock;
+    /// The transaction table (the watermark is the oldest active begin timestamp).
+    fn txns(&self) -> &TxnTable;
+    /// The table with this id (one a queued garbage entry names; it exists).
+    fn table_by_id(&self, id: u32) -> &Table;
+    /// The running vacuum threads, if the policy is `vacuum` or cooperative cleaning.
+    fn vacuum(&self) -> Option<&vacuum::Vacuum>;
+}

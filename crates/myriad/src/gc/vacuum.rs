@@ -20,6 +20,7 @@
 //! `Database` (by `Arc`); `Vacuum`'s drop stops and joins them before those go away.
 
 use super::epoch::{prune, watermark_of, Cut};
+use crate::storage::table::DIRTY_BLOCK_BITS as BLOCK_BITS;
 use crate::storage::{TableRef, TupleId};
 use crate::timestamp::Clock;
 use crate::txn::table::{bump, SlotStats, TxnTable};
@@ -28,8 +29,6 @@ use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Tuple ids per block (one dirty bit each).
-pub(crate) const BLOCK_BITS: u32 = 10;
 /// Time between two passes of one vacuum thread.
 const PERIOD: Duration = Duration::from_millis(2);
 /// Time between two full passes under cooperative cleaning.
@@ -160,15 +159,4 @@ fn has_older(t: &crate::storage::Table, tid: TupleId) -> bool {
             .as_ref()
             .is_some_and(|v| !v.next.load(Ordering::Acquire).is_null())
     }
-}
-
-/// The dirty bitmap of a table: one bit per block, for the whole tuple-id space (empty unless
-/// the database vacuums).
-pub(crate) fn bitmap(vacuums: bool, tid_space: u64) -> Box<[AtomicU64]> {
-    let words = if vacuums {
-        (tid_space >> (BLOCK_BITS + 6)) as usize
-    } else {
-        0
-    };
-    (0..words).map(|_| AtomicU64::new(0)).collect()
 }

@@ -34,7 +34,7 @@ use super::format::{self, Put};
 use super::identity::{DbId, FileHeader, FileKind};
 use super::{encode_writes, log_file_name, LogPos, PersistentEpoch, PointFile, LOG_MAGIC};
 use crate::error::{Error, Result};
-use crate::txn::WriteRecord;
+use crate::storage::WriteRecord;
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use std::fs::File;

@@ -27,11 +27,10 @@ pub(crate) mod epoch;
 pub(crate) mod ermia;
 pub(crate) mod format;
 pub(crate) mod identity;
-pub mod inspect;
 
 use crate::error::{Error, Result};
 use crate::schema::TableSchema;
-use crate::txn::WriteRecord;
+use crate::storage::WriteRecord;
 use format::Put;
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -40,6 +40,7 @@
 //!    a non-durable record of the old session with a durable one of the new.
 
 pub mod checkpoint;
+pub mod inspect;
 pub(crate) mod plan;
 mod replay;
 

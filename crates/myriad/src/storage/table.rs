@@ -15,6 +15,20 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
+/// Tuple ids per block of the dirty bitmap (one bit each), as a power of two; the GC
+/// `vacuum` policy passes over dirty blocks only (`gc/vacuum.rs`).
+pub(crate) const DIRTY_BLOCK_BITS: u32 = 10;
+
+/// The dirty bitmap of a table: one bit per block, for the whole tuple-id space (empty unless
+/// the database vacuums).
+fn dirty_bitmap(vacuums: bool, tid_space: u64) -> Box<[AtomicU64]> {
+    let words = if vacuums {
+        (tid_space >> (DIRTY_BLOCK_BITS + 6)) as usize
+    } else {
+        0
+    };
+    (0..words).map(|_| AtomicU64::new(0)).collect()
+}
 /// A tuple id: the index of a logical row's indirection entry.
 pub type TupleId = u64;
 
@@ -195,7 +209,7 @@ impl Table {
             o2n,
             logical_pk,
             physical,
-            dirty: crate::gc::vacuum::bitmap(vacuums, (DIR_LEN * SEG_LEN) as u64),
+            dirty: dirty_bitmap(vacuums, (DIR_LEN * SEG_LEN) as u64),
             in_place,
             masters,
             columns,
@@ -208,7 +222,7 @@ impl Table {
     /// its line shared. The `fetch_or` is counted by the caller as a record RMW.
     #[inline]
     pub(crate) fn mark_dirty(&self, tid: TupleId) -> bool {
-        let block = tid >> crate::gc::vacuum::BLOCK_BITS;
+        let block = tid >> DIRTY_BLOCK_BITS;
         let Some(w) = self.dirty.get((block >> 6) as usize) else {
             return false;
         };

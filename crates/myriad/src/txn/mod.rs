@@ -74,15 +74,7 @@ pub(crate) const TABLE_SCAN: u16 = u16::MAX;
 /// A table scan re-pins the memory epoch after this many tuple ids.
 const TABLE_SCAN_REPIN_TIDS: u64 = 4096;
 
-/// A write: the new version at the head of `tid`'s chain and the version it superseded.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct WriteRecord {
-    pub table: u32,
-    pub tid: TupleId,
-    pub new: *mut Version,
-    /// Null when the tuple had no version (fresh insert).
-    pub old: *mut Version,
-}
+pub(crate) use crate::storage::WriteRecord;
 
 /// Per-slot reusable state, so a transaction allocates nothing in steady state.
 #[derive(Default)]

@@ -4,9 +4,9 @@
 //! every problem that would make recovery refuse the directory (a missing or foreign file,
 //! damage before the durable point, a lost `CURRENT`, ...), found by the same checks.
 
-use super::format::{self, Get};
-use super::LOG_MAGIC;
 use crate::error::{Error, Result};
+use crate::log::format::{self, Get};
+use crate::log::LOG_MAGIC;
 use std::path::{Path, PathBuf};
 
 /// One log file.
@@ -73,14 +73,14 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
             },
         });
     }
-    let Some(id) = super::identity::read(dir)? else {
+    let Some(id) = crate::log::identity::read(dir)? else {
         return Err(Error::NotADataDirectory {
             path: dir.display().to_string(),
             message: "it has no IDENTITY file".into(),
         });
     };
     let mut problems = Vec::new();
-    let plan = crate::recovery::plan::plan(dir, id);
+    let plan = super::plan::plan(dir, id);
     let plan_ok = plan.is_ok();
     let (pe, dl, manifest, durable_ends) = match &plan {
         Ok(p) => (
@@ -96,26 +96,26 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
     };
     match &plan {
         Ok(p) => {
-            if let Err(e) = super::catalog::Catalog::read(dir, id, p.catalog_bytes) {
+            if let Err(e) = crate::log::catalog::Catalog::read(dir, id, p.catalog_bytes) {
                 problems.push(e.to_string());
             }
         }
         Err(e) => problems.push(e.to_string()),
     }
-    let hl = super::identity::FileHeader::LEN;
+    let hl = crate::log::identity::FileHeader::LEN;
     let header = |path: &Path, data: &[u8], kind, a, b| -> Result<usize> {
-        match super::identity::FileHeader::read(path, data)? {
+        match crate::log::identity::FileHeader::read(path, data)? {
             Some(h) => h.check(path, id, kind, a, b).map(|_| hl),
             None => Ok(data.len()),
         }
     };
     let mut files = Vec::new();
-    for (logger, seq, path) in super::log_files(dir)? {
+    for (logger, seq, path) in crate::log::log_files(dir)? {
         let data = std::fs::read(&path).map_err(|x| Error::io(&path, &x))?;
         let skip = match header(
             &path,
             &data,
-            super::identity::FileKind::Log,
+            crate::log::identity::FileKind::Log,
             logger as u64,
             seq,
         ) {
@@ -133,12 +133,12 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
         let mut epochs: Option<(u64, u64)> = None;
         for b in &blocks {
             let mut g = Get::new(b);
-            while let Some(rec) = super::next_record(&mut g) {
+            while let Some(rec) = crate::log::next_record(&mut g) {
                 let mut r = Get::new(rec);
                 if let (Some(ep), Some(_), Some(n)) = (r.u64(), r.u64(), r.u32()) {
                     records += 1;
-                    calls += u64::from(n == super::COMMAND);
-                    physical += u64::from(super::is_physical(n, &rec[r.at..]));
+                    calls += u64::from(n == crate::log::COMMAND);
+                    physical += u64::from(crate::log::is_physical(n, &rec[r.at..]));
                     epochs = Some(epochs.map_or((ep, ep), |(lo, hi)| (lo.min(ep), hi.max(ep))));
                 }
             }
@@ -163,9 +163,15 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
             needed,
         });
     }
-    for (seq, start, path) in super::ermia::segment_files(dir)? {
+    for (seq, start, path) in crate::log::ermia::segment_files(dir)? {
         let data = std::fs::read(&path).map_err(|x| Error::io(&path, &x))?;
-        let skip = match header(&path, &data, super::identity::FileKind::Segment, seq, start) {
+        let skip = match header(
+            &path,
+            &data,
+            crate::log::identity::FileKind::Segment,
+            seq,
+            start,
+        ) {
             Ok(n) => n,
             Err(e) => {
                 problems.push(e.to_string());
@@ -173,14 +179,14 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
             }
         };
         let (mut blocks, mut records, mut skips, mut calls, mut physical) = (0, 0, 0, 0, 0);
-        let (end, why) = super::ermia::walk_segment(&data[skip..], |r| {
+        let (end, why) = crate::log::ermia::walk_segment(&data[skip..], |r| {
             blocks += 1;
-            if r.kind == super::ermia::KIND_SKIP {
+            if r.kind == crate::log::ermia::KIND_SKIP {
                 skips += 1;
             } else if let Some(n) = Get::new(r.body).u32() {
                 records += 1;
-                calls += u64::from(n == super::COMMAND);
-                physical += u64::from(super::is_physical(n, &r.body[4..]));
+                calls += u64::from(n == crate::log::COMMAND);
+                physical += u64::from(crate::log::is_physical(n, &r.body[4..]));
             }
             Ok(())
         })?;
@@ -223,8 +229,8 @@ pub fn inspect(dir: &Path) -> Result<DirInfo> {
     if plan_ok {
         for f in files.iter().filter(|f| f.records > 0 && f.needed) {
             let (point, missing) = match f.lsns {
-                Some(_) => (super::ermia::DURABLE_LSN_FILE, dl.is_none()),
-                None => (super::PEPOCH_FILE, pe.is_none()),
+                Some(_) => (crate::log::ermia::DURABLE_LSN_FILE, dl.is_none()),
+                None => (crate::log::PEPOCH_FILE, pe.is_none()),
             };
             if missing {
                 problems.push(format!(
