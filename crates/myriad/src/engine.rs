@@ -47,7 +47,7 @@ pub struct Database {
     /// The log of a durable database, set once recovery is done (`recovery/`).
     pub(crate) log: OnceLock<Arc<LogManager>>,
     /// The data directory's state; `None` for a memory-only database.
-    pub(crate) durable: Option<crate::recovery::DurableState>,
+    pub(crate) durable: Option<crate::log::durable::DurableState>,
     /// Silo's global epoch (`cc/silo.rs`).
     pub(crate) silo_epochs: crate::cc::silo::Epochs,
     /// The background threads of GC `vacuum` and `coop` (`gc/vacuum.rs`), started once
@@ -123,31 +123,8 @@ pub struct ChainStats {
 }
 
 impl Database {
-    /// Opens a database after validating `config`: memory-only, or durable in
-    /// `Config::data_dir` (an existing directory is recovered first; `recovery/`).
-    pub fn open(config: Config) -> Result<Database> {
-        config.validate()?;
-        let db = if config.data_dir.is_some() {
-            crate::recovery::open(config)?
-        } else {
-            Self::new_in_memory(config, None)
-        };
-        db.start_gc_threads();
-        Ok(db)
-    }
-
-    /// Checks the data directory of `config` as opening it would — every file, every record
-    /// replayed into memory — and writes nothing: no checkpoint, no log, not even a lock file
-    /// (an existing `LOCK` is taken shared, so a directory another process has open is
-    /// refused with `Error::Io`). Returns what recovery would find, or the error opening
-    /// would refuse with. Never creates a database.
-    pub fn verify(config: Config) -> Result<crate::recovery::RecoveryReport> {
-        config.validate()?;
-        crate::recovery::verify(config.create_if_missing(false))
-    }
-
     /// Starts the background threads of GC `vacuum` and `coop` (no-op for the others).
-    fn start_gc_threads(&self) {
+    pub(crate) fn start_gc_threads(&self) {
         use crate::config::{GcPolicy, VersionStorage};
         if !matches!(self.config.gc, GcPolicy::Vacuum | GcPolicy::Coop) {
             return;
@@ -168,7 +145,7 @@ impl Database {
     /// The engine without a log (the recovery path attaches one when it is done).
     pub(crate) fn new_in_memory(
         config: Config,
-        durable: Option<crate::recovery::DurableState>,
+        durable: Option<crate::log::durable::DurableState>,
     ) -> Database {
         let clock = Clock::new();
         let txns = Arc::new(TxnTable::new(config.max_concurrent_txns));

@@ -17,6 +17,7 @@ pub mod history;
 pub mod index;
 pub mod log;
 pub mod procedure;
+pub(crate) mod query;
 pub mod recovery;
 pub mod schema;
 pub mod sql;

@@ -44,6 +44,11 @@ pub(crate) fn watermark(db: &impl GcHost) -> u64 {
     watermark_of(db.clock(), db.txns())
 }
 
+/// Whether timestamp word `ts` (a begin or end field) is a commit timestamp at or before `w`.
+fn committed_by(ts: u64, w: u64) -> bool {
+    !is_txn(ts) && ts <= w
+}
+
 /// `watermark` from the clock and the transaction table.
 pub(crate) fn watermark_of(
     clock: &crate::timestamp::Clock,
@@ -128,18 +133,21 @@ pub(crate) fn prune(t: &Table, tid: TupleId, w: u64, single: bool, cut: &mut Cut
             if e.compare_exchange(head, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
-                cut_chain(t, v, cut);
+                cut_chain(t, v, w, cut);
             }
             return;
         }
-        cut_chain(t, x.take_next(), cut);
+        cut_chain(t, x.take_next(), w, cut);
     }
 }
 
 /// Adds a detached chain to `cut`, claiming each link with a swap. The size is read here,
 /// while the header is in cache from the swap, so the free needs not touch it again.
-unsafe fn cut_chain(t: &Table, mut p: *mut Version, cut: &mut Cut) {
+/// Every version cut is visible to no read time ≥ `w`: it committed at or before `w` and is
+/// not the newest version at `w` (checked in debug builds).
+unsafe fn cut_chain(t: &Table, mut p: *mut Version, w: u64, cut: &mut Cut) {
     while !p.is_null() {
+        debug_assert!(committed_by((*p).begin.load(Ordering::Acquire), w));
         let next = (*p).take_next();
         cut.take(t, p);
         p = next;
@@ -228,6 +236,9 @@ pub(crate) fn prune_o2n(
         }
         let mut p = head;
         while p != x {
+            debug_assert!(committed_by((*p).begin.load(Ordering::Acquire), w));
+            // Superseded at or before `w`: its successor committed by then.
+            debug_assert!(committed_by((*p).end.load(Ordering::Acquire), w));
             let next = (*p).next.load(Ordering::Acquire);
             cut.take(t, p);
             p = next;

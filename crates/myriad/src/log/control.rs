@@ -199,6 +199,8 @@ impl Control {
     /// The background thread: a round made everything up to `durable` durable (and, if it
     /// rotated, started the files `rotated_to`); wakes the waiters.
     pub(crate) fn end_round(&self, durable: u64, rotated_to: Option<Vec<u64>>) {
+        // The durable point never goes back: a commit acknowledged stays acknowledged.
+        debug_assert!(durable >= self.durable.load(Ordering::Acquire));
         self.durable.store(durable, Ordering::Release);
         let mut c = self.ctl.lock();
         c.rounds += 1;

@@ -23,6 +23,7 @@
 
 pub(crate) mod catalog;
 pub(crate) mod control;
+pub(crate) mod durable;
 pub(crate) mod epoch;
 pub(crate) mod ermia;
 pub(crate) mod format;
@@ -440,6 +441,8 @@ pub(crate) fn encode_writes<'s>(
 pub(crate) struct PointFile {
     files: [(PathBuf, File, u64); 2],
     fsync: bool,
+    /// The last record published (checked against the next one in debug builds).
+    last: Option<PersistentEpoch>,
 }
 
 impl PointFile {
@@ -452,11 +455,31 @@ impl PointFile {
         Ok(PointFile {
             files: [one(path.to_path_buf())?, one(mirror_of(path))?],
             fsync,
+            last: None,
         })
     }
 
     pub(crate) fn publish(&mut self, p: &PersistentEpoch) -> Result<()> {
         use std::io::Write;
+        if cfg!(debug_assertions) {
+            if let Some(l) = &self.last {
+                // A durable point only moves forward: every stream's end, the first file
+                // needed, the checkpoint and the catalog's length never go back.
+                debug_assert!(p.id == l.id && p.epoch >= l.epoch, "{l:?} then {p:?}");
+                let pos = |x: &LogPos| (x.seq, x.offset);
+                debug_assert!(
+                    p.positions.len() == l.positions.len()
+                        && p.positions
+                            .iter()
+                            .zip(&l.positions)
+                            .all(|(a, b)| pos(a) >= pos(b)),
+                    "{l:?} then {p:?}"
+                );
+                debug_assert!(p.checkpoint >= l.checkpoint, "{l:?} then {p:?}");
+                debug_assert!(p.catalog_bytes >= l.catalog_bytes, "{l:?} then {p:?}");
+            }
+            self.last = Some(p.clone());
+        }
         let rec = p.encode();
         if self.files[0].2 + rec.len() as u64 > PEPOCH_MAX_BYTES {
             for (path, file, bytes) in &mut self.files {

@@ -2,8 +2,8 @@
 //! produces the same definition the SQL front end does, so both compile to the same IR.
 
 use super::surface::{Def, Select, Stmt};
-use crate::sql::expr::Ty;
-use crate::sql::SqlPos;
+use crate::query::expr::Ty;
+use crate::query::SqlPos;
 use sqlparser::ast::{self, BinaryOperator as B, Expr, Ident, UnaryOperator};
 use std::cell::Cell;
 use std::rc::Rc;

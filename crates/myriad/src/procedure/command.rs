@@ -13,7 +13,7 @@ use super::exec::Frame;
 use super::Procedure;
 use crate::error::{Error, Result};
 use crate::log::format::{Get, Put};
-use crate::sql::expr::V;
+use crate::query::expr::V;
 use crate::txn::Transaction;
 use crate::value::Value;
 

@@ -7,8 +7,8 @@
 
 use super::ir::{Items, Prefetch, Proc, Read, Stmt, PREFETCH_MAX};
 use crate::error::{Error, Result};
-use crate::sql::expr::{eval_in, eval_int, holds, value_of, Ty, E, V};
-use crate::sql::{coerce, sql_error, visit_plan, SqlPos};
+use crate::query::expr::{eval_in, eval_int, holds, value_of, Ty, E, V};
+use crate::query::{coerce, sql_error, visit_plan, SqlPos};
 use crate::txn::Transaction;
 use crate::value::Value;
 use crate::value::{ToValueRef, ValueRef};
@@ -266,7 +266,7 @@ impl Proc {
     fn keys_of(
         &self,
         table: &crate::storage::TableRef,
-        access: &crate::sql::Access,
+        access: &crate::query::Access,
         tx: &mut Transaction<'_>,
         f: &mut Frame,
     ) -> Result<Vec<Vec<Value>>> {
@@ -623,7 +623,7 @@ impl Proc {
                 }
                 let mut i = lo;
                 while i <= hi {
-                    crate::sql::cancel::tick()?;
+                    crate::query::cancel::tick()?;
                     set_int(&mut f.vars[*slot], i);
                     if self.block(body, tx, f)? == Flow::Return {
                         return Ok(Flow::Return);
@@ -667,7 +667,7 @@ impl Proc {
                             let upto = (n - j).min(PREFETCH_MAX as usize);
                             warm_rows(fields, &batch[..upto * width], prefetch, tx, f);
                         }
-                        crate::sql::cancel::tick()?;
+                        crate::query::cancel::tick()?;
                         let row = &rows[j * width..(j + 1) * width];
                         for (&slot, v) in fields.iter().zip(row) {
                             assign(&mut f.vars[slot], v.to_value_ref());

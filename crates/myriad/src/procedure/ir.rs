@@ -9,9 +9,9 @@
 
 use super::surface::{self, Def};
 use crate::error::Result;
+use crate::query::expr::{compile_in, Scope, Ty, E};
+use crate::query::{condition, sql_error, Access, Agg, SqlPos};
 use crate::schema::ColumnType;
-use crate::sql::expr::{compile_in, Scope, Ty, E};
-use crate::sql::{condition, sql_error, Access, Agg, SqlPos};
 use crate::storage::TableRef;
 use crate::value::Value;
 use crate::Database;
@@ -240,7 +240,7 @@ fn switch(arms: &[(E, Vec<Stmt>)]) -> Option<Box<Switch>> {
     let mut on: Option<&E> = None;
     let mut lits = Vec::with_capacity(arms.len());
     for (c, _) in arms {
-        let E::Bin(l, crate::sql::expr::Op::Eq, r, _) = c else {
+        let E::Bin(l, crate::query::expr::Op::Eq, r, _) = c else {
             return None;
         };
         let (x, n) = match (&**l, &**r) {

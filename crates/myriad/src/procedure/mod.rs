@@ -30,7 +30,7 @@ pub use ir::{OpInfo, UseKind};
 pub(crate) use surface::Def;
 
 use crate::error::{Error, Result};
-use crate::sql::expr::{Ty, V};
+use crate::query::expr::{Ty, V};
 use crate::txn::{Transaction, TxnOptions};
 use crate::value::Value;
 use crate::Database;
@@ -360,8 +360,8 @@ impl Database {
             match item {
                 parse::Item::Procedure(d, replace) => defs.push((d, replace)),
                 parse::Item::Sql(s) => {
-                    return Err(crate::sql::sql_error(
-                        crate::sql::at_span(sqlparser::ast::Spanned::span(s.as_ref())),
+                    return Err(crate::query::sql_error(
+                        crate::query::at_span(sqlparser::ast::Spanned::span(s.as_ref())),
                         "only CREATE PROCEDURE statements are allowed here".into(),
                     ))
                 }

@@ -5,8 +5,8 @@
 
 use super::surface::{Def, Select, Stmt};
 use crate::error::Result;
-use crate::sql::expr::Ty;
-use crate::sql::{at_span, column_type, name_of, parse_error, sql_error, SqlPos};
+use crate::query::expr::Ty;
+use crate::query::{at_span, column_type, name_of, parse_error, sql_error, SqlPos};
 use sqlparser::ast::{
     self, AssignmentTarget, Expr, FromTable, SelectItem, SetExpr, Spanned, Statement, TableObject,
 };
@@ -89,7 +89,7 @@ pub(crate) fn script(sql: &str) -> Result<Vec<Item>> {
             )
         })?;
     // Before any tree is built: a too-deep one cannot even be dropped safely.
-    crate::sql::nesting::check(&tokens, false)?;
+    crate::query::nesting::check(&tokens, false)?;
     let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let mut out = Vec::new();
     loop {
@@ -264,7 +264,7 @@ fn body_of(text: &str, origin: Location) -> Result<(Decls, Vec<Stmt>)> {
     for t in &mut tokens {
         t.span = Span::new(shift(t.span.start), shift(t.span.end));
     }
-    crate::sql::nesting::check(&tokens, true)?;
+    crate::query::nesting::check(&tokens, true)?;
     let mut p = Parser::new(&dialect).with_tokens_with_locations(tokens);
     let mut decls = Vec::new();
     if p.parse_keyword(Keyword::DECLARE) {

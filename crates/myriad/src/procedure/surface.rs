@@ -2,8 +2,8 @@
 //! the Rust builder (`build.rs`) both produce, so that both reach the same IR through one
 //! compiler (`ir.rs`). Expressions stay `sqlparser` expressions until then.
 
-use crate::sql::expr::Ty;
-use crate::sql::SqlPos;
+use crate::query::expr::Ty;
+use crate::query::SqlPos;
 use sqlparser::ast::Expr;
 
 /// A procedure definition.

@@ -44,148 +44,51 @@ pub mod inspect;
 pub(crate) mod plan;
 mod replay;
 
-use crate::config::{Isolation, RecoveryScheme};
+pub use crate::log::durable::RecoveryReport;
+
+use crate::config::{Config, Isolation, RecoveryScheme};
 use crate::engine::Database;
 use crate::error::{Error, Result};
 use crate::log::catalog::{Catalog, Record, TableRecord};
+use crate::log::durable::DurableState;
 use crate::log::format::{self, Get};
 use crate::log::identity::{self, DbId, FileHeader, FileKind};
 use crate::log::{LogManager, PointFile, COMMAND, LOG_MAGIC};
 use crate::procedure::Procedure;
-use crate::schema::TableSchema;
 use crate::storage::TableRef;
 use crate::txn::TxnOptions;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
-
-/// State of a durable database's directory.
-pub(crate) struct DurableState {
-    pub dir: PathBuf,
-    /// The database's id (`IDENTITY`), stamped into every file it writes.
-    pub id: DbId,
-    _lock: Option<File>,
-    /// `None` while recovery recreates the tables (their records are already in it).
-    catalog: Mutex<Option<Catalog>>,
-    pub checkpoint_lock: Mutex<()>,
-    pub report: OnceLock<RecoveryReport>,
-    /// Procedure definitions in the catalog so far (the next one gets this number).
-    pub procedure_definitions: AtomicU32,
-    /// The log manager (also `Database::log`), for the catalog's length in durable points.
-    log: OnceLock<Arc<LogManager>>,
-}
-
-impl DurableState {
-    /// The state of `dir` (database `id`), whose lock is `lock`, before recovery.
-    fn new(dir: PathBuf, id: DbId, lock: Option<File>) -> DurableState {
-        DurableState {
-            dir,
-            id,
-            _lock: lock,
-            catalog: Mutex::new(None),
-            checkpoint_lock: Mutex::new(()),
-            report: OnceLock::new(),
-            procedure_definitions: AtomicU32::new(0),
-            log: OnceLock::new(),
-        }
-    }
-
-    pub(crate) fn log_table(
-        &self,
-        id: u32,
-        replaces: Option<u32>,
-        schema: &TableSchema,
-    ) -> Result<()> {
-        self.log_catalog(&Record::Table(TableRecord {
-            id,
-            replaces,
-            schema: schema.clone(),
-        }))
-        .map(drop)
-    }
-
-    /// Makes a catalog change durable; false (nothing written) while recovery replays the
-    /// catalog. The next durable-point record names the catalog's new length.
-    pub(crate) fn log_catalog(&self, r: &Record) -> Result<bool> {
-        match self.catalog.lock().as_mut() {
-            Some(c) => {
-                let len = c.append(r)?;
-                if let Some(log) = self.log.get() {
-                    log.control().set_catalog_bytes(len);
-                }
-                Ok(true)
-            }
-            None => Ok(false),
-        }
-    }
-}
-
-/// What opening a data directory found and did, with the time of each phase.
-#[derive(Clone, Debug, Default)]
-pub struct RecoveryReport {
-    /// The replay scheme used (`auto` resolved).
-    pub scheme: String,
-    pub threads: usize,
-    /// Timestamp of the checkpoint recovery started from, if any.
-    pub checkpoint_ts: Option<u64>,
-    pub checkpoint_rows: u64,
-    /// The persistent epoch: every commit of this epoch or earlier was recovered (epoch
-    /// manager's log files).
-    pub persistent_epoch: u64,
-    /// The durable LSN: every commit ending at or below it was recovered (ERMIA segments).
-    pub durable_lsn: u64,
-    pub log_files: usize,
-    pub log_bytes: u64,
-    /// Transaction records read from intact log blocks.
-    pub log_records: u64,
-    /// Of those, records recovered (epoch ≤ persistent epoch, newer than the checkpoint).
-    pub records_replayed: u64,
-    /// Of the recovered records, procedure calls (command logging).
-    pub calls_replayed: u64,
-    /// Of the recovered records, physical ones (tuple ids and whole rows).
-    pub physical_replayed: u64,
-    /// Records past the persistent epoch or durable LSN: commits never acknowledged.
-    pub records_not_durable: u64,
-    /// ERMIA skip records: log space reserved by transactions that then aborted.
-    pub skip_records: u64,
-    /// Bytes of damaged or torn log tails dropped (after the durable position).
-    pub bytes_dropped: u64,
-    /// One line per dropped tail: file, offset and why.
-    pub dropped: Vec<String>,
-    /// What recovery worked around without losing a commit (e.g. a durable-point file was
-    /// missing and its mirror was used).
-    pub notes: Vec<String>,
-    pub tables: usize,
-    /// Rows in the recovered database.
-    pub rows: u64,
-    /// Reading the checkpoint's files and inserting their rows (indexes built on the way).
-    pub checkpoint_load: Duration,
-    /// Reading and checking the log files.
-    pub log_load: Duration,
-    /// Applying the log records.
-    pub replay: Duration,
-    /// Rebuilding the indexes (PLR only; the other schemes build them on the way).
-    pub index_build: Duration,
-    /// Writing the checkpoint that closes recovery.
-    pub checkpoint_write: Duration,
-}
-
-impl RecoveryReport {
-    /// Total time of the phases.
-    pub fn total(&self) -> Duration {
-        self.checkpoint_load
-            + self.log_load
-            + self.replay
-            + self.index_build
-            + self.checkpoint_write
-    }
-}
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
 
 impl Database {
+    /// Opens a database after validating `config`: memory-only, or durable in
+    /// `Config::data_dir` (an existing directory is recovered first; `recovery/`).
+    pub fn open(config: Config) -> Result<Database> {
+        config.validate()?;
+        let db = if config.data_dir.is_some() {
+            open(config)?
+        } else {
+            Self::new_in_memory(config, None)
+        };
+        db.start_gc_threads();
+        Ok(db)
+    }
+
+    /// Checks the data directory of `config` as opening it would — every file, every record
+    /// replayed into memory — and writes nothing: no checkpoint, no log, not even a lock file
+    /// (an existing `LOCK` is taken shared, so a directory another process has open is
+    /// refused with `Error::Io`). Returns what recovery would find, or the error opening
+    /// would refuse with. Never creates a database.
+    pub fn verify(config: Config) -> Result<RecoveryReport> {
+        config.validate()?;
+        verify(config.create_if_missing(false))
+    }
+
     /// What opening the data directory recovered (`None` for a memory-only database).
     pub fn recovery_report(&self) -> Option<&RecoveryReport> {
         self.durable.as_ref().and_then(|d| d.report.get())

@@ -209,7 +209,7 @@ pub(crate) fn compile(e: &Expr, schema: Option<&TableSchema>) -> Result<(E, Ty)>
 /// is both is ambiguous), types are checked.
 ///
 /// The arithmetic, comparison and logic operators, the only ones whose chains can be long
-/// (`crate::sql::nesting` bounds them), recurse here in a small frame; every other form is
+/// (`crate::query::nesting` bounds them), recurse here in a small frame; every other form is
 /// compiled by [`compile_other`], whose frame is large in an unoptimised build.
 pub(crate) fn compile_in(e: &Expr, scope: Scope<'_>) -> Result<(E, Ty)> {
     match e {
