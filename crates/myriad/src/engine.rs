@@ -59,6 +59,7 @@ pub struct Database {
 /// Engine-wide counters, summed over the transaction table.
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
+    /// Transactions committed.
     pub committed: u64,
     /// Aborts by reason, in `AbortReason::ALL` order.
     pub aborted: [u64; AbortReason::ALL.len()],
@@ -66,10 +67,15 @@ pub struct Stats {
     pub global_rmw: u64,
     /// Atomic read-modify-writes on per-record words (write locks, chain-head installs).
     pub record_rmw: u64,
+    /// Versions allocated (new versions written).
     pub versions_allocated: u64,
+    /// Bytes of those versions (blocks, before-images, non-inline data).
     pub version_bytes_allocated: u64,
+    /// Versions freed by garbage collection.
     pub versions_reclaimed: u64,
+    /// Bytes of those versions.
     pub version_bytes_reclaimed: u64,
+    /// Time spent collecting garbage, in nanoseconds (summed over threads).
     pub gc_ns: u64,
     /// Field reads that waited for a Preparing writer's outcome (protocols without commit
     /// dependencies, writes, and `Config::commit_dependencies(false)`).
@@ -116,7 +122,9 @@ impl Stats {
 /// Version-chain lengths over all tuples of all tables (a full walk; not for hot paths).
 #[derive(Clone, Debug, Default)]
 pub struct ChainStats {
+    /// Tuples walked (every tuple id in use).
     pub tuples: u64,
+    /// The longest chain, in versions.
     pub max_chain_len: u64,
     /// `histogram[i]` = tuples whose chain has `i` versions (last bucket: that many or more).
     pub histogram: Vec<u64>,

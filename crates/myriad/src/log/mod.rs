@@ -254,8 +254,11 @@ impl CommitTicket {
 /// Counters for reports.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LogStats {
+    /// Bytes of checksummed blocks written to log files.
     pub bytes_written: u64,
+    /// Checksummed blocks written.
     pub blocks_written: u64,
+    /// fsync calls (log files, durable-point files and their mirrors).
     pub fsyncs: u64,
     /// Group-commit rounds (epoch manager) or flushes (ERMIA).
     pub rounds: u64,

@@ -23,6 +23,8 @@ const TICK_EVERY: u32 = 256;
 pub struct CancelHandle(Arc<AtomicBool>);
 
 impl CancelHandle {
+    /// Cancels the statement the session is running: it fails with `Error::Cancelled` at
+    /// its next check (see the type's docs for what else it stops).
     pub fn cancel(&self) {
         self.0.store(true, Ordering::Relaxed);
     }

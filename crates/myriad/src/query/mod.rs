@@ -24,7 +24,9 @@ pub const TEXT_MAX_LEN: usize = 1024;
 /// A position in the statement text (1-based; 0 when unknown).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SqlPos {
+    /// The line, from 1.
     pub line: u64,
+    /// The column, from 1.
     pub column: u64,
 }
 

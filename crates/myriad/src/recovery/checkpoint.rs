@@ -58,10 +58,15 @@ pub(crate) struct Manifest {
 pub struct CheckpointInfo {
     /// Snapshot timestamp: the checkpoint holds exactly the commits with end timestamps ≤ it.
     pub ts: u64,
+    /// Its directory.
     pub dir: PathBuf,
+    /// Tables written.
     pub tables: usize,
+    /// Rows written.
     pub rows: u64,
+    /// Bytes of its table and tuple-id files.
     pub bytes: u64,
+    /// Time to write and publish it.
     pub elapsed: std::time::Duration,
     /// Old log files and checkpoints deleted after it was published.
     pub files_removed: usize,

@@ -12,9 +12,13 @@ use std::path::{Path, PathBuf};
 /// One log file.
 #[derive(Clone, Debug)]
 pub struct LogFileInfo {
+    /// Its path.
     pub path: PathBuf,
+    /// The logger that wrote it (0 for an ERMIA segment).
     pub logger: usize,
+    /// Its sequence number.
     pub seq: u64,
+    /// Its size.
     pub bytes: u64,
     /// Checksummed blocks: group-commit blocks, or ERMIA's per-transaction records (skip
     /// records included).
@@ -35,6 +39,7 @@ pub struct LogFileInfo {
     /// Where the intact blocks end, and why reading stopped there (`None`: the whole file
     /// is intact).
     pub valid_bytes: u64,
+    /// Why reading stopped before the end, if it did.
     pub damage: Option<String>,
     /// False if the file is older than the current checkpoint needs (left by a crash
     /// between publishing the checkpoint and deleting it).
@@ -44,10 +49,13 @@ pub struct LogFileInfo {
 /// A data directory's contents.
 #[derive(Clone, Debug)]
 pub struct DirInfo {
+    /// The epoch manager's persistent epoch (`None` if the directory has no `pepoch` records).
     pub persistent_epoch: Option<u64>,
     /// ERMIA's durable LSN (`None` if the directory has no `durable-lsn` records).
     pub durable_lsn: Option<u64>,
+    /// The current checkpoint, if any.
     pub checkpoint: Option<CheckpointSummary>,
+    /// Every log file and segment, by logger and sequence number.
     pub files: Vec<LogFileInfo>,
     /// What recovery would refuse to open, one line each (empty: nothing).
     pub problems: Vec<String>,
@@ -56,8 +64,11 @@ pub struct DirInfo {
 /// The current checkpoint.
 #[derive(Clone, Debug)]
 pub struct CheckpointSummary {
+    /// Its snapshot timestamp.
     pub ts: u64,
+    /// Its directory.
     pub dir: PathBuf,
+    /// Each table's name and row count.
     pub tables: Vec<(String, u64)>,
 }
 
