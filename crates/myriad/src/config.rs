@@ -1,4 +1,4 @@
-//! `Config`: every design dimension of DESIGN.md §1 is a run-time value here, validated once
+//! `Config`: every design dimension (ARCHITECTURE.md) is a run-time value here, validated once
 //! at `Database::open`. Choices that exist in the design space but are not built yet are
 //! named (so a user gets "not supported: ..." rather than "unknown value"), and `validate`
 //! rejects them with `Error::Unsupported`.
@@ -36,7 +36,7 @@ macro_rules! choice_enum {
 }
 
 choice_enum!(
-    /// Concurrency-control protocol (DESIGN.md §1; `cc/`): `mvocc`, `si`, `mvto`, `mv2pl`,
+    /// Concurrency-control protocol (`cc/`): `mvocc`, `si`, `mvto`, `mv2pl`,
     /// `mv2pl-wait`, `ssn`, `ssi`, `ermia-si`, `ermia-ssi` (multi-version) and `silo`, `occ`,
     /// `2pl`, `hybrid` (single-version).
     Protocol {
@@ -147,7 +147,9 @@ choice_enum!(
 );
 
 choice_enum!(
-    /// Where commit and begin timestamps come from (thesis §3.4.3, POMVCC).
+    /// Where commit and begin timestamps come from (thesis §3.4.3; `timestamp/`). Built:
+    /// `global-counter`. `silo-epoch` and `partial-order` (POMVCC's partial-order timestamps,
+    /// issue 35) are named but not built yet: `Config::validate` rejects them as unsupported.
     TimestampPolicy { GlobalCounter = "global-counter", SiloEpoch = "silo-epoch", PartialOrder = "partial-order" }
 );
 
@@ -212,7 +214,7 @@ choice_enum!(
 
 choice_enum!(
     /// How commit records become durable (`log/`). `epoch`: SiloR's epoch group commit over
-    /// `loggers` parallel logs (thesis §4.6.1, POMVCC §V); `ermia`: ERMIA's single log, whose
+    /// `loggers` parallel logs (thesis §4.6.1, SiloR); `ermia`: ERMIA's single log, whose
     /// LSNs are the end timestamps, reserved by the commit's one atomic add (ERMIA §3.2).
     LogManagerKind { Epoch = "epoch", Ermia = "ermia" }
 );

@@ -3,7 +3,7 @@
 //!
 //! Row layout: each column at a fixed offset; `Int`/`Float` take 8 bytes (little endian);
 //! `Str(n)`/`Bytes(n)` take a 2-byte length and `n` bytes, so every version of a table has the
-//! same size and lives inline after the version header (DESIGN.md §2: row data inline).
+//! same size and lives inline after the version header.
 //!
 //! Key encoding: components are encoded so that `memcmp` order equals value order (integers
 //! big-endian with the sign bit flipped, floats by the IEEE total-order transform, strings with
