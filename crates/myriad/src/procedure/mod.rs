@@ -77,7 +77,9 @@ use std::sync::Arc;
 /// An argument of a call: a scalar or an array.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Arg {
+    /// A scalar argument.
     Value(Value),
+    /// An array argument (for a `BIGINT[]`, `DOUBLE[]` or `TEXT[]` parameter).
     Array(Vec<Value>),
 }
 
@@ -181,6 +183,7 @@ fn scalar_fits(ty: Ty, v: &Value) -> Option<V> {
 }
 
 impl Procedure {
+    /// The procedure's name (what `CALL` and the catalog use).
     pub fn name(&self) -> &str {
         &self.p.name
     }

@@ -128,16 +128,20 @@ impl DurableState {
 pub struct RecoveryReport {
     /// The replay scheme used (`auto` resolved).
     pub scheme: String,
+    /// Threads recovery used (`Config::recovery_threads`).
     pub threads: usize,
     /// Timestamp of the checkpoint recovery started from, if any.
     pub checkpoint_ts: Option<u64>,
+    /// Rows the checkpoint held.
     pub checkpoint_rows: u64,
     /// The persistent epoch: every commit of this epoch or earlier was recovered (epoch
     /// manager's log files).
     pub persistent_epoch: u64,
     /// The durable LSN: every commit ending at or below it was recovered (ERMIA segments).
     pub durable_lsn: u64,
+    /// Log files (or ERMIA segments) read.
     pub log_files: usize,
+    /// Bytes of those files.
     pub log_bytes: u64,
     /// Transaction records read from intact log blocks.
     pub log_records: u64,
@@ -158,6 +162,7 @@ pub struct RecoveryReport {
     /// What recovery worked around without losing a commit (e.g. a durable-point file was
     /// missing and its mirror was used).
     pub notes: Vec<String>,
+    /// Tables recreated from the catalog.
     pub tables: usize,
     /// Rows in the recovered database.
     pub rows: u64,

@@ -23,6 +23,7 @@ const TICK_EVERY: u32 = 256;
 pub struct CancelHandle(Arc<AtomicBool>);
 
 impl CancelHandle {
+    /// Asks the running `execute` call to stop at its next check with `Error::Cancelled`.
     pub fn cancel(&self) {
         self.0.store(true, Ordering::Relaxed);
     }

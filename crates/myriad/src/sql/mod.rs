@@ -65,7 +65,9 @@ pub const TEXT_MAX_LEN: usize = 1024;
 /// A position in the statement text (1-based; 0 when unknown).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SqlPos {
+    /// Line, 1-based.
     pub line: u64,
+    /// Column, 1-based.
     pub column: u64,
 }
 
@@ -114,7 +116,9 @@ pub enum Output {
     Done(String),
     /// Result rows of a `SELECT`, values in select-list order.
     Rows {
+        /// The result's column names, in order.
         columns: Vec<String>,
+        /// One entry per row, values in the order of `columns`.
         rows: Vec<Vec<Value>>,
     },
 }
@@ -141,6 +145,7 @@ pub struct Session<'db> {
 }
 
 impl<'db> Session<'db> {
+    /// A session on `db` with no open transaction and no statement timeout.
     pub fn new(db: &'db Database) -> Self {
         Session {
             db,
@@ -174,6 +179,7 @@ impl<'db> Session<'db> {
         self.statement_timeout = limit.filter(|d| !d.is_zero());
     }
 
+    /// The statement timeout set by `set_statement_timeout` (`None`: no limit).
     pub fn statement_timeout(&self) -> Option<Duration> {
         self.statement_timeout
     }
