@@ -1,4 +1,4 @@
-//! `Config`: every design dimension of DESIGN.md §1 is a run-time value here, validated once
+//! `Config`: every design dimension (ARCHITECTURE.md) is a run-time value here, validated once
 //! at `Database::open`. Choices that exist in the design space but are not built yet are
 //! named (so a user gets "not supported: ..." rather than "unknown value"), and `validate`
 //! rejects them with `Error::Unsupported`.
@@ -36,7 +36,7 @@ macro_rules! choice_enum {
 }
 
 choice_enum!(
-    /// Concurrency-control protocol (DESIGN.md §1; `cc/`): `mvocc`, `si`, `mvto`, `mv2pl`,
+    /// Concurrency-control protocol (`cc/`): `mvocc`, `si`, `mvto`, `mv2pl`,
     /// `mv2pl-wait`, `ssn`, `ssi`, `ermia-si`, `ermia-ssi` (multi-version) and `silo`, `occ`,
     /// `2pl`, `hybrid` (single-version).
     Protocol {
@@ -142,13 +142,31 @@ impl Protocol {
 choice_enum!(
     /// Isolation level of a transaction (Hekaton §3.4).
     Isolation {
-        ReadCommitted = "rc", RepeatableRead = "rr", Snapshot = "si", Serializable = "serializable",
+        /// Read Committed: each read sees the newest committed version; no validation.
+        ReadCommitted = "rc",
+        /// Repeatable Read: reads are validated at commit, scans are not.
+        RepeatableRead = "rr",
+        /// Snapshot Isolation: every read sees the begin-time snapshot; write-write
+        /// conflicts abort.
+        Snapshot = "si",
+        /// Serializable: reads and scans (phantoms) are validated or protected by the protocol.
+        Serializable = "serializable",
     }
 );
 
 choice_enum!(
-    /// Where commit and begin timestamps come from (thesis §3.4.3, POMVCC).
-    TimestampPolicy { GlobalCounter = "global-counter", SiloEpoch = "silo-epoch", PartialOrder = "partial-order" }
+    /// Where commit and begin timestamps come from (thesis §3.4.3; `timestamp/`). Built:
+    /// `global-counter`. `silo-epoch` and `partial-order` (POMVCC's partial-order timestamps,
+    /// issue 35) are named but not built yet: `Config::validate` rejects them as unsupported.
+    TimestampPolicy {
+        /// One global counter: a begin timestamp is a load, an end timestamp a fetch-add.
+        GlobalCounter = "global-counter",
+        /// Silo-style epoch-based timestamps. Not built yet (rejected by `Config::validate`).
+        SiloEpoch = "silo-epoch",
+        /// POMVCC's partial-order timestamps (issue 35). Not built yet (rejected by
+        /// `Config::validate`).
+        PartialOrder = "partial-order",
+    }
 );
 
 choice_enum!(
@@ -161,7 +179,15 @@ choice_enum!(
     /// time-travel store) and `delta` (the newest row in the main table, older versions as
     /// before-images of the columns their successor changed).
     VersionStorage {
-        AppendN2o = "n2o", AppendO2n = "o2n", TimeTravel = "time-travel", Delta = "delta",
+        /// Append-only, newest to oldest: the indirection entry points at the newest version.
+        AppendN2o = "n2o",
+        /// Append-only, oldest to newest: the entry points at the oldest version.
+        AppendO2n = "o2n",
+        /// In place: the newest row in the main table, full copies of older versions.
+        TimeTravel = "time-travel",
+        /// In place: the newest row in the main table, older versions as column before-images.
+        Delta = "delta",
+        /// One version per row, replaced at commit (the single-version protocols).
         SingleVersion = "single-version",
     }
 );
@@ -179,7 +205,14 @@ choice_enum!(
     /// like every attribute. `copy`: each in a block of its own that the version points to,
     /// copied for every new version. `shared`: such blocks, shared by reference count between
     /// a version and its successors that leave the attribute unchanged.
-    NonInline { Inline = "inline", Copy = "copy", Shared = "shared" }
+    NonInline {
+        /// Every attribute inside the version.
+        Inline = "inline",
+        /// Each variable-length attribute in its own block, copied for every new version.
+        Copy = "copy",
+        /// Such blocks, shared by reference count with successors that leave them unchanged.
+        Shared = "shared",
+    }
 );
 
 choice_enum!(
@@ -189,7 +222,16 @@ choice_enum!(
     /// transactions marked dirty (`gc/vacuum.rs`); `coop`, cooperative cleaning on `o2n`
     /// chains: readers cut the expired versions they walk past, and background full passes
     /// clean what no reader walks (`gc/coop.rs`); `none`.
-    GcPolicy { Txn = "txn", Vacuum = "vacuum", Coop = "coop", None = "none" }
+    GcPolicy {
+        /// Transaction-level, epoch-based: each worker prunes the chains it superseded.
+        Txn = "txn",
+        /// Tuple-level background threads over the blocks commits marked dirty.
+        Vacuum = "vacuum",
+        /// Cooperative cleaning by readers on `o2n` chains, plus background passes.
+        Coop = "coop",
+        /// No garbage collection: every version stays.
+        None = "none",
+    }
 );
 
 choice_enum!(
@@ -198,7 +240,14 @@ choice_enum!(
     /// `logical-pk`, the entry holds the primary key, looked up in the primary index
     /// (ordered secondary indexes only); `physical`: entries point at versions, one per
     /// version (append-only storage and ordered secondary indexes only).
-    IndexPointers { LogicalTid = "logical-tid", LogicalPk = "logical-pk", Physical = "physical" }
+    IndexPointers {
+        /// The entry holds the tuple id (through the indirection array to the chain).
+        LogicalTid = "logical-tid",
+        /// The entry holds the primary key, resolved through the primary index.
+        LogicalPk = "logical-pk",
+        /// The entry points at a version, one entry per version.
+        Physical = "physical",
+    }
 );
 
 choice_enum!(
@@ -207,14 +256,28 @@ choice_enum!(
     /// one stored-procedure call as the call, anything else as rows (thesis §4.4.5).
     /// `logical`: row after-images (updates as patches of the changed columns); `physical`:
     /// whole after-images at their tuple ids (what PLR replays); `command`: procedure calls.
-    LogPolicy { None = "none", Logical = "logical", Physical = "physical", Command = "command" }
+    LogPolicy {
+        /// No log: the database lives in memory only.
+        None = "none",
+        /// Row after-images; updates as patches of the changed columns.
+        Logical = "logical",
+        /// Whole after-images at their tuple ids (what PLR replays).
+        Physical = "physical",
+        /// A serializable one-call transaction as the call; anything else as rows.
+        Command = "command",
+    }
 );
 
 choice_enum!(
     /// How commit records become durable (`log/`). `epoch`: SiloR's epoch group commit over
-    /// `loggers` parallel logs (thesis §4.6.1, POMVCC §V); `ermia`: ERMIA's single log, whose
+    /// `loggers` parallel logs (thesis §4.6.1, SiloR); `ermia`: ERMIA's single log, whose
     /// LSNs are the end timestamps, reserved by the commit's one atomic add (ERMIA §3.2).
-    LogManagerKind { Epoch = "epoch", Ermia = "ermia" }
+    LogManagerKind {
+        /// Epoch group commit over parallel log files (`log/epoch.rs`).
+        Epoch = "epoch",
+        /// ERMIA's single LSN-ordered log (`log/ermia.rs`).
+        Ermia = "ermia",
+    }
 );
 
 choice_enum!(
@@ -222,6 +285,7 @@ choice_enum!(
     /// `auto` is `serial` for a command log, `physical` for a physical one and
     /// `parallel-partitioned` for a logical one.
     RecoveryScheme {
+        /// Chosen from the log's contents: `serial`, `physical` or `parallel-partitioned`.
         Auto = "auto",
         /// CLR: every record (command or logical) in commit order on one thread.
         Serial = "serial",
@@ -240,7 +304,12 @@ choice_enum!(
 choice_enum!(
     /// Whether loggers `fsync` each group commit. `never` is for measuring the rest of the
     /// logging path: a commit is then acknowledged once written to the OS, not to the disk.
-    FsyncPolicy { Always = "always", Never = "never" }
+    FsyncPolicy {
+        /// Every group commit is fsynced before it is acknowledged.
+        Always = "always",
+        /// Written to the OS but never fsynced (for measurement only).
+        Never = "never",
+    }
 );
 
 /// Engine configuration: a builder with defaults, validated at `Database::open`.
@@ -316,6 +385,8 @@ impl Config {
     pub fn new() -> Self {
         Self::default()
     }
+    /// Concurrency-control protocol (default `mvocc`); `Database::open` checks its pairing with
+    /// the isolation level and version storage.
     pub fn protocol(mut self, p: Protocol) -> Self {
         self.protocol = p;
         self
@@ -337,10 +408,13 @@ impl Config {
         self.isolation = i;
         self
     }
+    /// Timestamp source (default `global-counter`, the only one built; others are
+    /// `Error::Unsupported` at open).
     pub fn timestamps(mut self, t: TimestampPolicy) -> Self {
         self.timestamps = t;
         self
     }
+    /// Version storage (default `n2o`; single-version protocols need `single-version`).
     pub fn version_storage(mut self, s: VersionStorage) -> Self {
         self.storage = s;
         self
@@ -351,6 +425,7 @@ impl Config {
         self.non_inline = n;
         self
     }
+    /// Garbage-collection policy (default `txn`; `coop` needs version storage `o2n`).
     pub fn gc(mut self, g: GcPolicy) -> Self {
         self.gc = g;
         self
@@ -371,10 +446,13 @@ impl Config {
         self.memory_spaces = n;
         self
     }
+    /// How secondary indexes point at rows (default `logical-tid`).
     pub fn index_pointers(mut self, p: IndexPointers) -> Self {
         self.index_pointers = p;
         self
     }
+    /// What commit records hold (default `none`; `data_dir` sets `logical` unless another was
+    /// chosen).
     pub fn log(mut self, l: LogPolicy) -> Self {
         self.log = l;
         self
@@ -434,6 +512,7 @@ impl Config {
         self.loggers = n;
         self
     }
+    /// Whether group commits are fsynced (default `always`).
     pub fn fsync(mut self, f: FsyncPolicy) -> Self {
         self.fsync = f;
         self
@@ -459,59 +538,77 @@ impl Config {
         self.recovery_threads = n;
         self
     }
+    /// The configured recovery scheme (`recovery`).
     pub fn get_recovery(&self) -> RecoveryScheme {
         self.recovery
     }
+    /// Threads recovery uses (`recovery_threads`).
     pub fn get_recovery_threads(&self) -> usize {
         self.recovery_threads
     }
 
+    /// The data directory, if the database is durable (`data_dir`).
     pub fn get_data_dir(&self) -> Option<&std::path::Path> {
         self.data_dir.as_deref()
     }
+    /// Logger threads (`loggers`).
     pub fn get_loggers(&self) -> usize {
         self.loggers
     }
+    /// The fsync policy (`fsync`).
     pub fn get_fsync(&self) -> FsyncPolicy {
         self.fsync
     }
 
+    /// The concurrency-control protocol (`protocol`).
     pub fn get_protocol(&self) -> Protocol {
         self.protocol
     }
+    /// The default isolation level (`isolation`).
     pub fn get_isolation(&self) -> Isolation {
         self.isolation
     }
+    /// The version storage (`version_storage`).
     pub fn get_storage(&self) -> VersionStorage {
         self.storage
     }
+    /// The GC policy (`gc`).
     pub fn get_gc(&self) -> GcPolicy {
         self.gc
     }
+    /// Commits between a worker's GC passes (`gc_interval_txns`).
     pub fn get_gc_interval_txns(&self) -> u32 {
         self.gc_interval_txns
     }
+    /// Background GC threads (`gc_threads`).
     pub fn get_gc_threads(&self) -> usize {
         self.gc_threads
     }
+    /// Memory spaces versions are allocated from, 0 for none (`memory_spaces`).
     pub fn get_memory_spaces(&self) -> usize {
         self.memory_spaces
     }
+    /// The timestamp source (`timestamps`).
     pub fn get_timestamps(&self) -> TimestampPolicy {
         self.timestamps
     }
+    /// Where variable-length attributes live (`non_inline`).
     pub fn get_non_inline(&self) -> NonInline {
         self.non_inline
     }
+    /// How secondary indexes point at rows (`index_pointers`).
     pub fn get_index_pointers(&self) -> IndexPointers {
         self.index_pointers
     }
+    /// What commit records hold (`log`).
     pub fn get_log(&self) -> LogPolicy {
         self.log
     }
+    /// The log manager (`log_manager`).
     pub fn get_log_manager(&self) -> LogManagerKind {
         self.log_manager
     }
+    /// Whether commit dependencies are on (`commit_dependencies`).
     pub fn get_commit_dependencies(&self) -> bool {
         self.commit_dependencies
     }

@@ -90,56 +90,102 @@ pub enum Error {
     /// No table of this name exists (or the handle belongs to another database).
     UnknownTable(String),
     /// The table has no column of this name.
-    UnknownColumn { table: String, column: String },
+    UnknownColumn {
+        /// The table's name.
+        table: String,
+        /// The column name that was not found.
+        column: String,
+    },
     /// The table has no index of this name.
-    UnknownIndex { table: String, index: String },
+    UnknownIndex {
+        /// The table's name.
+        table: String,
+        /// The index name that was not found.
+        index: String,
+    },
     /// A table or index of this name already exists.
     AlreadyExists(String),
     /// The schema definition is invalid (the message says why).
     InvalidSchema(String),
     /// A value of the wrong type for the column.
     TypeMismatch {
+        /// The table's name.
         table: String,
+        /// The column's name.
         column: String,
+        /// The column's declared type.
         expected: String,
+        /// The type of the value given.
         found: String,
     },
     /// A string/bytes value longer than the column's declared maximum.
     ValueTooLong {
+        /// The table's name.
         table: String,
+        /// The column's name.
         column: String,
+        /// The column's declared maximum length in bytes.
         max_len: usize,
+        /// The length of the value given.
         len: usize,
     },
     /// A key with the wrong number of components for the index.
     KeyArity {
+        /// The table's name.
         table: String,
+        /// The index's name.
         index: String,
+        /// The number of key columns of the index.
         expected: usize,
+        /// The number of components given.
         found: usize,
     },
     /// A row with the wrong number of values.
     RowArity {
+        /// The table's name.
         table: String,
+        /// The number of columns of the table.
         expected: usize,
+        /// The number of values given.
         found: usize,
     },
     /// Insert of a key that exists (primary key or unique secondary index).
-    DuplicateKey { table: String, index: String },
+    DuplicateKey {
+        /// The table's name.
+        table: String,
+        /// The index (primary or unique secondary) that already holds the key.
+        index: String,
+    },
     /// Update or delete of a key that does not exist (in this transaction's snapshot).
-    NotFound { table: String },
+    NotFound {
+        /// The table's name.
+        table: String,
+    },
     /// Primary-key columns cannot be updated; delete and re-insert instead.
-    PrimaryKeyUpdate { table: String, column: String },
+    PrimaryKeyUpdate {
+        /// The table's name.
+        table: String,
+        /// The primary-key column the update tried to change.
+        column: String,
+    },
     /// The transaction was aborted by concurrency control; retrying may succeed.
     SerializationFailure(AbortReason),
     /// `Database::run` gave up after the configured number of attempts.
-    RetriesExhausted { attempts: u32, last: AbortReason },
+    RetriesExhausted {
+        /// Attempts made (`Config::max_retries`).
+        attempts: u32,
+        /// Why the last attempt aborted.
+        last: AbortReason,
+    },
     /// A write in a transaction declared READ ONLY.
     ReadOnlyTransaction,
     /// The transaction already committed or aborted (e.g. after a failed operation aborted it).
     TransactionClosed,
     /// More concurrent transactions than `Config::max_concurrent_txns`.
-    TooManyTransactions { max: usize },
+    TooManyTransactions {
+        /// The size of the transaction table.
+        max: usize,
+    },
     /// The configuration is invalid (names the setting and the problem).
     InvalidConfig(String),
     /// A valid configuration that this build does not implement yet (names the choice).
@@ -147,8 +193,11 @@ pub enum Error {
     /// A SQL statement that does not parse, type-check or is not supported; `line` and
     /// `column` (1-based, 0 when unknown) locate the offending text.
     Sql {
+        /// 1-based line of the offending text, 0 when unknown.
         line: u64,
+        /// 1-based column of the offending text, 0 when unknown.
         column: u64,
+        /// What is wrong.
         message: String,
     },
     /// DDL and transactions met: a transaction touched a table that `CREATE INDEX` is
@@ -158,27 +207,53 @@ pub enum Error {
     /// No stored procedure of this name is registered.
     UnknownProcedure(String),
     /// A call with the wrong number or types of arguments (the message says which).
-    ProcedureArguments { procedure: String, message: String },
+    ProcedureArguments {
+        /// The procedure's name.
+        procedure: String,
+        /// Which argument is wrong and how.
+        message: String,
+    },
     /// The procedure ran `RAISE` or `ROLLBACK`: the transaction was rolled back (a user abort,
     /// never retried).
-    ProcedureAbort { procedure: String, message: String },
+    ProcedureAbort {
+        /// The procedure's name.
+        procedure: String,
+        /// The `RAISE` message (or that it was a `ROLLBACK`).
+        message: String,
+    },
     /// A file operation on the data directory failed (names the path and the OS error).
-    Io { path: String, message: String },
+    Io {
+        /// The file or directory the operation was on.
+        path: String,
+        /// The OS error.
+        message: String,
+    },
     /// A log, checkpoint or catalog file is damaged where it must be intact: bytes before the
     /// durable epoch, or a checkpoint the manifest names. Opening refuses; nothing is changed.
     Corrupt {
+        /// The damaged file.
         file: String,
+        /// Byte offset in the file where the damage was found (0 for the file as a whole).
         offset: u64,
+        /// What is wrong there.
         message: String,
     },
     /// The path is not a Myriad data directory (a regular file; a non-empty directory
     /// without an `IDENTITY` file; or no database where one must exist): nothing was written.
-    NotADataDirectory { path: String, message: String },
+    NotADataDirectory {
+        /// The path given.
+        path: String,
+        /// Why it is not a data directory.
+        message: String,
+    },
     /// The data directory was written in another on-disk format version than this build
     /// reads.
     UnsupportedFormat {
+        /// The data directory.
         path: String,
+        /// The format version its `IDENTITY` file names.
         found: u32,
+        /// The format version this build reads.
         supported: u32,
     },
     /// Writing or syncing the log failed earlier: the database acknowledges no further

@@ -1,6 +1,6 @@
 //! Myriad: a multi-core, main-memory, multi-version transaction engine.
 //!
-//! One module per design dimension (DESIGN.md §1): `cc` (concurrency control), `timestamp`,
+//! One module per design dimension: `cc` (concurrency control), `timestamp`,
 //! `version` (version storage), `gc`, `index`, `log`, `recovery`, `procedure`; `storage` holds
 //! tables (indirection arrays), `txn` the transaction API and the transaction table, `history`
 //! the recorder and checker. ARCHITECTURE.md walks one transaction through these files.

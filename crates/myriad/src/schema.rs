@@ -3,7 +3,7 @@
 //!
 //! Row layout: each column at a fixed offset; `Int`/`Float` take 8 bytes (little endian);
 //! `Str(n)`/`Bytes(n)` take a 2-byte length and `n` bytes, so every version of a table has the
-//! same size and lives inline after the version header (DESIGN.md §2: row data inline).
+//! same size and lives inline after the version header.
 //!
 //! Key encoding: components are encoded so that `memcmp` order equals value order (integers
 //! big-endian with the sign bit flipped, floats by the IEEE total-order transform, strings with
@@ -63,7 +63,9 @@ pub enum IndexKind {
 /// A column of a table.
 #[derive(Clone, Debug)]
 pub struct Column {
+    /// The column's name (how SQL and `Table::column` refer to it).
     pub name: String,
+    /// The column's type (and, for strings and bytes, its maximum length).
     pub ty: ColumnType,
     pub(crate) offset: usize,
 }
@@ -71,9 +73,13 @@ pub struct Column {
 /// An index definition. Index 0 of a table is always its primary key.
 #[derive(Clone, Debug)]
 pub struct IndexDef {
+    /// The index's name (how `Table::index` refers to it).
     pub name: String,
+    /// Positions of the key columns in the table's column list, in key order.
     pub columns: Vec<usize>,
+    /// Hash (point lookups) or ordered (also range scans).
     pub kind: IndexKind,
+    /// Whether the key must be unique among live rows (always true for the primary key).
     pub unique: bool,
 }
 
@@ -110,12 +116,15 @@ impl TableSchema {
             expected_rows: 1024,
         }
     }
+    /// The table's name.
     pub fn name(&self) -> &str {
         &self.name
     }
+    /// The columns, in row order.
     pub fn columns(&self) -> &[Column] {
         &self.columns
     }
+    /// The indexes; `indexes()[0]` is the primary key.
     pub fn indexes(&self) -> &[IndexDef] {
         &self.indexes
     }

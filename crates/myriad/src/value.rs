@@ -8,19 +8,26 @@ use std::fmt;
 /// An owned column value.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
+    /// A 64-bit integer (`ColumnType::Int`; SQL `INT`/`BIGINT`).
     Int(i64),
     /// A `DOUBLE` (the name SQL and error messages use; `ColumnType::Float`).
     Float(f64),
+    /// A UTF-8 string (`ColumnType::Str`; SQL `VARCHAR`/`TEXT`).
     Str(String),
+    /// A byte string (`ColumnType::Bytes`).
     Bytes(Vec<u8>),
 }
 
 /// A borrowed column value.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ValueRef<'a> {
+    /// A 64-bit integer.
     Int(i64),
+    /// A `DOUBLE`.
     Float(f64),
+    /// A borrowed UTF-8 string.
     Str(&'a str),
+    /// A borrowed byte string.
     Bytes(&'a [u8]),
 }
 
@@ -126,6 +133,7 @@ impl From<Vec<u8>> for Value {
 
 /// Anything that can be viewed as one column value.
 pub trait ToValueRef {
+    /// Borrows `self` as a column value.
     fn to_value_ref(&self) -> ValueRef<'_>;
 }
 

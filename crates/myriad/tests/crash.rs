@@ -1,4 +1,4 @@
-//! Crash test (DESIGN.md §5): a child process runs bank transfers on two threads against a
+//! Crash test: a child process runs bank transfers on two threads against a
 //! data directory and prints every commit that `commit()` acknowledged; the parent kills it
 //! with SIGKILL at a random moment, recovers the directory, and checks that
 //! - every acknowledged transfer is present,

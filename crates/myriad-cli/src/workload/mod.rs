@@ -1,6 +1,21 @@
 //! Workloads: what a benchmark transaction does. A workload creates its tables, loads them, and
 //! hands the runner (`bench`) one `Worker` per thread; the runner owns threads, timing, retries
 //! and reporting, so every workload is measured the same way.
+//!
+//! A workload implements `Workload` (create and load its tables, hand out one `Worker` per
+//! thread, describe itself for the fidelity block, report what its workers saw, check its
+//! invariant), and `main.rs::bench_workload` runs every workload the same way: open, create,
+//! parallel deterministic load with a progress bar, `bench::run`, `--check`, report. Smallbank
+//! and TATP are SQL files (`crates/myriad-cli/workloads/{smallbank,tatp}.sql`, compiled in with
+//! `include_str!`, also readable by `myriad explain`): the tables are created and the
+//! procedures compiled by a `sql::Session`, the loader inserts rows through the Rust API, and a
+//! worker fills one reused `CallFrame` per procedure and calls `execute_bound` inside its own
+//! transaction. A `RAISE` in a procedure (a spec's expected failure: insufficient funds, a
+//! missing or duplicate row) is a *user abort*: the runner counts it under `user_abort` and per
+//! transaction type and does not retry it; every other serialization failure is retried with
+//! backoff. Workers keep their outcome counters (money moved, rows inserted) privately and add
+//! them to the workload's atomics when they are dropped, so the invariant checks cost nothing
+//! on the transaction path.
 
 pub mod rng;
 pub mod smallbank;

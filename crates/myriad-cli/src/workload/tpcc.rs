@@ -10,6 +10,17 @@
 //! Determinism: a load unit's rows come from `Rng::new(seed, LOAD_STREAM | unit)`, so the data
 //! depends on the seed alone (not on the thread count); worker `i` draws every transaction
 //! from `Rng::new(seed, i)`, and a retried transaction reuses its drawn inputs.
+//!
+//! Each worker keeps one `CallFrame` per procedure and fills it in `next_txn` (retries reuse
+//! it). Two decisions are worth knowing: a New-Order that meets the unused item id `RAISE`s,
+//! and the worker turns that one expected `ProcedureAbort` into
+//! `SerializationFailure(UserAbort)`, which the runner counts and does not retry (any other
+//! `RAISE` stays fatal); and Delivery starts each district's `new_order` scan at a lower bound
+//! the terminal remembers from its last Delivery (Silo does the same), because a deleted row
+//! keeps its B-tree entry (entries are never removed) and a scan from the district's first key
+//! would walk every order ever delivered. StockScan threads are extra runner workers whose
+//! `Worker::counts_as_throughput` is false. Stock-Level's distinct count uses a declared
+//! `BIGINT[]` with `= ANY`.
 
 use super::rng::Rng;
 use super::Worker;

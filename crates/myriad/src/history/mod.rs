@@ -1,4 +1,4 @@
-//! Correctness tooling (DESIGN.md §5): a history recorder, off by default, and an offline
+//! Correctness tooling: a history recorder, off by default, and an offline
 //! checker (`checker.rs`) that builds the dependency graph of committed transactions and
 //! reports the cycles their isolation level forbids.
 //!

@@ -80,11 +80,11 @@ impl DurableState {
 pub struct RecoveryReport {
     /// The replay scheme used (`auto` resolved).
     pub scheme: String,
-    /// Threads that loaded and replayed.
+    /// Threads recovery used (`Config::recovery_threads`).
     pub threads: usize,
     /// Timestamp of the checkpoint recovery started from, if any.
     pub checkpoint_ts: Option<u64>,
-    /// Rows loaded from that checkpoint.
+    /// Rows the checkpoint held.
     pub checkpoint_rows: u64,
     /// The persistent epoch: every commit of this epoch or earlier was recovered (epoch
     /// manager's log files).
@@ -114,7 +114,7 @@ pub struct RecoveryReport {
     /// What recovery worked around without losing a commit (e.g. a durable-point file was
     /// missing and its mirror was used).
     pub notes: Vec<String>,
-    /// Tables in the recovered database.
+    /// Tables recreated from the catalog.
     pub tables: usize,
     /// Rows in the recovered database.
     pub rows: u64,

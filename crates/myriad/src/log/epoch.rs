@@ -1,5 +1,5 @@
 //! The epoch log manager (`--log-manager epoch`, the default): epoch group commit (thesis
-//! §4.6.1; SiloR) with parallel logs as in POMVCC §V.
+//! §4.6.1; SiloR) with parallel logs.
 //!
 //! **Worker side.** A committing update transaction, after validation succeeded and before it
 //! becomes Committed (`cc/mvocc.rs`), appends one record to the log buffer of its

@@ -10,7 +10,7 @@
 //! call (`procedure/command.rs`). `encode_writes` builds the body every manager writes.
 //!
 //! **Managers** (`LogManagerKind`):
-//! - `epoch` (`epoch.rs`): SiloR's epoch group commit over parallel logs (POMVCC §V): workers
+//! - `epoch` (`epoch.rs`): SiloR's epoch group commit over parallel logs: workers
 //!   append to per-slot buffers, logger threads write them, a persistent-epoch file says what
 //!   is durable. The commit order comes from the end timestamp; the log order does not matter.
 //! - `ermia` (`ermia.rs`): ERMIA's single log (ERMIA §3.2): the end timestamp *is* the

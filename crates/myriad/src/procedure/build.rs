@@ -11,12 +11,19 @@ use std::rc::Rc;
 /// The type of a parameter or variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VarType {
+    /// SQL `INT`/`BIGINT`: a 64-bit integer.
     Int,
+    /// SQL `DOUBLE`.
     Float,
+    /// SQL `TEXT`/`VARCHAR`.
     Text,
+    /// SQL `BOOLEAN`.
     Bool,
+    /// SQL `BIGINT[]`: an array of integers (parameters and declared variables).
     IntArray,
+    /// SQL `DOUBLE[]`.
     FloatArray,
+    /// SQL `TEXT[]`.
     TextArray,
 }
 
@@ -77,6 +84,7 @@ impl Ex {
             Ident::new(column),
         ]))
     }
+    /// An integer literal.
     pub fn int(v: i64) -> Ex {
         let lit = Ex(Expr::value(ast::Value::Number(
             v.unsigned_abs().to_string(),
@@ -91,6 +99,7 @@ impl Ex {
             lit
         }
     }
+    /// A `DOUBLE` literal.
     pub fn float(v: f64) -> Ex {
         let lit = Ex(Expr::value(ast::Value::Number(
             format!("{:?}", v.abs()),
@@ -105,9 +114,11 @@ impl Ex {
             lit
         }
     }
+    /// A text literal.
     pub fn text(v: &str) -> Ex {
         Ex(Expr::value(ast::Value::SingleQuotedString(v.to_string())))
     }
+    /// A boolean literal.
     pub fn bool(v: bool) -> Ex {
         Ex(Expr::value(ast::Value::Boolean(v)))
     }
@@ -144,15 +155,19 @@ impl Ex {
     pub fn count() -> Ex {
         call("count", vec![ast::FunctionArgExpr::Wildcard])
     }
+    /// `sum(e)` (in a select list).
     pub fn sum(e: Ex) -> Ex {
         call("sum", vec![ast::FunctionArgExpr::Expr(e.0)])
     }
+    /// `min(e)` (in a select list).
     pub fn min(e: Ex) -> Ex {
         call("min", vec![ast::FunctionArgExpr::Expr(e.0)])
     }
+    /// `max(e)` (in a select list).
     pub fn max(e: Ex) -> Ex {
         call("max", vec![ast::FunctionArgExpr::Expr(e.0)])
     }
+    /// `NOT self`.
     #[allow(clippy::should_implement_trait)]
     pub fn not(self) -> Ex {
         Ex(Expr::UnaryOp {
@@ -161,23 +176,36 @@ impl Ex {
         })
     }
     binary! {
+        /// `self + r`.
         #[allow(clippy::should_implement_trait)]
         add => B::Plus,
+        /// `self - r`.
         #[allow(clippy::should_implement_trait)]
         sub => B::Minus,
+        /// `self * r`.
         #[allow(clippy::should_implement_trait)]
         mul => B::Multiply,
+        /// `self / r`.
         #[allow(clippy::should_implement_trait)]
         div => B::Divide,
+        /// `self % r`.
         #[allow(clippy::should_implement_trait)]
         rem => B::Modulo,
+        /// `self = r`.
         eq => B::Eq,
+        /// `self <> r`.
         ne => B::NotEq,
+        /// `self < r`.
         lt => B::Lt,
+        /// `self <= r`.
         le => B::LtEq,
+        /// `self > r`.
         gt => B::Gt,
+        /// `self >= r`.
         ge => B::GtEq,
+        /// `self AND r`.
         and => B::And,
+        /// `self OR r`.
         or => B::Or,
         /// String concatenation (`||`).
         concat => B::StringConcat,
@@ -191,6 +219,7 @@ pub struct ProcedureBuilder {
 }
 
 impl ProcedureBuilder {
+    /// Starts a procedure called `name`, with no parameters and an empty body.
     pub fn new(name: &str) -> Self {
         ProcedureBuilder {
             def: Def {
@@ -204,6 +233,7 @@ impl ProcedureBuilder {
             line: Rc::new(Cell::new(0)),
         }
     }
+    /// Appends a parameter (read-only in the body; bound by position at the call).
     pub fn param(mut self, name: &str, ty: VarType) -> Self {
         self.def.params.push((name.to_string(), ty.ty()));
         self
@@ -282,6 +312,7 @@ impl Block {
         });
         self
     }
+    /// `UPDATE table SET col = expr, ... [WHERE filter]`.
     pub fn update(&mut self, table: &str, sets: &[(&str, Ex)], filter: Option<Ex>) -> &mut Self {
         let at = self.at();
         self.stmts.push(Stmt::Update {
@@ -306,6 +337,7 @@ impl Block {
         });
         self
     }
+    /// `DELETE FROM table [WHERE filter]`.
     pub fn delete(&mut self, table: &str, filter: Option<Ex>) -> &mut Self {
         let at = self.at();
         self.stmts.push(Stmt::Delete {
@@ -315,6 +347,7 @@ impl Block {
         });
         self
     }
+    /// `var := value`.
     pub fn assign(&mut self, var: &str, value: Ex) -> &mut Self {
         let at = self.at();
         self.stmts.push(Stmt::Assign {
@@ -380,6 +413,7 @@ impl Block {
         });
         self
     }
+    /// `RETURN values`: ends the call with these values as its result.
     pub fn ret(&mut self, values: &[Ex]) -> &mut Self {
         let at = self.at();
         self.stmts.push(Stmt::Return {
@@ -397,6 +431,7 @@ impl Block {
         });
         self
     }
+    /// `ROLLBACK`: the call fails with `Error::ProcedureAbort` and its transaction rolls back.
     pub fn rollback(&mut self) -> &mut Self {
         let at = self.at();
         self.stmts.push(Stmt::Rollback { at });

@@ -13,17 +13,22 @@ use std::fmt::Write as _;
 /// variable's initial value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Source {
+    /// The call's arguments, or a declared variable's initial value.
     Entry,
+    /// The operation with this index in `Procedure::ops`.
     Op(usize),
 }
 
 /// One def-use edge.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Edge {
+    /// Where the value is defined.
     pub from: Source,
+    /// The index in `Procedure::ops` of the operation that uses it.
     pub to: usize,
     /// The variable (slot) that carries the value.
     pub var: usize,
+    /// The role the value plays in the using operation.
     pub kind: UseKind,
 }
 

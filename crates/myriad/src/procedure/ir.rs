@@ -29,6 +29,7 @@ pub enum UseKind {
 }
 
 impl UseKind {
+    /// The role's name as `explain` prints it: `key`, `value` or `control`.
     pub fn name(self) -> &'static str {
         match self {
             UseKind::Key => "key",

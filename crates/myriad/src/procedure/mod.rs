@@ -14,6 +14,43 @@
 //! starts at its type's zero value and a `SELECT ... INTO` that finds no row leaves its
 //! variables unchanged and sets `found` to false; parameters cannot be assigned (a replayed
 //! or healed call must see them as given); `RAISE` only raises exceptions (an abort).
+//!
+//! **Pipeline.** Two front ends make one definition (`surface.rs`: names unresolved,
+//! expressions still `sqlparser` ASTs): `parse.rs` parses `CREATE PROCEDURE ... AS $$ body $$`
+//! on top of `sqlparser`'s parser (the body is re-tokenized with positions shifted into the
+//! script, so errors point into it; PL/pgSQL's `a..b` is rewritten to `a TO b` first because
+//! `sqlparser` reads `1..` as a number), and `build.rs` is the Rust builder. `ir.rs` compiles a
+//! definition once: tables to handles, columns to positions, variables to frame slots
+//! (parameters, then `found`, then the rest), expressions through `sql/expr.rs` with a `Scope`
+//! of columns and variables, and every `WHERE` to an `sql::Access` plan — the same planner the
+//! ad-hoc statements use, now taking key expressions that read variables (point key,
+//! secondary-index equality, one-column key range, else a scan). Each operation gets an
+//! `OpInfo` with its uses split into key (key, bounds, predicate, limit), value (what it
+//! writes, computes or returns) and control (IF/loop conditions), and its definitions.
+//! `graph.rs` turns these into the def-use graph by reaching definitions over the structured IR
+//! (branches joined, loop bodies walked twice, a `SELECT INTO` that may find nothing adds a
+//! definition instead of replacing one); `explain`/`--dot` print it. `exec.rs` interprets the
+//! IR in a `Transaction`: integer expressions and conditions take a fast path
+//! (`expr::eval_int`, `eval_cond`) before the general evaluator, a point read of columns copies
+//! INT columns into their slots in place, and a caller-kept `CallFrame` (arguments written into
+//! it with `set_ints`, run with `execute_bound`) makes a call allocate nothing after the first;
+//! statements return a two-word result (`RETURN` values wait in the frame, errors are boxed).
+//! The compiler also marks superinstructions the hot dispatcher (`stmt`) runs without the
+//! general path: a `SELECT INTO` or `UPDATE` by a one-column INT primary key (`Read::int_key`,
+//! `Stmt::Update::int_key`: the key is an `i64`, no `Value` buffer; the UPDATE variant only
+//! when every SET is INT and reads no column, so in-place sets cannot change what a later SET
+//! sees), and an `IF x = c1 ... ELSIF x = c2` chain over one variable or loop-indexed element
+//! as a jump table (`ir::Switch`, first equal arm wins, as in the chain). A `FOR i IN a..b`
+//! loop warms the primary-key point accesses of its body whose key variables the body never
+//! writes (`ir::Prefetch`, one per table and key, not those in a nested loop): before the first
+//! iteration it evaluates their keys for up to 32 iterations and hands each table's to one
+//! `Transaction::prefetch`, so the misses overlap (TPC-C New-Order's ITEM and STOCK; `explain`
+//! lists them as `warms:`). A `FOR r IN SELECT` loop reads all its rows into one reused buffer
+//! before the body runs, and warms the accesses keyed by the row's fields the same way, 32 rows
+//! at a time (Stock-Level's STOCK reads). An UPDATE whose SET expressions all evaluate as INT
+//! against the old row (`eval_int`) sets them without building a `Value` for any. `bench ycsb
+//! --as-procedure` runs YCSB through this path (`workload/ycsb.rs` generates the procedure: one
+//! `IF` arm per starting attribute).
 
 mod build;
 mod command;
@@ -40,7 +77,9 @@ use std::sync::Arc;
 /// An argument of a call: a scalar or an array.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Arg {
+    /// A scalar argument.
     Value(Value),
+    /// An array argument (for a `BIGINT[]`, `DOUBLE[]` or `TEXT[]` parameter).
     Array(Vec<Value>),
 }
 
@@ -144,6 +183,7 @@ fn scalar_fits(ty: Ty, v: &Value) -> Option<V> {
 }
 
 impl Procedure {
+    /// The procedure's name (what `CALL` and the catalog use).
     pub fn name(&self) -> &str {
         &self.p.name
     }

@@ -23,8 +23,7 @@ const TICK_EVERY: u32 = 256;
 pub struct CancelHandle(Arc<AtomicBool>);
 
 impl CancelHandle {
-    /// Cancels the statement the session is running: it fails with `Error::Cancelled` at
-    /// its next check (see the type's docs for what else it stops).
+    /// Asks the running `execute` call to stop at its next check with `Error::Cancelled`.
     pub fn cancel(&self) {
         self.0.store(true, Ordering::Relaxed);
     }

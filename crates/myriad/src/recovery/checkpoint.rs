@@ -58,15 +58,15 @@ pub(crate) struct Manifest {
 pub struct CheckpointInfo {
     /// Snapshot timestamp: the checkpoint holds exactly the commits with end timestamps ≤ it.
     pub ts: u64,
-    /// Its directory.
+    /// The checkpoint's directory (`checkpoint-<ts>...` in the data directory).
     pub dir: PathBuf,
-    /// Tables written.
+    /// Tables written (one file each).
     pub tables: usize,
-    /// Rows written.
+    /// Rows written, over all tables.
     pub rows: u64,
-    /// Bytes of its table and tuple-id files.
+    /// Bytes of the table files and their tuple-id files.
     pub bytes: u64,
-    /// Time to write and publish it.
+    /// Wall-clock time of the whole checkpoint.
     pub elapsed: std::time::Duration,
     /// Old log files and checkpoints deleted after it was published.
     pub files_removed: usize,

@@ -89,7 +89,9 @@ pub enum Output {
     Done(String),
     /// Result rows of a `SELECT`, values in select-list order.
     Rows {
+        /// The result's column names, in order.
         columns: Vec<String>,
+        /// One entry per row, values in the order of `columns`.
         rows: Vec<Vec<Value>>,
     },
 }
@@ -116,6 +118,7 @@ pub struct Session<'db> {
 }
 
 impl<'db> Session<'db> {
+    /// A session on `db` with no open transaction and no statement timeout.
     pub fn new(db: &'db Database) -> Self {
         Session {
             db,
@@ -149,6 +152,7 @@ impl<'db> Session<'db> {
         self.statement_timeout = limit.filter(|d| !d.is_zero());
     }
 
+    /// The statement timeout set by `set_statement_timeout` (`None`: no limit).
     pub fn statement_timeout(&self) -> Option<Duration> {
         self.statement_timeout
     }
