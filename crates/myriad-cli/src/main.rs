@@ -2,7 +2,7 @@
 //!
 //! `myriad bench <workload>` opens an embedded in-memory database with the chosen design
 //! (`--protocol`, `--isolation`, `--gc`), loads the workload's tables, runs it, and prints a
-//! human summary (and with `--json PATH` one JSON object; DESIGN.md §4). Without
+//! human summary (and with `--json PATH` one JSON object). Without
 //! `--isolation` it runs at the protocol's strongest level. `myriad shell` is an interactive
 //! SQL session (in memory, or durable with `--data-dir`); `myriad isolation-test SPEC...` runs
 //! isolation specs (`isolation/`). `myriad experiment NAME` runs a sweep of benchmarks and
