@@ -991,6 +991,32 @@ fn hybrid_retries_a_transaction_that_failed_validation_under_2pl() {
     durable_under_every_log_kind(Protocol::Hybrid);
 }
 
+/// HYBRID's retry flag belongs to the engine (its transaction-table slot), not to the
+/// thread: a validation failure in one database does not make the same thread's next
+/// transaction in another database run under 2PL, and the failed database's retry still does.
+#[test]
+fn hybrid_retry_flag_is_per_engine_not_per_thread() {
+    let (a, ta) = open_with(Protocol::Hybrid);
+    let (b, tb) = open_with(Protocol::Hybrid);
+    let mut r = a.begin().unwrap();
+    assert_eq!(val(&mut r, &ta, 4), Some(4));
+    std::thread::scope(|s| {
+        s.spawn(|| a.run(|tx| tx.update(&ta, &4i64, &[(1, 41i64)])).unwrap());
+    });
+    r.update(&ta, &0i64, &[(1, 1i64)]).unwrap();
+    assert_eq!(reason(r.commit()), AbortReason::ReadValidation);
+    // The same thread's next transaction in the other database runs optimistically.
+    let mut other = b.begin().unwrap();
+    assert_eq!(val(&mut other, &tb, 4), Some(4));
+    other.commit().unwrap();
+    assert_eq!(b.stats().hybrid_2pl, 0);
+    // The retry in the database that failed runs under 2PL.
+    let mut retry = a.begin().unwrap();
+    assert_eq!(val(&mut retry, &ta, 4), Some(41));
+    retry.commit().unwrap();
+    assert_eq!(a.stats().hybrid_2pl, 1);
+}
+
 /// Runs `f` on another thread, which sets up a transaction and calls `ready` before its
 /// commit; meanwhile `between` runs here. Reports whether `f` was still running 100 ms later
 /// (a commit waiting on a wait-for dependency is), then runs `release` and joins.

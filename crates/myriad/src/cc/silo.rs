@@ -103,36 +103,56 @@ pub(crate) fn next_tid(observed: u64, last: u64, epoch: u64, slot: usize) -> u64
     (((base >> TID_SLOT_BITS) + 1) << TID_SLOT_BITS) | (slot as u64 & ((1 << TID_SLOT_BITS) - 1))
 }
 
-thread_local! {
-    /// `hybrid`: the thread's next transaction runs as 2PL (its last one failed Silo's
-    /// validation, or was such a retry and aborted again).
-    static HYBRID_2PL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+/// Per-slot state of the single-version protocols, reused by the slot's transactions.
+#[derive(Default)]
+pub(crate) struct SlotState {
+    /// The slot's last TID (every new one is larger, `next_tid`).
+    pub(crate) last_tid: u64,
+    /// Silo: scratch for the lock order of the buffered writes.
+    pub(crate) order: Vec<u32>,
+    /// OCC: scratch for the lock order of the read and write sets (address, written).
+    pub(crate) occ_order: Vec<(usize, bool)>,
+    /// OCC: records only read whose lock the commit holds.
+    pub(crate) occ_locks: Vec<*const Version>,
+    /// `hybrid`: the slot's next transaction runs as 2PL (the last one failed Silo's
+    /// validation, or was such a retry and aborted again). A thread normally gets its last
+    /// slot back (`Database::start_txn`), so this is its retry; the flag belongs to the
+    /// slot, not to the thread, so that engines in one process do not share it.
+    pub(crate) retry_2pl: bool,
 }
 
-/// `hybrid` (thesis §3.5, HYBRID): the protocol of the thread's next transaction, `occ`
+/// `hybrid` (thesis §3.5, HYBRID): the protocol of the slot's next transaction, `occ`
 /// or, when the last one failed validation, `2pl`.
-pub(crate) fn hybrid_next() -> crate::config::Protocol {
-    if HYBRID_2PL.with(|f| f.replace(false)) {
+pub(crate) fn hybrid_next(local: &mut SlotState) -> Protocol {
+    if std::mem::take(&mut local.retry_2pl) {
         Protocol::TwoPl
     } else {
         Protocol::Occ
     }
 }
 
-/// `hybrid`: a transaction of this thread that ran as `ran` aborted for `reason`. After a
-/// validation failure under OCC (or Silo), or any serialization failure of the 2PL retry, the next
-/// transaction (the retry) runs as 2PL.
-pub(crate) fn hybrid_aborted(ran: crate::config::Protocol, reason: AbortReason) {
-    use crate::config::Protocol;
+/// `hybrid`: a transaction of the slot that ran as `ran` aborted for `reason`. After a
+/// validation failure under OCC (or Silo), or any serialization failure of the 2PL retry,
+/// the next transaction (the retry) runs as 2PL.
+pub(crate) fn hybrid_aborted(local: &mut SlotState, ran: Protocol, reason: AbortReason) {
     let to_2pl = match ran {
         Protocol::Occ | Protocol::Silo => {
             matches!(reason, AbortReason::ReadValidation | AbortReason::Phantom)
         }
         Protocol::TwoPl => reason != AbortReason::UserAbort,
-        _ => false,
+        Protocol::Mvocc
+        | Protocol::Mvto
+        | Protocol::Mv2pl
+        | Protocol::Mv2plWait
+        | Protocol::Si
+        | Protocol::Ssi
+        | Protocol::ErmiaSi
+        | Protocol::ErmiaSsi
+        | Protocol::Ssn
+        | Protocol::Hybrid => false,
     };
     if to_2pl {
-        HYBRID_2PL.with(|f| f.set(true));
+        local.retry_2pl = true;
     }
 }
 
@@ -144,7 +164,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     let locked = if tx.protocol == Protocol::Occ {
         lock_read_write_set(tx, me)
     } else {
-        let mut order = std::mem::take(&mut tx.local.silo_order);
+        let mut order = std::mem::take(&mut tx.local.cc.silo.order);
         order.clear();
         let ws = &tx.local.write_set;
         order.extend((0..ws.len() as u32).filter(|&i| !ws[i as usize].old.is_null()));
@@ -158,7 +178,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
                 true,
             )
         });
-        tx.local.silo_order = order;
+        tx.local.cc.silo.order = order;
         locked
     };
     if let Err(reason) = locked {
@@ -167,7 +187,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     }
     // 2. The serialization point.
     fence(Ordering::SeqCst);
-    let epoch = tx.db.silo_epochs.current();
+    let epoch = tx.db.cc.silo_epochs.current();
     // The history checker orders transactions by commit timestamp: a recording database
     // takes one from the global clock here, at the serialization point (`history/`). Without
     // a recording no shared counter is touched.
@@ -205,8 +225,8 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     // recovered commit, and the next checkpoint's timestamp is read from it, so every TID of
     // this session sorts after both (a load of a line no Silo commit writes).
     let floor = observed.max(tx.db.clock.now());
-    let tid = next_tid(floor, tx.local.silo_last_tid, epoch, tx.slot_idx);
-    tx.local.silo_last_tid = tid;
+    let tid = next_tid(floor, tx.local.cc.silo.last_tid, epoch, tx.slot_idx);
+    tx.local.cc.silo.last_tid = tid;
     // 5. Log, then install.
     let ticket = crate::cc::mvocc::log_commit(tx, tid)?;
     let slot = tx.slot();
@@ -324,7 +344,7 @@ fn abort(tx: &mut Transaction<'_>, reason: AbortReason) {
 /// timestamp comparison of the validation, made while locking. Records only read are
 /// remembered in `occ_locks` and released after the install.
 fn lock_read_write_set(tx: &mut Transaction<'_>, me: u64) -> std::result::Result<(), AbortReason> {
-    let mut order = std::mem::take(&mut tx.local.occ_order);
+    let mut order = std::mem::take(&mut tx.local.cc.silo.occ_order);
     order.clear();
     // (address, written): a record both read and written is locked once, as a write.
     order.extend(
@@ -346,23 +366,23 @@ fn lock_read_write_set(tx: &mut Transaction<'_>, me: u64) -> std::result::Result
             break;
         }
         if !written {
-            tx.local.occ_locks.push(v as *const Version);
+            tx.local.cc.silo.occ_locks.push(v as *const Version);
         }
     }
-    tx.local.occ_order = order;
+    tx.local.cc.silo.occ_order = order;
     out
 }
 
 /// Releases OCC's locks on the records it only read.
 fn release_read_set_locks(tx: &mut Transaction<'_>, me: u64) {
-    for &v in &tx.local.occ_locks {
+    for &v in &tx.local.cc.silo.occ_locks {
         // SAFETY: we hold its lock, so it is current and not reclaimed.
         let _ =
             unsafe { &*v }
                 .end
                 .compare_exchange(me, INFINITY, Ordering::Release, Ordering::Relaxed);
     }
-    tx.local.occ_locks.clear();
+    tx.local.cc.silo.occ_locks.clear();
 }
 
 /// Takes the lock on `v` (its End field), waiting while another committer (or, under

@@ -75,6 +75,32 @@ use crate::version::{is_txn, Version, INFINITY};
 use crossbeam_utils::Backoff;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
+/// The stamps of one transaction.
+pub(crate) struct Stamps {
+    /// SSN: η, the largest commit stamp of a predecessor seen so far (ERMIA-SSI: its
+    /// rstamp, set at pre-commit).
+    pub(crate) pstamp: u64,
+    /// SSN: π, set at pre-commit (ERMIA-SSI: s1).
+    pub(crate) sstamp: u64,
+}
+
+impl Stamps {
+    /// The stamps of a transaction that has read nothing: η = 0, π = ∞.
+    pub(crate) fn new() -> Self {
+        Stamps {
+            pstamp: 0,
+            sstamp: u64::MAX,
+        }
+    }
+}
+
+/// Per-slot scratch of the commit.
+#[derive(Default)]
+pub(crate) struct SlotScratch {
+    /// (table, index) pairs the transaction's writes entered.
+    pub(crate) entered: Vec<(u32, u16)>,
+}
+
 /// `Version::ext_word` index of the pstamp (η of the version; ERMIA-SSI: rstamp).
 const PSTAMP: usize = 0;
 /// `Version::ext_word` index of the sstamp (π of the transaction that overwrote it;
@@ -107,7 +133,7 @@ pub(crate) fn on_read(tx: &mut Transaction<'_>, v: &Version) {
     // A creator still post-processing committed at or before our snapshot: our begin
     // timestamp bounds its stamp from above (a larger η is only more careful).
     let c = if is_txn(b) { tx.begin_ts } else { b };
-    tx.ssn_pstamp = tx.ssn_pstamp.max(c);
+    tx.cc.ssn.pstamp = tx.cc.ssn.pstamp.max(c);
 }
 
 /// A scan (or a point lookup that found nothing) of index `index` of `t`.
@@ -216,7 +242,7 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
     let (mut pi, mut eta) = if ssi {
         (u64::MAX, 0)
     } else {
-        (tx.ssn_sstamp.min(c), tx.ssn_pstamp)
+        (tx.cc.ssn.sstamp.min(c), tx.cc.ssn.pstamp)
     };
     for &v in &tx.local.read_set {
         // SAFETY: versions we read stay allocated while we are registered (GC watermark).
@@ -245,8 +271,8 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
         }
         Touched::Entered(stamp) => eta = eta.max(stamp),
     });
-    tx.ssn_sstamp = pi;
-    tx.ssn_pstamp = eta;
+    tx.cc.ssn.sstamp = pi;
+    tx.cc.ssn.pstamp = eta;
     // SSN: the exclusion window. ERMIA-SSI: a reader committed after our T3 (s1 set).
     if pi <= eta {
         return Err(AbortReason::Exclusion);
@@ -274,7 +300,7 @@ fn for_overwritten_and_entered(
     // `precommit` fenced after the stamp draw: the bits and stamps read here are current.
     let txns = &tx.db.txns;
     let me = tx.slot_idx;
-    let mut entered = std::mem::take(&mut tx.local.ssn_entered);
+    let mut entered = std::mem::take(&mut tx.local.cc.ssn.entered);
     entered.clear();
     let (mut ob, mut nb) = (Vec::new(), Vec::new());
     for w in &tx.local.write_set {
@@ -325,7 +351,7 @@ fn for_overwritten_and_entered(
             Touched::Entered(t.scan_ts[i as usize].load(Ordering::SeqCst)),
         );
     }
-    tx.local.ssn_entered = entered;
+    tx.local.cc.ssn.entered = entered;
 }
 
 /// Cahill's SSI (`ssi`): the pre-commit test of a transaction with commit stamp `c`.
@@ -373,7 +399,7 @@ fn precommit_flags(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortReason> 
         return Err(AbortReason::Exclusion);
     }
     // Left in the versions we overwrote by `finalize`.
-    tx.ssn_sstamp = u64::from(out);
+    tx.cc.ssn.sstamp = u64::from(out);
     Ok(())
 }
 
@@ -400,8 +426,8 @@ pub(crate) fn finalize(tx: &Transaction<'_>, c: u64) {
                 // SSN: our π. ERMIA-SSI: our s1 as the version's s2, 0 if unset. SSI: our
                 // outConflict flag.
                 let stamp = match tx.protocol {
-                    crate::config::Protocol::ErmiaSsi if tx.ssn_sstamp == u64::MAX => 0,
-                    _ => tx.ssn_sstamp,
+                    crate::config::Protocol::ErmiaSsi if tx.cc.ssn.sstamp == u64::MAX => 0,
+                    _ => tx.cc.ssn.sstamp,
                 };
                 o.ext_word(SSTAMP).store(stamp, Ordering::Release);
             }

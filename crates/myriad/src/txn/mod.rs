@@ -15,6 +15,7 @@ pub mod table;
 #[cfg(test)]
 pub(crate) mod tests;
 
+use crate::cc;
 use crate::cc::visibility::Resolver;
 use crate::config::{Isolation, Protocol};
 use crate::engine::Database;
@@ -90,11 +91,6 @@ pub(crate) struct SlotLocal {
     pub read_set: Vec<*const Version>,
     /// Length of `read_set` when the current operation began.
     pub op_reads: u32,
-    /// MV2PL: versions read-locked (one entry per lock taken).
-    pub read_locks: Vec<*const Version>,
-    /// SSN, ERMIA-SSI: (table, index) pairs the transaction's writes entered (`cc/ssn.rs`),
-    /// scratch.
-    pub ssn_entered: Vec<(u32, u16)>,
     pub scan_set: Vec<ScanRecord>,
     pub scan_keys: Vec<u8>,
     pub write_set: Vec<WriteRecord>,
@@ -109,16 +105,9 @@ pub(crate) struct SlotLocal {
     /// Delta storage: scratch for a version's before-images.
     pub image_buf: Vec<u8>,
     pub garbage: VecDeque<Garbage>,
-    /// Silo: the slot's last TID (`cc/silo.rs`; every new one is larger).
-    pub silo_last_tid: u64,
-    /// Silo: scratch for the lock order of the buffered writes.
-    pub silo_order: Vec<u32>,
-    /// `mv2pl-wait`: (table, index) of every range lock the transaction holds.
-    pub range_locks: Vec<(u32, u16)>,
-    /// OCC: scratch for the lock order of the read and write sets (address, written).
-    pub occ_order: Vec<(usize, bool)>,
-    /// OCC: records only read whose lock the commit holds (`cc/silo.rs`).
-    pub occ_locks: Vec<*const Version>,
+    /// The protocol's per-slot state (`cc::SlotCc`: held locks, commit scratch, Silo's
+    /// last TID, `hybrid`'s retry flag).
+    pub cc: cc::SlotCc,
     pub commits_since_gc: u32,
     /// Fresh tuple ids reserved per table and not handed out yet: (table id, next, end).
     /// Table ids are never reused, so a range can only be used for the table it came from.
@@ -233,8 +222,6 @@ pub struct Transaction<'db> {
     /// Whether reads are recorded in version headers (MVTO read-ts, MV2PL read locks): not
     /// for a READ ONLY transaction that reads a snapshot.
     tracks_reads: bool,
-    /// MVTO: set by the no-wait resolver where it would have waited (`Resolver::blocked`).
-    pub(crate) blocked: std::cell::Cell<bool>,
     /// Reads and ignores Preparing writers' versions speculatively, with commit dependencies
     /// (Hekaton §2.7; MVOCC and SI with `Config::commit_dependencies`), instead of waiting.
     pub(crate) speculates: bool,
@@ -245,11 +232,8 @@ pub struct Transaction<'db> {
     /// An abort decided where it could not be returned (inside an index callback, or a
     /// Silo read that met a locked record).
     doomed: std::cell::Cell<Option<AbortReason>>,
-    /// SSN (`cc/ssn.rs`): η, the largest commit stamp of a predecessor seen so far
-    /// (ERMIA-SSI: its rstamp, set at pre-commit).
-    pub(crate) ssn_pstamp: u64,
-    /// SSN: π, set at pre-commit (ERMIA-SSI: s1).
-    pub(crate) ssn_sstamp: u64,
+    /// The protocol's per-transaction state (`cc::TxnCc`: SSN's stamps, MVTO's `blocked`).
+    pub(crate) cc: cc::TxnCc,
     pub(crate) guard: Guard,
     pub(crate) local: SlotLocal,
     pub(crate) recording: Option<Box<Recording>>,
@@ -277,43 +261,22 @@ impl<'db> Transaction<'db> {
         // Register a provisional read time before drawing the real one, so the GC watermark
         // computed concurrently can never pass our read time (see gc/epoch.rs).
         slot.begin_ts.store(db.clock.now(), Ordering::SeqCst);
-        let mut begin_ts = db.clock.now();
-        let mut tracks_reads = matches!(
-            protocol,
-            Protocol::Mvto | Protocol::Mv2pl | Protocol::Mv2plWait | Protocol::TwoPl
-        ) || protocol.stamped();
-        if protocol == Protocol::Mvto {
-            // A READ ONLY snapshot needs every older transaction finished (cc/mvto.rs).
-            let snapshot = opts.read_only
-                && crate::cc::mvto::wait_for_older_slots(
-                    &db.txns,
-                    slot_idx,
-                    begin_ts,
-                    snapshot_wait,
-                );
-            if snapshot {
-                tracks_reads = false;
-            } else {
-                // The timestamp is drawn at begin and published as Preparing(ts) at once, so
-                // that later readers never take our writes for those of an Active
-                // transaction that will serialize after them.
-                slot.set_preparing_pending();
-                bump(&slot.stats.global_rmw, 1);
-                begin_ts = db.clock.next_end_ts();
-                slot.set_preparing(begin_ts);
-            }
-        } else if opts.read_only && !protocol.stamped() && !protocol.single_version() {
-            // Under SSN and ERMIA-SSI the serial order is not the commit order, so a snapshot
-            // alone is not serializable: a READ ONLY transaction is tracked like any other
-            // (cc/ssn.rs).
-            tracks_reads = false;
-        }
-        if protocol == Protocol::TwoPl && db.config.protocol == Protocol::Hybrid {
-            bump(&slot.stats.hybrid_2pl, 1);
-        }
         // SAFETY: we own the slot (acquired in Database::begin_with).
         let mut local = std::mem::take(unsafe { &mut *slot.local.get() });
         local.prefetched.clear();
+        let cc::Begin {
+            protocol,
+            begin_ts,
+            tracks_reads,
+        } = cc::begin(
+            db,
+            slot_idx,
+            &mut local.cc,
+            protocol,
+            opts.read_only,
+            db.clock.now(),
+            snapshot_wait,
+        );
         let recording = db.history.as_ref().map(|_| Box::default());
         Transaction {
             db,
@@ -324,12 +287,10 @@ impl<'db> Transaction<'db> {
             read_only: opts.read_only,
             protocol,
             tracks_reads,
-            blocked: std::cell::Cell::new(false),
             speculates: db.config.speculates(),
             took_deps: std::cell::Cell::new(false),
             doomed: std::cell::Cell::new(None),
-            ssn_pstamp: 0,
-            ssn_sstamp: u64::MAX,
+            cc: cc::TxnCc::new(),
             guard: crossbeam_epoch::pin(),
             local,
             recording,
@@ -413,8 +374,8 @@ impl<'db> Transaction<'db> {
         Resolver {
             txns: &self.db.txns,
             me: self.id,
-            blocked: (self.protocol == Protocol::Mvto && self.tracks_reads)
-                .then_some(&self.blocked),
+            blocked: (cc::blocks_instead_of_waiting(self.protocol) && self.tracks_reads)
+                .then_some(&self.cc.mvto.flag),
             speculate: self.speculates.then_some(&self.took_deps),
         }
     }
@@ -448,7 +409,7 @@ impl<'db> Transaction<'db> {
     /// that met an older uncommitted write).
     #[inline]
     fn is_doomed(&self) -> bool {
-        self.doomed.get().is_some() || self.blocked.get()
+        self.doomed.get().is_some() || self.cc.mvto.flag.get()
     }
 
     /// Aborts the transaction if the operation that just ran was doomed.
@@ -518,23 +479,16 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    /// Whether reads go to the read set for validation at commit (MVOCC only: MVTO and MV2PL
-    /// protect their reads in the version headers; SSN and ERMIA-SSI keep a read set for
-    /// their stamps, `note_read`).
+    /// Whether reads go to the read set for validation at commit (`cc::validates_reads`).
     #[inline]
     pub(crate) fn validates_reads(&self) -> bool {
-        (self.protocol == Protocol::Mvocc
-            && matches!(
-                self.isolation,
-                Isolation::Serializable | Isolation::RepeatableRead
-            ))
-            || matches!(self.protocol, Protocol::Silo | Protocol::Occ)
+        cc::validates_reads(self.protocol, self.isolation)
     }
 
-    /// `mv2pl-wait`: serializable reads take range locks (`cc/mv2pl.rs`).
+    /// Whether serializable reads take range locks (`cc::takes_range_locks`).
     #[inline]
     fn range_locking(&self) -> bool {
-        self.protocol == Protocol::Mv2plWait
+        cc::takes_range_locks(self.protocol)
             && self.tracks_reads
             && self.isolation == Isolation::Serializable
     }
@@ -574,9 +528,10 @@ impl<'db> Transaction<'db> {
     /// Silo: `e`, a duplicate or missing key the application will see, unless a record
     /// the transaction read has been replaced since: then the error may come from that stale
     /// read (two New-Orders that read one `d_next_o_id` insert the same order), and the
-    /// transaction aborts with `read_validation`, as its commit would.
+    /// transaction aborts with `read_validation`, as its commit would
+    /// (`cc::fails_stale_reads_early`).
     fn silo_unless_stale(&mut self, e: Error) -> Error {
-        if !matches!(self.protocol, Protocol::Silo | Protocol::Occ) {
+        if !cc::fails_stale_reads_early(self.protocol) {
             return e;
         }
         let me = self.id.word();
@@ -618,11 +573,7 @@ impl<'db> Transaction<'db> {
             return ptr::null();
         }
         if crate::version::is_txn(b) && b != self.id.word() {
-            self.doom(if self.protocol == Protocol::TwoPl {
-                AbortReason::LockConflict
-            } else {
-                AbortReason::ReadValidation
-            });
+            self.doom(cc::read_conflict(self.protocol));
             return ptr::null();
         }
         h
@@ -630,7 +581,7 @@ impl<'db> Transaction<'db> {
 
     /// The visible version of `tid` as of `rt`, or null.
     #[inline]
-    fn visible_version(&self, t: &Table, tid: TupleId, rt: u64) -> *const Version {
+    pub(crate) fn visible_version(&self, t: &Table, tid: TupleId, rt: u64) -> *const Version {
         if self.protocol.single_version() {
             return self.silo_read(t, tid);
         }
@@ -688,25 +639,7 @@ impl<'db> Transaction<'db> {
             return;
         }
         if self.tracks_reads {
-            let tracked = match self.protocol {
-                Protocol::Mvto => crate::cc::mvto::on_read(self, r),
-                Protocol::Mv2pl => crate::cc::mv2pl::read_lock(self, v),
-                Protocol::Mv2plWait => crate::cc::mv2pl::wait_read_lock(self, v),
-                Protocol::TwoPl => {
-                    // The read set is not validated under 2PL (the lock protects the read);
-                    // it tells the phantom re-check which rows each scan read, and the TID
-                    // what was read (`cc/silo.rs`).
-                    self.local.read_set.push(v);
-                    crate::cc::mv2pl::read_lock(self, v)
-                }
-                Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => {
-                    crate::cc::ssn::on_read(self, r);
-                    self.local.read_set.push(v);
-                    Ok(())
-                }
-                _ => Ok(()),
-            };
-            if let Err(reason) = tracked {
+            if let Err(reason) = cc::on_read(self, v) {
                 self.doom(reason);
             }
         }
@@ -727,13 +660,8 @@ impl<'db> Transaction<'db> {
         hi: Bound<&[u8]>,
         point: bool,
     ) {
-        if self.isolation != Isolation::Serializable
-            || matches!(self.protocol, Protocol::Mvto | Protocol::Mv2plWait)
-        {
+        if self.isolation != Isolation::Serializable || !cc::on_scan(self, t, index as u16) {
             return;
-        }
-        if self.protocol.stamped() && self.tracks_reads {
-            crate::cc::ssn::on_scan(self, t, index as u16);
         }
         let keys = &mut self.local.scan_keys;
         let mut put = |b: Bound<&[u8]>| -> (u8, u32, u32) {
@@ -770,17 +698,8 @@ impl<'db> Transaction<'db> {
             std::mem::take(&mut self.local.key_buf)
         };
         self.push_scan(t, 0, Bound::Included(&key), Bound::Included(&key), true);
-        if self.protocol == Protocol::Mvto && self.tracks_reads {
-            crate::cc::mvto::before_scan(self, t, 0);
-            // An older transaction may have added the key before our scan-ts landed; it did
-            // not see us, so we must see it.
-            if let Some(tid) = t.indexes[0].get_unique(&key) {
-                let v = self.visible_version(t, tid, self.begin_ts);
-                // SAFETY: pinned.
-                if unsafe { v.as_ref() }.is_some_and(|r| !r.is_tombstone()) {
-                    self.doom(AbortReason::TimestampOrder);
-                }
-            }
+        if let Err(reason) = cc::on_miss(self, t, &key) {
+            self.doom(reason);
         }
         if let Some(rec) = self.recording.as_mut() {
             rec.note_absent(t.id, &key);
@@ -944,9 +863,7 @@ impl<'db> Transaction<'db> {
             return Err(e);
         }
         let rt = self.stmt_ts();
-        if self.protocol == Protocol::Mvto && self.tracks_reads {
-            crate::cc::mvto::before_scan(self, t, index);
-        }
+        cc::before_scan(self, t, index);
         if self.range_locking() {
             crate::cc::mv2pl::range_lock(
                 self,
@@ -1012,9 +929,7 @@ impl<'db> Transaction<'db> {
         }
         let (lo_b, hi_b) = encode_bounds(&t.schema, index, lo, hi)?;
         let rt = self.stmt_ts();
-        if self.protocol == Protocol::Mvto && self.tracks_reads {
-            crate::cc::mvto::before_scan(self, t, index);
-        }
+        cc::before_scan(self, t, index);
         if self.range_locking() {
             // The whole requested range, even if the scan stops early (conservative).
             crate::cc::mv2pl::range_lock(
@@ -1114,9 +1029,7 @@ impl<'db> Transaction<'db> {
     ) -> Result<usize> {
         self.begin_op(t)?;
         let rt = self.stmt_ts();
-        if self.protocol == Protocol::Mvto && self.tracks_reads {
-            crate::cc::mvto::before_scan(self, t, 0);
-        }
+        cc::before_scan(self, t, 0);
         if self.range_locking() {
             // Every row enters the primary index: its whole range covers the table.
             crate::cc::mv2pl::range_lock(self, t, 0, None, Bound::Unbounded, Bound::Unbounded);
@@ -1159,10 +1072,7 @@ impl<'db> Transaction<'db> {
             }
         }
         self.local.read_buf = rb;
-        if self.isolation == Isolation::Serializable && self.protocol != Protocol::Mvto {
-            if self.protocol.stamped() && self.tracks_reads {
-                crate::cc::ssn::on_scan(self, t, TABLE_SCAN);
-            }
+        if self.isolation == Isolation::Serializable && cc::on_scan(self, t, TABLE_SCAN) {
             let reads = (self.local.op_reads, self.local.read_set.len() as u32);
             self.local.scan_set.push(ScanRecord {
                 table: t.id,
@@ -1352,31 +1262,23 @@ impl<'db> Transaction<'db> {
     /// Takes the write lock on `head` and applies the protocol's write check (MVTO: no later
     /// reader; MV2PL: no other read lock). On failure the lock is not held.
     fn lock_for_write(&mut self, head: &Version) -> std::result::Result<(), AbortReason> {
-        self.lock_version(head).map_err(|_| {
-            if self.protocol == Protocol::TwoPl {
-                AbortReason::LockConflict
-            } else {
-                AbortReason::WriteWriteConflict
-            }
-        })?;
-        let ok = match self.protocol {
-            Protocol::Mvto => crate::cc::mvto::may_write(self, head),
-            Protocol::Mv2pl | Protocol::TwoPl => crate::cc::mv2pl::may_write(self, head),
-            _ => Ok(()),
-        };
+        self.lock_version(head)
+            .map_err(|_| cc::write_conflict(self.protocol))?;
+        let ok = cc::may_write(self, head);
         if ok.is_err() {
             self.unlock_version(head);
         }
         ok
     }
 
-    /// MVTO: `new` (the row's values after a write; `old` before it, `None` for a row new to
-    /// the table) has entered indexes a later transaction may already have scanned. Under
-    /// index pointers `physical` that is every secondary index: the new version's entries
-    /// are new even where the key stays, and a scan that passed their place before they
-    /// were added finds only the old version's, which our commit makes invisible to it.
+    /// `new` (the row's values after a write; `old` before it, `None` for a row new to
+    /// the table) has entered indexes a later transaction may already have scanned: asks the
+    /// protocol (`cc::on_index_enter`). Under index pointers `physical` that is every
+    /// secondary index: the new version's entries are new even where the key stays, and a
+    /// scan that passed their place before they were added finds only the old version's,
+    /// which our commit makes invisible to it.
     fn entered_indexes(&mut self, t: &Table, old: Option<&[u8]>, new: &[u8]) -> Result<()> {
-        if self.protocol != Protocol::Mvto {
+        if !cc::checks_index_entry(self.protocol) {
             return Ok(());
         }
         let s = &t.schema;
@@ -1390,7 +1292,7 @@ impl<'db> Transaction<'db> {
                 })
         };
         let first = if old.is_none() { 0 } else { 1 };
-        match crate::cc::mvto::may_enter(self, t, (first..t.indexes.len()).filter(moved)) {
+        match cc::on_index_enter(self, t, (first..t.indexes.len()).filter(moved)) {
             Ok(()) => Ok(()),
             Err(reason) => Err(self.fail(reason)),
         }
@@ -1459,12 +1361,7 @@ impl<'db> Transaction<'db> {
             // INFINITY, has just aborted and is being unlinked: a conflict all the same).
             let b = h.begin.load(Ordering::Acquire);
             if crate::version::is_txn(b) || b == INFINITY {
-                let reason = if self.protocol == Protocol::TwoPl {
-                    AbortReason::LockConflict
-                } else {
-                    AbortReason::WriteWriteConflict
-                };
-                return Err(self.fail(reason));
+                return Err(self.fail(cc::write_conflict(self.protocol)));
             }
             return Ok((head, false));
         }
@@ -1625,7 +1522,7 @@ impl<'db> Transaction<'db> {
                     if self.protocol.single_version() {
                         // Buffered like an update: installed over the tombstone at commit
                         // (2PL write-locks the tombstone first).
-                        if self.protocol == Protocol::TwoPl {
+                        if cc::locks_on_write(self.protocol) {
                             if let Err(reason) = self.lock_for_write(h) {
                                 return Err(self.fail(reason));
                             }
@@ -2042,7 +1939,7 @@ impl<'db> Transaction<'db> {
         // until commit (a buffered write; 2PL holds the write lock meanwhile, Silo takes it
         // at commit) and is installed alone, never chained.
         let silo = self.protocol.single_version();
-        let locks = !silo || self.protocol == Protocol::TwoPl;
+        let locks = cc::locks_on_write(self.protocol);
         let n = self.replacing_version(t, tid, old, head);
         // SAFETY: n is fresh and unpublished; only we reference it.
         let r = f(&mut RowMut {
@@ -2208,7 +2105,7 @@ impl<'db> Transaction<'db> {
             return Ok(());
         }
         let silo = self.protocol.single_version();
-        if !silo || self.protocol == Protocol::TwoPl {
+        if cc::locks_on_write(self.protocol) {
             if let Err(reason) = self.lock_for_write(h) {
                 return Err(self.fail(reason));
             }
@@ -2259,12 +2156,7 @@ impl<'db> Transaction<'db> {
         if self.status != Status::Active {
             return Err(Error::TransactionClosed);
         }
-        let ticket = if self.protocol.single_version() {
-            crate::cc::silo::commit(&mut self)
-        } else {
-            crate::cc::mvocc::commit(&mut self)
-        };
-        ticket.map(|epoch| CommitTicket { epoch })
+        cc::commit(&mut self).map(|epoch| CommitTicket { epoch })
     }
 
     /// Aborts (a user abort).
@@ -2283,9 +2175,7 @@ impl<'db> Transaction<'db> {
         // Only a Preparing transaction is registered with (`TxnTable::depend`), so one that
         // aborts while Active has no dependents and skips the report's lock.
         let prepared = slot.is_preparing();
-        if self.protocol == Protocol::Mv2plWait {
-            crate::cc::mv2pl::reopen_read_locks(self);
-        }
+        cc::on_abort(self);
         slot.set_aborted();
         if prepared && self.db.config.speculates() {
             // Cascading abort (Hekaton §2.7): whoever read our versions speculatively aborts.
@@ -2321,11 +2211,8 @@ impl<'db> Transaction<'db> {
             }
         }
         self.local.write_set = writes;
-        crate::cc::mv2pl::release(self);
+        cc::after_abort(self, reason);
         bump(&slot.stats.aborted[reason.index()], 1);
-        if self.db.config.protocol == Protocol::Hybrid {
-            crate::cc::silo::hybrid_aborted(self.protocol, reason);
-        }
         self.finish();
     }
 
