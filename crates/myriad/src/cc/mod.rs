@@ -140,6 +140,10 @@ pub(crate) fn begin(
         }
         p => p,
     };
+    debug_assert!(
+        protocol != Protocol::Hybrid,
+        "hybrid runs each transaction as occ or 2pl"
+    );
     let (begin_ts, tracks_reads) = match protocol {
         Protocol::Mvto => mvto::begin(db, slot_idx, read_only, begin_ts, snapshot_wait),
         // Under SSN and ERMIA-SSI the serial order is not the commit order, so a snapshot
@@ -159,96 +163,115 @@ pub(crate) fn begin(
     }
 }
 
-/// Whether reads go to the read set for validation at commit (MVOCC at Serializable and
-/// Repeatable Read, Silo, OCC: MVTO and MV2PL protect their reads in the version headers;
-/// SSN and ERMIA-SSI keep a read set for their stamps, `on_read`).
+/// Which reads go to the read set for validation at commit.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReadValidation {
+    /// None (the protocol protects reads in the version headers, or not at all).
+    Never,
+    /// At Serializable and Repeatable Read (MVOCC).
+    Serializable,
+    /// Always (Silo, OCC: single-version, no snapshot).
+    Always,
+}
+
+/// What the transaction code must know of a protocol between hooks, as values: one
+/// exhaustive table (`traits`), so a new protocol states each of them.
+#[derive(Clone, Copy)]
+struct Traits {
+    /// Which reads are validated at commit (`validates_reads`).
+    validates_reads: ReadValidation,
+    /// Serializable reads take range locks (`mv2pl-wait`).
+    range_locks: bool,
+    /// A read that would wait for an older writer arms the no-wait resolver's `blocked`
+    /// flag instead (MVTO).
+    blocks: bool,
+    /// Locks are held as the transaction runs (2PL): a conflict with another's lock is
+    /// `LockConflict`.
+    locks_as_it_runs: bool,
+    /// An error a stale read may have caused becomes `read_validation` at once (Silo, OCC).
+    stale_reads_fail_early: bool,
+    /// `on_index_enter` checks something (MVTO).
+    checks_index_entry: bool,
+}
+
+/// The traits of no protocol in particular: every flag off.
+const PLAIN: Traits = Traits {
+    validates_reads: ReadValidation::Never,
+    range_locks: false,
+    blocks: false,
+    locks_as_it_runs: false,
+    stale_reads_fail_early: false,
+    checks_index_entry: false,
+};
+
+/// The traits of `p`.
 #[inline]
-pub(crate) fn validates_reads(p: Protocol, isolation: Isolation) -> bool {
+const fn traits(p: Protocol) -> Traits {
     match p {
-        Protocol::Mvocc => matches!(
-            isolation,
-            Isolation::Serializable | Isolation::RepeatableRead
-        ),
-        Protocol::Silo | Protocol::Occ => true,
-        Protocol::Mvto
-        | Protocol::Mv2pl
-        | Protocol::Mv2plWait
+        Protocol::Mvocc => Traits {
+            validates_reads: ReadValidation::Serializable,
+            ..PLAIN
+        },
+        Protocol::Mvto => Traits {
+            blocks: true,
+            checks_index_entry: true,
+            ..PLAIN
+        },
+        Protocol::Mv2plWait => Traits {
+            range_locks: true,
+            ..PLAIN
+        },
+        Protocol::Silo | Protocol::Occ => Traits {
+            validates_reads: ReadValidation::Always,
+            stale_reads_fail_early: true,
+            ..PLAIN
+        },
+        Protocol::TwoPl => Traits {
+            locks_as_it_runs: true,
+            ..PLAIN
+        },
+        Protocol::Mv2pl
         | Protocol::Si
         | Protocol::Ssi
         | Protocol::ErmiaSi
         | Protocol::ErmiaSsi
         | Protocol::Ssn
-        | Protocol::TwoPl
-        | Protocol::Hybrid => false,
+        | Protocol::Hybrid => PLAIN,
+    }
+}
+
+/// Whether reads go to the read set for validation at commit (MVOCC at Serializable and
+/// Repeatable Read, Silo, OCC: MVTO and MV2PL protect their reads in the version headers;
+/// SSN and ERMIA-SSI keep a read set for their stamps, `on_read`).
+#[inline]
+pub(crate) fn validates_reads(p: Protocol, isolation: Isolation) -> bool {
+    match traits(p).validates_reads {
+        ReadValidation::Never => false,
+        ReadValidation::Serializable => matches!(
+            isolation,
+            Isolation::Serializable | Isolation::RepeatableRead
+        ),
+        ReadValidation::Always => true,
     }
 }
 
 /// Whether serializable reads take range locks (`mv2pl-wait`, `mv2pl.rs`).
 #[inline]
 pub(crate) fn takes_range_locks(p: Protocol) -> bool {
-    match p {
-        Protocol::Mv2plWait => true,
-        Protocol::Mvocc
-        | Protocol::Mvto
-        | Protocol::Mv2pl
-        | Protocol::Si
-        | Protocol::Ssi
-        | Protocol::ErmiaSi
-        | Protocol::ErmiaSsi
-        | Protocol::Ssn
-        | Protocol::Silo
-        | Protocol::Occ
-        | Protocol::TwoPl
-        | Protocol::Hybrid => false,
-    }
+    traits(p).range_locks
 }
 
 /// Whether a read whose transaction tracks reads arms the no-wait resolver's `blocked`
 /// flag instead of waiting for an older writer (MVTO, `mvto.rs`).
 #[inline]
 pub(crate) fn blocks_instead_of_waiting(p: Protocol) -> bool {
-    match p {
-        Protocol::Mvto => true,
-        Protocol::Mvocc
-        | Protocol::Mv2pl
-        | Protocol::Mv2plWait
-        | Protocol::Si
-        | Protocol::Ssi
-        | Protocol::ErmiaSi
-        | Protocol::ErmiaSsi
-        | Protocol::Ssn
-        | Protocol::Silo
-        | Protocol::Occ
-        | Protocol::TwoPl
-        | Protocol::Hybrid => false,
-    }
-}
-
-/// Whether the protocol holds locks as it runs (2PL): a conflict with another
-/// transaction's lock is then `LockConflict`, not a validation or write-write failure.
-#[inline]
-fn locks_as_it_runs(p: Protocol) -> bool {
-    match p {
-        Protocol::TwoPl => true,
-        Protocol::Mvocc
-        | Protocol::Mvto
-        | Protocol::Mv2pl
-        | Protocol::Mv2plWait
-        | Protocol::Si
-        | Protocol::Ssi
-        | Protocol::ErmiaSi
-        | Protocol::ErmiaSsi
-        | Protocol::Ssn
-        | Protocol::Silo
-        | Protocol::Occ
-        | Protocol::Hybrid => false,
-    }
+    traits(p).blocks
 }
 
 /// The reason a read that met another transaction's uncommitted insert aborts with.
 #[inline]
 pub(crate) fn read_conflict(p: Protocol) -> AbortReason {
-    if locks_as_it_runs(p) {
+    if traits(p).locks_as_it_runs {
         AbortReason::LockConflict
     } else {
         AbortReason::ReadValidation
@@ -258,7 +281,7 @@ pub(crate) fn read_conflict(p: Protocol) -> AbortReason {
 /// The reason a write that found its record held by another writer aborts with.
 #[inline]
 pub(crate) fn write_conflict(p: Protocol) -> AbortReason {
-    if locks_as_it_runs(p) {
+    if traits(p).locks_as_it_runs {
         AbortReason::LockConflict
     } else {
         AbortReason::WriteWriteConflict
@@ -269,28 +292,22 @@ pub(crate) fn write_conflict(p: Protocol) -> AbortReason {
 /// protocol, and 2PL), rather than at commit (Silo and OCC buffer their writes unlocked).
 #[inline]
 pub(crate) fn locks_on_write(p: Protocol) -> bool {
-    !p.single_version() || locks_as_it_runs(p)
+    !p.single_version() || traits(p).locks_as_it_runs
 }
 
 /// Whether an error a stale read may have caused (a duplicate or missing key) becomes the
 /// `read_validation` abort the commit would raise (Silo and OCC, which validate reads only
-/// at commit; `Transaction::unless_stale`).
+/// at commit; `Transaction::silo_unless_stale`).
 #[inline]
 pub(crate) fn fails_stale_reads_early(p: Protocol) -> bool {
-    match p {
-        Protocol::Silo | Protocol::Occ => true,
-        Protocol::Mvocc
-        | Protocol::Mvto
-        | Protocol::Mv2pl
-        | Protocol::Mv2plWait
-        | Protocol::Si
-        | Protocol::Ssi
-        | Protocol::ErmiaSi
-        | Protocol::ErmiaSsi
-        | Protocol::Ssn
-        | Protocol::TwoPl
-        | Protocol::Hybrid => false,
-    }
+    traits(p).stale_reads_fail_early
+}
+
+/// Whether `on_index_enter` checks anything (MVTO): lets the caller skip working out which
+/// indexes a write entered.
+#[inline]
+pub(crate) fn checks_index_entry(p: Protocol) -> bool {
+    traits(p).checks_index_entry
 }
 
 /// Hook `on_read`: `tx`, which tracks reads, read `v` (not its own version). Err: the read
@@ -303,6 +320,14 @@ pub(crate) fn on_read(
 ) -> std::result::Result<(), AbortReason> {
     // SAFETY: v is a visible version of a chain the transaction is pinned on.
     let r = unsafe { &*v };
+    debug_assert!(
+        tx.tracks_reads(),
+        "on_read for a transaction that tracks no reads"
+    );
+    debug_assert!(
+        r.begin.load(std::sync::atomic::Ordering::Acquire) != tx.id.word(),
+        "on_read of the transaction's own version"
+    );
     match tx.protocol {
         Protocol::Mvto => mvto::on_read(tx, r),
         Protocol::Mv2pl => mv2pl::read_lock(tx, v),
@@ -409,6 +434,11 @@ pub(crate) fn may_write(
     tx: &Transaction<'_>,
     head: &Version,
 ) -> std::result::Result<(), AbortReason> {
+    debug_assert_eq!(
+        head.end.load(std::sync::atomic::Ordering::Acquire),
+        tx.id.word(),
+        "may_write without the write lock on the head"
+    );
     match tx.protocol {
         Protocol::Mvto => mvto::may_write(tx, head),
         Protocol::Mv2pl | Protocol::TwoPl => mv2pl::may_write(tx, head),
@@ -422,27 +452,6 @@ pub(crate) fn may_write(
         | Protocol::Silo
         | Protocol::Occ
         | Protocol::Hybrid => Ok(()),
-    }
-}
-
-/// Whether `on_index_enter` checks anything (MVTO): lets the caller skip working out which
-/// indexes a write entered.
-#[inline]
-pub(crate) fn checks_index_entry(p: Protocol) -> bool {
-    match p {
-        Protocol::Mvto => true,
-        Protocol::Mvocc
-        | Protocol::Mv2pl
-        | Protocol::Mv2plWait
-        | Protocol::Si
-        | Protocol::Ssi
-        | Protocol::ErmiaSi
-        | Protocol::ErmiaSsi
-        | Protocol::Ssn
-        | Protocol::Silo
-        | Protocol::Occ
-        | Protocol::TwoPl
-        | Protocol::Hybrid => false,
     }
 }
 
