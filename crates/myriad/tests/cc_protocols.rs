@@ -444,7 +444,7 @@ fn read_only_transactions_read_a_snapshot_and_block_no_writer() {
 #[test]
 fn updates_keep_committing_while_a_long_reader_runs() {
     const ROWS: i64 = 5_000;
-    let multi_version = OTHER_PROTOCOLS.into_iter().filter(|p| !p.single_version());
+    let multi_version = other_protocols().filter(|p| !p.single_version());
     for p in std::iter::once(Protocol::Mvocc).chain(multi_version) {
         let level = Config::strongest_isolation(p).unwrap();
         let db = Database::open(config_for(p).isolation(level)).unwrap();
@@ -545,7 +545,7 @@ fn ssn_is_durable_under_both_log_managers() {
 /// another state. SSN logs its calls as rows, and recovery restores what was committed.
 #[test]
 fn ssn_calls_are_logged_as_rows_so_recovery_matches_the_run() {
-    for p in [Protocol::Ssn, Protocol::Ssi, Protocol::ErmiaSsi] {
+    for p in Protocol::ALL.iter().copied().filter(|p| p.stamped()) {
         calls_logged_as_rows(p);
     }
 }
