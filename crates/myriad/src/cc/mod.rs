@@ -6,7 +6,8 @@
 //! proceed, `Err(reason)` to abort) that `txn/` carries out. `txn/` keeps the mechanics —
 //! chains, indexes, read/write/scan sets — and never tests a protocol value itself. Each
 //! protocol's own state lives in its own struct (`ssn::Stamps`, `mvto::Blocked`,
-//! `mv2pl::SlotLocks`, `ssn::SlotScratch`, `silo::SlotState`, `silo::Epochs`,
+//! `mv2pl::SlotLocks`, `ssn::SlotScratch`, `silo::SlotState`, `occ::SlotState`,
+//! `hybrid::SlotState`, `silo::Epochs`,
 //! `mv2pl::RangeLocks`), gathered here into the per-transaction (`TxnCc`), per-slot
 //! (`SlotCc`), per-engine (`EngineCc`) and per-table (`TableCc`) slots the mechanism holds
 //! without looking inside.
@@ -20,20 +21,23 @@
 //! - `mvto` (`mvto.rs`): read-ts on reads and scans, checked by writes; no validation;
 //! - `mv2pl`, `mv2pl-wait` (`mv2pl.rs`): read locks on reads, checked by writes; scan
 //!   re-checks at commit (`mv2pl-wait`: range locks instead, and waits at precommit);
-//! - `ssn`, `ssi`, `ermia-ssi` (`ssn.rs`): SI plus stamps — reader bits on reads, at commit
+//! - `ssn`, `ssi`, `ermia-ssi` (`ssn.rs`, SSI's pre-commit test in `ssi.rs`): SI plus stamps — reader bits on reads, at commit
 //!   the exclusion-window test (SSN), Cahill's two flags (SSI) or ERMIA's dangerous-structure
 //!   test, stamps left in the versions.
 //!
-//! `silo`, `occ`, `2pl` and `hybrid` (`silo.rs`) are single-version: they run on version
+//! `silo`, `occ`, `2pl` and `hybrid` (`silo.rs`, `occ.rs`, `hybrid.rs`) are single-version: they run on version
 //! storage `single-version` only, with their own commit (buffered writes locked in a global
 //! order, read-set validation, epoch-based TIDs); `hybrid` runs each transaction as `occ`,
 //! or as `2pl` after a validation failure in the same transaction-table slot
-//! (`silo::SlotState::retry_2pl`).
+//! (`hybrid::SlotState::retry_2pl`).
 
+pub mod hybrid;
 pub mod mv2pl;
 pub mod mvocc;
 pub mod mvto;
+pub mod occ;
 pub mod silo;
+pub mod ssi;
 pub mod ssn;
 pub mod visibility;
 
@@ -72,8 +76,12 @@ pub(crate) struct SlotCc {
     pub(crate) mv2pl: mv2pl::SlotLocks,
     /// SSN, ERMIA-SSI: scratch of the commit.
     pub(crate) ssn: ssn::SlotScratch,
-    /// Silo, OCC, 2PL, `hybrid`: lock-order scratch, the slot's last TID, the retry flag.
+    /// Silo, OCC, 2PL: lock-order scratch, the slot's last TID.
     pub(crate) silo: silo::SlotState,
+    /// OCC: lock-order scratch and the read-set locks its commit holds.
+    pub(crate) occ: occ::SlotState,
+    /// `hybrid`: the retry flag.
+    pub(crate) hybrid: hybrid::SlotState,
 }
 
 /// Per-engine protocol state.
@@ -132,7 +140,7 @@ pub(crate) fn begin(
     let slot = db.txns.slot(slot_idx);
     let protocol = match protocol {
         Protocol::Hybrid => {
-            let p = silo::hybrid_next(&mut local.silo);
+            let p = hybrid::next(&mut local.hybrid);
             if p == Protocol::TwoPl {
                 bump(&slot.stats.hybrid_2pl, 1);
             }
@@ -522,6 +530,6 @@ pub(crate) fn after_abort(tx: &mut Transaction<'_>, reason: AbortReason) {
     // Read and range locks (MV2PL, `mv2pl-wait`, 2PL); nothing to do for the others.
     mv2pl::release(tx);
     if tx.db.config.protocol == Protocol::Hybrid {
-        silo::hybrid_aborted(&mut tx.local.cc.silo, tx.protocol, reason);
+        hybrid::aborted(&mut tx.local.cc.hybrid, tx.protocol, reason);
     }
 }
