@@ -461,11 +461,7 @@ impl Database {
             isolation,
             read_only: true,
         };
-        let protocol = match self.config.protocol {
-            p if p.stamped() => crate::config::Protocol::Mvocc,
-            crate::config::Protocol::Hybrid => crate::config::Protocol::Occ,
-            p => p,
-        };
+        let protocol = crate::cc::snapshot_protocol(self.config.protocol);
         let mut tx = self.start_txn(opts, protocol, self.config.ddl_wait)?;
         // A checkpoint must hold committed data only.
         tx.speculates = false;

@@ -27,25 +27,14 @@ pub(crate) fn next(local: &mut SlotState) -> Protocol {
     }
 }
 
-/// `hybrid`: a transaction of the slot that ran as `ran` aborted for `reason`. After a
-/// validation failure under OCC (or Silo), or any serialization failure of the 2PL retry,
-/// the next transaction (the retry) runs as 2PL.
-pub(crate) fn aborted(local: &mut SlotState, ran: Protocol, reason: AbortReason) {
-    let to_2pl = match ran {
-        Protocol::Occ | Protocol::Silo => {
-            matches!(reason, AbortReason::ReadValidation | AbortReason::Phantom)
-        }
-        Protocol::TwoPl => reason != AbortReason::UserAbort,
-        Protocol::Mvocc
-        | Protocol::Mvto
-        | Protocol::Mv2pl
-        | Protocol::Mv2plWait
-        | Protocol::Si
-        | Protocol::Ssi
-        | Protocol::ErmiaSi
-        | Protocol::ErmiaSsi
-        | Protocol::Ssn
-        | Protocol::Hybrid => false,
+/// `hybrid`: a transaction of the slot aborted for `reason`, having run as 2PL (`ran_2pl`)
+/// or as OCC. After a validation failure under OCC, or any serialization failure of the 2PL
+/// retry, the next transaction (the retry) runs as 2PL.
+pub(crate) fn aborted(local: &mut SlotState, ran_2pl: bool, reason: AbortReason) {
+    let to_2pl = if ran_2pl {
+        reason != AbortReason::UserAbort
+    } else {
+        matches!(reason, AbortReason::ReadValidation | AbortReason::Phantom)
     };
     if to_2pl {
         local.retry_2pl = true;

@@ -1,16 +1,19 @@
 //! Concurrency control (thesis §5.3; Hekaton §2–3). The seam is `Protocol` in `Config`,
-//! copied into each transaction. This module is the one place that asks "which protocol?":
-//! the hooks below (`begin`, `on_read`, `on_scan`, `on_miss`, `before_scan`, `may_write`,
-//! `on_index_enter`, `commit`, `on_abort`, `after_abort` and the predicates the operations
-//! consult) each match the protocol once, exhaustively, and return a decision (`Ok` to
-//! proceed, `Err(reason)` to abort) that `txn/` carries out. `txn/` keeps the mechanics —
-//! chains, indexes, read/write/scan sets — and never tests a protocol value itself. Each
-//! protocol's own state lives in its own struct (`ssn::Stamps`, `mvto::Blocked`,
-//! `mv2pl::SlotLocks`, `ssn::SlotScratch`, `silo::SlotState`, `occ::SlotState`,
-//! `hybrid::SlotState`, `silo::Epochs`,
-//! `mv2pl::RangeLocks`), gathered here into the per-transaction (`TxnCc`), per-slot
-//! (`SlotCc`), per-engine (`EngineCc`) and per-table (`TableCc`) slots the mechanism holds
-//! without looking inside.
+//! copied into each transaction. The transaction code (`txn/`) never asks which protocol
+//! runs: it calls the hooks below (`begin`, `on_read`, `before_scan`, `on_scan`, `on_miss`,
+//! `may_write`, `on_index_enter`, `commit`, `on_abort`, `after_abort`; `snapshot_protocol`
+//! for the engine) and the predicates that read one table, `traits`. Each matches the
+//! protocol once, exhaustively (no catch-all arm, so a new protocol is a compile error at
+//! every decision), and returns a decision — `Ok` to proceed, `Err(reason)` to abort, a
+//! commit ticket — that `txn/` carries out; `txn/` keeps the mechanics (chains, indexes,
+//! read/write/scan sets). Inside the shared commit paths (`mvocc::commit`, `silo::commit`,
+//! `ssn::precommit`) the protocols that share them are still told apart by comparing
+//! `tx.protocol`. Each protocol's own state lives in its own struct (`ssn::Stamps`,
+//! `mvto::Blocked`, `mv2pl::SlotLocks`, `ssn::SlotScratch`, `silo::SlotState`,
+//! `occ::SlotState`, `hybrid::SlotState`, `silo::Epochs`, `mv2pl::RangeLocks`), gathered
+//! here into the per-transaction (`TxnCc`), per-slot (`SlotCc`), per-engine (`EngineCc`)
+//! and per-table (`TableCc`) slots the mechanism holds without looking inside. The
+//! protocols take `&Transaction` and read its sets directly.
 //!
 //! The multi-version protocols share the version format, visibility (Hekaton Tables 1–2,
 //! `visibility.rs`), the write lock in the End field and the commit path (`mvocc::commit`);
@@ -248,6 +251,26 @@ const fn traits(p: Protocol) -> Traits {
     }
 }
 
+/// The protocol a READ ONLY snapshot transaction (a checkpoint's) runs when `p` is
+/// configured: `p` itself, except that under SSN and ERMIA-SSI it is an MVOCC snapshot (a
+/// checkpoint needs the state after a prefix of the commit order, not a serializable read
+/// their commit test could abort) and under `hybrid` it is `occ`.
+pub(crate) fn snapshot_protocol(p: Protocol) -> Protocol {
+    match p {
+        Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => Protocol::Mvocc,
+        Protocol::Hybrid => Protocol::Occ,
+        Protocol::Mvocc
+        | Protocol::Mvto
+        | Protocol::Mv2pl
+        | Protocol::Mv2plWait
+        | Protocol::Si
+        | Protocol::ErmiaSi
+        | Protocol::Silo
+        | Protocol::Occ
+        | Protocol::TwoPl => p,
+    }
+}
+
 /// Whether reads go to the read set for validation at commit (MVOCC at Serializable and
 /// Repeatable Read, Silo, OCC: MVTO and MV2PL protect their reads in the version headers;
 /// SSN and ERMIA-SSI keep a read set for their stamps, `on_read`).
@@ -337,7 +360,7 @@ pub(crate) fn on_read(
         "on_read of the transaction's own version"
     );
     match tx.protocol {
-        Protocol::Mvto => mvto::on_read(tx, r),
+        Protocol::Mvto => mvto::on_read(r, tx.begin_ts, tx.slot(), &tx.resolver()),
         Protocol::Mv2pl => mv2pl::read_lock(tx, v),
         Protocol::Mv2plWait => mv2pl::wait_read_lock(tx, v),
         Protocol::TwoPl => {
@@ -366,7 +389,7 @@ pub(crate) fn on_read(
 #[inline]
 pub(crate) fn before_scan(tx: &Transaction<'_>, t: &Table, index: usize) {
     match tx.protocol {
-        Protocol::Mvto if tx.tracks_reads() => mvto::before_scan(tx, t, index),
+        Protocol::Mvto if tx.tracks_reads() => mvto::before_scan(t, index, tx.begin_ts, tx.slot()),
         Protocol::Mvto
         | Protocol::Mvocc
         | Protocol::Mv2pl
@@ -418,7 +441,13 @@ pub(crate) fn on_miss(
     key: &[u8],
 ) -> std::result::Result<(), AbortReason> {
     match tx.protocol {
-        Protocol::Mvto if tx.tracks_reads() => mvto::on_miss(tx, t, key),
+        Protocol::Mvto if tx.tracks_reads() => {
+            mvto::on_miss(t, key, tx.begin_ts, tx.slot(), |tid| {
+                let v = tx.visible_version(t, tid, tx.begin_ts);
+                // SAFETY: pinned; a visible version stays allocated while we are active.
+                unsafe { v.as_ref() }.is_some_and(|r| !r.is_tombstone())
+            })
+        }
         Protocol::Mvto
         | Protocol::Mvocc
         | Protocol::Mv2pl
@@ -448,7 +477,7 @@ pub(crate) fn may_write(
         "may_write without the write lock on the head"
     );
     match tx.protocol {
-        Protocol::Mvto => mvto::may_write(tx, head),
+        Protocol::Mvto => mvto::may_write(head, tx.begin_ts),
         Protocol::Mv2pl | Protocol::TwoPl => mv2pl::may_write(tx, head),
         Protocol::Mvocc
         | Protocol::Mv2plWait
@@ -472,7 +501,7 @@ pub(crate) fn on_index_enter(
     indexes: impl Iterator<Item = usize>,
 ) -> std::result::Result<(), AbortReason> {
     match tx.protocol {
-        Protocol::Mvto => mvto::may_enter(tx, t, indexes),
+        Protocol::Mvto => mvto::may_enter(t, tx.begin_ts, indexes),
         Protocol::Mvocc
         | Protocol::Mv2pl
         | Protocol::Mv2plWait
@@ -530,6 +559,7 @@ pub(crate) fn after_abort(tx: &mut Transaction<'_>, reason: AbortReason) {
     // Read and range locks (MV2PL, `mv2pl-wait`, 2PL); nothing to do for the others.
     mv2pl::release(tx);
     if tx.db.config.protocol == Protocol::Hybrid {
-        hybrid::aborted(&mut tx.local.cc.hybrid, tx.protocol, reason);
+        let ran_2pl = tx.protocol == Protocol::TwoPl;
+        hybrid::aborted(&mut tx.local.cc.hybrid, ran_2pl, reason);
     }
 }

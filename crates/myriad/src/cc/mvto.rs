@@ -27,10 +27,10 @@
 //! read as of the clock without touching read-ts. If that takes longer than
 //! `SNAPSHOT_WAIT`, the transaction runs as an ordinary MVTO reader.
 
+use crate::cc::visibility::Resolver;
 use crate::error::AbortReason;
-use crate::storage::Table;
-use crate::txn::table::{bump, TxnTable};
-use crate::txn::Transaction;
+use crate::storage::{Table, TupleId};
+use crate::txn::table::{bump, Slot, TxnTable};
 use crate::version::Version;
 use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
@@ -71,71 +71,82 @@ pub(crate) fn begin(
     (ts, true)
 }
 
-/// Records a read of `v` at the transaction's timestamp (raises its read-ts).
-pub(crate) fn on_read(tx: &Transaction<'_>, v: &Version) -> Result<(), AbortReason> {
-    let ts = tx.begin_ts;
+/// Records a read of `v` by the transaction with timestamp `ts` in `slot` (raises its
+/// read-ts). `resolver` is the transaction's, in no-wait mode (its `blocked` flag set).
+pub(crate) fn on_read(
+    v: &Version,
+    ts: u64,
+    slot: &Slot,
+    resolver: &Resolver<'_>,
+) -> Result<(), AbortReason> {
+    debug_assert!(
+        resolver.blocked.is_some(),
+        "MVTO reads resolve without waiting"
+    );
     if v.aux.load(Ordering::Acquire) >= ts {
         return Ok(());
     }
-    bump(&tx.slot().stats.record_rmw, 1);
+    bump(&slot.stats.record_rmw, 1);
     v.aux.fetch_max(ts, Ordering::SeqCst);
     // A writer older than us may have locked v before our read-ts landed: it did not see us,
     // so we must see it.
-    if !tx.resolver().still_visible(v, ts) || tx.cc.mvto.flag.get() {
+    if !resolver.still_visible(v, ts) || resolver.blocked.is_some_and(|b| b.get()) {
         return Err(AbortReason::TimestampOrder);
     }
     Ok(())
 }
 
-/// After taking the write lock on `h` (the latest version): may a transaction at our
-/// timestamp supersede it?
-pub(crate) fn may_write(tx: &Transaction<'_>, h: &Version) -> Result<(), AbortReason> {
+/// After taking the write lock on `h` (the latest version): may a transaction at timestamp
+/// `ts` supersede it?
+pub(crate) fn may_write(h: &Version, ts: u64) -> Result<(), AbortReason> {
     fence(Ordering::SeqCst);
-    if h.aux.load(Ordering::SeqCst) > tx.begin_ts {
+    if h.aux.load(Ordering::SeqCst) > ts {
         return Err(AbortReason::TimestampOrder);
     }
     Ok(())
 }
 
-/// Before a scan of index `index` of `t` (or a point lookup that found nothing) reads it.
-pub(crate) fn before_scan(tx: &Transaction<'_>, t: &Table, index: usize) {
-    let ts = tx.begin_ts;
+/// Before a scan of index `index` of `t` (or a point lookup that found nothing) by the
+/// transaction with timestamp `ts` in `slot` reads it.
+pub(crate) fn before_scan(t: &Table, index: usize, ts: u64, slot: &Slot) {
     let Some(w) = t.scan_ts.get(index) else {
         return;
     };
     if w.load(Ordering::Acquire) < ts {
-        bump(&tx.slot().stats.global_rmw, 1);
+        bump(&slot.stats.global_rmw, 1);
         w.fetch_max(ts, Ordering::SeqCst);
     }
     // Order the scan's index reads after the word (against `may_enter`'s fence).
     fence(Ordering::SeqCst);
 }
 
-/// A point lookup of primary key `key` in `t` found no live row: raises the primary
-/// index's scan-ts, then fails if an older transaction added the key before it landed (that
-/// transaction did not see us, so we must see it).
-pub(crate) fn on_miss(tx: &Transaction<'_>, t: &Table, key: &[u8]) -> Result<(), AbortReason> {
-    before_scan(tx, t, 0);
-    if let Some(tid) = t.indexes[0].get_unique(key) {
-        let v = tx.visible_version(t, tid, tx.begin_ts);
-        // SAFETY: pinned.
-        if unsafe { v.as_ref() }.is_some_and(|r| !r.is_tombstone()) {
-            return Err(AbortReason::TimestampOrder);
-        }
+/// A point lookup of primary key `key` in `t` by the transaction with timestamp `ts` in
+/// `slot` found no live row: raises the primary index's scan-ts, then fails if an older
+/// transaction added the key before it landed (that transaction did not see us, so we must
+/// see it). `live(tid)`: whether row `tid` has a live version visible at `ts`.
+pub(crate) fn on_miss(
+    t: &Table,
+    key: &[u8],
+    ts: u64,
+    slot: &Slot,
+    live: impl FnOnce(TupleId) -> bool,
+) -> Result<(), AbortReason> {
+    before_scan(t, 0, ts, slot);
+    if t.indexes[0].get_unique(key).is_some_and(live) {
+        return Err(AbortReason::TimestampOrder);
     }
     Ok(())
 }
 
-/// After a write added index entries for a row: `indexes` yields the positions of the
-/// indexes the row newly entered (0 for a new row in the table). Fails if a later transaction
-/// already scanned one of them.
+/// After a write by the transaction with timestamp `ts` added index entries for a row:
+/// `indexes` yields the positions of the indexes the row newly entered (0 for a new row in
+/// the table). Fails if a later transaction already scanned one of them.
 pub(crate) fn may_enter(
-    tx: &Transaction<'_>,
     t: &Table,
+    ts: u64,
     mut indexes: impl Iterator<Item = usize>,
 ) -> Result<(), AbortReason> {
     fence(Ordering::SeqCst);
-    let ts = tx.begin_ts;
     if indexes.any(|i| {
         t.scan_ts
             .get(i)
