@@ -451,10 +451,10 @@ fn updates_keep_committing_while_a_long_reader_runs() {
         let t = kv(&db);
         load(&db, &t, 0..ROWS);
         let done = std::sync::atomic::AtomicBool::new(false);
+        let committed = std::sync::atomic::AtomicU64::new(0);
         let (reads, writes_during) = std::thread::scope(|s| {
-            let writer = s.spawn(|| {
+            s.spawn(|| {
                 let mut k = 0i64;
-                let mut committed = 0u64;
                 while !done.load(std::sync::atomic::Ordering::Relaxed) {
                     k = (k * 7 + 13) % ROWS;
                     let r = db.run(|tx| {
@@ -462,14 +462,16 @@ fn updates_keep_committing_while_a_long_reader_runs() {
                         tx.update(&t, &k, &[(1, v + 1)])
                     });
                     if r.is_ok() {
-                        committed += 1;
+                        committed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
                 }
-                committed
             });
+            let now = || committed.load(std::sync::atomic::Ordering::Relaxed);
             let mut reads = 0;
+            let mut during = u64::MAX;
             for _ in 0..3 {
                 let mut ro = db.begin_with(read_only(p)).unwrap();
+                let before = now();
                 let mut sum = 0i64;
                 for k in 0..ROWS / 10 {
                     sum += val(&mut ro, &t, k).unwrap();
@@ -477,17 +479,25 @@ fn updates_keep_committing_while_a_long_reader_runs() {
                         std::thread::sleep(std::time::Duration::from_millis(1));
                     }
                 }
+                // The reader stays open until the writer has committed past it (a loaded
+                // machine may not schedule the writer at once); a protocol whose readers
+                // block writers never gets there.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+                while now() < before + 20 && std::time::Instant::now() < deadline {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                during = during.min(now() - before);
                 assert!(sum >= (0..ROWS / 10).sum::<i64>(), "{p}");
                 ro.commit().unwrap();
                 reads += 1;
             }
             done.store(true, std::sync::atomic::Ordering::Relaxed);
-            (reads, writer.join().unwrap())
+            (reads, during)
         });
         assert_eq!(reads, 3, "{p}");
         assert!(
             writes_during > 10,
-            "{p}: only {writes_during} updates committed"
+            "{p}: only {writes_during} updates committed while a reader was open"
         );
     }
 }
