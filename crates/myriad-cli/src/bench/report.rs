@@ -1,4 +1,4 @@
-//! The report of one run (DESIGN.md §4): a serializable `Report` (one JSON object) and its
+//! The report of one run: a serializable `Report` (one JSON object) and its
 //! human summary. Every report carries the full configuration, the seed, and a fidelity block
 //! saying exactly what was measured and where (git commit, machine, build profile).
 
