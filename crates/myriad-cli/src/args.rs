@@ -18,11 +18,13 @@ use crate::{experiment, isolation};
 
 #[derive(Parser, Debug)]
 #[command(name = "myriad", version, about = "Myriad: a multi-version main-memory transaction engine", long_about = None)]
+/// The whole command line: one subcommand.
 pub(crate) struct Cli {
     #[command(subcommand)]
     pub(crate) command: Command,
 }
 
+/// The subcommands of `myriad`.
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
     /// Run a benchmark workload against an embedded in-memory database.
@@ -97,6 +99,7 @@ pub(crate) enum Command {
     Experiment(experiment::ExperimentArgs),
 }
 
+/// `myriad check <workload>`: the workloads whose consistency conditions can be checked.
 #[derive(Subcommand, Debug)]
 pub(crate) enum CheckWorkload {
     /// TPC-C consistency conditions 1-4 (clause 3.3.2) on a directory written by
@@ -111,6 +114,7 @@ pub(crate) enum CheckWorkload {
     },
 }
 
+/// `myriad log <command>`.
 #[derive(Subcommand, Debug)]
 pub(crate) enum LogCommand {
     /// Print the persistent epoch, the current checkpoint, and per log file its epochs,
@@ -122,6 +126,7 @@ pub(crate) enum LogCommand {
     },
 }
 
+/// `myriad bench <workload>`: each workload's own flags, with the shared `BenchArgs`.
 #[derive(Subcommand, Debug)]
 pub(crate) enum BenchWorkload {
     /// YCSB (thesis §5.7.1): one table, Zipfian point reads and updates.
@@ -135,6 +140,7 @@ pub(crate) enum BenchWorkload {
 }
 
 impl BenchWorkload {
+    /// The flags every workload shares, for `main` to complete before the run.
     pub(crate) fn bench_args_mut(&mut self) -> &mut BenchArgs {
         match self {
             BenchWorkload::Ycsb(a) => &mut a.bench,
@@ -409,12 +415,14 @@ pub(crate) struct TatpArgs {
     pub(crate) bench: BenchArgs,
 }
 
+/// `--threads` by default: the CPUs this process may use (1 if unknown).
 pub(crate) fn default_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
 }
 
+/// Serializes an optional engine choice by its `Display` name (`null` when absent).
 pub(crate) fn opt_display<T: Display, S: Serializer>(
     v: &Option<T>,
     s: S,
@@ -425,6 +433,7 @@ pub(crate) fn opt_display<T: Display, S: Serializer>(
     }
 }
 
+/// Serializes an engine choice by its `Display` name (the spelling its flag takes).
 pub(crate) fn as_display<T: Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(v)
 }
@@ -434,6 +443,7 @@ pub(crate) fn parse_choice<T: FromStr<Err = Error>>(s: &str) -> Result<T, String
     s.parse().map_err(|e: Error| e.to_string())
 }
 
+/// `--threads`: a count in 1..=1024.
 pub(crate) fn parse_threads(s: &str) -> Result<usize, String> {
     const MAX: usize = 1024;
     match s.parse::<usize>() {
@@ -443,6 +453,7 @@ pub(crate) fn parse_threads(s: &str) -> Result<usize, String> {
     }
 }
 
+/// A finite number of seconds up to 10^7; above 0 if `min_exclusive`, else at least 0.
 pub(crate) fn parse_seconds(s: &str, min_exclusive: bool) -> Result<f64, String> {
     const MAX_S: f64 = 1e7;
     let x: f64 = s.parse().map_err(|e| format!("{e}"))?;
@@ -460,14 +471,17 @@ pub(crate) fn parse_seconds(s: &str, min_exclusive: bool) -> Result<f64, String>
     }
 }
 
+/// `--duration` and other intervals: seconds, above 0.
 pub(crate) fn parse_duration(s: &str) -> Result<f64, String> {
     parse_seconds(s, true)
 }
 
+/// `--warmup`: seconds, 0 allowed.
 pub(crate) fn parse_warmup(s: &str) -> Result<f64, String> {
     parse_seconds(s, false)
 }
 
+/// A percentage in [0, 100].
 pub(crate) fn parse_pct(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if (0.0..=100.0).contains(&x) => Ok(x),
@@ -476,6 +490,7 @@ pub(crate) fn parse_pct(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A Zipfian skew θ in [0, 1).
 pub(crate) fn parse_theta(s: &str) -> Result<f64, String> {
     let x: f64 = s.parse().map_err(|e| format!("{e}"))?;
     if (0.0..1.0).contains(&x) {

@@ -2,11 +2,16 @@
 //!
 //! `myriad bench <workload>` opens an embedded in-memory database with the chosen design
 //! (`--protocol`, `--isolation`, `--gc`), loads the workload's tables, runs it, and prints a
-//! human summary (and with `--json PATH` one JSON object). Without
+//! human summary (and with `--json PATH` one JSON object; `bench/report.rs`). Without
 //! `--isolation` it runs at the protocol's strongest level. `myriad shell` is an interactive
 //! SQL session (in memory, or durable with `--data-dir`); `myriad isolation-test SPEC...` runs
 //! isolation specs (`isolation/`). `myriad experiment NAME` runs a sweep of benchmarks and
-//! plots it (`experiment/`).
+//! plots it (`experiment/`). `myriad recover`, `myriad log inspect` (`recover.rs`), `myriad
+//! check` (`check.rs`) and `myriad explain` (`explain.rs`) work on data directories and SQL
+//! files.
+//!
+//! The flags are defined in `args.rs`; `main` parses them, prepares the process for a
+//! benchmark (huge pages, pre-faulting) and dispatches to the subcommand's module.
 //!
 //! Exit codes: 0 success; 1 a fatal error during the run; 2 a usage error (unknown flag,
 //! invalid value, a `--data-dir` that is a file, a load estimated not to fit in memory) or a
@@ -38,6 +43,7 @@ use myriad::{Config, Isolation, Protocol};
 use std::fmt::Display;
 use std::process::ExitCode;
 
+/// Parses the command line and runs the subcommand; its exit code is the process's.
 fn main() -> ExitCode {
     restore_sigpipe();
     let mut cli = Cli::parse();
@@ -183,6 +189,7 @@ pub(crate) fn usage_error(msg: String) -> ! {
     Cli::command().error(ErrorKind::ValueValidation, msg).exit()
 }
 
+/// Reports a fatal error (`myriad: error: WHAT: E` on stderr) and returns exit code 1.
 pub(crate) fn fatal(what: &str, e: impl Display) -> ExitCode {
     eprintln!("myriad: error: {what}: {e}");
     ExitCode::from(1)

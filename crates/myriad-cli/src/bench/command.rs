@@ -67,6 +67,7 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
 /// The table a durable benchmark run marks its load in: `loading` before the first row,
 /// `complete` once every row (and the checkpoint after them) is durable.
 pub(crate) const LOAD_MARKER: &str = "myriad_bench_load";
+/// The marker's state once the load is complete and durable.
 pub(crate) const LOAD_COMPLETE: &str = "complete";
 
 /// Marks the load of a durable run as `state` (creating the marker table first).
@@ -107,6 +108,7 @@ pub(crate) fn bench_load_state(db: &Database) -> Option<String> {
     })
 }
 
+/// `myriad bench ycsb`.
 pub(crate) fn bench_ycsb(a: YcsbArgs) -> ExitCode {
     let b = &a.bench;
     let params = ycsb::Params {
@@ -145,6 +147,7 @@ pub(crate) fn bench_ycsb(a: YcsbArgs) -> ExitCode {
     bench_workload("ycsb", config, b, false, |db| Ycsb::create(db, params))
 }
 
+/// `myriad bench smallbank`.
 pub(crate) fn bench_smallbank(a: SmallbankArgs) -> ExitCode {
     let b = &a.bench;
     let params = smallbank::Params {
@@ -162,6 +165,7 @@ pub(crate) fn bench_smallbank(a: SmallbankArgs) -> ExitCode {
     })
 }
 
+/// `myriad bench tpcc`.
 pub(crate) fn bench_tpcc(a: TpccArgs) -> ExitCode {
     let b = &a.bench;
     let params = tpcc::Params {
@@ -182,6 +186,7 @@ pub(crate) fn bench_tpcc(a: TpccArgs) -> ExitCode {
     })
 }
 
+/// `myriad bench tatp`.
 pub(crate) fn bench_tatp(a: TatpArgs) -> ExitCode {
     let b = &a.bench;
     let params = tatp::Params {
@@ -389,6 +394,8 @@ pub(crate) struct Checkpointer {
 }
 
 impl Checkpointer {
+    /// Takes a checkpoint every `every` until `stop` is set; the first error ends it (kept
+    /// in `error`).
     fn run(&self, db: &Database, every: Duration) {
         use std::sync::atomic::Ordering::{Relaxed, SeqCst};
         let mut next = Instant::now() + every;
@@ -425,6 +432,7 @@ pub(crate) struct JsonOut {
 }
 
 impl JsonOut {
+    /// Creates `PATH.partial` for the report to `path`.
     fn create(path: &std::path::Path) -> std::io::Result<JsonOut> {
         let mut partial = path.as_os_str().to_owned();
         partial.push(".partial");
@@ -437,6 +445,7 @@ impl JsonOut {
         })
     }
 
+    /// Writes and syncs `text`, then renames the partial file to PATH.
     fn finish(mut self, text: &str) -> std::io::Result<()> {
         if let Some(mut f) = self.file.take() {
             f.write_all(text.as_bytes())?;

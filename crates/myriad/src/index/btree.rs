@@ -612,7 +612,9 @@ fn range_is_empty(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> bool {
 /// Direction of [`BTree::scan`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScanDirection {
+    /// From the lowest key in the range up.
     Ascending,
+    /// From the highest key in the range down.
     Descending,
 }
 
