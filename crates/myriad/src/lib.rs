@@ -5,6 +5,7 @@
 //! tables (indirection arrays), `txn` the transaction API and the transaction table, `history`
 //! the recorder and checker. ARCHITECTURE.md walks one transaction through these files.
 #![doc = include_str!("../../../README.md")]
+#![warn(missing_docs)]
 #![deny(clippy::unwrap_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
