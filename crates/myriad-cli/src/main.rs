@@ -13,6 +13,7 @@
 //! configuration this build does not support. Output into a closed pipe ends the process by
 //! SIGPIPE, as for `cat` (`restore_sigpipe`).
 
+mod baselines;
 mod bench;
 mod experiment;
 mod isolation;
@@ -26,6 +27,7 @@ mod workload;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use baselines::Engine;
 use bench::footprint;
 use bench::report::{self, Fidelity, Report, ReportInput};
 use bench::{progress_bar, progress_enabled, RunOptions};
@@ -372,6 +374,11 @@ struct YcsbArgs {
     /// and no read tracking), as the thesis's "with READ ONLY" runs do.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
     read_only_hint: bool,
+    /// Engine: myriad, or a baseline a user would pick instead (sqlite, redb, fjall; builds
+    /// with the cargo feature `baselines` only) running the same transactions on the same
+    /// rows. A baseline refuses Myriad's design and logging flags.
+    #[arg(long, value_enum, default_value_t = Engine::Myriad)]
+    engine: Engine,
     #[command(flatten)]
     #[serde(flatten)]
     bench: BenchArgs,
@@ -1086,7 +1093,73 @@ fn bench_ycsb(a: YcsbArgs) -> ExitCode {
         b,
     );
     let config = serde_json::to_value(&a).unwrap_or_default();
+    if a.engine != Engine::Myriad {
+        return bench_ycsb_baseline(&a, params, config);
+    }
     bench_workload("ycsb", config, b, false, |db| Ycsb::create(db, params))
+}
+
+/// `myriad bench ycsb --engine sqlite|redb|fjall`: refuses what the baseline cannot honour
+/// (exit 2), then runs it (`baselines`).
+fn bench_ycsb_baseline(a: &YcsbArgs, params: ycsb::Params, config: serde_json::Value) -> ExitCode {
+    let b = &a.bench;
+    if let Err(m) = baselines::check_available(a.engine) {
+        usage_error(m);
+    }
+    let refused = baselines::refuse_myriad_flags(
+        a.engine,
+        &[
+            ("--protocol", b.protocol != Protocol::Mvocc),
+            ("--storage", b.storage.is_some()),
+            ("--isolation", b.isolation() != Isolation::Serializable),
+            ("--commit-deps", !b.commit_deps),
+            ("--gc", b.gc != GcPolicy::Txn),
+            ("--gc-threads", b.gc_threads != 1),
+            ("--gc-interval", b.gc_interval != 16),
+            ("--memory-spaces", b.memory_spaces != 0),
+            (
+                "--index-pointers",
+                b.index_pointers != IndexPointers::LogicalTid,
+            ),
+            ("--non-inline", b.non_inline != NonInline::Inline),
+            ("--log", b.log.is_some()),
+            ("--log-manager", b.log_manager.is_some()),
+            ("--loggers", b.loggers != 1),
+            ("--epoch-ms", b.epoch_ms != 10),
+            ("--log-file-mib", b.log_file_mib != 64),
+            ("--checkpoint-interval", b.checkpoint_interval.is_some()),
+            ("--as-procedure", a.as_procedure),
+            ("--secondary-indexes", a.secondary_indexes != 0),
+        ],
+    );
+    if let Err(m) = refused {
+        usage_error(m);
+    }
+    #[cfg(feature = "baselines")]
+    {
+        baselines::bench_ycsb(
+            a.engine,
+            params,
+            baselines::BaselineArgs {
+                warmup_s: b.warmup,
+                duration_s: b.duration,
+                seed: b.seed,
+                data_dir: b.data_dir.clone(),
+                fsync_always: b.fsync == FsyncPolicy::Always,
+                json: b.json.clone(),
+                latency_histogram: b.latency_histogram,
+                huge_pages: b.huge_pages,
+                prefault_mib: b.prefault_mib,
+                config,
+            },
+        )
+    }
+    #[cfg(not(feature = "baselines"))]
+    {
+        // `check_available` refused every baseline above.
+        let _ = (params, config);
+        usage_error(format!("--engine {}: not in this build", a.engine.name()))
+    }
 }
 
 fn bench_smallbank(a: SmallbankArgs) -> ExitCode {
@@ -1167,16 +1240,7 @@ fn bench_workload<W: Workload>(
         None => None,
     };
     if let Some(dir) = &b.data_dir {
-        if let Err(m) = check_data_dir(dir) {
-            usage_error(m);
-        }
-        if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
-            usage_error(format!(
-                "--data-dir {}: not empty; the benchmark loads its own data into a new or empty \
-                 directory",
-                dir.display()
-            ));
-        }
+        require_empty_data_dir(dir);
     }
     let db = match open(b) {
         Ok(db) => db,
@@ -1305,6 +1369,32 @@ fn bench_workload<W: Workload>(
             b.prefault_mib,
         ),
     });
+    emit_report(&report, json_out, b.latency_histogram, failed_check, name)
+}
+
+/// A benchmark's `--data-dir` must be a new or empty directory (usage error, exit 2).
+fn require_empty_data_dir(dir: &std::path::Path) {
+    if let Err(m) = check_data_dir(dir) {
+        usage_error(m);
+    }
+    if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+        usage_error(format!(
+            "--data-dir {}: not empty; the benchmark loads its own data into a new or empty \
+             directory",
+            dir.display()
+        ));
+    }
+}
+
+/// Writes the report (to `--json`'s file first, then the terminal summary); exit 1 if
+/// `failed_check` says the workload's check failed.
+fn emit_report(
+    report: &Report,
+    json_out: Option<JsonOut>,
+    latency_histogram: bool,
+    failed_check: Option<String>,
+    name: &str,
+) -> ExitCode {
     // The JSON report first: printing to a closed pipe ends the process (`restore_sigpipe`).
     if let Some(out) = json_out {
         let text = match serde_json::to_string_pretty(&report) {
@@ -1316,7 +1406,7 @@ fn bench_workload<W: Workload>(
             return fatal(&format!("writing {}", path.display()), e);
         }
     }
-    print!("{}", report.human(b.latency_histogram));
+    print!("{}", report.human(latency_histogram));
     match failed_check {
         Some(m) => fatal(&format!("{name} check failed"), m),
         None => ExitCode::SUCCESS,
