@@ -104,7 +104,7 @@ impl Protocol {
 
     /// A serializable SI that tracks dependencies in stamps (`cc/ssn.rs`): SSN, Cahill's SSI
     /// or ERMIA's SSI. Their serial order is not their commit order.
-    pub(crate) fn stamped(self) -> bool {
+    pub fn stamped(self) -> bool {
         matches!(self, Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi)
     }
 

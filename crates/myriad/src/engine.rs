@@ -48,8 +48,8 @@ pub struct Database {
     pub(crate) log: OnceLock<Arc<LogManager>>,
     /// The data directory's state; `None` for a memory-only database.
     pub(crate) durable: Option<crate::log::durable::DurableState>,
-    /// Silo's global epoch (`cc/silo.rs`).
-    pub(crate) silo_epochs: crate::cc::silo::Epochs,
+    /// The protocol's per-engine state (`cc::EngineCc`: Silo's global epoch).
+    pub(crate) cc: crate::cc::EngineCc,
     /// The background threads of GC `vacuum` and `coop` (`gc/vacuum.rs`), started once
     /// the database is open (after recovery, whose physical replay frees versions without
     /// waiting for an epoch); stopped and joined on drop.
@@ -171,7 +171,7 @@ impl Database {
             log: OnceLock::new(),
             durable,
             config,
-            silo_epochs: crate::cc::silo::Epochs::new(),
+            cc: crate::cc::EngineCc::new(),
         }
     }
 
@@ -444,11 +444,8 @@ impl Database {
     /// Begins a transaction with explicit options.
     pub fn begin_with(&self, opts: TxnOptions) -> Result<Transaction<'_>> {
         self.config.check_isolation(opts.isolation)?;
-        let protocol = match self.config.protocol {
-            crate::config::Protocol::Hybrid => crate::cc::silo::hybrid_next(),
-            p => p,
-        };
-        self.start_txn(opts, protocol, crate::cc::mvto::SNAPSHOT_WAIT)
+        // `hybrid` is resolved to `occ` or `2pl` by `cc::begin`, in the slot.
+        self.start_txn(opts, self.config.protocol, crate::cc::mvto::SNAPSHOT_WAIT)
     }
 
     /// A READ ONLY transaction that reads a snapshot under every protocol, waiting as long

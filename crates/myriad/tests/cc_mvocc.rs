@@ -227,7 +227,7 @@ fn limited_secondary_scan_protects_its_stop_key() {
     // Every serializable protocol but mv2pl-wait, whose range lock would make B wait for A
     // on this one thread.
     let serializable = std::iter::once(Protocol::Mvocc)
-        .chain(OTHER_PROTOCOLS)
+        .chain(other_protocols())
         .filter(|&p| p != Protocol::Mv2plWait)
         .filter(|&p| Config::strongest_isolation(p) == Some(Isolation::Serializable));
     for protocol in serializable {

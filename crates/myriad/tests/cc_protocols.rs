@@ -444,7 +444,7 @@ fn read_only_transactions_read_a_snapshot_and_block_no_writer() {
 #[test]
 fn updates_keep_committing_while_a_long_reader_runs() {
     const ROWS: i64 = 5_000;
-    let multi_version = OTHER_PROTOCOLS.into_iter().filter(|p| !p.single_version());
+    let multi_version = other_protocols().filter(|p| !p.single_version());
     for p in std::iter::once(Protocol::Mvocc).chain(multi_version) {
         let level = Config::strongest_isolation(p).unwrap();
         let db = Database::open(config_for(p).isolation(level)).unwrap();
@@ -545,7 +545,7 @@ fn ssn_is_durable_under_both_log_managers() {
 /// another state. SSN logs its calls as rows, and recovery restores what was committed.
 #[test]
 fn ssn_calls_are_logged_as_rows_so_recovery_matches_the_run() {
-    for p in [Protocol::Ssn, Protocol::Ssi, Protocol::ErmiaSsi] {
+    for p in Protocol::ALL.iter().copied().filter(|p| p.stamped()) {
         calls_logged_as_rows(p);
     }
 }
@@ -989,6 +989,32 @@ fn hybrid_retries_a_transaction_that_failed_validation_under_2pl() {
     assert!(!writer_blocked(&db, 43));
     assert_eq!(reason(r.commit()), AbortReason::ReadValidation);
     durable_under_every_log_kind(Protocol::Hybrid);
+}
+
+/// HYBRID's retry flag belongs to the engine (its transaction-table slot), not to the
+/// thread: a validation failure in one database does not make the same thread's next
+/// transaction in another database run under 2PL, and the failed database's retry still does.
+#[test]
+fn hybrid_retry_flag_is_per_engine_not_per_thread() {
+    let (a, ta) = open_with(Protocol::Hybrid);
+    let (b, tb) = open_with(Protocol::Hybrid);
+    let mut r = a.begin().unwrap();
+    assert_eq!(val(&mut r, &ta, 4), Some(4));
+    std::thread::scope(|s| {
+        s.spawn(|| a.run(|tx| tx.update(&ta, &4i64, &[(1, 41i64)])).unwrap());
+    });
+    r.update(&ta, &0i64, &[(1, 1i64)]).unwrap();
+    assert_eq!(reason(r.commit()), AbortReason::ReadValidation);
+    // The same thread's next transaction in the other database runs optimistically.
+    let mut other = b.begin().unwrap();
+    assert_eq!(val(&mut other, &tb, 4), Some(4));
+    other.commit().unwrap();
+    assert_eq!(b.stats().hybrid_2pl, 0);
+    // The retry in the database that failed runs under 2PL.
+    let mut retry = a.begin().unwrap();
+    assert_eq!(val(&mut retry, &ta, 4), Some(41));
+    retry.commit().unwrap();
+    assert_eq!(a.stats().hybrid_2pl, 1);
 }
 
 /// Runs `f` on another thread, which sets up a transaction and calls `ready` before its

@@ -141,7 +141,7 @@ fn counters_with(protocol: Protocol, level: Isolation) {
 /// counter update is lost.
 #[test]
 fn every_protocol_keeps_the_bank_total_and_loses_no_update() {
-    for p in OTHER_PROTOCOLS {
+    for p in other_protocols() {
         let level = Config::strongest_isolation(p).unwrap();
         bank_with(p, level, 3000);
         counters_with(p, level);

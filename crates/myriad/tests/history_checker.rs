@@ -154,7 +154,7 @@ fn every_protocol_leaves_no_forbidden_cycle() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(500);
-    for p in OTHER_PROTOCOLS {
+    for p in other_protocols() {
         for &level in Config::isolation_levels(p) {
             let mut total = 0;
             for seed in 1..=2 {
@@ -218,7 +218,7 @@ fn history_txns() -> usize {
 #[test]
 fn o2n_chains_leave_no_forbidden_cycle() {
     let multi = std::iter::once(Protocol::Mvocc)
-        .chain(OTHER_PROTOCOLS)
+        .chain(other_protocols())
         .filter(|p| !p.single_version());
     for p in multi {
         for &level in Config::isolation_levels(p) {
@@ -326,7 +326,7 @@ fn every_storage_and_gc_pairing_leaves_no_forbidden_cycle() {
         ),
     ];
     let multi = std::iter::once(Protocol::Mvocc)
-        .chain(OTHER_PROTOCOLS)
+        .chain(other_protocols())
         .filter(|p| !p.single_version());
     for p in multi {
         for (storage, gc, pointers, spaces, non_inline) in designs {
@@ -366,7 +366,7 @@ fn secondary_index_moves_keep_every_row_in_one_group() {
         (Some(VersionStorage::TimeTravel), IndexPointers::LogicalPk),
     ];
     for (storage, pointers) in designs {
-        for p in std::iter::once(Protocol::Mvocc).chain(OTHER_PROTOCOLS) {
+        for p in std::iter::once(Protocol::Mvocc).chain(other_protocols()) {
             if std::env::var("MYRIAD_HISTORY_ONLY").is_ok_and(|o| o != p.to_string()) {
                 continue;
             }
@@ -438,7 +438,7 @@ fn secondary_index_moves_keep_every_row_in_one_group() {
 /// checker then finds the G2).
 #[test]
 fn every_protocol_handles_the_secondary_index_write_skew() {
-    for p in OTHER_PROTOCOLS {
+    for p in other_protocols() {
         let level = Config::strongest_isolation(p).unwrap();
         for point_lookup in [false, true] {
             let (db, t) = recording_db_with(config_for(p), level);

@@ -388,14 +388,14 @@ pub fn bench_ycsb(engine: Engine, params: Params, a: BaselineArgs) -> ExitCode {
         crate::usage_error(REDB_FSYNC_NEVER.into());
     }
     let json_out = match &a.json {
-        Some(path) => match crate::JsonOut::create(path) {
+        Some(path) => match crate::bench::command::JsonOut::create(path) {
             Ok(f) => Some(f),
             Err(e) => crate::usage_error(format!("--json {}: {e}", path.display())),
         },
         None => None,
     };
     if let Some(dir) = &a.data_dir {
-        crate::require_empty_data_dir(dir);
+        crate::bench::command::require_empty_data_dir(dir);
     }
     let codec = RowCodec {
         layout: params.layout,
@@ -415,7 +415,7 @@ pub fn bench_ycsb(engine: Engine, params: Params, a: BaselineArgs) -> ExitCode {
         Ok(r) => r,
         Err(m) => return crate::fatal(engine.name(), m),
     };
-    crate::emit_report(&report, json_out, a.latency_histogram, failed, "ycsb")
+    crate::bench::command::emit_report(&report, json_out, a.latency_histogram, failed, "ycsb")
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 //! each keeps its measured commits in a queue until they are durable). The measured duration is
 //! the main thread's time between the MEASURE and STOP transitions.
 
+pub mod command;
 pub mod footprint;
 pub mod report;
 

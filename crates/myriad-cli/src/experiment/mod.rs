@@ -38,13 +38,13 @@ pub struct ExperimentArgs {
     runs: Option<u32>,
     /// Measured seconds per run. Default 5, 20 for the GC experiments' time series
     /// (0.5 and 2 with --quick).
-    #[arg(long, value_name = "SECS", value_parser = crate::parse_duration)]
+    #[arg(long, value_name = "SECS", value_parser = crate::args::parse_duration)]
     duration: Option<f64>,
     /// YCSB rows (the thesis has 10 M). Default 1,000,000 (10,000 with --quick).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(100..=1_000_000_000))]
     rows: Option<u64>,
     /// Worker threads (the thesis has 40). Default: the number of CPUs.
-    #[arg(long, value_name = "N", value_parser = crate::parse_threads)]
+    #[arg(long, value_name = "N", value_parser = crate::args::parse_threads)]
     threads: Option<usize>,
     /// Seed of every run.
     #[arg(long, value_name = "N", default_value_t = 42)]
@@ -736,7 +736,7 @@ fn pointer_panel(
 }
 
 pub fn run(a: ExperimentArgs) -> ExitCode {
-    let threads = a.threads.unwrap_or_else(crate::default_threads);
+    let threads = a.threads.unwrap_or_else(crate::args::default_threads);
     let scale = Scale {
         quick: a.quick,
         rows: a.rows.unwrap_or(if a.quick { 10_000 } else { 1_000_000 }),

@@ -42,26 +42,26 @@ pub struct IsolationArgs {
     specs: Vec<PathBuf>,
     /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, mv2pl-wait, ssn, ssi, ermia-si,
     /// ermia-ssi (multi-version) or silo, occ, 2pl, hybrid (single-version).
-    #[arg(long, value_name = "P", default_value = "mvocc", value_parser = crate::parse_choice::<Protocol>)]
+    #[arg(long, value_name = "P", default_value = "mvocc", value_parser = crate::args::parse_choice::<Protocol>)]
     protocol: Protocol,
     /// Version storage: n2o, o2n, time-travel, delta or single-version (default: the
     /// protocol's own, single-version for silo, occ, 2pl and hybrid, n2o for the others).
-    #[arg(long, value_name = "S", value_parser = crate::parse_choice::<VersionStorage>)]
+    #[arg(long, value_name = "S", value_parser = crate::args::parse_choice::<VersionStorage>)]
     storage: Option<VersionStorage>,
     /// Garbage collection: txn, vacuum, coop (with --storage o2n) or none.
-    #[arg(long, value_name = "POLICY", default_value = "txn", value_parser = crate::parse_choice::<GcPolicy>)]
+    #[arg(long, value_name = "POLICY", default_value = "txn", value_parser = crate::args::parse_choice::<GcPolicy>)]
     gc: GcPolicy,
     /// How secondary indexes point at rows: logical-tid, logical-pk or physical (with
     /// append-only storage).
-    #[arg(long, value_name = "KIND", default_value = "logical-tid", value_parser = crate::parse_choice::<IndexPointers>)]
+    #[arg(long, value_name = "KIND", default_value = "logical-tid", value_parser = crate::args::parse_choice::<IndexPointers>)]
     index_pointers: IndexPointers,
     /// Where append-only storage keeps VARCHAR/BYTES attributes: inline, copy or shared
     /// (thesis §5.4.1; n2o/o2n storage with logical index pointers).
-    #[arg(long, value_name = "HOW", default_value = "inline", value_parser = crate::parse_choice::<NonInline>)]
+    #[arg(long, value_name = "HOW", default_value = "inline", value_parser = crate::args::parse_choice::<NonInline>)]
     non_inline: NonInline,
     /// Level of BEGIN without ISOLATION LEVEL and of autocommit statements: serializable, rr,
     /// si or rc. Default: the strongest level the protocol offers.
-    #[arg(long, value_name = "LEVEL", value_parser = crate::parse_choice::<Isolation>)]
+    #[arg(long, value_name = "LEVEL", value_parser = crate::args::parse_choice::<Isolation>)]
     isolation_default: Option<Isolation>,
     /// A step still running after this many milliseconds is reported as waiting.
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]

@@ -1,24 +1,535 @@
 //! Concurrency control (thesis §5.3; Hekaton §2–3). The seam is `Protocol` in `Config`,
-//! copied into each transaction. The multi-version protocols share the version format,
-//! visibility (Hekaton Tables 1–2, `visibility.rs`), the write lock in the End field and the
-//! commit path (`mvocc::commit`); they differ in what a read records and what a write and a
-//! commit check:
+//! copied into each transaction. This module is the one place that asks "which protocol?":
+//! the hooks below (`begin`, `on_read`, `on_scan`, `on_miss`, `before_scan`, `may_write`,
+//! `on_index_enter`, `commit`, `on_abort`, `after_abort` and the predicates the operations
+//! consult) each match the protocol once, exhaustively, and return a decision (`Ok` to
+//! proceed, `Err(reason)` to abort) that `txn/` carries out. `txn/` keeps the mechanics —
+//! chains, indexes, read/write/scan sets — and never tests a protocol value itself. Each
+//! protocol's own state lives in its own struct (`ssn::Stamps`, `mvto::Blocked`,
+//! `mv2pl::SlotLocks`, `ssn::SlotScratch`, `silo::SlotState`, `occ::SlotState`,
+//! `hybrid::SlotState`, `silo::Epochs`,
+//! `mv2pl::RangeLocks`), gathered here into the per-transaction (`TxnCc`), per-slot
+//! (`SlotCc`), per-engine (`EngineCc`) and per-table (`TableCc`) slots the mechanism holds
+//! without looking inside.
+//!
+//! The multi-version protocols share the version format, visibility (Hekaton Tables 1–2,
+//! `visibility.rs`), the write lock in the End field and the commit path (`mvocc::commit`);
+//! they differ in what a read records and what a write and a commit check:
 //! - `mvocc` (`mvocc.rs`): nothing on reads; read validation and scan re-checks at commit;
-//! - `si`: MVOCC's code at Snapshot Isolation only (first-updater-wins, no validation);
+//! - `si`, `ermia-si`: MVOCC's code at Snapshot Isolation only (first-updater-wins, no
+//!   validation);
 //! - `mvto` (`mvto.rs`): read-ts on reads and scans, checked by writes; no validation;
-//! - `mv2pl` (`mv2pl.rs`): read locks on reads, checked by writes; scan re-checks at commit;
-//! - `ssn`, `ssi`, `ermia-ssi` (`ssn.rs`): SI plus stamps — reader bits on reads, at commit
+//! - `mv2pl`, `mv2pl-wait` (`mv2pl.rs`): read locks on reads, checked by writes; scan
+//!   re-checks at commit (`mv2pl-wait`: range locks instead, and waits at precommit);
+//! - `ssn`, `ssi`, `ermia-ssi` (`ssn.rs`, SSI's pre-commit test in `ssi.rs`): SI plus stamps — reader bits on reads, at commit
 //!   the exclusion-window test (SSN), Cahill's two flags (SSI) or ERMIA's dangerous-structure
 //!   test, stamps left in the versions.
 //!
-//! `silo` (`silo.rs`) is single-version: it runs on version storage `single-version` only,
-//! with its own commit (buffered writes locked in a global order, read-set validation,
-//! epoch-based TIDs); it shares the operations of `txn/mod.rs`, which branch on it where a
-//! read takes the current record and where a write is buffered instead of installed.
+//! `silo`, `occ`, `2pl` and `hybrid` (`silo.rs`, `occ.rs`, `hybrid.rs`) are single-version: they run on version
+//! storage `single-version` only, with their own commit (buffered writes locked in a global
+//! order, read-set validation, epoch-based TIDs); `hybrid` runs each transaction as `occ`,
+//! or as `2pl` after a validation failure in the same transaction-table slot
+//! (`hybrid::SlotState::retry_2pl`).
 
+pub mod hybrid;
 pub mod mv2pl;
 pub mod mvocc;
 pub mod mvto;
+pub mod occ;
 pub mod silo;
+pub mod ssi;
 pub mod ssn;
 pub mod visibility;
+
+use crate::config::{Isolation, Protocol};
+use crate::engine::Database;
+use crate::error::{AbortReason, Result};
+use crate::storage::Table;
+use crate::txn::table::bump;
+use crate::txn::Transaction;
+use crate::version::Version;
+use std::time::Duration;
+
+/// Per-transaction protocol state, one struct per protocol that keeps any.
+pub(crate) struct TxnCc {
+    /// SSN, SSI, ERMIA-SSI: the transaction's stamps.
+    pub(crate) ssn: ssn::Stamps,
+    /// MVTO: the no-wait resolver's "would have waited" flag.
+    pub(crate) mvto: mvto::Blocked,
+}
+
+impl TxnCc {
+    /// The state of a transaction that has done nothing yet.
+    pub(crate) fn new() -> Self {
+        TxnCc {
+            ssn: ssn::Stamps::new(),
+            mvto: mvto::Blocked::default(),
+        }
+    }
+}
+
+/// Per-slot reusable protocol state (scratch and held locks), kept in the slot between
+/// transactions so that a transaction allocates nothing in steady state.
+#[derive(Default)]
+pub(crate) struct SlotCc {
+    /// MV2PL, `mv2pl-wait`, 2PL: read locks and range locks held.
+    pub(crate) mv2pl: mv2pl::SlotLocks,
+    /// SSN, ERMIA-SSI: scratch of the commit.
+    pub(crate) ssn: ssn::SlotScratch,
+    /// Silo, OCC, 2PL: lock-order scratch, the slot's last TID.
+    pub(crate) silo: silo::SlotState,
+    /// OCC: lock-order scratch and the read-set locks its commit holds.
+    pub(crate) occ: occ::SlotState,
+    /// `hybrid`: the retry flag.
+    pub(crate) hybrid: hybrid::SlotState,
+}
+
+/// Per-engine protocol state.
+pub(crate) struct EngineCc {
+    /// Silo's global epoch.
+    pub(crate) silo_epochs: silo::Epochs,
+}
+
+impl EngineCc {
+    /// The state of a database just opened.
+    pub(crate) fn new() -> Self {
+        EngineCc {
+            silo_epochs: silo::Epochs::new(),
+        }
+    }
+}
+
+/// Per-table protocol state, held by `Table` without looking inside.
+pub(crate) struct TableCc {
+    /// `mv2pl-wait`: per index, the range locks of serializable scanners (Hekaton §4.1.2,
+    /// `mv2pl.rs`). Empty lists under other protocols.
+    pub(crate) range_locks: Box<[mv2pl::RangeLocks]>,
+}
+
+impl TableCc {
+    /// The state of a new table with `indexes` indexes.
+    pub(crate) fn new(indexes: usize) -> Self {
+        TableCc {
+            range_locks: (0..indexes).map(|_| Default::default()).collect(),
+        }
+    }
+}
+
+/// What `begin` decided for a new transaction.
+pub(crate) struct Begin {
+    /// The protocol the transaction runs (`hybrid` resolved to `occ` or `2pl`).
+    pub(crate) protocol: Protocol,
+    /// Its begin timestamp (MVTO draws its own).
+    pub(crate) begin_ts: u64,
+    /// Whether its reads are tracked (see `Transaction::tracks_reads`).
+    pub(crate) tracks_reads: bool,
+}
+
+/// Hook `begin`: a transaction asked for `protocol` starts in slot `slot_idx` (whose
+/// protocol state is `local`) with read time `begin_ts`; decides the protocol it runs, its
+/// begin timestamp and whether its reads are tracked.
+pub(crate) fn begin(
+    db: &Database,
+    slot_idx: usize,
+    local: &mut SlotCc,
+    protocol: Protocol,
+    read_only: bool,
+    begin_ts: u64,
+    snapshot_wait: Duration,
+) -> Begin {
+    let slot = db.txns.slot(slot_idx);
+    let protocol = match protocol {
+        Protocol::Hybrid => {
+            let p = hybrid::next(&mut local.hybrid);
+            if p == Protocol::TwoPl {
+                bump(&slot.stats.hybrid_2pl, 1);
+            }
+            p
+        }
+        p => p,
+    };
+    debug_assert!(
+        protocol != Protocol::Hybrid,
+        "hybrid runs each transaction as occ or 2pl"
+    );
+    let (begin_ts, tracks_reads) = match protocol {
+        Protocol::Mvto => mvto::begin(db, slot_idx, read_only, begin_ts, snapshot_wait),
+        // Under SSN and ERMIA-SSI the serial order is not the commit order, so a snapshot
+        // alone is not serializable: a READ ONLY transaction is tracked like any other
+        // (ssn.rs).
+        Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => (begin_ts, true),
+        Protocol::Mv2pl | Protocol::Mv2plWait => (begin_ts, !read_only),
+        // Single-version protocols have no snapshot: every transaction is tracked.
+        Protocol::TwoPl => (begin_ts, true),
+        Protocol::Silo | Protocol::Occ | Protocol::Hybrid => (begin_ts, false),
+        Protocol::Mvocc | Protocol::Si | Protocol::ErmiaSi => (begin_ts, false),
+    };
+    Begin {
+        protocol,
+        begin_ts,
+        tracks_reads,
+    }
+}
+
+/// Which reads go to the read set for validation at commit.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReadValidation {
+    /// None (the protocol protects reads in the version headers, or not at all).
+    Never,
+    /// At Serializable and Repeatable Read (MVOCC).
+    Serializable,
+    /// Always (Silo, OCC: single-version, no snapshot).
+    Always,
+}
+
+/// What the transaction code must know of a protocol between hooks, as values: one
+/// exhaustive table (`traits`), so a new protocol states each of them.
+#[derive(Clone, Copy)]
+struct Traits {
+    /// Which reads are validated at commit (`validates_reads`).
+    validates_reads: ReadValidation,
+    /// Serializable reads take range locks (`mv2pl-wait`).
+    range_locks: bool,
+    /// A read that would wait for an older writer arms the no-wait resolver's `blocked`
+    /// flag instead (MVTO).
+    blocks: bool,
+    /// Locks are held as the transaction runs (2PL): a conflict with another's lock is
+    /// `LockConflict`.
+    locks_as_it_runs: bool,
+    /// An error a stale read may have caused becomes `read_validation` at once (Silo, OCC).
+    stale_reads_fail_early: bool,
+    /// `on_index_enter` checks something (MVTO).
+    checks_index_entry: bool,
+}
+
+/// The traits of no protocol in particular: every flag off.
+const PLAIN: Traits = Traits {
+    validates_reads: ReadValidation::Never,
+    range_locks: false,
+    blocks: false,
+    locks_as_it_runs: false,
+    stale_reads_fail_early: false,
+    checks_index_entry: false,
+};
+
+/// The traits of `p`.
+#[inline]
+const fn traits(p: Protocol) -> Traits {
+    match p {
+        Protocol::Mvocc => Traits {
+            validates_reads: ReadValidation::Serializable,
+            ..PLAIN
+        },
+        Protocol::Mvto => Traits {
+            blocks: true,
+            checks_index_entry: true,
+            ..PLAIN
+        },
+        Protocol::Mv2plWait => Traits {
+            range_locks: true,
+            ..PLAIN
+        },
+        Protocol::Silo | Protocol::Occ => Traits {
+            validates_reads: ReadValidation::Always,
+            stale_reads_fail_early: true,
+            ..PLAIN
+        },
+        Protocol::TwoPl => Traits {
+            locks_as_it_runs: true,
+            ..PLAIN
+        },
+        Protocol::Mv2pl
+        | Protocol::Si
+        | Protocol::Ssi
+        | Protocol::ErmiaSi
+        | Protocol::ErmiaSsi
+        | Protocol::Ssn
+        | Protocol::Hybrid => PLAIN,
+    }
+}
+
+/// Whether reads go to the read set for validation at commit (MVOCC at Serializable and
+/// Repeatable Read, Silo, OCC: MVTO and MV2PL protect their reads in the version headers;
+/// SSN and ERMIA-SSI keep a read set for their stamps, `on_read`).
+#[inline]
+pub(crate) fn validates_reads(p: Protocol, isolation: Isolation) -> bool {
+    match traits(p).validates_reads {
+        ReadValidation::Never => false,
+        ReadValidation::Serializable => matches!(
+            isolation,
+            Isolation::Serializable | Isolation::RepeatableRead
+        ),
+        ReadValidation::Always => true,
+    }
+}
+
+/// Whether serializable reads take range locks (`mv2pl-wait`, `mv2pl.rs`).
+#[inline]
+pub(crate) fn takes_range_locks(p: Protocol) -> bool {
+    traits(p).range_locks
+}
+
+/// Whether a read whose transaction tracks reads arms the no-wait resolver's `blocked`
+/// flag instead of waiting for an older writer (MVTO, `mvto.rs`).
+#[inline]
+pub(crate) fn blocks_instead_of_waiting(p: Protocol) -> bool {
+    traits(p).blocks
+}
+
+/// The reason a read that met another transaction's uncommitted insert aborts with.
+#[inline]
+pub(crate) fn read_conflict(p: Protocol) -> AbortReason {
+    if traits(p).locks_as_it_runs {
+        AbortReason::LockConflict
+    } else {
+        AbortReason::ReadValidation
+    }
+}
+
+/// The reason a write that found its record held by another writer aborts with.
+#[inline]
+pub(crate) fn write_conflict(p: Protocol) -> AbortReason {
+    if traits(p).locks_as_it_runs {
+        AbortReason::LockConflict
+    } else {
+        AbortReason::WriteWriteConflict
+    }
+}
+
+/// Whether a write takes the record's write lock when it is made (every multi-version
+/// protocol, and 2PL), rather than at commit (Silo and OCC buffer their writes unlocked).
+#[inline]
+pub(crate) fn locks_on_write(p: Protocol) -> bool {
+    !p.single_version() || traits(p).locks_as_it_runs
+}
+
+/// Whether an error a stale read may have caused (a duplicate or missing key) becomes the
+/// `read_validation` abort the commit would raise (Silo and OCC, which validate reads only
+/// at commit; `Transaction::silo_unless_stale`).
+#[inline]
+pub(crate) fn fails_stale_reads_early(p: Protocol) -> bool {
+    traits(p).stale_reads_fail_early
+}
+
+/// Whether `on_index_enter` checks anything (MVTO): lets the caller skip working out which
+/// indexes a write entered.
+#[inline]
+pub(crate) fn checks_index_entry(p: Protocol) -> bool {
+    traits(p).checks_index_entry
+}
+
+/// Hook `on_read`: `tx`, which tracks reads, read `v` (not its own version). Err: the read
+/// fails (the caller dooms the transaction). Adds to the read set what the protocol keeps
+/// there beyond validation (`validates_reads`).
+#[inline]
+pub(crate) fn on_read(
+    tx: &mut Transaction<'_>,
+    v: *const Version,
+) -> std::result::Result<(), AbortReason> {
+    // SAFETY: v is a visible version of a chain the transaction is pinned on.
+    let r = unsafe { &*v };
+    debug_assert!(
+        tx.tracks_reads(),
+        "on_read for a transaction that tracks no reads"
+    );
+    debug_assert!(
+        r.begin.load(std::sync::atomic::Ordering::Acquire) != tx.id.word(),
+        "on_read of the transaction's own version"
+    );
+    match tx.protocol {
+        Protocol::Mvto => mvto::on_read(tx, r),
+        Protocol::Mv2pl => mv2pl::read_lock(tx, v),
+        Protocol::Mv2plWait => mv2pl::wait_read_lock(tx, v),
+        Protocol::TwoPl => {
+            // The read set is not validated under 2PL (the lock protects the read); it tells
+            // the phantom re-check which rows each scan read, and the TID what was read
+            // (`silo.rs`).
+            tx.local.read_set.push(v);
+            mv2pl::read_lock(tx, v)
+        }
+        Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => {
+            ssn::on_read(tx, r);
+            tx.local.read_set.push(v);
+            Ok(())
+        }
+        Protocol::Mvocc
+        | Protocol::Si
+        | Protocol::ErmiaSi
+        | Protocol::Silo
+        | Protocol::Occ
+        | Protocol::Hybrid => Ok(()),
+    }
+}
+
+/// Hook `before_scan`: before a scan of index `index` of `t` (a range, a secondary lookup,
+/// a whole-table scan as index 0, or a point lookup that found nothing) reads the index.
+#[inline]
+pub(crate) fn before_scan(tx: &Transaction<'_>, t: &Table, index: usize) {
+    match tx.protocol {
+        Protocol::Mvto if tx.tracks_reads() => mvto::before_scan(tx, t, index),
+        Protocol::Mvto
+        | Protocol::Mvocc
+        | Protocol::Mv2pl
+        | Protocol::Mv2plWait
+        | Protocol::Si
+        | Protocol::Ssi
+        | Protocol::ErmiaSi
+        | Protocol::ErmiaSsi
+        | Protocol::Ssn
+        | Protocol::Silo
+        | Protocol::Occ
+        | Protocol::TwoPl
+        | Protocol::Hybrid => {}
+    }
+}
+
+/// Hook `on_scan`: a serializable scan of index `index` of `t` (`txn::TABLE_SCAN` for a
+/// whole-table scan) has run. Returns whether it goes to the scan set for the commit's
+/// phantom re-check (MVTO protects scans with its scan-ts; `mv2pl-wait` with range locks,
+/// except a whole-table scan, which it also re-checks).
+#[inline]
+pub(crate) fn on_scan(tx: &Transaction<'_>, t: &Table, index: u16) -> bool {
+    match tx.protocol {
+        Protocol::Mvto => false,
+        Protocol::Mv2plWait => index == crate::txn::TABLE_SCAN,
+        Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => {
+            if tx.tracks_reads() {
+                ssn::on_scan(tx, t, index);
+            }
+            true
+        }
+        Protocol::Mvocc
+        | Protocol::Mv2pl
+        | Protocol::Si
+        | Protocol::ErmiaSi
+        | Protocol::Silo
+        | Protocol::Occ
+        | Protocol::TwoPl
+        | Protocol::Hybrid => true,
+    }
+}
+
+/// Hook `on_miss`: a point lookup of primary key `key` in `t` found no live row. Err: the
+/// transaction must abort (MVTO: an older transaction added the key before our scan-ts
+/// landed; it did not see us, so we must see it).
+pub(crate) fn on_miss(
+    tx: &Transaction<'_>,
+    t: &Table,
+    key: &[u8],
+) -> std::result::Result<(), AbortReason> {
+    match tx.protocol {
+        Protocol::Mvto if tx.tracks_reads() => mvto::on_miss(tx, t, key),
+        Protocol::Mvto
+        | Protocol::Mvocc
+        | Protocol::Mv2pl
+        | Protocol::Mv2plWait
+        | Protocol::Si
+        | Protocol::Ssi
+        | Protocol::ErmiaSi
+        | Protocol::ErmiaSsi
+        | Protocol::Ssn
+        | Protocol::Silo
+        | Protocol::Occ
+        | Protocol::TwoPl
+        | Protocol::Hybrid => Ok(()),
+    }
+}
+
+/// Hook `may_write`: `tx` holds the write lock on `head` (the latest version); may it
+/// supersede it? (MVTO: no later reader; MV2PL and 2PL: no other read lock.)
+#[inline]
+pub(crate) fn may_write(
+    tx: &Transaction<'_>,
+    head: &Version,
+) -> std::result::Result<(), AbortReason> {
+    debug_assert_eq!(
+        head.end.load(std::sync::atomic::Ordering::Acquire),
+        tx.id.word(),
+        "may_write without the write lock on the head"
+    );
+    match tx.protocol {
+        Protocol::Mvto => mvto::may_write(tx, head),
+        Protocol::Mv2pl | Protocol::TwoPl => mv2pl::may_write(tx, head),
+        Protocol::Mvocc
+        | Protocol::Mv2plWait
+        | Protocol::Si
+        | Protocol::Ssi
+        | Protocol::ErmiaSi
+        | Protocol::ErmiaSsi
+        | Protocol::Ssn
+        | Protocol::Silo
+        | Protocol::Occ
+        | Protocol::Hybrid => Ok(()),
+    }
+}
+
+/// Hook `on_index_enter`: a write added entries of `t`'s indexes at positions `indexes` (0
+/// for a row new to the table) that a later transaction may already have scanned. Err: the
+/// write must abort.
+pub(crate) fn on_index_enter(
+    tx: &Transaction<'_>,
+    t: &Table,
+    indexes: impl Iterator<Item = usize>,
+) -> std::result::Result<(), AbortReason> {
+    match tx.protocol {
+        Protocol::Mvto => mvto::may_enter(tx, t, indexes),
+        Protocol::Mvocc
+        | Protocol::Mv2pl
+        | Protocol::Mv2plWait
+        | Protocol::Si
+        | Protocol::Ssi
+        | Protocol::ErmiaSi
+        | Protocol::ErmiaSsi
+        | Protocol::Ssn
+        | Protocol::Silo
+        | Protocol::Occ
+        | Protocol::TwoPl
+        | Protocol::Hybrid => Ok(()),
+    }
+}
+
+/// Hook `commit`: runs the protocol's commit; returns the durability ticket (`log/`), or
+/// the error of the abort it carried out.
+pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
+    match tx.protocol {
+        Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid => silo::commit(tx),
+        Protocol::Mvocc
+        | Protocol::Mvto
+        | Protocol::Mv2pl
+        | Protocol::Mv2plWait
+        | Protocol::Si
+        | Protocol::Ssi
+        | Protocol::ErmiaSi
+        | Protocol::ErmiaSsi
+        | Protocol::Ssn => mvocc::commit(tx),
+    }
+}
+
+/// Hook `on_abort`: `tx` aborts; called before it is marked Aborted and its writes undone.
+pub(crate) fn on_abort(tx: &Transaction<'_>) {
+    match tx.protocol {
+        Protocol::Mv2plWait => mv2pl::reopen_read_locks(tx),
+        Protocol::Mvocc
+        | Protocol::Mvto
+        | Protocol::Mv2pl
+        | Protocol::Si
+        | Protocol::Ssi
+        | Protocol::ErmiaSi
+        | Protocol::ErmiaSsi
+        | Protocol::Ssn
+        | Protocol::Silo
+        | Protocol::Occ
+        | Protocol::TwoPl
+        | Protocol::Hybrid => {}
+    }
+}
+
+/// Hook `after_abort`: `tx`'s writes are undone (it aborted for `reason`); releases what the
+/// protocol holds and records what the slot's next transaction must know (`hybrid`).
+pub(crate) fn after_abort(tx: &mut Transaction<'_>, reason: AbortReason) {
+    // Read and range locks (MV2PL, `mv2pl-wait`, 2PL); nothing to do for the others.
+    mv2pl::release(tx);
+    if tx.db.config.protocol == Protocol::Hybrid {
+        hybrid::aborted(&mut tx.local.cc.hybrid, tx.protocol, reason);
+    }
+}

@@ -22,6 +22,15 @@ use crate::txn::Transaction;
 use crate::version::{Version, INFINITY};
 use std::sync::atomic::{fence, Ordering};
 
+/// The locks a slot's transaction holds, kept in the slot between transactions.
+#[derive(Default)]
+pub(crate) struct SlotLocks {
+    /// Versions read-locked (one entry per lock taken).
+    pub(crate) read_locks: Vec<*const Version>,
+    /// `mv2pl-wait`: (table, index) of every range lock the transaction holds.
+    pub(crate) range_locks: Vec<(u32, u16)>,
+}
+
 /// Read-locks `v`, a version just read; the lock is recorded (and later released) even when
 /// the read fails.
 pub(crate) fn read_lock(tx: &mut Transaction<'_>, v: *const Version) -> Result<(), AbortReason> {
@@ -29,7 +38,7 @@ pub(crate) fn read_lock(tx: &mut Transaction<'_>, v: *const Version) -> Result<(
     let r = unsafe { &*v };
     bump(&tx.slot().stats.record_rmw, 1);
     r.aux.fetch_add(1, Ordering::SeqCst);
-    tx.local.read_locks.push(v);
+    tx.local.cc.mv2pl.read_locks.push(v);
     let e = r.end.load(Ordering::SeqCst);
     if e == INFINITY || e == tx.id.word() {
         Ok(())
@@ -45,6 +54,8 @@ pub(crate) fn may_write(tx: &Transaction<'_>, h: &Version) -> Result<(), AbortRe
     let readers = h.aux.load(Ordering::SeqCst);
     let mine = tx
         .local
+        .cc
+        .mv2pl
         .read_locks
         .iter()
         .filter(|&&v| std::ptr::eq(v, h))
@@ -58,17 +69,17 @@ pub(crate) fn may_write(tx: &Transaction<'_>, h: &Version) -> Result<(), AbortRe
 /// Releases every read lock and range lock (commit or abort).
 pub(crate) fn release(tx: &mut Transaction<'_>) {
     release_range_locks(tx);
-    let n = tx.local.read_locks.len() as u64;
+    let n = tx.local.cc.mv2pl.read_locks.len() as u64;
     if n == 0 {
         return;
     }
-    for &v in &tx.local.read_locks {
+    for &v in &tx.local.cc.mv2pl.read_locks {
         // SAFETY: a version we hold a read lock on cannot be superseded by anyone else, and
         // we are still registered, so it is not reclaimed.
         unsafe { (*v).aux.fetch_sub(1, Ordering::Release) };
     }
     bump(&tx.slot().stats.record_rmw, n);
-    tx.local.read_locks.clear();
+    tx.local.cc.mv2pl.read_locks.clear();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -176,7 +187,14 @@ pub(crate) fn wait_read_lock(
         if cur & NO_MORE_READ_LOCKS != 0 {
             // Its writer is at precommit: it waits for the read locks it found, ours among
             // them if we already hold one (a repeated read), and can wait for no new one.
-            if tx.local.read_locks.iter().any(|&l| std::ptr::eq(l, v)) {
+            if tx
+                .local
+                .cc
+                .mv2pl
+                .read_locks
+                .iter()
+                .any(|&l| std::ptr::eq(l, v))
+            {
                 return Ok(());
             }
             return Err(AbortReason::LockConflict);
@@ -189,7 +207,7 @@ pub(crate) fn wait_read_lock(
             Err(x) => cur = x,
         }
     }
-    tx.local.read_locks.push(v);
+    tx.local.cc.mv2pl.read_locks.push(v);
     let e = r.end.load(Ordering::SeqCst);
     if e == INFINITY || is_txn(e) {
         // The latest version; a writer holding it will wait for our lock at its precommit.
@@ -214,7 +232,7 @@ pub(crate) fn range_lock(
         Some(k) => Covered::Key(k.to_vec()),
         None => Covered::Range(lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec)),
     };
-    let locks = &t.range_locks[index];
+    let locks = &t.cc.range_locks[index];
     locks.list.lock().push(RangeLock {
         owner: tx.id.0,
         covered,
@@ -222,7 +240,7 @@ pub(crate) fn range_lock(
     // The list's lock is one shared acquisition, the count one shared RMW.
     bump(&tx.slot().stats.global_rmw, 2);
     locks.held.fetch_add(1, Ordering::SeqCst);
-    tx.local.range_locks.push((t.id, index as u16));
+    tx.local.cc.mv2pl.range_locks.push((t.id, index as u16));
     // The lock is in place before the read looks at the index (pairs with the writer's
     // NoMoreWaitFors store and its load of `held`).
     fence(Ordering::SeqCst);
@@ -286,6 +304,8 @@ pub(crate) fn await_wait_fors(tx: &mut Transaction<'_>) -> Result<(), AbortReaso
     let on = range_lockers_of_our_keys(tx);
     let own = |v: &Version| {
         tx.local
+            .cc
+            .mv2pl
             .read_locks
             .iter()
             .filter(|&&r| std::ptr::eq(r, v))
@@ -329,7 +349,7 @@ pub(crate) fn await_wait_fors(tx: &mut Transaction<'_>) -> Result<(), AbortReaso
                 w.id = me;
                 w.reads.clear();
                 w.reads
-                    .extend(tx.local.read_locks.iter().map(|&v| v as usize));
+                    .extend(tx.local.cc.mv2pl.read_locks.iter().map(|&v| v as usize));
                 w.on.clear();
                 w.on.extend_from_slice(&on);
                 published = true;
@@ -369,7 +389,7 @@ fn range_lockers_of_our_keys(tx: &Transaction<'_>) -> Vec<u64> {
             continue;
         }
         let old = unsafe { w.old.as_ref() }.filter(|o| !o.is_tombstone());
-        for (index, locks) in t.range_locks.iter().enumerate() {
+        for (index, locks) in t.cc.range_locks.iter().enumerate() {
             if locks.held.load(Ordering::SeqCst) == 0 {
                 continue;
             }
@@ -464,16 +484,16 @@ fn is_deadlock_victim(tx: &Transaction<'_>) -> bool {
 
 /// Releases the range locks of `tx` (after its end timestamp is drawn, or at abort).
 pub(crate) fn release_range_locks(tx: &mut Transaction<'_>) {
-    if tx.local.range_locks.is_empty() {
+    if tx.local.cc.mv2pl.range_locks.is_empty() {
         return;
     }
     let me = tx.id.0;
-    let mut held = std::mem::take(&mut tx.local.range_locks);
+    let mut held = std::mem::take(&mut tx.local.cc.mv2pl.range_locks);
     held.sort_unstable();
     held.dedup();
     for &(table, index) in &held {
         let t = tx.db.table_by_id(table);
-        let locks = &t.range_locks[index as usize];
+        let locks = &t.cc.range_locks[index as usize];
         let mut list = locks.list.lock();
         let before = list.len();
         list.retain(|l| l.owner != me);
@@ -481,7 +501,7 @@ pub(crate) fn release_range_locks(tx: &mut Transaction<'_>) {
     }
     bump(&tx.slot().stats.global_rmw, 2 * held.len() as u64);
     held.clear();
-    tx.local.range_locks = held;
+    tx.local.cc.mv2pl.range_locks = held;
 }
 
 /// Clears NoMoreReadLocks on the versions `tx` replaced: it aborts (called before it is

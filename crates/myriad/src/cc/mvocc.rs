@@ -139,9 +139,10 @@ pub(crate) fn finish_read_only(tx: &mut Transaction<'_>, commit_ts: u64) -> Resu
 /// checked (read-ts and scan-ts did the rest while the transaction ran).
 fn commit_mvto(tx: &mut Transaction<'_>) -> Result<u64> {
     let end_ts = tx.begin_ts;
-    let reason = validate(tx, end_ts)
-        .err()
-        .or(tx.blocked.get().then_some(AbortReason::TimestampOrder));
+    let reason =
+        validate(tx, end_ts)
+            .err()
+            .or(tx.cc.mvto.flag.get().then_some(AbortReason::TimestampOrder));
     if let Some(reason) = reason {
         tx.rollback(reason);
         return Err(Error::SerializationFailure(reason));

@@ -39,6 +39,38 @@ use std::time::{Duration, Instant};
 /// and reads as an ordinary MVTO transaction.
 pub(crate) const SNAPSHOT_WAIT: Duration = Duration::from_millis(20);
 
+/// MVTO's per-transaction state: set by the no-wait resolver where it would have waited for
+/// an older writer (`Resolver::blocked`); the operation then fails with `timestamp_order`.
+#[derive(Default)]
+pub(crate) struct Blocked {
+    /// Whether a read met an older uncommitted write.
+    pub(crate) flag: std::cell::Cell<bool>,
+}
+
+/// Hook `begin` for MVTO: the transaction in slot `slot_idx`, whose provisional read time
+/// is `rt`, gets its timestamp. A READ ONLY transaction reads a snapshot as of `rt` once
+/// every older transaction has finished (waiting at most `wait`); any other draws its
+/// timestamp at begin and publishes it as Preparing(ts) at once, so that later readers never
+/// take its writes for those of an Active transaction that will serialize after them.
+/// Returns the begin timestamp and whether reads are tracked (not for a snapshot).
+pub(crate) fn begin(
+    db: &crate::engine::Database,
+    slot_idx: usize,
+    read_only: bool,
+    rt: u64,
+    wait: Duration,
+) -> (u64, bool) {
+    if read_only && wait_for_older_slots(&db.txns, slot_idx, rt, wait) {
+        return (rt, false);
+    }
+    let slot = db.txns.slot(slot_idx);
+    slot.set_preparing_pending();
+    bump(&slot.stats.global_rmw, 1);
+    let ts = db.clock.next_end_ts();
+    slot.set_preparing(ts);
+    (ts, true)
+}
+
 /// Records a read of `v` at the transaction's timestamp (raises its read-ts).
 pub(crate) fn on_read(tx: &Transaction<'_>, v: &Version) -> Result<(), AbortReason> {
     let ts = tx.begin_ts;
@@ -49,7 +81,7 @@ pub(crate) fn on_read(tx: &Transaction<'_>, v: &Version) -> Result<(), AbortReas
     v.aux.fetch_max(ts, Ordering::SeqCst);
     // A writer older than us may have locked v before our read-ts landed: it did not see us,
     // so we must see it.
-    if !tx.resolver().still_visible(v, ts) || tx.blocked.get() {
+    if !tx.resolver().still_visible(v, ts) || tx.cc.mvto.flag.get() {
         return Err(AbortReason::TimestampOrder);
     }
     Ok(())
@@ -77,6 +109,21 @@ pub(crate) fn before_scan(tx: &Transaction<'_>, t: &Table, index: usize) {
     }
     // Order the scan's index reads after the word (against `may_enter`'s fence).
     fence(Ordering::SeqCst);
+}
+
+/// A point lookup of primary key `key` in `t` found no live row: raises the primary
+/// index's scan-ts, then fails if an older transaction added the key before it landed (that
+/// transaction did not see us, so we must see it).
+pub(crate) fn on_miss(tx: &Transaction<'_>, t: &Table, key: &[u8]) -> Result<(), AbortReason> {
+    before_scan(tx, t, 0);
+    if let Some(tid) = t.indexes[0].get_unique(key) {
+        let v = tx.visible_version(t, tid, tx.begin_ts);
+        // SAFETY: pinned.
+        if unsafe { v.as_ref() }.is_some_and(|r| !r.is_tombstone()) {
+            return Err(AbortReason::TimestampOrder);
+        }
+    }
+    Ok(())
 }
 
 /// After a write added index entries for a row: `indexes` yields the positions of the

@@ -33,14 +33,8 @@
 //! 5. log, install the new versions with the TID (which releases the locks) and free the old
 //!    ones after the memory epoch.
 //!
-//! `occ` (thesis §3.5's conventional OCC: Kung and Robinson with Silo's TIDs, the thesis's
-//! Algorithm 1) differs in step 1 only: it locks the records it read together with those
-//! it writes, all in ascending address order (the thesis's global order), so that no
-//! committer can replace a record between its validation and our install; a record read
-//! and found superseded fails while locking, which is its timestamp check. The locks on
-//! records only read are released after the install. Its reads, buffered writes, predicate
-//! re-check and TIDs are Silo's. (Silo's gain over it is exactly these read locks: no
-//! anti-dependency is tracked by locking.)
+//! `occ` differs in step 1 only (`occ.rs`); `hybrid` runs each transaction as `occ` or
+//! `2pl` (`hybrid.rs`).
 //!
 //! `2pl` (thesis §3.5's single-version 2PL, no-wait) runs on the same storage and the same
 //! commit: its reads take a read lock (`Version::aux`, `cc/mv2pl.rs::read_lock`) and its
@@ -103,37 +97,14 @@ pub(crate) fn next_tid(observed: u64, last: u64, epoch: u64, slot: usize) -> u64
     (((base >> TID_SLOT_BITS) + 1) << TID_SLOT_BITS) | (slot as u64 & ((1 << TID_SLOT_BITS) - 1))
 }
 
-thread_local! {
-    /// `hybrid`: the thread's next transaction runs as 2PL (its last one failed Silo's
-    /// validation, or was such a retry and aborted again).
-    static HYBRID_2PL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// `hybrid` (thesis §3.5, HYBRID): the protocol of the thread's next transaction, `occ`
-/// or, when the last one failed validation, `2pl`.
-pub(crate) fn hybrid_next() -> crate::config::Protocol {
-    if HYBRID_2PL.with(|f| f.replace(false)) {
-        Protocol::TwoPl
-    } else {
-        Protocol::Occ
-    }
-}
-
-/// `hybrid`: a transaction of this thread that ran as `ran` aborted for `reason`. After a
-/// validation failure under OCC (or Silo), or any serialization failure of the 2PL retry, the next
-/// transaction (the retry) runs as 2PL.
-pub(crate) fn hybrid_aborted(ran: crate::config::Protocol, reason: AbortReason) {
-    use crate::config::Protocol;
-    let to_2pl = match ran {
-        Protocol::Occ | Protocol::Silo => {
-            matches!(reason, AbortReason::ReadValidation | AbortReason::Phantom)
-        }
-        Protocol::TwoPl => reason != AbortReason::UserAbort,
-        _ => false,
-    };
-    if to_2pl {
-        HYBRID_2PL.with(|f| f.set(true));
-    }
+/// Per-slot state of Silo (and of OCC and 2PL, which share its commit), reused by the slot's
+/// transactions.
+#[derive(Default)]
+pub(crate) struct SlotState {
+    /// The slot's last TID (every new one is larger, `next_tid`).
+    pub(crate) last_tid: u64,
+    /// Silo: scratch for the lock order of the buffered writes.
+    pub(crate) order: Vec<u32>,
 }
 
 /// Commits `tx` under Silo or 2PL; returns its durability ticket.
@@ -142,9 +113,9 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     // 1. Lock the buffered writes' records in the global order (and, under OCC, the records
     // read too).
     let locked = if tx.protocol == Protocol::Occ {
-        lock_read_write_set(tx, me)
+        crate::cc::occ::lock_read_write_set(tx, me)
     } else {
-        let mut order = std::mem::take(&mut tx.local.silo_order);
+        let mut order = std::mem::take(&mut tx.local.cc.silo.order);
         order.clear();
         let ws = &tx.local.write_set;
         order.extend((0..ws.len() as u32).filter(|&i| !ws[i as usize].old.is_null()));
@@ -158,7 +129,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
                 true,
             )
         });
-        tx.local.silo_order = order;
+        tx.local.cc.silo.order = order;
         locked
     };
     if let Err(reason) = locked {
@@ -167,7 +138,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     }
     // 2. The serialization point.
     fence(Ordering::SeqCst);
-    let epoch = tx.db.silo_epochs.current();
+    let epoch = tx.db.cc.silo_epochs.current();
     // The history checker orders transactions by commit timestamp: a recording database
     // takes one from the global clock here, at the serialization point (`history/`). Without
     // a recording no shared counter is touched.
@@ -185,7 +156,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
             tx.begin_ts = ts;
         }
         let at = tx.begin_ts;
-        release_read_set_locks(tx, me);
+        crate::cc::occ::release_read_set_locks(tx, me);
         crate::cc::mv2pl::release(tx);
         return crate::cc::mvocc::finish_read_only(tx, at);
     }
@@ -205,8 +176,8 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     // recovered commit, and the next checkpoint's timestamp is read from it, so every TID of
     // this session sorts after both (a load of a line no Silo commit writes).
     let floor = observed.max(tx.db.clock.now());
-    let tid = next_tid(floor, tx.local.silo_last_tid, epoch, tx.slot_idx);
-    tx.local.silo_last_tid = tid;
+    let tid = next_tid(floor, tx.local.cc.silo.last_tid, epoch, tx.slot_idx);
+    tx.local.cc.silo.last_tid = tid;
     // 5. Log, then install.
     let ticket = crate::cc::mvocc::log_commit(tx, tid)?;
     let slot = tx.slot();
@@ -264,7 +235,7 @@ pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
     tx.local.write_set = writes;
     // 2PL: the read locks go after the new versions are in (strict 2PL); OCC's locks on
     // the records it only read, likewise.
-    release_read_set_locks(tx, me);
+    crate::cc::occ::release_read_set_locks(tx, me);
     crate::cc::mv2pl::release(tx);
     if let (Some(rec), Some(h)) = (tx.recording.take(), tx.db.history.as_ref()) {
         let ts = order_ts.unwrap_or(tid);
@@ -314,62 +285,15 @@ impl Retired {
 /// released (the write set's go in the rollback).
 fn abort(tx: &mut Transaction<'_>, reason: AbortReason) {
     let me = tx.id.word();
-    release_read_set_locks(tx, me);
+    crate::cc::occ::release_read_set_locks(tx, me);
     tx.rollback(reason);
-}
-
-/// OCC's step 1 (thesis §3.5, Algorithm 1): lock every record of the read and write sets in
-/// one global order — ascending address, as in the thesis — waiting for a lock another
-/// committer holds. A record read and found superseded (or deleted) fails: that is the
-/// timestamp comparison of the validation, made while locking. Records only read are
-/// remembered in `occ_locks` and released after the install.
-fn lock_read_write_set(tx: &mut Transaction<'_>, me: u64) -> std::result::Result<(), AbortReason> {
-    let mut order = std::mem::take(&mut tx.local.occ_order);
-    order.clear();
-    // (address, written): a record both read and written is locked once, as a write.
-    order.extend(
-        tx.local
-            .write_set
-            .iter()
-            .filter(|w| !w.old.is_null())
-            .map(|w| (w.old as usize, true)),
-    );
-    order.extend(tx.local.read_set.iter().map(|&v| (v as usize, false)));
-    order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-    order.dedup_by_key(|e| e.0);
-    let mut out = Ok(());
-    for &(v, written) in &order {
-        // SAFETY: versions we read, pinned since.
-        let r = unsafe { &*(v as *const Version) };
-        if let Err(reason) = lock(tx, r, me, written) {
-            out = Err(reason);
-            break;
-        }
-        if !written {
-            tx.local.occ_locks.push(v as *const Version);
-        }
-    }
-    tx.local.occ_order = order;
-    out
-}
-
-/// Releases OCC's locks on the records it only read.
-fn release_read_set_locks(tx: &mut Transaction<'_>, me: u64) {
-    for &v in &tx.local.occ_locks {
-        // SAFETY: we hold its lock, so it is current and not reclaimed.
-        let _ =
-            unsafe { &*v }
-                .end
-                .compare_exchange(me, INFINITY, Ordering::Release, Ordering::Relaxed);
-    }
-    tx.local.occ_locks.clear();
 }
 
 /// Takes the lock on `v` (its End field), waiting while another committer (or, under
 /// `hybrid`, a 2PL transaction, which never waits itself) holds it. Fails if `v` was
 /// superseded since it was read, or — when `write` — a 2PL transaction holds a read lock
 /// on it (a lock OCC takes on a record it only read shares the record with 2PL readers).
-fn lock(
+pub(crate) fn lock(
     tx: &Transaction<'_>,
     v: &Version,
     me: u64,

@@ -53,13 +53,9 @@
 //!   finds the version overwritten by a transaction committed before it, with s2 set, is the
 //!   T1 of a structure whose other two committed, T3 first: it aborts.
 //!
-//! **Cahill's SSI** (`ssi`; thesis §5.3.4; Cahill, Röhm and Fekete, SIGMOD 2008) on the same
-//! machinery with two flags per transaction instead of stamps: outConflict (a concurrent
-//! transaction overwrote what it read) and inConflict (a concurrent transaction read what it
-//! overwrote); a transaction with both aborts, whatever the commit order of the other two
-//! (`precommit_flags`). The pstamp word is the rstamp as for ERMIA-SSI; the sstamp word holds
-//! the overwriter's outConflict flag. It aborts more than ERMIA-SSI: the thesis's "high abort
-//! rate due to false positives".
+//! **Cahill's SSI** (`ssi`) runs on the same machinery with two flags instead of stamps:
+//! its pre-commit test is in `ssi.rs`; the shared pieces (`overwriter`,
+//! `for_overwritten_and_entered`, the stamp words) are here.
 //!
 //! The end timestamp of a committed overwriter is its s1 contribution (ERMIA copies it into
 //! the version because its TIDs are recycled; ours stay in the End field), so the two words
@@ -75,11 +71,37 @@ use crate::version::{is_txn, Version, INFINITY};
 use crossbeam_utils::Backoff;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
+/// The stamps of one transaction.
+pub(crate) struct Stamps {
+    /// SSN: η, the largest commit stamp of a predecessor seen so far (ERMIA-SSI: its
+    /// rstamp, set at pre-commit).
+    pub(crate) pstamp: u64,
+    /// SSN: π, set at pre-commit (ERMIA-SSI: s1).
+    pub(crate) sstamp: u64,
+}
+
+impl Stamps {
+    /// The stamps of a transaction that has read nothing: η = 0, π = ∞.
+    pub(crate) fn new() -> Self {
+        Stamps {
+            pstamp: 0,
+            sstamp: u64::MAX,
+        }
+    }
+}
+
+/// Per-slot scratch of the commit.
+#[derive(Default)]
+pub(crate) struct SlotScratch {
+    /// (table, index) pairs the transaction's writes entered.
+    pub(crate) entered: Vec<(u32, u16)>,
+}
+
 /// `Version::ext_word` index of the pstamp (η of the version; ERMIA-SSI: rstamp).
-const PSTAMP: usize = 0;
+pub(crate) const PSTAMP: usize = 0;
 /// `Version::ext_word` index of the sstamp (π of the transaction that overwrote it;
 /// ERMIA-SSI: its s1, the version's s2, 0 when unset).
-const SSTAMP: usize = 1;
+pub(crate) const SSTAMP: usize = 1;
 
 /// The reader-bitmap bit of transaction-table slot `slot`.
 #[inline]
@@ -107,7 +129,7 @@ pub(crate) fn on_read(tx: &mut Transaction<'_>, v: &Version) {
     // A creator still post-processing committed at or before our snapshot: our begin
     // timestamp bounds its stamp from above (a larger η is only more careful).
     let c = if is_txn(b) { tx.begin_ts } else { b };
-    tx.ssn_pstamp = tx.ssn_pstamp.max(c);
+    tx.cc.ssn.pstamp = tx.cc.ssn.pstamp.max(c);
 }
 
 /// A scan (or a point lookup that found nothing) of index `index` of `t`.
@@ -148,7 +170,7 @@ fn wait_out_readers(txns: &TxnTable, me: usize, bitmap: u64, c: u64) {
 
 /// Who overwrote a version we read, as seen by a transaction with commit stamp `c`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Overwriter {
+pub(crate) enum Overwriter {
     /// Nobody (or we ourselves, or a transaction that aborted).
     None,
     /// A transaction that committed with this stamp, below `c`. Its SSTAMP word is final.
@@ -159,7 +181,7 @@ enum Overwriter {
 
 /// The overwriter of `v`, waiting for the outcome of one that is in pre-commit with a
 /// smaller stamp than `c`.
-fn overwriter(tx: &Transaction<'_>, v: &Version, c: u64) -> Overwriter {
+pub(crate) fn overwriter(tx: &Transaction<'_>, v: &Version, c: u64) -> Overwriter {
     let backoff = Backoff::new();
     let before = |ts: u64| {
         if ts < c {
@@ -209,14 +231,14 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
     // The readers' bits and the index scanners must be read after our stamp was drawn.
     fence(Ordering::SeqCst);
     if tx.protocol == crate::config::Protocol::Ssi {
-        return precommit_flags(tx, c);
+        return crate::cc::ssi::precommit(tx, c);
     }
     let ssi = tx.protocol == crate::config::Protocol::ErmiaSsi;
     // SSN: π, η. ERMIA-SSI: s1, rstamp.
     let (mut pi, mut eta) = if ssi {
         (u64::MAX, 0)
     } else {
-        (tx.ssn_sstamp.min(c), tx.ssn_pstamp)
+        (tx.cc.ssn.sstamp.min(c), tx.cc.ssn.pstamp)
     };
     for &v in &tx.local.read_set {
         // SAFETY: versions we read stay allocated while we are registered (GC watermark).
@@ -245,8 +267,8 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
         }
         Touched::Entered(stamp) => eta = eta.max(stamp),
     });
-    tx.ssn_sstamp = pi;
-    tx.ssn_pstamp = eta;
+    tx.cc.ssn.sstamp = pi;
+    tx.cc.ssn.pstamp = eta;
     // SSN: the exclusion window. ERMIA-SSI: a reader committed after our T3 (s1 set).
     if pi <= eta {
         return Err(AbortReason::Exclusion);
@@ -255,7 +277,7 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
 }
 
 /// What a writer's stamps are taken from (`for_overwritten_and_entered`).
-enum Touched<'a> {
+pub(crate) enum Touched<'a> {
     /// A version the transaction overwrote.
     Overwritten(&'a Version),
     /// The pstamp (rstamp) of an index the transaction's writes entered.
@@ -266,7 +288,7 @@ enum Touched<'a> {
 /// a new row's, the secondary indexes whose key an update changed), each after waiting out
 /// the readers in pre-commit with a stamp below `c`, so that the pstamp (rstamp) read covers
 /// every reader that commits before us.
-fn for_overwritten_and_entered(
+pub(crate) fn for_overwritten_and_entered(
     tx: &mut Transaction<'_>,
     c: u64,
     mut f: impl FnMut(&Transaction<'_>, Touched<'_>),
@@ -274,7 +296,7 @@ fn for_overwritten_and_entered(
     // `precommit` fenced after the stamp draw: the bits and stamps read here are current.
     let txns = &tx.db.txns;
     let me = tx.slot_idx;
-    let mut entered = std::mem::take(&mut tx.local.ssn_entered);
+    let mut entered = std::mem::take(&mut tx.local.cc.ssn.entered);
     entered.clear();
     let (mut ob, mut nb) = (Vec::new(), Vec::new());
     for w in &tx.local.write_set {
@@ -325,56 +347,7 @@ fn for_overwritten_and_entered(
             Touched::Entered(t.scan_ts[i as usize].load(Ordering::SeqCst)),
         );
     }
-    tx.local.ssn_entered = entered;
-}
-
-/// Cahill's SSI (`ssi`): the pre-commit test of a transaction with commit stamp `c`.
-///
-/// - outConflict: a version we read was overwritten by a concurrent transaction — one that
-///   committed before us, or one still running or committing after us (Cahill sets the flag
-///   as soon as the edge exists, whoever commits first).
-/// - inConflict: a version we overwrote (or an index we entered) was read by a transaction
-///   that committed after our begin (its rstamp, the PSTAMP word, is above our begin
-///   timestamp).
-/// - Abort if both. Also abort if we read a version whose overwriter committed before us
-///   with outConflict set (its SSTAMP word is 1): that committed transaction would become a
-///   pivot through us (Cahill's rule for a committed T2).
-///
-/// Readers still running when we commit are not counted in inConflict: each one, at its own
-/// commit, finds our overwrite committed before it, and aborts if we committed with
-/// outConflict. With Fekete's theorem (every cycle of an SI history has a dangerous structure
-/// T1 → T2 → T3 whose T3 commits first) this aborts a transaction of every cycle.
-fn precommit_flags(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortReason> {
-    let mut out = false;
-    for &v in &tx.local.read_set {
-        // SAFETY: versions we read stay allocated while we are registered (GC watermark).
-        let v = unsafe { &*v };
-        match overwriter(tx, v, c) {
-            Overwriter::None => {}
-            Overwriter::Later => out = true,
-            Overwriter::Before(_) => {
-                if v.ext_word(SSTAMP).load(Ordering::Acquire) != 0 {
-                    return Err(AbortReason::Exclusion);
-                }
-                out = true;
-            }
-        }
-    }
-    let begin = tx.begin_ts;
-    let mut inc = false;
-    for_overwritten_and_entered(tx, c, |_, touched| {
-        let rstamp = match touched {
-            Touched::Overwritten(o) => o.ext_word(PSTAMP).load(Ordering::SeqCst),
-            Touched::Entered(stamp) => stamp,
-        };
-        inc |= rstamp > begin;
-    });
-    if inc && out {
-        return Err(AbortReason::Exclusion);
-    }
-    // Left in the versions we overwrote by `finalize`.
-    tx.ssn_sstamp = u64::from(out);
-    Ok(())
+    tx.local.cc.ssn.entered = entered;
 }
 
 /// After a successful `precommit`, before the transaction turns Committed: leaves its
@@ -400,8 +373,8 @@ pub(crate) fn finalize(tx: &Transaction<'_>, c: u64) {
                 // SSN: our π. ERMIA-SSI: our s1 as the version's s2, 0 if unset. SSI: our
                 // outConflict flag.
                 let stamp = match tx.protocol {
-                    crate::config::Protocol::ErmiaSsi if tx.ssn_sstamp == u64::MAX => 0,
-                    _ => tx.ssn_sstamp,
+                    crate::config::Protocol::ErmiaSsi if tx.cc.ssn.sstamp == u64::MAX => 0,
+                    _ => tx.cc.ssn.sstamp,
                 };
                 o.ext_word(SSTAMP).store(stamp, Ordering::Release);
             }

@@ -1,4 +1,4 @@
-//! Concurrent hash index with a version word per bucket.
+//! Concurrent hash index: one cache line per bucket, locked by a word in the bucket.
 //!
 //! [`HashIndex`] maps byte-string keys to `u64` tuple ids (tids). It serves
 //! both primary keys ([`HashIndex::insert_unique`]: at most one entry per key)
@@ -7,15 +7,10 @@
 //!
 //! # Why it is hand-written
 //!
-//! Single-version concurrency-control protocols (OCC in the Silo style, and
-//! friends) need phantom protection for point lookups: a transaction that
-//! looked a key up — and in particular found nothing — must be able to check
-//! at commit time that no entry was inserted into the place it looked. Each
-//! bucket here therefore carries a *version word*: [`HashIndex::bucket_version`]
-//! reads it before the lookup and [`HashIndex::validate`] checks at commit
-//! that neither the bucket nor the bucket array changed since. No published
-//! concurrent map crate exposes such a per-bucket version, so the structure is
-//! written here, in full, with the invariants it relies on spelled out.
+//! For its layout (next section): a lookup of a short or packed integer key
+//! touches one cache line, and [`HashIndex::prefetch`] computes that line's
+//! address without pinning the epoch. The structure is written here, in
+//! full, with the invariants it relies on spelled out.
 //!
 //! # Layout: one cache line per lookup
 //!
@@ -25,7 +20,7 @@
 //!
 //! * A *table* is a power-of-two array of buckets. Each bucket is exactly one
 //!   64-byte, line-aligned cache line:
-//!   `{ version word: AtomicU64, head: AtomicPtr<Entry>, slots: [Slot; 3] }`.
+//!   `{ lock word: AtomicU64, head: AtomicPtr<Entry>, slots: [Slot; 3] }`.
 //! * A *slot* is 16 bytes, `{ key_word: AtomicU64, meta: AtomicU64 }`, and
 //!   holds one `(key, tid)` pair inline when the key is at most 8 bytes and
 //!   the tid fits in 48 bits. `key_word` is the key's bytes zero-padded to 8
@@ -97,26 +92,14 @@
 //! `get` returns exactly the newest tid and `for_each` yields all tids,
 //! newest first.
 //!
-//! # Phantom validation
-//!
-//! A point lookup is protected by `let v = idx.bucket_version(key);` *before*
-//! `idx.get(key)` / `idx.for_each(key, ..)`, and `idx.validate(v)` at commit.
-//! `validate` is true iff the same table is current and the bucket's word is
-//! bit-for-bit unchanged: no insert into the bucket (of any key, slot or
-//! chain) and no resize since. A version read while an insert held the bucket
-//! lock, or while the bucket was being migrated, never validates
-//! (conservative: the insert may or may not have been visible to the lookup).
-//!
-//! # Version word
+//! # Lock word
 //!
 //! Bit 0 is the writer lock, bit 1 marks the bucket *retired* (its table is
-//! being, or has been, replaced by a resize), bits 2.. count inserts. A writer
-//! locks the bucket with a CAS (spinning with `crossbeam_utils::Backoff`, never
-//! parking), scans the slots and the chain for the key, fills a slot or pushes
-//! a new entry at the chain head, and stores `old + VERSION_STEP`, which
-//! unlocks and bumps the count in one release store. A writer that finds
-//! nothing to insert restores the old word, so failed inserts do not disturb
-//! validation.
+//! being, or has been, replaced by a resize). A writer locks the bucket with a
+//! CAS (spinning with `crossbeam_utils::Backoff`, never parking), scans the
+//! slots and the chain for the key, fills a slot or pushes a new entry at the
+//! chain head (or finds nothing to insert), and unlocks by storing the old,
+//! unlocked word back with Release. Readers never look at the word.
 //!
 //! # Sizing and growth
 //!
@@ -184,8 +167,6 @@
 //!    chain): the entries of the newest table own them; a retired table frees
 //!    only its own entry memory. Pairs and keys are never removed before the
 //!    index is dropped.
-//! 6. `BucketVersion` generations are unique process-wide, so a version can
-//!    never validate against a different table (or a different index).
 //!
 //! # Entry count
 //!
@@ -320,12 +301,10 @@ const MIN_BUCKETS: usize = 16;
 /// table still grows past it on demand.
 const MAX_INITIAL_BUCKETS: usize = 1 << 24;
 
-/// Version-word bit: a writer (or the resizer) holds the bucket.
+/// Lock-word bit: a writer (or the resizer) holds the bucket.
 const LOCK: u64 = 1;
-/// Version-word bit: the bucket's table has been (or is being) replaced.
+/// Lock-word bit: the bucket's table has been (or is being) replaced.
 const RETIRED: u64 = 2;
-/// Added to the version word by each insert.
-const VERSION_STEP: u64 = 4;
 
 /// Slab capacity bounds (entries); each stripe's slabs double in size from
 /// its first one up to `MAX_SLAB` (256 KiB).
@@ -334,9 +313,6 @@ const MAX_SLAB: usize = 1 << 12;
 
 /// Low bits of the prefetch word that hold `log2(bucket count)`.
 const LINE_SHIFT_BITS: usize = 63;
-
-/// Process-wide source of table generations (invariant 6).
-static NEXT_GENERATION: AtomicU64 = AtomicU64::new(1);
 
 // ---------------------------------------------------------------------------
 // Hash
@@ -634,11 +610,11 @@ impl Slot {
     }
 }
 
-/// One cache line: the version word, the overflow chain head (tagged with
+/// One cache line: the lock word, the overflow chain head (tagged with
 /// [`SHADOW`]) and three inline slots. All-zero bytes are an empty bucket.
 #[repr(C, align(64))]
 struct Bucket {
-    version: AtomicU64,
+    lock: AtomicU64,
     head: AtomicPtr<Entry>,
     slots: [Slot; SLOTS],
 }
@@ -681,7 +657,6 @@ unsafe fn chain_has(head: *mut Entry, hash: u64, key: &[u8]) -> bool {
 // ---------------------------------------------------------------------------
 
 struct Table {
-    generation: u64,
     mask: usize,
     buckets: Box<[Bucket]>,
     /// Entry memory, one allocator per stripe (selected by hash, like the
@@ -726,7 +701,6 @@ impl Table {
         // Most pairs live in slots; only a small fraction needs entries.
         let per_stripe = entries / STRIPES / 8;
         Table {
-            generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
             mask: buckets.len() - 1,
             buckets,
             arenas: (0..STRIPES)
@@ -816,14 +790,6 @@ fn place_private(
 // ---------------------------------------------------------------------------
 // Public API
 // ---------------------------------------------------------------------------
-
-/// Identifies one bucket of one table and its version at the time it was read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BucketVersion {
-    generation: u64,
-    index: usize,
-    word: u64,
-}
 
 /// A concurrent hash index from byte-string keys to `u64` tids; see the
 /// module documentation.
@@ -922,8 +888,7 @@ impl HashIndex {
 
     /// Prefetches the cache line a lookup of `key` starts with (its bucket in
     /// the current table) into all cache levels. Issue it some work ahead of
-    /// the [`get`](Self::get) / [`for_each`](Self::for_each) /
-    /// [`bucket_version`](Self::bucket_version) of the same key. It does not
+    /// the [`get`](Self::get) / [`for_each`](Self::for_each) of the same key. It does not
     /// pin the epoch and never reads index memory; see the module
     /// documentation for why a possibly stale address is harmless. A no-op on
     /// targets other than x86-64.
@@ -1030,39 +995,6 @@ impl HashIndex {
         }
     }
 
-    /// The version of the bucket `key` maps to. Read it *before* the lookup
-    /// it protects; [`validate`](Self::validate) later tells whether the
-    /// bucket is unchanged.
-    pub fn bucket_version(&self, key: &[u8]) -> BucketVersion {
-        let hash = Self::hash_key(key);
-        let guard = epoch::pin();
-        let table = Self::current(&self.table, &guard);
-        let index = (hash as usize) & table.mask;
-        BucketVersion {
-            generation: table.generation,
-            index,
-            word: table.buckets[index].version.load(Ordering::Acquire),
-        }
-    }
-
-    /// True iff the bucket is unchanged since `v` was read: no insert into it
-    /// and no resize. A version read while the bucket was locked (an insert in
-    /// flight) or being migrated never validates.
-    pub fn validate(&self, v: BucketVersion) -> bool {
-        if v.word & (LOCK | RETIRED) != 0 {
-            return false;
-        }
-        let guard = epoch::pin();
-        let table = Self::current(&self.table, &guard);
-        if table.generation != v.generation {
-            return false;
-        }
-        match table.buckets.get(v.index) {
-            Some(b) => b.version.load(Ordering::Acquire) == v.word,
-            None => false,
-        }
-    }
-
     /// Number of entries (exact once writers are quiescent).
     pub fn len(&self) -> usize {
         self.counts
@@ -1102,7 +1034,7 @@ impl HashIndex {
         let (table, bucket, word) = loop {
             let table = Self::current(&self.table, &guard);
             let bucket = table.bucket(hash);
-            let word = bucket.version.load(Ordering::Relaxed);
+            let word = bucket.lock.load(Ordering::Relaxed);
             if word & (LOCK | RETIRED) != 0 {
                 // Locked by a writer or the resizer, or retired: in the last
                 // case the reload above eventually yields the new table.
@@ -1110,7 +1042,7 @@ impl HashIndex {
                 continue;
             }
             if bucket
-                .version
+                .lock
                 .compare_exchange_weak(word, word | LOCK, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
             {
@@ -1168,7 +1100,7 @@ impl HashIndex {
             conflict = conflict.or(slot_conflict);
         }
         if let Some(existing) = conflict {
-            bucket.version.store(word, Ordering::Release);
+            bucket.lock.store(word, Ordering::Release);
             if let Some(bytes) = heap {
                 // SAFETY: `bytes` was never published; we own the copy.
                 unsafe { bytes.free(key.len()) };
@@ -1203,8 +1135,8 @@ impl HashIndex {
                     .store(entry.map_addr(|a| a | tag), Ordering::Release);
             }
         }
-        // Unlock and bump the version in one store (`word` has no LOCK bit).
-        bucket.version.store(word + VERSION_STEP, Ordering::Release);
+        // Unlock (`word` has no LOCK bit).
+        bucket.lock.store(word, Ordering::Release);
 
         let c = self.counts[stripe].fetch_add(1, Ordering::Relaxed) + 1;
         let buckets = table.buckets.len();
@@ -1265,14 +1197,14 @@ impl HashIndex {
         for (i, ob) in old.buckets.iter().enumerate() {
             // Lock the old bucket.
             let word = loop {
-                let w = ob.version.load(Ordering::Relaxed);
+                let w = ob.lock.load(Ordering::Relaxed);
                 assert!(
                     w & RETIRED == 0,
                     "hash index: bucket of the current table is already retired"
                 );
                 if w & LOCK == 0
                     && ob
-                        .version
+                        .lock
                         .compare_exchange_weak(w, w | LOCK, Ordering::Acquire, Ordering::Relaxed)
                         .is_ok()
                 {
@@ -1332,8 +1264,7 @@ impl HashIndex {
                 );
             }
             // Retire for good: never unlocked again (invariants 2 and 4).
-            ob.version
-                .store((word + VERSION_STEP) | LOCK | RETIRED, Ordering::Release);
+            ob.lock.store(word | LOCK | RETIRED, Ordering::Release);
         }
         old.keys_moved.store(true, Ordering::Relaxed);
         let lines = new.lines();
@@ -1411,7 +1342,7 @@ mod tests {
     #[test]
     fn entry_fits_a_cache_line() {
         assert_eq!(mem::size_of::<Entry>(), 64);
-        // A bucket (version, head, three slots) is exactly one cache line.
+        // A bucket (lock word, head, three slots) is exactly one cache line.
         assert_eq!(mem::size_of::<Slot>(), 16);
         assert_eq!(mem::size_of::<Bucket>(), 64);
         assert_eq!(mem::align_of::<Bucket>(), 64);
@@ -1592,81 +1523,6 @@ mod tests {
             true
         });
         assert_eq!(calls, 0);
-    }
-
-    /// Finds a key (distinct from `avoid`) whose bucket is (or is not) the
-    /// bucket of `of` for the index's current bucket count.
-    fn key_in_bucket(idx: &HashIndex, of: &[u8], same: bool, avoid: &[&[u8]]) -> Vec<u8> {
-        let mask = (idx.bucket_count() - 1) as u64;
-        let target = HashIndex::hash_key(of) & mask;
-        (0u64..)
-            .map(|i| format!("probe-{i}").into_bytes())
-            .find(|k| {
-                ((HashIndex::hash_key(k) & mask) == target) == same
-                    && !avoid.contains(&k.as_slice())
-            })
-            .expect("some probe key lands in the bucket")
-    }
-
-    #[test]
-    fn bucket_version_validates_per_bucket() {
-        let idx = HashIndex::new(1024);
-        let a = b"alpha".to_vec();
-        assert!(idx.insert_unique(&a, 1).is_ok());
-        let v = idx.bucket_version(&a);
-        assert!(idx.validate(v));
-        assert_eq!(v, idx.bucket_version(&a));
-
-        // Insert into a different bucket: still valid (no resize happens).
-        let other = key_in_bucket(&idx, &a, false, &[&a]);
-        assert!(idx.insert_unique(&other, 2).is_ok());
-        assert!(idx.validate(v));
-        // Failed inserts change nothing.
-        assert_eq!(idx.insert_unique(&a, 3), Err(1));
-        assert!(!idx.insert(&a, 1));
-        assert!(idx.validate(v));
-
-        // Insert into the same bucket (another key): invalid.
-        let same = key_in_bucket(&idx, &a, true, &[&a]);
-        let before = idx.bucket_count();
-        assert!(idx.insert_unique(&same, 4).is_ok());
-        assert_eq!(idx.bucket_count(), before);
-        assert!(!idx.validate(v));
-        // A fresh version validates again; a version of a missing key too.
-        let v2 = idx.bucket_version(&a);
-        assert!(idx.validate(v2));
-        assert_ne!(v, v2);
-        let missing = idx.bucket_version(b"never inserted");
-        assert!(idx.validate(missing));
-        // Versions of another index never validate here.
-        let other_idx = HashIndex::new(1024);
-        assert!(!other_idx.validate(v2));
-    }
-
-    #[test]
-    fn validate_false_after_resize() {
-        let idx = HashIndex::new(16);
-        let k = b"watched".to_vec();
-        let v = idx.bucket_version(&k);
-        let mut i = 0u64;
-        while idx.bucket_count() == 16 {
-            let key = key_in_bucket_n(&idx, &k, i);
-            assert!(idx.insert_unique(&key, i).is_ok());
-            i += 1;
-        }
-        assert!(!idx.validate(v));
-        assert!(idx.validate(idx.bucket_version(&k)));
-    }
-
-    /// The i-th probe key that avoids the bucket of `of` (16-bucket table),
-    /// so only the resize can invalidate the watched bucket.
-    fn key_in_bucket_n(idx: &HashIndex, of: &[u8], i: u64) -> Vec<u8> {
-        let mask = (idx.bucket_count() - 1) as u64;
-        let target = HashIndex::hash_key(of) & mask;
-        (i * 1000..)
-            .map(|j| format!("fill-{j}").into_bytes())
-            .find(|k| HashIndex::hash_key(k) & mask != target)
-            .expect("some key avoids the bucket")
     }
 
     #[test]
@@ -1893,7 +1749,7 @@ mod tests {
         let table = HashIndex::current(&idx.table, &guard);
         let (mut in_slots, mut in_chain) = (0, 0);
         for (bi, b) in table.buckets.iter().enumerate() {
-            assert_eq!(b.version.load(Ordering::Relaxed) & (LOCK | RETIRED), 0);
+            assert_eq!(b.lock.load(Ordering::Relaxed) & (LOCK | RETIRED), 0);
             let mut slot_keys: Vec<Vec<u8>> = Vec::new();
             let mut empty_seen = false;
             for s in &b.slots {

@@ -1,7 +1,9 @@
 //! Index management (thesis §5.6). Indexes map order-preserving encoded keys to tuple ids
 //! (logical pointers through the indirection array, so an update that does not change a key
-//! touches no index). Two structures, both ours: a hash index with a version word per bucket
-//! and an optimistic-lock-coupling B+tree whose leaves carry version counters.
+//! touches no index). Two structures, both ours: a hash index of one-cache-line buckets
+//! (`hash`) and an optimistic-lock-coupling B+tree (`btree`). Neither exposes node or bucket
+//! versions to the transaction layer: the protocols detect phantoms themselves (re-scans at
+//! commit, per-index stamps; see `cc/`).
 //!
 //! Secondary indexes are stored as multimaps (key → every tuple id that ever held the key);
 //! stale entries are filtered by re-checking the key on the visible version, and uniqueness of
@@ -166,12 +168,12 @@ impl Index {
     ) {
         let Index::Ordered(b) = self else { return };
         if secondary {
-            b.scan(lo, hi, dir, None, &mut |k, t| {
+            b.scan(lo, hi, dir, &mut |k, t| {
                 let n = k.len().saturating_sub(TID_SUFFIX);
                 f(&k[..n], t)
             })
         } else {
-            b.scan(lo, hi, dir, None, f)
+            b.scan(lo, hi, dir, f)
         }
     }
 }

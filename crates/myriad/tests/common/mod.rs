@@ -1,21 +1,14 @@
 #![allow(dead_code)]
 use myriad::*;
 
-/// Every built protocol but MVOCC (which the tests run at every level on their own).
-pub const OTHER_PROTOCOLS: [Protocol; 12] = [
-    Protocol::Mvto,
-    Protocol::Mv2pl,
-    Protocol::Mv2plWait,
-    Protocol::Si,
-    Protocol::ErmiaSi,
-    Protocol::Ssn,
-    Protocol::Ssi,
-    Protocol::ErmiaSsi,
-    Protocol::Silo,
-    Protocol::Occ,
-    Protocol::TwoPl,
-    Protocol::Hybrid,
-];
+/// Every protocol but MVOCC (which the tests run at every level on their own), from
+/// `Protocol::ALL`, so a new protocol is tested by default.
+pub fn other_protocols() -> impl Iterator<Item = Protocol> {
+    Protocol::ALL
+        .iter()
+        .copied()
+        .filter(|&p| p != Protocol::Mvocc)
+}
 
 /// A configuration of protocol `p` on the version storage it runs on.
 pub fn config_for(p: Protocol) -> Config {

@@ -1,0 +1,582 @@
+//! The command line: clap's definitions of every subcommand and flag (`Cli`), and the value
+//! parsers they use. The subcommand bodies live in their own modules (`main.rs` dispatches).
+
+use clap::{ArgAction, Args, Parser, Subcommand};
+use myriad::{
+    Error, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogManagerKind, LogPolicy, NonInline,
+    Protocol, RecoveryScheme, VersionStorage,
+};
+use serde::{Serialize, Serializer};
+use std::fmt::Display;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use crate::baselines::Engine;
+use crate::workload::smallbank;
+use crate::workload::tatp;
+use crate::workload::ycsb::{self, KeyDist, Mix, RowLayout};
+use crate::{experiment, isolation};
+
+#[derive(Parser, Debug)]
+#[command(name = "myriad", version, about = "Myriad: a multi-version main-memory transaction engine", long_about = None)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// Run a benchmark workload against an embedded in-memory database.
+    Bench {
+        #[command(subcommand)]
+        workload: BenchWorkload,
+    },
+    /// An interactive SQL session on an in-memory database, or with --data-dir a durable one
+    /// (reads stdin when it is not a terminal; then exits 1 if a statement failed).
+    Shell {
+        /// Concurrency-control protocol (as for `bench`), on its own version storage.
+        #[arg(long, value_name = "P", default_value = "mvocc", value_parser = parse_choice::<Protocol>)]
+        protocol: Protocol,
+        /// Isolation level of `BEGIN` and of single statements: serializable, rr, si or rc.
+        /// Default: the strongest level the protocol offers.
+        #[arg(long, value_name = "LEVEL", value_parser = parse_choice::<Isolation>)]
+        isolation: Option<Isolation>,
+        /// Open (recovering it) or create the durable database in DIR, e.g. one `myriad
+        /// recover` has recovered; it is closed with a checkpoint when the shell ends.
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+    },
+    /// Print each stored procedure's IR and def-use graph (key, value and control uses).
+    /// The files run in order on an empty in-memory database, so the CREATE TABLE statements
+    /// a procedure needs go in an earlier file or earlier in the same file.
+    Explain {
+        /// SQL files: CREATE TABLE ...; CREATE PROCEDURE ... AS $$ ... $$; ...
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print the def-use graphs as Graphviz dot instead of text.
+        #[arg(long)]
+        dot: bool,
+    },
+    /// Recover a data directory (checkpoint, then the log up to the persistent epoch), print
+    /// the time of each phase, and close it (with a fresh checkpoint).
+    Recover {
+        /// The data directory.
+        dir: PathBuf,
+        /// Also write the report as JSON to PATH.
+        #[arg(long, value_name = "PATH")]
+        json: Option<PathBuf>,
+        /// How the log is replayed: auto (serial for a command log, physical for a physical
+        /// one, else parallel-partitioned), serial, parallel-latched, parallel-partitioned or
+        /// physical (rows installed at their tuple ids, then the indexes rebuilt; a physical
+        /// log only).
+        #[arg(long, value_name = "SCHEME", default_value = "auto", value_parser = parse_choice::<RecoveryScheme>)]
+        recovery: RecoveryScheme,
+        /// Recovery threads (default: the machine's cores).
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
+        /// Check only: read every file and replay the log into memory, write nothing (no
+        /// checkpoint, no lock file); exit 1 on any problem recovery would refuse.
+        #[arg(long)]
+        verify: bool,
+    },
+    /// Recover a data directory and check a workload's consistency conditions on it (exit 1
+    /// on a violation).
+    Check {
+        #[command(subcommand)]
+        workload: CheckWorkload,
+    },
+    /// Inspect a data directory's log without opening it.
+    Log {
+        #[command(subcommand)]
+        command: LogCommand,
+    },
+    /// Run isolation specs (PostgreSQL's isolation-tester syntax): every permutation of the
+    /// sessions' steps on a fresh in-memory database; compare with expected output.
+    IsolationTest(isolation::IsolationArgs),
+    /// Run a design-space experiment of thesis chapter 5 (a sweep of `myriad bench` runs),
+    /// print its table and write OUT/NAME.json and an SVG plot OUT/NAME.svg.
+    Experiment(experiment::ExperimentArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum CheckWorkload {
+    /// TPC-C consistency conditions 1-4 (clause 3.3.2) on a directory written by
+    /// `myriad bench tpcc --data-dir`.
+    Tpcc {
+        /// The data directory.
+        #[arg(long, value_name = "DIR")]
+        data_dir: PathBuf,
+        /// The run had --no-inserts (condition 2 is then not checked).
+        #[arg(long)]
+        no_inserts: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum LogCommand {
+    /// Print the persistent epoch, the current checkpoint, and per log file its epochs,
+    /// record count, size and checksum status, and every problem recovery would refuse (exit
+    /// 1 if there is one). Read-only: works while the directory is open.
+    Inspect {
+        /// The data directory.
+        dir: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum BenchWorkload {
+    /// YCSB (thesis §5.7.1): one table, Zipfian point reads and updates.
+    Ycsb(YcsbArgs),
+    /// TPC-C (spec rev. 5.11, the five transactions as stored procedures) with StockScan.
+    Tpcc(TpccArgs),
+    /// Smallbank (thesis §3.5): six banking stored procedures over three tables, Zipfian customers.
+    Smallbank(SmallbankArgs),
+    /// TATP (Hekaton §5.3): seven telecom stored procedures over four tables, 80% reads.
+    Tatp(TatpArgs),
+}
+
+impl BenchWorkload {
+    pub(crate) fn bench_args_mut(&mut self) -> &mut BenchArgs {
+        match self {
+            BenchWorkload::Ycsb(a) => &mut a.bench,
+            BenchWorkload::Smallbank(a) => &mut a.bench,
+            BenchWorkload::Tatp(a) => &mut a.bench,
+            BenchWorkload::Tpcc(a) => &mut a.bench,
+        }
+    }
+}
+
+/// Flags every workload shares.
+#[derive(Args, Debug, Clone, Serialize)]
+pub(crate) struct BenchArgs {
+    /// Worker threads (the loader uses as many). Default: the number of CPUs.
+    #[arg(long, value_name = "N", default_value_t = default_threads(), value_parser = parse_threads)]
+    pub(crate) threads: usize,
+    /// Measured seconds (after warm-up).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, allow_negative_numbers = true, value_parser = parse_duration)]
+    pub(crate) duration: f64,
+    /// Warm-up seconds, run but not counted.
+    #[arg(long, value_name = "SECS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = parse_warmup)]
+    pub(crate) warmup: f64,
+    /// Seed of every random choice (data and transactions).
+    #[arg(long, value_name = "N", default_value_t = 42)]
+    pub(crate) seed: u64,
+    /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, mv2pl-wait, ssn, ssi, ermia-si,
+    /// ermia-ssi (multi-version) or silo, occ, 2pl, hybrid (single-version).
+    #[arg(long, value_name = "P", default_value = "mvocc", value_parser = parse_choice::<Protocol>)]
+    #[serde(serialize_with = "as_display")]
+    pub(crate) protocol: Protocol,
+    /// Version storage: n2o or o2n (append-only, newest to oldest or oldest to newest),
+    /// time-travel or delta (the newest row updated in place; older versions as full copies
+    /// or as before-images of the changed columns), all for the multi-version protocols; or
+    /// single-version. Default: the
+    /// protocol's own (single-version for silo, occ, 2pl and hybrid, n2o for the others).
+    #[arg(long, value_name = "S", value_parser = parse_choice::<VersionStorage>)]
+    #[serde(serialize_with = "opt_display")]
+    pub(crate) storage: Option<VersionStorage>,
+    /// Isolation level: serializable, rr, si or rc (mvocc offers all four, mvto and mv2pl
+    /// serializable, si only si). Default: the strongest level the protocol offers.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_choice::<Isolation>)]
+    #[serde(serialize_with = "opt_display")]
+    pub(crate) isolation: Option<Isolation>,
+    /// Commit dependencies under mvocc and si (Hekaton §2.7): a reader that meets a Preparing
+    /// writer below its read time reads or ignores its version speculatively instead of
+    /// waiting. `false`: it waits. The other protocols always wait.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
+    pub(crate) commit_deps: bool,
+    /// Garbage collection: txn (transaction-level, epoch-based: workers prune what their
+    /// commits superseded), vacuum (tuple-level: background threads prune the chains of the
+    /// blocks commits marked dirty), coop (with --storage o2n: readers cut the expired
+    /// versions they walk past, background threads make full passes) or none.
+    #[arg(long, value_name = "POLICY", default_value = "txn", value_parser = parse_choice::<GcPolicy>)]
+    #[serde(serialize_with = "as_display")]
+    pub(crate) gc: GcPolicy,
+    /// How secondary indexes point at rows: logical-tid (tuple ids through the indirection
+    /// array), logical-pk (primary keys, looked up in the primary index), either way an
+    /// update touches only the indexes whose key it changes; or physical (one entry per
+    /// version, so every update inserts into every secondary index and GC removes the
+    /// entries of what it collects; append-only storage only). logical-pk and physical take
+    /// ordered secondary indexes only, so TATP's hash index exits 2.
+    #[arg(long, value_name = "KIND", default_value = "logical-tid", value_parser = parse_choice::<IndexPointers>)]
+    #[serde(serialize_with = "as_display")]
+    pub(crate) index_pointers: IndexPointers,
+    /// Where append-only storage keeps VARCHAR/BYTES attributes (thesis §5.4.1): inline (in
+    /// the version), copy (a block per attribute, copied for every new version) or shared
+    /// (such blocks shared by reference count while unchanged). n2o/o2n storage, logical
+    /// index pointers only.
+    #[arg(long, value_name = "HOW", default_value = "inline", value_parser = parse_choice::<NonInline>)]
+    #[serde(serialize_with = "as_display")]
+    pub(crate) non_inline: NonInline,
+    /// With `--gc vacuum` or `coop`: background GC threads (beside the workers).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub(crate) gc_threads: u16,
+    /// Memory spaces new versions are carved from (thesis Fig. 5.16): N shared arenas growing
+    /// in 512 KiB increments, worker i allocating from space i mod N; every allocation and
+    /// free takes its space's lock (reported per transaction). 0: none, each thread recycles
+    /// its own freed versions.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=64))]
+    pub(crate) memory_spaces: u16,
+    /// With `--gc txn`: a worker looks for reclaimable versions after this many of its commits.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub(crate) gc_interval: u32,
+    /// Also write the report as one JSON object to PATH.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) json: Option<PathBuf>,
+    /// Never draw progress bars (they are drawn only when stdout is a terminal).
+    #[arg(long)]
+    pub(crate) no_progress: bool,
+    /// Print transaction counts per latency range (<10us ... >=100ms) per transaction type.
+    #[arg(long)]
+    pub(crate) latency_histogram: bool,
+    /// Make the database durable in DIR (a new or empty directory: the benchmark loads its own
+    /// data). Commits are acknowledged by epoch group commit; latencies run to durability.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// Logging with --data-dir: logical (after-images; the default), physical (whole rows at
+    /// their tuple ids), command (stored-procedure calls) or none.
+    #[arg(long, value_name = "KIND", value_parser = parse_choice::<LogPolicy>)]
+    #[serde(serialize_with = "opt_display")]
+    pub(crate) log: Option<LogPolicy>,
+    /// Log manager with --data-dir: epoch (SiloR's epoch group commit over --loggers parallel
+    /// logs) or ermia (one log; a commit's end timestamp is its LSN, reserved by one atomic add).
+    /// Default: ermia under ermia-si and ermia-ssi (with --data-dir), epoch otherwise.
+    #[arg(long, value_name = "KIND", value_parser = parse_choice::<LogManagerKind>)]
+    #[serde(serialize_with = "opt_display")]
+    pub(crate) log_manager: Option<LogManagerKind>,
+    /// Logger threads, each writing its own log files (log manager epoch).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
+    pub(crate) loggers: u64,
+    /// fsync each group commit (always), or not (never: for measuring; not durable).
+    #[arg(long, value_name = "WHEN", default_value = "always", value_parser = parse_choice::<FsyncPolicy>)]
+    #[serde(serialize_with = "as_display")]
+    pub(crate) fsync: FsyncPolicy,
+    /// Longest time between group commits, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    pub(crate) epoch_ms: u64,
+    /// Size at which a logger (or ERMIA's log) starts a new file, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub(crate) log_file_mib: u64,
+    /// Take a checkpoint every SECS seconds while the benchmark runs.
+    #[arg(long, value_name = "SECS", value_parser = parse_duration)]
+    pub(crate) checkpoint_interval: Option<f64>,
+    /// Back the heap with 2 MiB transparent huge pages (mimalloc's large OS pages): fewer TLB
+    /// misses on large tables. Reported in the fidelity block.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
+    pub(crate) huge_pages: bool,
+    /// Fault in this many MiB of heap before the load and keep freed memory (no purging back
+    /// to the OS), as Silo's `--numa-memory` and ERMIA's `-node_memory_gb` pre-fault theirs:
+    /// a growing database (TPC-C's inserts) then does not pay the kernel's page faults and
+    /// page zeroing during the run. Reported in the fidelity block.
+    #[arg(long, value_name = "MIB", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1 << 20))]
+    pub(crate) prefault_mib: u64,
+    /// Load even when the estimated size of the loaded tables exceeds the memory available
+    /// (MemAvailable in /proc/meminfo); without it such a run is refused before loading.
+    #[arg(long)]
+    pub(crate) force: bool,
+}
+
+impl BenchArgs {
+    /// `--isolation`, which `main` fills in before anything reads it.
+    pub(crate) fn isolation(&self) -> Isolation {
+        self.isolation.unwrap_or(Isolation::Serializable)
+    }
+}
+
+/// `myriad bench ycsb`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub(crate) struct YcsbArgs {
+    /// Rows in usertable (DBx1000 uses 10M).
+    #[arg(long, value_name = "N", default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..=i64::MAX as u64))]
+    pub(crate) rows: u64,
+    /// Operations per transaction.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub(crate) ops: u64,
+    /// Read/update mix per operation: read-only 100/0, read-intensive 80/20, update-intensive 20/80.
+    #[arg(long, value_enum, default_value_t = Mix::ReadIntensive)]
+    pub(crate) mix: Mix,
+    /// Percentage of operations that are updates (0..=100), instead of --mix (thesis
+    /// Fig. 5.13 sweeps it).
+    #[arg(long, value_name = "P", conflicts_with = "mix", value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub(crate) update_pct: Option<u32>,
+    /// Zipfian skew θ in [0, 1); 0 is uniform (DBx1000's default is 0.6).
+    #[arg(long, value_name = "F", default_value_t = 0.6, allow_negative_numbers = true, value_parser = parse_theta)]
+    pub(crate) theta: f64,
+    /// Key generator: gray (DBx1000/CCBench, hot keys are the low keys) or ycsb-scrambled.
+    #[arg(long, value_enum, default_value_t = KeyDist::Gray)]
+    pub(crate) key_dist: KeyDist,
+    /// Row layout: int64x10 (key + --attrs INT attributes) or bytes100x10 (key + --attrs
+    /// BYTES(100) attributes); the names say the default of ten attributes.
+    #[arg(long, value_enum, default_value_t = RowLayout::Int64x10)]
+    pub(crate) row_layout: RowLayout,
+    /// Attributes per row besides the key (1..=100; the thesis's §5.7.3 has 10 and 100).
+    #[arg(long, value_name = "N", default_value_t = ycsb::ATTRS as u64, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub(crate) attrs: u64,
+    /// Attributes read per read operation (1..=--attrs).
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub(crate) attrs_read: u64,
+    /// Attributes set per update operation (1..=--attrs).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub(crate) attrs_modified: u64,
+    /// Secondary indexes (0..=--attrs): index i is an ordered, non-unique index on attribute
+    /// `field{i}`. Operations still go by primary key; an update that changes an indexed
+    /// attribute adds that index's entry (thesis §5.7.5).
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=100))]
+    pub(crate) secondary_indexes: u64,
+    /// Keys within a transaction are distinct (a repeated draw is redrawn).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
+    pub(crate) distinct_keys: bool,
+    /// Interleave the index and version lookups of a transaction's keys before running it
+    /// (`Transaction::prefetch`): overlaps their cache misses. Reported in the fidelity block.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
+    pub(crate) prefetch: bool,
+    /// Run each transaction as a stored procedure (`ycsb_txn`, written in the SQL procedure
+    /// language and interpreted) instead of native Rust calls; int64x10 layout only.
+    #[arg(long)]
+    pub(crate) as_procedure: bool,
+    /// Heterogeneous workload (thesis §5.7.2): this many more threads run transactions of
+    /// `--ops` reads only, reported as `long_read_txn`, beside the `--threads` running `--mix`.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=256))]
+    pub(crate) read_only_threads: u64,
+    /// Declare the `--read-only-threads` transactions READ ONLY (a snapshot, no validation
+    /// and no read tracking), as the thesis's "with READ ONLY" runs do.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
+    pub(crate) read_only_hint: bool,
+    /// Engine: myriad, or a baseline a user would pick instead (sqlite, redb, fjall; builds
+    /// with the cargo feature `baselines` only) running the same transactions on the same
+    /// rows. A baseline refuses Myriad's design and logging flags.
+    #[arg(long, value_enum, default_value_t = Engine::Myriad)]
+    pub(crate) engine: Engine,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) bench: BenchArgs,
+}
+
+/// `myriad bench tpcc`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub(crate) struct TpccArgs {
+    /// Warehouses (the contention knob: terminals share a home warehouse when there are
+    /// fewer warehouses than threads).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(i64).range(1..=100_000))]
+    pub(crate) warehouses: i64,
+    /// Percentage of New-Order lines supplied by another warehouse and of Payments for another
+    /// warehouse's customer (both set to P); 0 disables cross-warehouse transactions. Default:
+    /// the standard 1% and 15%.
+    #[arg(long, value_name = "P", value_parser = parse_pct)]
+    pub(crate) remote_pct: Option<f64>,
+    /// Thesis §4.7.1: New-Order, Payment and Delivery without INSERT and DELETE (the database
+    /// does not grow).
+    #[arg(long)]
+    pub(crate) no_inserts: bool,
+    /// Extra threads that repeatedly run StockScan (thesis §5.7.1: a read-only scan of STOCK
+    /// counting each warehouse's items); its latency is reported as `stock_scan`, and its
+    /// commits are not counted in the throughput.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1024))]
+    pub(crate) stock_scan_threads: u64,
+    /// After the run, check TPC-C consistency conditions 1–4 (clause 3.3.2); exit 1 on a
+    /// violation.
+    #[arg(long)]
+    pub(crate) check: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) bench: BenchArgs,
+}
+
+/// `myriad bench smallbank`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub(crate) struct SmallbankArgs {
+    /// Customers, i.e. rows in each of ACCOUNTS, SAVINGS and CHECKING (thesis Table 3.2: 1000).
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(2..=smallbank::MAX_ACCOUNTS))]
+    pub(crate) accounts: u64,
+    /// Zipfian skew θ in [0, 1) of the customers the transactions pick; 0 is uniform.
+    #[arg(long, value_name = "F", default_value_t = 0.5, allow_negative_numbers = true, value_parser = parse_theta)]
+    pub(crate) theta: f64,
+    /// After the run, check that the money in SAVINGS and CHECKING changed by exactly what the
+    /// committed transactions deposited and withdrew; exit 1 if not.
+    #[arg(long)]
+    pub(crate) check: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) bench: BenchArgs,
+}
+
+/// `myriad bench tatp`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub(crate) struct TatpArgs {
+    /// Subscribers (rows in SUBSCRIBER; about 2.5, 2.5 and 3.75 times as many in ACCESS_INFO,
+    /// SPECIAL_FACILITY and CALL_FORWARDING).
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=tatp::MAX_SUBSCRIBERS))]
+    pub(crate) subscribers: u64,
+    /// After the run, check that CALL_FORWARDING holds the loaded rows plus the committed
+    /// inserts minus the committed deletes; exit 1 if not.
+    #[arg(long)]
+    pub(crate) check: bool,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) bench: BenchArgs,
+}
+
+pub(crate) fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+pub(crate) fn opt_display<T: Display, S: Serializer>(
+    v: &Option<T>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.serialize_str(&v.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+pub(crate) fn as_display<T: Display, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(v)
+}
+
+/// Parses an engine choice with its own `FromStr` (whose error lists the choices).
+pub(crate) fn parse_choice<T: FromStr<Err = Error>>(s: &str) -> Result<T, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+pub(crate) fn parse_threads(s: &str) -> Result<usize, String> {
+    const MAX: usize = 1024;
+    match s.parse::<usize>() {
+        Ok(n) if (1..=MAX).contains(&n) => Ok(n),
+        Ok(n) => Err(format!("{n} is not in 1..={MAX}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+pub(crate) fn parse_seconds(s: &str, min_exclusive: bool) -> Result<f64, String> {
+    const MAX_S: f64 = 1e7;
+    let x: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    let ok = x.is_finite() && x <= MAX_S && if min_exclusive { x > 0.0 } else { x >= 0.0 };
+    if ok {
+        Ok(x)
+    } else if min_exclusive {
+        Err(format!(
+            "must be a number of seconds in (0, {MAX_S}], got {s}"
+        ))
+    } else {
+        Err(format!(
+            "must be a number of seconds in [0, {MAX_S}], got {s}"
+        ))
+    }
+}
+
+pub(crate) fn parse_duration(s: &str) -> Result<f64, String> {
+    parse_seconds(s, true)
+}
+
+pub(crate) fn parse_warmup(s: &str) -> Result<f64, String> {
+    parse_seconds(s, false)
+}
+
+pub(crate) fn parse_pct(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if (0.0..=100.0).contains(&x) => Ok(x),
+        Ok(_) => Err(format!("must be a percentage in [0, 100], got {s}")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+pub(crate) fn parse_theta(s: &str) -> Result<f64, String> {
+    let x: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if (0.0..1.0).contains(&x) {
+        Ok(x)
+    } else {
+        Err(format!(
+            "θ must be in [0, 1), got {s} (at θ ≥ 1 the Zipf exponent 1/(1−θ) is undefined)"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults_parse_and_serialize_every_flag() {
+        let cli = Cli::try_parse_from(["myriad", "bench", "ycsb"]).unwrap();
+        let Command::Bench {
+            workload: BenchWorkload::Ycsb(a),
+        } = cli.command
+        else {
+            panic!("not ycsb")
+        };
+        let v = serde_json::to_value(&a).unwrap();
+        for k in [
+            "rows",
+            "ops",
+            "mix",
+            "theta",
+            "key_dist",
+            "row_layout",
+            "attrs",
+            "update_pct",
+            "attrs_read",
+            "attrs_modified",
+            "secondary_indexes",
+            "index_pointers",
+            "non_inline",
+            "distinct_keys",
+            "prefetch",
+            "threads",
+            "duration",
+            "warmup",
+            "seed",
+            "protocol",
+            "isolation",
+            "gc",
+            "gc_interval",
+            "gc_threads",
+            "memory_spaces",
+            "commit_deps",
+            "json",
+            "no_progress",
+            "latency_histogram",
+            "huge_pages",
+        ] {
+            assert!(v.get(k).is_some(), "config lacks {k}: {v}");
+        }
+        assert_eq!(v["protocol"], "mvocc");
+        assert_eq!(v["row_layout"], "int64x10");
+        assert_eq!(v["mix"], "read-intensive");
+    }
+
+    #[test]
+    fn invalid_values_name_their_flag() {
+        for (args, flag) in [
+            (&["--theta", "1.0"][..], "--theta"),
+            (&["--theta", "-0.1"], "--theta"),
+            (&["--rows", "0"], "--rows"),
+            (&["--ops", "0"], "--ops"),
+            (&["--secondary-indexes", "101"], "--secondary-indexes"),
+            (&["--attrs", "0"], "--attrs"),
+            (&["--update-pct", "101"], "--update-pct"),
+            (&["--non-inline", "sideways"], "--non-inline"),
+            (&["--index-pointers", "pointy"], "--index-pointers"),
+            (&["--threads", "0"], "--threads"),
+            (&["--attrs-read", "101"], "--attrs-read"),
+            (&["--attrs-modified", "0"], "--attrs-modified"),
+            (&["--duration", "0"], "--duration"),
+            (&["--warmup", "-1"], "--warmup"),
+            (&["--distinct-keys", "maybe"], "--distinct-keys"),
+            (&["--mix", "write-only"], "--mix"),
+            (&["--isolation", "snapshot"], "--isolation"),
+        ] {
+            let mut argv = vec!["myriad", "bench", "ycsb"];
+            argv.extend_from_slice(args);
+            let e = Cli::try_parse_from(&argv).unwrap_err().to_string();
+            assert!(e.contains(flag), "{args:?}: {e}");
+        }
+    }
+}

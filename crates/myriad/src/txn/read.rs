@@ -1,0 +1,704 @@
+//! Reads: point reads, secondary lookups, range and whole-table scans, prefetch, and what a
+//! read records (`note_read`, `push_scan`, `note_miss`: the read and scan sets and the
+//! protocol's `cc::on_read`, `cc::on_scan`, `cc::on_miss` hooks).
+
+use super::*;
+
+impl<'db> Transaction<'db> {
+    /// `mv2pl-wait`: a locked range holds row `tid` with no version visible to us.
+    pub(super) fn unseen_row(&self, t: &Table, tid: TupleId) {
+        if self.range_locking() {
+            if let Err(reason) = crate::cc::mv2pl::unseen_row(self, t, tid) {
+                self.doom(reason);
+            }
+        }
+    }
+
+    #[inline]
+    pub(super) fn is_mine(&self, v: &Version) -> bool {
+        v.begin.load(Ordering::Acquire) == self.id.word()
+    }
+
+    /// Silo: our buffered (private, not yet installed) write of `tid`, if any. A write
+    /// record with a superseded version is buffered until commit; one without is an insert,
+    /// which Silo makes at once (`cc/silo.rs`).
+    #[inline]
+    pub(crate) fn silo_pending(&self, table: u32, tid: TupleId) -> Option<*mut Version> {
+        self.silo_pending_record(table, tid).map(|w| w.new)
+    }
+
+    /// `silo_pending`'s write record (with `old`, the version the write read).
+    #[inline]
+    pub(crate) fn silo_pending_record(&self, table: u32, tid: TupleId) -> Option<&WriteRecord> {
+        self.local
+            .write_set
+            .iter()
+            .rev()
+            .find(|w| w.tid == tid && w.table == table && !w.old.is_null())
+    }
+
+    /// Silo: `e`, a duplicate or missing key the application will see, unless a record
+    /// the transaction read has been replaced since: then the error may come from that stale
+    /// read (two New-Orders that read one `d_next_o_id` insert the same order), and the
+    /// transaction aborts with `read_validation`, as its commit would
+    /// (`cc::fails_stale_reads_early`).
+    pub(super) fn silo_unless_stale(&mut self, e: Error) -> Error {
+        if !cc::fails_stale_reads_early(self.protocol) {
+            return e;
+        }
+        let me = self.id.word();
+        // What it read, and what its buffered writes read (an UPDATE's row, which a
+        // `SET x = x + 1` reads without a SELECT).
+        let bases = self.local.write_set.iter().map(|w| w.old as *const Version);
+        let stale = self.local.read_set.iter().copied().chain(bases).any(|v| {
+            // SAFETY: pinned since the read.
+            let end = unsafe { v.as_ref() }.map_or(INFINITY, |v| v.end.load(Ordering::Acquire));
+            end != INFINITY && end != me
+        });
+        if stale {
+            self.fail(AbortReason::ReadValidation)
+        } else {
+            e
+        }
+    }
+
+    /// Silo's read of `tid`: our buffered write, else the record's one version (null if it
+    /// has none, or an aborted insert is being unlinked). A record another transaction is
+    /// still inserting is locked: the read dooms the transaction, as Silo's validation of it
+    /// would (`cc/silo.rs`).
+    pub(super) fn silo_read(&self, t: &Table, tid: TupleId) -> *const Version {
+        if !self.local.write_set.is_empty() {
+            if let Some(n) = self.silo_pending(t.id, tid) {
+                return n;
+            }
+        }
+        let Some(e) = t.entry(tid) else {
+            return ptr::null();
+        };
+        let h = e.load(Ordering::Acquire);
+        // SAFETY: pinned.
+        let Some(v) = (unsafe { h.as_ref() }) else {
+            return ptr::null();
+        };
+        let b = v.begin.load(Ordering::Acquire);
+        if b == INFINITY {
+            return ptr::null();
+        }
+        if crate::version::is_txn(b) && b != self.id.word() {
+            self.doom(cc::read_conflict(self.protocol));
+            return ptr::null();
+        }
+        h
+    }
+
+    /// The visible version of `tid` as of `rt`, or null.
+    #[inline]
+    pub(crate) fn visible_version(&self, t: &Table, tid: TupleId, rt: u64) -> *const Version {
+        if self.protocol.single_version() {
+            return self.silo_read(t, tid);
+        }
+        let Some(e) = t.entry(tid) else {
+            return ptr::null();
+        };
+        let head = e.load(Ordering::Acquire);
+        let v = self.resolver().visible_in_chain(head, rt, false);
+        if !std::ptr::eq(v, head) && self.db.config.gc == crate::config::GcPolicy::Coop {
+            crate::gc::coop::cooperate(self.db, self.slot(), t, e, head, &self.guard);
+        }
+        v
+    }
+
+    /// `physical` pointers: `exact` if it is visible at `rt`, else null. A serializable
+    /// range-locking read still learns whether the row has no visible version at all
+    /// (`unseen_row`), which needs the chain.
+    pub(super) fn exact_version(
+        &self,
+        t: &Table,
+        tid: TupleId,
+        exact: *const Version,
+        rt: u64,
+    ) -> *const Version {
+        // SAFETY: an entry is removed from the index before its version's free is deferred
+        // (`Table::remove_entries`), and we are pinned: the version is allocated.
+        if self.resolver().visible(unsafe { &*exact }, rt) {
+            return exact;
+        }
+        if self.range_locking() && self.visible_version(t, tid, rt).is_null() {
+            self.unseen_row(t, tid);
+        }
+        ptr::null()
+    }
+
+    /// Records that we read `v` (for validation and the history).
+    #[inline]
+    pub(super) fn note_read(&mut self, t: &Table, v: *const Version) {
+        // SAFETY: v is a visible version of a chain we are pinned on.
+        let r = unsafe { &*v };
+        if self.is_mine(r) {
+            if self.protocol.single_version() {
+                // A row we have a buffered write on counts as a read of the version that
+                // write read, so a predicate re-check finds it read by this scan.
+                let base = self
+                    .local
+                    .write_set
+                    .iter()
+                    .rev()
+                    .find(|w| std::ptr::eq(w.new, v));
+                if let Some(old) = base.map(|w| w.old).filter(|o| !o.is_null()) {
+                    self.local.read_set.push(old);
+                }
+            }
+            return;
+        }
+        if self.tracks_reads {
+            if let Err(reason) = cc::on_read(self, v) {
+                self.doom(reason);
+            }
+        }
+        if self.validates_reads() {
+            self.local.read_set.push(v);
+        }
+        if let Some(rec) = self.recording.as_mut() {
+            let mut rb = Vec::new();
+            rec.note_read(&t.schema, t.id, r, t.row(r, &mut rb), &self.db.txns);
+        }
+    }
+
+    pub(super) fn push_scan(
+        &mut self,
+        t: &Table,
+        index: usize,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        point: bool,
+    ) {
+        if self.isolation != Isolation::Serializable || !cc::on_scan(self, t, index as u16) {
+            return;
+        }
+        let keys = &mut self.local.scan_keys;
+        let mut put = |b: Bound<&[u8]>| -> (u8, u32, u32) {
+            let start = keys.len() as u32;
+            match b {
+                Bound::Included(k) => {
+                    keys.extend_from_slice(k);
+                    (0, start, keys.len() as u32)
+                }
+                Bound::Excluded(k) => {
+                    keys.extend_from_slice(k);
+                    (1, start, keys.len() as u32)
+                }
+                Bound::Unbounded => (2, start, start),
+            }
+        };
+        let lo = put(lo);
+        let hi = if point { lo } else { put(hi) };
+        let reads = (self.local.op_reads, self.local.read_set.len() as u32);
+        self.local.scan_set.push(ScanRecord {
+            table: t.id,
+            index: index as u16,
+            lo,
+            hi,
+            point,
+            reads,
+        });
+    }
+
+    pub(super) fn note_miss(&mut self, t: &Table, key_is_buf2: bool) {
+        let key = if key_is_buf2 {
+            std::mem::take(&mut self.local.key_buf2)
+        } else {
+            std::mem::take(&mut self.local.key_buf)
+        };
+        self.push_scan(t, 0, Bound::Included(&key), Bound::Included(&key), true);
+        if let Err(reason) = cc::on_miss(self, t, &key) {
+            self.doom(reason);
+        }
+        if let Some(rec) = self.recording.as_mut() {
+            rec.note_absent(t.id, &key);
+        }
+        if key_is_buf2 {
+            self.local.key_buf2 = key;
+        } else {
+            self.local.key_buf = key;
+        }
+    }
+
+    // ------------------------------------------------------------------ reads
+
+    /// Reads the row with primary key `key` and passes it to `f` (no copy).
+    pub fn get_with<K: Values + ?Sized, R>(
+        &mut self,
+        t: &TableRef,
+        key: &K,
+        f: impl FnOnce(RowRef<'_>) -> R,
+    ) -> Result<Option<R>> {
+        self.begin_op(t)?;
+        let mut kb = std::mem::take(&mut self.local.key_buf);
+        let enc = t.schema.encode_key_values(0, key, &mut kb);
+        self.local.key_buf = kb;
+        enc?;
+        let rt = self.stmt_ts();
+        if self.range_locking() {
+            let key = std::mem::take(&mut self.local.key_buf);
+            crate::cc::mv2pl::range_lock(
+                self,
+                t,
+                0,
+                Some(&key),
+                Bound::Unbounded,
+                Bound::Unbounded,
+            );
+            self.local.key_buf = key;
+        }
+        let v = match self.primary_tid(t) {
+            Some(tid) => {
+                let v = self.visible_version(t, tid, rt);
+                if v.is_null() {
+                    self.unseen_row(t, tid);
+                }
+                v
+            }
+            None => ptr::null(),
+        };
+        // SAFETY: visible versions stay allocated while we are active (watermark + pin).
+        match unsafe { v.as_ref() } {
+            Some(r) if !r.is_tombstone() => {
+                self.note_read(t, v);
+                self.raise()?;
+                let mut rb = std::mem::take(&mut self.local.read_buf);
+                let out = f(RowRef {
+                    schema: &t.schema,
+                    data: t.row(r, &mut rb),
+                });
+                self.local.read_buf = rb;
+                Ok(Some(out))
+            }
+            Some(_) => {
+                self.note_read(t, v);
+                self.note_miss(t, false);
+                self.raise()?;
+                Ok(None)
+            }
+            None => {
+                self.note_miss(t, false);
+                self.raise()?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Reads the row with primary key `key` as owned values.
+    pub fn get<K: Values + ?Sized>(&mut self, t: &TableRef, key: &K) -> Result<Option<Row>> {
+        self.get_with(t, key, |r| r.to_row())
+    }
+
+    /// An index entry `(key, tid)` resolved to the live row visible at `rt`, recorded as read;
+    /// `None` for no visible version, a deleted row, or a stale secondary entry (the row no
+    /// longer has `key`). `check` is scratch space for the re-encoded key. `exact`: the
+    /// version a `physical` entry points at (null for logical pointers), judged alone: the
+    /// entry is a hit only if that version is the one visible at `rt` (another entry of the
+    /// row leads to any other version). Under in-place storage a hit's row is left in `rb`
+    /// (`hit_row`).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn index_hit(
+        &mut self,
+        t: &Table,
+        index: usize,
+        tid: TupleId,
+        exact: *const Version,
+        key: &[u8],
+        rt: u64,
+        check: &mut Vec<u8>,
+        rb: &mut Vec<u8>,
+    ) -> Option<&'db Version> {
+        let v = if exact.is_null() {
+            let v = self.visible_version(t, tid, rt);
+            if v.is_null() {
+                self.unseen_row(t, tid);
+            }
+            v
+        } else {
+            self.exact_version(t, tid, exact, rt)
+        };
+        // SAFETY: visible versions stay allocated while we are active (watermark + pin).
+        let r: &'db Version = unsafe { v.as_ref() }?;
+        if r.is_tombstone() {
+            return None;
+        }
+        if index != 0 || t.rows_copied() {
+            let row = t.row(r, rb);
+            if index != 0 {
+                t.schema.encode_key_from_row(index, row, check);
+            }
+        }
+        if index != 0 && check.as_slice() != key {
+            // A stale entry: the row has left this key. On single-version storage the
+            // commit-time re-scan sees only the present, one range after another, so a row
+            // that moves on twice while we validate could slip past every range we read; the
+            // version we judged must itself stay current (validated or read-locked like any
+            // read). Multi-version protocols re-check against their snapshot, which does not
+            // move.
+            if self.protocol.single_version() {
+                self.note_read(t, v);
+            }
+            return None;
+        }
+        self.note_read(t, v);
+        if self.is_doomed() {
+            return None;
+        }
+        Some(r)
+    }
+
+    /// Rows whose secondary index `index` (position, see `Table::index`) has key `key`;
+    /// `f` returns false to stop. Returns the number of rows passed to `f`.
+    pub fn get_by<K: Values + ?Sized>(
+        &mut self,
+        t: &TableRef,
+        index: usize,
+        key: &K,
+        mut f: impl FnMut(RowRef<'_>) -> bool,
+    ) -> Result<usize> {
+        self.begin_op(t)?;
+        if index == 0 {
+            return Ok(self.get_with(t, key, &mut f)?.map_or(0, |_| 1));
+        }
+        if index >= t.indexes.len() {
+            return Err(Error::UnknownIndex {
+                table: t.schema.name.clone(),
+                index: format!("#{index}"),
+            });
+        }
+        let mut kb = std::mem::take(&mut self.local.key_buf);
+        if let Err(e) = t.schema.encode_key_values(index, key, &mut kb) {
+            self.local.key_buf = kb;
+            return Err(e);
+        }
+        let rt = self.stmt_ts();
+        cc::before_scan(self, t, index);
+        if self.range_locking() {
+            crate::cc::mv2pl::range_lock(
+                self,
+                t,
+                index,
+                Some(&kb),
+                Bound::Unbounded,
+                Bound::Unbounded,
+            );
+        }
+        let mut n = 0;
+        let mut check = std::mem::take(&mut self.local.key_buf2);
+        let mut rb = std::mem::take(&mut self.local.read_buf);
+        let this = &mut *self;
+        t.lookup_entries(index, &kb, &mut |tid, exact| {
+            let Some(r) = this.index_hit(t, index, tid, exact, &kb, rt, &mut check, &mut rb) else {
+                return !this.is_doomed();
+            };
+            n += 1;
+            f(RowRef {
+                schema: &t.schema,
+                data: hit_row(t, r, &rb),
+            })
+        });
+        self.local.key_buf2 = check;
+        self.local.read_buf = rb;
+        self.push_scan(t, index, Bound::Included(&kb), Bound::Included(&kb), true);
+        if let Some(rec) = self.recording.as_mut() {
+            rec.note_scan(t.id, index, Bound::Included(&kb), Bound::Included(&kb));
+        }
+        self.local.key_buf = kb;
+        self.raise()?;
+        Ok(n)
+    }
+
+    /// Ordered range scan over index `opts.index` between `lo` and `hi` (key prefixes are
+    /// allowed); `f` returns false to stop. Returns the number of rows passed to `f`.
+    ///
+    /// Under Serializable the requested range is recorded and re-scanned at commit
+    /// (Hekaton §3.2); when `limit` or `f` stops the scan early, the range up to the last row
+    /// returned is what the transaction observed, and that is what is protected.
+    pub fn scan<K: Values + ?Sized>(
+        &mut self,
+        t: &TableRef,
+        lo: Bound<&K>,
+        hi: Bound<&K>,
+        opts: ScanOptions,
+        mut f: impl FnMut(RowRef<'_>) -> bool,
+    ) -> Result<usize> {
+        self.begin_op(t)?;
+        let index = opts.index;
+        let Some(idx) = t.indexes.get(index) else {
+            return Err(Error::UnknownIndex {
+                table: t.schema.name.clone(),
+                index: format!("#{index}"),
+            });
+        };
+        if !idx.is_ordered() {
+            return Err(Error::Unsupported(format!(
+                "range scan on hash index `{}` of `{}`; declare it IndexKind::Ordered",
+                t.schema.indexes[index].name, t.schema.name
+            )));
+        }
+        let (lo_b, hi_b) = encode_bounds(&t.schema, index, lo, hi)?;
+        let rt = self.stmt_ts();
+        cc::before_scan(self, t, index);
+        if self.range_locking() {
+            // The whole requested range, even if the scan stops early (conservative).
+            crate::cc::mv2pl::range_lock(
+                self,
+                t,
+                index,
+                None,
+                as_ref_bound(&lo_b),
+                as_ref_bound(&hi_b),
+            );
+        }
+        let dir = if opts.descending {
+            ScanDirection::Descending
+        } else {
+            ScanDirection::Ascending
+        };
+        let limit = opts.limit.unwrap_or(usize::MAX);
+        let mut n = 0usize;
+        let mut stopped_at: Option<Vec<u8>> = None;
+        let mut check = std::mem::take(&mut self.local.key_buf2);
+        let mut rb = std::mem::take(&mut self.local.read_buf);
+        if limit > 0 {
+            let this = &mut *self;
+            // The B+tree calls back only with validated entries and holds no latch meanwhile.
+            t.scan_index(
+                index,
+                as_ref_bound(&lo_b),
+                as_ref_bound(&hi_b),
+                dir,
+                &mut |k, tid, exact| {
+                    let Some(r) = this.index_hit(t, index, tid, exact, k, rt, &mut check, &mut rb)
+                    else {
+                        return !this.is_doomed();
+                    };
+                    n += 1;
+                    let go_on = f(RowRef {
+                        schema: &t.schema,
+                        data: hit_row(t, r, &rb),
+                    });
+                    if !go_on || n >= limit {
+                        stopped_at = Some(k.to_vec());
+                        return false;
+                    }
+                    true
+                },
+            );
+        }
+        self.local.key_buf2 = check;
+        self.local.read_buf = rb;
+        // The observed range: up to the last row returned if the scan stopped early. On a
+        // secondary index that includes every entry of the stop key (entries are the key
+        // plus a suffix, so `Included(key)` alone would leave out the entries of rows
+        // before ours under the same key: conservative for those after it).
+        let stop_end = match (&stopped_at, opts.descending) {
+            (Some(k), false) if index != 0 => Some(prefix_end(k)),
+            _ => None,
+        };
+        let (plo, phi) = match (&stopped_at, opts.descending) {
+            (Some(_), false) if stop_end.is_some() => (
+                as_ref_bound(&lo_b),
+                match stop_end.as_ref().and_then(|e| e.as_deref()) {
+                    Some(e) => Bound::Excluded(e),
+                    None => Bound::Unbounded,
+                },
+            ),
+            (Some(k), false) => (as_ref_bound(&lo_b), Bound::Included(k.as_slice())),
+            (Some(k), true) => (Bound::Included(k.as_slice()), as_ref_bound(&hi_b)),
+            (None, _) => (as_ref_bound(&lo_b), as_ref_bound(&hi_b)),
+        };
+        self.push_scan(t, index, plo, phi, false);
+        if let Some(rec) = self.recording.as_mut() {
+            rec.note_scan(t.id, index, plo, phi);
+        }
+        self.raise()?;
+        Ok(n)
+    }
+
+    /// Visits every row of `t` visible to this transaction, in tuple-id (insertion) order,
+    /// until `f` returns false; returns the number of rows visited. This is the full scan a
+    /// query without a usable index needs. Under Serializable the whole table counts as read
+    /// (a predicate read that matches every row): a row that a transaction committing between
+    /// our begin and end timestamps inserts, deletes or changes aborts us at commit as a
+    /// phantom, even if `f` stopped early (conservative). Each visited row is recorded as read.
+    pub fn scan_table(
+        &mut self,
+        t: &TableRef,
+        mut f: impl FnMut(RowRef<'_>) -> bool,
+    ) -> Result<usize> {
+        self.scan_table_tids(t, |_, r| f(r))
+    }
+
+    /// `scan_table`, also passing each row's tuple id (checkpoints record them for PLR).
+    pub(crate) fn scan_table_tids(
+        &mut self,
+        t: &TableRef,
+        mut f: impl FnMut(TupleId, RowRef<'_>) -> bool,
+    ) -> Result<usize> {
+        self.begin_op(t)?;
+        let rt = self.stmt_ts();
+        cc::before_scan(self, t, 0);
+        if self.range_locking() {
+            // Every row enters the primary index: its whole range covers the table.
+            crate::cc::mv2pl::range_lock(self, t, 0, None, Bound::Unbounded, Bound::Unbounded);
+        }
+        let mut n = 0usize;
+        let mut rb = std::mem::take(&mut self.local.read_buf);
+        for tid in 0..t.tid_count() {
+            if tid % TABLE_SCAN_REPIN_TIDS == TABLE_SCAN_REPIN_TIDS - 1 && self.may_repin() {
+                // No version reference outlives an iteration (the read set is protected by
+                // the watermark), so a long scan need not hold back memory reclamation.
+                self.guard.repin();
+            }
+            let v = self.visible_version(t, tid, rt);
+            if v.is_null() {
+                self.unseen_row(t, tid);
+            }
+            // SAFETY: visible versions stay allocated while we are active (watermark + pin).
+            let Some(r) = (unsafe { v.as_ref() }) else {
+                if self.is_doomed() {
+                    break;
+                }
+                continue;
+            };
+            if r.is_tombstone() {
+                continue;
+            }
+            self.note_read(t, v);
+            if self.is_doomed() {
+                break;
+            }
+            n += 1;
+            if !f(
+                tid,
+                RowRef {
+                    schema: &t.schema,
+                    data: t.row(r, &mut rb),
+                },
+            ) {
+                break;
+            }
+        }
+        self.local.read_buf = rb;
+        if self.isolation == Isolation::Serializable && cc::on_scan(self, t, TABLE_SCAN) {
+            let reads = (self.local.op_reads, self.local.read_set.len() as u32);
+            self.local.scan_set.push(ScanRecord {
+                table: t.id,
+                index: TABLE_SCAN,
+                lo: (2, 0, 0),
+                hi: (2, 0, 0),
+                point: false,
+                reads,
+            });
+        }
+        if let Some(rec) = self.recording.as_mut() {
+            // For the history checker a whole-table read is an unbounded primary-key range.
+            rec.note_scan(t.id, 0, Bound::Unbounded, Bound::Unbounded);
+        }
+        self.raise()?;
+        Ok(n)
+    }
+
+    /// Like `scan`, returning owned rows.
+    pub fn scan_rows<K: Values + ?Sized>(
+        &mut self,
+        t: &TableRef,
+        lo: Bound<&K>,
+        hi: Bound<&K>,
+        opts: ScanOptions,
+    ) -> Result<Vec<Row>> {
+        let mut out = Vec::new();
+        self.scan(t, lo, hi, opts, |r| {
+            out.push(r.to_row());
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// Warms the cache for point accesses to `keys` of table `t` (primary key), so that the
+    /// `get`/`update`/`delete` calls that follow find index buckets, indirection entries and
+    /// chain heads in cache. The lookups of all keys are interleaved stage by stage (bucket,
+    /// then indirection entry, then version), so their cache misses overlap instead of being
+    /// paid one after another. The tuple ids it finds are remembered for the operations on
+    /// the same keys that follow (no second index probe). Records no read: it changes no
+    /// result, only speed.
+    pub fn prefetch<K: Values>(&mut self, t: &TableRef, keys: &[K]) -> Result<()> {
+        self.begin_op(t)?;
+        let idx = &t.indexes[0];
+        let mut kb = std::mem::take(&mut self.local.key_buf);
+        let mut pf = std::mem::take(&mut self.local.prefetched);
+        pf.clear();
+        pf.table = Some(t.id);
+        // Three dependent stages (bucket, indirection entry, version), each a batch of misses.
+        // Within a stage the prefetches are issued back to back, after the work that computes
+        // their addresses (profiles showed the prefetches waiting, likely on page walks, so
+        // spacing them out with hashing and encoding let only a few overlap).
+        for k in keys {
+            if t.schema.encode_key_values(0, k, &mut kb).is_ok() {
+                pf.keys.extend_from_slice(&kb);
+                pf.ends.push(pf.keys.len() as u32);
+                pf.hashes.push(idx.hash_of(&kb));
+            }
+        }
+        for &h in &pf.hashes {
+            idx.prefetch_hashed(h);
+        }
+        for i in 0..pf.hashes.len() {
+            let tid = idx.get_unique_hashed(pf.hashes[i], pf.key(i));
+            pf.tids.push(tid.unwrap_or(NO_TID));
+        }
+        for &tid in &pf.tids {
+            if let Some(e) = t.entry(tid) {
+                prefetch_line(e as *const _ as *const u8);
+            }
+        }
+        for &tid in &pf.tids {
+            if let Some(e) = t.entry(tid) {
+                let v = e.load(Ordering::Acquire) as *const u8;
+                if !v.is_null() {
+                    pf.heads.push(v);
+                }
+            }
+        }
+        // Every line of every version (header and row), first lines first, into L2
+        // (PREFETCHT1), not L1. Ten 1 KB rows are 170 lines: as T0 prefetches they filled the
+        // L1 miss buffers and the transaction's own loads queued behind them. Measured on
+        // YCSB bytes100x10 (10 M rows, 2 threads, alternating runs, docs/benchmarks.md),
+        // against T0 for every line: 1.41× at θ 0.9 and 1.36× at θ 0 with attrs-read 10,
+        // 0.95× and 1.04× with attrs-read 1. (All 17 lines vs header + first line: +10 % with
+        // attrs-read 10, earlier.)
+        let size = t.version_bytes();
+        for &v in &pf.heads {
+            prefetch_line_l2(v);
+        }
+        for &v in &pf.heads {
+            // Lines covering [v, v + size); v need not be line-aligned.
+            let first = v.wrapping_sub(v as usize % 64);
+            let lines = (v as usize % 64 + size).div_ceil(64);
+            for l in 1..lines {
+                prefetch_line_l2(first.wrapping_add(l * 64));
+            }
+        }
+        self.local.key_buf = kb;
+        self.local.prefetched = pf;
+        Ok(())
+    }
+
+    /// The tuple id of the primary key encoded in `local.key_buf`: from the last `prefetch`
+    /// if it looked the key up, else from the primary index.
+    #[inline]
+    pub(super) fn primary_tid(&self, t: &Table) -> Option<TupleId> {
+        let key = &self.local.key_buf;
+        match self.local.prefetched.tid_of(t.id, key) {
+            Some(tid) => {
+                debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
+                Some(tid)
+            }
+            None => t.indexes[0].get_unique(key),
+        }
+    }
+}
