@@ -11,6 +11,7 @@ use std::fmt::Display;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use crate::baselines::Engine;
 use crate::workload::smallbank;
 use crate::workload::tatp;
 use crate::workload::ycsb::{self, KeyDist, Mix, RowLayout};
@@ -346,6 +347,11 @@ pub(crate) struct YcsbArgs {
     /// and no read tracking), as the thesis's "with READ ONLY" runs do.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
     pub(crate) read_only_hint: bool,
+    /// Engine: myriad, or a baseline a user would pick instead (sqlite, redb, fjall; builds
+    /// with the cargo feature `baselines` only) running the same transactions on the same
+    /// rows. A baseline refuses Myriad's design and logging flags.
+    #[arg(long, value_enum, default_value_t = Engine::Myriad)]
+    pub(crate) engine: Engine,
     #[command(flatten)]
     #[serde(flatten)]
     pub(crate) bench: BenchArgs,

@@ -19,6 +19,7 @@
 //! SIGPIPE, as for `cat` (`restore_sigpipe`).
 
 mod args;
+mod baselines;
 mod bench;
 mod check;
 mod experiment;

@@ -7,13 +7,17 @@ use super::footprint;
 use super::report::{Fidelity, Report, ReportInput};
 use super::{progress_bar, progress_enabled, RunOptions};
 use crate::args::{BenchArgs, SmallbankArgs, TatpArgs, TpccArgs, YcsbArgs};
+use crate::baselines::{self, Engine};
 use crate::workload::smallbank::{self, Smallbank};
 use crate::workload::tatp::{self, Tatp};
 use crate::workload::tpcc::{self, Tpcc, TpccBench};
 use crate::workload::ycsb::{self, RowLayout, Ycsb};
 use crate::workload::Workload;
 use crate::{check_data_dir, fatal, usage_error};
-use myriad::{Config, Database, Error, LogManagerKind};
+use myriad::{
+    Config, Database, Error, GcPolicy, IndexPointers, Isolation, LogManagerKind, NonInline,
+    Protocol,
+};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -144,7 +148,73 @@ pub(crate) fn bench_ycsb(a: YcsbArgs) -> ExitCode {
         b,
     );
     let config = serde_json::to_value(&a).unwrap_or_default();
+    if a.engine != Engine::Myriad {
+        return bench_ycsb_baseline(&a, params, config);
+    }
     bench_workload("ycsb", config, b, false, |db| Ycsb::create(db, params))
+}
+
+/// `myriad bench ycsb --engine sqlite|redb|fjall`: refuses what the baseline cannot honour
+/// (exit 2), then runs it (`baselines`).
+fn bench_ycsb_baseline(a: &YcsbArgs, params: ycsb::Params, config: serde_json::Value) -> ExitCode {
+    let b = &a.bench;
+    if let Err(m) = baselines::check_available(a.engine) {
+        usage_error(m);
+    }
+    let refused = baselines::refuse_myriad_flags(
+        a.engine,
+        &[
+            ("--protocol", b.protocol != Protocol::Mvocc),
+            ("--storage", b.storage.is_some()),
+            ("--isolation", b.isolation() != Isolation::Serializable),
+            ("--commit-deps", !b.commit_deps),
+            ("--gc", b.gc != GcPolicy::Txn),
+            ("--gc-threads", b.gc_threads != 1),
+            ("--gc-interval", b.gc_interval != 16),
+            ("--memory-spaces", b.memory_spaces != 0),
+            (
+                "--index-pointers",
+                b.index_pointers != IndexPointers::LogicalTid,
+            ),
+            ("--non-inline", b.non_inline != NonInline::Inline),
+            ("--log", b.log.is_some()),
+            ("--log-manager", b.log_manager.is_some()),
+            ("--loggers", b.loggers != 1),
+            ("--epoch-ms", b.epoch_ms != 10),
+            ("--log-file-mib", b.log_file_mib != 64),
+            ("--checkpoint-interval", b.checkpoint_interval.is_some()),
+            ("--as-procedure", a.as_procedure),
+            ("--secondary-indexes", a.secondary_indexes != 0),
+        ],
+    );
+    if let Err(m) = refused {
+        usage_error(m);
+    }
+    #[cfg(feature = "baselines")]
+    {
+        baselines::bench_ycsb(
+            a.engine,
+            params,
+            baselines::BaselineArgs {
+                warmup_s: b.warmup,
+                duration_s: b.duration,
+                seed: b.seed,
+                data_dir: b.data_dir.clone(),
+                fsync_always: b.fsync == myriad::FsyncPolicy::Always,
+                json: b.json.clone(),
+                latency_histogram: b.latency_histogram,
+                huge_pages: b.huge_pages,
+                prefault_mib: b.prefault_mib,
+                config,
+            },
+        )
+    }
+    #[cfg(not(feature = "baselines"))]
+    {
+        // `check_available` refused every baseline above.
+        let _ = (params, config);
+        usage_error(format!("--engine {}: not in this build", a.engine.name()))
+    }
 }
 
 /// `myriad bench smallbank`.
@@ -228,16 +298,7 @@ pub(crate) fn bench_workload<W: Workload>(
         None => None,
     };
     if let Some(dir) = &b.data_dir {
-        if let Err(m) = check_data_dir(dir) {
-            usage_error(m);
-        }
-        if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
-            usage_error(format!(
-                "--data-dir {}: not empty; the benchmark loads its own data into a new or empty \
-                 directory",
-                dir.display()
-            ));
-        }
+        require_empty_data_dir(dir);
     }
     let db = match open(b) {
         Ok(db) => db,
@@ -366,6 +427,32 @@ pub(crate) fn bench_workload<W: Workload>(
             b.prefault_mib,
         ),
     });
+    emit_report(&report, json_out, b.latency_histogram, failed_check, name)
+}
+
+/// A benchmark's `--data-dir` must be a new or empty directory (usage error, exit 2).
+pub(crate) fn require_empty_data_dir(dir: &std::path::Path) {
+    if let Err(m) = check_data_dir(dir) {
+        usage_error(m);
+    }
+    if std::fs::read_dir(dir).is_ok_and(|mut d| d.next().is_some()) {
+        usage_error(format!(
+            "--data-dir {}: not empty; the benchmark loads its own data into a new or empty \
+             directory",
+            dir.display()
+        ));
+    }
+}
+
+/// Writes the report (to `--json`'s file first, then the terminal summary); exit 1 if
+/// `failed_check` says the workload's check failed.
+pub(crate) fn emit_report(
+    report: &Report,
+    json_out: Option<JsonOut>,
+    latency_histogram: bool,
+    failed_check: Option<String>,
+    name: &str,
+) -> ExitCode {
     // The JSON report first: printing to a closed pipe ends the process (`restore_sigpipe`).
     if let Some(out) = json_out {
         let text = match serde_json::to_string_pretty(&report) {
@@ -377,7 +464,7 @@ pub(crate) fn bench_workload<W: Workload>(
             return fatal(&format!("writing {}", path.display()), e);
         }
     }
-    print!("{}", report.human(b.latency_histogram));
+    print!("{}", report.human(latency_histogram));
     match failed_check {
         Some(m) => fatal(&format!("{name} check failed"), m),
         None => ExitCode::SUCCESS,
@@ -433,7 +520,7 @@ pub(crate) struct JsonOut {
 
 impl JsonOut {
     /// Creates `PATH.partial` for the report to `path`.
-    fn create(path: &std::path::Path) -> std::io::Result<JsonOut> {
+    pub(crate) fn create(path: &std::path::Path) -> std::io::Result<JsonOut> {
         let mut partial = path.as_os_str().to_owned();
         partial.push(".partial");
         let partial = PathBuf::from(partial);

@@ -24,9 +24,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const WARMUP: u8 = 0;
-const MEASURE: u8 = 1;
-const STOP: u8 = 2;
+pub(crate) const WARMUP: u8 = 0;
+pub(crate) const MEASURE: u8 = 1;
+pub(crate) const STOP: u8 = 2;
 
 /// Latency histogram range: 1 ns to 1 hour, 3 significant digits.
 const HIST_MAX_NS: u64 = 3_600_000_000_000;
@@ -68,7 +68,7 @@ pub struct TypeLatency {
 }
 
 impl TypeLatency {
-    fn new() -> TypeLatency {
+    pub(crate) fn new() -> TypeLatency {
         // The bounds are constants that hdrhistogram accepts.
         let hist = Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("valid histogram bounds");
         TypeLatency {
@@ -78,7 +78,7 @@ impl TypeLatency {
     }
 
     #[inline]
-    fn record(&mut self, ns: u64) {
+    pub(crate) fn record(&mut self, ns: u64) {
         self.hist.saturating_record(ns.clamp(1, HIST_MAX_NS));
         let b = LATENCY_BUCKET_BOUNDS_NS
             .iter()
@@ -87,7 +87,7 @@ impl TypeLatency {
         self.buckets[b] += 1;
     }
 
-    fn merge(&mut self, other: &TypeLatency) {
+    pub(crate) fn merge(&mut self, other: &TypeLatency) {
         // Same bounds on both sides, so `add` cannot fail.
         self.hist
             .add(&other.hist)
@@ -99,18 +99,41 @@ impl TypeLatency {
 }
 
 /// One worker's counters; merged into `RunResult` at the end.
-struct ThreadTally {
-    committed: u64,
-    aborted: [u64; REASONS],
+pub(crate) struct ThreadTally {
+    pub(crate) committed: u64,
+    pub(crate) aborted: [u64; REASONS],
     /// Transactions given up because the run ended while they were being retried.
-    abandoned: u64,
+    pub(crate) abandoned: u64,
     /// User aborts per transaction type.
-    user_aborted: Vec<u64>,
-    latency: Vec<TypeLatency>,
+    pub(crate) user_aborted: Vec<u64>,
+    pub(crate) latency: Vec<TypeLatency>,
 }
 
 impl ThreadTally {
-    fn new(types: usize) -> ThreadTally {
+    /// Counts an aborted attempt (if `measured`) and waits the backoff before the retry;
+    /// false when the run has stopped, so the transaction is abandoned instead of retried.
+    #[inline]
+    pub(crate) fn abort_and_back_off(
+        &mut self,
+        reason: AbortReason,
+        measured: bool,
+        phase: &AtomicU8,
+        aborts: &mut u32,
+        start: Instant,
+    ) -> bool {
+        if measured {
+            self.aborted[reason_index(reason)] += 1;
+        }
+        if phase.load(Ordering::Relaxed) == STOP {
+            self.abandoned += measured as u64;
+            return false;
+        }
+        *aborts += 1;
+        backoff(*aborts, start.elapsed().as_nanos() as u64 ^ self.committed);
+        true
+    }
+
+    pub(crate) fn new(types: usize) -> ThreadTally {
         ThreadTally {
             committed: 0,
             aborted: [0; REASONS],
@@ -497,15 +520,9 @@ fn worker_loop<W: Worker>(
                     break;
                 }
                 Err(Error::SerializationFailure(reason)) => {
-                    if measured {
-                        tally.aborted[reason_index(reason)] += 1;
-                    }
-                    if phase.load(Ordering::Relaxed) == STOP {
-                        tally.abandoned += measured as u64;
+                    if !tally.abort_and_back_off(reason, measured, phase, &mut aborts, start) {
                         break;
                     }
-                    aborts += 1;
-                    backoff(aborts, start.elapsed().as_nanos() as u64 ^ tally.committed);
                 }
                 Err(e) => {
                     phase.store(STOP, Ordering::SeqCst);

@@ -247,6 +247,8 @@ fn pages_description(huge_pages: bool, prefault_mib: u64) -> String {
 /// configuration and the environment.
 #[derive(Clone, Debug)]
 pub struct Fidelity {
+    /// The engine measured: `myriad`, or a baseline's name and version (`--engine`).
+    pub engine: String,
     pub workload: Vec<(&'static str, Json)>,
     pub protocol: String,
     pub isolation: String,
@@ -280,6 +282,7 @@ impl Fidelity {
         prefault_mib: u64,
     ) -> Fidelity {
         Fidelity {
+            engine: "myriad".into(),
             workload,
             protocol: config.get_protocol().name().into(),
             isolation: config.get_isolation().name().into(),
@@ -332,7 +335,8 @@ impl Fidelity {
 
     /// Every entry in display order.
     fn entries(&self) -> Vec<(&'static str, Json)> {
-        let mut v = self.workload.clone();
+        let mut v = vec![("engine", Json::from(self.engine.clone()))];
+        v.extend(self.workload.iter().cloned());
         v.extend([
             ("protocol", Json::from(self.protocol.clone())),
             ("isolation", Json::from(self.isolation.clone())),
@@ -567,6 +571,15 @@ impl Report {
             }
         }
         writeln!(o)?;
+        if self.fidelity.engine != "myriad" {
+            writeln!(
+                o,
+                "  engine       {}: Myriad's version-memory, GC and contention counters do not \
+                 apply (zero in the JSON report)",
+                self.fidelity.engine
+            )?;
+            return self.write_results_and_fidelity(o);
+        }
         let m = &self.memory;
         writeln!(
             o,
@@ -633,6 +646,10 @@ impl Report {
                 self.hybrid_2pl_per_txn
             )?;
         }
+        self.write_results_and_fidelity(o)
+    }
+
+    fn write_results_and_fidelity(&self, o: &mut String) -> std::fmt::Result {
         if !self.results.is_empty() {
             writeln!(o)?;
             writeln!(o, "  results")?;

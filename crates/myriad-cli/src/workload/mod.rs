@@ -31,7 +31,7 @@ use rng::Rng;
 use serde_json::Value as Json;
 
 /// Stream tag of the load generators (worker streams are small thread indices).
-const LOAD_STREAM: u64 = 1 << 63;
+pub(crate) const LOAD_STREAM: u64 = 1 << 63;
 
 /// Loads one chunk in one transaction: `insert` gets the chunk's generator,
 /// `Rng::new(seed, LOAD_STREAM | chunk)`, so the loaded data depends on the seed alone (not on

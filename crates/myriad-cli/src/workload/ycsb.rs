@@ -394,26 +394,15 @@ impl Ycsb {
 
     /// The worker for thread `thread`.
     pub fn worker(&self, thread: usize, seed: u64) -> YcsbWorker<'_> {
-        let mut rng = Rng::new(seed, thread as u64);
-        let mut update_source = vec![0u8; UPDATE_SOURCE_BYTES].into_boxed_slice();
-        rng.fill_bytes(&mut update_source);
-        let long_reads = thread >= self.params.threads;
+        let planner = Planner::new(&self.params, &self.keygen, thread, seed);
         YcsbWorker {
             y: self,
-            rng,
             opts: TxnOptions {
                 isolation: self.params.isolation,
-                read_only: long_reads && self.params.read_only_hint,
+                read_only: planner.long_reads && self.params.read_only_hint,
             },
-            long_reads,
-            plan: Vec::with_capacity(self.params.ops),
+            planner,
             keys: Vec::with_capacity(self.params.ops),
-            seen: HashSet::with_capacity(if self.params.ops > LINEAR_DEDUP_MAX {
-                self.params.ops
-            } else {
-                0
-            }),
-            update_source,
             frame: None,
         }
     }
@@ -421,18 +410,23 @@ impl Ycsb {
     /// What this run's YCSB is, for the report's fidelity block (key → value; strings are
     /// shown as is in the terminal summary).
     pub fn fidelity(&self) -> Vec<(&'static str, Json)> {
-        let p = &self.params;
-        let read = p.read_percent();
-        let attr = match p.layout {
-            RowLayout::Int64x10 => "INT",
-            RowLayout::Bytes100x10 => "BYTES(100)",
-        };
-        let layout = format!(
-            "{}: key INT + {} {attr} attributes, hash primary key",
-            p.layout.name(),
-            p.attrs
-        );
-        let keys = match p.key_dist {
+        fidelity_of(&self.params)
+    }
+}
+
+/// The fidelity entries of a YCSB run with `p` (shared by Myriad's run and the baselines').
+pub(crate) fn fidelity_of(p: &Params) -> Vec<(&'static str, Json)> {
+    let read = p.read_percent();
+    let attr = match p.layout {
+        RowLayout::Int64x10 => "INT",
+        RowLayout::Bytes100x10 => "BYTES(100)",
+    };
+    let layout = format!(
+        "{}: key INT + {} {attr} attributes, hash primary key",
+        p.layout.name(),
+        p.attrs
+    );
+    let keys = match p.key_dist {
             KeyDist::Gray => format!(
                 "gray: Gray et al. Zipfian as DBx1000/CCBench, θ={}, unscrambled (hot keys are the low keys){}",
                 p.theta,
@@ -444,54 +438,53 @@ impl Ycsb {
                 super::zipf::YCSB_ITEM_COUNT
             ),
         };
-        vec![
-            (
-                "mix",
-                json!(format!(
-                    "{}: {}% read / {}% update per operation",
-                    match p.update_pct {
-                        Some(_) => "--update-pct",
-                        None => p.mix.name(),
-                    },
-                    read,
-                    100 - read
-                )),
-            ),
-            ("read_pct", json!(read)),
-            ("update_pct", json!(100 - read)),
-            ("ops_per_txn", json!(p.ops)),
-            ("attrs", json!(p.attrs)),
-            ("attrs_read_per_read", json!(p.attrs_read)),
-            ("attrs_modified_per_update", json!(p.attrs_modified)),
-            ("secondary_indexes", json!(p.secondary_indexes)),
-            ("rows", json!(p.rows)),
-            ("row_layout", json!(layout)),
-            ("key_generator", json!(keys)),
-            ("key_dist", json!(p.key_dist.name())),
-            ("theta", json!(p.theta)),
-            ("keys_may_repeat_in_txn", json!(!p.distinct_keys)),
-            ("prefetch", json!(p.prefetch)),
-            ("as_procedure", json!(p.as_procedure)),
-            ("read_only_threads", json!(p.read_only_threads)),
-            (
-                "long_reads",
-                json!(if p.read_only_threads == 0 {
-                    "none".to_string()
-                } else {
-                    format!(
-                        "{} thread(s) of {}-read transactions{}",
-                        p.read_only_threads,
-                        p.ops,
-                        if p.read_only_hint {
-                            ", declared READ ONLY"
-                        } else {
-                            ", not declared READ ONLY"
-                        }
-                    )
-                }),
-            ),
-        ]
-    }
+    vec![
+        (
+            "mix",
+            json!(format!(
+                "{}: {}% read / {}% update per operation",
+                match p.update_pct {
+                    Some(_) => "--update-pct",
+                    None => p.mix.name(),
+                },
+                read,
+                100 - read
+            )),
+        ),
+        ("read_pct", json!(read)),
+        ("update_pct", json!(100 - read)),
+        ("ops_per_txn", json!(p.ops)),
+        ("attrs", json!(p.attrs)),
+        ("attrs_read_per_read", json!(p.attrs_read)),
+        ("attrs_modified_per_update", json!(p.attrs_modified)),
+        ("secondary_indexes", json!(p.secondary_indexes)),
+        ("rows", json!(p.rows)),
+        ("row_layout", json!(layout)),
+        ("key_generator", json!(keys)),
+        ("key_dist", json!(p.key_dist.name())),
+        ("theta", json!(p.theta)),
+        ("keys_may_repeat_in_txn", json!(!p.distinct_keys)),
+        ("prefetch", json!(p.prefetch)),
+        ("as_procedure", json!(p.as_procedure)),
+        ("read_only_threads", json!(p.read_only_threads)),
+        (
+            "long_reads",
+            json!(if p.read_only_threads == 0 {
+                "none".to_string()
+            } else {
+                format!(
+                    "{} thread(s) of {}-read transactions{}",
+                    p.read_only_threads,
+                    p.ops,
+                    if p.read_only_hint {
+                        ", declared READ ONLY"
+                    } else {
+                        ", not declared READ ONLY"
+                    }
+                )
+            }),
+        ),
+    ]
 }
 
 impl Workload for Ycsb {
@@ -533,27 +526,68 @@ const LINEAR_DEDUP_MAX: usize = 32;
 
 /// One planned operation of a transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Op {
-    key: i64,
-    update: bool,
+pub(crate) struct Op {
+    pub(crate) key: i64,
+    pub(crate) update: bool,
     /// First attribute touched (0-based); the next ones follow cyclically.
-    attr: u8,
+    pub(crate) attr: u8,
     /// Update payload: the new integer value, or an offset into the update source.
-    value: u64,
+    pub(crate) value: u64,
+}
+
+/// One thread's stream of YCSB transaction plans, independent of the engine that runs them
+/// (Myriad's [`YcsbWorker`], or a baseline engine's worker under `--engine`): the same seed
+/// and thread give the same plans.
+pub(crate) struct Planner<'a> {
+    params: &'a Params,
+    keygen: &'a KeyGen,
+    rng: Rng,
+    /// A `--read-only-threads` worker: every operation is a read.
+    pub(crate) long_reads: bool,
+    pub(crate) plan: Vec<Op>,
+    seen: HashSet<u64>,
+    /// Bytes that updates of the `bytes100x10` layout copy from (never allocated per operation).
+    pub(crate) update_source: Box<[u8]>,
+}
+
+impl<'a> Planner<'a> {
+    /// The planner of thread `thread`: its generator is `Rng::new(seed, thread)`, which first
+    /// fills the update source.
+    pub(crate) fn new(params: &'a Params, keygen: &'a KeyGen, thread: usize, seed: u64) -> Self {
+        let mut rng = Rng::new(seed, thread as u64);
+        let mut update_source = vec![0u8; UPDATE_SOURCE_BYTES].into_boxed_slice();
+        rng.fill_bytes(&mut update_source);
+        Planner {
+            params,
+            keygen,
+            rng,
+            long_reads: thread >= params.threads,
+            plan: Vec::with_capacity(params.ops),
+            seen: HashSet::with_capacity(if params.ops > LINEAR_DEDUP_MAX {
+                params.ops
+            } else {
+                0
+            }),
+            update_source,
+        }
+    }
+
+    /// The `j`-th field an update of `op` writes in the `bytes100x10` layout: a window of the
+    /// update source.
+    #[inline]
+    pub(crate) fn update_bytes(&self, op: &Op, j: usize) -> &[u8] {
+        let src = &self.update_source;
+        let off = (op.value as usize).wrapping_add(j * 61) % (src.len() - FIELD_BYTES);
+        &src[off..off + FIELD_BYTES]
+    }
 }
 
 /// One thread's YCSB transactions.
 pub struct YcsbWorker<'a> {
     y: &'a Ycsb,
-    rng: Rng,
+    planner: Planner<'a>,
     opts: TxnOptions,
-    /// A `--read-only-threads` worker: every operation is a read.
-    long_reads: bool,
-    plan: Vec<Op>,
     keys: Vec<i64>,
-    seen: HashSet<u64>,
-    /// Bytes that updates of the `bytes100x10` layout copy from (never allocated per operation).
-    update_source: Box<[u8]>,
     /// The procedure's call frame (`--as-procedure`): the arguments are written into it in
     /// place, reused by every transaction.
     frame: Option<CallFrame>,
@@ -562,15 +596,15 @@ pub struct YcsbWorker<'a> {
 /// Column of the `j`-th attribute touched by an operation starting at attribute `first`, of
 /// `attrs`.
 #[inline]
-fn attr_col(first: u8, j: usize, attrs: usize) -> usize {
+pub(crate) fn attr_col(first: u8, j: usize, attrs: usize) -> usize {
     1 + (first as usize + j) % attrs
 }
 
-impl YcsbWorker<'_> {
+impl Planner<'_> {
     fn draw_key(&mut self) -> u64 {
-        let p = &self.y.params;
+        let p = self.params;
         loop {
-            let k = self.y.keygen.next(&mut self.rng);
+            let k = self.keygen.next(&mut self.rng);
             if !p.distinct_keys {
                 return k;
             }
@@ -584,11 +618,10 @@ impl YcsbWorker<'_> {
             }
         }
     }
-}
 
-impl Worker for YcsbWorker<'_> {
-    fn next_txn(&mut self) -> usize {
-        let p = &self.y.params;
+    /// Draws the next transaction's plan; returns its type (an index into [`TXN_TYPES`]).
+    pub(crate) fn next_txn(&mut self) -> usize {
+        let p = self.params;
         let (ops, read_pct) = (p.ops, p.read_percent());
         let spread = p.attrs_read < p.attrs || p.attrs_modified < p.attrs;
         self.plan.clear();
@@ -624,22 +657,28 @@ impl Worker for YcsbWorker<'_> {
             READ_ONLY_TXN
         }
     }
+}
+
+impl Worker for YcsbWorker<'_> {
+    fn next_txn(&mut self) -> usize {
+        self.planner.next_txn()
+    }
 
     fn attempt(&mut self, db: &Database) -> Result<myriad::CommitTicket> {
         let p = &self.y.params;
         let t = &self.y.table;
-        let src = &self.update_source;
+        let planner = &self.planner;
         let mut tx = db.begin_with(self.opts)?;
         if p.prefetch {
             self.keys.clear();
-            self.keys.extend(self.plan.iter().map(|o| o.key));
+            self.keys.extend(planner.plan.iter().map(|o| o.key));
             tx.prefetch(t, &self.keys)?;
         }
         if let Some(proc) = &self.y.procedure {
             // The same plan as arguments: keys, update flags, first attributes, values (kept
             // below 2^61 so that `vals[i] + j` cannot overflow).
             let frame = self.frame.get_or_insert_with(|| proc.frame());
-            let plan = &self.plan;
+            let plan = &planner.plan;
             frame.set_ints(0, plan.iter().map(|o| o.key));
             frame.set_ints(1, plan.iter().map(|o| o.update as i64));
             frame.set_ints(2, plan.iter().map(|o| o.attr as i64));
@@ -647,7 +686,7 @@ impl Worker for YcsbWorker<'_> {
             proc.execute_bound(&mut tx, frame)?;
             return tx.commit_deferred();
         }
-        for op in &self.plan {
+        for op in &planner.plan {
             if op.update {
                 tx.update_with(t, &op.key, |row| {
                     for j in 0..p.attrs_modified {
@@ -656,11 +695,7 @@ impl Worker for YcsbWorker<'_> {
                             RowLayout::Int64x10 => {
                                 row.set(col, op.value.wrapping_add(j as u64) as i64)?
                             }
-                            RowLayout::Bytes100x10 => {
-                                let off = (op.value as usize).wrapping_add(j * 61)
-                                    % (src.len() - FIELD_BYTES);
-                                row.set(col, &src[off..off + FIELD_BYTES])?
-                            }
+                            RowLayout::Bytes100x10 => row.set(col, planner.update_bytes(op, j))?,
                         }
                     }
                     Ok(())
@@ -688,7 +723,7 @@ impl Worker for YcsbWorker<'_> {
 /// Folds every byte of `b` into a sum, eight bytes at a time (touches all of the value, like a
 /// reader that copies it out, without a per-byte loop dominating the measurement).
 #[inline]
-fn sum_bytes(b: &[u8]) -> u64 {
+pub(crate) fn sum_bytes(b: &[u8]) -> u64 {
     let mut chunks = b.chunks_exact(8);
     let mut sum = 0u64;
     for c in &mut chunks {
@@ -785,7 +820,7 @@ mod tests {
             let mut updates = 0;
             for _ in 0..30 {
                 w.next_txn();
-                let plan = w.plan.clone();
+                let plan = w.planner.plan.clone();
                 w.attempt(&db).unwrap();
                 let mut tx = db.begin().unwrap();
                 for op in plan.iter().filter(|o| o.update) {
@@ -818,12 +853,12 @@ mod tests {
         for _ in 0..50 {
             let ty = a.next_txn();
             assert_eq!(ty, b.next_txn());
-            assert_eq!(a.plan, b.plan);
-            let mut keys: Vec<i64> = a.plan.iter().map(|o| o.key).collect();
+            assert_eq!(a.planner.plan, b.planner.plan);
+            let mut keys: Vec<i64> = a.planner.plan.iter().map(|o| o.key).collect();
             keys.sort_unstable();
             keys.dedup();
             assert_eq!(keys.len(), 40);
-            assert_eq!(ty == UPDATE_TXN, a.plan.iter().any(|o| o.update));
+            assert_eq!(ty == UPDATE_TXN, a.planner.plan.iter().any(|o| o.update));
             a.attempt(&db).unwrap();
         }
     }
@@ -842,7 +877,7 @@ mod tests {
             let mut updated = HashSet::new();
             for _ in 0..100 {
                 w.next_txn();
-                updated.extend(w.plan.iter().filter(|o| o.update).map(|o| o.key));
+                updated.extend(w.planner.plan.iter().filter(|o| o.update).map(|o| o.key));
                 w.attempt(&db).unwrap();
             }
             assert!(updated.len() > 50, "{}", updated.len());
@@ -891,7 +926,7 @@ mod tests {
             let mut wrapped = false;
             for _ in 0..60 {
                 assert_eq!(w.next_txn(), UPDATE_TXN);
-                let plan = w.plan.clone();
+                let plan = w.planner.plan.clone();
                 assert!(plan.iter().all(|o| o.update));
                 w.attempt(&db).unwrap();
                 let mut tx = db.begin().unwrap();
@@ -929,8 +964,8 @@ mod tests {
         let (mut ups, mut ops) = (0, 0);
         for _ in 0..200 {
             w.next_txn();
-            ups += w.plan.iter().filter(|o| o.update).count();
-            ops += w.plan.len();
+            ups += w.planner.plan.iter().filter(|o| o.update).count();
+            ops += w.planner.plan.len();
         }
         let pct = ups * 100 / ops;
         assert!(
