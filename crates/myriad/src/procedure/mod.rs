@@ -21,6 +21,7 @@ mod exec;
 mod graph;
 mod ir;
 pub(crate) mod parse;
+pub mod slice;
 mod surface;
 
 pub use build::{Block, Ex, ProcedureBuilder, VarType};
