@@ -488,6 +488,23 @@ impl<'a> Prog<'a> {
                     if let Some(&b) = pieces.get(&a).and_then(|q| q.imports.get(&v)) {
                         merge.push((a, b));
                     }
+                    // The piece must not overwrite the imported value before a use of it.
+                    let last = p
+                        .uses
+                        .iter()
+                        .filter(|u| u.0 == v && matches!(u.2, Res::Import))
+                        .map(|u| u.1)
+                        .max()
+                        .unwrap_or(0);
+                    let overwrites = (0..last).any(|x| {
+                        self.live[x]
+                            && self.p.ops[x].defs.contains(&v)
+                            && (p.replicated.contains(&x)
+                                || (self.kind[x].db() && self.uf.find(x) == s))
+                    });
+                    if overwrites {
+                        merge.push((a, s));
+                    }
                 }
             }
         }
@@ -1351,6 +1368,22 @@ mod tests {
             END $$;";
         let g = registered(&load(&format!("{TWO_TABLES}{q}")));
         assert_eq!(shape(&g).0, ["q[ty]", "q[tx]"], "{}", g.text());
+    }
+
+    #[test]
+    fn an_import_is_never_overwritten_by_the_importing_piece() {
+        // tx's piece defines `a` itself (from c) before the last UPDATE, which needs ty's
+        // `a`: importing it would be overwritten, so the slices merge.
+        let p = "CREATE PROCEDURE p(key INT) AS $$ DECLARE a INT; b INT; c INT; BEGIN
+              SELECT v INTO c FROM tx WHERE k = key;
+              a := c + 1;
+              UPDATE tx SET v = a WHERE k = key;
+              SELECT v INTO b FROM ty WHERE k = key;
+              a := b + 1;
+              UPDATE tx SET v = v + a WHERE k = key;
+            END $$;";
+        let g = registered(&load(&format!("{TWO_TABLES}{p}")));
+        assert_eq!(shape(&g).0, ["p[tx,ty]"], "{}", g.text());
     }
 
     #[test]
