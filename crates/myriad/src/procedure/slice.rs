@@ -213,6 +213,8 @@ struct Prog<'a> {
     /// Variables each op uses, without duplicates.
     uses: Vec<Vec<usize>>,
     uf: Uf,
+    /// [`Prog::home`] of the current partition (cleared by each [`Prog::resolve`]).
+    homes: BTreeMap<usize, BTreeSet<usize>>,
 }
 
 fn walk<'a>(
@@ -308,6 +310,7 @@ impl<'a> Prog<'a> {
             reach,
             uses,
             uf: Uf::new(n),
+            homes: BTreeMap::new(),
         };
         // S3 (P1): one slice per written table.
         let mut by_table: BTreeMap<&str, (Vec<usize>, bool)> = BTreeMap::new();
@@ -359,6 +362,9 @@ impl<'a> Prog<'a> {
     /// The slices a transparent operation's value derives from (through other transparent
     /// operations, its inputs and its enclosing headers); empty: parameters only.
     fn home(&mut self, t: usize) -> BTreeSet<usize> {
+        if let Some(h) = self.homes.get(&t) {
+            return h.clone();
+        }
         let mut out = BTreeSet::new();
         let mut seen = BTreeSet::new();
         let mut stack = vec![t];
@@ -379,11 +385,13 @@ impl<'a> Prog<'a> {
                 }
             }
         }
+        self.homes.insert(t, out.clone());
         out
     }
 
     /// S5–S6 on the current partition: the pieces, or the merges it needs first.
     fn resolve(&mut self) -> Result<BTreeMap<usize, Piece>, Vec<(usize, usize)>> {
+        self.homes.clear();
         let mut pieces: BTreeMap<usize, Piece> = BTreeMap::new();
         let mut merge: Vec<(usize, usize)> = Vec::new();
         let mut work: Vec<(usize, usize)> = Vec::new();
