@@ -1409,6 +1409,70 @@ mod tests {
         assert_eq!(key_prefix(&g, "p[tx,ty]", "tx"), 1);
     }
 
+    const TATP: &str = include_str!("../../../myriad-cli/workloads/tatp.sql");
+
+    /// G1–G4 and the local graphs' shape, checked on the output.
+    fn check_invariants(g: &Gdg) {
+        let text = g.text();
+        // G2: a table some block writes appears in no other block.
+        let mut seen: BTreeMap<&str, (usize, bool)> = BTreeMap::new();
+        let mut owners: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
+        for (b, bl) in g.blocks.iter().enumerate() {
+            for t in &bl.tables {
+                owners.entry(&t.table).or_default().insert(b);
+                let e = seen.entry(&t.table).or_insert((b, false));
+                e.1 |= t.written;
+            }
+        }
+        for (t, (_, written)) in &seen {
+            if *written {
+                assert_eq!(owners[t].len(), 1, "{t} in several blocks:\n{text}");
+            }
+        }
+        // G3: edges go forward in the topological order.
+        assert!(g.edges.iter().all(|(a, b)| a < b), "{text}");
+        for (pi, p) in g.procedures.iter().enumerate() {
+            // G1, G4: each slice in one block, at most one slice of a procedure per block.
+            let blocks: BTreeSet<usize> = p.slices.iter().map(|s| s.block).collect();
+            assert_eq!(blocks.len(), p.slices.len(), "{text}");
+            for (si, sl) in p.slices.iter().enumerate() {
+                assert!(g.blocks[sl.block].slices.contains(&(pi, si)));
+                assert!(!sl.ops.is_empty());
+                for (v, from) in &sl.imports {
+                    assert!(p.slices[*from].exports.contains(v), "{text}");
+                    assert!(p.edges.contains(&(*from, si)));
+                    // A local edge is a block edge or stays in order.
+                    let (bf, bt) = (p.slices[*from].block, sl.block);
+                    assert!(g.edges.contains(&(bf, bt)), "{text}");
+                }
+            }
+            // Every operation is in at most one slice.
+            let mut ops: Vec<usize> = p.slices.iter().flat_map(|s| s.ops.clone()).collect();
+            let n = ops.len();
+            ops.sort();
+            ops.dedup();
+            assert_eq!(ops.len(), n, "{text}");
+        }
+    }
+
+    #[test]
+    fn every_workload_satisfies_the_graph_properties() {
+        for sql in [TPCC, SMALLBANK, TATP, BANK] {
+            let db = load(sql);
+            let procs: Vec<_> = db
+                .procedure_names()
+                .iter()
+                .map(|n| db.procedure(n).expect("registered"))
+                .collect();
+            let refs: Vec<&Procedure> = procs.iter().map(|p| p.as_ref()).collect();
+            for dce in [true, false] {
+                let g = analyze(&refs, Options { dce });
+                assert!(!g.blocks.is_empty());
+                check_invariants(&g);
+            }
+        }
+    }
+
     #[test]
     fn the_analysis_is_deterministic() {
         let a = explain_slices(&load(TPCC));
