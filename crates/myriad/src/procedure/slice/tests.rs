@@ -265,6 +265,11 @@ const TWO_TABLES: &str = "
     CREATE TABLE tx (k INT PRIMARY KEY, v INT);
     CREATE TABLE ty (k INT PRIMARY KEY, v INT);";
 
+/// The GDG of `procs` over tables `tx` and `ty`.
+fn on_two_tables(procs: &str) -> Gdg {
+    registered(&load(&format!("{TWO_TABLES}{procs}")))
+}
+
 #[test]
 fn a_cycle_of_blocks_merges_them_and_their_slices() {
     let p1 = "CREATE PROCEDURE p1(key INT) AS $$ DECLARE a INT; BEGIN
@@ -278,7 +283,7 @@ fn a_cycle_of_blocks_merges_them_and_their_slices() {
           UPDATE tx SET v = b WHERE k = key;
         END $$;";
     // Alone, each procedure is two slices in two blocks with one edge.
-    let g = registered(&load(&format!("{TWO_TABLES}{p1}")));
+    let g = on_two_tables(p1);
     assert_eq!(shape(&g).0, ["p1[tx]", "p1[ty]"]);
     assert_eq!(g.edges, [(0, 1)]);
     // Together, tx -> ty (p1) and ty -> tx (p2) form a cycle (G3): one block, and G4
@@ -297,7 +302,7 @@ fn a_cycle_of_slices_in_one_procedure_merges_them() {
           UPDATE ty SET v = a WHERE k = key;
           UPDATE tx SET v = b WHERE k = key;
         END $$;";
-    let g = registered(&load(&format!("{TWO_TABLES}{p}")));
+    let g = on_two_tables(p);
     assert_eq!(shape(&g).0, ["p[tx,ty]"], "{}", g.text());
 }
 
@@ -310,14 +315,14 @@ fn an_import_never_replaces_a_value_the_piece_reads_before_it() {
           SELECT v INTO a FROM ty WHERE k = key;
           UPDATE tx SET v = v + a WHERE k = key;
         END $$;";
-    let g = registered(&load(&format!("{TWO_TABLES}{p}")));
+    let g = on_two_tables(p);
     assert_eq!(shape(&g).0, ["p[tx,ty]"], "{}", g.text());
     // Without the early read, the value crosses as an import.
     let q = "CREATE PROCEDURE q(key INT) AS $$ DECLARE a INT; BEGIN
           SELECT v INTO a FROM ty WHERE k = key;
           UPDATE tx SET v = v + a WHERE k = key;
         END $$;";
-    let g = registered(&load(&format!("{TWO_TABLES}{q}")));
+    let g = on_two_tables(q);
     assert_eq!(shape(&g).0, ["q[ty]", "q[tx]"], "{}", g.text());
 }
 
@@ -333,7 +338,7 @@ fn an_import_is_never_overwritten_by_the_importing_piece() {
           a := b + 1;
           UPDATE tx SET v = v + a WHERE k = key;
         END $$;";
-    let g = registered(&load(&format!("{TWO_TABLES}{p}")));
+    let g = on_two_tables(p);
     assert_eq!(shape(&g).0, ["p[tx,ty]"], "{}", g.text());
 }
 
@@ -346,7 +351,7 @@ fn a_value_made_in_each_iteration_keeps_its_slices_together() {
             UPDATE tx SET v = a WHERE k = i;
           END LOOP;
         END $$;";
-    let g = registered(&load(&format!("{TWO_TABLES}{p}")));
+    let g = on_two_tables(p);
     assert_eq!(shape(&g).0, ["p[tx,ty]"], "{}", g.text());
     // The loop counter is known before the piece runs: p_T = 1.
     assert_eq!(key_prefix(&g, "p[tx,ty]", "tx"), 1);
