@@ -58,6 +58,11 @@ pub(crate) enum Command {
         /// Print the def-use graphs as Graphviz dot instead of text.
         #[arg(long)]
         dot: bool,
+        /// Print PACMAN's static analysis instead (thesis §4.4.1): each writing procedure's
+        /// slices and the global dependency graph of blocks over all of them (with `--dot`, as
+        /// Graphviz dot).
+        #[arg(long)]
+        slices: bool,
     },
     /// Recover a data directory (checkpoint, then the log up to the persistent epoch), print
     /// the time of each phase, and close it (with a fresh checkpoint).

@@ -1,12 +1,14 @@
-//! `myriad explain FILE...`: print each stored procedure's IR and def-use graph.
+//! `myriad explain FILE...`: print each stored procedure's IR and def-use graph, or with
+//! `--slices` PACMAN's slices and block graph over all of them.
 
 use myriad::{Config, Database, Error};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// `myriad explain FILE...`: runs the files' statements in order on an empty in-memory
-/// database (so the tables exist) and prints every procedure they define, in order.
-pub(crate) fn explain(files: &[PathBuf], dot: bool) -> ExitCode {
+/// database (so the tables exist) and prints every procedure they define, in order; with
+/// `slices`, the slices and blocks of all of them together.
+pub(crate) fn explain(files: &[PathBuf], dot: bool, slices: bool) -> ExitCode {
     let db = match Database::open(Config::default()) {
         Ok(db) => db,
         Err(e) => {
@@ -39,6 +41,13 @@ pub(crate) fn explain(files: &[PathBuf], dot: bool) -> ExitCode {
     if out.is_empty() {
         eprintln!("error: no CREATE PROCEDURE in the files");
         return ExitCode::FAILURE;
+    }
+    if slices {
+        out = if dot {
+            myriad::procedure::slice::explain_slices_dot(&db)
+        } else {
+            myriad::procedure::slice::explain_slices(&db)
+        };
     }
     print!("{out}");
     ExitCode::SUCCESS

@@ -72,7 +72,7 @@ fn main() -> ExitCode {
             isolation_or_strongest(isolation, protocol),
             data_dir.as_deref(),
         ),
-        Command::Explain { files, dot } => explain::explain(&files, dot),
+        Command::Explain { files, dot, slices } => explain::explain(&files, dot, slices),
         Command::IsolationTest(a) => isolation::run(a),
         Command::Experiment(a) => experiment::run(a),
         Command::Recover {

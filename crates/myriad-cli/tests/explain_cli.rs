@@ -96,3 +96,34 @@ fn the_smallbank_and_tatp_workload_files_explain() {
         assert_eq!(n, procs, "{file}:\n{text}");
     }
 }
+
+/// `--slices` prints PACMAN's analysis of all the files' procedures together: Smallbank's
+/// savings block comes before its checking block, and `--dot` gives one cluster per block.
+#[test]
+fn slices_print_the_blocks_of_all_procedures() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/workloads/smallbank.sql");
+    let run = |extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_myriad"))
+            .arg("explain")
+            .arg("--slices")
+            .args(extra)
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = run(&[]);
+    assert!(text.contains("5 procedures that write, 2 blocks"), "{text}");
+    let sav = text.find("owns savings").expect("a block owns savings");
+    let chk = text.find("owns checking").expect("a block owns checking");
+    assert!(sav < chk, "{text}");
+    assert!(text.contains("B0 -> B1"), "{text}");
+    let dot = run(&["--dot"]);
+    assert!(dot.starts_with("digraph"), "{dot}");
+    assert_eq!(dot.matches("subgraph cluster_b").count(), 2, "{dot}");
+}

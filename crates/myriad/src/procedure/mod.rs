@@ -8,7 +8,8 @@
 //! (point key, key range, scan) into an IR that [`Procedure::execute`] interprets inside a
 //! transaction of any protocol. Each IR operation records which variables are its access key
 //! and which its values ([`OpInfo`]); [`Procedure::def_use`] gives the def-use graph that
-//! Transaction Healing and PACMAN are built on.
+//! Transaction Healing and PACMAN are built on; [`slice`](mod@slice) is PACMAN's static analysis (procedure
+//! slices and the global dependency graph of blocks, thesis §4.4.1).
 //!
 //! Differences from PL/pgSQL, all deliberate: there is no NULL, so a declared variable
 //! starts at its type's zero value and a `SELECT ... INTO` that finds no row leaves its
@@ -58,6 +59,7 @@ mod exec;
 mod graph;
 mod ir;
 pub(crate) mod parse;
+pub mod slice;
 mod surface;
 
 pub use build::{Block, Ex, ProcedureBuilder, VarType};

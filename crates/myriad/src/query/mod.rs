@@ -378,6 +378,14 @@ fn key_value(s: &TableSchema, col: usize, v: V) -> Option<Value> {
     }
 }
 
+/// The `(column, expression)` pairs of the condition's top-level `col = x` conjuncts, `x`
+/// not reading the row (PACMAN's key-space granularity: which key columns an operation fixes).
+pub(crate) fn equalities(filter: &E) -> Vec<(usize, &E)> {
+    let mut cs = Vec::new();
+    conjuncts(filter, &mut cs);
+    cs.into_iter().filter_map(equality).collect()
+}
+
 /// `(col, e)` if `e` is `col = x` or `x = col` with `x` not reading the row.
 fn equality(e: &E) -> Option<(usize, &E)> {
     match e {
