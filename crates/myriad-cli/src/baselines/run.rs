@@ -69,15 +69,7 @@ pub(crate) fn run<W: BaselineWorker>(
         stats_end: Stats::default(),
     };
     for t in tallies {
-        let t = t?;
-        result.committed += t.committed;
-        result.abandoned += t.abandoned;
-        for (a, b) in result.aborted.iter_mut().zip(t.aborted) {
-            *a += b;
-        }
-        for (a, b) in result.latency.iter_mut().zip(&t.latency) {
-            a.merge(b);
-        }
+        result.add(&t?);
     }
     Ok(result)
 }

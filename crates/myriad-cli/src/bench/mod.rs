@@ -98,6 +98,23 @@ impl TypeLatency {
     }
 }
 
+impl RunResult {
+    /// Adds one worker's counters.
+    pub(crate) fn add(&mut self, t: &ThreadTally) {
+        self.committed += t.committed;
+        self.abandoned += t.abandoned;
+        for (a, b) in self.aborted.iter_mut().zip(t.aborted) {
+            *a += b;
+        }
+        for (a, b) in self.user_aborted.iter_mut().zip(&t.user_aborted) {
+            *a += b;
+        }
+        for (a, b) in self.latency.iter_mut().zip(&t.latency) {
+            a.merge(b);
+        }
+    }
+}
+
 /// One worker's counters; merged into `RunResult` at the end.
 pub(crate) struct ThreadTally {
     pub(crate) committed: u64,
@@ -326,18 +343,7 @@ pub fn run<W: Worker>(
         stats_end,
     };
     for t in tallies {
-        let t = t?;
-        result.committed += t.committed;
-        result.abandoned += t.abandoned;
-        for (a, b) in result.aborted.iter_mut().zip(t.aborted) {
-            *a += b;
-        }
-        for (a, b) in result.user_aborted.iter_mut().zip(&t.user_aborted) {
-            *a += b;
-        }
-        for (a, b) in result.latency.iter_mut().zip(&t.latency) {
-            a.merge(b);
-        }
+        result.add(&t?);
     }
     Ok(result)
 }

@@ -22,7 +22,7 @@
 //! script, so errors point into it; PL/pgSQL's `a..b` is rewritten to `a TO b` first because
 //! `sqlparser` reads `1..` as a number), and `build.rs` is the Rust builder. `ir.rs` compiles a
 //! definition once: tables to handles, columns to positions, variables to frame slots
-//! (parameters, then `found`, then the rest), expressions through `sql/expr.rs` with a `Scope`
+//! (parameters, then `found`, then the rest), expressions through `query/expr.rs` with a `Scope`
 //! of columns and variables, and every `WHERE` to an `sql::Access` plan — the same planner the
 //! ad-hoc statements use, now taking key expressions that read variables (point key,
 //! secondary-index equality, one-column key range, else a scan). Each operation gets an
