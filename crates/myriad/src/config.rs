@@ -105,16 +105,36 @@ impl Protocol {
     /// A serializable SI that tracks dependencies in stamps (`cc/ssn.rs`): SSN, Cahill's SSI
     /// or ERMIA's SSI. Their serial order is not their commit order.
     pub fn stamped(self) -> bool {
-        matches!(self, Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi)
+        match self {
+            Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => true,
+            Protocol::Mvocc
+            | Protocol::Si
+            | Protocol::ErmiaSi
+            | Protocol::Mvto
+            | Protocol::Mv2pl
+            | Protocol::Mv2plWait
+            | Protocol::Silo
+            | Protocol::Occ
+            | Protocol::TwoPl
+            | Protocol::Hybrid => false,
+        }
     }
 
     /// A single-version protocol (thesis §3.5's baselines): it runs on version storage
     /// `single-version` only, and every other protocol on multi-version storage only.
     pub fn single_version(self) -> bool {
-        matches!(
-            self,
-            Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid
-        )
+        match self {
+            Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid => true,
+            Protocol::Mvocc
+            | Protocol::Si
+            | Protocol::ErmiaSi
+            | Protocol::Mvto
+            | Protocol::Mv2pl
+            | Protocol::Mv2plWait
+            | Protocol::Ssn
+            | Protocol::Ssi
+            | Protocol::ErmiaSsi => false,
+        }
     }
 
     /// The log manager this protocol's design uses, what a tool picks when the user names
@@ -123,7 +143,17 @@ impl Protocol {
     pub fn natural_log_manager(self) -> LogManagerKind {
         match self {
             Protocol::ErmiaSi | Protocol::ErmiaSsi => LogManagerKind::Ermia,
-            _ => LogManagerKind::Epoch,
+            Protocol::Mvocc
+            | Protocol::Si
+            | Protocol::Mvto
+            | Protocol::Mv2pl
+            | Protocol::Mv2plWait
+            | Protocol::Ssn
+            | Protocol::Ssi
+            | Protocol::Silo
+            | Protocol::Occ
+            | Protocol::TwoPl
+            | Protocol::Hybrid => LogManagerKind::Epoch,
         }
     }
 
@@ -614,7 +644,23 @@ impl Config {
     }
     /// Whether transactions of this configuration take commit dependencies.
     pub(crate) fn speculates(&self) -> bool {
-        self.commit_dependencies && matches!(self.protocol, Protocol::Mvocc | Protocol::Si)
+        // Hekaton §2.7's speculative reads are built for the optimistic protocols whose
+        // validation covers them.
+        let can = match self.protocol {
+            Protocol::Mvocc | Protocol::Si => true,
+            Protocol::ErmiaSi
+            | Protocol::Mvto
+            | Protocol::Mv2pl
+            | Protocol::Mv2plWait
+            | Protocol::Ssn
+            | Protocol::Ssi
+            | Protocol::ErmiaSsi
+            | Protocol::Silo
+            | Protocol::Occ
+            | Protocol::TwoPl
+            | Protocol::Hybrid => false,
+        };
+        self.commit_dependencies && can
     }
 
     /// Isolation levels `protocol` can honour in this build, weakest first.

@@ -464,7 +464,7 @@ impl Database {
         let protocol = crate::cc::snapshot_protocol(self.config.protocol);
         let mut tx = self.start_txn(opts, protocol, self.config.ddl_wait)?;
         // A checkpoint must hold committed data only.
-        tx.speculates = false;
+        tx.st.speculates = false;
         Ok(tx)
     }
 
@@ -477,7 +477,7 @@ impl Database {
             crate::config::Protocol::Mvocc,
             std::time::Duration::ZERO,
         )?;
-        tx.speculates = false;
+        tx.st.speculates = false;
         Ok(tx)
     }
 

@@ -1,22 +1,26 @@
 //! Concurrency control (thesis §5.3; Hekaton §2–3). The seam is `Protocol` in `Config`,
 //! copied into each transaction. The transaction code (`txn/`) never asks which protocol
-//! runs: it calls the hooks below (`begin`, `on_read`, `before_scan`, `on_scan`, `on_miss`,
-//! `may_write`, `on_index_enter`, `commit`, `on_abort`, `after_abort`; `snapshot_protocol`
-//! for the engine) and the predicates that read one table, `traits`. Each matches the
-//! protocol once, exhaustively (no catch-all arm, so a new protocol is a compile error at
-//! every decision), and returns a decision — `Ok` to proceed, `Err(reason)` to abort, a
-//! commit ticket — that `txn/` carries out; `txn/` keeps the mechanics (chains, indexes,
-//! read/write/scan sets). Inside the shared commit paths (`mvocc::commit`, `silo::commit`,
-//! `ssn::precommit`) the protocols that share them are still told apart by comparing
-//! `tx.protocol`. Each protocol's own state lives in its own struct (`ssn::Stamps`,
-//! `mvto::Blocked`, `mv2pl::SlotLocks`, `ssn::SlotScratch`, `silo::SlotState`,
-//! `occ::SlotState`, `hybrid::SlotState`, `silo::Epochs`, `mv2pl::RangeLocks`), gathered
-//! here into the per-transaction (`TxnCc`), per-slot (`SlotCc`), per-engine (`EngineCc`)
-//! and per-table (`TableCc`) slots the mechanism holds without looking inside. The
-//! protocols take `&Transaction` and read its sets directly.
+//! runs: it calls the hooks below and carries out what they decide — `begin`, `on_read`,
+//! `before_scan`, `on_scan`, `on_miss`, `may_write`, `on_index_enter`; at commit
+//! `commit_read_only`, `precommit`, `lock_for_commit`, `serialization_point`, `validate`,
+//! `finalize`, `commit_tid`, `release` (the two commit pipelines are in `txn/end.rs`); at
+//! abort `on_abort`, `after_abort`; `snapshot_protocol` for the engine — and the predicates
+//! that read one table, `traits`. Each matches the protocol once, exhaustively (no
+//! catch-all arm, so a new protocol is a compile error at every decision), and returns a
+//! decision: `Ok` to proceed, `Err(reason)` to abort, a timestamp.
+//!
+//! A hook sees the transaction through `txn::state::TxnCtx` (ids, timestamps, level, the
+//! read, scan and write sets), never the `Transaction` itself, plus the protocol's own state:
+//! each protocol keeps it in its own struct (`ssn::Stamps`, `mvto::Blocked`,
+//! `mv2pl::SlotLocks`, `ssn::SlotScratch`, `silo::SlotState`, `occ::SlotState`,
+//! `hybrid::SlotState`, `silo::Epochs`, `mv2pl::RangeLocks`), gathered here into the
+//! per-transaction (`TxnCc`), per-slot (`SlotCc`), per-engine (`EngineCc`) and per-table
+//! (`TableCc`) slots the mechanism holds without looking inside. Inside the code protocols
+//! share (`mvocc::validate`, `silo::validate`, `ssn::precommit`) the protocols that share it
+//! are still told apart by comparing `tx.protocol`.
 //!
 //! The multi-version protocols share the version format, visibility (Hekaton Tables 1–2,
-//! `visibility.rs`), the write lock in the End field and the commit path (`mvocc::commit`);
+//! `visibility.rs`), the write lock in the End field and the multi-version commit pipeline;
 //! they differ in what a read records and what a write and a commit check:
 //! - `mvocc` (`mvocc.rs`): nothing on reads; read validation and scan re-checks at commit;
 //! - `si`, `ermia-si`: MVOCC's code at Snapshot Isolation only (first-updater-wins, no
@@ -24,12 +28,12 @@
 //! - `mvto` (`mvto.rs`): read-ts on reads and scans, checked by writes; no validation;
 //! - `mv2pl`, `mv2pl-wait` (`mv2pl.rs`): read locks on reads, checked by writes; scan
 //!   re-checks at commit (`mv2pl-wait`: range locks instead, and waits at precommit);
-//! - `ssn`, `ssi`, `ermia-ssi` (`ssn.rs`, SSI's pre-commit test in `ssi.rs`): SI plus stamps — reader bits on reads, at commit
-//!   the exclusion-window test (SSN), Cahill's two flags (SSI) or ERMIA's dangerous-structure
+//! - `ssn`, `ssi`, `ermia-ssi` (`ssn.rs`, SSI's pre-commit test in `ssi.rs`): SI plus stamps —
+//!   reader bits on reads, at commit the exclusion-window test (SSN), Cahill's two flags (SSI) or ERMIA's dangerous-structure
 //!   test, stamps left in the versions.
 //!
-//! `silo`, `occ`, `2pl` and `hybrid` (`silo.rs`, `occ.rs`, `hybrid.rs`) are single-version: they run on version
-//! storage `single-version` only, with their own commit (buffered writes locked in a global
+//! `silo`, `occ`, `2pl` and `hybrid` (`silo.rs`, `occ.rs`, `hybrid.rs`) are single-version:
+//! they run on version storage `single-version` only, with Silo's commit pipeline (buffered writes locked in a global
 //! order, read-set validation, epoch-based TIDs); `hybrid` runs each transaction as `occ`,
 //! or as `2pl` after a validation failure in the same transaction-table slot
 //! (`hybrid::SlotState::retry_2pl`).
@@ -46,12 +50,13 @@ pub mod visibility;
 
 use crate::config::{Isolation, Protocol};
 use crate::engine::Database;
-use crate::error::{AbortReason, Result};
+use crate::error::AbortReason;
 use crate::storage::Table;
+use crate::txn::state::{TxnCtx, TABLE_SCAN};
 use crate::txn::table::bump;
-use crate::txn::Transaction;
 use crate::version::Version;
 use std::time::Duration;
+use visibility::Resolver;
 
 /// Per-transaction protocol state, one struct per protocol that keeps any.
 pub(crate) struct TxnCc {
@@ -203,6 +208,8 @@ struct Traits {
     stale_reads_fail_early: bool,
     /// `on_index_enter` checks something (MVTO).
     checks_index_entry: bool,
+    /// A writer's end timestamp is its begin timestamp (MVTO, `ends_at_begin_ts`).
+    ends_at_begin_ts: bool,
 }
 
 /// The traits of no protocol in particular: every flag off.
@@ -213,6 +220,7 @@ const PLAIN: Traits = Traits {
     locks_as_it_runs: false,
     stale_reads_fail_early: false,
     checks_index_entry: false,
+    ends_at_begin_ts: false,
 };
 
 /// The traits of `p`.
@@ -226,6 +234,7 @@ const fn traits(p: Protocol) -> Traits {
         Protocol::Mvto => Traits {
             blocks: true,
             checks_index_entry: true,
+            ends_at_begin_ts: true,
             ..PLAIN
         },
         Protocol::Mv2plWait => Traits {
@@ -346,13 +355,15 @@ pub(crate) fn checks_index_entry(p: Protocol) -> bool {
 /// there beyond validation (`validates_reads`).
 #[inline]
 pub(crate) fn on_read(
-    tx: &mut Transaction<'_>,
+    tx: &mut TxnCtx<'_>,
+    c: &mut TxnCc,
+    sc: &mut SlotCc,
     v: *const Version,
 ) -> std::result::Result<(), AbortReason> {
     // SAFETY: v is a visible version of a chain the transaction is pinned on.
     let r = unsafe { &*v };
     debug_assert!(
-        tx.tracks_reads(),
+        tx.tracks_reads,
         "on_read for a transaction that tracks no reads"
     );
     debug_assert!(
@@ -360,19 +371,19 @@ pub(crate) fn on_read(
         "on_read of the transaction's own version"
     );
     match tx.protocol {
-        Protocol::Mvto => mvto::on_read(r, tx.begin_ts, tx.slot(), &tx.resolver()),
-        Protocol::Mv2pl => mv2pl::read_lock(tx, v),
-        Protocol::Mv2plWait => mv2pl::wait_read_lock(tx, v),
+        Protocol::Mvto => mvto::on_read(r, tx.begin_ts, tx.slot(), &resolver(tx, c)),
+        Protocol::Mv2pl => mv2pl::read_lock(tx, &mut sc.mv2pl, v),
+        Protocol::Mv2plWait => mv2pl::wait_read_lock(tx, &mut sc.mv2pl, v),
         Protocol::TwoPl => {
             // The read set is not validated under 2PL (the lock protects the read); it tells
             // the phantom re-check which rows each scan read, and the TID what was read
             // (`silo.rs`).
-            tx.local.read_set.push(v);
-            mv2pl::read_lock(tx, v)
+            tx.sets.read_set.push(v);
+            mv2pl::read_lock(tx, &mut sc.mv2pl, v)
         }
         Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => {
-            ssn::on_read(tx, r);
-            tx.local.read_set.push(v);
+            ssn::on_read(tx, &mut c.ssn, r);
+            tx.sets.read_set.push(v);
             Ok(())
         }
         Protocol::Mvocc
@@ -387,9 +398,9 @@ pub(crate) fn on_read(
 /// Hook `before_scan`: before a scan of index `index` of `t` (a range, a secondary lookup,
 /// a whole-table scan as index 0, or a point lookup that found nothing) reads the index.
 #[inline]
-pub(crate) fn before_scan(tx: &Transaction<'_>, t: &Table, index: usize) {
+pub(crate) fn before_scan(tx: &TxnCtx<'_>, t: &Table, index: usize) {
     match tx.protocol {
-        Protocol::Mvto if tx.tracks_reads() => mvto::before_scan(t, index, tx.begin_ts, tx.slot()),
+        Protocol::Mvto if tx.tracks_reads => mvto::before_scan(t, index, tx.begin_ts, tx.slot()),
         Protocol::Mvto
         | Protocol::Mvocc
         | Protocol::Mv2pl
@@ -411,12 +422,12 @@ pub(crate) fn before_scan(tx: &Transaction<'_>, t: &Table, index: usize) {
 /// phantom re-check (MVTO protects scans with its scan-ts; `mv2pl-wait` with range locks,
 /// except a whole-table scan, which it also re-checks).
 #[inline]
-pub(crate) fn on_scan(tx: &Transaction<'_>, t: &Table, index: u16) -> bool {
+pub(crate) fn on_scan(tx: &TxnCtx<'_>, t: &Table, index: u16) -> bool {
     match tx.protocol {
         Protocol::Mvto => false,
-        Protocol::Mv2plWait => index == crate::txn::TABLE_SCAN,
+        Protocol::Mv2plWait => index == TABLE_SCAN,
         Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => {
-            if tx.tracks_reads() {
+            if tx.tracks_reads {
                 ssn::on_scan(tx, t, index);
             }
             true
@@ -434,20 +445,16 @@ pub(crate) fn on_scan(tx: &Transaction<'_>, t: &Table, index: u16) -> bool {
 
 /// Hook `on_miss`: a point lookup of primary key `key` in `t` found no live row. Err: the
 /// transaction must abort (MVTO: an older transaction added the key before our scan-ts
-/// landed; it did not see us, so we must see it).
+/// landed; it did not see us, so we must see it). `live(tid)`: whether row `tid` has a live
+/// version visible at the begin timestamp.
 pub(crate) fn on_miss(
-    tx: &Transaction<'_>,
+    tx: &TxnCtx<'_>,
     t: &Table,
     key: &[u8],
+    live: impl FnOnce(crate::storage::TupleId) -> bool,
 ) -> std::result::Result<(), AbortReason> {
     match tx.protocol {
-        Protocol::Mvto if tx.tracks_reads() => {
-            mvto::on_miss(t, key, tx.begin_ts, tx.slot(), |tid| {
-                let v = tx.visible_version(t, tid, tx.begin_ts);
-                // SAFETY: pinned; a visible version stays allocated while we are active.
-                unsafe { v.as_ref() }.is_some_and(|r| !r.is_tombstone())
-            })
-        }
+        Protocol::Mvto if tx.tracks_reads => mvto::on_miss(t, key, tx.begin_ts, tx.slot(), live),
         Protocol::Mvto
         | Protocol::Mvocc
         | Protocol::Mv2pl
@@ -468,7 +475,8 @@ pub(crate) fn on_miss(
 /// supersede it? (MVTO: no later reader; MV2PL and 2PL: no other read lock.)
 #[inline]
 pub(crate) fn may_write(
-    tx: &Transaction<'_>,
+    tx: &TxnCtx<'_>,
+    sc: &SlotCc,
     head: &Version,
 ) -> std::result::Result<(), AbortReason> {
     debug_assert_eq!(
@@ -478,7 +486,7 @@ pub(crate) fn may_write(
     );
     match tx.protocol {
         Protocol::Mvto => mvto::may_write(head, tx.begin_ts),
-        Protocol::Mv2pl | Protocol::TwoPl => mv2pl::may_write(tx, head),
+        Protocol::Mv2pl | Protocol::TwoPl => mv2pl::may_write(&sc.mv2pl, head),
         Protocol::Mvocc
         | Protocol::Mv2plWait
         | Protocol::Si
@@ -496,7 +504,7 @@ pub(crate) fn may_write(
 /// for a row new to the table) that a later transaction may already have scanned. Err: the
 /// write must abort.
 pub(crate) fn on_index_enter(
-    tx: &Transaction<'_>,
+    tx: &TxnCtx<'_>,
     t: &Table,
     indexes: impl Iterator<Item = usize>,
 ) -> std::result::Result<(), AbortReason> {
@@ -517,30 +525,36 @@ pub(crate) fn on_index_enter(
     }
 }
 
-/// Hook `commit`: runs the protocol's commit; returns the durability ticket (`log/`), or
-/// the error of the abort it carried out.
-pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
-    match tx.protocol {
-        Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid => silo::commit(tx),
-        Protocol::Mvocc
-        | Protocol::Mvto
-        | Protocol::Mv2pl
-        | Protocol::Mv2plWait
-        | Protocol::Si
-        | Protocol::Ssi
-        | Protocol::ErmiaSi
-        | Protocol::ErmiaSsi
-        | Protocol::Ssn => mvocc::commit(tx),
+/// The resolver (`visibility.rs`) of a transaction's reads: MVTO's no-wait flag armed when
+/// it tracks reads, commit dependencies when it speculates.
+#[inline]
+pub(crate) fn resolver<'a>(tx: &'a TxnCtx<'_>, c: &'a TxnCc) -> Resolver<'a> {
+    Resolver {
+        txns: &tx.db.txns,
+        me: tx.id,
+        blocked: (blocks_instead_of_waiting(tx.protocol) && tx.tracks_reads)
+            .then_some(&c.mvto.flag),
+        speculate: tx.speculates.then_some(&tx.took_deps),
     }
 }
 
-/// Hook `on_abort`: `tx` aborts; called before it is marked Aborted and its writes undone.
-pub(crate) fn on_abort(tx: &Transaction<'_>) {
+// ---------------------------------------------------------------------------------------
+// Commit. `txn/end.rs` runs one of two pipelines and asks the protocol at each step:
+// multi-version (`Protocol::single_version` false: Hekaton's — Preparing, end timestamp,
+// validation, commit dependencies, post-processing) or single-version (Silo's — lock the
+// records, serialization point, validation, TID, install). The hooks below are those steps.
+
+/// Hook `commit_read_only`, multi-version: `tx` wrote nothing, draws no commit stamp, and its
+/// commit dependencies are resolved; it commits at its begin timestamp. Releases what it
+/// holds.
+pub(crate) fn commit_read_only(tx: &TxnCtx<'_>, sc: &mut SlotCc) {
+    release(tx, sc);
     match tx.protocol {
-        Protocol::Mv2plWait => mv2pl::reopen_read_locks(tx),
+        // Running MVTO transactions show as Preparing (`mvto.rs`); this one is done.
+        Protocol::Mvto => tx.slot().set_committed(tx.begin_ts),
         Protocol::Mvocc
-        | Protocol::Mvto
         | Protocol::Mv2pl
+        | Protocol::Mv2plWait
         | Protocol::Si
         | Protocol::Ssi
         | Protocol::ErmiaSi
@@ -553,13 +567,180 @@ pub(crate) fn on_abort(tx: &Transaction<'_>) {
     }
 }
 
-/// Hook `after_abort`: `tx`'s writes are undone (it aborted for `reason`); releases what the
-/// protocol holds and records what the slot's next transaction must know (`hybrid`).
-pub(crate) fn after_abort(tx: &mut Transaction<'_>, reason: AbortReason) {
+/// Whether a writer's end timestamp is its begin timestamp, drawn at begin (MVTO), instead
+/// of one drawn at commit: then it has no Preparing phase and `precommit` is not asked.
+#[inline]
+pub(crate) fn ends_at_begin_ts(p: Protocol) -> bool {
+    traits(p).ends_at_begin_ts
+}
+
+/// Hook `precommit`, multi-version: before the end timestamp is drawn. Err: abort
+/// (`mv2pl-wait` waits out its wait-for dependencies here, `mv2pl.rs`).
+pub(crate) fn precommit(tx: &TxnCtx<'_>, sc: &mut SlotCc) -> std::result::Result<(), AbortReason> {
+    match tx.protocol {
+        Protocol::Mv2plWait => mv2pl::await_wait_fors(tx, &sc.mv2pl),
+        Protocol::Mvocc
+        | Protocol::Mvto
+        | Protocol::Mv2pl
+        | Protocol::Si
+        | Protocol::Ssi
+        | Protocol::ErmiaSi
+        | Protocol::ErmiaSsi
+        | Protocol::Ssn
+        | Protocol::Silo
+        | Protocol::Occ
+        | Protocol::TwoPl
+        | Protocol::Hybrid => Ok(()),
+    }
+}
+
+/// Hook `lock_for_commit`, single-version (step 1 of Silo's commit): locks the buffered
+/// writes' records in the global order (OCC: with the records read). Err: abort.
+pub(crate) fn lock_for_commit(
+    tx: &TxnCtx<'_>,
+    sc: &mut SlotCc,
+) -> std::result::Result<(), AbortReason> {
+    match tx.protocol {
+        Protocol::Occ => occ::lock_read_write_set(tx, &mut sc.occ),
+        Protocol::Silo | Protocol::TwoPl | Protocol::Hybrid => {
+            silo::lock_write_set(tx, &mut sc.silo)
+        }
+        Protocol::Mvocc
+        | Protocol::Mvto
+        | Protocol::Mv2pl
+        | Protocol::Mv2plWait
+        | Protocol::Si
+        | Protocol::Ssi
+        | Protocol::ErmiaSi
+        | Protocol::ErmiaSsi
+        | Protocol::Ssn => {
+            debug_assert!(false, "lock_for_commit under a multi-version protocol");
+            Ok(())
+        }
+    }
+}
+
+/// Hook `serialization_point`, single-version (step 2 of Silo's commit): the records are
+/// locked; returns the epoch the transaction's TID will be in.
+pub(crate) fn serialization_point(tx: &TxnCtx<'_>) -> u64 {
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    tx.db.cc.silo_epochs.current()
+}
+
+/// Hook `validate`: the commit's checks. Multi-version: as of end timestamp `end_ts`, which
+/// the transaction holds Preparing (MVTO: its begin timestamp); single-version: with the
+/// records locked, after the serialization point (`end_ts` unused). Err: abort.
+pub(crate) fn validate(
+    tx: &TxnCtx<'_>,
+    c: &mut TxnCc,
+    sc: &mut SlotCc,
+    end_ts: u64,
+) -> std::result::Result<(), AbortReason> {
+    match tx.protocol {
+        Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid => {
+            silo::validate(tx, c, tx.id.word())
+        }
+        Protocol::Mvto => {
+            mvocc::validate(tx, c, sc, end_ts)?;
+            // A read that would have waited for an older writer (`blocks_instead_of_waiting`).
+            match c.mvto.flag.get() {
+                true => Err(AbortReason::TimestampOrder),
+                false => Ok(()),
+            }
+        }
+        Protocol::Mvocc
+        | Protocol::Mv2pl
+        | Protocol::Mv2plWait
+        | Protocol::Si
+        | Protocol::Ssi
+        | Protocol::ErmiaSi
+        | Protocol::ErmiaSsi
+        | Protocol::Ssn => mvocc::validate(tx, c, sc, end_ts),
+    }
+}
+
+/// Hook `finalize`, multi-version: `tx` passed validation with end timestamp `end_ts` and is
+/// about to turn Committed; leaves what the protocol keeps in the versions (SSN's and
+/// ERMIA-SSI's stamps).
+pub(crate) fn finalize(tx: &TxnCtx<'_>, c: &TxnCc, end_ts: u64) {
+    match tx.protocol {
+        Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi if tx.tracks_reads => {
+            ssn::finalize(tx, &c.ssn, end_ts)
+        }
+        Protocol::Ssn
+        | Protocol::Ssi
+        | Protocol::ErmiaSsi
+        | Protocol::Mvocc
+        | Protocol::Mvto
+        | Protocol::Mv2pl
+        | Protocol::Mv2plWait
+        | Protocol::Si
+        | Protocol::ErmiaSi
+        | Protocol::Silo
+        | Protocol::Occ
+        | Protocol::TwoPl
+        | Protocol::Hybrid => {}
+    }
+}
+
+/// Hook `commit_tid`, single-version (step 4 of Silo's commit): the transaction's TID in
+/// epoch `epoch`, above every TID it observed and above `floor`.
+pub(crate) fn commit_tid(tx: &TxnCtx<'_>, sc: &mut SlotCc, epoch: u64, floor: u64) -> u64 {
+    silo::commit_tid(tx, &mut sc.silo, epoch, floor)
+}
+
+/// Hook `release`: the transaction committed (its versions are installed) or wrote nothing;
+/// releases the locks it holds (MV2PL's and 2PL's read and range locks, OCC's locks on the
+/// records it only read).
+pub(crate) fn release(tx: &TxnCtx<'_>, sc: &mut SlotCc) {
+    occ::release_read_set_locks(&mut sc.occ, tx.id.word());
+    mv2pl::release(tx, &mut sc.mv2pl);
+}
+
+/// Hook `on_abort`: `tx` aborts; called before it is marked Aborted and its writes undone.
+pub(crate) fn on_abort(tx: &TxnCtx<'_>, sc: &mut SlotCc) {
+    match tx.protocol {
+        Protocol::Mv2plWait => mv2pl::reopen_read_locks(tx),
+        // A commit that failed after it locked what it read.
+        Protocol::Occ => occ::release_read_set_locks(&mut sc.occ, tx.id.word()),
+        Protocol::Mvocc
+        | Protocol::Mvto
+        | Protocol::Mv2pl
+        | Protocol::Si
+        | Protocol::Ssi
+        | Protocol::ErmiaSi
+        | Protocol::ErmiaSsi
+        | Protocol::Ssn
+        | Protocol::Silo
+        | Protocol::TwoPl
+        | Protocol::Hybrid => {}
+    }
+}
+
+/// Hook `after_abort`: `tx` (started under the configured protocol `configured`) aborted for
+/// `reason` and its writes are undone; releases what the protocol holds and records what the
+/// slot's next transaction must know (`hybrid`).
+pub(crate) fn after_abort(
+    tx: &TxnCtx<'_>,
+    sc: &mut SlotCc,
+    configured: Protocol,
+    reason: AbortReason,
+) {
     // Read and range locks (MV2PL, `mv2pl-wait`, 2PL); nothing to do for the others.
-    mv2pl::release(tx);
-    if tx.db.config.protocol == Protocol::Hybrid {
-        let ran_2pl = tx.protocol == Protocol::TwoPl;
-        hybrid::aborted(&mut tx.local.cc.hybrid, ran_2pl, reason);
+    mv2pl::release(tx, &mut sc.mv2pl);
+    match configured {
+        Protocol::Hybrid => hybrid::aborted(&mut sc.hybrid, tx.protocol == Protocol::TwoPl, reason),
+        Protocol::Mvocc
+        | Protocol::Mvto
+        | Protocol::Mv2pl
+        | Protocol::Mv2plWait
+        | Protocol::Si
+        | Protocol::Ssi
+        | Protocol::ErmiaSi
+        | Protocol::ErmiaSsi
+        | Protocol::Ssn
+        | Protocol::Silo
+        | Protocol::Occ
+        | Protocol::TwoPl => {}
     }
 }

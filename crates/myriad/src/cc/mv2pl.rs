@@ -17,8 +17,8 @@
 //! the transactions that committed before it in commit order.
 
 use crate::error::AbortReason;
+use crate::txn::state::TxnCtx;
 use crate::txn::table::bump;
-use crate::txn::Transaction;
 use crate::version::{Version, INFINITY};
 use std::sync::atomic::{fence, Ordering};
 
@@ -33,12 +33,16 @@ pub(crate) struct SlotLocks {
 
 /// Read-locks `v`, a version just read; the lock is recorded (and later released) even when
 /// the read fails.
-pub(crate) fn read_lock(tx: &mut Transaction<'_>, v: *const Version) -> Result<(), AbortReason> {
+pub(crate) fn read_lock(
+    tx: &TxnCtx<'_>,
+    locks: &mut SlotLocks,
+    v: *const Version,
+) -> Result<(), AbortReason> {
     // SAFETY: a visible version of a chain we are pinned on.
     let r = unsafe { &*v };
     bump(&tx.slot().stats.record_rmw, 1);
     r.aux.fetch_add(1, Ordering::SeqCst);
-    tx.local.cc.mv2pl.read_locks.push(v);
+    locks.read_locks.push(v);
     let e = r.end.load(Ordering::SeqCst);
     if e == INFINITY || e == tx.id.word() {
         Ok(())
@@ -49,13 +53,10 @@ pub(crate) fn read_lock(tx: &mut Transaction<'_>, v: *const Version) -> Result<(
 }
 
 /// After taking the write lock on `h`: no other transaction may hold a read lock on it.
-pub(crate) fn may_write(tx: &Transaction<'_>, h: &Version) -> Result<(), AbortReason> {
+pub(crate) fn may_write(locks: &SlotLocks, h: &Version) -> Result<(), AbortReason> {
     fence(Ordering::SeqCst);
     let readers = h.aux.load(Ordering::SeqCst);
-    let mine = tx
-        .local
-        .cc
-        .mv2pl
+    let mine = locks
         .read_locks
         .iter()
         .filter(|&&v| std::ptr::eq(v, h))
@@ -67,19 +68,19 @@ pub(crate) fn may_write(tx: &Transaction<'_>, h: &Version) -> Result<(), AbortRe
 }
 
 /// Releases every read lock and range lock (commit or abort).
-pub(crate) fn release(tx: &mut Transaction<'_>) {
-    release_range_locks(tx);
-    let n = tx.local.cc.mv2pl.read_locks.len() as u64;
+pub(crate) fn release(tx: &TxnCtx<'_>, locks: &mut SlotLocks) {
+    release_range_locks(tx, locks);
+    let n = locks.read_locks.len() as u64;
     if n == 0 {
         return;
     }
-    for &v in &tx.local.cc.mv2pl.read_locks {
+    for &v in &locks.read_locks {
         // SAFETY: a version we hold a read lock on cannot be superseded by anyone else, and
         // we are still registered, so it is not reclaimed.
         unsafe { (*v).aux.fetch_sub(1, Ordering::Release) };
     }
     bump(&tx.slot().stats.record_rmw, n);
-    tx.local.cc.mv2pl.read_locks.clear();
+    locks.read_locks.clear();
 }
 
 // ------------------------------------------------------------------------------------------
@@ -176,7 +177,8 @@ pub(crate) struct WaitInfo {
 
 /// `mv2pl-wait`'s read lock on `v`, a version just read at the begin timestamp.
 pub(crate) fn wait_read_lock(
-    tx: &mut Transaction<'_>,
+    tx: &TxnCtx<'_>,
+    locks: &mut SlotLocks,
     v: *const Version,
 ) -> Result<(), AbortReason> {
     // SAFETY: a visible version of a chain we are pinned on.
@@ -187,14 +189,7 @@ pub(crate) fn wait_read_lock(
         if cur & NO_MORE_READ_LOCKS != 0 {
             // Its writer is at precommit: it waits for the read locks it found, ours among
             // them if we already hold one (a repeated read), and can wait for no new one.
-            if tx
-                .local
-                .cc
-                .mv2pl
-                .read_locks
-                .iter()
-                .any(|&l| std::ptr::eq(l, v))
-            {
+            if locks.read_locks.iter().any(|&l| std::ptr::eq(l, v)) {
                 return Ok(());
             }
             return Err(AbortReason::LockConflict);
@@ -207,7 +202,7 @@ pub(crate) fn wait_read_lock(
             Err(x) => cur = x,
         }
     }
-    tx.local.cc.mv2pl.read_locks.push(v);
+    locks.read_locks.push(v);
     let e = r.end.load(Ordering::SeqCst);
     if e == INFINITY || is_txn(e) {
         // The latest version; a writer holding it will wait for our lock at its precommit.
@@ -221,7 +216,8 @@ pub(crate) fn wait_read_lock(
 /// Takes a range lock on index `index` of `t` before a serializable read of it: the key
 /// `key` (`point`), else the stored-key range `lo`..`hi`.
 pub(crate) fn range_lock(
-    tx: &mut Transaction<'_>,
+    tx: &TxnCtx<'_>,
+    locks: &mut SlotLocks,
     t: &Table,
     index: usize,
     point: Option<&[u8]>,
@@ -232,15 +228,15 @@ pub(crate) fn range_lock(
         Some(k) => Covered::Key(k.to_vec()),
         None => Covered::Range(lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec)),
     };
-    let locks = &t.cc.range_locks[index];
-    locks.list.lock().push(RangeLock {
+    let index_locks = &t.cc.range_locks[index];
+    index_locks.list.lock().push(RangeLock {
         owner: tx.id.0,
         covered,
     });
     // The list's lock is one shared acquisition, the count one shared RMW.
     bump(&tx.slot().stats.global_rmw, 2);
-    locks.held.fetch_add(1, Ordering::SeqCst);
-    tx.local.cc.mv2pl.range_locks.push((t.id, index as u16));
+    index_locks.held.fetch_add(1, Ordering::SeqCst);
+    locks.range_locks.push((t.id, index as u16));
     // The lock is in place before the read looks at the index (pairs with the writer's
     // NoMoreWaitFors store and its load of `held`).
     fence(Ordering::SeqCst);
@@ -250,7 +246,7 @@ pub(crate) fn range_lock(
 /// at the begin timestamp. A row another transaction is inserting is fine while that one
 /// can still be made to wait for our range lock; otherwise (it is at precommit or committed
 /// after our snapshot) the row is one we can neither lock nor ignore.
-pub(crate) fn unseen_row(tx: &Transaction<'_>, t: &Table, tid: TupleId) -> Result<(), AbortReason> {
+pub(crate) fn unseen_row(tx: &TxnCtx<'_>, t: &Table, tid: TupleId) -> Result<(), AbortReason> {
     let Some(e) = t.entry(tid) else {
         return Ok(());
     };
@@ -289,11 +285,11 @@ pub(crate) fn unseen_row(tx: &Transaction<'_>, t: &Table, tid: TupleId) -> Resul
 
 /// `mv2pl-wait`'s precommit (Hekaton §4.3.1): waits out the transaction's wait-for
 /// dependencies; `deadlock` if it is chosen to break a cycle of waiters.
-pub(crate) fn await_wait_fors(tx: &mut Transaction<'_>) -> Result<(), AbortReason> {
+pub(crate) fn await_wait_fors(tx: &TxnCtx<'_>, locks: &SlotLocks) -> Result<(), AbortReason> {
     let slot = tx.slot();
     let me = tx.id.0;
     slot.no_more_wait_fors.store(me, Ordering::SeqCst);
-    for w in &tx.local.write_set {
+    for w in &tx.sets.write_set {
         // SAFETY: versions we hold the write lock on; pinned.
         if let Some(old) = unsafe { w.old.as_ref() } {
             old.aux.fetch_or(NO_MORE_READ_LOCKS, Ordering::SeqCst);
@@ -303,16 +299,14 @@ pub(crate) fn await_wait_fors(tx: &mut Transaction<'_>) -> Result<(), AbortReaso
     fence(Ordering::SeqCst);
     let on = range_lockers_of_our_keys(tx);
     let own = |v: &Version| {
-        tx.local
-            .cc
-            .mv2pl
+        locks
             .read_locks
             .iter()
             .filter(|&&r| std::ptr::eq(r, v))
             .count() as u64
     };
     let readers_gone = || {
-        tx.local.write_set.iter().all(|w| {
+        tx.sets.write_set.iter().all(|w| {
             // SAFETY: as above.
             unsafe { w.old.as_ref() }
                 // Our own read locks are searched for only when the version has readers
@@ -348,8 +342,7 @@ pub(crate) fn await_wait_fors(tx: &mut Transaction<'_>) -> Result<(), AbortReaso
                 let mut w = slot.wait_info.lock();
                 w.id = me;
                 w.reads.clear();
-                w.reads
-                    .extend(tx.local.cc.mv2pl.read_locks.iter().map(|&v| v as usize));
+                w.reads.extend(locks.read_locks.iter().map(|&v| v as usize));
                 w.on.clear();
                 w.on.extend_from_slice(&on);
                 published = true;
@@ -374,14 +367,14 @@ pub(crate) fn await_wait_fors(tx: &mut Transaction<'_>) -> Result<(), AbortReaso
 
 /// Other transactions holding a range lock that covers a key our writes add to an index
 /// (an insert, or an update that changes the key), in id order.
-fn range_lockers_of_our_keys(tx: &Transaction<'_>) -> Vec<u64> {
+fn range_lockers_of_our_keys(tx: &TxnCtx<'_>) -> Vec<u64> {
     let me = tx.id.0;
     let mut on = Vec::new();
     let mut key = Vec::new();
     let mut old_key = Vec::new();
     let mut stored = Vec::new();
     let (mut new_row, mut old_row) = (Vec::new(), Vec::new());
-    for w in &tx.local.write_set {
+    for w in &tx.sets.write_set {
         let t = tx.db.table_by_id(w.table);
         // SAFETY: our version and the one we replaced; pinned.
         let new = unsafe { &*w.new };
@@ -389,8 +382,8 @@ fn range_lockers_of_our_keys(tx: &Transaction<'_>) -> Vec<u64> {
             continue;
         }
         let old = unsafe { w.old.as_ref() }.filter(|o| !o.is_tombstone());
-        for (index, locks) in t.cc.range_locks.iter().enumerate() {
-            if locks.held.load(Ordering::SeqCst) == 0 {
+        for (index, index_locks) in t.cc.range_locks.iter().enumerate() {
+            if index_locks.held.load(Ordering::SeqCst) == 0 {
                 continue;
             }
             t.schema
@@ -407,7 +400,7 @@ fn range_lockers_of_our_keys(tx: &Transaction<'_>) -> Vec<u64> {
             if index != 0 && t.indexes[index].is_ordered() {
                 stored.extend_from_slice(&w.tid.to_be_bytes());
             }
-            for l in locks.list.lock().iter() {
+            for l in index_locks.list.lock().iter() {
                 let covers = match &l.covered {
                     Covered::Key(k) => *k == key,
                     Covered::Range(lo, hi) => (
@@ -428,7 +421,7 @@ fn range_lockers_of_our_keys(tx: &Transaction<'_>) -> Vec<u64> {
 }
 
 /// Whether this waiter is on a cycle of waiting transactions and has its largest id.
-fn is_deadlock_victim(tx: &Transaction<'_>) -> bool {
+fn is_deadlock_victim(tx: &TxnCtx<'_>) -> bool {
     let me = tx.id.0;
     // The published waiters.
     let mut nodes: Vec<(u64, Vec<usize>, Vec<u64>)> = Vec::new();
@@ -483,31 +476,33 @@ fn is_deadlock_victim(tx: &Transaction<'_>) -> bool {
 }
 
 /// Releases the range locks of `tx` (after its end timestamp is drawn, or at abort).
-pub(crate) fn release_range_locks(tx: &mut Transaction<'_>) {
-    if tx.local.cc.mv2pl.range_locks.is_empty() {
+pub(crate) fn release_range_locks(tx: &TxnCtx<'_>, locks: &mut SlotLocks) {
+    if locks.range_locks.is_empty() {
         return;
     }
     let me = tx.id.0;
-    let mut held = std::mem::take(&mut tx.local.cc.mv2pl.range_locks);
+    let mut held = std::mem::take(&mut locks.range_locks);
     held.sort_unstable();
     held.dedup();
     for &(table, index) in &held {
         let t = tx.db.table_by_id(table);
-        let locks = &t.cc.range_locks[index as usize];
-        let mut list = locks.list.lock();
+        let index_locks = &t.cc.range_locks[index as usize];
+        let mut list = index_locks.list.lock();
         let before = list.len();
         list.retain(|l| l.owner != me);
-        locks.held.fetch_sub(before - list.len(), Ordering::SeqCst);
+        index_locks
+            .held
+            .fetch_sub(before - list.len(), Ordering::SeqCst);
     }
     bump(&tx.slot().stats.global_rmw, 2 * held.len() as u64);
     held.clear();
-    tx.local.cc.mv2pl.range_locks = held;
+    locks.range_locks = held;
 }
 
 /// Clears NoMoreReadLocks on the versions `tx` replaced: it aborts (called before it is
 /// marked Aborted, so no other writer has taken one of them over yet).
-pub(crate) fn reopen_read_locks(tx: &Transaction<'_>) {
-    for w in &tx.local.write_set {
+pub(crate) fn reopen_read_locks(tx: &TxnCtx<'_>) {
+    for w in &tx.sets.write_set {
         // SAFETY: versions we hold the write lock on; pinned.
         if let Some(old) = unsafe { w.old.as_ref() } {
             old.aux.fetch_and(!NO_MORE_READ_LOCKS, Ordering::SeqCst);

@@ -8,7 +8,7 @@
 //! anti-dependency is tracked by locking.)
 
 use crate::error::AbortReason;
-use crate::txn::Transaction;
+use crate::txn::state::TxnCtx;
 use crate::version::{Version, INFINITY};
 use std::sync::atomic::Ordering;
 
@@ -27,20 +27,21 @@ pub(crate) struct SlotState {
 /// timestamp comparison of the validation, made while locking. Records only read are
 /// remembered in `SlotState::locks` and released after the install.
 pub(crate) fn lock_read_write_set(
-    tx: &mut Transaction<'_>,
-    me: u64,
+    tx: &TxnCtx<'_>,
+    state: &mut SlotState,
 ) -> std::result::Result<(), AbortReason> {
-    let mut order = std::mem::take(&mut tx.local.cc.occ.order);
+    let me = tx.id.word();
+    let mut order = std::mem::take(&mut state.order);
     order.clear();
     // (address, written): a record both read and written is locked once, as a write.
     order.extend(
-        tx.local
+        tx.sets
             .write_set
             .iter()
             .filter(|w| !w.old.is_null())
             .map(|w| (w.old as usize, true)),
     );
-    order.extend(tx.local.read_set.iter().map(|&v| (v as usize, false)));
+    order.extend(tx.sets.read_set.iter().map(|&v| (v as usize, false)));
     order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
     order.dedup_by_key(|e| e.0);
     let mut out = Ok(());
@@ -52,21 +53,21 @@ pub(crate) fn lock_read_write_set(
             break;
         }
         if !written {
-            tx.local.cc.occ.locks.push(v as *const Version);
+            state.locks.push(v as *const Version);
         }
     }
-    tx.local.cc.occ.order = order;
+    state.order = order;
     out
 }
 
 /// Releases OCC's locks on the records it only read.
-pub(crate) fn release_read_set_locks(tx: &mut Transaction<'_>, me: u64) {
-    for &v in &tx.local.cc.occ.locks {
+pub(crate) fn release_read_set_locks(state: &mut SlotState, me: u64) {
+    for &v in &state.locks {
         // SAFETY: we hold its lock, so it is current and not reclaimed.
         let _ =
             unsafe { &*v }
                 .end
                 .compare_exchange(me, INFINITY, Ordering::Release, Ordering::Relaxed);
     }
-    tx.local.cc.occ.locks.clear();
+    state.locks.clear();
 }

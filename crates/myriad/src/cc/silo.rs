@@ -14,11 +14,11 @@
 //! (there is no snapshot), and adds it to the read set. An update or delete builds its new
 //! version privately (a buffered write: `WriteRecord::old` is the version it read) and
 //! neither locks nor installs anything; later reads of the row in the transaction see it
-//! (`Transaction::silo_pending`). An insert goes into the indexes at once, as an uncommitted
+//! (`TxnCtx::pending_write`). An insert goes into the indexes at once, as an uncommitted
 //! version: like Silo's absent-and-locked record it holds the key, and a reader that meets
 //! it aborts as Silo's validation of it would.
 //!
-//! Commit (Silo Fig. 2):
+//! Commit (Silo Fig. 2; the pipeline is in `txn/end.rs`, the protocol's steps here):
 //! 1. lock the buffered writes' records in a global order (table, tuple id), waiting for a
 //!    lock another committer holds (deadlock-free: every committer locks in the same order,
 //!    and no lock is held outside a commit); a record found superseded fails (its read is
@@ -49,15 +49,14 @@
 //! transactions validate too (Silo's snapshot transactions are not built).
 
 use crate::cc::mvocc::UniqueCheck;
-use crate::config::Protocol;
-use crate::error::{AbortReason, Error, Result};
+use crate::error::AbortReason;
 use crate::storage::{Table, TupleId};
+use crate::txn::state::{TxnCtx, TABLE_SCAN};
 use crate::txn::table::bump;
-use crate::txn::{Transaction, TABLE_SCAN};
 use crate::version::{is_txn, Version, INFINITY};
 use std::collections::HashSet;
 use std::ops::Bound;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// Low bits of a TID that hold the transaction-table slot: TIDs of different slots never
@@ -107,186 +106,43 @@ pub(crate) struct SlotState {
     pub(crate) order: Vec<u32>,
 }
 
-/// Commits `tx` under Silo or 2PL; returns its durability ticket.
-pub(crate) fn commit(tx: &mut Transaction<'_>) -> Result<u64> {
+/// Silo's and 2PL's step 1 of the commit: locks the buffered writes' records in the global
+/// order (table, tuple id).
+pub(crate) fn lock_write_set(
+    tx: &TxnCtx<'_>,
+    state: &mut SlotState,
+) -> std::result::Result<(), AbortReason> {
     let me = tx.id.word();
-    // 1. Lock the buffered writes' records in the global order (and, under OCC, the records
-    // read too).
-    let locked = if tx.protocol == Protocol::Occ {
-        crate::cc::occ::lock_read_write_set(tx, me)
-    } else {
-        let mut order = std::mem::take(&mut tx.local.cc.silo.order);
-        order.clear();
-        let ws = &tx.local.write_set;
-        order.extend((0..ws.len() as u32).filter(|&i| !ws[i as usize].old.is_null()));
-        order.sort_unstable_by_key(|&i| (ws[i as usize].table, ws[i as usize].tid));
-        let locked = order.iter().try_for_each(|&i| {
-            // SAFETY: the version we read, pinned since.
-            lock(
-                tx,
-                unsafe { &*tx.local.write_set[i as usize].old },
-                me,
-                true,
-            )
-        });
-        tx.local.cc.silo.order = order;
-        locked
-    };
-    if let Err(reason) = locked {
-        abort(tx, reason);
-        return Err(Error::SerializationFailure(reason));
-    }
-    // 2. The serialization point.
-    fence(Ordering::SeqCst);
-    let epoch = tx.db.cc.silo_epochs.current();
-    // The history checker orders transactions by commit timestamp: a recording database
-    // takes one from the global clock here, at the serialization point (`history/`). Without
-    // a recording no shared counter is touched.
-    let order_ts = tx.recording.is_some().then(|| {
-        bump(&tx.slot().stats.global_rmw, 1);
-        tx.db.clock.next_end_ts()
+    let mut order = std::mem::take(&mut state.order);
+    order.clear();
+    let ws = &tx.sets.write_set;
+    order.extend((0..ws.len() as u32).filter(|&i| !ws[i as usize].old.is_null()));
+    order.sort_unstable_by_key(|&i| (ws[i as usize].table, ws[i as usize].tid));
+    let locked = order.iter().try_for_each(|&i| {
+        // SAFETY: the version we read, pinned since.
+        lock(tx, unsafe { &*ws[i as usize].old }, me, true)
     });
-    // 3. Validation.
-    if let Err(reason) = validate(tx, me) {
-        abort(tx, reason);
-        return Err(Error::SerializationFailure(reason));
-    }
-    if tx.local.write_set.is_empty() {
-        if let Some(ts) = order_ts {
-            tx.begin_ts = ts;
-        }
-        let at = tx.begin_ts;
-        crate::cc::occ::release_read_set_locks(tx, me);
-        crate::cc::mv2pl::release(tx);
-        return crate::cc::mvocc::finish_read_only(tx, at);
-    }
-    // 4. The TID.
-    let mut observed = 0;
-    for &v in &tx.local.read_set {
+    state.order = order;
+    locked
+}
+
+/// Step 4 of the commit: the TID, in epoch `epoch`, larger than every TID the transaction
+/// observed (what it read and what it overwrites), than `floor` and than the slot's last.
+pub(crate) fn commit_tid(tx: &TxnCtx<'_>, state: &mut SlotState, epoch: u64, floor: u64) -> u64 {
+    let mut observed = floor;
+    for &v in &tx.sets.read_set {
         // SAFETY: pinned.
         observed = observed.max(unsafe { (*v).begin.load(Ordering::Acquire) });
     }
-    for w in &tx.local.write_set {
+    for w in &tx.sets.write_set {
         // SAFETY: pinned; we hold its lock.
         if let Some(old) = unsafe { w.old.as_ref() } {
             observed = observed.max(old.begin.load(Ordering::Acquire));
         }
     }
-    // The clock is a floor, read, never advanced: recovery leaves it at the newest
-    // recovered commit, and the next checkpoint's timestamp is read from it, so every TID of
-    // this session sorts after both (a load of a line no Silo commit writes).
-    let floor = observed.max(tx.db.clock.now());
-    let tid = next_tid(floor, tx.local.cc.silo.last_tid, epoch, tx.slot_idx);
-    tx.local.cc.silo.last_tid = tid;
-    // 5. Log, then install.
-    let ticket = crate::cc::mvocc::log_commit(tx, tid)?;
-    let slot = tx.slot();
-    slot.set_committed(tid);
-    let writes = std::mem::take(&mut tx.local.write_set);
-    let mut retired = Retired::default();
-    for w in &writes {
-        let t = tx.db.table_by_id(w.table);
-        // SAFETY: our versions, and versions we hold the lock on; pinned.
-        unsafe {
-            let n = &*w.new;
-            n.begin.store(tid, Ordering::Release);
-            let Some(e) = t.entry(w.tid) else { continue };
-            let dead = n.is_tombstone();
-            if w.old.is_null() {
-                // Our insert, already in place; inserted and deleted again: nothing stays.
-                if dead
-                    && e.compare_exchange(
-                        w.new,
-                        std::ptr::null_mut(),
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
-                    )
-                    .is_ok()
-                {
-                    retired.push(w.new);
-                }
-                continue;
-            }
-            // Only the holder of the old record's lock replaces it, and inserts claim only
-            // empty entries: the entry still holds `old`, and a store installs.
-            debug_assert_eq!(e.load(Ordering::Acquire), w.old);
-            e.store(
-                if dead { std::ptr::null_mut() } else { w.new },
-                Ordering::Release,
-            );
-            (*w.old).end.store(tid, Ordering::Release);
-            retired.push(w.old);
-            // Anything an earlier multi-version replay left behind it goes too.
-            if !(*w.old).next.load(Ordering::Acquire).is_null() {
-                let mut p = (*w.old).take_next();
-                while !p.is_null() {
-                    let next = (*p).take_next();
-                    retired.push(p);
-                    p = next;
-                }
-            }
-            if dead {
-                retired.push(w.new);
-            }
-        }
-    }
-    // SAFETY: every retired version was unlinked above, while pinned, and only once.
-    unsafe { retired.free_after_epoch(tx) };
-    tx.local.write_set = writes;
-    // 2PL: the read locks go after the new versions are in (strict 2PL); OCC's locks on
-    // the records it only read, likewise.
-    crate::cc::occ::release_read_set_locks(tx, me);
-    crate::cc::mv2pl::release(tx);
-    if let (Some(rec), Some(h)) = (tx.recording.take(), tx.db.history.as_ref()) {
-        let ts = order_ts.unwrap_or(tid);
-        h.push(rec.into_record(tid, ts, ts, tx.isolation));
-    }
-    bump(&slot.stats.committed, 1);
-    tx.finish();
-    Ok(ticket)
-}
-
-/// Versions a commit unlinked, freed together once no pinned thread can still reach them
-/// (one deferred call per commit, not one per version: each costs a slot in the thread's
-/// crossbeam bag).
-#[derive(Default)]
-struct Retired {
-    versions: Vec<usize>,
-    bytes: u64,
-}
-
-impl Retired {
-    /// # Safety
-    /// `v` must be unreachable for threads that pin from now on, and retired once.
-    unsafe fn push(&mut self, v: *mut Version) {
-        self.bytes += (*v).size() as u64;
-        self.versions.push(v as usize);
-    }
-
-    /// # Safety
-    /// As for `push`, for every version pushed.
-    unsafe fn free_after_epoch(self, tx: &Transaction<'_>) {
-        if self.versions.is_empty() {
-            return;
-        }
-        let slot = tx.slot();
-        bump(&slot.stats.versions_reclaimed, self.versions.len() as u64);
-        bump(&slot.stats.version_bytes_reclaimed, self.bytes);
-        let versions = self.versions;
-        tx.guard.defer_unchecked(move || {
-            for p in versions {
-                Version::free(p as *mut Version);
-            }
-        });
-    }
-}
-
-/// A commit that failed after step 1 began: OCC's locks on records it only read are
-/// released (the write set's go in the rollback).
-fn abort(tx: &mut Transaction<'_>, reason: AbortReason) {
-    let me = tx.id.word();
-    crate::cc::occ::release_read_set_locks(tx, me);
-    tx.rollback(reason);
+    let tid = next_tid(observed, state.last_tid, epoch, tx.slot_idx);
+    state.last_tid = tid;
+    tid
 }
 
 /// Takes the lock on `v` (its End field), waiting while another committer (or, under
@@ -294,7 +150,7 @@ fn abort(tx: &mut Transaction<'_>, reason: AbortReason) {
 /// superseded since it was read, or — when `write` — a 2PL transaction holds a read lock
 /// on it (a lock OCC takes on a record it only read shares the record with 2PL readers).
 pub(crate) fn lock(
-    tx: &Transaction<'_>,
+    tx: &TxnCtx<'_>,
     v: &Version,
     me: u64,
     write: bool,
@@ -330,12 +186,16 @@ pub(crate) fn lock(
 }
 
 /// Silo's validation (step 3), with the write set locked.
-fn validate(tx: &Transaction<'_>, me: u64) -> std::result::Result<(), AbortReason> {
+pub(crate) fn validate(
+    tx: &TxnCtx<'_>,
+    c: &crate::cc::TxnCc,
+    me: u64,
+) -> std::result::Result<(), AbortReason> {
     // 2PL's read locks keep what it read current; only Silo validates reads.
     let reads: &[*const Version] = if tx.protocol == crate::config::Protocol::TwoPl {
         &[]
     } else {
-        &tx.local.read_set
+        &tx.sets.read_set
     };
     for &v in reads {
         // SAFETY: pinned since the read.
@@ -344,10 +204,10 @@ fn validate(tx: &Transaction<'_>, me: u64) -> std::result::Result<(), AbortReaso
             return Err(AbortReason::ReadValidation);
         }
     }
-    for s in &tx.local.scan_set {
+    for s in &tx.sets.scan_set {
         rescan(tx, s)?;
     }
-    crate::cc::mvocc::unique_keys_still_ours(tx, None)
+    crate::cc::mvocc::unique_keys_still_ours(tx, c, None)
 }
 
 /// What a row's record looks like to a predicate re-check.
@@ -363,9 +223,9 @@ enum Seen {
     Row(*const Version),
 }
 
-fn seen(tx: &Transaction<'_>, t: &Table, tid: TupleId) -> Seen {
+fn seen(tx: &TxnCtx<'_>, t: &Table, tid: TupleId) -> Seen {
     let me = tx.id.word();
-    let h = match tx.silo_pending_record(t.id, tid) {
+    let h = match tx.pending_record(t.id, tid) {
         Some(w) => w.old as *const Version,
         None => match t.entry(tid) {
             Some(e) => e.load(Ordering::Acquire),
@@ -398,11 +258,11 @@ fn seen(tx: &Transaction<'_>, t: &Table, tid: TupleId) -> Seen {
 /// (its record emptied) after our serialization point but before this re-check, leaves
 /// nothing to see; Silo's absent-record TIDs would catch it, our emptied records keep none.
 fn rescan(
-    tx: &Transaction<'_>,
-    s: &crate::txn::ScanRecord,
+    tx: &TxnCtx<'_>,
+    s: &crate::txn::state::ScanRecord,
 ) -> std::result::Result<(), AbortReason> {
     let t = tx.db.table_by_id(s.table);
-    let slice = &tx.local.read_set[s.reads.0 as usize..s.reads.1 as usize];
+    let slice = &tx.sets.read_set[s.reads.0 as usize..s.reads.1 as usize];
     let set: Option<HashSet<usize>> =
         (slice.len() > 16).then(|| slice.iter().map(|&v| v as usize).collect());
     let read = |v: *const Version| match &set {
@@ -439,7 +299,7 @@ fn rescan(
     } else {
         let index = s.index as usize;
         let idx = &t.indexes[index];
-        let arena = &tx.local.scan_keys;
+        let arena = &tx.sets.scan_keys;
         let bound = |b| crate::cc::mvocc::bound(arena, b);
         if s.point {
             if let Bound::Included(key) = bound(s.lo) {
@@ -472,7 +332,7 @@ fn rescan(
 /// committed row; `Contended`: an uncommitted insert, or a row whose lock a committer holds
 /// (it may be taking the key) — a conflict, not a duplicate.
 pub(crate) fn unique_holder(
-    tx: &Transaction<'_>,
+    tx: &TxnCtx<'_>,
     t: &Table,
     index: usize,
     row: &[u8],
@@ -487,7 +347,7 @@ pub(crate) fn unique_holder(
             return true;
         }
         // Our own rows (buffered writes, inserts) are judged by what we wrote.
-        let mine = tx.silo_pending(t.id, tid);
+        let mine = tx.pending_write(t.id, tid);
         let h = match mine {
             Some(n) => n,
             None => match t.entry(tid) {

@@ -10,10 +10,11 @@
 //! differs.
 
 use crate::cc::ssn::{
-    for_overwritten_and_entered, overwriter, Overwriter, Touched, PSTAMP, SSTAMP,
+    for_overwritten_and_entered, overwriter, Overwriter, SlotScratch, Stamps, Touched, PSTAMP,
+    SSTAMP,
 };
 use crate::error::AbortReason;
-use crate::txn::Transaction;
+use crate::txn::state::TxnCtx;
 use std::sync::atomic::Ordering;
 
 /// Cahill's SSI (`ssi`): the pre-commit test of a transaction with commit stamp `c`.
@@ -32,9 +33,14 @@ use std::sync::atomic::Ordering;
 /// commit, finds our overwrite committed before it, and aborts if we committed with
 /// outConflict. With Fekete's theorem (every cycle of an SI history has a dangerous structure
 /// T1 → T2 → T3 whose T3 commits first) this aborts a transaction of every cycle.
-pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortReason> {
+pub(crate) fn precommit(
+    tx: &TxnCtx<'_>,
+    stamps: &mut Stamps,
+    scratch: &mut SlotScratch,
+    c: u64,
+) -> Result<(), AbortReason> {
     let mut out = false;
-    for &v in &tx.local.read_set {
+    for &v in &tx.sets.read_set {
         // SAFETY: versions we read stay allocated while we are registered (GC watermark).
         let v = unsafe { &*v };
         match overwriter(tx, v, c) {
@@ -50,7 +56,7 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
     }
     let begin = tx.begin_ts;
     let mut inc = false;
-    for_overwritten_and_entered(tx, c, |_, touched| {
+    for_overwritten_and_entered(tx, scratch, c, |_, touched| {
         let rstamp = match touched {
             Touched::Overwritten(o) => o.ext_word(PSTAMP).load(Ordering::SeqCst),
             Touched::Entered(stamp) => stamp,
@@ -61,6 +67,6 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
         return Err(AbortReason::Exclusion);
     }
     // Left in the versions we overwrote by `finalize`.
-    tx.cc.ssn.sstamp = u64::from(out);
+    stamps.sstamp = u64::from(out);
     Ok(())
 }

@@ -65,8 +65,8 @@
 
 use crate::error::AbortReason;
 use crate::storage::Table;
+use crate::txn::state::{TxnCtx, TABLE_SCAN};
 use crate::txn::table::{bump, TxnId, TxnState, TxnTable};
-use crate::txn::{Transaction, TABLE_SCAN};
 use crate::version::{is_txn, Version, INFINITY};
 use crossbeam_utils::Backoff;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
@@ -112,7 +112,7 @@ fn bit(slot: usize) -> u64 {
 /// Sets our bit in a reader bitmap. The Acquire load pairs with whoever set the bit before
 /// us, so the bit is ordered before our commit stamp draw either way.
 #[inline]
-fn mark(tx: &Transaction<'_>, bitmap: &AtomicU64) {
+fn mark(tx: &TxnCtx<'_>, bitmap: &AtomicU64) {
     let b = bit(tx.slot_idx);
     if bitmap.load(Ordering::Acquire) & b == 0 {
         bump(&tx.slot().stats.record_rmw, 1);
@@ -123,17 +123,17 @@ fn mark(tx: &Transaction<'_>, bitmap: &AtomicU64) {
 /// A read of `v` (not our own version): η takes its creator's stamp, and the version learns
 /// of our slot. The version goes to the read set (`Transaction::note_read`).
 #[inline]
-pub(crate) fn on_read(tx: &mut Transaction<'_>, v: &Version) {
+pub(crate) fn on_read(tx: &TxnCtx<'_>, stamps: &mut Stamps, v: &Version) {
     mark(tx, &v.aux);
     let b = v.begin.load(Ordering::Acquire);
     // A creator still post-processing committed at or before our snapshot: our begin
     // timestamp bounds its stamp from above (a larger η is only more careful).
     let c = if is_txn(b) { tx.begin_ts } else { b };
-    tx.cc.ssn.pstamp = tx.cc.ssn.pstamp.max(c);
+    stamps.pstamp = stamps.pstamp.max(c);
 }
 
 /// A scan (or a point lookup that found nothing) of index `index` of `t`.
-pub(crate) fn on_scan(tx: &Transaction<'_>, t: &Table, index: u16) {
+pub(crate) fn on_scan(tx: &TxnCtx<'_>, t: &Table, index: u16) {
     let i = if index == TABLE_SCAN {
         0
     } else {
@@ -181,7 +181,7 @@ pub(crate) enum Overwriter {
 
 /// The overwriter of `v`, waiting for the outcome of one that is in pre-commit with a
 /// smaller stamp than `c`.
-pub(crate) fn overwriter(tx: &Transaction<'_>, v: &Version, c: u64) -> Overwriter {
+pub(crate) fn overwriter(tx: &TxnCtx<'_>, v: &Version, c: u64) -> Overwriter {
     let backoff = Backoff::new();
     let before = |ts: u64| {
         if ts < c {
@@ -217,7 +217,7 @@ pub(crate) fn overwriter(tx: &Transaction<'_>, v: &Version, c: u64) -> Overwrite
 }
 
 /// The commit stamp of the transaction that overwrote `v`, if it committed before stamp `c`.
-fn successor(tx: &Transaction<'_>, v: &Version, c: u64) -> Option<u64> {
+fn successor(tx: &TxnCtx<'_>, v: &Version, c: u64) -> Option<u64> {
     match overwriter(tx, v, c) {
         Overwriter::Before(ts) => Some(ts),
         _ => None,
@@ -227,20 +227,25 @@ fn successor(tx: &Transaction<'_>, v: &Version, c: u64) -> Option<u64> {
 /// The pre-commit test of a transaction that drew commit stamp `c` and passed its other
 /// checks. SSN: computes π and η and applies the exclusion window. ERMIA-SSI: computes s1
 /// and rstamp and looks for a dangerous structure.
-pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortReason> {
+pub(crate) fn precommit(
+    tx: &TxnCtx<'_>,
+    stamps: &mut Stamps,
+    scratch: &mut SlotScratch,
+    c: u64,
+) -> Result<(), AbortReason> {
     // The readers' bits and the index scanners must be read after our stamp was drawn.
     fence(Ordering::SeqCst);
     if tx.protocol == crate::config::Protocol::Ssi {
-        return crate::cc::ssi::precommit(tx, c);
+        return crate::cc::ssi::precommit(tx, stamps, scratch, c);
     }
     let ssi = tx.protocol == crate::config::Protocol::ErmiaSsi;
     // SSN: π, η. ERMIA-SSI: s1, rstamp.
     let (mut pi, mut eta) = if ssi {
         (u64::MAX, 0)
     } else {
-        (tx.cc.ssn.sstamp.min(c), tx.cc.ssn.pstamp)
+        (stamps.sstamp.min(c), stamps.pstamp)
     };
-    for &v in &tx.local.read_set {
+    for &v in &tx.sets.read_set {
         // SAFETY: versions we read stay allocated while we are registered (GC watermark).
         let v = unsafe { &*v };
         let Some(e) = successor(tx, v, c) else {
@@ -256,7 +261,7 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
             pi = pi.min(e);
         }
     }
-    for_overwritten_and_entered(tx, c, |tx, touched| match touched {
+    for_overwritten_and_entered(tx, scratch, c, |tx, touched| match touched {
         Touched::Overwritten(o) => {
             eta = eta.max(o.ext_word(PSTAMP).load(Ordering::SeqCst));
             if !ssi {
@@ -267,8 +272,8 @@ pub(crate) fn precommit(tx: &mut Transaction<'_>, c: u64) -> Result<(), AbortRea
         }
         Touched::Entered(stamp) => eta = eta.max(stamp),
     });
-    tx.cc.ssn.sstamp = pi;
-    tx.cc.ssn.pstamp = eta;
+    stamps.sstamp = pi;
+    stamps.pstamp = eta;
     // SSN: the exclusion window. ERMIA-SSI: a reader committed after our T3 (s1 set).
     if pi <= eta {
         return Err(AbortReason::Exclusion);
@@ -289,17 +294,18 @@ pub(crate) enum Touched<'a> {
 /// the readers in pre-commit with a stamp below `c`, so that the pstamp (rstamp) read covers
 /// every reader that commits before us.
 pub(crate) fn for_overwritten_and_entered(
-    tx: &mut Transaction<'_>,
+    tx: &TxnCtx<'_>,
+    scratch: &mut SlotScratch,
     c: u64,
-    mut f: impl FnMut(&Transaction<'_>, Touched<'_>),
+    mut f: impl FnMut(&TxnCtx<'_>, Touched<'_>),
 ) {
     // `precommit` fenced after the stamp draw: the bits and stamps read here are current.
     let txns = &tx.db.txns;
     let me = tx.slot_idx;
-    let mut entered = std::mem::take(&mut tx.local.cc.ssn.entered);
+    let mut entered = std::mem::take(&mut scratch.entered);
     entered.clear();
     let (mut ob, mut nb) = (Vec::new(), Vec::new());
-    for w in &tx.local.write_set {
+    for w in &tx.sets.write_set {
         let t = tx.db.table_by_id(w.table);
         // SAFETY: our own version and the version we hold the write lock on; pinned.
         let (new, old) = unsafe { (&*w.new, w.old.as_ref()) };
@@ -347,14 +353,14 @@ pub(crate) fn for_overwritten_and_entered(
             Touched::Entered(t.scan_ts[i as usize].load(Ordering::SeqCst)),
         );
     }
-    tx.local.cc.ssn.entered = entered;
+    scratch.entered = entered;
 }
 
 /// After a successful `precommit`, before the transaction turns Committed: leaves its
 /// stamps in what it read, overwrote, created and scanned.
-pub(crate) fn finalize(tx: &Transaction<'_>, c: u64) {
+pub(crate) fn finalize(tx: &TxnCtx<'_>, stamps: &Stamps, c: u64) {
     let mut rmw = 0;
-    for &v in &tx.local.read_set {
+    for &v in &tx.sets.read_set {
         // SAFETY: as in `precommit`.
         let p = unsafe { (*v).ext_word(PSTAMP) };
         if p.load(Ordering::Relaxed) < c {
@@ -362,7 +368,7 @@ pub(crate) fn finalize(tx: &Transaction<'_>, c: u64) {
             rmw += 1;
         }
     }
-    for w in &tx.local.write_set {
+    for w in &tx.sets.write_set {
         // SAFETY: our own version (not yet visible) and the version we hold the lock on.
         unsafe {
             if tx.protocol == crate::config::Protocol::Ssn {
@@ -373,14 +379,14 @@ pub(crate) fn finalize(tx: &Transaction<'_>, c: u64) {
                 // SSN: our π. ERMIA-SSI: our s1 as the version's s2, 0 if unset. SSI: our
                 // outConflict flag.
                 let stamp = match tx.protocol {
-                    crate::config::Protocol::ErmiaSsi if tx.cc.ssn.sstamp == u64::MAX => 0,
-                    _ => tx.cc.ssn.sstamp,
+                    crate::config::Protocol::ErmiaSsi if stamps.sstamp == u64::MAX => 0,
+                    _ => stamps.sstamp,
                 };
                 o.ext_word(SSTAMP).store(stamp, Ordering::Release);
             }
         }
     }
-    for s in &tx.local.scan_set {
+    for s in &tx.sets.scan_set {
         let t = tx.db.table_by_id(s.table);
         let i = if s.index == TABLE_SCAN {
             0

@@ -1,13 +1,24 @@
-//! The end of a transaction: commit (the protocol's `cc::commit`), abort and rollback (undo of
-//! the write set, with `cc::on_abort` and `cc::after_abort`), and handing the slot back.
+//! The end of a transaction: commit, abort and rollback (undo of the write set, with
+//! `cc::on_abort` and `cc::after_abort`), and handing the slot back.
+//!
+//! Commit runs one of two pipelines and asks the protocol (`cc/mod.rs`) at each step:
+//! - multi-version (Hekaton §2.4–2.7, §3): publish Preparing, draw the end timestamp
+//!   (`cc::precommit` before; MVTO ends at its begin timestamp, `cc::ends_at_begin_ts`),
+//!   `cc::validate`, wait for commit dependencies, `cc::finalize`, log, turn Committed,
+//!   post-process the versions' timestamps, `cc::release`;
+//! - single-version (Silo, SOSP 2013 §4.2): `cc::lock_for_commit`, `cc::serialization_point`,
+//!   `cc::validate`, `cc::commit_tid`, log, install the buffered writes in place,
+//!   `cc::release`.
 
 use super::*;
+use crate::config::GcPolicy;
+use crate::gc::Garbage;
 
 impl<'db> Transaction<'db> {
     /// Commits, and in a durable database waits until the commit is durable (group commit,
     /// `log/`). On a serialization failure the transaction is aborted and the error says why.
     pub fn commit(self) -> Result<()> {
-        let db = self.db;
+        let db = self.st.db;
         let ticket = self.commit_deferred()?;
         db.wait_durable(ticket)
     }
@@ -19,7 +30,279 @@ impl<'db> Transaction<'db> {
         if self.status != Status::Active {
             return Err(Error::TransactionClosed);
         }
-        cc::commit(&mut self).map(|epoch| CommitTicket { epoch })
+        let ticket = if self.st.protocol.single_version() {
+            self.commit_single_version()
+        } else {
+            self.commit_multi_version()
+        };
+        ticket.map(|epoch| CommitTicket { epoch })
+    }
+
+    /// Aborts for `reason` (the protocol refused the commit) and returns the error.
+    fn refuse(&mut self, reason: AbortReason) -> Error {
+        self.rollback(reason);
+        Error::SerializationFailure(reason)
+    }
+
+    /// The multi-version commit. Returns the durability ticket (`log/`): the group-commit
+    /// epoch of its log record, or with ERMIA's log manager the record's end LSN (0 for a
+    /// memory-only database).
+    fn commit_multi_version(&mut self) -> Result<u64> {
+        let slot = self.slot();
+        // SSN, SSI and ERMIA-SSI: every tracked transaction, readers too, draws a commit stamp.
+        let stamped = self.st.protocol.stamped() && self.st.tracks_reads;
+        if self.st.sets.write_set.is_empty() && !stamped {
+            if let Err(reason) = self.await_deps() {
+                return Err(self.fail(reason));
+            }
+            cc::commit_read_only(&self.st, &mut self.local.cc);
+            return self.finish_read_only(self.st.begin_ts);
+        }
+        if cc::ends_at_begin_ts(self.st.protocol) {
+            let end_ts = self.st.begin_ts;
+            if let Err(reason) = cc::validate(&self.st, &mut self.cc, &mut self.local.cc, end_ts) {
+                return Err(self.refuse(reason));
+            }
+            return self.install(end_ts);
+        }
+        if let Err(reason) = cc::precommit(&self.st, &mut self.local.cc) {
+            return Err(self.refuse(reason));
+        }
+        let read_only = self.st.sets.write_set.is_empty();
+        let log = self.st.db.log.get();
+        // ERMIA: the record is encoded before the end timestamp is drawn, because the draw
+        // reserves its log space (`log/ermia.rs`). A stamped reader draws one too (every draw
+        // of ERMIA's clock is a log range), and covers its range with a skip record.
+        let ermia = log.and_then(|l| l.ermia());
+        let mut len = 0;
+        if let Some(l) = ermia {
+            let db = self.st.db;
+            let command = self.logged_command();
+            match l.prepare(self.st.slot_idx, &self.st.sets.write_set, command, |id| {
+                &**db.table_by_id(id)
+            }) {
+                Ok(n) => len = n,
+                Err(e) => {
+                    self.rollback(AbortReason::UserAbort);
+                    return Err(e);
+                }
+            }
+        }
+        // Publish Preparing before drawing the end timestamp (see txn/table.rs).
+        slot.set_preparing_pending();
+        bump(&slot.stats.global_rmw, 1);
+        let end_ts = match ermia {
+            Some(l) => l.reserve(self.st.slot_idx, len),
+            None => self.st.db.clock.next_end_ts(),
+        };
+        slot.set_preparing(end_ts);
+
+        #[cfg(test)]
+        tests::pause_point(tests::Pause::Prepared);
+        // Validation, then the wait for commit dependencies (Hekaton §3.2).
+        let checked = cc::validate(&self.st, &mut self.cc, &mut self.local.cc, end_ts)
+            .and_then(|()| self.await_deps());
+        if let Some(l) = ermia.filter(|_| checked.is_err() || read_only) {
+            l.skip(self.st.slot_idx, end_ts);
+        }
+        if let Err(reason) = checked {
+            return Err(self.refuse(reason));
+        }
+        cc::finalize(&self.st, &self.cc, end_ts);
+        if read_only {
+            // A stamped reader: nothing to log or post-process.
+            slot.set_committed(end_ts);
+            return self.finish_read_only(end_ts);
+        }
+        self.install(end_ts)
+    }
+
+    /// Ends a transaction that wrote nothing and serializes at `commit_ts`.
+    fn finish_read_only(&mut self, commit_ts: u64) -> Result<u64> {
+        let db = self.st.db;
+        let epoch = db.log.get().map_or(0, |l| l.read_only_ticket(&db.clock));
+        if let (Some(rec), Some(h)) = (self.recording.take(), db.history.as_ref()) {
+            h.push(rec.into_record(
+                self.st.id.word(),
+                self.st.begin_ts,
+                commit_ts,
+                self.st.isolation,
+            ));
+        }
+        bump(&self.slot().stats.committed, 1);
+        self.finish();
+        Ok(epoch)
+    }
+
+    /// Logs a validated multi-version transaction, makes it Committed at `end_ts` and
+    /// post-processes its versions.
+    fn install(&mut self, end_ts: u64) -> Result<u64> {
+        let slot = self.slot();
+        let ticket = self.log_commit(end_ts)?;
+        slot.set_committed(end_ts);
+        let db = self.st.db;
+        if db.config.speculates() {
+            db.txns.report(self.st.slot_idx, self.st.id, true);
+        }
+
+        // Post-processing (Hekaton §2.4): replace our id by the end timestamp in every field
+        // we wrote. GC `vacuum`: mark the tuple's block dirty; `coop`: nothing (readers and
+        // the full passes find the garbage); `txn` (and `none`, which drops it): queue it.
+        let gc = db.config.gc;
+        for w in &self.st.sets.write_set {
+            // SAFETY: our own versions and versions we hold the write lock on; pinned.
+            unsafe {
+                (*w.new).begin.store(end_ts, Ordering::Release);
+                if let Some(old) = w.old.as_ref() {
+                    old.end.store(end_ts, Ordering::Release);
+                }
+                if !w.old.is_null() || (*w.new).is_tombstone() {
+                    if gc == GcPolicy::Vacuum {
+                        if db.table_by_id(w.table).mark_dirty(w.tid) {
+                            bump(&slot.stats.record_rmw, 1);
+                        }
+                    } else if gc != GcPolicy::Coop {
+                        self.local.garbage.push_back(Garbage {
+                            end_ts,
+                            table: w.table,
+                            tid: w.tid,
+                        });
+                    }
+                }
+            }
+        }
+        cc::release(&self.st, &mut self.local.cc);
+        if let (Some(rec), Some(h)) = (self.recording.take(), db.history.as_ref()) {
+            h.push(rec.into_record(end_ts, self.st.begin_ts, end_ts, self.st.isolation));
+        }
+        bump(&slot.stats.committed, 1);
+        self.local.commits_since_gc += 1;
+        // GC runs in `finish`, after our read time is unregistered, so the collector never
+        // holds the watermark back while it works.
+        self.finish();
+        Ok(ticket)
+    }
+
+    /// Appends the commit record for `end_ts` to the log, before anyone can see the
+    /// transaction Committed (see the epoch argument in log/epoch.rs). Returns the durability
+    /// ticket; on a log error the transaction is rolled back.
+    fn log_commit(&mut self, end_ts: u64) -> Result<u64> {
+        let db = self.st.db;
+        let logged = match db.log.get().map(|l| &**l) {
+            Some(crate::log::LogManager::Ermia(l)) => {
+                l.fill(self.st.slot_idx, end_ts).map(|_| end_ts)
+            }
+            Some(crate::log::LogManager::Epoch(l)) => {
+                let command = self.logged_command();
+                l.append(
+                    self.st.slot_idx,
+                    end_ts,
+                    &self.st.sets.write_set,
+                    command,
+                    |id| &**db.table_by_id(id),
+                )
+            }
+            None => Ok(0),
+        };
+        logged.inspect_err(|_| self.rollback(AbortReason::UserAbort))
+    }
+
+    /// The single-version commit (Silo's, shared by OCC and 2PL); returns the durability
+    /// ticket.
+    fn commit_single_version(&mut self) -> Result<u64> {
+        // 1. Lock the records written (OCC: and read) in the global order.
+        if let Err(reason) = cc::lock_for_commit(&self.st, &mut self.local.cc) {
+            return Err(self.refuse(reason));
+        }
+        // 2. The serialization point.
+        let epoch = cc::serialization_point(&self.st);
+        let db = self.st.db;
+        // The history checker orders transactions by commit timestamp: a recording database
+        // takes one from the global clock here, at the serialization point (`history/`).
+        // Without a recording no shared counter is touched.
+        let order_ts = self.recording.is_some().then(|| {
+            bump(&self.slot().stats.global_rmw, 1);
+            db.clock.next_end_ts()
+        });
+        // 3. Validation.
+        if let Err(reason) = cc::validate(&self.st, &mut self.cc, &mut self.local.cc, 0) {
+            return Err(self.refuse(reason));
+        }
+        if self.st.sets.write_set.is_empty() {
+            if let Some(ts) = order_ts {
+                self.st.begin_ts = ts;
+            }
+            let at = self.st.begin_ts;
+            cc::release(&self.st, &mut self.local.cc);
+            return self.finish_read_only(at);
+        }
+        // 4. The TID. The clock is a floor, read, never advanced: recovery leaves it at the
+        // newest recovered commit, and the next checkpoint's timestamp is read from it, so
+        // every TID of this session sorts after both (a load of a line no Silo commit writes).
+        let tid = cc::commit_tid(&self.st, &mut self.local.cc, epoch, db.clock.now());
+        // 5. Log, then install.
+        let ticket = self.log_commit(tid)?;
+        let slot = self.slot();
+        slot.set_committed(tid);
+        let mut retired = Retired::default();
+        for w in &self.st.sets.write_set {
+            let t = db.table_by_id(w.table);
+            // SAFETY: our versions, and versions we hold the lock on; pinned.
+            unsafe {
+                let n = &*w.new;
+                n.begin.store(tid, Ordering::Release);
+                let Some(e) = t.entry(w.tid) else { continue };
+                let dead = n.is_tombstone();
+                if w.old.is_null() {
+                    // Our insert, already in place; inserted and deleted again: nothing stays.
+                    if dead
+                        && e.compare_exchange(
+                            w.new,
+                            std::ptr::null_mut(),
+                            Ordering::AcqRel,
+                            Ordering::Acquire,
+                        )
+                        .is_ok()
+                    {
+                        retired.push(w.new);
+                    }
+                    continue;
+                }
+                // Only the holder of the old record's lock replaces it, and inserts claim
+                // only empty entries: the entry still holds `old`, and a store installs.
+                debug_assert_eq!(e.load(Ordering::Acquire), w.old);
+                e.store(
+                    if dead { std::ptr::null_mut() } else { w.new },
+                    Ordering::Release,
+                );
+                (*w.old).end.store(tid, Ordering::Release);
+                retired.push(w.old);
+                // Anything an earlier multi-version replay left behind it goes too.
+                if !(*w.old).next.load(Ordering::Acquire).is_null() {
+                    let mut p = (*w.old).take_next();
+                    while !p.is_null() {
+                        let next = (*p).take_next();
+                        retired.push(p);
+                        p = next;
+                    }
+                }
+                if dead {
+                    retired.push(w.new);
+                }
+            }
+        }
+        // SAFETY: every retired version was unlinked above, while pinned, and only once.
+        unsafe { retired.free_after_epoch(slot, &self.guard) };
+        // 2PL: the read locks go after the new versions are in (strict 2PL); OCC's locks on
+        // the records it only read, likewise.
+        cc::release(&self.st, &mut self.local.cc);
+        if let (Some(rec), Some(h)) = (self.recording.take(), db.history.as_ref()) {
+            let ts = order_ts.unwrap_or(tid);
+            h.push(rec.into_record(tid, ts, ts, self.st.isolation));
+        }
+        bump(&slot.stats.committed, 1);
+        self.finish();
+        Ok(ticket)
     }
 
     /// Aborts (a user abort).
@@ -38,17 +321,17 @@ impl<'db> Transaction<'db> {
         // Only a Preparing transaction is registered with (`TxnTable::depend`), so one that
         // aborts while Active has no dependents and skips the report's lock.
         let prepared = slot.is_preparing();
-        cc::on_abort(self);
+        cc::on_abort(&self.st, &mut self.local.cc);
         slot.set_aborted();
-        if prepared && self.db.config.speculates() {
+        if prepared && self.st.db.config.speculates() {
             // Cascading abort (Hekaton §2.7): whoever read our versions speculatively aborts.
-            self.db.txns.report(self.slot_idx, self.id, false);
+            self.st.db.txns.report(self.st.slot_idx, self.st.id, false);
         }
         #[cfg(test)]
         tests::pause_point(tests::Pause::Rollback);
-        let writes = std::mem::take(&mut self.local.write_set);
+        let writes = std::mem::take(&mut self.st.sets.write_set);
         for w in writes.iter().rev() {
-            let t = self.db.table_by_id(w.table);
+            let t = self.st.db.table_by_id(w.table);
             // SAFETY: our own versions; we hold the lock on `old`.
             unsafe {
                 (*w.new).begin.store(INFINITY, Ordering::Release);
@@ -73,8 +356,13 @@ impl<'db> Transaction<'db> {
                 self.discard_version(t, w.new, true);
             }
         }
-        self.local.write_set = writes;
-        cc::after_abort(self, reason);
+        self.st.sets.write_set = writes;
+        cc::after_abort(
+            &self.st,
+            &mut self.local.cc,
+            self.st.db.config.protocol,
+            reason,
+        );
         bump(&slot.stats.aborted[reason.index()], 1);
         self.finish();
     }
@@ -84,28 +372,26 @@ impl<'db> Transaction<'db> {
     pub(crate) fn finish(&mut self) {
         self.status = Status::Ended;
         let slot = self.slot();
-        if self.took_deps.get() {
+        if self.st.took_deps.get() {
             // A report must reach us, not our slot's next transaction (`CommitDeps`).
             let backoff = crossbeam_utils::Backoff::new();
             while slot.deps.pending().0 != 0 {
                 backoff.snooze();
             }
         }
-        self.local.read_set.clear();
-        self.local.scan_set.clear();
-        self.local.scan_keys.clear();
-        self.local.write_set.clear();
+        self.st.sets.clear();
+        self.local.sets = std::mem::take(&mut self.st.sets);
         slot.terminate();
-        if self.local.commits_since_gc >= self.db.config.gc_interval_txns {
+        if self.local.commits_since_gc >= self.st.db.config.gc_interval_txns {
             self.local.commits_since_gc = 0;
-            if self.db.config.gc == crate::config::GcPolicy::Coop {
-                crate::gc::coop::refresh_watermark(self.db);
+            if self.st.db.config.gc == crate::config::GcPolicy::Coop {
+                crate::gc::coop::refresh_watermark(self.st.db);
             }
-            crate::gc::collect(self.db, slot, &mut self.local.garbage, &self.guard);
+            crate::gc::collect(self.st.db, slot, &mut self.local.garbage, &self.guard);
         }
         // SAFETY: we own the slot until release below.
         unsafe { std::ptr::swap(slot.local.get(), &mut self.local) };
-        self.db.txns.release(self.slot_idx);
+        self.st.db.txns.release(self.st.slot_idx);
     }
 }
 
@@ -114,5 +400,39 @@ impl Drop for Transaction<'_> {
         if self.status == Status::Active {
             self.rollback(AbortReason::UserAbort);
         }
+    }
+}
+
+/// Versions a single-version commit unlinked, freed together once no pinned thread can still
+/// reach them (one deferred call per commit, not one per version: each costs a slot in the
+/// thread's crossbeam bag).
+#[derive(Default)]
+struct Retired {
+    versions: Vec<usize>,
+    bytes: u64,
+}
+
+impl Retired {
+    /// # Safety
+    /// `v` must be unreachable for threads that pin from now on, and retired once.
+    unsafe fn push(&mut self, v: *mut Version) {
+        self.bytes += (*v).size() as u64;
+        self.versions.push(v as usize);
+    }
+
+    /// # Safety
+    /// As for `push`, for every version pushed.
+    unsafe fn free_after_epoch(self, slot: &Slot, guard: &Guard) {
+        if self.versions.is_empty() {
+            return;
+        }
+        bump(&slot.stats.versions_reclaimed, self.versions.len() as u64);
+        bump(&slot.stats.version_bytes_reclaimed, self.bytes);
+        let versions = self.versions;
+        guard.defer_unchecked(move || {
+            for p in versions {
+                Version::free(p as *mut Version);
+            }
+        });
     }
 }

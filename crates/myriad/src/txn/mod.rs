@@ -1,7 +1,8 @@
 //! Transactions: the public operations (get, get via secondary index, insert, update, delete,
 //! range scan, commit, abort) and the per-transaction state (read set, scan set, write set).
 //! Split by phase: this file holds the state and the operation preamble, `read.rs` the reads,
-//! `write.rs` the writes, `end.rs` commit and rollback, `table.rs` the transaction table.
+//! `write.rs` the writes, `end.rs` commit and rollback, `state.rs` what the protocols see of a
+//! transaction, `table.rs` the transaction table.
 //!
 //! The path of one transaction (see ARCHITECTURE.md): `Database::begin` claims a slot of the
 //! transaction table (`txn/table.rs`) and registers its read time; an operation finds a tuple id
@@ -11,12 +12,14 @@
 //! protocol, post-processes timestamps and hands old versions to GC (`gc/`). The code here
 //! never asks which protocol runs: it calls the hooks of `cc/mod.rs` (`cc::begin`,
 //! `cc::on_read`, `cc::before_scan`, `cc::on_scan`, `cc::on_miss`, `cc::may_write`,
-//! `cc::on_index_enter`, `cc::commit`, `cc::on_abort`, `cc::after_abort`) and its predicates,
-//! and carries out what they decide; an abort decided inside an index callback is remembered
+//! `cc::on_index_enter`, the commit hooks of `end.rs`'s two pipelines, `cc::on_abort`,
+//! `cc::after_abort`) and its predicates, passing what they may see of the transaction
+//! (`state.rs`, `TxnCtx`), and carries out what they decide; an abort decided inside an index callback is remembered
 //! (`doom`) and raised when the operation returns.
 
 mod end;
 mod read;
+pub(crate) mod state;
 pub mod table;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -62,23 +65,8 @@ pub struct ScanOptions {
     pub descending: bool,
 }
 
-/// A predicate read recorded for the phantom re-check (Hekaton §3.2).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ScanRecord {
-    pub table: u32,
-    /// Index position, or `TABLE_SCAN` for a whole-table scan in tuple-id order.
-    pub index: u16,
-    /// Bounds as byte ranges of `SlotLocal::scan_keys`; a point lookup has lo = hi = Included.
-    pub lo: (u8, u32, u32),
-    pub hi: (u8, u32, u32),
-    pub point: bool,
-    /// The read-set entries the operation that made this record added (`SlotLocal::op_reads`
-    /// to the end): Silo's re-check asks whether a row was read by this very scan.
-    pub reads: (u32, u32),
-}
+pub(crate) use state::{ScanRecord, Sets, TxnCtx, TABLE_SCAN};
 
-/// `ScanRecord::index` of a whole-table scan (`Transaction::scan_table`).
-pub(crate) const TABLE_SCAN: u16 = u16::MAX;
 /// A table scan re-pins the memory epoch after this many tuple ids.
 const TABLE_SCAN_REPIN_TIDS: u64 = 4096;
 
@@ -87,12 +75,8 @@ pub(crate) use crate::storage::WriteRecord;
 /// Per-slot reusable state, so a transaction allocates nothing in steady state.
 #[derive(Default)]
 pub(crate) struct SlotLocal {
-    pub read_set: Vec<*const Version>,
-    /// Length of `read_set` when the current operation began.
-    pub op_reads: u32,
-    pub scan_set: Vec<ScanRecord>,
-    pub scan_keys: Vec<u8>,
-    pub write_set: Vec<WriteRecord>,
+    /// The read, scan and write sets, lent to the slot's transaction (`TxnCtx::sets`).
+    pub sets: Sets,
     pub key_buf: Vec<u8>,
     pub prefetched: Prefetched,
     pub entry_buf: Vec<u8>,
@@ -210,24 +194,8 @@ enum Status {
 
 /// An open transaction. Dropping it without `commit` aborts it.
 pub struct Transaction<'db> {
-    pub(crate) db: &'db Database,
-    pub(crate) slot_idx: usize,
-    pub(crate) id: TxnId,
-    pub(crate) begin_ts: u64,
-    pub(crate) isolation: Isolation,
-    pub(crate) read_only: bool,
-    /// The protocol this transaction runs (the configured one; MVOCC for recovery's replay).
-    pub(crate) protocol: Protocol,
-    /// Whether reads are recorded in version headers (MVTO read-ts, MV2PL read locks): not
-    /// for a READ ONLY transaction that reads a snapshot.
-    tracks_reads: bool,
-    /// Reads and ignores Preparing writers' versions speculatively, with commit dependencies
-    /// (Hekaton §2.7; MVOCC and SI with `Config::commit_dependencies`), instead of waiting.
-    pub(crate) speculates: bool,
-    /// A commit dependency was taken (`Resolver::speculate`). The transaction then never
-    /// re-pins its memory epoch: a version it read speculatively is freed by its creator's
-    /// rollback, protected only by the pin, not by the visibility watermark.
-    pub(crate) took_deps: std::cell::Cell<bool>,
+    /// What the protocols see of it (`txn/state.rs`): ids, timestamps, flags, the sets.
+    pub(crate) st: TxnCtx<'db>,
     /// An abort decided where it could not be returned (inside an index callback, or a
     /// Silo read that met a locked record).
     doomed: std::cell::Cell<Option<AbortReason>>,
@@ -277,17 +245,21 @@ impl<'db> Transaction<'db> {
             snapshot_wait,
         );
         let recording = db.history.as_ref().map(|_| Box::default());
+        let sets = std::mem::take(&mut local.sets);
         Transaction {
-            db,
-            slot_idx,
-            id,
-            begin_ts,
-            isolation: opts.isolation,
-            read_only: opts.read_only,
-            protocol,
-            tracks_reads,
-            speculates: db.config.speculates(),
-            took_deps: std::cell::Cell::new(false),
+            st: TxnCtx {
+                db,
+                slot_idx,
+                id,
+                begin_ts,
+                isolation: opts.isolation,
+                read_only: opts.read_only,
+                protocol,
+                tracks_reads,
+                speculates: db.config.speculates(),
+                took_deps: std::cell::Cell::new(false),
+                sets,
+            },
             doomed: std::cell::Cell::new(None),
             cc: cc::TxnCc::new(),
             guard: crossbeam_epoch::pin(),
@@ -307,11 +279,11 @@ impl<'db> Transaction<'db> {
     /// may serialize before one that committed earlier, having read what that one replaced —
     /// so under them every call is logged as rows. (MVTO logs its timestamp, its serialization order.)
     pub(crate) fn logs_commands(&self) -> bool {
-        self.db.config.log == crate::config::LogPolicy::Command
-            && self.isolation == Isolation::Serializable
-            && !self.protocol.stamped()
-            && !self.protocol.single_version()
-            && !self.read_only
+        self.st.db.config.log == crate::config::LogPolicy::Command
+            && self.st.isolation == Isolation::Serializable
+            && !self.st.protocol.stamped()
+            && !self.st.protocol.single_version()
+            && !self.st.read_only
     }
 
     /// A procedure call starts. If it is the transaction's first call and nothing was written
@@ -349,34 +321,23 @@ impl<'db> Transaction<'db> {
 
     /// This transaction's id.
     pub fn id(&self) -> u64 {
-        self.id.0
+        self.st.id.0
     }
     /// The begin (read) timestamp.
     pub fn begin_ts(&self) -> u64 {
-        self.begin_ts
+        self.st.begin_ts
     }
     /// The isolation level.
     pub fn isolation(&self) -> Isolation {
-        self.isolation
-    }
-
-    /// Whether reads are tracked for the protocol (not a READ ONLY snapshot).
-    pub(crate) fn tracks_reads(&self) -> bool {
-        self.tracks_reads
+        self.st.isolation
     }
 
     pub(crate) fn slot(&self) -> &'db Slot {
-        self.db.txns.slot(self.slot_idx)
+        self.st.db.txns.slot(self.st.slot_idx)
     }
 
     pub(crate) fn resolver(&self) -> Resolver<'_> {
-        Resolver {
-            txns: &self.db.txns,
-            me: self.id,
-            blocked: (cc::blocks_instead_of_waiting(self.protocol) && self.tracks_reads)
-                .then_some(&self.cc.mvto.flag),
-            speculate: self.speculates.then_some(&self.took_deps),
-        }
+        cc::resolver(&self.st, &self.cc)
     }
 
     /// A resolver that waits out Preparing writers even when the transaction speculates:
@@ -393,7 +354,7 @@ impl<'db> Transaction<'db> {
     /// Whether the memory epoch may be re-pinned (see `took_deps`).
     #[inline]
     fn may_repin(&self) -> bool {
-        !self.took_deps.get()
+        !self.st.took_deps.get()
     }
 
     /// Remembers an abort to raise when the current operation returns (`raise`).
@@ -422,7 +383,7 @@ impl<'db> Transaction<'db> {
     }
 
     fn check_table(&self, t: &Table) -> Result<()> {
-        if t.db_id != self.db.id {
+        if t.db_id != self.st.db.id {
             return Err(Error::UnknownTable(t.schema.name.clone()));
         }
         // SeqCst pairs with `Database::create_index`: it sets the state, then looks for
@@ -450,7 +411,7 @@ impl<'db> Transaction<'db> {
             return Err(Error::TransactionClosed);
         }
         self.check_table(t)?;
-        self.local.op_reads = self.local.read_set.len() as u32;
+        self.st.sets.op_reads = self.st.sets.read_set.len() as u32;
         self.ops_since_repin += 1;
         if self.ops_since_repin >= REPIN_EVERY_OPS && self.may_repin() {
             self.ops_since_repin = 0;
@@ -462,7 +423,7 @@ impl<'db> Transaction<'db> {
     fn begin_write(&mut self, t: &Table) -> Result<()> {
         self.writes += 1;
         self.begin_op(t)?;
-        if self.read_only {
+        if self.st.read_only {
             return Err(Error::ReadOnlyTransaction);
         }
         Ok(())
@@ -471,25 +432,25 @@ impl<'db> Transaction<'db> {
     /// Read time of the current statement: the begin timestamp, or now under Read Committed.
     #[inline]
     fn stmt_ts(&self) -> u64 {
-        if self.isolation == Isolation::ReadCommitted {
-            self.db.clock.now()
+        if self.st.isolation == Isolation::ReadCommitted {
+            self.st.db.clock.now()
         } else {
-            self.begin_ts
+            self.st.begin_ts
         }
     }
 
     /// Whether reads go to the read set for validation at commit (`cc::validates_reads`).
     #[inline]
     pub(crate) fn validates_reads(&self) -> bool {
-        cc::validates_reads(self.protocol, self.isolation)
+        cc::validates_reads(self.st.protocol, self.st.isolation)
     }
 
     /// Whether serializable reads take range locks (`cc::takes_range_locks`).
     #[inline]
     fn range_locking(&self) -> bool {
-        cc::takes_range_locks(self.protocol)
-            && self.tracks_reads
-            && self.isolation == Isolation::Serializable
+        cc::takes_range_locks(self.st.protocol)
+            && self.st.tracks_reads
+            && self.st.isolation == Isolation::Serializable
     }
 }
 

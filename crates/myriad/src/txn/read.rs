@@ -8,7 +8,7 @@ impl<'db> Transaction<'db> {
     /// `mv2pl-wait`: a locked range holds row `tid` with no version visible to us.
     pub(super) fn unseen_row(&self, t: &Table, tid: TupleId) {
         if self.range_locking() {
-            if let Err(reason) = crate::cc::mv2pl::unseen_row(self, t, tid) {
+            if let Err(reason) = crate::cc::mv2pl::unseen_row(&self.st, t, tid) {
                 self.doom(reason);
             }
         }
@@ -16,25 +16,7 @@ impl<'db> Transaction<'db> {
 
     #[inline]
     pub(super) fn is_mine(&self, v: &Version) -> bool {
-        v.begin.load(Ordering::Acquire) == self.id.word()
-    }
-
-    /// Silo: our buffered (private, not yet installed) write of `tid`, if any. A write
-    /// record with a superseded version is buffered until commit; one without is an insert,
-    /// which Silo makes at once (`cc/silo.rs`).
-    #[inline]
-    pub(crate) fn silo_pending(&self, table: u32, tid: TupleId) -> Option<*mut Version> {
-        self.silo_pending_record(table, tid).map(|w| w.new)
-    }
-
-    /// `silo_pending`'s write record (with `old`, the version the write read).
-    #[inline]
-    pub(crate) fn silo_pending_record(&self, table: u32, tid: TupleId) -> Option<&WriteRecord> {
-        self.local
-            .write_set
-            .iter()
-            .rev()
-            .find(|w| w.tid == tid && w.table == table && !w.old.is_null())
+        v.begin.load(Ordering::Acquire) == self.st.id.word()
     }
 
     /// Silo: `e`, a duplicate or missing key the application will see, unless a record
@@ -43,14 +25,19 @@ impl<'db> Transaction<'db> {
     /// transaction aborts with `read_validation`, as its commit would
     /// (`cc::fails_stale_reads_early`).
     pub(super) fn silo_unless_stale(&mut self, e: Error) -> Error {
-        if !cc::fails_stale_reads_early(self.protocol) {
+        if !cc::fails_stale_reads_early(self.st.protocol) {
             return e;
         }
-        let me = self.id.word();
+        let me = self.st.id.word();
         // What it read, and what its buffered writes read (an UPDATE's row, which a
         // `SET x = x + 1` reads without a SELECT).
-        let bases = self.local.write_set.iter().map(|w| w.old as *const Version);
-        let stale = self.local.read_set.iter().copied().chain(bases).any(|v| {
+        let bases = self
+            .st
+            .sets
+            .write_set
+            .iter()
+            .map(|w| w.old as *const Version);
+        let stale = self.st.sets.read_set.iter().copied().chain(bases).any(|v| {
             // SAFETY: pinned since the read.
             let end = unsafe { v.as_ref() }.map_or(INFINITY, |v| v.end.load(Ordering::Acquire));
             end != INFINITY && end != me
@@ -67,8 +54,8 @@ impl<'db> Transaction<'db> {
     /// still inserting is locked: the read dooms the transaction, as Silo's validation of it
     /// would (`cc/silo.rs`).
     pub(super) fn silo_read(&self, t: &Table, tid: TupleId) -> *const Version {
-        if !self.local.write_set.is_empty() {
-            if let Some(n) = self.silo_pending(t.id, tid) {
+        if !self.st.sets.write_set.is_empty() {
+            if let Some(n) = self.st.pending_write(t.id, tid) {
                 return n;
             }
         }
@@ -84,8 +71,8 @@ impl<'db> Transaction<'db> {
         if b == INFINITY {
             return ptr::null();
         }
-        if crate::version::is_txn(b) && b != self.id.word() {
-            self.doom(cc::read_conflict(self.protocol));
+        if crate::version::is_txn(b) && b != self.st.id.word() {
+            self.doom(cc::read_conflict(self.st.protocol));
             return ptr::null();
         }
         h
@@ -94,7 +81,7 @@ impl<'db> Transaction<'db> {
     /// The visible version of `tid` as of `rt`, or null.
     #[inline]
     pub(crate) fn visible_version(&self, t: &Table, tid: TupleId, rt: u64) -> *const Version {
-        if self.protocol.single_version() {
+        if self.st.protocol.single_version() {
             return self.silo_read(t, tid);
         }
         let Some(e) = t.entry(tid) else {
@@ -102,8 +89,8 @@ impl<'db> Transaction<'db> {
         };
         let head = e.load(Ordering::Acquire);
         let v = self.resolver().visible_in_chain(head, rt, false);
-        if !std::ptr::eq(v, head) && self.db.config.gc == crate::config::GcPolicy::Coop {
-            crate::gc::coop::cooperate(self.db, self.slot(), t, e, head, &self.guard);
+        if !std::ptr::eq(v, head) && self.st.db.config.gc == crate::config::GcPolicy::Coop {
+            crate::gc::coop::cooperate(self.st.db, self.slot(), t, e, head, &self.guard);
         }
         v
     }
@@ -135,32 +122,33 @@ impl<'db> Transaction<'db> {
         // SAFETY: v is a visible version of a chain we are pinned on.
         let r = unsafe { &*v };
         if self.is_mine(r) {
-            if self.protocol.single_version() {
+            if self.st.protocol.single_version() {
                 // A row we have a buffered write on counts as a read of the version that
                 // write read, so a predicate re-check finds it read by this scan.
                 let base = self
-                    .local
+                    .st
+                    .sets
                     .write_set
                     .iter()
                     .rev()
                     .find(|w| std::ptr::eq(w.new, v));
                 if let Some(old) = base.map(|w| w.old).filter(|o| !o.is_null()) {
-                    self.local.read_set.push(old);
+                    self.st.sets.read_set.push(old);
                 }
             }
             return;
         }
-        if self.tracks_reads {
-            if let Err(reason) = cc::on_read(self, v) {
+        if self.st.tracks_reads {
+            if let Err(reason) = cc::on_read(&mut self.st, &mut self.cc, &mut self.local.cc, v) {
                 self.doom(reason);
             }
         }
         if self.validates_reads() {
-            self.local.read_set.push(v);
+            self.st.sets.read_set.push(v);
         }
         if let Some(rec) = self.recording.as_mut() {
             let mut rb = Vec::new();
-            rec.note_read(&t.schema, t.id, r, t.row(r, &mut rb), &self.db.txns);
+            rec.note_read(&t.schema, t.id, r, t.row(r, &mut rb), &self.st.db.txns);
         }
     }
 
@@ -172,10 +160,10 @@ impl<'db> Transaction<'db> {
         hi: Bound<&[u8]>,
         point: bool,
     ) {
-        if self.isolation != Isolation::Serializable || !cc::on_scan(self, t, index as u16) {
+        if self.st.isolation != Isolation::Serializable || !cc::on_scan(&self.st, t, index as u16) {
             return;
         }
-        let keys = &mut self.local.scan_keys;
+        let keys = &mut self.st.sets.scan_keys;
         let mut put = |b: Bound<&[u8]>| -> (u8, u32, u32) {
             let start = keys.len() as u32;
             match b {
@@ -192,8 +180,8 @@ impl<'db> Transaction<'db> {
         };
         let lo = put(lo);
         let hi = if point { lo } else { put(hi) };
-        let reads = (self.local.op_reads, self.local.read_set.len() as u32);
-        self.local.scan_set.push(ScanRecord {
+        let reads = (self.st.sets.op_reads, self.st.sets.read_set.len() as u32);
+        self.st.sets.scan_set.push(ScanRecord {
             table: t.id,
             index: index as u16,
             lo,
@@ -210,7 +198,12 @@ impl<'db> Transaction<'db> {
             std::mem::take(&mut self.local.key_buf)
         };
         self.push_scan(t, 0, Bound::Included(&key), Bound::Included(&key), true);
-        if let Err(reason) = cc::on_miss(self, t, &key) {
+        let live = |tid| {
+            let v = self.visible_version(t, tid, self.st.begin_ts);
+            // SAFETY: pinned; a visible version stays allocated while we are active.
+            unsafe { v.as_ref() }.is_some_and(|r| !r.is_tombstone())
+        };
+        if let Err(reason) = cc::on_miss(&self.st, t, &key, live) {
             self.doom(reason);
         }
         if let Some(rec) = self.recording.as_mut() {
@@ -241,7 +234,8 @@ impl<'db> Transaction<'db> {
         if self.range_locking() {
             let key = std::mem::take(&mut self.local.key_buf);
             crate::cc::mv2pl::range_lock(
-                self,
+                &self.st,
+                &mut self.local.cc.mv2pl,
                 t,
                 0,
                 Some(&key),
@@ -338,7 +332,7 @@ impl<'db> Transaction<'db> {
             // version we judged must itself stay current (validated or read-locked like any
             // read). Multi-version protocols re-check against their snapshot, which does not
             // move.
-            if self.protocol.single_version() {
+            if self.st.protocol.single_version() {
                 self.note_read(t, v);
             }
             return None;
@@ -375,10 +369,11 @@ impl<'db> Transaction<'db> {
             return Err(e);
         }
         let rt = self.stmt_ts();
-        cc::before_scan(self, t, index);
+        cc::before_scan(&self.st, t, index);
         if self.range_locking() {
             crate::cc::mv2pl::range_lock(
-                self,
+                &self.st,
+                &mut self.local.cc.mv2pl,
                 t,
                 index,
                 Some(&kb),
@@ -441,11 +436,12 @@ impl<'db> Transaction<'db> {
         }
         let (lo_b, hi_b) = encode_bounds(&t.schema, index, lo, hi)?;
         let rt = self.stmt_ts();
-        cc::before_scan(self, t, index);
+        cc::before_scan(&self.st, t, index);
         if self.range_locking() {
             // The whole requested range, even if the scan stops early (conservative).
             crate::cc::mv2pl::range_lock(
-                self,
+                &self.st,
+                &mut self.local.cc.mv2pl,
                 t,
                 index,
                 None,
@@ -541,10 +537,18 @@ impl<'db> Transaction<'db> {
     ) -> Result<usize> {
         self.begin_op(t)?;
         let rt = self.stmt_ts();
-        cc::before_scan(self, t, 0);
+        cc::before_scan(&self.st, t, 0);
         if self.range_locking() {
             // Every row enters the primary index: its whole range covers the table.
-            crate::cc::mv2pl::range_lock(self, t, 0, None, Bound::Unbounded, Bound::Unbounded);
+            crate::cc::mv2pl::range_lock(
+                &self.st,
+                &mut self.local.cc.mv2pl,
+                t,
+                0,
+                None,
+                Bound::Unbounded,
+                Bound::Unbounded,
+            );
         }
         let mut n = 0usize;
         let mut rb = std::mem::take(&mut self.local.read_buf);
@@ -584,9 +588,9 @@ impl<'db> Transaction<'db> {
             }
         }
         self.local.read_buf = rb;
-        if self.isolation == Isolation::Serializable && cc::on_scan(self, t, TABLE_SCAN) {
-            let reads = (self.local.op_reads, self.local.read_set.len() as u32);
-            self.local.scan_set.push(ScanRecord {
+        if self.st.isolation == Isolation::Serializable && cc::on_scan(&self.st, t, TABLE_SCAN) {
+            let reads = (self.st.sets.op_reads, self.st.sets.read_set.len() as u32);
+            self.st.sets.scan_set.push(ScanRecord {
                 table: t.id,
                 index: TABLE_SCAN,
                 lo: (2, 0, 0),

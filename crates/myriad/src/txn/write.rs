@@ -22,6 +22,7 @@ impl<'db> Transaction<'db> {
                         && !self.is_mine(v) =>
                 {
                     let st = self
+                        .st
                         .db
                         .txns
                         .state_of(TxnId::from_word(v.begin.load(Ordering::Acquire)));
@@ -38,7 +39,7 @@ impl<'db> Transaction<'db> {
 
     /// Takes the write lock on `head` (its End field, Hekaton §2.6). Err = write-write conflict.
     pub(super) fn lock_version(&self, head: &Version) -> std::result::Result<(), ()> {
-        let me = self.id.word();
+        let me = self.st.id.word();
         let slot = self.slot();
         loop {
             let e = head.end.load(Ordering::Acquire);
@@ -53,8 +54,8 @@ impl<'db> Transaction<'db> {
                 }
             }
             if crate::version::is_txn(e)
-                && !self.db.config.storage.in_place()
-                && self.db.txns.state_of(TxnId::from_word(e)) == table::TxnState::Aborted
+                && !self.st.db.config.storage.in_place()
+                && self.st.db.txns.state_of(TxnId::from_word(e)) == table::TxnState::Aborted
             {
                 // The aborted writer will reset the field; taking it over is also safe
                 // (Hekaton §2.6: "or its End field contains the ID of an aborted transaction").
@@ -79,8 +80,8 @@ impl<'db> Transaction<'db> {
         head: &Version,
     ) -> std::result::Result<(), AbortReason> {
         self.lock_version(head)
-            .map_err(|_| cc::write_conflict(self.protocol))?;
-        let ok = cc::may_write(self, head);
+            .map_err(|_| cc::write_conflict(self.st.protocol))?;
+        let ok = cc::may_write(&self.st, &self.local.cc, head);
         if ok.is_err() {
             self.unlock_version(head);
         }
@@ -99,7 +100,7 @@ impl<'db> Transaction<'db> {
         old: Option<&[u8]>,
         new: &[u8],
     ) -> Result<()> {
-        if !cc::checks_index_entry(self.protocol) {
+        if !cc::checks_index_entry(self.st.protocol) {
             return Ok(());
         }
         let s = &t.schema;
@@ -113,7 +114,7 @@ impl<'db> Transaction<'db> {
                 })
         };
         let first = if old.is_none() { 0 } else { 1 };
-        match cc::on_index_enter(self, t, (first..t.indexes.len()).filter(moved)) {
+        match cc::on_index_enter(&self.st, t, (first..t.indexes.len()).filter(moved)) {
             Ok(()) => Ok(()),
             Err(reason) => Err(self.fail(reason)),
         }
@@ -123,7 +124,7 @@ impl<'db> Transaction<'db> {
     /// writer may already have taken it over (Hekaton §2.6) — never clobber that.
     pub(super) fn unlock_version(&self, v: &Version) {
         let _ = v.end.compare_exchange(
-            self.id.word(),
+            self.st.id.word(),
             INFINITY,
             Ordering::AcqRel,
             Ordering::Acquire,
@@ -134,7 +135,7 @@ impl<'db> Transaction<'db> {
     /// ... if either its CommitDepCounter is zero or its AbortNow flag is set"). Err when a
     /// transaction we depend on aborted.
     pub(crate) fn await_deps(&self) -> std::result::Result<(), AbortReason> {
-        if !self.took_deps.get() {
+        if !self.st.took_deps.get() {
             return Ok(());
         }
         let slot = self.slot();
@@ -163,8 +164,8 @@ impl<'db> Transaction<'db> {
     /// us (or our own), else a write-write conflict. Under Read Committed a head committed after
     /// our statement time is simply the latest committed version.
     pub(super) fn write_target(&mut self, t: &Table, tid: TupleId) -> Result<(*mut Version, bool)> {
-        if self.protocol.single_version() {
-            if let Some(n) = self.silo_pending(t.id, tid) {
+        if self.st.protocol.single_version() {
+            if let Some(n) = self.st.pending_write(t.id, tid) {
                 return Ok((n, true));
             }
         }
@@ -176,20 +177,20 @@ impl<'db> Transaction<'db> {
         if self.is_mine(h) {
             return Ok((head, true));
         }
-        if self.protocol.single_version() {
+        if self.st.protocol.single_version() {
             // The latest committed version, whatever its time (no snapshot); an uncommitted
             // one is another transaction's insert, which holds the record (or, Begin =
             // INFINITY, has just aborted and is being unlinked: a conflict all the same).
             let b = h.begin.load(Ordering::Acquire);
             if crate::version::is_txn(b) || b == INFINITY {
-                return Err(self.fail(cc::write_conflict(self.protocol)));
+                return Err(self.fail(cc::write_conflict(self.st.protocol)));
             }
             return Ok((head, false));
         }
-        let rt = if self.isolation == Isolation::ReadCommitted {
-            self.db.clock.now()
+        let rt = if self.st.isolation == Isolation::ReadCommitted {
+            self.st.db.clock.now()
         } else {
-            self.begin_ts
+            self.st.begin_ts
         };
         if self.waiting_resolver().visible(h, rt) {
             return Ok((head, false));
@@ -340,10 +341,10 @@ impl<'db> Transaction<'db> {
                     }
                     self.note_read(t, head);
                     self.raise()?;
-                    if self.protocol.single_version() {
+                    if self.st.protocol.single_version() {
                         // Buffered like an update: installed over the tombstone at commit
                         // (2PL write-locks the tombstone first).
-                        if cc::locks_on_write(self.protocol) {
+                        if cc::locks_on_write(self.st.protocol) {
                             if let Err(reason) = self.lock_for_write(h) {
                                 return Err(self.fail(reason));
                             }
@@ -403,8 +404,9 @@ impl<'db> Transaction<'db> {
         next: *mut Version,
         prev: *const Version,
     ) -> *mut Version {
-        let space = crate::version::space::for_slot(self.db.config.memory_spaces, self.slot_idx);
-        let (n, extra) = t.alloc_version(self.id.word(), tid, row, next, space, prev);
+        let space =
+            crate::version::space::for_slot(self.st.db.config.memory_spaces, self.st.slot_idx);
+        let (n, extra) = t.alloc_version(self.st.id.word(), tid, row, next, space, prev);
         let slot = self.slot();
         bump(&slot.stats.versions_allocated, 1);
         bump(
@@ -460,7 +462,7 @@ impl<'db> Transaction<'db> {
         row: &[u8],
         head: *mut Version,
     ) -> *mut Version {
-        let next = if self.protocol.single_version() {
+        let next = if self.st.protocol.single_version() {
             ptr::null_mut()
         } else {
             t.next_for_new(head)
@@ -525,7 +527,7 @@ impl<'db> Transaction<'db> {
         row: &[u8],
         before: Option<&[u8]>,
     ) -> Result<()> {
-        self.local.write_set.push(WriteRecord {
+        self.st.sets.write_set.push(WriteRecord {
             table: t.id,
             tid,
             new,
@@ -602,7 +604,7 @@ impl<'db> Transaction<'db> {
             if !t.schema.indexes[i].unique {
                 continue;
             }
-            match crate::cc::mvocc::unique_holder(self, t, i, row, own, None) {
+            match crate::cc::mvocc::unique_holder(&self.st, &self.cc, t, i, row, own, None) {
                 crate::cc::mvocc::UniqueCheck::Free => {}
                 crate::cc::mvocc::UniqueCheck::Taken => {
                     let e = Error::DuplicateKey {
@@ -774,8 +776,8 @@ impl<'db> Transaction<'db> {
         // version, so nothing is left behind. On single-version storage it stays private
         // until commit (a buffered write; 2PL holds the write lock meanwhile, Silo takes it
         // at commit) and is installed alone, never chained.
-        let silo = self.protocol.single_version();
-        let locks = cc::locks_on_write(self.protocol);
+        let silo = self.st.protocol.single_version();
+        let locks = cc::locks_on_write(self.st.protocol);
         let n = self.replacing_version(t, tid, old, head);
         // SAFETY: n is fresh and unpublished; only we reference it.
         let r = f(&mut RowMut {
@@ -940,8 +942,8 @@ impl<'db> Transaction<'db> {
             }
             return Ok(());
         }
-        let silo = self.protocol.single_version();
-        if cc::locks_on_write(self.protocol) {
+        let silo = self.st.protocol.single_version();
+        if cc::locks_on_write(self.st.protocol) {
             if let Err(reason) = self.lock_for_write(h) {
                 return Err(self.fail(reason));
             }
@@ -957,7 +959,7 @@ impl<'db> Transaction<'db> {
         }
         // The deleted version keeps its values (the master does not change).
         self.write_master(t, tid, head, None);
-        self.local.write_set.push(WriteRecord {
+        self.st.sets.write_set.push(WriteRecord {
             table: t.id,
             tid,
             new: n,

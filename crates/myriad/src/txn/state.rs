@@ -1,0 +1,105 @@
+//! What every protocol sees of a transaction: who it is, its timestamps, level and flags,
+//! and its read, scan and write sets. The hooks of `cc/` take this (with their own state,
+//! `cc::TxnCc` and `cc::SlotCc`) instead of the whole `Transaction`, so a protocol cannot
+//! reach the transaction's mechanics (its chains, indexes, buffers); the transaction code
+//! (`txn/`) owns one inside each `Transaction` and carries out what the hooks decide.
+
+use crate::config::{Isolation, Protocol};
+use crate::engine::Database;
+use crate::storage::{TupleId, WriteRecord};
+use crate::txn::table::{Slot, TxnId};
+use crate::version::Version;
+use std::cell::Cell;
+
+/// A predicate read recorded for the phantom re-check (Hekaton §3.2).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ScanRecord {
+    pub table: u32,
+    /// Index position, or `TABLE_SCAN` for a whole-table scan in tuple-id order.
+    pub index: u16,
+    /// Bounds as byte ranges of `Sets::scan_keys`; a point lookup has lo = hi = Included.
+    pub lo: (u8, u32, u32),
+    pub hi: (u8, u32, u32),
+    pub point: bool,
+    /// The read-set entries the operation that made this record added (`Sets::op_reads`
+    /// to the end): Silo's re-check asks whether a row was read by this very scan.
+    pub reads: (u32, u32),
+}
+
+/// `ScanRecord::index` of a whole-table scan (`Transaction::scan_table`).
+pub(crate) const TABLE_SCAN: u16 = u16::MAX;
+
+/// The read, scan and write sets. Kept in the transaction-table slot between transactions
+/// (`SlotLocal::sets`), so a transaction allocates nothing for them in steady state.
+#[derive(Default)]
+pub(crate) struct Sets {
+    pub read_set: Vec<*const Version>,
+    /// Length of `read_set` when the current operation began.
+    pub op_reads: u32,
+    pub scan_set: Vec<ScanRecord>,
+    /// The keys of `scan_set`'s bounds, back to back.
+    pub scan_keys: Vec<u8>,
+    pub write_set: Vec<WriteRecord>,
+}
+
+impl Sets {
+    /// Empties every set (their memory stays).
+    pub(crate) fn clear(&mut self) {
+        self.read_set.clear();
+        self.op_reads = 0;
+        self.scan_set.clear();
+        self.scan_keys.clear();
+        self.write_set.clear();
+    }
+}
+
+/// The state of one transaction that every protocol shares.
+pub(crate) struct TxnCtx<'db> {
+    pub(crate) db: &'db Database,
+    /// Its transaction-table slot.
+    pub(crate) slot_idx: usize,
+    pub(crate) id: TxnId,
+    pub(crate) begin_ts: u64,
+    pub(crate) isolation: Isolation,
+    pub(crate) read_only: bool,
+    /// The protocol this transaction runs (the configured one; `hybrid` resolved to `occ` or
+    /// `2pl`; MVOCC for recovery's replay).
+    pub(crate) protocol: Protocol,
+    /// Whether reads are recorded in version headers (MVTO read-ts, MV2PL read locks): not
+    /// for a READ ONLY transaction that reads a snapshot.
+    pub(crate) tracks_reads: bool,
+    /// Reads and ignores Preparing writers' versions speculatively, with commit dependencies
+    /// (Hekaton §2.7; MVOCC and SI with `Config::commit_dependencies`), instead of waiting.
+    pub(crate) speculates: bool,
+    /// A commit dependency was taken (`Resolver::speculate`). The transaction then never
+    /// re-pins its memory epoch: a version it read speculatively is freed by its creator's
+    /// rollback, protected only by the pin, not by the visibility watermark.
+    pub(crate) took_deps: Cell<bool>,
+    pub(crate) sets: Sets,
+}
+
+impl<'db> TxnCtx<'db> {
+    /// Its transaction-table slot.
+    #[inline]
+    pub(crate) fn slot(&self) -> &'db Slot {
+        self.db.txns.slot(self.slot_idx)
+    }
+
+    /// Single-version protocols: our buffered (private, not yet installed) write of `tid`, if
+    /// any. A write record with a superseded version is buffered until commit; one without
+    /// is an insert, which Silo makes at once (`cc/silo.rs`).
+    #[inline]
+    pub(crate) fn pending_write(&self, table: u32, tid: TupleId) -> Option<*mut Version> {
+        self.pending_record(table, tid).map(|w| w.new)
+    }
+
+    /// `pending_write`'s write record (with `old`, the version the write read).
+    #[inline]
+    pub(crate) fn pending_record(&self, table: u32, tid: TupleId) -> Option<&WriteRecord> {
+        self.sets
+            .write_set
+            .iter()
+            .rev()
+            .find(|w| w.tid == tid && w.table == table && !w.old.is_null())
+    }
+}
