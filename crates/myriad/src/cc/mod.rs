@@ -92,6 +92,16 @@ pub(crate) struct SlotCc {
     pub(crate) hybrid: hybrid::SlotState,
 }
 
+impl SlotCc {
+    /// Whether the slot's transaction holds no lock of any protocol (what `release` and
+    /// `after_abort` must leave behind).
+    pub(crate) fn holds_nothing(&self) -> bool {
+        self.mv2pl.read_locks.is_empty()
+            && self.mv2pl.range_locks.is_empty()
+            && self.occ.locks.is_empty()
+    }
+}
+
 /// Per-engine protocol state.
 pub(crate) struct EngineCc {
     /// Silo's global epoch.
@@ -636,6 +646,11 @@ pub(crate) fn validate(
     sc: &mut SlotCc,
     end_ts: u64,
 ) -> std::result::Result<(), AbortReason> {
+    debug_assert!(
+        tx.protocol.single_version()
+            || tx.db.txns.state_of(tx.id) == crate::txn::table::TxnState::Preparing(end_ts),
+        "multi-version validation of a transaction that is not Preparing at its end timestamp"
+    );
     match tx.protocol {
         Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid => {
             silo::validate(tx, c, tx.id.word())

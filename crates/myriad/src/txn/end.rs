@@ -96,6 +96,11 @@ impl<'db> Transaction<'db> {
             None => self.st.db.clock.next_end_ts(),
         };
         slot.set_preparing(end_ts);
+        debug_assert!(
+            end_ts > self.st.begin_ts,
+            "end timestamp {end_ts} at or before the begin timestamp {}",
+            self.st.begin_ts
+        );
 
         #[cfg(test)]
         tests::pause_point(tests::Pause::Prepared);
@@ -152,6 +157,11 @@ impl<'db> Transaction<'db> {
         for w in &self.st.sets.write_set {
             // SAFETY: our own versions and versions we hold the write lock on; pinned.
             unsafe {
+                debug_assert_eq!(
+                    (*w.new).begin.load(Ordering::Acquire),
+                    self.st.id.word(),
+                    "post-processing a version this transaction did not write"
+                );
                 (*w.new).begin.store(end_ts, Ordering::Release);
                 if let Some(old) = w.old.as_ref() {
                     old.end.store(end_ts, Ordering::Release);
@@ -370,6 +380,10 @@ impl<'db> Transaction<'db> {
     /// Clears per-transaction state, gives the buffers back to the slot and ends the
     /// transaction in the table.
     pub(crate) fn finish(&mut self) {
+        debug_assert!(
+            self.local.cc.holds_nothing(),
+            "a transaction ends holding protocol locks"
+        );
         self.status = Status::Ended;
         let slot = self.slot();
         if self.st.took_deps.get() {
