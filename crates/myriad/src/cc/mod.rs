@@ -14,8 +14,8 @@
 //! each protocol keeps it in its own struct (`ssn::Stamps`, `mvto::Blocked`,
 //! `mv2pl::SlotLocks`, `ssn::SlotScratch`, `silo::SlotState`, `occ::SlotState`,
 //! `hybrid::SlotState`, `silo::Epochs`, `mv2pl::RangeLocks`), gathered here into the
-//! per-transaction (`TxnCc`), per-slot (`SlotCc`), per-engine (`EngineCc`) and per-table
-//! (`TableCc`) slots the mechanism holds without looking inside. Inside the code protocols
+//! per-transaction (`TxnCc`), per-slot (`SlotCc`), per-engine (`EngineCc`, which
+//! keeps per-table state by table id) slots the mechanism holds without looking inside. Inside the code protocols
 //! share (`mvocc::validate`, `silo::validate`, `ssn::precommit`) the protocols that share it
 //! are still told apart by comparing `tx.protocol`.
 //!
@@ -49,12 +49,13 @@ pub mod ssn;
 pub mod visibility;
 
 use crate::config::{Isolation, Protocol};
-use crate::engine::Database;
+use crate::engine::{Database, MAX_TABLES};
 use crate::error::AbortReason;
 use crate::storage::Table;
 use crate::txn::state::{TxnCtx, TABLE_SCAN};
 use crate::txn::table::bump;
 use crate::version::Version;
+use std::sync::OnceLock;
 use std::time::Duration;
 use visibility::Resolver;
 
@@ -96,30 +97,40 @@ pub(crate) struct SlotCc {
 pub(crate) struct EngineCc {
     /// Silo's global epoch.
     pub(crate) silo_epochs: silo::Epochs,
+    /// `mv2pl-wait`: per table id, per index, the range locks of serializable scanners
+    /// (Hekaton §4.1.2, `mv2pl.rs`). The array is made on the engine's first range lock and
+    /// a table's entry on the table's first one (other protocols never make them); a table's
+    /// indexes never change (`Database::create_index` makes a copy under a new id).
+    range_locks: OnceLock<Box<[OnceLock<TableRangeLocks>]>>,
 }
+
+/// `mv2pl-wait`: one table's range locks, per index.
+type TableRangeLocks = Box<[mv2pl::RangeLocks]>;
 
 impl EngineCc {
     /// The state of a database just opened.
     pub(crate) fn new() -> Self {
         EngineCc {
             silo_epochs: silo::Epochs::new(),
+            range_locks: OnceLock::new(),
         }
     }
-}
 
-/// Per-table protocol state, held by `Table` without looking inside.
-pub(crate) struct TableCc {
-    /// `mv2pl-wait`: per index, the range locks of serializable scanners (Hekaton §4.1.2,
-    /// `mv2pl.rs`). Empty lists under other protocols.
-    pub(crate) range_locks: Box<[mv2pl::RangeLocks]>,
-}
-
-impl TableCc {
-    /// The state of a new table with `indexes` indexes.
-    pub(crate) fn new(indexes: usize) -> Self {
-        TableCc {
-            range_locks: (0..indexes).map(|_| Default::default()).collect(),
+    /// The range locks of every index of `t`, made on first use.
+    pub(crate) fn range_locks(&self, t: &Table) -> &[mv2pl::RangeLocks] {
+        let tables = self
+            .range_locks
+            .get_or_init(|| (0..MAX_TABLES).map(|_| OnceLock::new()).collect());
+        match tables.get(t.id as usize) {
+            Some(l) => l.get_or_init(|| (0..t.indexes.len()).map(|_| Default::default()).collect()),
+            None => panic!("table id {} is not below MAX_TABLES", t.id),
         }
+    }
+
+    /// The range locks of table `id`'s indexes, if any was ever taken.
+    pub(crate) fn range_locks_taken(&self, id: u32) -> Option<&[mv2pl::RangeLocks]> {
+        let l = self.range_locks.get()?.get(id as usize)?.get()?;
+        Some(l)
     }
 }
 

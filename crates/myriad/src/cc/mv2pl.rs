@@ -113,7 +113,7 @@ pub(crate) fn release(tx: &TxnCtx<'_>, locks: &mut SlotLocks) {
 // blocked transaction's read set yields its implicit edges).
 //
 // Deadlocks (§4.4): a waiter that has waited a while publishes what it waits on
-// (`WaitInfo`: its read locks, the range lockers it waits for) and periodically builds the
+// (`Slot::wait_info`: its read locks, the range lockers it waits for) and periodically builds the
 // wait-for graph of the published waiters. Edges: T2 → T1 when T1 read-locked a version
 // that T2 write-locked; TU → TS when TU waits for TS's range lock. A waiter on a cycle
 // aborts (`deadlock`) if it has the largest id of the cycle; the largest id of any strongly
@@ -165,14 +165,6 @@ struct RangeLock {
 pub(crate) struct RangeLocks {
     held: std::sync::atomic::AtomicUsize,
     list: parking_lot::Mutex<Vec<RangeLock>>,
-}
-
-/// What a waiting transaction waits on (`Slot::wait_info`); `id` 0 when it is not waiting.
-#[derive(Default)]
-pub(crate) struct WaitInfo {
-    id: u64,
-    reads: Vec<usize>,
-    on: Vec<u64>,
 }
 
 /// `mv2pl-wait`'s read lock on `v`, a version just read at the begin timestamp.
@@ -228,7 +220,7 @@ pub(crate) fn range_lock(
         Some(k) => Covered::Key(k.to_vec()),
         None => Covered::Range(lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec)),
     };
-    let index_locks = &t.cc.range_locks[index];
+    let index_locks = &tx.db.cc.range_locks(t)[index];
     index_locks.list.lock().push(RangeLock {
         owner: tx.id.0,
         covered,
@@ -382,7 +374,10 @@ fn range_lockers_of_our_keys(tx: &TxnCtx<'_>) -> Vec<u64> {
             continue;
         }
         let old = unsafe { w.old.as_ref() }.filter(|o| !o.is_tombstone());
-        for (index, index_locks) in t.cc.range_locks.iter().enumerate() {
+        let Some(table_locks) = tx.db.cc.range_locks_taken(w.table) else {
+            continue;
+        };
+        for (index, index_locks) in table_locks.iter().enumerate() {
             if index_locks.held.load(Ordering::SeqCst) == 0 {
                 continue;
             }
@@ -486,7 +481,7 @@ pub(crate) fn release_range_locks(tx: &TxnCtx<'_>, locks: &mut SlotLocks) {
     held.dedup();
     for &(table, index) in &held {
         let t = tx.db.table_by_id(table);
-        let index_locks = &t.cc.range_locks[index as usize];
+        let index_locks = &tx.db.cc.range_locks(t)[index as usize];
         let mut list = index_locks.list.lock();
         let before = list.len();
         list.retain(|l| l.owner != me);
