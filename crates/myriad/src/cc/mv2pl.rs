@@ -16,13 +16,14 @@
 //! READ ONLY read their snapshot without locks: a snapshot at the begin timestamp sees exactly
 //! the transactions that committed before it in commit order.
 
+use super::EngineCc;
 use crate::error::AbortReason;
 use crate::txn::state::TxnCtx;
 use crate::txn::table::bump;
 use crate::version::{Version, INFINITY};
 use std::sync::atomic::{fence, Ordering};
 
-/// The locks a slot's transaction holds, kept in the slot between transactions.
+/// The locks a slot's transaction holds, kept with the slot's buffers between transactions.
 #[derive(Default)]
 pub(crate) struct SlotLocks {
     /// Versions read-locked (one entry per lock taken).
@@ -68,8 +69,8 @@ pub(crate) fn may_write(locks: &SlotLocks, h: &Version) -> Result<(), AbortReaso
 }
 
 /// Releases every read lock and range lock (commit or abort).
-pub(crate) fn release(tx: &TxnCtx<'_>, locks: &mut SlotLocks) {
-    release_range_locks(tx, locks);
+pub(crate) fn release(tx: &TxnCtx<'_>, ec: &EngineCc, locks: &mut SlotLocks) {
+    release_range_locks(tx, ec, locks);
     let n = locks.read_locks.len() as u64;
     if n == 0 {
         return;
@@ -207,8 +208,10 @@ pub(crate) fn wait_read_lock(
 
 /// Takes a range lock on index `index` of `t` before a serializable read of it: the key
 /// `key` (`point`), else the stored-key range `lo`..`hi`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn range_lock(
     tx: &TxnCtx<'_>,
+    ec: &EngineCc,
     locks: &mut SlotLocks,
     t: &Table,
     index: usize,
@@ -220,7 +223,7 @@ pub(crate) fn range_lock(
         Some(k) => Covered::Key(k.to_vec()),
         None => Covered::Range(lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec)),
     };
-    let index_locks = &tx.db.cc.range_locks(t)[index];
+    let index_locks = &ec.range_locks(t)[index];
     index_locks.list.lock().push(RangeLock {
         owner: tx.id.0,
         covered,
@@ -277,7 +280,11 @@ pub(crate) fn unseen_row(tx: &TxnCtx<'_>, t: &Table, tid: TupleId) -> Result<(),
 
 /// `mv2pl-wait`'s precommit (Hekaton §4.3.1): waits out the transaction's wait-for
 /// dependencies; `deadlock` if it is chosen to break a cycle of waiters.
-pub(crate) fn await_wait_fors(tx: &TxnCtx<'_>, locks: &SlotLocks) -> Result<(), AbortReason> {
+pub(crate) fn await_wait_fors(
+    tx: &TxnCtx<'_>,
+    ec: &EngineCc,
+    locks: &SlotLocks,
+) -> Result<(), AbortReason> {
     let slot = tx.slot();
     let me = tx.id.0;
     slot.no_more_wait_fors.store(me, Ordering::SeqCst);
@@ -289,7 +296,7 @@ pub(crate) fn await_wait_fors(tx: &TxnCtx<'_>, locks: &SlotLocks) -> Result<(), 
         }
     }
     fence(Ordering::SeqCst);
-    let on = range_lockers_of_our_keys(tx);
+    let on = range_lockers_of_our_keys(tx, ec);
     let own = |v: &Version| {
         locks
             .read_locks
@@ -359,7 +366,7 @@ pub(crate) fn await_wait_fors(tx: &TxnCtx<'_>, locks: &SlotLocks) -> Result<(), 
 
 /// Other transactions holding a range lock that covers a key our writes add to an index
 /// (an insert, or an update that changes the key), in id order.
-fn range_lockers_of_our_keys(tx: &TxnCtx<'_>) -> Vec<u64> {
+fn range_lockers_of_our_keys(tx: &TxnCtx<'_>, ec: &EngineCc) -> Vec<u64> {
     let me = tx.id.0;
     let mut on = Vec::new();
     let mut key = Vec::new();
@@ -374,7 +381,7 @@ fn range_lockers_of_our_keys(tx: &TxnCtx<'_>) -> Vec<u64> {
             continue;
         }
         let old = unsafe { w.old.as_ref() }.filter(|o| !o.is_tombstone());
-        let Some(table_locks) = tx.db.cc.range_locks_taken(w.table) else {
+        let Some(table_locks) = ec.range_locks_taken(w.table) else {
             continue;
         };
         for (index, index_locks) in table_locks.iter().enumerate() {
@@ -471,7 +478,7 @@ fn is_deadlock_victim(tx: &TxnCtx<'_>) -> bool {
 }
 
 /// Releases the range locks of `tx` (after its end timestamp is drawn, or at abort).
-pub(crate) fn release_range_locks(tx: &TxnCtx<'_>, locks: &mut SlotLocks) {
+pub(crate) fn release_range_locks(tx: &TxnCtx<'_>, ec: &EngineCc, locks: &mut SlotLocks) {
     if locks.range_locks.is_empty() {
         return;
     }
@@ -481,7 +488,7 @@ pub(crate) fn release_range_locks(tx: &TxnCtx<'_>, locks: &mut SlotLocks) {
     held.dedup();
     for &(table, index) in &held {
         let t = tx.db.table_by_id(table);
-        let index_locks = &tx.db.cc.range_locks(t)[index as usize];
+        let index_locks = &ec.range_locks(t)[index as usize];
         let mut list = index_locks.list.lock();
         let before = list.len();
         list.retain(|l| l.owner != me);

@@ -2,7 +2,8 @@
 //! transaction id without any map lookup because the id embeds the slot index.
 //!
 //! A slot is owned by one transaction at a time (`in_use`); its owner alone writes `state`,
-//! `txn_id` and `begin_ts` and touches `local`. Other transactions read `state` to resolve
+//! `txn_id` and `begin_ts` and touches the slot's reusable buffers (`txn::SlotLocals`, an
+//! array parallel to the slots). Other transactions read `state` to resolve
 //! transaction ids they find in Begin/End fields (Hekaton Tables 1–2).
 //!
 //! Invariants:
@@ -28,7 +29,6 @@
 //! by a SeqCst clock load (a store-load pair against the GC watermark, gc/epoch.rs).
 
 use crossbeam_utils::CachePadded;
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Largest number of slots (the slot index lives in the low 16 bits of a transaction id).
@@ -179,15 +179,7 @@ pub(crate) struct Slot {
     /// deadlock detection by the other waiters (`mv2pl-wait` publishes it at precommit,
     /// `cc/mv2pl.rs`).
     pub wait_info: parking_lot::Mutex<WaitInfo>,
-    /// Owner-only state (reusable buffers, garbage queue). Touched only by the thread that
-    /// holds `in_use`.
-    pub local: UnsafeCell<super::SlotLocal>,
 }
-
-// SAFETY: `local` is only accessed by the owner of `in_use` (acquired with a CAS, released with
-// a Release store), which serialises all access to it.
-unsafe impl Sync for Slot {}
-unsafe impl Send for Slot {}
 
 pub(crate) struct TxnTable {
     slots: Box<[CachePadded<Slot>]>,
@@ -207,7 +199,6 @@ impl TxnTable {
                     deps: CommitDeps::new(),
                     no_more_wait_fors: AtomicU64::new(0),
                     wait_info: Default::default(),
-                    local: UnsafeCell::new(super::SlotLocal::default()),
                 })
             })
             .collect();
