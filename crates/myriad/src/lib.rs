@@ -3,7 +3,8 @@
 //! One module per design dimension: `cc` (concurrency control), `timestamp`,
 //! `version` (version storage), `gc`, `index`, `log`, `recovery`, `procedure`; `storage` holds
 //! tables (indirection arrays), `txn` the transaction API and the transaction table, `history`
-//! the recorder and checker. ARCHITECTURE.md walks one transaction through these files.
+//! the recorder and checker; `shared` the state a transaction runs in, `engine` the `Database`
+//! facade that owns it. ARCHITECTURE.md walks one transaction through these files.
 #![doc = include_str!("../../../README.md")]
 #![warn(missing_docs)]
 #![deny(clippy::unwrap_used)]
@@ -21,6 +22,7 @@ pub mod procedure;
 pub(crate) mod query;
 pub mod recovery;
 pub mod schema;
+pub(crate) mod shared;
 pub mod sql;
 pub mod storage;
 pub mod timestamp;

@@ -14,8 +14,8 @@
 //! each protocol keeps it in its own struct (`ssn::Stamps`, `mvto::Blocked`,
 //! `mv2pl::SlotLocks`, `ssn::SlotScratch`, `silo::SlotState`, `occ::SlotState`,
 //! `hybrid::SlotState`, `silo::Epochs`, `mv2pl::RangeLocks`), gathered here into the
-//! per-transaction (`TxnCc`), per-slot (`SlotCc`), per-engine (`EngineCc`) and per-table
-//! (`TableCc`) slots the mechanism holds without looking inside. Inside the code protocols
+//! per-transaction (`TxnCc`), per-slot (`SlotCc`), per-engine (`EngineCc`, which
+//! keeps per-table state by table id) slots the mechanism holds without looking inside. Inside the code protocols
 //! share (`mvocc::validate`, `silo::validate`, `ssn::precommit`) the protocols that share it
 //! are still told apart by comparing `tx.protocol`.
 //!
@@ -49,12 +49,13 @@ pub mod ssn;
 pub mod visibility;
 
 use crate::config::{Isolation, Protocol};
-use crate::engine::Database;
 use crate::error::AbortReason;
+use crate::shared::{Shared, MAX_TABLES};
 use crate::storage::Table;
 use crate::txn::state::{TxnCtx, TABLE_SCAN};
 use crate::txn::table::bump;
 use crate::version::Version;
+use std::sync::OnceLock;
 use std::time::Duration;
 use visibility::Resolver;
 
@@ -76,8 +77,9 @@ impl TxnCc {
     }
 }
 
-/// Per-slot reusable protocol state (scratch and held locks), kept in the slot between
-/// transactions so that a transaction allocates nothing in steady state.
+/// Per-slot reusable protocol state (scratch and held locks), kept with the slot's buffers
+/// (`txn::SlotLocals`) between transactions so that a transaction allocates nothing in
+/// steady state.
 #[derive(Default)]
 pub(crate) struct SlotCc {
     /// MV2PL, `mv2pl-wait`, 2PL: read locks and range locks held.
@@ -106,30 +108,40 @@ impl SlotCc {
 pub(crate) struct EngineCc {
     /// Silo's global epoch.
     pub(crate) silo_epochs: silo::Epochs,
+    /// `mv2pl-wait`: per table id, per index, the range locks of serializable scanners
+    /// (Hekaton §4.1.2, `mv2pl.rs`). The array is made on the engine's first range lock and
+    /// a table's entry on the table's first one (other protocols never make them); a table's
+    /// indexes never change (`Database::create_index` makes a copy under a new id).
+    range_locks: OnceLock<Box<[OnceLock<TableRangeLocks>]>>,
 }
+
+/// `mv2pl-wait`: one table's range locks, per index.
+type TableRangeLocks = Box<[mv2pl::RangeLocks]>;
 
 impl EngineCc {
     /// The state of a database just opened.
     pub(crate) fn new() -> Self {
         EngineCc {
             silo_epochs: silo::Epochs::new(),
+            range_locks: OnceLock::new(),
         }
     }
-}
 
-/// Per-table protocol state, held by `Table` without looking inside.
-pub(crate) struct TableCc {
-    /// `mv2pl-wait`: per index, the range locks of serializable scanners (Hekaton §4.1.2,
-    /// `mv2pl.rs`). Empty lists under other protocols.
-    pub(crate) range_locks: Box<[mv2pl::RangeLocks]>,
-}
-
-impl TableCc {
-    /// The state of a new table with `indexes` indexes.
-    pub(crate) fn new(indexes: usize) -> Self {
-        TableCc {
-            range_locks: (0..indexes).map(|_| Default::default()).collect(),
+    /// The range locks of every index of `t`, made on first use.
+    pub(crate) fn range_locks(&self, t: &Table) -> &[mv2pl::RangeLocks] {
+        let tables = self
+            .range_locks
+            .get_or_init(|| (0..MAX_TABLES).map(|_| OnceLock::new()).collect());
+        match tables.get(t.id as usize) {
+            Some(l) => l.get_or_init(|| (0..t.indexes.len()).map(|_| Default::default()).collect()),
+            None => panic!("table id {} is not below MAX_TABLES", t.id),
         }
+    }
+
+    /// The range locks of table `id`'s indexes, if any was ever taken.
+    pub(crate) fn range_locks_taken(&self, id: u32) -> Option<&[mv2pl::RangeLocks]> {
+        let l = self.range_locks.get()?.get(id as usize)?.get()?;
+        Some(l)
     }
 }
 
@@ -147,7 +159,7 @@ pub(crate) struct Begin {
 /// protocol state is `local`) with read time `begin_ts`; decides the protocol it runs, its
 /// begin timestamp and whether its reads are tracked.
 pub(crate) fn begin(
-    db: &Database,
+    db: &Shared,
     slot_idx: usize,
     local: &mut SlotCc,
     protocol: Protocol,
@@ -557,8 +569,8 @@ pub(crate) fn resolver<'a>(tx: &'a TxnCtx<'_>, c: &'a TxnCc) -> Resolver<'a> {
 /// Hook `commit_read_only`, multi-version: `tx` wrote nothing, draws no commit stamp, and its
 /// commit dependencies are resolved; it commits at its begin timestamp. Releases what it
 /// holds.
-pub(crate) fn commit_read_only(tx: &TxnCtx<'_>, sc: &mut SlotCc) {
-    release(tx, sc);
+pub(crate) fn commit_read_only(tx: &TxnCtx<'_>, ec: &EngineCc, sc: &mut SlotCc) {
+    release(tx, ec, sc);
     match tx.protocol {
         // Running MVTO transactions show as Preparing (`mvto.rs`); this one is done.
         Protocol::Mvto => tx.slot().set_committed(tx.begin_ts),
@@ -586,9 +598,13 @@ pub(crate) fn ends_at_begin_ts(p: Protocol) -> bool {
 
 /// Hook `precommit`, multi-version: before the end timestamp is drawn. Err: abort
 /// (`mv2pl-wait` waits out its wait-for dependencies here, `mv2pl.rs`).
-pub(crate) fn precommit(tx: &TxnCtx<'_>, sc: &mut SlotCc) -> std::result::Result<(), AbortReason> {
+pub(crate) fn precommit(
+    tx: &TxnCtx<'_>,
+    ec: &EngineCc,
+    sc: &mut SlotCc,
+) -> std::result::Result<(), AbortReason> {
     match tx.protocol {
-        Protocol::Mv2plWait => mv2pl::await_wait_fors(tx, &sc.mv2pl),
+        Protocol::Mv2plWait => mv2pl::await_wait_fors(tx, ec, &sc.mv2pl),
         Protocol::Mvocc
         | Protocol::Mvto
         | Protocol::Mv2pl
@@ -632,9 +648,9 @@ pub(crate) fn lock_for_commit(
 
 /// Hook `serialization_point`, single-version (step 2 of Silo's commit): the records are
 /// locked; returns the epoch the transaction's TID will be in.
-pub(crate) fn serialization_point(tx: &TxnCtx<'_>) -> u64 {
+pub(crate) fn serialization_point(ec: &EngineCc) -> u64 {
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-    tx.db.cc.silo_epochs.current()
+    ec.silo_epochs.current()
 }
 
 /// Hook `validate`: the commit's checks. Multi-version: as of end timestamp `end_ts`, which
@@ -707,9 +723,9 @@ pub(crate) fn commit_tid(tx: &TxnCtx<'_>, sc: &mut SlotCc, epoch: u64, floor: u6
 /// Hook `release`: the transaction committed (its versions are installed) or wrote nothing;
 /// releases the locks it holds (MV2PL's and 2PL's read and range locks, OCC's locks on the
 /// records it only read).
-pub(crate) fn release(tx: &TxnCtx<'_>, sc: &mut SlotCc) {
+pub(crate) fn release(tx: &TxnCtx<'_>, ec: &EngineCc, sc: &mut SlotCc) {
     occ::release_read_set_locks(&mut sc.occ, tx.id.word());
-    mv2pl::release(tx, &mut sc.mv2pl);
+    mv2pl::release(tx, ec, &mut sc.mv2pl);
 }
 
 /// Hook `on_abort`: `tx` aborts; called before it is marked Aborted and its writes undone.
@@ -737,12 +753,13 @@ pub(crate) fn on_abort(tx: &TxnCtx<'_>, sc: &mut SlotCc) {
 /// slot's next transaction must know (`hybrid`).
 pub(crate) fn after_abort(
     tx: &TxnCtx<'_>,
+    ec: &EngineCc,
     sc: &mut SlotCc,
     configured: Protocol,
     reason: AbortReason,
 ) {
     // Read and range locks (MV2PL, `mv2pl-wait`, 2PL); nothing to do for the others.
-    mv2pl::release(tx, &mut sc.mv2pl);
+    mv2pl::release(tx, ec, &mut sc.mv2pl);
     match configured {
         Protocol::Hybrid => hybrid::aborted(&mut sc.hybrid, tx.protocol == Protocol::TwoPl, reason),
         Protocol::Mvocc

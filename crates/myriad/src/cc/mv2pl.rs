@@ -16,13 +16,14 @@
 //! READ ONLY read their snapshot without locks: a snapshot at the begin timestamp sees exactly
 //! the transactions that committed before it in commit order.
 
+use super::EngineCc;
 use crate::error::AbortReason;
 use crate::txn::state::TxnCtx;
 use crate::txn::table::bump;
 use crate::version::{Version, INFINITY};
 use std::sync::atomic::{fence, Ordering};
 
-/// The locks a slot's transaction holds, kept in the slot between transactions.
+/// The locks a slot's transaction holds, kept with the slot's buffers between transactions.
 #[derive(Default)]
 pub(crate) struct SlotLocks {
     /// Versions read-locked (one entry per lock taken).
@@ -68,8 +69,8 @@ pub(crate) fn may_write(locks: &SlotLocks, h: &Version) -> Result<(), AbortReaso
 }
 
 /// Releases every read lock and range lock (commit or abort).
-pub(crate) fn release(tx: &TxnCtx<'_>, locks: &mut SlotLocks) {
-    release_range_locks(tx, locks);
+pub(crate) fn release(tx: &TxnCtx<'_>, ec: &EngineCc, locks: &mut SlotLocks) {
+    release_range_locks(tx, ec, locks);
     let n = locks.read_locks.len() as u64;
     if n == 0 {
         return;
@@ -113,7 +114,7 @@ pub(crate) fn release(tx: &TxnCtx<'_>, locks: &mut SlotLocks) {
 // blocked transaction's read set yields its implicit edges).
 //
 // Deadlocks (§4.4): a waiter that has waited a while publishes what it waits on
-// (`WaitInfo`: its read locks, the range lockers it waits for) and periodically builds the
+// (`Slot::wait_info`: its read locks, the range lockers it waits for) and periodically builds the
 // wait-for graph of the published waiters. Edges: T2 → T1 when T1 read-locked a version
 // that T2 write-locked; TU → TS when TU waits for TS's range lock. A waiter on a cycle
 // aborts (`deadlock`) if it has the largest id of the cycle; the largest id of any strongly
@@ -167,14 +168,6 @@ pub(crate) struct RangeLocks {
     list: parking_lot::Mutex<Vec<RangeLock>>,
 }
 
-/// What a waiting transaction waits on (`Slot::wait_info`); `id` 0 when it is not waiting.
-#[derive(Default)]
-pub(crate) struct WaitInfo {
-    id: u64,
-    reads: Vec<usize>,
-    on: Vec<u64>,
-}
-
 /// `mv2pl-wait`'s read lock on `v`, a version just read at the begin timestamp.
 pub(crate) fn wait_read_lock(
     tx: &TxnCtx<'_>,
@@ -215,8 +208,10 @@ pub(crate) fn wait_read_lock(
 
 /// Takes a range lock on index `index` of `t` before a serializable read of it: the key
 /// `key` (`point`), else the stored-key range `lo`..`hi`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn range_lock(
     tx: &TxnCtx<'_>,
+    ec: &EngineCc,
     locks: &mut SlotLocks,
     t: &Table,
     index: usize,
@@ -228,7 +223,7 @@ pub(crate) fn range_lock(
         Some(k) => Covered::Key(k.to_vec()),
         None => Covered::Range(lo.map(<[u8]>::to_vec), hi.map(<[u8]>::to_vec)),
     };
-    let index_locks = &t.cc.range_locks[index];
+    let index_locks = &ec.range_locks(t)[index];
     index_locks.list.lock().push(RangeLock {
         owner: tx.id.0,
         covered,
@@ -285,7 +280,11 @@ pub(crate) fn unseen_row(tx: &TxnCtx<'_>, t: &Table, tid: TupleId) -> Result<(),
 
 /// `mv2pl-wait`'s precommit (Hekaton §4.3.1): waits out the transaction's wait-for
 /// dependencies; `deadlock` if it is chosen to break a cycle of waiters.
-pub(crate) fn await_wait_fors(tx: &TxnCtx<'_>, locks: &SlotLocks) -> Result<(), AbortReason> {
+pub(crate) fn await_wait_fors(
+    tx: &TxnCtx<'_>,
+    ec: &EngineCc,
+    locks: &SlotLocks,
+) -> Result<(), AbortReason> {
     let slot = tx.slot();
     let me = tx.id.0;
     slot.no_more_wait_fors.store(me, Ordering::SeqCst);
@@ -297,7 +296,7 @@ pub(crate) fn await_wait_fors(tx: &TxnCtx<'_>, locks: &SlotLocks) -> Result<(), 
         }
     }
     fence(Ordering::SeqCst);
-    let on = range_lockers_of_our_keys(tx);
+    let on = range_lockers_of_our_keys(tx, ec);
     let own = |v: &Version| {
         locks
             .read_locks
@@ -367,7 +366,7 @@ pub(crate) fn await_wait_fors(tx: &TxnCtx<'_>, locks: &SlotLocks) -> Result<(), 
 
 /// Other transactions holding a range lock that covers a key our writes add to an index
 /// (an insert, or an update that changes the key), in id order.
-fn range_lockers_of_our_keys(tx: &TxnCtx<'_>) -> Vec<u64> {
+fn range_lockers_of_our_keys(tx: &TxnCtx<'_>, ec: &EngineCc) -> Vec<u64> {
     let me = tx.id.0;
     let mut on = Vec::new();
     let mut key = Vec::new();
@@ -382,7 +381,10 @@ fn range_lockers_of_our_keys(tx: &TxnCtx<'_>) -> Vec<u64> {
             continue;
         }
         let old = unsafe { w.old.as_ref() }.filter(|o| !o.is_tombstone());
-        for (index, index_locks) in t.cc.range_locks.iter().enumerate() {
+        let Some(table_locks) = ec.range_locks_taken(w.table) else {
+            continue;
+        };
+        for (index, index_locks) in table_locks.iter().enumerate() {
             if index_locks.held.load(Ordering::SeqCst) == 0 {
                 continue;
             }
@@ -476,7 +478,7 @@ fn is_deadlock_victim(tx: &TxnCtx<'_>) -> bool {
 }
 
 /// Releases the range locks of `tx` (after its end timestamp is drawn, or at abort).
-pub(crate) fn release_range_locks(tx: &TxnCtx<'_>, locks: &mut SlotLocks) {
+pub(crate) fn release_range_locks(tx: &TxnCtx<'_>, ec: &EngineCc, locks: &mut SlotLocks) {
     if locks.range_locks.is_empty() {
         return;
     }
@@ -486,7 +488,7 @@ pub(crate) fn release_range_locks(tx: &TxnCtx<'_>, locks: &mut SlotLocks) {
     held.dedup();
     for &(table, index) in &held {
         let t = tx.db.table_by_id(table);
-        let index_locks = &t.cc.range_locks[index as usize];
+        let index_locks = &ec.range_locks(t)[index as usize];
         let mut list = index_locks.list.lock();
         let before = list.len();
         list.retain(|l| l.owner != me);

@@ -54,7 +54,7 @@ pub(crate) struct Blocked {
 /// take its writes for those of an Active transaction that will serialize after them.
 /// Returns the begin timestamp and whether reads are tracked (not for a snapshot).
 pub(crate) fn begin(
-    db: &crate::engine::Database,
+    db: &crate::shared::Shared,
     slot_idx: usize,
     read_only: bool,
     rt: u64,

@@ -14,8 +14,8 @@ use crate::storage::Table;
 use crate::timestamp::Clock;
 use crate::txn::table::TxnTable;
 
-/// What garbage collection needs of the database it cleans. `Database` implements it: GC sits
-/// below the engine and does not import it (the functions taking one are generic, so the calls
+/// What garbage collection needs of the database it cleans. `Shared` (`shared.rs`) implements
+/// it: GC sits below the shared state and does not import it (the functions taking one are generic, so the calls
 /// compile to direct field reads).
 pub(crate) trait GcHost {
     /// The configured policy.

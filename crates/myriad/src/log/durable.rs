@@ -26,7 +26,7 @@ pub(crate) struct DurableState {
     pub report: OnceLock<RecoveryReport>,
     /// Procedure definitions in the catalog so far (the next one gets this number).
     pub procedure_definitions: AtomicU32,
-    /// The log manager (also `Database::log`), for the catalog's length in durable points.
+    /// The log manager (also `Shared::log`), for the catalog's length in durable points.
     pub(crate) log: OnceLock<Arc<LogManager>>,
 }
 

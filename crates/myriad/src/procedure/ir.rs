@@ -12,9 +12,9 @@ use crate::error::Result;
 use crate::query::expr::{compile_in, Scope, Ty, E};
 use crate::query::{condition, sql_error, Access, Agg, SqlPos};
 use crate::schema::ColumnType;
+use crate::shared::Shared;
 use crate::storage::TableRef;
 use crate::value::Value;
-use crate::Database;
 use sqlparser::ast::Expr;
 
 /// Which role a variable plays in an operation.
@@ -277,7 +277,7 @@ fn switch(arms: &[(E, Vec<Stmt>)]) -> Option<Box<Switch>> {
 pub(crate) const FOUND: &str = "found";
 
 struct Compiler<'a> {
-    db: &'a Database,
+    db: &'a Shared,
     vars: Vec<(String, Ty)>,
     ops: Vec<OpInfo>,
     depth: usize,
@@ -895,7 +895,7 @@ impl Compiler<'_> {
 }
 
 /// Compiles a definition against the database's tables.
-pub(crate) fn compile(db: &Database, def: &Def) -> Result<Proc> {
+pub(crate) fn compile(db: &Shared, def: &Def) -> Result<Proc> {
     let mut c = Compiler {
         db,
         vars: Vec::new(),

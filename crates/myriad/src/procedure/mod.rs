@@ -70,11 +70,9 @@ pub(crate) use surface::Def;
 
 use crate::error::{Error, Result};
 use crate::query::expr::{Ty, V};
-use crate::txn::{Transaction, TxnOptions};
+use crate::shared::Shared;
+use crate::txn::Transaction;
 use crate::value::Value;
-use crate::Database;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 /// An argument of a call: a scalar or an array.
 #[derive(Clone, Debug, PartialEq)]
@@ -372,156 +370,91 @@ impl Procedure {
         self.run(tx, &mut frame.0)
     }
 
-    /// Runs the procedure as its own transaction at the database's default isolation level,
-    /// retrying serialization failures like [`Database::run`].
-    pub fn call(&self, db: &Database, args: &[Arg]) -> Result<Vec<Value>> {
-        self.call_with(
-            db,
-            TxnOptions {
-                isolation: db.config().isolation,
-                read_only: false,
-            },
-            args,
-        )
-    }
-
-    /// [`Procedure::call`] with explicit transaction options.
-    pub fn call_with(&self, db: &Database, opts: TxnOptions, args: &[Arg]) -> Result<Vec<Value>> {
+    /// A frame holding `args`, checked against the parameters (`Procedure::call_with` binds
+    /// once and runs the frame in each attempt).
+    pub(crate) fn bound_frame(&self, args: &[Arg]) -> Result<CallFrame> {
         let mut f = self.p.frame();
         self.bind(args, &mut f)?;
-        db.run_with(opts, |tx| self.run(tx, &mut f))
+        Ok(CallFrame(f))
+    }
+
+    /// Runs the procedure inside `tx` with the arguments bound in `frame` by `bound_frame`.
+    pub(crate) fn run_frame(
+        &self,
+        tx: &mut Transaction<'_>,
+        frame: &mut CallFrame,
+    ) -> Result<Vec<Value>> {
+        self.run(tx, &mut frame.0)
+    }
+
+    /// Its `CREATE PROCEDURE` text (empty for a builder-made procedure).
+    pub(crate) fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Numbers the procedure as catalog definition `def` (once; later calls are ignored).
+    pub(crate) fn set_logged_as(&self, def: u32) {
+        let _ = self.logged_as.set(def);
     }
 }
 
-impl Database {
-    /// Compiles and registers every `CREATE [OR REPLACE] PROCEDURE` in `sql` (other statements
-    /// are an error); returns the procedures in order. Nothing is registered if any fails.
-    pub fn create_procedures(&self, sql: &str) -> Result<Vec<Arc<Procedure>>> {
-        let mut defs = Vec::new();
-        for item in parse::script(sql)? {
-            match item {
-                parse::Item::Procedure(d, replace) => defs.push((d, replace)),
-                parse::Item::Sql(s) => {
-                    return Err(crate::query::sql_error(
-                        crate::query::at_span(sqlparser::ast::Spanned::span(s.as_ref())),
-                        "only CREATE PROCEDURE statements are allowed here".into(),
-                    ))
-                }
+/// Compiles every `CREATE [OR REPLACE] PROCEDURE` in `sql` against the tables of `db` (any
+/// other statement is an error): each procedure with its `OR REPLACE`.
+pub(crate) fn compile_script(db: &Shared, sql: &str) -> Result<Vec<(Procedure, bool)>> {
+    let mut defs = Vec::new();
+    for item in parse::script(sql)? {
+        match item {
+            parse::Item::Procedure(d, replace) => defs.push((d, replace)),
+            parse::Item::Sql(s) => {
+                return Err(crate::query::sql_error(
+                    crate::query::at_span(sqlparser::ast::Spanned::span(s.as_ref())),
+                    "only CREATE PROCEDURE statements are allowed here".into(),
+                ))
             }
         }
-        let mut out = Vec::new();
-        for (d, replace) in &defs {
-            out.push((
-                Arc::new(Procedure::new(ir::compile(self, d)?, d.source.clone())),
-                *replace,
-            ));
-        }
-        self.register_all(&out)?;
-        Ok(out.into_iter().map(|(p, _)| p).collect())
     }
-
-    /// Compiles and registers one parsed definition (`CREATE PROCEDURE` in a SQL session).
-    pub(crate) fn create_procedure_from(&self, d: &Def, replace: bool) -> Result<()> {
-        let p = Arc::new(Procedure::new(ir::compile(self, d)?, d.source.clone()));
-        self.register_all(&[(p, replace)])
+    let mut out = Vec::new();
+    for (d, replace) in &defs {
+        out.push((compile_def(db, d)?, *replace));
     }
+    Ok(out)
+}
 
-    /// Compiles a procedure kept in the catalog as definition number `def` (recovery).
-    pub(crate) fn procedure_from_catalog(&self, sql: &str, def: u32) -> Result<Procedure> {
-        let mut items = parse::script(sql)?;
-        let (Some(parse::Item::Procedure(d, _)), None) = (items.pop(), items.pop()) else {
-            return Err(Error::InvalidConfig(
-                "a catalog procedure record is not one CREATE PROCEDURE".into(),
-            ));
-        };
-        let p = Procedure::new(ir::compile(self, &d)?, d.source);
-        let _ = p.logged_as.set(def);
-        Ok(p)
-    }
+/// Compiles one parsed definition (`CREATE PROCEDURE` in a SQL session).
+pub(crate) fn compile_def(db: &Shared, d: &Def) -> Result<Procedure> {
+    Ok(Procedure::new(ir::compile(db, d)?, d.source.clone()))
+}
 
-    /// Compiles a procedure without registering it (`myriad explain`).
-    pub fn compile_procedures(&self, sql: &str) -> Result<Vec<Procedure>> {
-        let mut out = Vec::new();
-        for item in parse::script(sql)? {
-            match item {
-                parse::Item::Procedure(d, _) => {
-                    out.push(Procedure::new(ir::compile(self, &d)?, d.source))
-                }
-                parse::Item::Sql(_) => {}
+/// Compiles a procedure kept in the catalog as definition number `def` (recovery).
+pub(crate) fn compile_from_catalog(db: &Shared, sql: &str, def: u32) -> Result<Procedure> {
+    let mut items = parse::script(sql)?;
+    let (Some(parse::Item::Procedure(d, _)), None) = (items.pop(), items.pop()) else {
+        return Err(Error::InvalidConfig(
+            "a catalog procedure record is not one CREATE PROCEDURE".into(),
+        ));
+    };
+    let p = Procedure::new(ir::compile(db, &d)?, d.source);
+    p.set_logged_as(def);
+    Ok(p)
+}
+
+/// Compiles the procedures of `sql`, skipping its other statements (`myriad explain`).
+pub(crate) fn compile_all(db: &Shared, sql: &str) -> Result<Vec<Procedure>> {
+    let mut out = Vec::new();
+    for item in parse::script(sql)? {
+        match item {
+            parse::Item::Procedure(d, _) => {
+                out.push(Procedure::new(ir::compile(db, &d)?, d.source))
             }
+            parse::Item::Sql(_) => {}
         }
-        Ok(out)
     }
+    Ok(out)
+}
 
-    /// Compiles and registers a procedure made with the builder.
-    pub fn register_procedure(&self, b: ProcedureBuilder) -> Result<Arc<Procedure>> {
-        let p = Arc::new(Procedure::new(ir::compile(self, &b.def)?, String::new()));
-        self.register_all(&[(p.clone(), false)])?;
-        Ok(p)
-    }
-
-    /// Registers all or none: an existing name without `replace` fails the whole set. A
-    /// durable database writes the SQL-defined ones to its catalog first.
-    pub(crate) fn register_all(&self, ps: &[(Arc<Procedure>, bool)]) -> Result<()> {
-        let mut reg = self.procedures.write().unwrap_or_else(|e| e.into_inner());
-        for (p, replace) in ps {
-            if !replace && reg.contains_key(&p.name().to_ascii_lowercase()) {
-                return Err(Error::AlreadyExists(p.name().to_string()));
-            }
-        }
-        if let Some(d) = &self.durable {
-            let kept: Vec<&Arc<Procedure>> = ps
-                .iter()
-                .map(|(p, _)| p)
-                .filter(|p| !p.source.is_empty())
-                .collect();
-            if !kept.is_empty() {
-                let sqls = kept.iter().map(|p| p.source.clone()).collect();
-                if d.log_catalog(&crate::log::catalog::Record::Procedures(sqls))? {
-                    // Numbered in catalog order; we hold the registry's write lock.
-                    let first = d.procedure_definitions.load(Ordering::Relaxed);
-                    for (i, p) in kept.iter().enumerate() {
-                        let _ = p.logged_as.set(first + i as u32);
-                    }
-                    d.procedure_definitions
-                        .store(first + kept.len() as u32, Ordering::Relaxed);
-                }
-            }
-        }
-        for (p, _) in ps {
-            reg.insert(p.name().to_ascii_lowercase(), p.clone());
-        }
-        Ok(())
-    }
-
-    /// The registered procedure of this name (case-insensitive). Keep the handle: calling
-    /// through it skips the name lookup.
-    pub fn procedure(&self, name: &str) -> Result<Arc<Procedure>> {
-        self.procedures
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&name.to_ascii_lowercase())
-            .cloned()
-            .ok_or_else(|| Error::UnknownProcedure(name.to_string()))
-    }
-
-    /// Names of the registered procedures, sorted.
-    pub fn procedure_names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self
-            .procedures
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .map(|p| p.name().to_string())
-            .collect();
-        v.sort();
-        v
-    }
-
-    /// Calls the registered procedure `name` as its own transaction (see [`Procedure::call`]).
-    pub fn call(&self, name: &str, args: &[Arg]) -> Result<Vec<Value>> {
-        self.procedure(name)?.call(self, args)
-    }
+/// Compiles a procedure made with the builder.
+pub(crate) fn compile_built(db: &Shared, b: &ProcedureBuilder) -> Result<Procedure> {
+    Ok(Procedure::new(ir::compile(db, &b.def)?, String::new()))
 }
 
 #[cfg(test)]

@@ -29,9 +29,9 @@ use super::graph::{op_of, Source};
 use super::ir::{vars_of, Proc, Stmt};
 use super::Procedure;
 use crate::query::expr::E;
-use crate::Database;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 /// Choices of the analysis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1044,23 +1044,25 @@ impl Gdg {
     }
 }
 
+/// What holds registered procedures (a `Database` does): the input of [`registered`].
+pub trait Registered {
+    /// The registered procedures, in name order.
+    fn registered_procedures(&self) -> Vec<Arc<Procedure>>;
+}
+
 /// The GDG over every procedure registered in `db` (`myriad explain --slices`).
-pub fn explain_slices(db: &Database) -> String {
+pub fn explain_slices(db: &impl Registered) -> String {
     registered(db).text()
 }
 
 /// [`explain_slices`] in Graphviz `dot` (`myriad explain --slices --dot`).
-pub fn explain_slices_dot(db: &Database) -> String {
+pub fn explain_slices_dot(db: &impl Registered) -> String {
     registered(db).dot()
 }
 
 /// The GDG over every procedure registered in `db`, by name, with dead-code elimination.
-pub fn registered(db: &Database) -> Gdg {
-    let procs: Vec<_> = db
-        .procedure_names()
-        .into_iter()
-        .filter_map(|n| db.procedure(&n).ok())
-        .collect();
+pub fn registered(db: &impl Registered) -> Gdg {
+    let procs = db.registered_procedures();
     let refs: Vec<&Procedure> = procs.iter().map(|p| p.as_ref()).collect();
     analyze(&refs, Options::default())
 }

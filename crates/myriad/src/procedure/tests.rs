@@ -1,6 +1,7 @@
 use super::*;
 use crate::sql::{Output, Session};
-use crate::{Config, Error};
+use crate::{Config, Database, Error};
+use std::sync::Arc;
 
 fn db() -> Database {
     Database::open(Config::default()).unwrap()

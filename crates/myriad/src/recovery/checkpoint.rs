@@ -330,12 +330,12 @@ impl Database {
     /// The snapshot transaction holds back garbage collection while it runs, and a
     /// concurrent `create_index` waits for it (up to `Config::ddl_wait`).
     pub fn checkpoint(&self) -> Result<CheckpointInfo> {
-        let (Some(state), Some(log)) = (self.durable.as_ref(), self.log.get()) else {
+        let (Some(state), Some(log)) = (self.shared.durable.as_ref(), self.shared.log.get()) else {
             return Err(Error::Unsupported(
                 "checkpoint of a memory-only database (open it with a data directory)".into(),
             ));
         };
-        if self.config.storage == crate::config::VersionStorage::SingleVersion {
+        if self.shared.config.storage == crate::config::VersionStorage::SingleVersion {
             // A checkpoint is a read at one snapshot while transactions run; single-version
             // storage keeps none (recovery's own checkpoint, written before the database is
             // handed out, needs none).
@@ -386,7 +386,7 @@ impl Database {
         p.extend_from_slice(name.as_bytes());
         format::put_block(&mut cur, MANIFEST_MAGIC, &p);
         format::write_atomic(&dir.join(CURRENT_FILE), &cur)?;
-        if let Some(log) = self.log.get() {
+        if let Some(log) = self.shared.log.get() {
             // From the next durable-point record on, recovery refuses a directory without
             // this checkpoint (a lost `CURRENT` would otherwise recover the log alone).
             log.control().set_checkpoint(ts, m.first_seq.clone());
@@ -417,7 +417,7 @@ impl Database {
     ) -> Result<Manifest> {
         let ts = tx.begin_ts();
         let mut tables = Vec::new();
-        for (i, t) in self.live_tables().iter().enumerate() {
+        for (i, t) in self.shared.live_tables().iter().enumerate() {
             let file = format!("table-{i:04}");
             let path = tmp.join(&file);
             let tpath = tmp.join(TableManifest::tids_file(&file));

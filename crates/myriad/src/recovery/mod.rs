@@ -91,7 +91,7 @@ impl Database {
 
     /// What opening the data directory recovered (`None` for a memory-only database).
     pub fn recovery_report(&self) -> Option<&RecoveryReport> {
-        self.durable.as_ref().and_then(|d| d.report.get())
+        self.shared.durable.as_ref().and_then(|d| d.report.get())
     }
 }
 
@@ -187,14 +187,14 @@ pub(crate) fn open(config: crate::Config) -> Result<Database> {
     let state = DurableState::new(dir.clone(), id, lock);
     let db = Database::new_in_memory(config, Some(state));
     let (mut report, next) = recover(&db, &dir, id)?;
-    let Some(state) = db.durable.as_ref() else {
+    let Some(state) = db.shared.durable.as_ref() else {
         return Err(Error::InvalidConfig("no data directory".into()));
     };
     // Every file the new session writes to is opened before anything is replaced or
     // deleted: a recovery that fails (a permission error, say) leaves the directory as it was.
-    let fsync = db.config.fsync == crate::config::FsyncPolicy::Always;
+    let fsync = db.shared.config.fsync == crate::config::FsyncPolicy::Always;
     let point = PointFile::open(
-        &dir.join(match db.config.log_manager {
+        &dir.join(match db.shared.config.log_manager {
             crate::config::LogManagerKind::Epoch => crate::log::PEPOCH_FILE,
             crate::config::LogManagerKind::Ermia => crate::log::ermia::DURABLE_LSN_FILE,
         }),
@@ -210,8 +210,8 @@ pub(crate) fn open(config: crate::Config) -> Result<Database> {
         // the same state again. (Started first, a new session's durable point could cover
         // an old file's never-acknowledged tail.) New files continue at `next.seq`.
         let t = Instant::now();
-        let files = match db.config.log_manager {
-            crate::config::LogManagerKind::Epoch => db.config.loggers,
+        let files = match db.shared.config.log_manager {
+            crate::config::LogManagerKind::Epoch => db.shared.config.loggers,
             crate::config::LogManagerKind::Ermia => 1,
         };
         checkpoint = Some(db.write_checkpoint(state, vec![next.seq; files])?.ts);
@@ -225,17 +225,17 @@ pub(crate) fn open(config: crate::Config) -> Result<Database> {
     };
     let log = Arc::new(LogManager::start(
         &dir,
-        &db.config,
-        db.txns.len(),
+        &db.shared.config,
+        db.shared.txns.len(),
         next.epoch,
         next.seq,
-        &db.clock,
+        &db.shared.clock,
         id,
         extra,
         point,
     )?);
     let _ = state.log.set(log.clone());
-    let _ = db.log.set(log);
+    let _ = db.shared.log.set(log);
     let _ = state.report.set(report);
     Ok(db)
 }
@@ -471,7 +471,7 @@ pub(super) fn as_corrupt(e: Error) -> Error {
 
 fn recover(db: &Database, dir: &Path, id: DbId) -> Result<(RecoveryReport, Next)> {
     let mut rep = RecoveryReport::default();
-    let threads = db.config.recovery_threads;
+    let threads = db.shared.config.recovery_threads;
     rep.threads = threads;
     // 0. Which files must be there (every one is checked before anything is replayed).
     let plan = plan::plan(dir, id)?;
@@ -634,7 +634,7 @@ fn recover(db: &Database, dir: &Path, id: DbId) -> Result<(RecoveryReport, Next)
         logs.push(f);
     }
     rep.log_load = t.elapsed();
-    let scheme = resolve_scheme(db.config.recovery, &rep)?;
+    let scheme = resolve_scheme(db.shared.config.recovery, &rep)?;
     rep.scheme = scheme.name().to_string();
 
     // 4. Checkpoint rows into the tables, in chunks spread over the threads.
@@ -704,7 +704,7 @@ fn recover(db: &Database, dir: &Path, id: DbId) -> Result<(RecoveryReport, Next)
         rep.index_build = t.elapsed();
     }
     rep.rows = by_id.values().map(live_rows).sum();
-    db.clock.advance_to(max_ts + 1);
+    db.shared.clock.advance_to(max_ts + 1);
     Ok((
         rep,
         Next {
@@ -806,7 +806,7 @@ fn restore_procedures(
         }
     }
     drop(reg);
-    if let Some(d) = &db.durable {
+    if let Some(d) = &db.shared.durable {
         d.procedure_definitions
             .store(defs.len() as u32, Ordering::Relaxed);
     }

@@ -59,9 +59,6 @@ pub struct Table {
     /// SSN: per index, a bitmap of the transaction-table slots (slot mod 64) whose
     /// transactions have scanned it, the index's reader bitmap (`cc/ssn.rs`).
     pub(crate) scanners: Box<[crossbeam_utils::CachePadded<AtomicU64>]>,
-    /// The protocol's per-table state (`cc::TableCc`: `mv2pl-wait`'s range locks), held
-    /// here without being looked into.
-    pub(crate) cc: crate::cc::TableCc,
     /// Protocol words per version (`Version::ext`), from the database's protocol.
     pub(crate) version_ext: u8,
     /// Chain order (thesis §5.4.1): false, newest-to-oldest (`n2o`, and `single-version`'s
@@ -189,11 +186,9 @@ impl Table {
         let scanners = (0..schema.indexes.len())
             .map(|_| Default::default())
             .collect();
-        let cc = crate::cc::TableCc::new(schema.indexes.len());
         Table {
             id,
             db_id,
-            cc,
             schema,
             indexes,
             directory: (0..DIR_LEN)

@@ -55,7 +55,7 @@ impl<'db> Transaction<'db> {
             if let Err(reason) = self.await_deps() {
                 return Err(self.fail(reason));
             }
-            cc::commit_read_only(&self.st, &mut self.local.cc);
+            cc::commit_read_only(&self.st, self.engine_cc, &mut self.local.cc);
             return self.finish_read_only(self.st.begin_ts);
         }
         if cc::ends_at_begin_ts(self.st.protocol) {
@@ -65,7 +65,7 @@ impl<'db> Transaction<'db> {
             }
             return self.install(end_ts);
         }
-        if let Err(reason) = cc::precommit(&self.st, &mut self.local.cc) {
+        if let Err(reason) = cc::precommit(&self.st, self.engine_cc, &mut self.local.cc) {
             return Err(self.refuse(reason));
         }
         let read_only = self.st.sets.write_set.is_empty();
@@ -181,7 +181,7 @@ impl<'db> Transaction<'db> {
                 }
             }
         }
-        cc::release(&self.st, &mut self.local.cc);
+        cc::release(&self.st, self.engine_cc, &mut self.local.cc);
         if let (Some(rec), Some(h)) = (self.recording.take(), db.history.as_ref()) {
             h.push(rec.into_record(end_ts, self.st.begin_ts, end_ts, self.st.isolation));
         }
@@ -225,7 +225,7 @@ impl<'db> Transaction<'db> {
             return Err(self.refuse(reason));
         }
         // 2. The serialization point.
-        let epoch = cc::serialization_point(&self.st);
+        let epoch = cc::serialization_point(self.engine_cc);
         let db = self.st.db;
         // The history checker orders transactions by commit timestamp: a recording database
         // takes one from the global clock here, at the serialization point (`history/`).
@@ -243,7 +243,7 @@ impl<'db> Transaction<'db> {
                 self.st.begin_ts = ts;
             }
             let at = self.st.begin_ts;
-            cc::release(&self.st, &mut self.local.cc);
+            cc::release(&self.st, self.engine_cc, &mut self.local.cc);
             return self.finish_read_only(at);
         }
         // 4. The TID. The clock is a floor, read, never advanced: recovery leaves it at the
@@ -305,7 +305,7 @@ impl<'db> Transaction<'db> {
         unsafe { retired.free_after_epoch(slot, &self.guard) };
         // 2PL: the read locks go after the new versions are in (strict 2PL); OCC's locks on
         // the records it only read, likewise.
-        cc::release(&self.st, &mut self.local.cc);
+        cc::release(&self.st, self.engine_cc, &mut self.local.cc);
         if let (Some(rec), Some(h)) = (self.recording.take(), db.history.as_ref()) {
             let ts = order_ts.unwrap_or(tid);
             h.push(rec.into_record(tid, ts, ts, self.st.isolation));
@@ -369,6 +369,7 @@ impl<'db> Transaction<'db> {
         self.st.sets.write_set = writes;
         cc::after_abort(
             &self.st,
+            self.engine_cc,
             &mut self.local.cc,
             self.st.db.config.protocol,
             reason,
@@ -404,7 +405,7 @@ impl<'db> Transaction<'db> {
             crate::gc::collect(self.st.db, slot, &mut self.local.garbage, &self.guard);
         }
         // SAFETY: we own the slot until release below.
-        unsafe { std::ptr::swap(slot.local.get(), &mut self.local) };
+        unsafe { std::ptr::swap(self.locals.get(self.st.slot_idx), &mut self.local) };
         self.st.db.txns.release(self.st.slot_idx);
     }
 }

@@ -28,13 +28,13 @@ mod write;
 use crate::cc;
 use crate::cc::visibility::Resolver;
 use crate::config::{Isolation, Protocol};
-use crate::engine::Database;
 use crate::error::{AbortReason, Error, Result};
 use crate::gc::Garbage;
 use crate::history::Recording;
 use crate::index::{prefix_end, ScanDirection};
 use crate::log::CommitTicket;
 use crate::schema::TableSchema;
+use crate::shared::Shared;
 use crate::storage::{Table, TableRef, TupleId};
 use crate::value::{Row, RowMut, RowRef, ToValueRef, Values};
 use crate::version::{Version, INFINITY};
@@ -98,6 +98,32 @@ pub(crate) struct SlotLocal {
     /// The call a command-logged transaction was (`Command::Called`): procedure definition
     /// number and arguments, encoded for the log (`Procedure::encode_call`).
     pub cmd: Vec<u8>,
+}
+
+/// Every transaction-table slot's `SlotLocal`, in an array parallel to the slots (owned by
+/// the `Database`, above the transaction table). A slot's entry is touched only by the
+/// thread that owns the slot (`Slot::in_use`).
+pub(crate) struct SlotLocals {
+    locals: Box<[crossbeam_utils::CachePadded<std::cell::UnsafeCell<SlotLocal>>]>,
+}
+
+// SAFETY: an entry is only accessed by the owner of its slot's `in_use` (acquired with a CAS,
+// released with a Release store), which serialises all access to it.
+unsafe impl Sync for SlotLocals {}
+unsafe impl Send for SlotLocals {}
+
+impl SlotLocals {
+    /// The buffers of a transaction table of `n` slots.
+    pub(crate) fn new(n: usize) -> Self {
+        SlotLocals {
+            locals: (0..n).map(|_| Default::default()).collect(),
+        }
+    }
+
+    /// Slot `i`'s buffers. Dereference only while owning slot `i`.
+    pub(crate) fn get(&self, i: usize) -> *mut SlotLocal {
+        self.locals[i].get()
+    }
 }
 
 /// Whether a transaction's effects are exactly one stored-procedure call, so that command
@@ -196,6 +222,10 @@ enum Status {
 pub struct Transaction<'db> {
     /// What the protocols see of it (`txn/state.rs`): ids, timestamps, flags, the sets.
     pub(crate) st: TxnCtx<'db>,
+    /// The protocols' per-engine state (`Database::cc`).
+    pub(crate) engine_cc: &'db cc::EngineCc,
+    /// Where the slot's buffers wait between transactions (`Database::locals`).
+    locals: &'db SlotLocals,
     /// An abort decided where it could not be returned (inside an index callback, or a
     /// Silo read that met a locked record).
     doomed: std::cell::Cell<Option<AbortReason>>,
@@ -217,7 +247,9 @@ const REPIN_EVERY_OPS: u32 = 128;
 
 impl<'db> Transaction<'db> {
     pub(crate) fn new(
-        db: &'db Database,
+        db: &'db Shared,
+        engine_cc: &'db cc::EngineCc,
+        locals: &'db SlotLocals,
         slot_idx: usize,
         opts: TxnOptions,
         protocol: Protocol,
@@ -229,7 +261,7 @@ impl<'db> Transaction<'db> {
         // computed concurrently can never pass our read time (see gc/epoch.rs).
         slot.begin_ts.store(db.clock.now(), Ordering::SeqCst);
         // SAFETY: we own the slot (acquired in Database::begin_with).
-        let mut local = std::mem::take(unsafe { &mut *slot.local.get() });
+        let mut local = std::mem::take(unsafe { &mut *locals.get(slot_idx) });
         local.prefetched.clear();
         let cc::Begin {
             protocol,
@@ -260,6 +292,8 @@ impl<'db> Transaction<'db> {
                 took_deps: std::cell::Cell::new(false),
                 sets,
             },
+            engine_cc,
+            locals,
             doomed: std::cell::Cell::new(None),
             cc: cc::TxnCc::new(),
             guard: crossbeam_epoch::pin(),

@@ -235,6 +235,7 @@ impl<'db> Transaction<'db> {
             let key = std::mem::take(&mut self.local.key_buf);
             crate::cc::mv2pl::range_lock(
                 &self.st,
+                self.engine_cc,
                 &mut self.local.cc.mv2pl,
                 t,
                 0,
@@ -373,6 +374,7 @@ impl<'db> Transaction<'db> {
         if self.range_locking() {
             crate::cc::mv2pl::range_lock(
                 &self.st,
+                self.engine_cc,
                 &mut self.local.cc.mv2pl,
                 t,
                 index,
@@ -441,6 +443,7 @@ impl<'db> Transaction<'db> {
             // The whole requested range, even if the scan stops early (conservative).
             crate::cc::mv2pl::range_lock(
                 &self.st,
+                self.engine_cc,
                 &mut self.local.cc.mv2pl,
                 t,
                 index,
@@ -542,6 +545,7 @@ impl<'db> Transaction<'db> {
             // Every row enters the primary index: its whole range covers the table.
             crate::cc::mv2pl::range_lock(
                 &self.st,
+                self.engine_cc,
                 &mut self.local.cc.mv2pl,
                 t,
                 0,

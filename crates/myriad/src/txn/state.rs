@@ -5,7 +5,7 @@
 //! (`txn/`) owns one inside each `Transaction` and carries out what the hooks decide.
 
 use crate::config::{Isolation, Protocol};
-use crate::engine::Database;
+use crate::shared::Shared;
 use crate::storage::{TupleId, WriteRecord};
 use crate::txn::table::{Slot, TxnId};
 use crate::version::Version;
@@ -29,8 +29,8 @@ pub(crate) struct ScanRecord {
 /// `ScanRecord::index` of a whole-table scan (`Transaction::scan_table`).
 pub(crate) const TABLE_SCAN: u16 = u16::MAX;
 
-/// The read, scan and write sets. Kept in the transaction-table slot between transactions
-/// (`SlotLocal::sets`), so a transaction allocates nothing for them in steady state.
+/// The read, scan and write sets. Kept with the transaction-table slot's buffers between
+/// transactions (`SlotLocal::sets`), so a transaction allocates nothing for them in steady state.
 #[derive(Default)]
 pub(crate) struct Sets {
     pub read_set: Vec<*const Version>,
@@ -55,7 +55,8 @@ impl Sets {
 
 /// The state of one transaction that every protocol shares.
 pub(crate) struct TxnCtx<'db> {
-    pub(crate) db: &'db Database,
+    /// The state the transaction runs in (the `Database`'s `Shared`).
+    pub(crate) db: &'db Shared,
     /// Its transaction-table slot.
     pub(crate) slot_idx: usize,
     pub(crate) id: TxnId,

@@ -2,7 +2,8 @@
 //! transaction id without any map lookup because the id embeds the slot index.
 //!
 //! A slot is owned by one transaction at a time (`in_use`); its owner alone writes `state`,
-//! `txn_id` and `begin_ts` and touches `local`. Other transactions read `state` to resolve
+//! `txn_id` and `begin_ts` and touches the slot's reusable buffers (`txn::SlotLocals`, an
+//! array parallel to the slots). Other transactions read `state` to resolve
 //! transaction ids they find in Begin/End fields (Hekaton Tables 1–2).
 //!
 //! Invariants:
@@ -28,7 +29,6 @@
 //! by a SeqCst clock load (a store-load pair against the GC watermark, gc/epoch.rs).
 
 use crossbeam_utils::CachePadded;
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Largest number of slots (the slot index lives in the low 16 bits of a transaction id).
@@ -149,6 +149,20 @@ pub(crate) fn bump(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
+/// A slot's wait-for record: what its transaction waits on, published by a transaction that
+/// has waited a while so that the other waiters can build the wait-for graph and find
+/// deadlocks (Hekaton §4.4). Written by the slot's owner, read by any waiter under the lock.
+#[derive(Default)]
+pub(crate) struct WaitInfo {
+    /// The waiting transaction's id; 0 when the slot's transaction is not waiting.
+    pub id: u64,
+    /// Addresses of the versions it holds read locks on (a writer of one of them waits
+    /// for it).
+    pub reads: Vec<usize>,
+    /// Ids of the transactions it waits for.
+    pub on: Vec<u64>,
+}
+
 pub(crate) struct Slot {
     pub in_use: AtomicBool,
     pub txn_id: AtomicU64,
@@ -161,18 +175,11 @@ pub(crate) struct Slot {
     /// `mv2pl-wait`: the id of the slot's transaction once it reached precommit and takes
     /// no more incoming wait-for dependencies (Hekaton §4.2, NoMoreWaitFors).
     pub no_more_wait_fors: AtomicU64,
-    /// `mv2pl-wait`: what the slot's transaction waits on while it waits at precommit, for
-    /// deadlock detection by the other waiters (`cc/mv2pl.rs`).
-    pub wait_info: parking_lot::Mutex<crate::cc::mv2pl::WaitInfo>,
-    /// Owner-only state (reusable buffers, garbage queue). Touched only by the thread that
-    /// holds `in_use`.
-    pub local: UnsafeCell<super::SlotLocal>,
+    /// What the slot's transaction waits on while it waits for other transactions, for
+    /// deadlock detection by the other waiters (`mv2pl-wait` publishes it at precommit,
+    /// `cc/mv2pl.rs`).
+    pub wait_info: parking_lot::Mutex<WaitInfo>,
 }
-
-// SAFETY: `local` is only accessed by the owner of `in_use` (acquired with a CAS, released with
-// a Release store), which serialises all access to it.
-unsafe impl Sync for Slot {}
-unsafe impl Send for Slot {}
 
 pub(crate) struct TxnTable {
     slots: Box<[CachePadded<Slot>]>,
@@ -192,7 +199,6 @@ impl TxnTable {
                     deps: CommitDeps::new(),
                     no_more_wait_fors: AtomicU64::new(0),
                     wait_info: Default::default(),
-                    local: UnsafeCell::new(super::SlotLocal::default()),
                 })
             })
             .collect();

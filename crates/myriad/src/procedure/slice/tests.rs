@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::sql::Session;
+use crate::Database;
 
 /// A database with `sql`'s tables and procedures registered.
 fn load(sql: &str) -> Database {

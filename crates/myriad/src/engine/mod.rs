@@ -1,27 +1,30 @@
-//! The `Database`: configuration, catalog, clock, transaction table and history log. All
-//! engine state hangs off this value, so several engines can live in one process.
+//! The `Database`, the engine's facade: tables and indexes (DDL), transactions, procedures
+//! (`procedures.rs`), statistics and garbage collection. It owns the shared state a
+//! transaction runs in (`shared.rs`: configuration, clock, transaction table, catalog,
+//! history, log) and what the layers above that state keep per engine: the protocols' state
+//! (`cc::EngineCc`), the slots' reusable buffers (`txn::SlotLocals`) and the procedure
+//! registry. All engine state hangs off this value, so several engines can live in one
+//! process.
+
+mod procedures;
 
 use crate::config::Config;
 use crate::error::{AbortReason, Error, Result};
-use crate::history::{HistoryLog, TxnRecord};
-use crate::log::{CommitTicket, LogManager};
+use crate::history::TxnRecord;
+use crate::log::CommitTicket;
 use crate::schema::{TableBuilder, TableSchema};
+use crate::shared::Shared;
 use crate::storage::table::{BUILDING, LIVE, REPLACED};
 use crate::storage::{Table, TableRef};
-use crate::timestamp::Clock;
-use crate::txn::table::TxnTable;
-use crate::txn::{Transaction, TxnOptions};
+use crate::txn::{SlotLocals, Transaction, TxnOptions};
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Most tables one database can hold.
-pub const MAX_TABLES: usize = 4096;
-
-static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
+pub use crate::shared::MAX_TABLES;
 
 thread_local! {
     /// The transaction-table slot this thread used last (so it usually gets it back at once).
@@ -30,30 +33,19 @@ thread_local! {
 
 /// An open in-memory database.
 pub struct Database {
-    pub(crate) id: u64,
-    pub(crate) config: Config,
-    pub(crate) clock: Clock,
-    /// Shared with the vacuum threads (`gc/vacuum.rs`), as are `clock` and `tables`.
-    pub(crate) txns: Arc<TxnTable>,
-    tables: Arc<[OnceLock<TableRef>]>,
-    names: Mutex<HashMap<String, u32>>,
-    /// Serialises `create_index` calls (held while it waits for transactions, so that
-    /// table lookups, which take `names`, are not blocked meanwhile).
-    ddl: Mutex<()>,
-    pub(crate) history: Option<HistoryLog>,
     /// Registered stored procedures by lower-case name (read once per `Database::call`;
     /// callers that keep the `Arc<Procedure>` never touch it).
     pub(crate) procedures: std::sync::RwLock<HashMap<String, Arc<crate::procedure::Procedure>>>,
-    /// The log of a durable database, set once recovery is done (`recovery/`).
-    pub(crate) log: OnceLock<Arc<LogManager>>,
-    /// The data directory's state; `None` for a memory-only database.
-    pub(crate) durable: Option<crate::log::durable::DurableState>,
-    /// The protocol's per-engine state (`cc::EngineCc`: Silo's global epoch).
+    /// The protocol's per-engine state (`cc::EngineCc`: Silo's global epoch, `mv2pl-wait`'s
+    /// range locks).
     pub(crate) cc: crate::cc::EngineCc,
-    /// The background threads of GC `vacuum` and `coop` (`gc/vacuum.rs`), started once
-    /// the database is open (after recovery, whose physical replay frees versions without
-    /// waiting for an epoch); stopped and joined on drop.
-    pub(crate) vacuum: OnceLock<crate::gc::vacuum::Vacuum>,
+    /// Each transaction-table slot's reusable buffers, touched only by the slot's owner.
+    pub(crate) locals: SlotLocals,
+    /// Serialises `create_index` calls (held while it waits for transactions, so that
+    /// table lookups, which take the names lock, are not blocked meanwhile).
+    ddl: Mutex<()>,
+    /// The state transactions run in (`shared.rs`).
+    pub(crate) shared: Shared,
 }
 
 /// Engine-wide counters, summed over the transaction table.
@@ -133,21 +125,7 @@ pub struct ChainStats {
 impl Database {
     /// Starts the background threads of GC `vacuum` and `coop` (no-op for the others).
     pub(crate) fn start_gc_threads(&self) {
-        use crate::config::{GcPolicy, VersionStorage};
-        if !matches!(self.config.gc, GcPolicy::Vacuum | GcPolicy::Coop) {
-            return;
-        }
-        let _ = self.vacuum.set(crate::gc::vacuum::Vacuum::start(
-            self.config.gc_threads,
-            crate::gc::vacuum::Shared {
-                clock: self.clock.clone(),
-                txns: self.txns.clone(),
-                tables: self.tables.clone(),
-                single: self.config.storage == VersionStorage::SingleVersion,
-                watermark: Default::default(),
-            },
-            self.config.gc == GcPolicy::Coop,
-        ));
+        self.shared.start_gc_threads();
     }
 
     /// The engine without a log (the recovery path attaches one when it is done).
@@ -155,51 +133,36 @@ impl Database {
         config: Config,
         durable: Option<crate::log::durable::DurableState>,
     ) -> Database {
-        let clock = Clock::new();
-        let txns = Arc::new(TxnTable::new(config.max_concurrent_txns));
-        let tables: Arc<[OnceLock<TableRef>]> = (0..MAX_TABLES).map(|_| OnceLock::new()).collect();
+        let locals = SlotLocals::new(config.max_concurrent_txns);
         Database {
-            id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
-            clock,
-            txns,
-            tables,
-            vacuum: OnceLock::new(),
-            names: Mutex::new(HashMap::new()),
-            ddl: Mutex::new(()),
-            history: config.record_history.then(HistoryLog::default),
             procedures: Default::default(),
-            log: OnceLock::new(),
-            durable,
-            config,
             cc: crate::cc::EngineCc::new(),
+            locals,
+            ddl: Mutex::new(()),
+            shared: Shared::new(config, durable),
         }
     }
 
     /// Waits until the commit of `ticket` is durable. Memory-only databases return at once.
     /// Fails with `Error::LogFailed` if the log failed before the commit became durable.
     pub fn wait_durable(&self, ticket: CommitTicket) -> Result<()> {
-        match self.log.get() {
-            Some(l) if ticket.epoch > 0 => l.control().wait_durable(ticket.epoch),
-            _ => Ok(()),
-        }
+        self.shared.wait_durable(ticket)
     }
 
     /// True once the commit of `ticket` is durable (always, for a memory-only database).
     pub fn is_durable(&self, ticket: CommitTicket) -> bool {
-        self.log
-            .get()
-            .is_none_or(|l| l.control().durable() >= ticket.epoch)
+        self.shared.is_durable(ticket)
     }
 
     /// Log counters (`None` for a memory-only database).
     pub fn log_stats(&self) -> Option<crate::log::LogStats> {
-        self.log.get().map(|l| l.control().stats())
+        self.shared.log.get().map(|l| l.control().stats())
     }
 
     /// Makes a DDL change durable before it takes effect (a no-op for memory-only databases
     /// and while recovery recreates the tables).
     fn log_ddl(&self, id: usize, replaces: Option<u32>, schema: &TableSchema) -> Result<()> {
-        match &self.durable {
+        match &self.shared.durable {
             Some(d) => d.log_table(id as u32, replaces, schema),
             None => Ok(()),
         }
@@ -207,7 +170,7 @@ impl Database {
 
     /// The configuration this database was opened with.
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.shared.config
     }
 
     /// Creates a table.
@@ -217,7 +180,7 @@ impl Database {
 
     /// Creates a table from a built schema.
     pub fn create_table_from(&self, schema: TableSchema) -> Result<TableRef> {
-        let mut names = self.names.lock();
+        let mut names = self.shared.names.lock();
         if names.contains_key(&schema.name) {
             return Err(Error::AlreadyExists(format!("table `{}`", schema.name)));
         }
@@ -225,7 +188,7 @@ impl Database {
         let id = self.free_table_id()?;
         self.log_ddl(id, None, &schema)?;
         let t = self.new_table(id as u32, schema);
-        if self.tables[id].set(t.clone()).is_err() {
+        if self.shared.tables[id].set(t.clone()).is_err() {
             return Err(Error::AlreadyExists(format!("table id {id}")));
         }
         names.insert(t.schema.name.clone(), id as u32);
@@ -236,13 +199,13 @@ impl Database {
     fn new_table(&self, id: u32, schema: TableSchema) -> TableRef {
         Arc::new(Table::new(
             id,
-            self.id,
+            self.shared.id,
             schema,
-            self.config.protocol.version_ext(),
-            self.config.storage,
-            self.config.gc == crate::config::GcPolicy::Vacuum,
-            self.config.index_pointers,
-            self.config.non_inline,
+            self.shared.config.protocol.version_ext(),
+            self.shared.config.storage,
+            self.shared.config.gc == crate::config::GcPolicy::Vacuum,
+            self.shared.config.index_pointers,
+            self.shared.config.non_inline,
         ))
     }
 
@@ -250,7 +213,7 @@ impl Database {
     /// only: a hash index's entries hold a fixed-width value, not a primary key or the
     /// address of a version next to the key.
     fn check_index_pointers(&self, schema: &TableSchema) -> Result<()> {
-        let p = self.config.index_pointers;
+        let p = self.shared.config.index_pointers;
         if p == crate::config::IndexPointers::LogicalTid {
             return Ok(());
         }
@@ -270,9 +233,9 @@ impl Database {
     /// Recreates a table under the id it had before a restart (recovery; no catalog write).
     pub(crate) fn restore_table(&self, id: u32, schema: TableSchema) -> Result<TableRef> {
         self.check_index_pointers(&schema)?;
-        let mut names = self.names.lock();
+        let mut names = self.shared.names.lock();
         let t = self.new_table(id, schema);
-        if (id as usize) >= MAX_TABLES || self.tables[id as usize].set(t.clone()).is_err() {
+        if (id as usize) >= MAX_TABLES || self.shared.tables[id as usize].set(t.clone()).is_err() {
             return Err(Error::AlreadyExists(format!("table id {id}")));
         }
         names.insert(t.schema.name.clone(), id);
@@ -335,7 +298,7 @@ impl Database {
             }
             Ok(())
         });
-        let mut names = self.names.lock();
+        let mut names = self.shared.names.lock();
         let id = match checked.and_then(|()| self.free_table_id()) {
             Ok(id) => id,
             Err(e) => {
@@ -352,7 +315,7 @@ impl Database {
             old.state.store(LIVE, Ordering::SeqCst);
             return Err(e);
         }
-        if self.tables[id].set(t.clone()).is_err() {
+        if self.shared.tables[id].set(t.clone()).is_err() {
             old.take_rows(&t);
             old.state.store(LIVE, Ordering::SeqCst);
             return Err(Error::AlreadyExists(format!("table id {id}")));
@@ -368,6 +331,7 @@ impl Database {
     /// `Config::ddl_wait`.
     fn quiesce(&self, table: &str) -> Result<()> {
         let running: Vec<(usize, u64)> = self
+            .shared
             .txns
             .slots()
             .enumerate()
@@ -375,10 +339,10 @@ impl Database {
             .map(|(i, s)| (i, s.txn_id.load(Ordering::SeqCst)))
             .collect();
         let still = |&(i, id): &(usize, u64)| {
-            let s = self.txns.slot(i);
+            let s = self.shared.txns.slot(i);
             s.in_use.load(Ordering::SeqCst) && s.txn_id.load(Ordering::SeqCst) == id
         };
-        let wait = self.config.ddl_wait;
+        let wait = self.shared.config.ddl_wait;
         let deadline = std::time::Instant::now() + wait;
         loop {
             let n = running.iter().filter(|r| still(r)).count();
@@ -398,7 +362,8 @@ impl Database {
     /// The first unused table id (ids are never reused: a table replaced by
     /// `create_index` keeps its slot). Called with the names lock held.
     fn free_table_id(&self) -> Result<usize> {
-        self.tables
+        self.shared
+            .tables
             .iter()
             .position(|s| s.get().is_none())
             .ok_or_else(|| {
@@ -410,42 +375,33 @@ impl Database {
 
     /// The table named `name`.
     pub fn table(&self, name: &str) -> Result<TableRef> {
-        let id = *self
-            .names
-            .lock()
-            .get(name)
-            .ok_or_else(|| Error::UnknownTable(name.to_string()))?;
-        Ok(self.table_by_id(id).clone())
+        self.shared.table(name)
     }
 
     /// Names of all tables.
     pub fn table_names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.names.lock().keys().cloned().collect();
+        let mut v: Vec<String> = self.shared.names.lock().keys().cloned().collect();
         v.sort();
         v
-    }
-
-    /// A borrowed table (no reference-count traffic on the transaction path).
-    pub(crate) fn table_by_id(&self, id: u32) -> &TableRef {
-        match self.tables.get(id as usize).and_then(|t| t.get()) {
-            Some(t) => t,
-            None => panic!("table id {id} referenced by a transaction does not exist"),
-        }
     }
 
     /// Begins a transaction at the configured default isolation level.
     pub fn begin(&self) -> Result<Transaction<'_>> {
         self.begin_with(TxnOptions {
-            isolation: self.config.isolation,
+            isolation: self.shared.config.isolation,
             read_only: false,
         })
     }
 
     /// Begins a transaction with explicit options.
     pub fn begin_with(&self, opts: TxnOptions) -> Result<Transaction<'_>> {
-        self.config.check_isolation(opts.isolation)?;
+        self.shared.config.check_isolation(opts.isolation)?;
         // `hybrid` is resolved to `occ` or `2pl` by `cc::begin`, in the slot.
-        self.start_txn(opts, self.config.protocol, crate::cc::mvto::SNAPSHOT_WAIT)
+        self.start_txn(
+            opts,
+            self.shared.config.protocol,
+            crate::cc::mvto::SNAPSHOT_WAIT,
+        )
     }
 
     /// A READ ONLY transaction that reads a snapshot under every protocol, waiting as long
@@ -455,14 +411,14 @@ impl Database {
     /// continues in commit order), not a serializable read, and must not be aborted by their
     /// commit test.
     pub(crate) fn begin_snapshot(&self) -> Result<Transaction<'_>> {
-        let isolation = Config::strongest_isolation(self.config.protocol)
+        let isolation = Config::strongest_isolation(self.shared.config.protocol)
             .unwrap_or(crate::config::Isolation::Serializable);
         let opts = TxnOptions {
             isolation,
             read_only: true,
         };
-        let protocol = crate::cc::snapshot_protocol(self.config.protocol);
-        let mut tx = self.start_txn(opts, protocol, self.config.ddl_wait)?;
+        let protocol = crate::cc::snapshot_protocol(self.shared.config.protocol);
+        let mut tx = self.start_txn(opts, protocol, self.shared.config.ddl_wait)?;
         // A checkpoint must hold committed data only.
         tx.st.speculates = false;
         Ok(tx)
@@ -489,12 +445,28 @@ impl Database {
         snapshot_wait: Duration,
     ) -> Result<Transaction<'_>> {
         let hint = SLOT_HINT.with(|h| h.get());
-        let hint = if hint < self.txns.len() { hint } else { 0 };
-        let slot = self.txns.acquire(hint).ok_or(Error::TooManyTransactions {
-            max: self.txns.len(),
-        })?;
+        let hint = if hint < self.shared.txns.len() {
+            hint
+        } else {
+            0
+        };
+        let slot = self
+            .shared
+            .txns
+            .acquire(hint)
+            .ok_or(Error::TooManyTransactions {
+                max: self.shared.txns.len(),
+            })?;
         SLOT_HINT.with(|h| h.set(slot));
-        Ok(Transaction::new(self, slot, opts, protocol, snapshot_wait))
+        Ok(Transaction::new(
+            &self.shared,
+            &self.cc,
+            &self.locals,
+            slot,
+            opts,
+            protocol,
+            snapshot_wait,
+        ))
     }
 
     /// Runs `f` in a transaction and commits, retrying serialization failures with
@@ -503,7 +475,7 @@ impl Database {
     pub fn run<T>(&self, f: impl FnMut(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
         self.run_with(
             TxnOptions {
-                isolation: self.config.isolation,
+                isolation: self.shared.config.isolation,
                 read_only: false,
             },
             f,
@@ -518,7 +490,7 @@ impl Database {
     ) -> Result<T> {
         let mut backoff_us = 1u64;
         let mut last = AbortReason::UserAbort;
-        for attempt in 1..=self.config.max_retries {
+        for attempt in 1..=self.shared.config.max_retries {
             let mut tx = self.begin_with(opts)?;
             let r = f(&mut tx).and_then(|v| tx.commit().map(|_| v));
             match r {
@@ -527,7 +499,7 @@ impl Database {
                     if let Error::SerializationFailure(reason) = e {
                         last = reason;
                     }
-                    if attempt < self.config.max_retries {
+                    if attempt < self.shared.config.max_retries {
                         // Jitter from the attempt number and thread keeps retries apart.
                         let jitter = (attempt as u64 * 7919) % (backoff_us + 1);
                         std::thread::sleep(Duration::from_micros(backoff_us + jitter));
@@ -538,25 +510,15 @@ impl Database {
             }
         }
         Err(Error::RetriesExhausted {
-            attempts: self.config.max_retries,
+            attempts: self.shared.config.max_retries,
             last,
         })
-    }
-
-    /// Every live table (not replaced by `create_index`), in id order.
-    pub(crate) fn live_tables(&self) -> Vec<TableRef> {
-        let names = self.names.lock();
-        let mut ids: Vec<u32> = names.values().copied().collect();
-        ids.sort_unstable();
-        ids.into_iter()
-            .filter_map(|id| self.tables[id as usize].get().cloned())
-            .collect()
     }
 
     /// Counters summed over every worker.
     pub fn stats(&self) -> Stats {
         let mut s = Stats::default();
-        for slot in self.txns.slots() {
+        for slot in self.shared.txns.slots() {
             let st = &slot.stats;
             let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
             s.committed += l(&st.committed);
@@ -579,7 +541,13 @@ impl Database {
         let spaces = crate::version::space::stats();
         s.space_locks = spaces.lock_acquisitions;
         s.space_reserved_bytes = spaces.reserved_bytes;
-        for st in self.vacuum.get().into_iter().flat_map(|v| v.stats.iter()) {
+        for st in self
+            .shared
+            .vacuum
+            .get()
+            .into_iter()
+            .flat_map(|v| v.stats.iter())
+        {
             let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
             s.versions_reclaimed += l(&st.versions_reclaimed);
             s.version_bytes_reclaimed += l(&st.version_bytes_reclaimed);
@@ -596,9 +564,9 @@ impl Database {
             ..Default::default()
         };
         let _guard = crossbeam_epoch::pin();
-        let names = self.names.lock().len();
+        let names = self.shared.names.lock().len();
         for id in 0..names {
-            let t = self.table_by_id(id as u32);
+            let t = self.shared.table_by_id(id as u32);
             for tid in 0..t.tid_count() {
                 let Some(e) = t.entry(tid) else { continue };
                 let mut v = e.load(Ordering::Acquire);
@@ -622,12 +590,12 @@ impl Database {
     /// Runs garbage collection for every idle worker slot now (also done automatically every
     /// `Config::gc_interval_txns` commits by each worker).
     pub fn collect_garbage(&self) {
-        if let Some(v) = self.vacuum.get() {
+        if let Some(v) = self.shared.vacuum.get() {
             v.pass_now();
         }
         let guard = crossbeam_epoch::pin();
-        for i in 0..self.txns.len() {
-            let slot = self.txns.slot(i);
+        for i in 0..self.shared.txns.len() {
+            let slot = self.shared.txns.slot(i);
             if slot.in_use.load(Ordering::Relaxed)
                 || slot
                     .in_use
@@ -637,9 +605,9 @@ impl Database {
                 continue;
             }
             // SAFETY: we own the slot until release.
-            let local = unsafe { &mut *slot.local.get() };
-            crate::gc::collect(self, slot, &mut local.garbage, &guard);
-            self.txns.release(i);
+            let local = unsafe { &mut *self.locals.get(i) };
+            crate::gc::collect(&self.shared, slot, &mut local.garbage, &guard);
+            self.shared.txns.release(i);
         }
         drop(guard);
         // Let deferred frees run.
@@ -650,47 +618,24 @@ impl Database {
 
     /// The current visibility watermark (oldest read time any transaction may use).
     pub fn watermark(&self) -> u64 {
-        crate::gc::watermark(self)
+        crate::gc::watermark(&self.shared)
     }
 
     /// Takes the recorded history (empty unless `Config::record_history(true)`).
     pub fn take_history(&self) -> Vec<TxnRecord> {
-        self.history.as_ref().map(|h| h.take()).unwrap_or_default()
+        self.shared
+            .history
+            .as_ref()
+            .map(|h| h.take())
+            .unwrap_or_default()
     }
 }
 
 impl Drop for Database {
     fn drop(&mut self) {
         // A last group commit makes every deferred commit durable before the files close.
-        if let Some(l) = self.log.get() {
+        if let Some(l) = self.shared.log.get() {
             l.control().shutdown();
         }
-    }
-}
-
-impl crate::gc::GcHost for Database {
-    #[inline]
-    fn gc_policy(&self) -> crate::config::GcPolicy {
-        self.config.gc
-    }
-    #[inline]
-    fn single_version(&self) -> bool {
-        self.config.storage == crate::config::VersionStorage::SingleVersion
-    }
-    #[inline]
-    fn clock(&self) -> &crate::timestamp::Clock {
-        &self.clock
-    }
-    #[inline]
-    fn txns(&self) -> &crate::txn::table::TxnTable {
-        &self.txns
-    }
-    #[inline]
-    fn table_by_id(&self, id: u32) -> &crate::storage::Table {
-        Database::table_by_id(self, id)
-    }
-    #[inline]
-    fn vacuum(&self) -> Option<&crate::gc::vacuum::Vacuum> {
-        self.vacuum.get()
     }
 }

@@ -1,0 +1,157 @@
+//! The state a transaction runs in, shared by every layer above it: configuration, clock,
+//! transaction table, table catalog, history recorder, log, data-directory state and the
+//! vacuum threads. `Shared` sits below the protocols (`cc/`) and the transaction code
+//! (`txn/`), which take a `&Shared` rather than the `Database` facade; the `Database`
+//! (`engine/`) owns it together with what belongs to the layers above it (the protocols'
+//! per-engine state, the slots' reusable buffers, the procedure registry). All of it hangs
+//! off one value, so several engines can live in one process.
+
+use crate::config::{Config, GcPolicy, VersionStorage};
+use crate::error::{Error, Result};
+use crate::history::HistoryLog;
+use crate::log::durable::DurableState;
+use crate::log::{CommitTicket, LogManager};
+use crate::storage::{Table, TableRef};
+use crate::timestamp::Clock;
+use crate::txn::table::TxnTable;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// Most tables one database can hold.
+pub const MAX_TABLES: usize = 4096;
+
+static NEXT_DB_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A database's shared state (see the module docs).
+pub(crate) struct Shared {
+    /// This engine's id in the process (a table handle of another engine is refused).
+    pub(crate) id: u64,
+    pub(crate) config: Config,
+    pub(crate) clock: Clock,
+    /// Shared with the vacuum threads (`gc/vacuum.rs`), as are `clock` and `tables`.
+    pub(crate) txns: Arc<TxnTable>,
+    /// Tables by id; an id is never reused (a table replaced by `create_index` keeps its
+    /// slot).
+    pub(crate) tables: Arc<[OnceLock<TableRef>]>,
+    /// Live tables by name.
+    pub(crate) names: Mutex<HashMap<String, u32>>,
+    pub(crate) history: Option<HistoryLog>,
+    /// The log of a durable database, set once recovery is done (`recovery/`).
+    pub(crate) log: OnceLock<Arc<LogManager>>,
+    /// The data directory's state; `None` for a memory-only database.
+    pub(crate) durable: Option<DurableState>,
+    /// The background threads of GC `vacuum` and `coop` (`gc/vacuum.rs`), started once
+    /// the database is open (after recovery, whose physical replay frees versions without
+    /// waiting for an epoch); stopped and joined on drop.
+    pub(crate) vacuum: OnceLock<crate::gc::vacuum::Vacuum>,
+}
+
+impl Shared {
+    /// The state of an engine without a log (the recovery path attaches one when it is
+    /// done) and without tables.
+    pub(crate) fn new(config: Config, durable: Option<DurableState>) -> Shared {
+        Shared {
+            id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
+            clock: Clock::new(),
+            txns: Arc::new(TxnTable::new(config.max_concurrent_txns)),
+            tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
+            names: Mutex::new(HashMap::new()),
+            history: config.record_history.then(HistoryLog::default),
+            log: OnceLock::new(),
+            durable,
+            config,
+            vacuum: OnceLock::new(),
+        }
+    }
+
+    /// Starts the background threads of GC `vacuum` and `coop` (no-op for the others).
+    pub(crate) fn start_gc_threads(&self) {
+        if !matches!(self.config.gc, GcPolicy::Vacuum | GcPolicy::Coop) {
+            return;
+        }
+        let _ = self.vacuum.set(crate::gc::vacuum::Vacuum::start(
+            self.config.gc_threads,
+            crate::gc::vacuum::Shared {
+                clock: self.clock.clone(),
+                txns: self.txns.clone(),
+                tables: self.tables.clone(),
+                single: self.config.storage == VersionStorage::SingleVersion,
+                watermark: Default::default(),
+            },
+            self.config.gc == GcPolicy::Coop,
+        ));
+    }
+
+    /// Waits until the commit of `ticket` is durable. Memory-only databases return at once.
+    /// Fails with `Error::LogFailed` if the log failed before the commit became durable.
+    pub(crate) fn wait_durable(&self, ticket: CommitTicket) -> Result<()> {
+        match self.log.get() {
+            Some(l) if ticket.epoch > 0 => l.control().wait_durable(ticket.epoch),
+            _ => Ok(()),
+        }
+    }
+
+    /// True once the commit of `ticket` is durable (always, for a memory-only database).
+    pub(crate) fn is_durable(&self, ticket: CommitTicket) -> bool {
+        self.log
+            .get()
+            .is_none_or(|l| l.control().durable() >= ticket.epoch)
+    }
+
+    /// A borrowed table (no reference-count traffic on the transaction path).
+    pub(crate) fn table_by_id(&self, id: u32) -> &TableRef {
+        match self.tables.get(id as usize).and_then(|t| t.get()) {
+            Some(t) => t,
+            None => panic!("table id {id} referenced by a transaction does not exist"),
+        }
+    }
+
+    /// The live table named `name`.
+    pub(crate) fn table(&self, name: &str) -> Result<TableRef> {
+        let id = *self
+            .names
+            .lock()
+            .get(name)
+            .ok_or_else(|| Error::UnknownTable(name.to_string()))?;
+        Ok(self.table_by_id(id).clone())
+    }
+
+    /// Every live table (not replaced by `create_index`), in id order.
+    pub(crate) fn live_tables(&self) -> Vec<TableRef> {
+        let names = self.names.lock();
+        let mut ids: Vec<u32> = names.values().copied().collect();
+        ids.sort_unstable();
+        ids.into_iter()
+            .filter_map(|id| self.tables[id as usize].get().cloned())
+            .collect()
+    }
+}
+
+impl crate::gc::GcHost for Shared {
+    #[inline]
+    fn gc_policy(&self) -> GcPolicy {
+        self.config.gc
+    }
+    #[inline]
+    fn single_version(&self) -> bool {
+        self.config.storage == VersionStorage::SingleVersion
+    }
+    #[inline]
+    fn clock(&self) -> &Clock {
+        &self.clock
+    }
+    #[inline]
+    fn txns(&self) -> &TxnTable {
+        &self.txns
+    }
+    #[inline]
+    fn table_by_id(&self, id: u32) -> &Table {
+        Shared::table_by_id(self, id)
+    }
+    #[inline]
+    fn vacuum(&self) -> Option<&crate::gc::vacuum::Vacuum> {
+        self.vacuum.get()
+    }
+}
