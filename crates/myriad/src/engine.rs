@@ -133,7 +133,7 @@ pub struct ChainStats {
 impl Database {
     /// Starts the background threads of GC `vacuum` and `coop` (no-op for the others).
     pub(crate) fn start_gc_threads(&self) {
-        use crate::config::{GcPolicy, VersionStorage};
+        use crate::config::GcPolicy;
         if !matches!(self.config.gc, GcPolicy::Vacuum | GcPolicy::Coop) {
             return;
         }
@@ -143,7 +143,6 @@ impl Database {
                 clock: self.clock.clone(),
                 txns: self.txns.clone(),
                 tables: self.tables.clone(),
-                single: self.config.storage == VersionStorage::SingleVersion,
                 watermark: Default::default(),
             },
             self.config.gc == GcPolicy::Coop,
@@ -672,10 +671,6 @@ impl crate::gc::GcHost for Database {
     #[inline]
     fn gc_policy(&self) -> crate::config::GcPolicy {
         self.config.gc
-    }
-    #[inline]
-    fn single_version(&self) -> bool {
-        self.config.storage == crate::config::VersionStorage::SingleVersion
     }
     #[inline]
     fn clock(&self) -> &crate::timestamp::Clock {

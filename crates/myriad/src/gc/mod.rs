@@ -20,8 +20,6 @@ use crate::txn::table::TxnTable;
 pub(crate) trait GcHost {
     /// The configured policy.
     fn gc_policy(&self) -> GcPolicy;
-    /// Whether versions are stored single-version (only recovery's replay queues garbage).
-    fn single_version(&self) -> bool;
     /// The timestamp clock (the watermark starts from its current value).
     fn clock(&self) -> &Clock;
     /// The transaction table (the watermark is the oldest active begin timestamp).

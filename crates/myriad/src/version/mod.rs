@@ -1,8 +1,14 @@
-//! Version storage (thesis §5.4). The seam is `VersionStorage` in `Config`; built are
-//! append-only chains in either order (`append_n2o`: newest-to-oldest and oldest-to-newest,
-//! the order kept by `Table::o2n`), in-place storage (`master`: `time-travel` and `delta`,
-//! newest-to-oldest chains of data-less versions over a master row per tuple) and
+//! Version storage (thesis §5.4). The seam is `VersionStorage` in `Config`, held by each
+//! `Table` as a [`Store`]; built are append-only chains in either order (`append_n2o`:
+//! newest-to-oldest and oldest-to-newest), in-place storage (`master`: `time-travel` and
+//! `delta`, newest-to-oldest chains of data-less versions over a master row per tuple) and
 //! single-version storage (one-version chains).
+//!
+//! The transaction code and GC never test which store a table has: they call the table's
+//! version operations (`storage/table.rs`: `alloc_version`, `row`, `rewrite_own`,
+//! `place_row`, `restore_row`, the chain operations `newest`/`publish`/`unpublish`, and
+//! `gc::epoch::prune`), each of which matches on `Store` exhaustively, or ask the store's
+//! properties below. A new store is a module here plus one arm in each of those matches.
 //!
 //! Every version carries Hekaton's Begin and End fields (Hekaton §2.3). Each field is one
 //! 64-bit word holding either a timestamp or, with the top bit set, the id of the transaction
@@ -25,4 +31,154 @@ pub(crate) const INFINITY: u64 = TXN_BIT - 1;
 #[inline]
 pub(crate) fn is_txn(word: u64) -> bool {
     word & TXN_BIT != 0
+}
+
+/// A table's version store (`config::VersionStorage`), which the table's version operations
+/// match on. Every `match` on it is exhaustive, so a new store is a compile error at each
+/// place that must decide for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Store {
+    /// Append-only, newest to oldest: the entry points at the newest version, rows inline.
+    AppendN2o,
+    /// Append-only, oldest to newest: the entry points at the oldest version and `next`
+    /// leads to newer ones, so finding the newest walks the chain (thesis §5.4.1).
+    AppendO2n,
+    /// In place, full copies of older versions (`master`).
+    TimeTravel,
+    /// In place, older versions as column before-images (`master`).
+    Delta,
+    /// One version per row: a write's version stays private until the protocol installs it
+    /// at commit in place of the old one (`cc/silo.rs`); chains hold one version.
+    SingleVersion,
+}
+
+/// The order of a chain from its indirection entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Order {
+    /// The entry points at the newest version; `next` leads to older ones.
+    NewestFirst,
+    /// The entry points at the oldest version; `next` leads to newer ones.
+    OldestFirst,
+}
+
+impl Store {
+    /// The store configured by `s`.
+    pub(crate) fn of(s: crate::config::VersionStorage) -> Store {
+        use crate::config::VersionStorage as S;
+        match s {
+            S::AppendN2o => Store::AppendN2o,
+            S::AppendO2n => Store::AppendO2n,
+            S::TimeTravel => Store::TimeTravel,
+            S::Delta => Store::Delta,
+            S::SingleVersion => Store::SingleVersion,
+        }
+    }
+
+    /// Chain order. Single-version chains hold one version (two only while recovery's
+    /// replay supersedes one), newest first.
+    #[inline]
+    pub(crate) fn order(self) -> Order {
+        match self {
+            Store::AppendO2n => Order::OldestFirst,
+            Store::AppendN2o | Store::TimeTravel | Store::Delta | Store::SingleVersion => {
+                Order::NewestFirst
+            }
+        }
+    }
+
+    /// In-place storage: which scheme keeps the older versions' rows (`master`); `None`:
+    /// versions hold their rows.
+    #[inline]
+    pub(crate) fn in_place(self) -> Option<master::InPlace> {
+        match self {
+            Store::TimeTravel => Some(master::InPlace::TimeTravel),
+            Store::Delta => Some(master::InPlace::Delta),
+            Store::AppendN2o | Store::AppendO2n | Store::SingleVersion => None,
+        }
+    }
+
+    /// Whether a write's new version stays out of the chain until commit (single-version:
+    /// the protocol installs it in place of the old one then), rather than being published
+    /// at the head of the chain at once.
+    #[inline]
+    pub(crate) fn buffers_writes(self) -> bool {
+        match self {
+            Store::SingleVersion => true,
+            Store::AppendN2o | Store::AppendO2n | Store::TimeTravel | Store::Delta => false,
+        }
+    }
+
+    /// Whether older versions are kept for snapshot reads. Without (single-version), a read
+    /// or a write applies to the latest committed version whatever its time, and a
+    /// commit-time re-scan sees only the present.
+    #[inline]
+    pub(crate) fn keeps_snapshots(self) -> bool {
+        match self {
+            Store::SingleVersion => false,
+            Store::AppendN2o | Store::AppendO2n | Store::TimeTravel | Store::Delta => true,
+        }
+    }
+
+    /// Whether a writer may take over a write lock (End field) held by an aborted
+    /// transaction (Hekaton §2.6). Not in place: the master holds the aborted data until
+    /// that transaction's rollback restores it (`master`).
+    #[inline]
+    pub(crate) fn takes_over_aborted_locks(self) -> bool {
+        match self {
+            Store::TimeTravel | Store::Delta => false,
+            Store::AppendN2o | Store::AppendO2n | Store::SingleVersion => true,
+        }
+    }
+
+    /// Whether GC may cut a whole chain whose newest version is a delete every snapshot
+    /// sees (entry → null). Not under O2N, where a writer reviving the row links its
+    /// version from the tombstone's `next`, nor single-version, where a deleted row's entry
+    /// is left to the protocol's commits, which replace an entry only while holding its
+    /// record's lock (`cc/silo.rs`).
+    #[inline]
+    pub(crate) fn gc_cuts_deleted_chains(self) -> bool {
+        match self {
+            Store::AppendN2o | Store::TimeTravel | Store::Delta => true,
+            Store::AppendO2n | Store::SingleVersion => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Order, Store};
+    use crate::config::{Config, Protocol, VersionStorage};
+
+    /// The store's properties agree with the configuration they come from: in place exactly
+    /// where `VersionStorage::in_place` says so, oldest-first exactly for `o2n`, and writes
+    /// buffered / no snapshots exactly where the configuration pairs single-version protocols.
+    #[test]
+    fn every_storage_maps_to_a_store_with_its_properties() {
+        for &s in VersionStorage::ALL {
+            let store = Store::of(s);
+            assert_eq!(store.in_place().is_some(), s.in_place(), "{s:?}");
+            assert_eq!(
+                store.order() == Order::OldestFirst,
+                s == VersionStorage::AppendO2n,
+                "{s:?}"
+            );
+            let single = Protocol::ALL.iter().any(|&p| {
+                p.single_version()
+                    && Config::new()
+                        .protocol(p)
+                        .version_storage(s)
+                        .validate()
+                        .is_ok()
+            });
+            assert_eq!(store.buffers_writes(), single, "{s:?}");
+            assert_eq!(store.keeps_snapshots(), !single, "{s:?}");
+            // Taking over an aborted writer's lock is refused exactly where the master holds
+            // its data until the rollback restores it.
+            assert_eq!(
+                store.takes_over_aborted_locks(),
+                store.in_place().is_none(),
+                "{s:?}"
+            );
+        }
+    }
 }
