@@ -653,9 +653,8 @@ impl Config {
             return Err(unsupported("protocol", self.protocol.name()));
         }
         self.check_isolation(self.isolation)?;
-        if self.timestamps != TimestampPolicy::GlobalCounter {
-            return Err(unsupported("timestamp policy", self.timestamps.name()));
-        }
+        // The source is built again by `Database::open`; this refuses the unbuilt ones.
+        crate::timestamp::Source::new(self.timestamps)?;
         match (self.protocol.single_version(), self.storage) {
             (false, VersionStorage::SingleVersion) => {
                 return Err(Error::InvalidConfig(format!(

@@ -8,7 +8,7 @@ use crate::log::{CommitTicket, LogManager};
 use crate::schema::{TableBuilder, TableSchema};
 use crate::storage::table::{BUILDING, LIVE, REPLACED};
 use crate::storage::{Table, TableRef};
-use crate::timestamp::Clock;
+use crate::timestamp::Source;
 use crate::txn::table::TxnTable;
 use crate::txn::{Transaction, TxnOptions};
 use parking_lot::Mutex;
@@ -32,7 +32,7 @@ thread_local! {
 pub struct Database {
     pub(crate) id: u64,
     pub(crate) config: Config,
-    pub(crate) clock: Clock,
+    pub(crate) clock: Source,
     /// Shared with the vacuum threads (`gc/vacuum.rs`), as are `clock` and `tables`.
     pub(crate) txns: Arc<TxnTable>,
     tables: Arc<[OnceLock<TableRef>]>,
@@ -154,7 +154,9 @@ impl Database {
         config: Config,
         durable: Option<crate::log::durable::DurableState>,
     ) -> Database {
-        let clock = Clock::new();
+        // `Config::validate`, which every open runs before this, refuses the timestamp
+        // sources not built: the default is never taken.
+        let clock = Source::new(config.timestamps).unwrap_or_default();
         let txns = Arc::new(TxnTable::new(config.max_concurrent_txns));
         let tables: Arc<[OnceLock<TableRef>]> = (0..MAX_TABLES).map(|_| OnceLock::new()).collect();
         Database {
@@ -673,7 +675,7 @@ impl crate::gc::GcHost for Database {
         self.config.gc
     }
     #[inline]
-    fn clock(&self) -> &crate::timestamp::Clock {
+    fn clock(&self) -> &crate::timestamp::Source {
         &self.clock
     }
     #[inline]

@@ -51,7 +51,7 @@ fn committed_by(ts: u64, w: u64) -> bool {
 
 /// `watermark` from the clock and the transaction table.
 pub(crate) fn watermark_of(
-    clock: &crate::timestamp::Clock,
+    clock: &crate::timestamp::Source,
     txns: &crate::txn::table::TxnTable,
 ) -> u64 {
     let mut w = clock.now();

@@ -11,7 +11,7 @@ pub(crate) use epoch::{collect, watermark, Garbage};
 
 use crate::config::GcPolicy;
 use crate::storage::Table;
-use crate::timestamp::Clock;
+use crate::timestamp::Source;
 use crate::txn::table::TxnTable;
 
 /// What garbage collection needs of the database it cleans. `Database` implements it: GC sits
@@ -21,7 +21,7 @@ pub(crate) trait GcHost {
     /// The configured policy.
     fn gc_policy(&self) -> GcPolicy;
     /// The timestamp clock (the watermark starts from its current value).
-    fn clock(&self) -> &Clock;
+    fn clock(&self) -> &Source;
     /// The transaction table (the watermark is the oldest active begin timestamp).
     fn txns(&self) -> &TxnTable;
     /// The table with this id (one a queued garbage entry names; it exists).

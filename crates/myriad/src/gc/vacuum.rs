@@ -22,7 +22,7 @@
 use super::epoch::{prune, watermark_of, Cut};
 use crate::storage::table::DIRTY_BLOCK_BITS as BLOCK_BITS;
 use crate::storage::{TableRef, TupleId};
-use crate::timestamp::Clock;
+use crate::timestamp::Source;
 use crate::txn::table::{bump, SlotStats, TxnTable};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -51,7 +51,7 @@ pub(crate) struct Vacuum {
 /// What a vacuum pass reads: shared with the `Database`.
 #[derive(Clone)]
 pub(crate) struct Shared {
-    pub clock: Clock,
+    pub clock: Source,
     pub txns: Arc<TxnTable>,
     pub tables: Arc<[OnceLock<TableRef>]>,
     /// The latest watermark a pass or a worker computed (`coop.rs` prunes against it: an
