@@ -335,7 +335,7 @@ impl Database {
                 "checkpoint of a memory-only database (open it with a data directory)".into(),
             ));
         };
-        if !crate::version::Store::of(self.config.storage).keeps_snapshots() {
+        if self.config.storage == crate::config::VersionStorage::SingleVersion {
             // A checkpoint is a read at one snapshot while transactions run; single-version
             // storage keeps none (recovery's own checkpoint, written before the database is
             // handed out, needs none).

@@ -578,13 +578,12 @@ impl Table {
     }
 
     /// The `next` a new version replacing `newest` starts with: `newest` under N2O, null
-    /// under O2N (the new version ends the chain) and single-version storage (the version
-    /// is installed alone, never chained).
+    /// under O2N (the new version ends the chain).
     #[inline]
     pub(crate) fn next_for_new(&self, newest: *mut Version) -> *mut Version {
-        match self.store {
-            Store::AppendN2o | Store::TimeTravel | Store::Delta => newest,
-            Store::AppendO2n | Store::SingleVersion => ptr::null_mut(),
+        match self.store.order() {
+            Order::NewestFirst => newest,
+            Order::OldestFirst => ptr::null_mut(),
         }
     }
 

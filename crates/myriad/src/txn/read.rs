@@ -94,7 +94,7 @@ impl<'db> Transaction<'db> {
     /// The visible version of `tid` as of `rt`, or null.
     #[inline]
     pub(crate) fn visible_version(&self, t: &Table, tid: TupleId, rt: u64) -> *const Version {
-        if !t.store.keeps_snapshots() {
+        if self.protocol.single_version() {
             return self.silo_read(t, tid);
         }
         let Some(e) = t.entry(tid) else {
@@ -135,7 +135,7 @@ impl<'db> Transaction<'db> {
         // SAFETY: v is a visible version of a chain we are pinned on.
         let r = unsafe { &*v };
         if self.is_mine(r) {
-            if t.store.buffers_writes() {
+            if self.protocol.single_version() {
                 // A row we have a buffered write on counts as a read of the version that
                 // write read, so a predicate re-check finds it read by this scan.
                 let base = self
@@ -338,7 +338,7 @@ impl<'db> Transaction<'db> {
             // version we judged must itself stay current (validated or read-locked like any
             // read). Multi-version protocols re-check against their snapshot, which does not
             // move.
-            if !t.store.keeps_snapshots() {
+            if self.protocol.single_version() {
                 self.note_read(t, v);
             }
             return None;

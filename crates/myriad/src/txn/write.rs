@@ -165,7 +165,7 @@ impl<'db> Transaction<'db> {
     /// us (or our own), else a write-write conflict. Under Read Committed a head committed after
     /// our statement time is simply the latest committed version.
     pub(super) fn write_target(&mut self, t: &Table, tid: TupleId) -> Result<(*mut Version, bool)> {
-        if t.store.buffers_writes() {
+        if self.protocol.single_version() {
             if let Some(n) = self.silo_pending(t.id, tid) {
                 return Ok((n, true));
             }
@@ -178,7 +178,7 @@ impl<'db> Transaction<'db> {
         if self.is_mine(h) {
             return Ok((head, true));
         }
-        if !t.store.keeps_snapshots() {
+        if self.protocol.single_version() {
             // The latest committed version, whatever its time (no snapshot); an uncommitted
             // one is another transaction's insert, which holds the record (or, Begin =
             // INFINITY, has just aborted and is being unlinked: a conflict all the same).
@@ -337,7 +337,7 @@ impl<'db> Transaction<'db> {
                     }
                     self.note_read(t, head);
                     self.raise()?;
-                    if t.store.buffers_writes() {
+                    if self.protocol.single_version() {
                         // Buffered like an update: installed over the tombstone at commit
                         // (2PL write-locks the tombstone first).
                         if cc::locks_on_write(self.protocol) {
@@ -437,9 +437,10 @@ impl<'db> Transaction<'db> {
         self.account_blobs(extra);
     }
 
-    /// A new version with `row` replacing `head`, linked as the store orders its chain
-    /// (`Table::next_for_new`: N2O's `next` is `head`; O2N's new version ends the chain;
-    /// single-version's stands alone).
+    /// A new version with `row` replacing `head`: linked as the store orders its chain
+    /// (`Table::next_for_new`) under a multi-version protocol, alone under a single-version
+    /// one (a buffered write, installed in place of `head` at commit). Recovery's replay runs
+    /// MVOCC on single-version storage too, so its versions are chained.
     pub(super) fn replacing_version(
         &self,
         t: &Table,
@@ -447,7 +448,12 @@ impl<'db> Transaction<'db> {
         row: &[u8],
         head: *mut Version,
     ) -> *mut Version {
-        self.new_version(t, tid, row, t.next_for_new(head), head)
+        let next = if self.protocol.single_version() {
+            ptr::null_mut()
+        } else {
+            t.next_for_new(head)
+        };
+        self.new_version(t, tid, row, next, head)
     }
 
     /// Counts `bytes` allocated for versions besides their blocks (non-inline blobs).
@@ -751,7 +757,7 @@ impl<'db> Transaction<'db> {
         // version, so nothing is left behind. On single-version storage it stays private
         // until commit (a buffered write; 2PL holds the write lock meanwhile, Silo takes it
         // at commit) and is installed alone, never chained.
-        let buffered = t.store.buffers_writes();
+        let silo = self.protocol.single_version();
         let locks = cc::locks_on_write(self.protocol);
         let n = self.replacing_version(t, tid, old, head);
         // SAFETY: n is fresh and unpublished; only we reference it.
@@ -777,7 +783,7 @@ impl<'db> Transaction<'db> {
             }
             return Err(e);
         }
-        if !buffered {
+        if !silo {
             if let Some(e) = t.entry(tid) {
                 t.publish(e, head, n);
             }
@@ -921,7 +927,7 @@ impl<'db> Transaction<'db> {
             }
             return Ok(());
         }
-        let buffered = t.store.buffers_writes();
+        let silo = self.protocol.single_version();
         if cc::locks_on_write(self.protocol) {
             if let Err(reason) = self.lock_for_write(t, h) {
                 return Err(self.fail(reason));
@@ -931,7 +937,7 @@ impl<'db> Transaction<'db> {
         let n = self.replacing_version(t, tid, t.row(h, &mut ob), head);
         // SAFETY: unpublished.
         unsafe { (*n).tombstone.store(true, Ordering::Release) };
-        if !buffered {
+        if !silo {
             if let Some(e) = t.entry(tid) {
                 t.publish(e, head, n);
             }

@@ -47,8 +47,11 @@ pub(crate) enum Store {
     TimeTravel,
     /// In place, older versions as column before-images (`master`).
     Delta,
-    /// One version per row: a write's version stays private until the protocol installs it
-    /// at commit in place of the old one (`cc/silo.rs`); chains hold one version.
+    /// One version per row, rows inline: the single-version protocols buffer a write's
+    /// version and install it in place of the old one at commit (`cc/silo.rs`), so chains
+    /// hold one version, except while recovery's replay (MVOCC, `Database::begin_replay`)
+    /// chains newest-first and GC cuts what it superseded. Which writes are buffered is the
+    /// protocol's decision, not the store's.
     SingleVersion,
 }
 
@@ -97,28 +100,6 @@ impl Store {
         }
     }
 
-    /// Whether a write's new version stays out of the chain until commit (single-version:
-    /// the protocol installs it in place of the old one then), rather than being published
-    /// at the head of the chain at once.
-    #[inline]
-    pub(crate) fn buffers_writes(self) -> bool {
-        match self {
-            Store::SingleVersion => true,
-            Store::AppendN2o | Store::AppendO2n | Store::TimeTravel | Store::Delta => false,
-        }
-    }
-
-    /// Whether older versions are kept for snapshot reads. Without (single-version), a read
-    /// or a write applies to the latest committed version whatever its time, and a
-    /// commit-time re-scan sees only the present.
-    #[inline]
-    pub(crate) fn keeps_snapshots(self) -> bool {
-        match self {
-            Store::SingleVersion => false,
-            Store::AppendN2o | Store::AppendO2n | Store::TimeTravel | Store::Delta => true,
-        }
-    }
-
     /// Whether a writer may take over a write lock (End field) held by an aborted
     /// transaction (Hekaton §2.6). Not in place: the master holds the aborted data until
     /// that transaction's rollback restores it (`master`).
@@ -150,8 +131,8 @@ mod tests {
     use crate::config::{Config, Protocol, VersionStorage};
 
     /// The store's properties agree with the configuration they come from: in place exactly
-    /// where `VersionStorage::in_place` says so, oldest-first exactly for `o2n`, and writes
-    /// buffered / no snapshots exactly where the configuration pairs single-version protocols.
+    /// where `VersionStorage::in_place` says so, oldest-first exactly for `o2n`, whole
+    /// deleted chains left alone exactly on O2N and where single-version protocols run.
     #[test]
     fn every_storage_maps_to_a_store_with_its_properties() {
         for &s in VersionStorage::ALL {
@@ -170,8 +151,13 @@ mod tests {
                         .validate()
                         .is_ok()
             });
-            assert_eq!(store.buffers_writes(), single, "{s:?}");
-            assert_eq!(store.keeps_snapshots(), !single, "{s:?}");
+            // A whole deleted chain is cut only newest-first, and not where the protocols'
+            // commits own a deleted row's entry.
+            assert_eq!(
+                store.gc_cuts_deleted_chains(),
+                !single && store.order() == Order::NewestFirst,
+                "{s:?}"
+            );
             // Taking over an aborted writer's lock is refused exactly where the master holds
             // its data until the rollback restores it.
             assert_eq!(
