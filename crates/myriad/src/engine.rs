@@ -156,7 +156,7 @@ impl Database {
     ) -> Database {
         // `Config::validate`, which every open runs before this, refuses the timestamp
         // sources not built: the default is never taken.
-        let clock = Source::new(config.timestamps).unwrap_or_default();
+        let clock = config.timestamps.source().unwrap_or_default();
         let txns = Arc::new(TxnTable::new(config.max_concurrent_txns));
         let tables: Arc<[OnceLock<TableRef>]> = (0..MAX_TABLES).map(|_| OnceLock::new()).collect();
         Database {

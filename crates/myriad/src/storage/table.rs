@@ -136,7 +136,7 @@ impl Table {
         pointers: crate::config::IndexPointers,
         non_inline: crate::config::NonInline,
     ) -> Self {
-        let store = Store::of(storage);
+        let store = storage.store();
         let in_place = store.in_place();
         // In-place versions carry the master and image words after the protocol's.
         let version_ext = version_ext + if in_place.is_some() { 2 } else { 0 };

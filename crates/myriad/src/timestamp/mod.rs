@@ -1,23 +1,25 @@
 //! Timestamps (thesis §3.4.3). The seam is `TimestampPolicy` in `Config`, which picks the
-//! [`Source`] the database holds (`Database::clock`); every read time, end timestamp, log
+//! [`Source`] the database holds (`Database::clock`, built by `TimestampPolicy::source`);
+//! every read time, end timestamp, log
 //! reservation and recovery advance goes through it. A new source (POMVCC's partial-order
-//! timestamps) is a module here plus one arm in each of `Source`'s methods; every `match`
-//! on it is exhaustive.
+//! timestamps) is a module here plus one arm in each of `Source`'s methods and in
+//! `TimestampPolicy::source`; every `match` on it is exhaustive.
 //!
 //! The one source built is `global_counter`: a begin (read) timestamp is a load, an end
 //! (commit) timestamp a fetch-add — the one shared read-modify-write an MVOCC update
 //! transaction needs, counted in every report. With ERMIA's log manager (`log/ermia.rs`)
 //! the same add also reserves the commit record's log space: the end timestamp is the
 //! record's end LSN (`Source::reserve`). `silo-epoch` and `partial-order` are named in
-//! `TimestampPolicy` but not built: `Source::new` (and so `Config::validate`) refuses them.
+//! `TimestampPolicy` but not built: `TimestampPolicy::source` (and so `Config::validate`)
+//! refuses them.
 
 mod global_counter;
 
-use crate::config::TimestampPolicy;
-use global_counter::GlobalCounter;
+pub(crate) use global_counter::GlobalCounter;
 
-/// Where read times and end timestamps come from. Cloning shares the source (the ERMIA
-/// flusher and the vacuum threads read it).
+/// Where read times and end timestamps come from (`TimestampPolicy::source` in `config.rs`
+/// builds it: this layer does not import the configuration). Cloning shares the source (the
+/// ERMIA flusher and the vacuum threads read it).
 #[derive(Clone)]
 pub(crate) enum Source {
     /// One global counter (`global_counter`).
@@ -32,19 +34,6 @@ impl Default for Source {
 }
 
 impl Source {
-    /// The source `policy` names; `Error::Unsupported` for a policy not built yet.
-    pub(crate) fn new(policy: TimestampPolicy) -> crate::Result<Source> {
-        match policy {
-            TimestampPolicy::GlobalCounter => Ok(Source::GlobalCounter(GlobalCounter::new())),
-            TimestampPolicy::SiloEpoch | TimestampPolicy::PartialOrder => {
-                Err(crate::Error::Unsupported(format!(
-                    "timestamp policy `{}` is not implemented yet",
-                    policy.name()
-                )))
-            }
-        }
-    }
-
     /// A read time: every transaction that drew an end timestamp ≤ this has published at
     /// least the Preparing state.
     #[inline]
@@ -89,7 +78,7 @@ mod tests {
     #[test]
     fn every_policy_builds_a_source_or_is_refused() {
         for &p in TimestampPolicy::ALL {
-            match Source::new(p) {
+            match p.source() {
                 Ok(s) => {
                     let rt = s.now();
                     let end = s.next_end_ts();

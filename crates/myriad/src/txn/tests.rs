@@ -1,7 +1,7 @@
 //! Interleavings that need a pause inside the transaction code: writers inside
 //! `Transaction::rollback`, and commit dependencies on a transaction held in Preparing.
 
-use crate::version::{Order, Store};
+use crate::version::Order;
 use crate::{AbortReason, ColumnType, Config, Database, Error, TableSchema, VersionStorage};
 use std::cell::RefCell;
 use std::sync::mpsc::channel;
@@ -67,7 +67,7 @@ fn kv_table(db: &Database) -> crate::TableRef {
 /// that exists reported as missing).
 #[test]
 fn rollback_keeps_the_version_of_a_writer_that_took_its_lock_over() {
-    let takes_over = |s: &VersionStorage| Store::of(*s).takes_over_aborted_locks();
+    let takes_over = |s: &VersionStorage| s.store().takes_over_aborted_locks();
     for storage in multi_version().filter(takes_over) {
         rollback_keeps_the_version_of_a_writer_that_took_its_lock_over_on(storage);
     }
@@ -154,7 +154,7 @@ fn the_chain_order_follows_the_version_storage() {
         assert_eq!(begins.len(), 4, "{storage}: {begins:?}");
         let mut sorted = begins.clone();
         sorted.sort_unstable();
-        if Store::of(storage).order() == Order::OldestFirst {
+        if storage.store().order() == Order::OldestFirst {
             assert_eq!(begins, sorted, "{storage}: oldest first");
         } else {
             sorted.reverse();
@@ -199,7 +199,7 @@ fn reinsert_against_gc_on(storage: VersionStorage) {
     set_pause(Pause::ReviveTombstone, move || gc_db.collect_garbage());
     let r = tx.insert(&t, &(1i64, 5i64));
     clear_pause();
-    if !Store::of(storage).gc_cuts_deleted_chains() {
+    if !storage.store().gc_cuts_deleted_chains() {
         assert_eq!(r, Ok(()), "{storage}");
         tx.commit().unwrap();
         let v = db

@@ -33,7 +33,8 @@ pub(crate) fn is_txn(word: u64) -> bool {
     word & TXN_BIT != 0
 }
 
-/// A table's version store (`config::VersionStorage`), which the table's version operations
+/// A table's version store (`VersionStorage::store` in `config.rs` maps the configuration
+/// onto it: the version layer does not import the configuration), which the table's version operations
 /// match on. Every `match` on it is exhaustive, so a new store is a compile error at each
 /// place that must decide for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,18 +66,6 @@ pub(crate) enum Order {
 }
 
 impl Store {
-    /// The store configured by `s`.
-    pub(crate) fn of(s: crate::config::VersionStorage) -> Store {
-        use crate::config::VersionStorage as S;
-        match s {
-            S::AppendN2o => Store::AppendN2o,
-            S::AppendO2n => Store::AppendO2n,
-            S::TimeTravel => Store::TimeTravel,
-            S::Delta => Store::Delta,
-            S::SingleVersion => Store::SingleVersion,
-        }
-    }
-
     /// Chain order. Single-version chains hold one version (two only while recovery's
     /// replay supersedes one), newest first.
     #[inline]
@@ -127,7 +116,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::{Order, Store};
+    use super::Order;
     use crate::config::{Config, Protocol, VersionStorage};
 
     /// The store's properties agree with the configuration they come from: in place exactly
@@ -136,7 +125,7 @@ mod tests {
     #[test]
     fn every_storage_maps_to_a_store_with_its_properties() {
         for &s in VersionStorage::ALL {
-            let store = Store::of(s);
+            let store = s.store();
             assert_eq!(store.in_place().is_some(), s.in_place(), "{s:?}");
             assert_eq!(
                 store.order() == Order::OldestFirst,
