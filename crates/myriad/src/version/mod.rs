@@ -1,5 +1,5 @@
 //! Version storage (thesis §5.4). The seam is `VersionStorage` in `Config`, held by each
-//! `Table` as a [`Store`]; built are append-only chains in either order (`append_n2o`:
+//! `Table` as a `Store`; built are append-only chains in either order (`append_n2o`:
 //! newest-to-oldest and oldest-to-newest), in-place storage (`master`: `time-travel` and
 //! `delta`, newest-to-oldest chains of data-less versions over a master row per tuple) and
 //! single-version storage (one-version chains).
@@ -8,7 +8,8 @@
 //! version operations (`storage/table.rs`: `alloc_version`, `row`, `rewrite_own`,
 //! `place_row`, `restore_row`, the chain operations `newest`/`publish`/`unpublish`, and
 //! `gc::epoch::prune`), each of which matches on `Store` exhaustively, or ask the store's
-//! properties below. A new store is a module here plus one arm in each of those matches.
+//! properties below. A new store is a module here plus one arm in each of those matches and
+//! in `VersionStorage::store` (`config.rs`), which maps the configuration onto `Store`.
 //!
 //! Every version carries Hekaton's Begin and End fields (Hekaton §2.3). Each field is one
 //! 64-bit word holding either a timestamp or, with the top bit set, the id of the transaction
