@@ -42,6 +42,33 @@ fn multi_version(protocol: &str) -> bool {
         .is_ok_and(|p| !p.single_version())
 }
 
+/// `RUNS` names exactly the (protocol, level) pairs the engine offers, from `Protocol::ALL`
+/// and `Config::isolation_levels`: a new protocol or level fails here until its expected
+/// outputs are chosen, so the suite runs it by default.
+#[test]
+fn runs_cover_every_protocol_and_level_it_offers() {
+    let offered: Vec<(&str, &str)> = myriad::Protocol::ALL
+        .iter()
+        .flat_map(|&p| {
+            myriad::Config::isolation_levels(p)
+                .iter()
+                .map(move |l| (p.name(), l.name()))
+        })
+        .collect();
+    for (p, l) in &offered {
+        assert!(
+            RUNS.iter().any(|(rp, rl, _)| rp == p && rl == l),
+            "protocol {p} at {l} has no run in RUNS"
+        );
+    }
+    for (p, l, _) in RUNS {
+        assert!(
+            offered.contains(&(p, l)),
+            "RUNS has {p} at {l}, which is not offered"
+        );
+    }
+}
+
 /// The anomaly specs; each has an expected output per level.
 const SPECS: [&str; 10] = [
     "dirty-write",

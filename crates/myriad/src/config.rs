@@ -227,6 +227,32 @@ impl VersionStorage {
     pub fn in_place(self) -> bool {
         matches!(self, VersionStorage::TimeTravel | VersionStorage::Delta)
     }
+
+    /// The version store a table on this storage holds (`version::Store`).
+    pub(crate) fn store(self) -> crate::version::Store {
+        use crate::version::Store;
+        match self {
+            VersionStorage::AppendN2o => Store::AppendN2o,
+            VersionStorage::AppendO2n => Store::AppendO2n,
+            VersionStorage::TimeTravel => Store::TimeTravel,
+            VersionStorage::Delta => Store::Delta,
+            VersionStorage::SingleVersion => Store::SingleVersion,
+        }
+    }
+}
+
+impl TimestampPolicy {
+    /// The timestamp source this policy names (`timestamp::Source`); `Error::Unsupported`
+    /// for a policy not built yet.
+    pub(crate) fn source(self) -> Result<crate::timestamp::Source> {
+        use crate::timestamp::{GlobalCounter, Source};
+        match self {
+            TimestampPolicy::GlobalCounter => Ok(Source::GlobalCounter(GlobalCounter::new())),
+            TimestampPolicy::SiloEpoch | TimestampPolicy::PartialOrder => Err(Error::Unsupported(
+                format!("timestamp policy `{}` is not implemented yet", self),
+            )),
+        }
+    }
 }
 
 choice_enum!(
@@ -699,9 +725,8 @@ impl Config {
             return Err(unsupported("protocol", self.protocol.name()));
         }
         self.check_isolation(self.isolation)?;
-        if self.timestamps != TimestampPolicy::GlobalCounter {
-            return Err(unsupported("timestamp policy", self.timestamps.name()));
-        }
+        // The source is built again by `Database::open`; this refuses the unbuilt ones.
+        self.timestamps.source()?;
         match (self.protocol.single_version(), self.storage) {
             (false, VersionStorage::SingleVersion) => {
                 return Err(Error::InvalidConfig(format!(

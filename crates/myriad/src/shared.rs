@@ -6,13 +6,13 @@
 //! per-engine state, the slots' reusable buffers, the procedure registry). All of it hangs
 //! off one value, so several engines can live in one process.
 
-use crate::config::{Config, GcPolicy, VersionStorage};
+use crate::config::{Config, GcPolicy};
 use crate::error::{Error, Result};
 use crate::history::HistoryLog;
 use crate::log::durable::DurableState;
 use crate::log::{CommitTicket, LogManager};
 use crate::storage::{Table, TableRef};
-use crate::timestamp::Clock;
+use crate::timestamp::Source;
 use crate::txn::table::TxnTable;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -29,7 +29,7 @@ pub(crate) struct Shared {
     /// This engine's id in the process (a table handle of another engine is refused).
     pub(crate) id: u64,
     pub(crate) config: Config,
-    pub(crate) clock: Clock,
+    pub(crate) clock: Source,
     /// Shared with the vacuum threads (`gc/vacuum.rs`), as are `clock` and `tables`.
     pub(crate) txns: Arc<TxnTable>,
     /// Tables by id; an id is never reused (a table replaced by `create_index` keeps its
@@ -54,7 +54,9 @@ impl Shared {
     pub(crate) fn new(config: Config, durable: Option<DurableState>) -> Shared {
         Shared {
             id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
-            clock: Clock::new(),
+            // `Config::validate`, which every open runs before this, refuses the timestamp
+            // sources not built: the default is never taken.
+            clock: config.timestamps.source().unwrap_or_default(),
             txns: Arc::new(TxnTable::new(config.max_concurrent_txns)),
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
             names: Mutex::new(HashMap::new()),
@@ -77,7 +79,6 @@ impl Shared {
                 clock: self.clock.clone(),
                 txns: self.txns.clone(),
                 tables: self.tables.clone(),
-                single: self.config.storage == VersionStorage::SingleVersion,
                 watermark: Default::default(),
             },
             self.config.gc == GcPolicy::Coop,
@@ -135,11 +136,7 @@ impl crate::gc::GcHost for Shared {
         self.config.gc
     }
     #[inline]
-    fn single_version(&self) -> bool {
-        self.config.storage == VersionStorage::SingleVersion
-    }
-    #[inline]
-    fn clock(&self) -> &Clock {
+    fn clock(&self) -> &Source {
         &self.clock
     }
     #[inline]

@@ -9,13 +9,14 @@
 //! then lets the next child continue on the recovered directory. Children rotate through
 //! command logging (the transfer is a stored procedure, logged as the call), logical logging
 //! (ad-hoc transactions) and physical logging, three generations with the epoch log manager,
-//! then three with ERMIA's; the six run under MVOCC, the next six under SSN, the next six
-//! under ERMIA-SSI, six under SSI, six under Silo, six under 2PL and six under HYBRID (the last three on
-//! single-version storage, with the epoch log manager only; all but MVOCC log calls as rows:
-//! their serial order is not their commit order); recovery rotates through the
-//! schemes that can read the log (serial, parallel-latched, parallel-partitioned for a
-//! logical log; serial for calls; PLR for a physical log).
-//! `MYRIAD_CRASH_KILLS` sets the number of kills (default 60), `MYRIAD_CRASH_SEED` the seed.
+//! then three with ERMIA's (the epoch manager alone for the protocols `Config::validate`
+//! keeps off ERMIA's: MVTO and the single-version ones); each protocol of `Protocol::ALL` runs
+//! six generations in turn, at its strongest isolation level, on its natural version storage
+//! (the protocols serializable in commit order log calls; the others log them as rows);
+//! recovery rotates through the schemes that can read the log (serial, parallel-latched,
+//! parallel-partitioned for a logical log; serial for calls; PLR for a physical log).
+//! `MYRIAD_CRASH_KILLS` sets the number of kills (default six per protocol, so every protocol
+//! runs and the last generation is MVOCC's again), `MYRIAD_CRASH_SEED` the seed.
 //!
 //! A second test, `write_failure_stops_acknowledgements`, runs the child under a file-size
 //! limit (`ulimit -f`, so the kernel fails the log write with EFBIG part-way, as a full disk
@@ -95,7 +96,7 @@ fn main() {
     let kills: usize = std::env::var("MYRIAD_CRASH_KILLS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+        .unwrap_or(GENERATIONS_PER_PROTOCOL * Protocol::ALL.len());
     let seed: u64 = std::env::var("MYRIAD_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -121,36 +122,33 @@ fn config(dir: &Path, m: LogManagerKind) -> Config {
     }
 }
 
-/// The protocol of child generation `g`: six generations each of MVOCC, SSN, ERMIA-SSI, SSI,
-/// MV2PL-WAIT, ERMIA-SI, Silo, OCC, 2PL and HYBRID (the last four on single-version storage,
-/// recovering what the multi-version ones logged and the other way round). The default 60
-/// kills run each once.
-const ROTATION: [Protocol; 10] = [
-    Protocol::Mvocc,
-    Protocol::Ssn,
-    Protocol::ErmiaSsi,
-    Protocol::Ssi,
-    Protocol::Mv2plWait,
-    Protocol::ErmiaSi,
-    Protocol::Silo,
-    Protocol::Occ,
-    Protocol::TwoPl,
-    Protocol::Hybrid,
-];
+/// Generations per protocol: the three log kinds (`log_of`) under each log manager
+/// (`manager_of`).
+const GENERATIONS_PER_PROTOCOL: usize = 6;
 
+/// The protocol of child generation `g`: six generations each of every protocol, in
+/// `Protocol::ALL` order — the multi-version ones, then the single-version ones (which
+/// recover what the multi-version ones logged), and back to MVOCC (recovering what the
+/// single-version ones logged). The default number of kills runs each once and returns to
+/// MVOCC for the last.
 fn protocol_of(generation: i64) -> Protocol {
-    ROTATION[(generation as usize / 6) % ROTATION.len()]
+    let all = Protocol::ALL;
+    all[(generation as usize / GENERATIONS_PER_PROTOCOL) % all.len()]
+}
+
+/// The isolation level child generation `g` runs at: its protocol's strongest.
+fn isolation_of(generation: i64) -> Isolation {
+    let p = protocol_of(generation);
+    Config::strongest_isolation(p).unwrap_or_else(|| panic!("{p} offers no isolation level"))
 }
 
 /// Whether generation `g`'s procedure calls reach a command log as calls
 /// (`Transaction::logs_commands`): serializable in commit order on multi-version storage.
-/// ERMIA-SI runs at snapshot isolation, so its calls are logged as rows.
+/// The stamped protocols (SSN, SSI, ERMIA-SSI) serialize out of commit order, and a protocol
+/// at snapshot isolation (SI, ERMIA-SI) is not serializable, so their calls are logged as rows.
 fn logs_calls(generation: i64) -> bool {
     let p = protocol_of(generation);
-    !matches!(
-        p,
-        Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi | Protocol::ErmiaSi
-    ) && !p.single_version()
+    isolation_of(generation) == Isolation::Serializable && !p.stamped() && !p.single_version()
 }
 
 /// The configuration of child generation `g` (and of the recovery after it).
@@ -158,19 +156,27 @@ fn config_of(dir: &Path, generation: i64) -> Config {
     let p = protocol_of(generation);
     config(dir, manager_of(generation))
         .protocol(p)
-        .isolation(if p == Protocol::ErmiaSi {
-            Isolation::Snapshot
-        } else {
-            Isolation::Serializable
-        })
+        .isolation(isolation_of(generation))
         .version_storage(p.natural_storage())
 }
 
 /// The log manager of child generation `g`: three generations (command, logical, physical)
-/// with the epoch manager, three with ERMIA's.
+/// with the epoch manager, three with ERMIA's where the protocol takes it (the
+/// single-version ones order commits by their own TIDs, MVTO by its begin timestamps, not
+/// by ERMIA's counter: `Config::validate` refuses them, and they stay on the epoch manager).
 fn manager_of(generation: i64) -> LogManagerKind {
-    // Silo and 2PL order commits by their own TIDs, not ERMIA's counter.
-    if (generation / 3) % 2 == 0 || protocol_of(generation).single_version() {
+    let p = protocol_of(generation);
+    let ermia_takes = || {
+        Config::new()
+            .protocol(p)
+            .isolation(isolation_of(generation))
+            .version_storage(p.natural_storage())
+            .log(LogPolicy::Logical)
+            .log_manager(LogManagerKind::Ermia)
+            .validate()
+            .is_ok()
+    };
+    if (generation / 3) % 2 == 0 || !ermia_takes() {
         LogManagerKind::Epoch
     } else {
         LogManagerKind::Ermia

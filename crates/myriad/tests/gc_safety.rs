@@ -1,14 +1,12 @@
 //! GC never reclaims a version an open snapshot can see, and keeps live versions flat; on
 //! both chain orders of append-only storage (`n2o`, `o2n`), under transaction-level GC
 //! (`txn`), background vacuuming (`vacuum`) and cooperative cleaning (`coop`, O2N only), on
-//! the in-place storages, and with non-inline attributes (`GC_SETUPS`; every read checks the
+//! the in-place storages, and with non-inline attributes (`gc_setups`; every read checks the
 //! row's VARCHAR blob still holds its key's note).
 mod common;
 use common::*;
 use myriad::*;
 use std::time::{Duration, Instant};
-
-use common::GC_SETUPS as SETUPS;
 
 /// Background vacuuming (or cooperative cleaning with its full passes) reclaims on its own:
 /// waits (up to 10 s, without calling
@@ -26,7 +24,7 @@ fn vacuum_brings_live_versions_to(db: &Database, bound: u64) -> bool {
 
 #[test]
 fn open_snapshots_keep_their_versions() {
-    for setup in SETUPS {
+    for setup in gc_setups() {
         open_snapshots_keep_their_versions_on(setup);
     }
 }
@@ -77,7 +75,7 @@ fn open_snapshots_keep_their_versions_on(storage: (VersionStorage, GcPolicy, Non
 
 #[test]
 fn live_versions_stay_flat_under_updates() {
-    for setup in SETUPS {
+    for setup in gc_setups() {
         live_versions_stay_flat_under_updates_on(setup);
     }
 }
@@ -114,7 +112,7 @@ fn live_versions_stay_flat_under_updates_on(storage: (VersionStorage, GcPolicy, 
 
 #[test]
 fn deleted_rows_are_collected_and_reinsertable() {
-    for setup in SETUPS {
+    for setup in gc_setups() {
         deleted_rows_are_collected_and_reinsertable_on(setup);
     }
 }
@@ -144,7 +142,7 @@ fn deleted_rows_are_collected_and_reinsertable_on(storage: (VersionStorage, GcPo
 
 #[test]
 fn live_versions_stay_flat_with_concurrent_writers() {
-    for setup in SETUPS {
+    for setup in gc_setups() {
         live_versions_stay_flat_with_concurrent_writers_on(setup);
     }
 }

@@ -228,15 +228,15 @@ fn o2n_chains_leave_no_forbidden_cycle() {
     }
 }
 
-/// Every accepted storage × GC pairing besides o2n + txn (above) and n2o + txn (the suite's
-/// default): background vacuuming (`vacuum`, two threads, on both chain orders), cooperative
-/// cleaning (`coop`: readers cutting O2N chains) and no GC, the in-place storages
-/// (`time-travel`, `delta`), and non-inline attributes (`copy`, `shared`: `kv` gains a
-/// VARCHAR column every read checks), under every multi-version
-/// protocol at its strongest level, with primary-key index pointers on the no-GC run and
-/// versions from shared memory spaces on two GC runs (one space for every thread; two): no
-/// forbidden cycle. (Spaces reuse a freed block at once for whoever allocates next, so a
-/// version freed too early would show up as a wrong read.)
+/// Every accepted storage × GC pairing but o2n + txn (above), from `VersionStorage::ALL` ×
+/// `GcPolicy::ALL`, under every multi-version protocol at its strongest level: background
+/// vacuuming (`vacuum`, two threads, on both chain orders), cooperative cleaning (`coop`:
+/// readers cutting O2N chains) and no GC, the in-place storages (`time-travel`, `delta`),
+/// n2o + txn (the suite's default) with `physical` pointers, and non-inline attributes
+/// (`copy`, `shared`: `kv` gains a VARCHAR column every read checks); with primary-key index
+/// pointers on the no-GC run and versions from shared memory spaces on two GC runs (one
+/// space for every thread; two): no forbidden cycle. (Spaces reuse a freed block at once for
+/// whoever allocates next, so a version freed too early would show up as a wrong read.)
 #[test]
 fn every_storage_and_gc_pairing_leaves_no_forbidden_cycle() {
     let designs = [
@@ -325,11 +325,20 @@ fn every_storage_and_gc_pairing_leaves_no_forbidden_cycle() {
             NonInline::Shared,
         ),
     ];
+    // Every other accepted pairing (from `VersionStorage::ALL` × `GcPolicy::ALL`, so a new
+    // storage or policy runs here by default) on the default pointers, heap and attributes.
+    let covered = |s, g| designs.iter().any(|d| (d.0, d.1) == (s, g));
+    let defaults = (IndexPointers::LogicalTid, 0, NonInline::Inline);
+    let rest = accepted_pairings(&Config::new())
+        .into_iter()
+        .filter(|&(s, g)| !covered(s, g) && (s, g) != (VersionStorage::AppendO2n, GcPolicy::Txn))
+        .map(|(s, g)| (s, g, defaults.0, defaults.1, defaults.2));
+    let designs: Vec<_> = designs.into_iter().chain(rest).collect();
     let multi = std::iter::once(Protocol::Mvocc)
         .chain(other_protocols())
         .filter(|p| !p.single_version());
     for p in multi {
-        for (storage, gc, pointers, spaces, non_inline) in designs {
+        for &(storage, gc, pointers, spaces, non_inline) in &designs {
             let c = || {
                 config_for(p)
                     .version_storage(storage)

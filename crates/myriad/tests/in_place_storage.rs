@@ -7,7 +7,10 @@ mod common;
 use common::*;
 use myriad::*;
 
-const IN_PLACE: [VersionStorage; 2] = [VersionStorage::TimeTravel, VersionStorage::Delta];
+/// The in-place storages.
+fn in_place() -> impl Iterator<Item = VersionStorage> {
+    VersionStorage::ALL.iter().copied().filter(|s| s.in_place())
+}
 
 /// `wide(k INT primary key, c0..c{n-1} INT, s VARCHAR(16))`.
 fn wide(db: &Database, n: usize) -> TableRef {
@@ -31,89 +34,84 @@ fn row_of(tx: &mut Transaction<'_>, t: &TableRef, k: i64) -> Option<Vec<Value>> 
 /// it was when they began, before and after GC ran.
 #[test]
 fn snapshots_read_their_own_versions() {
-    for storage in IN_PLACE {
-        for gc in [GcPolicy::Txn, GcPolicy::Vacuum, GcPolicy::None] {
-            let db = Database::open(
-                Config::new()
-                    .version_storage(storage)
-                    .gc(gc)
-                    .isolation(Isolation::Snapshot),
-            )
-            .unwrap();
-            let t = wide(&db, 6);
-            let initial: Vec<Value> = std::iter::once(Value::Int(1))
-                .chain((0..6).map(|i| Value::Int(i * 10)))
-                .chain(std::iter::once(Value::Str("first".into())))
-                .collect();
-            db.run(|tx| tx.insert(&t, &initial.as_slice())).unwrap();
-            let mut expected = vec![Some(initial.clone())];
-            let mut snaps = vec![db.begin().unwrap()];
-            let mut cur = initial.clone();
-            for step in 0..12i64 {
-                match step {
-                    5 => {
-                        db.run(|tx| tx.delete(&t, &1i64)).unwrap();
-                        expected.push(None);
+    let pairings = accepted_pairings(&Config::new());
+    for (storage, gc) in pairings.into_iter().filter(|p| p.0.in_place()) {
+        let db = Database::open(
+            Config::new()
+                .version_storage(storage)
+                .gc(gc)
+                .isolation(Isolation::Snapshot),
+        )
+        .unwrap();
+        let t = wide(&db, 6);
+        let initial: Vec<Value> = std::iter::once(Value::Int(1))
+            .chain((0..6).map(|i| Value::Int(i * 10)))
+            .chain(std::iter::once(Value::Str("first".into())))
+            .collect();
+        db.run(|tx| tx.insert(&t, &initial.as_slice())).unwrap();
+        let mut expected = vec![Some(initial.clone())];
+        let mut snaps = vec![db.begin().unwrap()];
+        let mut cur = initial.clone();
+        for step in 0..12i64 {
+            match step {
+                5 => {
+                    db.run(|tx| tx.delete(&t, &1i64)).unwrap();
+                    expected.push(None);
+                }
+                6 => {
+                    cur[3] = Value::Int(-3);
+                    cur[7] = Value::Str("again".into());
+                    db.run(|tx| tx.insert(&t, &cur.as_slice())).unwrap();
+                    expected.push(Some(cur.clone()));
+                }
+                _ => {
+                    // Column (step % 6) + 1, and on odd steps the text and c0 too, in
+                    // two statements of one transaction (our own version changed again).
+                    let c = (step % 6) as usize + 1;
+                    cur[c] = Value::Int(100 + step);
+                    let odd = step % 2 == 1;
+                    if odd {
+                        cur[7] = Value::Str(format!("s{step}"));
+                        cur[1] = Value::Int(-step);
                     }
-                    6 => {
-                        cur[3] = Value::Int(-3);
-                        cur[7] = Value::Str("again".into());
-                        db.run(|tx| tx.insert(&t, &cur.as_slice())).unwrap();
-                        expected.push(Some(cur.clone()));
-                    }
-                    _ => {
-                        // Column (step % 6) + 1, and on odd steps the text and c0 too, in
-                        // two statements of one transaction (our own version changed again).
-                        let c = (step % 6) as usize + 1;
-                        cur[c] = Value::Int(100 + step);
-                        let odd = step % 2 == 1;
+                    let (cur2, c2) = (cur.clone(), c);
+                    db.run(|tx| {
+                        tx.update(&t, &1i64, &[(c2, cur2[c2].clone())])?;
                         if odd {
-                            cur[7] = Value::Str(format!("s{step}"));
-                            cur[1] = Value::Int(-step);
+                            tx.update(&t, &1i64, &[(7, cur2[7].clone()), (1, cur2[1].clone())])?;
                         }
-                        let (cur2, c2) = (cur.clone(), c);
-                        db.run(|tx| {
-                            tx.update(&t, &1i64, &[(c2, cur2[c2].clone())])?;
-                            if odd {
-                                tx.update(
-                                    &t,
-                                    &1i64,
-                                    &[(7, cur2[7].clone()), (1, cur2[1].clone())],
-                                )?;
-                            }
-                            Ok(())
-                        })
-                        .unwrap();
-                        expected.push(Some(cur.clone()));
-                    }
-                }
-                snaps.push(db.begin().unwrap());
-                if step % 4 == 3 {
-                    db.collect_garbage();
-                }
-            }
-            for (i, (s, e)) in snaps.iter_mut().zip(&expected).enumerate() {
-                assert_eq!(&row_of(s, &t, 1), e, "{storage} {gc}: snapshot {i}");
-                // Through the secondary index too.
-                if let Some(e) = e {
-                    let c0 = e[1].clone();
-                    let mut found = Vec::new();
-                    s.get_by(&t, 1, &[c0], |r| {
-                        found.push(r.to_row().0);
-                        true
+                        Ok(())
                     })
                     .unwrap();
-                    assert_eq!(found, vec![e.clone()], "{storage} {gc}: snapshot {i} by c0");
+                    expected.push(Some(cur.clone()));
                 }
             }
-            drop(snaps);
-            db.collect_garbage();
-            assert_eq!(
-                row_of(&mut db.begin().unwrap(), &t, 1),
-                Some(cur),
-                "{storage} {gc}"
-            );
+            snaps.push(db.begin().unwrap());
+            if step % 4 == 3 {
+                db.collect_garbage();
+            }
         }
+        for (i, (s, e)) in snaps.iter_mut().zip(&expected).enumerate() {
+            assert_eq!(&row_of(s, &t, 1), e, "{storage} {gc}: snapshot {i}");
+            // Through the secondary index too.
+            if let Some(e) = e {
+                let c0 = e[1].clone();
+                let mut found = Vec::new();
+                s.get_by(&t, 1, &[c0], |r| {
+                    found.push(r.to_row().0);
+                    true
+                })
+                .unwrap();
+                assert_eq!(found, vec![e.clone()], "{storage} {gc}: snapshot {i} by c0");
+            }
+        }
+        drop(snaps);
+        db.collect_garbage();
+        assert_eq!(
+            row_of(&mut db.begin().unwrap(), &t, 1),
+            Some(cur),
+            "{storage} {gc}"
+        );
     }
 }
 
@@ -121,7 +119,7 @@ fn snapshots_read_their_own_versions() {
 /// one after read the old values, and the next writer builds on them.
 #[test]
 fn rollback_restores_the_master() {
-    for storage in IN_PLACE {
+    for storage in in_place() {
         let db = Database::open(Config::new().version_storage(storage)).unwrap();
         let t = kv(&db);
         load(&db, &t, 0..3);
@@ -171,7 +169,7 @@ fn rollback_restores_the_master() {
 #[test]
 fn readers_never_see_a_half_written_row() {
     const COLS: usize = 64;
-    for storage in IN_PLACE {
+    for storage in in_place() {
         let db = Database::open(
             Config::new()
                 .version_storage(storage)
@@ -291,7 +289,7 @@ fn delta_allocates_only_the_changed_columns() {
 /// Pairings the in-place schemes cannot run are refused at open, naming both choices.
 #[test]
 fn impossible_pairings_are_refused() {
-    for storage in IN_PLACE {
+    for storage in in_place() {
         let cases = [
             Config::new()
                 .version_storage(storage)

@@ -9,14 +9,11 @@ use myriad::*;
 
 const HOW: [NonInline; 2] = [NonInline::Copy, NonInline::Shared];
 
-/// The append-only storages and GC policies each test runs on.
-const SETUPS: [(VersionStorage, GcPolicy); 5] = [
-    (VersionStorage::AppendN2o, GcPolicy::Txn),
-    (VersionStorage::AppendN2o, GcPolicy::Vacuum),
-    (VersionStorage::AppendN2o, GcPolicy::None),
-    (VersionStorage::AppendO2n, GcPolicy::Txn),
-    (VersionStorage::AppendO2n, GcPolicy::Coop),
-];
+/// The storages and GC policies each test runs on: every pairing that takes non-inline
+/// attributes (the append-only storages).
+fn setups() -> Vec<(VersionStorage, GcPolicy)> {
+    accepted_pairings(&Config::new().non_inline(NonInline::Copy))
+}
 
 /// `doc(k INT primary key, a VARCHAR(100), n INT, b BYTES(50), c VARCHAR(16))`, indexed on
 /// `a` (a key in a non-inline column).
@@ -56,7 +53,7 @@ fn open(how: NonInline, storage: VersionStorage, gc: GcPolicy) -> Database {
 #[test]
 fn snapshots_read_their_own_versions() {
     for how in HOW {
-        for (storage, gc) in SETUPS {
+        for (storage, gc) in setups() {
             let db = open(how, storage, gc);
             let t = doc(&db);
             let mut cur = vec![
@@ -342,7 +339,7 @@ fn shared_allocates_only_the_changed_attribute() {
 fn live_version_bytes_are_exact_after_gc() {
     for how in HOW {
         // (GC `none` reclaims nothing.)
-        for (storage, gc) in SETUPS.into_iter().filter(|s| s.1 != GcPolicy::None) {
+        for (storage, gc) in setups().into_iter().filter(|s| s.1 != GcPolicy::None) {
             let db = open(how, storage, gc);
             let t = doc(&db);
             let row = |k: i64, i: i64| -> Vec<Value> {

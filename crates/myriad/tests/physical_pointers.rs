@@ -7,14 +7,12 @@ use common::*;
 use myriad::*;
 use std::time::{Duration, Instant};
 
-use common::GC_SETUPS as SETUPS;
-
 /// Index pointers `physical`: every version has an entry in every secondary index, and the
 /// entry goes with its version, at rollback and when GC collects it, while an open snapshot
 /// still finds its own versions through them.
 #[test]
 fn physical_index_entries_go_with_their_versions() {
-    for setup in SETUPS
+    for setup in gc_setups()
         .into_iter()
         .filter(|s| !s.0.in_place() && s.2 == NonInline::Inline)
     {

@@ -24,7 +24,7 @@
 use super::GcHost;
 use crate::storage::{Table, TupleId};
 use crate::txn::table::{bump, Slot};
-use crate::version::{is_txn, Version};
+use crate::version::{is_txn, Order, Version};
 use crossbeam_epoch::Guard;
 use std::collections::VecDeque;
 use std::ptr;
@@ -51,7 +51,7 @@ fn committed_by(ts: u64, w: u64) -> bool {
 
 /// `watermark` from the clock and the transaction table.
 pub(crate) fn watermark_of(
-    clock: &crate::timestamp::Clock,
+    clock: &crate::timestamp::Source,
     txns: &crate::txn::table::TxnTable,
 ) -> u64 {
     let mut w = clock.now();
@@ -74,14 +74,13 @@ pub(crate) fn collect(db: &impl GcHost, slot: &Slot, queue: &mut VecDeque<Garbag
     }
     let start = Instant::now();
     let mut cut = Cut::default();
-    let single = db.single_version();
     while let Some(g) = queue.front().copied() {
         if g.end_ts > w {
             break;
         }
         queue.pop_front();
         let t = db.table_by_id(g.table);
-        prune(t, g.tid, w, single, &mut cut);
+        prune(t, g.tid, w, &mut cut);
     }
     bump(&slot.stats.versions_reclaimed, cut.versions.len() as u64);
     bump(&slot.stats.version_bytes_reclaimed, cut.bytes);
@@ -107,14 +106,21 @@ pub(crate) struct Cut {
     entry: Vec<u8>,
 }
 
-/// Cuts the versions of `tid` that no read time ≥ `w` can see. On single-version storage
-/// (where only recovery's replay queues garbage) a deleted row's entry is left to Silo's
-/// commits: they replace an entry only while holding its record's lock (`cc/silo.rs`).
-pub(crate) fn prune(t: &Table, tid: TupleId, w: u64, single: bool, cut: &mut Cut) {
+/// Cuts the versions of `tid` that no read time ≥ `w` can see, as the table's store orders
+/// its chain (`version::Store::order`). On single-version storage only recovery's replay
+/// queues garbage.
+pub(crate) fn prune(t: &Table, tid: TupleId, w: u64, cut: &mut Cut) {
     let Some(e) = t.entry(tid) else { return };
-    if t.o2n {
-        return prune_o2n(t, e, w, cut);
+    match t.store.order() {
+        Order::OldestFirst => prune_o2n(t, e, w, cut),
+        Order::NewestFirst => prune_n2o(t, e, w, cut),
     }
+}
+
+/// `prune` for a newest-to-oldest chain: the versions after the newest committed version
+/// with Begin ≤ `w` are cut; so is the whole chain if that version is its head and a delete,
+/// where the store allows it (`Store::gc_cuts_deleted_chains`).
+fn prune_n2o(t: &Table, e: &std::sync::atomic::AtomicPtr<Version>, w: u64, cut: &mut Cut) {
     let head = e.load(Ordering::Acquire);
     let mut v = head;
     // SAFETY (whole function): the caller is pinned (`collect`'s guard); versions reachable
@@ -128,7 +134,7 @@ pub(crate) fn prune(t: &Table, tid: TupleId, w: u64, single: bool, cut: &mut Cut
             v = x.next.load(Ordering::Acquire);
         }
         let Some(x) = v.as_ref() else { return };
-        if x.is_tombstone() && v == head && !single {
+        if x.is_tombstone() && v == head && t.store.gc_cuts_deleted_chains() {
             // The row is deleted as of a time every snapshot sees: the whole chain is garbage.
             if e.compare_exchange(head, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()

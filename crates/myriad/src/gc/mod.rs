@@ -11,7 +11,7 @@ pub(crate) use epoch::{collect, watermark, Garbage};
 
 use crate::config::GcPolicy;
 use crate::storage::Table;
-use crate::timestamp::Clock;
+use crate::timestamp::Source;
 use crate::txn::table::TxnTable;
 
 /// What garbage collection needs of the database it cleans. `Shared` (`shared.rs`) implements
@@ -20,10 +20,8 @@ use crate::txn::table::TxnTable;
 pub(crate) trait GcHost {
     /// The configured policy.
     fn gc_policy(&self) -> GcPolicy;
-    /// Whether versions are stored single-version (only recovery's replay queues garbage).
-    fn single_version(&self) -> bool;
     /// The timestamp clock (the watermark starts from its current value).
-    fn clock(&self) -> &Clock;
+    fn clock(&self) -> &Source;
     /// The transaction table (the watermark is the oldest active begin timestamp).
     fn txns(&self) -> &TxnTable;
     /// The table with this id (one a queued garbage entry names; it exists).

@@ -22,7 +22,7 @@
 use super::epoch::{prune, watermark_of, Cut};
 use crate::storage::table::DIRTY_BLOCK_BITS as BLOCK_BITS;
 use crate::storage::{TableRef, TupleId};
-use crate::timestamp::Clock;
+use crate::timestamp::Source;
 use crate::txn::table::{bump, SlotStats, TxnTable};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -51,11 +51,9 @@ pub(crate) struct Vacuum {
 /// What a vacuum pass reads: shared with the `Database`.
 #[derive(Clone)]
 pub(crate) struct Shared {
-    pub clock: Clock,
+    pub clock: Source,
     pub txns: Arc<TxnTable>,
     pub tables: Arc<[OnceLock<TableRef>]>,
-    /// Single-version storage (`epoch::prune`'s `single`).
-    pub single: bool,
     /// The latest watermark a pass or a worker computed (`coop.rs` prunes against it: an
     /// older watermark is still safe, since read times only grow).
     pub watermark: Arc<crossbeam_utils::CachePadded<AtomicU64>>,
@@ -123,7 +121,6 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool) {
     shared.watermark.fetch_max(w, Ordering::AcqRel);
     let guard = crossbeam_epoch::pin();
     let mut cut = Cut::default();
-    let single = shared.single;
     for t in shared.tables.iter().filter_map(|t| t.get()) {
         let blocks = (t.tid_count() >> BLOCK_BITS) + 1;
         for block in (me as u64..blocks).step_by(of) {
@@ -134,7 +131,7 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool) {
             let end = (first + (1 << BLOCK_BITS)).min(t.tid_count());
             let mut again = false;
             for tid in first..end {
-                prune(t, tid, w, single, &mut cut);
+                prune(t, tid, w, &mut cut);
                 again |= has_older(t, tid);
             }
             if again {

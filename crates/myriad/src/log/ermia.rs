@@ -4,7 +4,7 @@
 //! **One atomic add.** A committing update transaction encodes its whole record first, into
 //! its transaction-table slot's scratch buffer (`prepare`: `kind u8 | len u32 | crc32c u32 |
 //! body`, the body being `encode_writes`'s). Then `reserve` draws its end timestamp with
-//! `Clock::reserve(len)`: the add returns `start`, the record owns the LSN range
+//! `Source::reserve(len)`: the add returns `start`, the record owns the LSN range
 //! `[start, start + len)`, and the end timestamp is `start + len`. Begin timestamps are loads
 //! of the same counter, so the LSN order *is* the commit order, and the add that orders the
 //! commit is the one that reserves its log space (ERMIA's "commit LSN from a single atomic
@@ -49,7 +49,7 @@ use super::identity::{DbId, FileHeader, FileKind};
 use super::{encode_writes, LogPos, PersistentEpoch, PointFile};
 use crate::error::{Error, Result};
 use crate::storage::WriteRecord;
-use crate::timestamp::Clock;
+use crate::timestamp::Source;
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
@@ -242,7 +242,7 @@ struct Scratch {
 }
 
 pub(crate) struct ErmiaLog {
-    clock: Clock,
+    clock: Source,
     ring: Ring,
     /// Per slot: a lower bound of the start of the record it is filling, or `IDLE`.
     pending: Box<[CachePadded<AtomicU64>]>,
@@ -345,7 +345,7 @@ impl ErmiaLog {
         config: &crate::Config,
         slots: usize,
         first_seq: u64,
-        clock: &Clock,
+        clock: &Source,
         db: DbId,
         mut extra: PointExtra,
         mut point: PointFile,

@@ -283,7 +283,7 @@ impl LogManager {
         slots: usize,
         first_epoch: u64,
         first_seq: u64,
-        clock: &crate::timestamp::Clock,
+        clock: &crate::timestamp::Source,
         db: identity::DbId,
         extra: control::PointExtra,
         point: PointFile,
@@ -316,7 +316,7 @@ impl LogManager {
 
     /// The ticket of a read-only commit: durable once every commit it can have seen is.
     #[inline]
-    pub(crate) fn read_only_ticket(&self, clock: &crate::timestamp::Clock) -> u64 {
+    pub(crate) fn read_only_ticket(&self, clock: &crate::timestamp::Source) -> u64 {
         match self {
             // Every commit it saw has an epoch ≤ the current one.
             LogManager::Epoch(l) => l.current_epoch(),

@@ -7,9 +7,9 @@
 
 use crate::index::{Index, ScanDirection};
 use crate::schema::TableSchema;
-use crate::version::master::{InPlace, Master};
+use crate::version::master::Master;
 use crate::version::non_inline::NiLayout;
-use crate::version::Version;
+use crate::version::{Order, Store, Version};
 use std::ops::Bound;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
@@ -61,12 +61,10 @@ pub struct Table {
     pub(crate) scanners: Box<[crossbeam_utils::CachePadded<AtomicU64>]>,
     /// Protocol words per version (`Version::ext`), from the database's protocol.
     pub(crate) version_ext: u8,
-    /// Chain order (thesis §5.4.1): false, newest-to-oldest (`n2o`, and `single-version`'s
-    /// one-version chains): the entry points at the newest version and `next` leads to older
-    /// ones; true, oldest-to-newest (`o2n`): the entry points at the oldest version and
-    /// `next` leads to newer ones, so finding the newest walks the chain (what the thesis
-    /// measures against N2O). See the chain operations below.
-    pub(crate) o2n: bool,
+    /// The version store (`version::Store`): chain order, where rows live, how a write
+    /// joins the chain. Only this file's version and chain operations and GC's pruning
+    /// match on it.
+    pub(crate) store: Store,
     /// Index pointers `logical-pk` (thesis §5.6): a secondary entry holds the row's primary
     /// key, not its tuple id, and every lookup goes secondary index → primary key → primary
     /// index → tuple id → chain (`add_entry`, `lookup_entries`, `scan_index`). False:
@@ -81,11 +79,9 @@ pub struct Table {
     pub(crate) physical: bool,
     /// GC `vacuum`: one dirty bit per block of tuple ids (`gc/vacuum.rs`); empty otherwise.
     pub(crate) dirty: Box<[AtomicU64]>,
-    /// In-place version storage (`time-travel`, `delta`; `version/master.rs`): versions
-    /// carry no row, each tuple's newest row is in its master (`masters`, segmented like the
-    /// indirection array and allocated with it; empty otherwise), and rows are read through
-    /// `row`. `None`: append-only or single-version storage, rows inline in versions.
-    pub(crate) in_place: Option<InPlace>,
+    /// In-place stores (`time-travel`, `delta`; `version/master.rs`): versions carry no
+    /// row, each tuple's newest row is in its master (segmented like the indirection array
+    /// and allocated with it; empty under other stores), and rows are read through `row`.
     masters: Box<[AtomicPtr<MasterSegment>]>,
     /// Offset and width of every column (what a delta's before-images are cut along).
     pub(crate) columns: Box<[(usize, usize)]>,
@@ -137,13 +133,8 @@ impl Table {
         pointers: crate::config::IndexPointers,
         non_inline: crate::config::NonInline,
     ) -> Self {
-        use crate::config::VersionStorage as S;
-        let o2n = storage == S::AppendO2n;
-        let in_place = match storage {
-            S::TimeTravel => Some(InPlace::TimeTravel),
-            S::Delta => Some(InPlace::Delta),
-            _ => None,
-        };
+        let store = storage.store();
+        let in_place = store.in_place();
         // In-place versions carry the master and image words after the protocol's.
         let version_ext = version_ext + if in_place.is_some() { 2 } else { 0 };
         let masters = (0..if in_place.is_some() { DIR_LEN } else { 0 })
@@ -199,11 +190,10 @@ impl Table {
             scan_ts,
             scanners,
             version_ext,
-            o2n,
+            store,
             logical_pk,
             physical,
             dirty: dirty_bitmap(vacuums, (DIR_LEN * SEG_LEN) as u64),
-            in_place,
             masters,
             columns,
             ni,
@@ -322,8 +312,10 @@ impl Table {
     }
 }
 
-// Version allocation and row access, the one place that knows whether rows are inline
-// (append-only, single-version) or in place (`time-travel`, `delta`: `version/master.rs`).
+// Version allocation and row access, the one place that knows where each store keeps rows:
+// in the versions (append-only, single-version; `version/non_inline.rs` for the stored form)
+// or in place (`time-travel`, `delta`: `version/master.rs`). The transaction code calls these
+// under every store alike.
 impl Table {
     /// The master of `tid` (in-place storage), allocated on first use; `None` past the
     /// directory or under other storage.
@@ -392,7 +384,7 @@ impl Table {
         space: u8,
         prev: *const Version,
     ) -> (*mut Version, usize) {
-        match (self.in_place, &self.ni) {
+        match (self.store.in_place(), &self.ni) {
             (Some(_), _) => {
                 let m = self.master(tid).map_or(ptr::null(), |m| m as *const Master);
                 let v = Version::alloc_in_place(begin, next, self.version_ext, space, m);
@@ -414,15 +406,23 @@ impl Table {
         }
     }
 
-    /// Changes the row of `v`, the caller's own uncommitted version, to `row`. Returns the
-    /// bytes allocated (non-inline blobs) and the bytes of replaced blobs no version refers
-    /// to any more (freed after the epoch).
-    pub(crate) fn overwrite_own(
+    /// Changes the row of `v`, the caller's own uncommitted newest version of `tid`, to
+    /// `row`: in place, the master (`place_row`, with `v`'s predecessor as the version to
+    /// keep); else the version's data. Returns the bytes allocated (before-images,
+    /// non-inline blobs) and the bytes of replaced blobs no version refers to any more
+    /// (freed after the epoch). `scratch` is a buffer.
+    pub(crate) fn rewrite_own(
         &self,
+        tid: TupleId,
         v: &Version,
         row: &[u8],
+        scratch: &mut Vec<u8>,
         guard: &crossbeam_epoch::Guard,
     ) -> (usize, usize) {
+        if self.store.in_place().is_some() {
+            let prev = v.next.load(Ordering::Acquire);
+            return (self.place_row(tid, prev, Some(row), scratch, guard), 0);
+        }
         match &self.ni {
             None => {
                 // SAFETY: our own uncommitted version; invisible to others.
@@ -446,11 +446,54 @@ impl Table {
         }
     }
 
+    /// As the owner of the write lock on `tid`'s newest version (or of a fresh tuple id no
+    /// one reads yet), makes `row` the newest row where the store keeps it apart from the
+    /// versions (`None`: leaves it, a delete). In place that is the master, after giving
+    /// `prev`, the version the newest supersedes (null: none), the image that keeps its
+    /// values (`master::cover`); the other stores keep rows in the versions, and this does
+    /// nothing. Returns the bytes of images allocated. `scratch` is a buffer.
+    pub(crate) fn place_row(
+        &self,
+        tid: TupleId,
+        prev: *const Version,
+        row: Option<&[u8]>,
+        scratch: &mut Vec<u8>,
+        guard: &crossbeam_epoch::Guard,
+    ) -> usize {
+        let Some(kind) = self.store.in_place() else {
+            return 0;
+        };
+        let Some(m) = self.master(tid) else { return 0 };
+        let mut bytes = 0;
+        // SAFETY: the caller is pinned and holds the lock `prev` is superseded under, so
+        // `prev` is not freed.
+        if let Some(p) = unsafe { prev.as_ref() } {
+            let old = m.owned();
+            let new = row.unwrap_or(old);
+            bytes = crate::version::master::cover(kind, p, old, new, &self.columns, scratch, guard);
+        }
+        if let Some(row) = row {
+            m.write(|d| d.copy_from_slice(row));
+        }
+        bytes
+    }
+
+    /// Rollback, before the lock on `prev` is released: `prev` (the version an aborted
+    /// write superseded) becomes the newest row again where the store keeps it apart from
+    /// the versions — in place, the master gets `prev`'s values back from its image
+    /// (`master::restore`; no writer takes over an aborted writer's lock there). Nothing
+    /// under the other stores.
+    pub(crate) fn restore_row(&self, prev: &Version) {
+        if let Some(kind) = self.store.in_place() {
+            crate::version::master::restore(kind, prev);
+        }
+    }
+
     /// Recovery: a committed version (timestamp `ts`) of `tid` holding `row`, unpublished,
     /// in a table no transaction can reach yet (its master is written at once).
     pub(crate) fn placed_version(&self, ts: u64, tid: TupleId, row: &[u8]) -> *mut Version {
         let (v, _) = self.alloc_version(ts, tid, row, ptr::null_mut(), 0, ptr::null());
-        if self.in_place.is_some() {
+        if self.store.in_place().is_some() {
             if let Some(m) = self.master(tid) {
                 m.write(|d| d.copy_from_slice(row));
             }
@@ -461,7 +504,7 @@ impl Table {
     /// Bytes one version block occupies (in-place: the header only; images are counted
     /// where they are made).
     pub(crate) fn version_bytes(&self) -> usize {
-        let data = match (&self.in_place, &self.ni) {
+        let data = match (self.store.in_place(), &self.ni) {
             (Some(_), _) => 0,
             (None, Some(ni)) => ni.stored_size(),
             (None, None) => self.schema.row_size,
@@ -470,10 +513,11 @@ impl Table {
     }
 
     /// Whether `row` copies rows into its buffer (in-place storage, non-inline attributes)
-    /// rather than returning version data.
+    /// rather than returning version data; then a version does not hold its row as written,
+    /// so an update builds the new row in a scratch buffer before making the version.
     #[inline]
     pub(crate) fn rows_copied(&self) -> bool {
-        self.in_place.is_some() || self.ni.is_some()
+        self.store.in_place().is_some() || self.ni.is_some()
     }
 
     /// The row of version `v` (pinned): its data under inline storage; under in-place
@@ -481,7 +525,7 @@ impl Table {
     /// decoded stored form, in `buf`.
     #[inline]
     pub(crate) fn row<'a>(&self, v: &'a Version, buf: &'a mut Vec<u8>) -> &'a [u8] {
-        match self.in_place {
+        match self.store.in_place() {
             None => match &self.ni {
                 None => v.data(),
                 Some(ni) => {
@@ -503,7 +547,7 @@ impl Table {
     }
 }
 
-// Chain operations, the one place that knows the chain order (`Table::o2n`). Every writer
+// Chain operations, the one place that knows the chain order (`Store::order`). Every writer
 // of a chain holds the write lock of its newest version (its End field) or, for an empty
 // chain, wins the entry's CAS from null; so under O2N the `next` of the newest version is
 // written by that writer alone, as the entry is under N2O. GC moves an O2N entry forward
@@ -514,7 +558,7 @@ impl Table {
     #[inline]
     pub(crate) fn newest(&self, e: &AtomicPtr<Version>) -> *mut Version {
         let mut v = e.load(Ordering::Acquire);
-        if self.o2n {
+        if self.store.order() == Order::OldestFirst {
             // SAFETY: the caller is pinned; versions reachable from the entry are freed only
             // after the epoch advances.
             while let Some(x) = unsafe { v.as_ref() } {
@@ -532,10 +576,9 @@ impl Table {
     /// under O2N (the new version ends the chain).
     #[inline]
     pub(crate) fn next_for_new(&self, newest: *mut Version) -> *mut Version {
-        if self.o2n {
-            ptr::null_mut()
-        } else {
-            newest
+        match self.store.order() {
+            Order::NewestFirst => newest,
+            Order::OldestFirst => ptr::null_mut(),
         }
     }
 
@@ -544,7 +587,9 @@ impl Table {
     pub(crate) fn publish(&self, e: &AtomicPtr<Version>, newest: *mut Version, n: *mut Version) {
         // SAFETY: pinned; `newest` is locked by the caller, so GC does not cut it.
         match unsafe { newest.as_ref() } {
-            Some(x) if self.o2n => x.next.store(n, Ordering::Release),
+            Some(x) if self.store.order() == Order::OldestFirst => {
+                x.next.store(n, Ordering::Release)
+            }
             _ => e.store(n, Ordering::Release),
         }
     }
@@ -560,7 +605,7 @@ impl Table {
     ) -> bool {
         // SAFETY: as `publish`.
         match unsafe { newest.as_ref() } {
-            Some(x) if self.o2n => x
+            Some(x) if self.store.order() == Order::OldestFirst => x
                 .next
                 .compare_exchange(ptr::null_mut(), n, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok(),
@@ -576,7 +621,7 @@ impl Table {
     pub(crate) fn unpublish(&self, e: &AtomicPtr<Version>, new: *mut Version, old: *mut Version) {
         // SAFETY: as `publish`; we hold `old`'s lock until after this.
         let _ = match unsafe { old.as_ref() } {
-            Some(x) if self.o2n => {
+            Some(x) if self.store.order() == Order::OldestFirst => {
                 x.next
                     .compare_exchange(new, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
             }

@@ -354,11 +354,9 @@ impl<'db> Transaction<'db> {
                     t.unpublish(e, w.new, w.old);
                 }
                 if let Some(old) = w.old.as_ref() {
-                    // In-place storage: the master gets the old values back before the
-                    // lock is released (no writer takes over an aborted writer's lock).
-                    if let Some(kind) = t.in_place {
-                        crate::version::master::restore(kind, old);
-                    }
+                    // In place, the master gets the old values back before the lock is
+                    // released (no writer takes over an aborted writer's lock there).
+                    t.restore_row(old);
                     self.unlock_version(old);
                 }
                 // `physical`: no entry may outlive the version it points at.

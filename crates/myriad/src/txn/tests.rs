@@ -1,6 +1,7 @@
 //! Interleavings that need a pause inside the transaction code: writers inside
 //! `Transaction::rollback`, and commit dependencies on a transaction held in Preparing.
 
+use crate::version::Order;
 use crate::{AbortReason, ColumnType, Config, Database, Error, TableSchema, VersionStorage};
 use std::cell::RefCell;
 use std::sync::mpsc::channel;
@@ -66,13 +67,19 @@ fn kv_table(db: &Database) -> crate::TableRef {
 /// that exists reported as missing).
 #[test]
 fn rollback_keeps_the_version_of_a_writer_that_took_its_lock_over() {
-    for storage in APPEND_ONLY {
+    let takes_over = |s: &VersionStorage| s.store().takes_over_aborted_locks();
+    for storage in multi_version().filter(takes_over) {
         rollback_keeps_the_version_of_a_writer_that_took_its_lock_over_on(storage);
     }
 }
 
-/// Both chain orders of append-only storage.
-const APPEND_ONLY: [VersionStorage; 2] = [VersionStorage::AppendN2o, VersionStorage::AppendO2n];
+/// The version storages the default (multi-version) configuration accepts.
+fn multi_version() -> impl Iterator<Item = VersionStorage> {
+    VersionStorage::ALL
+        .iter()
+        .copied()
+        .filter(|&s| Config::new().version_storage(s).validate().is_ok())
+}
 
 fn rollback_keeps_the_version_of_a_writer_that_took_its_lock_over_on(storage: VersionStorage) {
     let db = Database::open(Config::new().version_storage(storage)).unwrap();
@@ -127,7 +134,7 @@ fn rollback_keeps_the_version_of_a_writer_that_took_its_lock_over_on(storage: Ve
 #[test]
 fn the_chain_order_follows_the_version_storage() {
     use std::sync::atomic::Ordering;
-    for storage in APPEND_ONLY {
+    for storage in multi_version() {
         let db = Database::open(Config::new().version_storage(storage)).unwrap();
         let t = kv_table(&db);
         db.run(|tx| tx.insert(&t, &(1i64, 0i64))).unwrap();
@@ -147,7 +154,7 @@ fn the_chain_order_follows_the_version_storage() {
         assert_eq!(begins.len(), 4, "{storage}: {begins:?}");
         let mut sorted = begins.clone();
         sorted.sort_unstable();
-        if storage == VersionStorage::AppendO2n {
+        if storage.store().order() == Order::OldestFirst {
             assert_eq!(begins, sorted, "{storage}: oldest first");
         } else {
             sorted.reverse();
@@ -167,7 +174,7 @@ fn the_chain_order_follows_the_version_storage() {
 /// the tombstone's `next`, `gc/epoch.rs`), so there the same interleaving revives the row.
 #[test]
 fn reinsert_loses_to_gc_cutting_the_deleted_chain_instead_of_linking_freed_memory() {
-    for storage in APPEND_ONLY {
+    for storage in multi_version() {
         reinsert_against_gc_on(storage);
     }
 }
@@ -192,7 +199,7 @@ fn reinsert_against_gc_on(storage: VersionStorage) {
     set_pause(Pause::ReviveTombstone, move || gc_db.collect_garbage());
     let r = tx.insert(&t, &(1i64, 5i64));
     clear_pause();
-    if storage == VersionStorage::AppendO2n {
+    if !storage.store().gc_cuts_deleted_chains() {
         assert_eq!(r, Ok(()), "{storage}");
         tx.commit().unwrap();
         let v = db

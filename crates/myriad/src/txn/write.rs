@@ -37,8 +37,9 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    /// Takes the write lock on `head` (its End field, Hekaton §2.6). Err = write-write conflict.
-    pub(super) fn lock_version(&self, head: &Version) -> std::result::Result<(), ()> {
+    /// Takes the write lock on `head`, a version of `t` (its End field, Hekaton §2.6). Err =
+    /// write-write conflict.
+    pub(super) fn lock_version(&self, t: &Table, head: &Version) -> std::result::Result<(), ()> {
         let me = self.st.id.word();
         let slot = self.slot();
         loop {
@@ -54,7 +55,7 @@ impl<'db> Transaction<'db> {
                 }
             }
             if crate::version::is_txn(e)
-                && !self.st.db.config.storage.in_place()
+                && t.store.takes_over_aborted_locks()
                 && self.st.db.txns.state_of(TxnId::from_word(e)) == table::TxnState::Aborted
             {
                 // The aborted writer will reset the field; taking it over is also safe
@@ -77,9 +78,10 @@ impl<'db> Transaction<'db> {
     /// reader; MV2PL: no other read lock). On failure the lock is not held.
     pub(super) fn lock_for_write(
         &mut self,
+        t: &Table,
         head: &Version,
     ) -> std::result::Result<(), AbortReason> {
-        self.lock_version(head)
+        self.lock_version(t, head)
             .map_err(|_| cc::write_conflict(self.st.protocol))?;
         let ok = cc::may_write(&self.st, &self.local.cc, head);
         if ok.is_err() {
@@ -273,8 +275,8 @@ impl<'db> Transaction<'db> {
                     let Some(e) = t.entry(tid) else {
                         return Err(Error::Unsupported("tuple id space exhausted".into()));
                     };
-                    // A fresh tuple id: no one reads its master yet.
-                    self.write_master(t, tid, ptr::null(), Some(row));
+                    // A fresh tuple id: no one reads its row yet.
+                    self.place_row(t, tid, ptr::null(), Some(row));
                     e.store(n, Ordering::Release);
                     bump(&slot.stats.record_rmw, 1);
                     match t.indexes[0].insert_unique(key, tid) {
@@ -303,9 +305,9 @@ impl<'db> Transaction<'db> {
                     if e.compare_exchange(ptr::null_mut(), n, Ordering::AcqRel, Ordering::Acquire)
                         .is_ok()
                     {
-                        // The claim makes us the master's only writer (no version of the
+                        // The claim makes us the row's only writer (no version of the
                         // tuple is visible to anyone).
-                        self.write_master(t, tid, ptr::null(), Some(row));
+                        self.place_row(t, tid, ptr::null(), Some(row));
                         return self.finish_write(t, tid, n, ptr::null_mut(), None, row, None);
                     }
                     // SAFETY: never published.
@@ -320,12 +322,7 @@ impl<'db> Transaction<'db> {
                     // Under `physical` the entries of what it held go first (it may never
                     // have had them, if it was born a tombstone: removing is idempotent).
                     self.remove_entries(t, head, h.data());
-                    if t.in_place.is_some() {
-                        self.write_master(t, tid, h.next.load(Ordering::Acquire), Some(row));
-                    } else {
-                        let extra = t.overwrite_own(h, row, &self.guard);
-                        self.account_blobs(extra);
-                    }
+                    self.rewrite_own(t, tid, h, row);
                     h.tombstone.store(false, Ordering::Release);
                     self.index_secondary(t, tid, head, None, row, true);
                     if let Some(rec) = self.recording.as_mut() {
@@ -345,7 +342,7 @@ impl<'db> Transaction<'db> {
                         // Buffered like an update: installed over the tombstone at commit
                         // (2PL write-locks the tombstone first).
                         if cc::locks_on_write(self.st.protocol) {
-                            if let Err(reason) = self.lock_for_write(h) {
+                            if let Err(reason) = self.lock_for_write(t, h) {
                                 return Err(self.fail(reason));
                             }
                         }
@@ -360,7 +357,7 @@ impl<'db> Transaction<'db> {
                             None,
                         );
                     }
-                    if let Err(reason) = self.lock_for_write(h) {
+                    if let Err(reason) = self.lock_for_write(t, h) {
                         return Err(self.fail(reason));
                     }
                     #[cfg(test)]
@@ -378,7 +375,7 @@ impl<'db> Transaction<'db> {
                         unsafe { self.discard_version(t, n, false) };
                         return Err(self.fail(AbortReason::WriteWriteConflict));
                     }
-                    self.write_master(t, tid, head, Some(row));
+                    self.place_row(t, tid, head, Some(row));
                     return self.finish_write(
                         t,
                         tid,
@@ -394,7 +391,7 @@ impl<'db> Transaction<'db> {
     }
 
     /// A new version of `tid` holding `row` (under in-place storage a header: the caller
-    /// writes `row` into the master with `write_master` once it may).
+    /// writes `row` into the master with `place_row` once it may).
     /// `prev`: the version it supersedes (null for a new row), locked by us.
     pub(super) fn new_version(
         &self,
@@ -416,45 +413,36 @@ impl<'db> Transaction<'db> {
         n
     }
 
-    /// In-place storage (`version/master.rs`): as the owner of the newest version's lock,
-    /// makes `row` the master's row (`None`: leaves it, a delete), after giving `prev`, the
-    /// version the newest supersedes (null: none), the image that keeps its values.
-    /// Nothing under other storage.
-    pub(super) fn write_master(
+    /// `Table::place_row` (as the owner of the lock on `tid`'s newest version, `row` becomes
+    /// the row the store keeps apart from the versions, if it does) with the transaction's
+    /// scratch buffer, counting the images it makes. `prev`: the version the newest
+    /// supersedes (null: none), locked by us.
+    pub(super) fn place_row(
         &mut self,
         t: &Table,
         tid: TupleId,
         prev: *const Version,
         row: Option<&[u8]>,
     ) {
-        let Some(kind) = t.in_place else { return };
-        let Some(m) = t.master(tid) else { return };
-        // SAFETY: pinned; `prev` is locked by us (superseded by our version), so not freed.
-        if let Some(p) = unsafe { prev.as_ref() } {
-            let mut scratch = std::mem::take(&mut self.local.image_buf);
-            let old = m.owned();
-            let new = row.unwrap_or(old);
-            let bytes = crate::version::master::cover(
-                kind,
-                p,
-                old,
-                new,
-                &t.columns,
-                &mut scratch,
-                &self.guard,
-            );
-            self.local.image_buf = scratch;
-            if bytes > 0 {
-                bump(&self.slot().stats.version_bytes_allocated, bytes as u64);
-            }
-        }
-        if let Some(row) = row {
-            m.write(|d| d.copy_from_slice(row));
-        }
+        let mut scratch = std::mem::take(&mut self.local.image_buf);
+        let bytes = t.place_row(tid, prev, row, &mut scratch, &self.guard);
+        self.local.image_buf = scratch;
+        self.account_extra(bytes);
     }
 
-    /// A new version with `row` replacing `head`: chained to it on multi-version storage (as
-    /// its `next` under N2O; under O2N it ends the chain), alone on single-version storage.
+    /// `Table::rewrite_own` (our own newest version `h` of `tid` gets `row`) with the
+    /// transaction's scratch buffer, counting what it allocates and frees.
+    pub(super) fn rewrite_own(&mut self, t: &Table, tid: TupleId, h: &Version, row: &[u8]) {
+        let mut scratch = std::mem::take(&mut self.local.image_buf);
+        let extra = t.rewrite_own(tid, h, row, &mut scratch, &self.guard);
+        self.local.image_buf = scratch;
+        self.account_blobs(extra);
+    }
+
+    /// A new version with `row` replacing `head`: linked as the store orders its chain
+    /// (`Table::next_for_new`) under a multi-version protocol, alone under a single-version
+    /// one (a buffered write, installed in place of `head` at commit). Recovery's replay runs
+    /// MVOCC on single-version storage too, so its versions are chained.
     pub(super) fn replacing_version(
         &self,
         t: &Table,
@@ -477,7 +465,7 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    /// Counts the blobs an own version's overwrite made and freed (`Table::overwrite_own`).
+    /// Counts the blobs an own version's overwrite made and freed (`Table::rewrite_own`).
     pub(super) fn account_blobs(&self, (made, freed): (usize, usize)) {
         self.account_extra(made);
         if freed > 0 {
@@ -754,12 +742,7 @@ impl<'db> Transaction<'db> {
                 r = self.entered_indexes(t, Some(old), &row);
             }
             if r.is_ok() {
-                if t.in_place.is_some() {
-                    self.write_master(t, tid, h.next.load(Ordering::Acquire), Some(&row));
-                } else {
-                    let extra = t.overwrite_own(h, &row, &self.guard);
-                    self.account_blobs(extra);
-                }
+                self.rewrite_own(t, tid, h, &row);
                 if let Some(rec) = self.recording.as_mut() {
                     rec.note_write(&t.schema, t.id, &row, crate::history::WriteKind::Update);
                 }
@@ -769,8 +752,8 @@ impl<'db> Transaction<'db> {
         }
         // Versions not holding the row as it is written (in place; non-inline stored
         // form) are made from a row built in scratch.
-        if t.in_place.is_some() || t.ni.is_some() {
-            return self.update_in_place(t, tid, head, old, f);
+        if t.rows_copied() {
+            return self.update_via_scratch(t, tid, head, old, f);
         }
         // Build the new version directly (one row copy): a failing f frees the unpublished
         // version, so nothing is left behind. On single-version storage it stays private
@@ -791,7 +774,8 @@ impl<'db> Transaction<'db> {
             if !locks {
                 return Ok(());
             }
-            self.lock_for_write(h).map_err(Error::SerializationFailure)
+            self.lock_for_write(t, h)
+                .map_err(Error::SerializationFailure)
         });
         if let Err(e) = r {
             // SAFETY: never published.
@@ -820,8 +804,8 @@ impl<'db> Transaction<'db> {
     /// An update of another transaction's version `head` (whose row is `old`) under
     /// in-place storage or non-inline attributes: the new row is built in a scratch buffer,
     /// then the version (a header, or the stored form) is published and, in place, the
-    /// master written (`write_master`).
-    pub(super) fn update_in_place(
+    /// master written (`place_row`).
+    pub(super) fn update_via_scratch(
         &mut self,
         t: &Table,
         tid: TupleId,
@@ -832,7 +816,10 @@ impl<'db> Transaction<'db> {
         // SAFETY: pinned; a live head.
         let h = unsafe { &*head };
         let (row, r) = self.scratch_update(t, tid, old, f);
-        let r = r.and_then(|_| self.lock_for_write(h).map_err(Error::SerializationFailure));
+        let r = r.and_then(|_| {
+            self.lock_for_write(t, h)
+                .map_err(Error::SerializationFailure)
+        });
         if let Err(e) = r {
             self.local.row_buf = row;
             if let Error::SerializationFailure(reason) = e {
@@ -844,7 +831,7 @@ impl<'db> Transaction<'db> {
         if let Some(e) = t.entry(tid) {
             t.publish(e, head, n);
         }
-        self.write_master(t, tid, head, Some(&row));
+        self.place_row(t, tid, head, Some(&row));
         let r = self.finish_write(
             t,
             tid,
@@ -944,7 +931,7 @@ impl<'db> Transaction<'db> {
         }
         let silo = self.st.protocol.single_version();
         if cc::locks_on_write(self.st.protocol) {
-            if let Err(reason) = self.lock_for_write(h) {
+            if let Err(reason) = self.lock_for_write(t, h) {
                 return Err(self.fail(reason));
             }
         }
@@ -958,7 +945,7 @@ impl<'db> Transaction<'db> {
             }
         }
         // The deleted version keeps its values (the master does not change).
-        self.write_master(t, tid, head, None);
+        self.place_row(t, tid, head, None);
         self.st.sets.write_set.push(WriteRecord {
             table: t.id,
             tid,

@@ -125,33 +125,38 @@ pub fn assert_predicate_write_skew(run: impl Fn(Isolation) -> (Vec<history::TxnR
     assert!(check(&h).anomalies.is_empty());
 }
 
-/// Every pairing of version storage and GC policy the GC tests run, and non-inline
-/// attribute storage on three of the append-only ones (`kv` then has a VARCHAR column).
-pub const GC_SETUPS: [(VersionStorage, GcPolicy, NonInline); 11] = [
-    (VersionStorage::AppendN2o, GcPolicy::Txn, NonInline::Inline),
-    (VersionStorage::AppendO2n, GcPolicy::Txn, NonInline::Inline),
-    (
-        VersionStorage::AppendN2o,
-        GcPolicy::Vacuum,
-        NonInline::Inline,
-    ),
-    (
-        VersionStorage::AppendO2n,
-        GcPolicy::Vacuum,
-        NonInline::Inline,
-    ),
-    (VersionStorage::AppendO2n, GcPolicy::Coop, NonInline::Inline),
-    (VersionStorage::TimeTravel, GcPolicy::Txn, NonInline::Inline),
-    (VersionStorage::Delta, GcPolicy::Txn, NonInline::Inline),
-    (VersionStorage::Delta, GcPolicy::Vacuum, NonInline::Inline),
-    (VersionStorage::AppendN2o, GcPolicy::Txn, NonInline::Copy),
-    (
-        VersionStorage::AppendN2o,
-        GcPolicy::Vacuum,
-        NonInline::Shared,
-    ),
-    (VersionStorage::AppendO2n, GcPolicy::Coop, NonInline::Shared),
-];
+/// Every (version storage, GC policy) pairing `Config::validate` accepts on top of `c`, in
+/// `VersionStorage::ALL` × `GcPolicy::ALL` order: a new storage or policy is in every test
+/// that runs these.
+pub fn accepted_pairings(c: &Config) -> Vec<(VersionStorage, GcPolicy)> {
+    VersionStorage::ALL
+        .iter()
+        .flat_map(|&s| GcPolicy::ALL.iter().map(move |&g| (s, g)))
+        .filter(|&(s, g)| c.clone().version_storage(s).gc(g).validate().is_ok())
+        .collect()
+}
+
+/// What the GC tests run on: every pairing of version storage and a collecting GC policy
+/// that the default (multi-version) configuration accepts, with inline attributes; then
+/// non-inline attribute storage on three of the append-only ones (`kv` then has a VARCHAR
+/// column).
+pub fn gc_setups() -> Vec<(VersionStorage, GcPolicy, NonInline)> {
+    let collecting = accepted_pairings(&Config::new())
+        .into_iter()
+        .filter(|&(_, g)| g != GcPolicy::None)
+        .map(|(s, g)| (s, g, NonInline::Inline));
+    collecting
+        .chain([
+            (VersionStorage::AppendN2o, GcPolicy::Txn, NonInline::Copy),
+            (
+                VersionStorage::AppendN2o,
+                GcPolicy::Vacuum,
+                NonInline::Shared,
+            ),
+            (VersionStorage::AppendO2n, GcPolicy::Coop, NonInline::Shared),
+        ])
+        .collect()
+}
 
 /// `c` on the version storage, GC policy and attribute storage of `setup`.
 pub fn open_on(
