@@ -28,16 +28,18 @@
 //! - `mvto` (`mvto.rs`): read-ts on reads and scans, checked by writes; no validation;
 //! - `mv2pl`, `mv2pl-wait` (`mv2pl.rs`): read locks on reads, checked by writes; scan
 //!   re-checks at commit (`mv2pl-wait`: range locks instead, and waits at precommit);
-//! - `ssn`, `ssi`, `ermia-ssi` (`ssn.rs`, SSI's pre-commit test in `ssi.rs`): SI plus stamps —
-//!   reader bits on reads, at commit the exclusion-window test (SSN), Cahill's two flags (SSI) or ERMIA's dangerous-structure
-//!   test, stamps left in the versions.
+//! - `ssn`, `ssi`, `ermia-ssi` (`ssn.rs`; pre-commit tests in `ssi.rs`, `ermia_ssi.rs`): SI
+//!   plus stamps — reader bits on reads, at commit the exclusion-window test (SSN), Cahill's
+//!   two flags (SSI) or ERMIA's dangerous-structure test, stamps left in the versions.
 //!
-//! `silo`, `occ`, `2pl` and `hybrid` (`silo.rs`, `occ.rs`, `hybrid.rs`) are single-version:
-//! they run on version storage `single-version` only, with Silo's commit pipeline (buffered writes locked in a global
-//! order, read-set validation, epoch-based TIDs); `hybrid` runs each transaction as `occ`,
-//! or as `2pl` after a validation failure in the same transaction-table slot
+//! `silo`, `occ`, `2pl` and `hybrid` (`silo.rs`, `occ.rs`, `twopl.rs`, `hybrid.rs`) are
+//! single-version: they run on version storage `single-version` only, with Silo's commit
+//! pipeline (buffered writes locked in a global order, read-set validation, epoch-based
+//! TIDs); `hybrid` runs each transaction as `occ`, or as `2pl` after a validation failure in
+//! the same transaction-table slot
 //! (`hybrid::SlotState::retry_2pl`).
 
+pub mod ermia_ssi;
 pub mod hybrid;
 pub mod mv2pl;
 pub mod mvocc;
@@ -46,6 +48,7 @@ pub mod occ;
 pub mod silo;
 pub mod ssi;
 pub mod ssn;
+pub mod twopl;
 pub mod visibility;
 
 use crate::config::{Isolation, Protocol};
@@ -359,7 +362,7 @@ pub(crate) fn locks_on_write(p: Protocol) -> bool {
 
 /// Whether an error a stale read may have caused (a duplicate or missing key) becomes the
 /// `read_validation` abort the commit would raise (Silo and OCC, which validate reads only
-/// at commit; `Transaction::silo_unless_stale`).
+/// at commit; `Transaction::unless_stale_read`).
 #[inline]
 pub(crate) fn fails_stale_reads_early(p: Protocol) -> bool {
     traits(p).stale_reads_fail_early
@@ -396,13 +399,7 @@ pub(crate) fn on_read(
         Protocol::Mvto => mvto::on_read(r, tx.begin_ts, tx.slot(), &resolver(tx, c)),
         Protocol::Mv2pl => mv2pl::read_lock(tx, &mut sc.mv2pl, v),
         Protocol::Mv2plWait => mv2pl::wait_read_lock(tx, &mut sc.mv2pl, v),
-        Protocol::TwoPl => {
-            // The read set is not validated under 2PL (the lock protects the read); it tells
-            // the phantom re-check which rows each scan read, and the TID what was read
-            // (`silo.rs`).
-            tx.sets.read_set.push(v);
-            mv2pl::read_lock(tx, &mut sc.mv2pl, v)
-        }
+        Protocol::TwoPl => twopl::on_read(tx, &mut sc.mv2pl, v),
         Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => {
             ssn::on_read(tx, &mut c.ssn, r);
             tx.sets.read_set.push(v);
@@ -690,13 +687,41 @@ pub(crate) fn validate(
     }
 }
 
+/// The stamp protocols' pre-commit test (SSN, SSI, ERMIA-SSI), the last of `validate`'s
+/// checks for a transaction that tracks reads, with commit stamp `end_ts`.
+pub(crate) fn stamp_test(
+    tx: &TxnCtx<'_>,
+    c: &mut TxnCc,
+    sc: &mut SlotCc,
+    end_ts: u64,
+) -> std::result::Result<(), AbortReason> {
+    // The readers' bits and the index scanners must be read after our stamp was drawn.
+    std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+    match tx.protocol {
+        Protocol::Ssn => ssn::precommit(tx, &mut c.ssn, &mut sc.ssn, end_ts),
+        Protocol::Ssi => ssi::precommit(tx, &mut c.ssn, &mut sc.ssn, end_ts),
+        Protocol::ErmiaSsi => ermia_ssi::precommit(tx, &mut c.ssn, &mut sc.ssn, end_ts),
+        Protocol::Mvocc
+        | Protocol::Mvto
+        | Protocol::Mv2pl
+        | Protocol::Mv2plWait
+        | Protocol::Si
+        | Protocol::ErmiaSi
+        | Protocol::Silo
+        | Protocol::Occ
+        | Protocol::TwoPl
+        | Protocol::Hybrid => Ok(()),
+    }
+}
+
 /// Hook `finalize`, multi-version: `tx` passed validation with end timestamp `end_ts` and is
 /// about to turn Committed; leaves what the protocol keeps in the versions (SSN's and
 /// ERMIA-SSI's stamps).
 pub(crate) fn finalize(tx: &TxnCtx<'_>, c: &TxnCc, end_ts: u64) {
     match tx.protocol {
-        Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi if tx.tracks_reads => {
-            ssn::finalize(tx, &c.ssn, end_ts)
+        Protocol::Ssn if tx.tracks_reads => ssn::finalize(tx, &c.ssn, end_ts, true),
+        Protocol::Ssi | Protocol::ErmiaSsi if tx.tracks_reads => {
+            ssn::finalize(tx, &c.ssn, end_ts, false)
         }
         Protocol::Ssn
         | Protocol::Ssi

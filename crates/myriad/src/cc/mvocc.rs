@@ -68,7 +68,7 @@ pub(crate) fn validate(
     }
     unique_keys_still_ours(tx, c, Some(end_ts))?;
     if tx.protocol.stamped() && tx.tracks_reads {
-        crate::cc::ssn::precommit(tx, &mut c.ssn, &mut sc.ssn, end_ts)?;
+        crate::cc::stamp_test(tx, c, sc, end_ts)?;
     }
     Ok(())
 }

@@ -36,12 +36,8 @@
 //! `occ` differs in step 1 only (`occ.rs`); `hybrid` runs each transaction as `occ` or
 //! `2pl` (`hybrid.rs`).
 //!
-//! `2pl` (thesis §3.5's single-version 2PL, no-wait) runs on the same storage and the same
-//! commit: its reads take a read lock (`Version::aux`, `cc/mv2pl.rs::read_lock`) and its
-//! writes the write lock (End) when they are made, both no-wait (`lock_conflict`) and held
-//! to the end, so at commit step 1 finds its locks already held and step 3's read check
-//! cannot fail; the predicate re-check stays (row locks do not cover phantoms), and the read
-//! locks are released after the install.
+//! `2pl` (thesis §3.5's single-version 2PL, no-wait; `twopl.rs`) runs on the same storage
+//! and the same commit, with its locks taken as it runs.
 //!
 //! Unlike Silo, a deleted row's entry is cleared at commit (Silo leaves an absent record for
 //! its GC), and a predicate read is re-checked by re-scanning instead of node versions: both
@@ -191,11 +187,11 @@ pub(crate) fn validate(
     c: &crate::cc::TxnCc,
     me: u64,
 ) -> std::result::Result<(), AbortReason> {
-    // 2PL's read locks keep what it read current; only Silo validates reads.
-    let reads: &[*const Version] = if tx.protocol == crate::config::Protocol::TwoPl {
-        &[]
-    } else {
+    // 2PL's read locks keep what it read current: only Silo and OCC validate reads.
+    let reads: &[*const Version] = if crate::cc::validates_reads(tx.protocol, tx.isolation) {
         &tx.sets.read_set
+    } else {
+        &[]
     };
     for &v in reads {
         // SAFETY: pinned since the read.

@@ -41,7 +41,8 @@
 //! see a state no serial order produces (the read-only anomaly of SI). A READ ONLY
 //! transaction is therefore tracked like any other; it skips nothing but the write checks.
 //!
-//! **ERMIA's SSI** (`ermia-ssi`, ERMIA §3.6) runs on the same machinery with other stamps.
+//! **ERMIA's SSI** (`ermia-ssi`, ERMIA §3.6) runs on the same machinery with other stamps;
+//! its pre-commit test is in `ermia_ssi.rs`.
 //! It looks only at anti-dependencies (rw edges) and aborts the pivot T2 of a dangerous
 //! structure T1 → T2 → T3 in which T3 committed first (Cahill's condition):
 //! - s1(T): the smallest commit stamp of a transaction that overwrote a version T read and
@@ -54,8 +55,9 @@
 //!   T1 of a structure whose other two committed, T3 first: it aborts.
 //!
 //! **Cahill's SSI** (`ssi`) runs on the same machinery with two flags instead of stamps:
-//! its pre-commit test is in `ssi.rs`; the shared pieces (`overwriter`,
-//! `for_overwritten_and_entered`, the stamp words) are here.
+//! its pre-commit test is in `ssi.rs`. The shared pieces (`overwriter`, `successor`,
+//! `for_overwritten_and_entered`, `finalize`, the stamp words) are here; `cc::stamp_test`
+//! picks the pre-commit test.
 //!
 //! The end timestamp of a committed overwriter is its s1 contribution (ERMIA copies it into
 //! the version because its TIDs are recycled; ours stay in the End field), so the two words
@@ -69,7 +71,7 @@ use crate::txn::state::{TxnCtx, TABLE_SCAN};
 use crate::txn::table::{bump, TxnId, TxnState, TxnTable};
 use crate::version::{is_txn, Version, INFINITY};
 use crossbeam_utils::Backoff;
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The stamps of one transaction.
 pub(crate) struct Stamps {
@@ -217,64 +219,42 @@ pub(crate) fn overwriter(tx: &TxnCtx<'_>, v: &Version, c: u64) -> Overwriter {
 }
 
 /// The commit stamp of the transaction that overwrote `v`, if it committed before stamp `c`.
-fn successor(tx: &TxnCtx<'_>, v: &Version, c: u64) -> Option<u64> {
+pub(crate) fn successor(tx: &TxnCtx<'_>, v: &Version, c: u64) -> Option<u64> {
     match overwriter(tx, v, c) {
         Overwriter::Before(ts) => Some(ts),
         _ => None,
     }
 }
 
-/// The pre-commit test of a transaction that drew commit stamp `c` and passed its other
-/// checks. SSN: computes π and η and applies the exclusion window. ERMIA-SSI: computes s1
-/// and rstamp and looks for a dangerous structure.
+/// SSN's pre-commit test of a transaction that drew commit stamp `c` and passed its other
+/// checks (called after a fence, `cc::stamp_test`): computes π and η and applies the exclusion
+/// window.
 pub(crate) fn precommit(
     tx: &TxnCtx<'_>,
     stamps: &mut Stamps,
     scratch: &mut SlotScratch,
     c: u64,
 ) -> Result<(), AbortReason> {
-    // The readers' bits and the index scanners must be read after our stamp was drawn.
-    fence(Ordering::SeqCst);
-    if tx.protocol == crate::config::Protocol::Ssi {
-        return crate::cc::ssi::precommit(tx, stamps, scratch, c);
-    }
-    let ssi = tx.protocol == crate::config::Protocol::ErmiaSsi;
-    // SSN: π, η. ERMIA-SSI: s1, rstamp.
-    let (mut pi, mut eta) = if ssi {
-        (u64::MAX, 0)
-    } else {
-        (stamps.sstamp.min(c), stamps.pstamp)
-    };
+    let (mut pi, mut eta) = (stamps.sstamp.min(c), stamps.pstamp);
     for &v in &tx.sets.read_set {
         // SAFETY: versions we read stay allocated while we are registered (GC watermark).
         let v = unsafe { &*v };
-        let Some(e) = successor(tx, v, c) else {
-            continue;
-        };
-        let stamp = v.ext_word(SSTAMP).load(Ordering::Acquire);
-        if !ssi {
-            pi = pi.min(stamp);
-        } else if stamp != 0 {
-            // We → the overwriter → a T3 that committed before it: we are T1.
-            return Err(AbortReason::Exclusion);
-        } else {
-            pi = pi.min(e);
+        if successor(tx, v, c).is_some() {
+            pi = pi.min(v.ext_word(SSTAMP).load(Ordering::Acquire));
         }
     }
     for_overwritten_and_entered(tx, scratch, c, |tx, touched| match touched {
         Touched::Overwritten(o) => {
             eta = eta.max(o.ext_word(PSTAMP).load(Ordering::SeqCst));
-            if !ssi {
-                // ww: the creator precedes us.
-                let b = o.begin.load(Ordering::Acquire);
-                eta = eta.max(if is_txn(b) { tx.begin_ts } else { b });
-            }
+            // ww: the creator precedes us.
+            let b = o.begin.load(Ordering::Acquire);
+            eta = eta.max(if is_txn(b) { tx.begin_ts } else { b });
         }
         Touched::Entered(stamp) => eta = eta.max(stamp),
     });
     stamps.sstamp = pi;
     stamps.pstamp = eta;
-    // SSN: the exclusion window. ERMIA-SSI: a reader committed after our T3 (s1 set).
+    // The exclusion window.
     if pi <= eta {
         return Err(AbortReason::Exclusion);
     }
@@ -356,9 +336,12 @@ pub(crate) fn for_overwritten_and_entered(
     scratch.entered = entered;
 }
 
-/// After a successful `precommit`, before the transaction turns Committed: leaves its
-/// stamps in what it read, overwrote, created and scanned.
-pub(crate) fn finalize(tx: &TxnCtx<'_>, stamps: &Stamps, c: u64) {
+/// After a successful pre-commit test, before the transaction turns Committed: leaves its
+/// stamps in what it read, overwrote, created and scanned. `stamps.sstamp` goes into every
+/// version it overwrote (SSN: π; ERMIA-SSI: s1, 0 if unset; SSI: the outConflict flag);
+/// `creator_stamp` (SSN): `c` goes into every version it created, whose next overwriter
+/// takes η from it.
+pub(crate) fn finalize(tx: &TxnCtx<'_>, stamps: &Stamps, c: u64, creator_stamp: bool) {
     let mut rmw = 0;
     for &v in &tx.sets.read_set {
         // SAFETY: as in `precommit`.
@@ -371,18 +354,12 @@ pub(crate) fn finalize(tx: &TxnCtx<'_>, stamps: &Stamps, c: u64) {
     for w in &tx.sets.write_set {
         // SAFETY: our own version (not yet visible) and the version we hold the lock on.
         unsafe {
-            if tx.protocol == crate::config::Protocol::Ssn {
+            if creator_stamp {
                 // Our successors by ww: the next overwriter takes η from it.
                 (*w.new).ext_word(PSTAMP).store(c, Ordering::Release);
             }
             if let Some(o) = w.old.as_ref() {
-                // SSN: our π. ERMIA-SSI: our s1 as the version's s2, 0 if unset. SSI: our
-                // outConflict flag.
-                let stamp = match tx.protocol {
-                    crate::config::Protocol::ErmiaSsi if stamps.sstamp == u64::MAX => 0,
-                    _ => stamps.sstamp,
-                };
-                o.ext_word(SSTAMP).store(stamp, Ordering::Release);
+                o.ext_word(SSTAMP).store(stamps.sstamp, Ordering::Release);
             }
         }
     }

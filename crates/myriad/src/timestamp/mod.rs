@@ -1,5 +1,5 @@
 //! Timestamps (thesis §3.4.3). The seam is `TimestampPolicy` in `Config`, which picks the
-//! `Source` the database holds (`Database::clock`, built by `TimestampPolicy::source`);
+//! `Source` the database holds (`Shared::clock`, built by `TimestampPolicy::source`);
 //! every read time, end timestamp, log
 //! reservation and recovery advance goes through it. A new source (POMVCC's partial-order
 //! timestamps) is a module here plus one arm in each of `Source`'s methods and in

@@ -19,12 +19,12 @@ impl<'db> Transaction<'db> {
         v.begin.load(Ordering::Acquire) == self.st.id.word()
     }
 
-    /// Silo: `e`, a duplicate or missing key the application will see, unless a record
+    /// `e`, a duplicate or missing key the application will see — unless the protocol
+    /// validates reads only at commit (Silo, OCC: `cc::fails_stale_reads_early`) and a record
     /// the transaction read has been replaced since: then the error may come from that stale
     /// read (two New-Orders that read one `d_next_o_id` insert the same order), and the
-    /// transaction aborts with `read_validation`, as its commit would
-    /// (`cc::fails_stale_reads_early`).
-    pub(super) fn silo_unless_stale(&mut self, e: Error) -> Error {
+    /// transaction aborts with `read_validation`, as its commit would.
+    pub(super) fn unless_stale_read(&mut self, e: Error) -> Error {
         if !cc::fails_stale_reads_early(self.st.protocol) {
             return e;
         }
@@ -49,11 +49,11 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    /// Silo's read of `tid`: our buffered write, else the record's one version (null if it
+    /// A single-version protocol's read of `tid`: our buffered write, else the record's one version (null if it
     /// has none, or an aborted insert is being unlinked). A record another transaction is
     /// still inserting is locked: the read dooms the transaction, as Silo's validation of it
     /// would (`cc/silo.rs`).
-    pub(super) fn silo_read(&self, t: &Table, tid: TupleId) -> *const Version {
+    pub(super) fn single_version_read(&self, t: &Table, tid: TupleId) -> *const Version {
         if !self.st.sets.write_set.is_empty() {
             if let Some(n) = self.st.pending_write(t.id, tid) {
                 return n;
@@ -82,7 +82,7 @@ impl<'db> Transaction<'db> {
     #[inline]
     pub(crate) fn visible_version(&self, t: &Table, tid: TupleId, rt: u64) -> *const Version {
         if self.st.protocol.single_version() {
-            return self.silo_read(t, tid);
+            return self.single_version_read(t, tid);
         }
         let Some(e) = t.entry(tid) else {
             return ptr::null();

@@ -316,7 +316,7 @@ impl<'db> Transaction<'db> {
                 }
                 Some(h) if mine => {
                     if !h.is_tombstone() {
-                        return Err(self.silo_unless_stale(dup()));
+                        return Err(self.unless_stale_read(dup()));
                     }
                     // We deleted this row earlier in this transaction: revive our own version.
                     // Under `physical` the entries of what it held go first (it may never
@@ -334,7 +334,7 @@ impl<'db> Transaction<'db> {
                     if !h.is_tombstone() {
                         self.note_read(t, head);
                         self.raise()?;
-                        return Err(self.silo_unless_stale(dup()));
+                        return Err(self.unless_stale_read(dup()));
                     }
                     self.note_read(t, head);
                     self.raise()?;
@@ -599,7 +599,7 @@ impl<'db> Transaction<'db> {
                         table: t.schema.name.clone(),
                         index: t.schema.indexes[i].name.clone(),
                     };
-                    return Err(self.silo_unless_stale(e));
+                    return Err(self.unless_stale_read(e));
                 }
                 crate::cc::mvocc::UniqueCheck::Contended => {
                     return Err(self.fail(AbortReason::UniqueConflict))
@@ -632,7 +632,7 @@ impl<'db> Transaction<'db> {
         };
         let Some(tid) = self.primary_tid(t) else {
             self.note_miss(t, false);
-            return Err(self.silo_unless_stale(not_found(t)));
+            return Err(self.unless_stale_read(not_found(t)));
         };
         let (head, mine) = self.write_target(t, tid)?;
         // SAFETY: pinned.
@@ -643,7 +643,7 @@ impl<'db> Transaction<'db> {
                     self.note_read(t, head);
                 }
                 self.note_miss(t, false);
-                Err(self.silo_unless_stale(not_found(t)))
+                Err(self.unless_stale_read(not_found(t)))
             }
         }
     }
