@@ -14,10 +14,11 @@
 //! each protocol keeps it in its own struct (`ssn::Stamps`, `mvto::Blocked`,
 //! `mv2pl::SlotLocks`, `ssn::SlotScratch`, `silo::SlotState`, `occ::SlotState`,
 //! `hybrid::SlotState`, `silo::Epochs`, `mv2pl::RangeLocks`), gathered here into the
-//! per-transaction (`TxnCc`), per-slot (`SlotCc`), per-engine (`EngineCc`, which
-//! keeps per-table state by table id) slots the mechanism holds without looking inside. Inside the code protocols
-//! share (`mvocc::validate`, `silo::validate`, `ssn::precommit`) the protocols that share it
-//! are still told apart by comparing `tx.protocol`.
+//! per-transaction (`TxnCc`), per-slot (`SlotCc`) and per-engine (`EngineCc`, which keeps
+//! per-table state by table id) slots the mechanism holds without looking inside; the hooks
+//! that need the per-engine state take it as a parameter. Inside the code protocols share
+//! (`mvocc::validate`, `silo::validate`, `ssn::precommit`) the protocols that share it are
+//! still told apart by comparing `tx.protocol`.
 //!
 //! The multi-version protocols share the version format, visibility (Hekaton Tables 1–2,
 //! `visibility.rs`), the write lock in the End field and the multi-version commit pipeline;

@@ -114,8 +114,8 @@ pub(crate) fn release(tx: &TxnCtx<'_>, ec: &EngineCc, locks: &mut SlotLocks) {
 // blocked transaction's read set yields its implicit edges).
 //
 // Deadlocks (§4.4): a waiter that has waited a while publishes what it waits on
-// (`Slot::wait_info`: its read locks, the range lockers it waits for) and periodically builds the
-// wait-for graph of the published waiters. Edges: T2 → T1 when T1 read-locked a version
+// (`Slot::wait_info`: its read locks, the range lockers it waits for) and periodically builds
+// the wait-for graph of the published waiters. Edges: T2 → T1 when T1 read-locked a version
 // that T2 write-locked; TU → TS when TU waits for TS's range lock. A waiter on a cycle
 // aborts (`deadlock`) if it has the largest id of the cycle; the largest id of any strongly
 // connected set of waiters finds itself the largest of the cycle it finds, so every deadlock
