@@ -387,6 +387,11 @@ pub(crate) struct TpccArgs {
     /// violation.
     #[arg(long)]
     pub(crate) check: bool,
+    /// Engine: myriad, or sqlite (cargo feature `baselines`): the same five transactions as
+    /// SQL statements from the host, on the same loaded rows and drawn inputs. A baseline
+    /// refuses Myriad's design and logging flags and `--stock-scan-threads`.
+    #[arg(long, value_enum, default_value_t = Engine::Myriad)]
+    pub(crate) engine: Engine,
     #[command(flatten)]
     #[serde(flatten)]
     pub(crate) bench: BenchArgs,
@@ -402,9 +407,15 @@ pub(crate) struct SmallbankArgs {
     #[arg(long, value_name = "F", default_value_t = 0.5, allow_negative_numbers = true, value_parser = parse_theta)]
     pub(crate) theta: f64,
     /// After the run, check that the money in SAVINGS and CHECKING changed by exactly what the
-    /// committed transactions deposited and withdrew; exit 1 if not.
+    /// committed transactions deposited and withdrew; exit 1 if not. (A baseline engine always
+    /// checks.)
     #[arg(long)]
     pub(crate) check: bool,
+    /// Engine: myriad, or a baseline (sqlite, redb, fjall; cargo feature `baselines`) running
+    /// the same transactions on the same customers. A baseline refuses Myriad's design and
+    /// logging flags.
+    #[arg(long, value_enum, default_value_t = Engine::Myriad)]
+    pub(crate) engine: Engine,
     #[command(flatten)]
     #[serde(flatten)]
     pub(crate) bench: BenchArgs,

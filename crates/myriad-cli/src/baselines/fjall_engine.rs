@@ -24,32 +24,37 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Distinguishes the temporary directories of one process.
 static TEMP_DB: AtomicU64 = AtomicU64::new(0);
 
-pub(crate) struct FjallEngine {
-    db: OptimisticTxDatabase,
-    ks: OptimisticTxKeyspace,
+/// What the fidelity block says of fjall's concurrency.
+pub(crate) const FJALL_CONCURRENCY: &str =
+    "fjall: optimistic transactions (serializable: a commit conflicting with a transaction \
+     committed since its snapshot fails, counted as a read_validation abort and retried); a \
+     read-only transaction reads a snapshot";
+
+/// A fjall database of one workload: in `--data-dir`, or a temporary directory.
+pub(crate) struct FjallDb {
+    pub db: OptimisticTxDatabase,
     dir: PathBuf,
     temporary: bool,
     /// Commit durability: `SyncData` for `--fsync always` on disk, else `Buffer`.
     persist: PersistMode,
     cache_bytes: u64,
-    codec: RowCodec,
 }
 
-fn fatal(e: impl std::fmt::Display) -> String {
+pub(crate) fn fatal(e: impl std::fmt::Display) -> String {
     format!("fjall: {e}")
 }
 
-fn failure(e: impl std::fmt::Display) -> Failure {
+pub(crate) fn failure(e: impl std::fmt::Display) -> Failure {
     Failure::Fatal(fatal(e))
 }
 
-impl FjallEngine {
+impl FjallDb {
+    /// Opens the database with a block cache of `cache_bytes` (at least 64 MiB).
     pub fn open(
         dir: Option<&Path>,
         fsync_always: bool,
-        params: &Params,
-        codec: RowCodec,
-    ) -> Result<FjallEngine, String> {
+        cache_bytes: u64,
+    ) -> Result<FjallDb, String> {
         let (dir, temporary) = match dir {
             Some(d) => (d.join("fjall"), false),
             None => (
@@ -61,77 +66,48 @@ impl FjallEngine {
                 true,
             ),
         };
-        // A block cache that holds the whole table, as the other engines hold it in memory.
-        let cache_bytes = params
-            .rows
-            .saturating_mul(codec.row_bytes() as u64 + 32)
-            .saturating_mul(2)
-            .max(64 << 20);
+        let cache_bytes = cache_bytes.max(64 << 20);
         let db = OptimisticTxDatabase::builder(&dir)
             .cache_size(cache_bytes)
             .temporary(temporary)
             .open()
-            .map_err(fatal)?;
-        let ks = db
-            .keyspace("usertable", KeyspaceCreateOptions::default)
             .map_err(fatal)?;
         let persist = if fsync_always && !temporary {
             PersistMode::SyncData
         } else {
             PersistMode::Buffer
         };
-        Ok(FjallEngine {
+        Ok(FjallDb {
             db,
-            ks,
             dir,
             temporary,
             persist,
             cache_bytes,
-            codec,
         })
     }
 
-    fn write_tx(&self) -> Result<OptimisticWriteTx, String> {
+    pub fn keyspace(&self, name: &str) -> Result<OptimisticTxKeyspace, String> {
+        self.db
+            .keyspace(name, KeyspaceCreateOptions::default)
+            .map_err(fatal)
+    }
+
+    pub fn write_tx(&self) -> Result<OptimisticWriteTx, String> {
         Ok(self
             .db
             .write_tx()
             .map_err(fatal)?
             .durability(Some(self.persist)))
     }
-}
 
-impl YcsbEngine for FjallEngine {
-    type Conn<'a> = FjallConn<'a>;
-
-    fn connect(&self) -> Result<FjallConn<'_>, String> {
-        Ok(FjallConn {
-            e: self,
-            scratch: Vec::with_capacity(self.codec.row_bytes()),
-        })
-    }
-
-    fn describe(&self) -> (String, String, String) {
-        (
-            format!(
-                "fjall 3 (OptimisticTxDatabase, LSM-tree; block cache {} MiB)",
-                self.cache_bytes >> 20
-            ),
-            format!(
-                "{}: one value of {} bytes per key ({} attributes back to back) in an LSM-tree \
-                 keyspace on the big-endian key; an update reads, changes and rewrites the \
-                 whole value",
-                self.codec.layout.name(),
-                self.codec.row_bytes(),
-                self.codec.attrs
-            ),
-            "fjall: optimistic transactions (serializable: a commit conflicting with a \
-             transaction committed since its snapshot fails, counted as a read_validation \
-             abort and retried); a read-only transaction reads a snapshot"
-                .into(),
+    pub fn engine(&self) -> String {
+        format!(
+            "fjall 3 (OptimisticTxDatabase, LSM-tree; block cache {} MiB)",
+            self.cache_bytes >> 20
         )
     }
 
-    fn durability(&self) -> String {
+    pub fn durability(&self) -> String {
         if self.temporary {
             format!(
                 "none: fjall has no in-memory mode; a temporary directory {} (removed \
@@ -150,6 +126,60 @@ impl YcsbEngine for FjallEngine {
                 self.dir.display()
             )
         }
+    }
+}
+
+pub(crate) struct FjallEngine {
+    db: FjallDb,
+    ks: OptimisticTxKeyspace,
+    codec: RowCodec,
+}
+
+impl FjallEngine {
+    pub fn open(
+        dir: Option<&Path>,
+        fsync_always: bool,
+        params: &Params,
+        codec: RowCodec,
+    ) -> Result<FjallEngine, String> {
+        // A block cache that holds the whole table, as the other engines hold it in memory.
+        let cache_bytes = params
+            .rows
+            .saturating_mul(codec.row_bytes() as u64 + 32)
+            .saturating_mul(2);
+        let db = FjallDb::open(dir, fsync_always, cache_bytes)?;
+        let ks = db.keyspace("usertable")?;
+        Ok(FjallEngine { db, ks, codec })
+    }
+}
+
+impl YcsbEngine for FjallEngine {
+    type Conn<'a> = FjallConn<'a>;
+
+    fn connect(&self) -> Result<FjallConn<'_>, String> {
+        Ok(FjallConn {
+            e: self,
+            scratch: Vec::with_capacity(self.codec.row_bytes()),
+        })
+    }
+
+    fn describe(&self) -> (String, String, String) {
+        (
+            self.db.engine(),
+            format!(
+                "{}: one value of {} bytes per key ({} attributes back to back) in an LSM-tree \
+                 keyspace on the big-endian key; an update reads, changes and rewrites the \
+                 whole value",
+                self.codec.layout.name(),
+                self.codec.row_bytes(),
+                self.codec.attrs
+            ),
+            FJALL_CONCURRENCY.into(),
+        )
+    }
+
+    fn durability(&self) -> String {
+        self.db.durability()
     }
 }
 
@@ -199,7 +229,7 @@ impl KvAccess for Writer<'_> {
 
 impl YcsbConn for FjallConn<'_> {
     fn load(&mut self, lo: u64, rows: &[u8]) -> Result<(), String> {
-        let mut tx = self.e.write_tx()?;
+        let mut tx = self.e.db.write_tx()?;
         for (i, row) in rows.chunks_exact(self.e.codec.row_bytes()).enumerate() {
             tx.insert(&self.e.ks, &kv_key(lo + i as u64)[..], row);
         }
@@ -211,20 +241,20 @@ impl YcsbConn for FjallConn<'_> {
 
     fn run(&mut self, t: &TxnPlan<'_>) -> Result<(), Failure> {
         if t.writes {
-            let mut tx = self.e.write_tx().map_err(Failure::Fatal)?;
+            let mut tx = self.e.db.write_tx().map_err(Failure::Fatal)?;
             run_kv_ops(t, &mut Writer(&mut tx, &self.e.ks), &mut self.scratch)?;
             match tx.commit().map_err(failure)? {
                 Ok(()) => Ok(()),
                 Err(fjall::Conflict) => Err(Failure::Abort(AbortReason::ReadValidation)),
             }
         } else {
-            let snap = self.e.db.read_tx();
+            let snap = self.e.db.db.read_tx();
             run_kv_ops(t, &mut Reader(&snap, &self.e.ks), &mut self.scratch)
         }
     }
 
     fn key_summary(&mut self) -> Result<(u64, Option<(u64, u64)>), String> {
-        let snap = self.e.db.read_tx();
+        let snap = self.e.db.db.read_tx();
         let n = snap.len(&self.e.ks).map_err(fatal)? as u64;
         let key = |g: Option<fjall::Guard>| -> Result<Option<u64>, String> {
             match g {

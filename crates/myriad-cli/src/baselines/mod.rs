@@ -1,7 +1,10 @@
-//! Baseline engines for `myriad bench ycsb --engine sqlite|redb|fjall`: the embedded stores a
-//! Rust developer would pick instead of Myriad, run on the same YCSB transactions (the same
-//! plans from `workload::ycsb::Planner`, the same loaded rows, the same seeds) and reported in
-//! the same format, so a ratio between two reports compares engines, not workloads.
+//! Baseline engines for `myriad bench ycsb|smallbank --engine sqlite|redb|fjall` and
+//! `myriad bench tpcc --engine sqlite`: the embedded stores a Rust developer would pick
+//! instead of Myriad, run on the same transactions (YCSB: the same plans from
+//! `workload::ycsb::Planner`; Smallbank: the same draws of `workload::smallbank::Drawn`;
+//! TPC-C: the inputs Myriad's `TpccWorker` draws), the same loaded rows and the same seeds,
+//! and reported in the same format, so a ratio between two reports compares engines, not
+//! workloads.
 //!
 //! The engines are behind the cargo feature `baselines` (off by default: bundled SQLite alone
 //! adds about a minute of build). Without it, `--engine` other than `myriad` is refused with an
@@ -20,12 +23,20 @@ mod redb_engine;
 #[cfg(feature = "baselines")]
 mod run;
 #[cfg(feature = "baselines")]
+mod smallbank;
+#[cfg(feature = "baselines")]
 mod sqlite;
+#[cfg(feature = "baselines")]
+mod tpcc;
 #[cfg(feature = "baselines")]
 mod ycsb;
 #[cfg(feature = "baselines")]
-pub use ycsb::BaselineArgs;
+pub use run::BaselineArgs;
 
+#[cfg(feature = "baselines")]
+pub use smallbank::bench_smallbank;
+#[cfg(feature = "baselines")]
+pub use tpcc::bench_tpcc;
 #[cfg(feature = "baselines")]
 pub use ycsb::bench_ycsb;
 

@@ -23,26 +23,27 @@ pub(crate) const REDB_FSYNC_NEVER: &str =
 
 const USERTABLE: TableDefinition<'static, &[u8; 8], &[u8]> = TableDefinition::new("usertable");
 
-pub(crate) struct RedbEngine {
-    db: Database,
-    file: Option<PathBuf>,
-    codec: RowCodec,
+/// What the fidelity block says of redb's concurrency.
+pub(crate) const REDB_CONCURRENCY: &str =
+    "redb: writers serialised (one write transaction at a time: begin_write waits); a \
+     read-only transaction reads a snapshot (begin_read) beside the writer; no aborts";
+
+/// A redb database of one workload: in memory, or the file `name.redb` in `--data-dir`.
+pub(crate) struct RedbDb {
+    pub db: Database,
+    pub file: Option<PathBuf>,
 }
 
-fn fatal(e: impl std::fmt::Display) -> String {
+pub(crate) fn fatal(e: impl std::fmt::Display) -> String {
     format!("redb: {e}")
 }
 
-fn failure(e: impl std::fmt::Display) -> Failure {
+pub(crate) fn failure(e: impl std::fmt::Display) -> Failure {
     Failure::Fatal(fatal(e))
 }
 
-impl RedbEngine {
-    pub fn open(
-        dir: Option<&Path>,
-        fsync_always: bool,
-        codec: RowCodec,
-    ) -> Result<RedbEngine, String> {
+impl RedbDb {
+    pub fn open(name: &str, dir: Option<&Path>, fsync_always: bool) -> Result<RedbDb, String> {
         let (db, file) = match dir {
             None => (
                 Database::builder()
@@ -55,21 +56,58 @@ impl RedbEngine {
                     return Err(REDB_FSYNC_NEVER.into());
                 }
                 std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-                let file = d.join("usertable.redb");
+                let file = d.join(format!("{name}.redb"));
                 (Database::create(&file).map_err(fatal)?, Some(file))
             }
         };
-        let tx = db.begin_write().map_err(fatal)?;
-        tx.open_table(USERTABLE).map_err(fatal)?;
-        tx.commit().map_err(fatal)?;
-        Ok(RedbEngine { db, file, codec })
+        Ok(RedbDb { db, file })
     }
 
-    fn begin_write(&self) -> Result<redb::WriteTransaction, String> {
+    pub fn begin_write(&self) -> Result<redb::WriteTransaction, String> {
         let mut tx = self.db.begin_write().map_err(fatal)?;
         // Immediate is redb's default; said here because the durability line depends on it.
         tx.set_durability(Durability::Immediate).map_err(fatal)?;
         Ok(tx)
+    }
+
+    pub fn engine(&self) -> String {
+        format!(
+            "redb 4 ({})",
+            if self.file.is_some() {
+                "a file"
+            } else {
+                "InMemoryBackend"
+            }
+        )
+    }
+
+    pub fn durability(&self) -> String {
+        match &self.file {
+            None => "none: in-memory (redb InMemoryBackend)".into(),
+            Some(f) => format!(
+                "redb file {}, Durability::Immediate (every commit fsynced before it returns)",
+                f.display()
+            ),
+        }
+    }
+}
+
+pub(crate) struct RedbEngine {
+    db: RedbDb,
+    codec: RowCodec,
+}
+
+impl RedbEngine {
+    pub fn open(
+        dir: Option<&Path>,
+        fsync_always: bool,
+        codec: RowCodec,
+    ) -> Result<RedbEngine, String> {
+        let db = RedbDb::open("usertable", dir, fsync_always)?;
+        let tx = db.begin_write()?;
+        tx.open_table(USERTABLE).map_err(fatal)?;
+        tx.commit().map_err(fatal)?;
+        Ok(RedbEngine { db, codec })
     }
 }
 
@@ -85,14 +123,7 @@ impl YcsbEngine for RedbEngine {
 
     fn describe(&self) -> (String, String, String) {
         (
-            format!(
-                "redb 4 ({})",
-                if self.file.is_some() {
-                    "a file"
-                } else {
-                    "InMemoryBackend"
-                }
-            ),
+            self.db.engine(),
             format!(
                 "{}: one value of {} bytes per key ({} attributes back to back) in a B-tree on \
                  the big-endian key; an update reads, changes and rewrites the whole value",
@@ -100,20 +131,12 @@ impl YcsbEngine for RedbEngine {
                 self.codec.row_bytes(),
                 self.codec.attrs
             ),
-            "redb: writers serialised (one write transaction at a time: begin_write waits); \
-             a read-only transaction reads a snapshot (begin_read) beside the writer; no aborts"
-                .into(),
+            REDB_CONCURRENCY.into(),
         )
     }
 
     fn durability(&self) -> String {
-        match &self.file {
-            None => "none: in-memory (redb InMemoryBackend)".into(),
-            Some(f) => format!(
-                "redb file {}, Durability::Immediate (every commit fsynced before it returns)",
-                f.display()
-            ),
-        }
+        self.db.durability()
     }
 }
 
@@ -160,7 +183,7 @@ impl KvAccess for Access<redb::Table<'_, &'static [u8; 8], &'static [u8]>> {
 
 impl YcsbConn for RedbConn<'_> {
     fn load(&mut self, lo: u64, rows: &[u8]) -> Result<(), String> {
-        let tx = self.e.begin_write()?;
+        let tx = self.e.db.begin_write()?;
         {
             let mut t = tx.open_table(USERTABLE).map_err(fatal)?;
             for (i, row) in rows.chunks_exact(self.e.codec.row_bytes()).enumerate() {
@@ -172,21 +195,21 @@ impl YcsbConn for RedbConn<'_> {
 
     fn run(&mut self, t: &TxnPlan<'_>) -> Result<(), Failure> {
         if t.writes {
-            let tx = self.e.begin_write().map_err(Failure::Fatal)?;
+            let tx = self.e.db.begin_write().map_err(Failure::Fatal)?;
             {
                 let mut table = Access(tx.open_table(USERTABLE).map_err(failure)?);
                 run_kv_ops(t, &mut table, &mut self.scratch)?;
             }
             tx.commit().map_err(failure)
         } else {
-            let tx = self.e.db.begin_read().map_err(failure)?;
+            let tx = self.e.db.db.begin_read().map_err(failure)?;
             let mut table = Access(tx.open_table(USERTABLE).map_err(failure)?);
             run_kv_ops(t, &mut table, &mut self.scratch)
         }
     }
 
     fn key_summary(&mut self) -> Result<(u64, Option<(u64, u64)>), String> {
-        let tx = self.e.db.begin_read().map_err(fatal)?;
+        let tx = self.e.db.db.begin_read().map_err(fatal)?;
         let t = tx.open_table(USERTABLE).map_err(fatal)?;
         let n = t.len().map_err(fatal)?;
         let key = |g: Option<(redb::AccessGuard<'_, &[u8; 8]>, _)>| {

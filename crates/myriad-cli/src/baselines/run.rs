@@ -4,12 +4,109 @@
 //! returns once the transaction is as durable as the engine makes it (so no durability queue,
 //! and no Myriad engine counters or version-memory time series).
 
+use super::redb_engine::REDB_FSYNC_NEVER;
+use super::Engine;
+use crate::bench::command::JsonOut;
+use crate::bench::report::{Fidelity, Report, ReportInput};
 use crate::bench::{
-    RunOptions, RunResult, ThreadTally, TypeLatency, MEASURE, REASONS, STOP, WARMUP,
+    reason_index, RunOptions, RunResult, ThreadTally, TypeLatency, MEASURE, REASONS, STOP, WARMUP,
 };
-use myriad::{AbortReason, Stats};
+use myriad::{AbortReason, ChainStats, Config, Stats};
+use serde_json::Value as Json;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
+
+/// The run's options that are not the workload's own.
+pub struct BaselineArgs {
+    pub warmup_s: f64,
+    pub duration_s: f64,
+    pub seed: u64,
+    /// Store in this (new or empty) directory instead of memory.
+    pub data_dir: Option<PathBuf>,
+    /// `--fsync always`: every commit is durable when it returns.
+    pub fsync_always: bool,
+    pub json: Option<PathBuf>,
+    pub latency_histogram: bool,
+    pub huge_pages: bool,
+    pub prefault_mib: u64,
+    /// Every flag value of the command line.
+    pub config: Json,
+}
+
+/// Before anything is created: refuses what `engine` cannot run with these options and an
+/// unusable `--json` or `--data-dir` (usage errors, exit 2); opens the report file.
+pub(crate) fn prepare(engine: Engine, a: &BaselineArgs) -> Option<JsonOut> {
+    if engine == Engine::Redb && a.data_dir.is_some() && !a.fsync_always {
+        crate::usage_error(REDB_FSYNC_NEVER.into());
+    }
+    let json_out = match &a.json {
+        Some(path) => match JsonOut::create(path) {
+            Ok(f) => Some(f),
+            Err(e) => crate::usage_error(format!("--json {}: {e}", path.display())),
+        },
+        None => None,
+    };
+    if let Some(dir) = &a.data_dir {
+        crate::bench::command::require_empty_data_dir(dir);
+    }
+    json_out
+}
+
+/// The fidelity block of a baseline run: the workload's entries, then the engine, its
+/// concurrency and durability in place of Myriad's design choices.
+pub(crate) fn fidelity(
+    workload: Vec<(&'static str, Json)>,
+    a: &BaselineArgs,
+    engine: String,
+    concurrency: String,
+    durability: String,
+) -> Fidelity {
+    let mut fidelity = Fidelity::new(
+        workload,
+        &Config::new(),
+        a.seed,
+        a.huge_pages,
+        a.prefault_mib,
+    );
+    fidelity.engine = engine;
+    fidelity.protocol = concurrency;
+    fidelity.isolation = "serializable".into();
+    let na = || "n/a (not Myriad)".to_string();
+    (fidelity.commit_deps, fidelity.gc, fidelity.version_storage) = (na(), na(), na());
+    (fidelity.index_pointers, fidelity.non_inline) = (na(), na());
+    (fidelity.gc_interval_txns, fidelity.gc_threads) = (0, 0);
+    fidelity.durability = durability;
+    fidelity
+}
+
+/// The report of a baseline run (no Myriad engine counters).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn report(
+    workload: &str,
+    a: &BaselineArgs,
+    threads: usize,
+    load_s: f64,
+    txn_types: &'static [&'static str],
+    result: &RunResult,
+    results: Vec<(&'static str, Json)>,
+    fidelity: Fidelity,
+) -> Report {
+    Report::new(ReportInput {
+        workload,
+        config: a.config.clone(),
+        seed: a.seed,
+        threads,
+        warmup_s: a.warmup_s,
+        load_s,
+        txn_types,
+        run: result,
+        end: Stats::default(),
+        chains: ChainStats::default(),
+        results,
+        fidelity,
+    })
+}
 
 /// Why an attempt did not commit.
 #[derive(Debug)]
@@ -17,6 +114,9 @@ pub(crate) enum Failure {
     /// The engine refused the transaction for now (a busy lock, a conflict): counted under
     /// this reason and retried after the backoff.
     Abort(AbortReason),
+    /// The transaction rolled itself back as the workload intends (a procedure's RAISE in
+    /// Myriad's version): counted under `user_abort` and per type, not retried.
+    UserAbort,
     /// Anything else ends the run.
     Fatal(String),
 }
@@ -29,12 +129,22 @@ pub(crate) trait BaselineWorker {
     fn attempt(&mut self) -> Result<(), Failure>;
 }
 
-/// Runs `opts.threads` workers (`make_worker(i)`, built on the worker's own thread) through the
-/// warm-up and the measured interval. Returns the first fatal error.
+/// Runs `threads` workers (`make_worker(i)`, built on the worker's own thread) through the
+/// warm-up and the measured interval `a` asks for. Returns the first fatal error.
 pub(crate) fn run<W: BaselineWorker>(
-    opts: &RunOptions,
+    threads: usize,
+    txn_types: &'static [&'static str],
+    a: &BaselineArgs,
     make_worker: impl Fn(usize) -> Result<W, String> + Sync,
 ) -> Result<RunResult, String> {
+    let opts = &RunOptions {
+        threads,
+        warmup: Duration::from_secs_f64(a.warmup_s),
+        duration: Duration::from_secs_f64(a.duration_s),
+        progress: false,
+        txn_types,
+        stop_grace: Duration::ZERO,
+    };
     let phase = AtomicU8::new(WARMUP);
     let types = opts.txn_types.len();
     let (tallies, duration) = std::thread::scope(|s| {
@@ -112,6 +222,13 @@ fn worker_loop<W: BaselineWorker>(
                     if measured {
                         t.committed += 1;
                         t.latency[ty].record(start.elapsed().as_nanos() as u64);
+                    }
+                    break;
+                }
+                Err(Failure::UserAbort) => {
+                    if measured {
+                        t.aborted[reason_index(AbortReason::UserAbort)] += 1;
+                        t.user_aborted[ty] += 1;
                     }
                     break;
                 }

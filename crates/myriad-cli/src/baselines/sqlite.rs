@@ -1,4 +1,5 @@
-//! YCSB on SQLite (rusqlite, the bundled library), one connection per thread.
+//! SQLite (rusqlite, the bundled library), one connection per thread: the database every
+//! workload shares ([`SqliteDb`], [`in_txn`]), and YCSB on it.
 //!
 //! In memory: a `mode=memory&cache=shared` database, whose connections share one page cache
 //! and lock tables, not the file: a writer excludes the other connections' reads of the table
@@ -6,7 +7,7 @@
 //! for `--fsync always` (the WAL is synced at every commit) and `NORMAL` for `never` (synced
 //! only at checkpoints: consistent, not durable), readers never blocked by the writer.
 //!
-//! A transaction with an update starts with `BEGIN IMMEDIATE` (it takes the write lock first,
+//! A transaction that may write starts with `BEGIN IMMEDIATE` (it takes the write lock first,
 //! so two writers never deadlock upgrading), a read-only one with `BEGIN` (deferred). The
 //! busy timeout is zero: a busy or locked answer rolls the transaction back and counts as a
 //! `lock_conflict` abort, retried after the runner's backoff like a Myriad abort.
@@ -25,34 +26,156 @@ use std::time::Duration;
 /// Distinguishes the in-memory databases of one process.
 static MEMORY_DB: AtomicU64 = AtomicU64::new(0);
 
-pub(crate) struct SqliteEngine {
+/// A SQLite database of one workload: where it lives, how its connections are set up, and
+/// what the report says of its concurrency and durability.
+pub(crate) struct SqliteDb {
     /// The database's URI (in memory) or file path.
     target: String,
     in_memory: bool,
     fsync_always: bool,
-    codec: RowCodec,
-    /// `PRAGMA cache_size` of each connection, in KiB (on disk: room for the whole table).
+    /// `PRAGMA cache_size` of each connection, in KiB (on disk: room for the whole database).
     cache_kib: u64,
-    /// The statements per first attribute: `reads[a]`, `updates[a]`.
-    reads: Vec<String>,
-    updates: Vec<String>,
-    insert: String,
+    /// Prepared statements each connection caches.
+    statements: usize,
     /// Keeps an in-memory database alive between connections (it lives while one is open).
     _keeper: Mutex<Connection>,
 }
 
-fn fatal(e: rusqlite::Error) -> String {
+pub(crate) fn fatal(e: rusqlite::Error) -> String {
     format!("sqlite: {e}")
 }
 
 /// Busy and locked are the engine's "not now": an abort to retry. Anything else is fatal.
-fn failure(e: rusqlite::Error) -> Failure {
+pub(crate) fn failure(e: rusqlite::Error) -> Failure {
     match e.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
             Failure::Abort(AbortReason::LockConflict)
         }
         _ => Failure::Fatal(fatal(e)),
     }
+}
+
+impl SqliteDb {
+    /// Creates the database of workload `name` (in memory, or `name.sqlite` in `dir`) and runs
+    /// `schema` on it.
+    pub fn open(
+        name: &str,
+        dir: Option<&Path>,
+        fsync_always: bool,
+        cache_kib: u64,
+        statements: usize,
+        schema: &str,
+    ) -> Result<SqliteDb, String> {
+        let (target, in_memory) = match dir {
+            None => (
+                format!(
+                    "file:myriad-{name}-{}-{}?mode=memory&cache=shared",
+                    std::process::id(),
+                    MEMORY_DB.fetch_add(1, Ordering::Relaxed)
+                ),
+                true,
+            ),
+            Some(d) => {
+                std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+                let path: PathBuf = d.join(format!("{name}.sqlite"));
+                (path.to_string_lossy().into_owned(), false)
+            }
+        };
+        let keeper = Connection::open_with_flags(&target, OpenFlags::default()).map_err(fatal)?;
+        if !in_memory {
+            keeper
+                .pragma_update(None, "journal_mode", "WAL")
+                .map_err(fatal)?;
+        }
+        keeper.execute_batch(schema).map_err(fatal)?;
+        Ok(SqliteDb {
+            target,
+            in_memory,
+            fsync_always,
+            cache_kib,
+            statements,
+            _keeper: Mutex::new(keeper),
+        })
+    }
+
+    /// A connection for one thread: busy timeout 0, the durability `--fsync` asks for.
+    pub fn connect(&self) -> Result<Connection, String> {
+        let c = Connection::open_with_flags(&self.target, OpenFlags::default()).map_err(fatal)?;
+        c.busy_timeout(Duration::ZERO).map_err(fatal)?;
+        c.set_prepared_statement_cache_capacity(self.statements);
+        if !self.in_memory {
+            let sync = if self.fsync_always { "FULL" } else { "NORMAL" };
+            c.pragma_update(None, "synchronous", sync).map_err(fatal)?;
+            c.pragma_update(None, "cache_size", -(self.cache_kib as i64))
+                .map_err(fatal)?;
+        }
+        Ok(c)
+    }
+
+    pub fn engine(&self) -> String {
+        format!("sqlite {} (rusqlite, bundled)", rusqlite::version())
+    }
+
+    /// The concurrency line of the fidelity block.
+    pub fn concurrency(&self) -> String {
+        format!(
+            "sqlite: one connection per thread; BEGIN IMMEDIATE for a transaction that may \
+             write, BEGIN (deferred) for a read-only one; busy timeout 0, busy/locked answers \
+             roll back and are counted as lock_conflict aborts and retried{}",
+            if self.in_memory {
+                "; shared cache: a writer locks the table against the other \
+                 connections' reads until it commits"
+            } else {
+                "; WAL: one writer at a time, readers not blocked"
+            }
+        )
+    }
+
+    pub fn durability(&self) -> String {
+        if self.in_memory {
+            "none: in-memory (mode=memory, cache=shared)".into()
+        } else if self.fsync_always {
+            format!(
+                "sqlite WAL in {}, synchronous=FULL (the WAL is synced at every commit); page cache {} KiB per connection",
+                self.target, self.cache_kib
+            )
+        } else {
+            format!(
+                "sqlite WAL in {}, synchronous=NORMAL (synced at checkpoints only: NOT durable at commit); page cache {} KiB per connection",
+                self.target, self.cache_kib
+            )
+        }
+    }
+}
+
+/// Runs `body` in one transaction on `c` (`BEGIN IMMEDIATE` if it may write, else deferred)
+/// and commits it; any failure, a user abort included, rolls the transaction back.
+pub(crate) fn in_txn<T>(
+    c: &Connection,
+    write: bool,
+    body: impl FnOnce(&Connection) -> Result<T, Failure>,
+) -> Result<T, Failure> {
+    let exec = |sql: &str| c.prepare_cached(sql)?.execute([]).map(|_| ());
+    exec(if write { "BEGIN IMMEDIATE" } else { "BEGIN" }).map_err(failure)?;
+    match body(c).and_then(|t| exec("COMMIT").map(|()| t).map_err(failure)) {
+        Ok(t) => Ok(t),
+        Err(e) => {
+            // A failed COMMIT may leave the transaction open; roll it back either way.
+            if !c.is_autocommit() {
+                let _ = exec("ROLLBACK");
+            }
+            Err(e)
+        }
+    }
+}
+
+pub(crate) struct SqliteEngine {
+    db: SqliteDb,
+    codec: RowCodec,
+    /// The statements per first attribute: `reads[a]`, `updates[a]`.
+    reads: Vec<String>,
+    updates: Vec<String>,
+    insert: String,
 }
 
 impl SqliteEngine {
@@ -62,21 +185,6 @@ impl SqliteEngine {
         params: &Params,
         codec: RowCodec,
     ) -> Result<SqliteEngine, String> {
-        let (target, in_memory) = match dir {
-            None => (
-                format!(
-                    "file:myriad-ycsb-{}-{}?mode=memory&cache=shared",
-                    std::process::id(),
-                    MEMORY_DB.fetch_add(1, Ordering::Relaxed)
-                ),
-                true,
-            ),
-            Some(d) => {
-                std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
-                let path: PathBuf = d.join("usertable.sqlite");
-                (path.to_string_lossy().into_owned(), false)
-            }
-        };
         let ty = match codec.layout {
             RowLayout::Int64x10 => "INTEGER",
             RowLayout::Bytes100x10 => "BLOB",
@@ -112,31 +220,26 @@ impl SqliteEngine {
         let cache_kib = (params.rows.saturating_mul(codec.row_bytes() as u64 + 32) / 1024)
             .saturating_mul(2)
             .max(8 << 10);
-        let keeper = Connection::open_with_flags(&target, OpenFlags::default()).map_err(fatal)?;
-        if !in_memory {
-            keeper
-                .pragma_update(None, "journal_mode", "WAL")
-                .map_err(fatal)?;
-        }
         let columns: Vec<String> = (0..params.attrs)
             .map(|i| format!("field{i} {ty} NOT NULL"))
             .collect();
-        keeper
-            .execute_batch(&format!(
+        let db = SqliteDb::open(
+            "usertable",
+            dir,
+            fsync_always,
+            cache_kib,
+            params.attrs * 2 + 8,
+            &format!(
                 "CREATE TABLE usertable (ycsb_key INTEGER PRIMARY KEY, {})",
                 columns.join(", ")
-            ))
-            .map_err(fatal)?;
+            ),
+        )?;
         Ok(SqliteEngine {
-            target,
-            in_memory,
-            fsync_always,
+            db,
             codec,
-            cache_kib,
             reads,
             updates,
             insert,
-            _keeper: Mutex::new(keeper),
         })
     }
 }
@@ -145,21 +248,15 @@ impl YcsbEngine for SqliteEngine {
     type Conn<'a> = SqliteConn<'a>;
 
     fn connect(&self) -> Result<SqliteConn<'_>, String> {
-        let c = Connection::open_with_flags(&self.target, OpenFlags::default()).map_err(fatal)?;
-        c.busy_timeout(Duration::ZERO).map_err(fatal)?;
-        c.set_prepared_statement_cache_capacity(self.reads.len() * 2 + 8);
-        if !self.in_memory {
-            let sync = if self.fsync_always { "FULL" } else { "NORMAL" };
-            c.pragma_update(None, "synchronous", sync).map_err(fatal)?;
-            c.pragma_update(None, "cache_size", -(self.cache_kib as i64))
-                .map_err(fatal)?;
-        }
-        Ok(SqliteConn { c, e: self })
+        Ok(SqliteConn {
+            c: self.db.connect()?,
+            e: self,
+        })
     }
 
     fn describe(&self) -> (String, String, String) {
         (
-            format!("sqlite {} (rusqlite, bundled)", rusqlite::version()),
+            self.db.engine(),
             format!(
                 "{}: usertable(ycsb_key INTEGER PRIMARY KEY, {} {} columns): a B-tree on the \
                  key (rowid); a read selects its attributes, an update SETs them",
@@ -170,34 +267,12 @@ impl YcsbEngine for SqliteEngine {
                     RowLayout::Bytes100x10 => "BLOB(100)",
                 }
             ),
-            format!(
-                "sqlite: one connection per thread; BEGIN IMMEDIATE for a transaction with an \
-                 update, BEGIN (deferred) for a read-only one; busy timeout 0, busy/locked \
-                 answers roll back and are counted as lock_conflict aborts and retried{}",
-                if self.in_memory {
-                    "; shared cache: a writer locks the table against the other \
-                     connections' reads until it commits"
-                } else {
-                    "; WAL: one writer at a time, readers not blocked"
-                }
-            ),
+            self.db.concurrency(),
         )
     }
 
     fn durability(&self) -> String {
-        if self.in_memory {
-            "none: in-memory (mode=memory, cache=shared)".into()
-        } else if self.fsync_always {
-            format!(
-                "sqlite WAL in {}, synchronous=FULL (the WAL is synced at every commit); page cache {} KiB per connection",
-                self.target, self.cache_kib
-            )
-        } else {
-            format!(
-                "sqlite WAL in {}, synchronous=NORMAL (synced at checkpoints only: NOT durable at commit); page cache {} KiB per connection",
-                self.target, self.cache_kib
-            )
-        }
+        self.db.durability()
     }
 }
 
@@ -207,10 +282,6 @@ pub(crate) struct SqliteConn<'a> {
 }
 
 impl SqliteConn<'_> {
-    fn exec(&self, sql: &str) -> rusqlite::Result<()> {
-        self.c.prepare_cached(sql)?.execute([]).map(|_| ())
-    }
-
     fn ops(&self, t: &TxnPlan<'_>) -> rusqlite::Result<()> {
         let p = t.params;
         for op in t.ops() {
@@ -266,23 +337,14 @@ impl YcsbConn for SqliteConn<'_> {
     }
 
     fn run(&mut self, t: &TxnPlan<'_>) -> Result<(), Failure> {
-        self.exec(if t.writes { "BEGIN IMMEDIATE" } else { "BEGIN" })
-            .map_err(failure)?;
-        match self.ops(t).and_then(|()| self.exec("COMMIT")) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                // A failed COMMIT may leave the transaction open; roll it back either way.
-                if !self.c.is_autocommit() {
-                    let _ = self.exec("ROLLBACK");
+        in_txn(&self.c, t.writes, |_| {
+            self.ops(t).map_err(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => {
+                    Failure::Fatal("sqlite: a planned usertable row is missing".into())
                 }
-                Err(match e {
-                    rusqlite::Error::QueryReturnedNoRows => {
-                        Failure::Fatal("sqlite: a planned usertable row is missing".into())
-                    }
-                    e => failure(e),
-                })
-            }
-        }
+                e => failure(e),
+            })
+        })
     }
 
     fn key_summary(&mut self) -> Result<(u64, Option<(u64, u64)>), String> {

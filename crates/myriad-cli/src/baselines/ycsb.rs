@@ -12,41 +12,21 @@
 //! count, smallest and largest key), so no transaction lost or invented a row.
 
 use super::fjall_engine::FjallEngine;
-use super::redb_engine::{RedbEngine, REDB_FSYNC_NEVER};
-use super::run::{self, BaselineWorker, Failure};
+use super::redb_engine::RedbEngine;
+use super::run::{self, BaselineArgs, BaselineWorker, Failure};
 use super::sqlite::SqliteEngine;
 use super::Engine;
-use crate::bench::report::{Fidelity, Report, ReportInput};
-use crate::bench::RunOptions;
+use crate::bench::report::Report;
 use crate::workload::rng::Rng;
 use crate::workload::ycsb::{
     attr_col, fidelity_of, sum_bytes, KeyGen, Op, Params, Planner, RowLayout, FIELD_BYTES,
     LOAD_CHUNK_ROWS, TXN_TYPES,
 };
 use crate::workload::LOAD_STREAM;
-use myriad::{ChainStats, Config, Stats};
-use serde_json::{json, Value as Json};
+use serde_json::json;
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
-
-/// The run's options that are not YCSB's own.
-pub struct BaselineArgs {
-    pub warmup_s: f64,
-    pub duration_s: f64,
-    pub seed: u64,
-    /// Store in this (new or empty) directory instead of memory.
-    pub data_dir: Option<PathBuf>,
-    /// `--fsync always`: every commit is durable when it returns.
-    pub fsync_always: bool,
-    pub json: Option<PathBuf>,
-    pub latency_histogram: bool,
-    pub huge_pages: bool,
-    pub prefault_mib: u64,
-    /// Every flag value of the command line.
-    pub config: Json,
-}
+use std::time::Instant;
 
 /// How a row's attributes lie in one value of a key-value engine: `attrs` fields of 8 bytes
 /// (an INT, little-endian) or of `FIELD_BYTES` bytes, back to back.
@@ -311,23 +291,20 @@ fn run_engine<E: YcsbEngine>(
     load(e, params, codec, a.seed).map_err(|m| format!("loading usertable: {m}"))?;
     let load_s = load_start.elapsed().as_secs_f64();
     let keygen = KeyGen::new(params.key_dist, params.rows, params.theta);
-    let opts = RunOptions {
-        threads: params.threads + params.read_only_threads,
-        warmup: Duration::from_secs_f64(a.warmup_s),
-        duration: Duration::from_secs_f64(a.duration_s),
-        progress: false,
-        txn_types: TXN_TYPES,
-        stop_grace: Duration::ZERO,
-    };
-    let result = run::run(&opts, |i| {
-        Ok(Worker {
-            planner: Planner::new(params, &keygen, i, a.seed),
-            params,
-            codec,
-            conn: e.connect()?,
-            writes: false,
-        })
-    })
+    let result = run::run(
+        params.threads + params.read_only_threads,
+        TXN_TYPES,
+        a,
+        |i| {
+            Ok(Worker {
+                planner: Planner::new(params, &keygen, i, a.seed),
+                params,
+                codec,
+                conn: e.connect()?,
+                writes: false,
+            })
+        },
+    )
     .map_err(|m| format!("running ycsb on {}: {m}", engine.name()))?;
     let checked = check(e, params.rows).map_err(|m| format!("checking usertable: {m}"))?;
     let failed = checked.as_ref().err().cloned();
@@ -348,35 +325,17 @@ fn run_engine<E: YcsbEngine>(
             _ => {}
         }
     }
-    let mut fidelity = Fidelity::new(
-        workload,
-        &Config::new(),
-        a.seed,
-        a.huge_pages,
-        a.prefault_mib,
-    );
-    fidelity.engine = what;
-    fidelity.protocol = concurrency;
-    fidelity.isolation = "serializable".into();
-    let na = || "n/a (not Myriad)".to_string();
-    (fidelity.commit_deps, fidelity.gc, fidelity.version_storage) = (na(), na(), na());
-    (fidelity.index_pointers, fidelity.non_inline) = (na(), na());
-    (fidelity.gc_interval_txns, fidelity.gc_threads) = (0, 0);
-    fidelity.durability = e.durability();
-    let report = Report::new(ReportInput {
-        workload: "ycsb",
-        config: a.config.clone(),
-        seed: a.seed,
-        threads: params.threads,
-        warmup_s: a.warmup_s,
+    let fidelity = run::fidelity(workload, a, what, concurrency, e.durability());
+    let report = run::report(
+        "ycsb",
+        a,
+        params.threads,
         load_s,
-        txn_types: TXN_TYPES,
-        run: &result,
-        end: Stats::default(),
-        chains: ChainStats::default(),
+        TXN_TYPES,
+        &result,
         results,
         fidelity,
-    });
+    );
     Ok((report, failed))
 }
 
@@ -384,19 +343,7 @@ fn run_engine<E: YcsbEngine>(
 /// Myriad run. Exit 1 on a fatal error or a failed check, 2 on a configuration the engine
 /// cannot run.
 pub fn bench_ycsb(engine: Engine, params: Params, a: BaselineArgs) -> ExitCode {
-    if engine == Engine::Redb && a.data_dir.is_some() && !a.fsync_always {
-        crate::usage_error(REDB_FSYNC_NEVER.into());
-    }
-    let json_out = match &a.json {
-        Some(path) => match crate::bench::command::JsonOut::create(path) {
-            Ok(f) => Some(f),
-            Err(e) => crate::usage_error(format!("--json {}: {e}", path.display())),
-        },
-        None => None,
-    };
-    if let Some(dir) = &a.data_dir {
-        crate::bench::command::require_empty_data_dir(dir);
-    }
+    let json_out = run::prepare(engine, &a);
     let codec = RowCodec {
         layout: params.layout,
         attrs: params.attrs,
@@ -422,7 +369,7 @@ pub fn bench_ycsb(engine: Engine, params: Params, a: BaselineArgs) -> ExitCode {
 mod tests {
     use super::*;
     use crate::workload::ycsb::Ycsb;
-    use myriad::{Database, Isolation, Value};
+    use myriad::{Config, Database, Isolation, Value};
 
     /// The rows a baseline loads are the rows Myriad loads for the same seed.
     #[test]

@@ -157,63 +157,73 @@ pub(crate) fn bench_ycsb(a: YcsbArgs) -> ExitCode {
 /// `myriad bench ycsb --engine sqlite|redb|fjall`: refuses what the baseline cannot honour
 /// (exit 2), then runs it (`baselines`).
 fn bench_ycsb_baseline(a: &YcsbArgs, params: ycsb::Params, config: serde_json::Value) -> ExitCode {
-    let b = &a.bench;
-    if let Err(m) = baselines::check_available(a.engine) {
-        usage_error(m);
-    }
-    let refused = baselines::refuse_myriad_flags(
+    refuse_for_baseline(
         a.engine,
+        &a.bench,
         &[
-            ("--protocol", b.protocol != Protocol::Mvocc),
-            ("--storage", b.storage.is_some()),
-            ("--isolation", b.isolation() != Isolation::Serializable),
-            ("--commit-deps", !b.commit_deps),
-            ("--gc", b.gc != GcPolicy::Txn),
-            ("--gc-threads", b.gc_threads != 1),
-            ("--gc-interval", b.gc_interval != 16),
-            ("--memory-spaces", b.memory_spaces != 0),
-            (
-                "--index-pointers",
-                b.index_pointers != IndexPointers::LogicalTid,
-            ),
-            ("--non-inline", b.non_inline != NonInline::Inline),
-            ("--log", b.log.is_some()),
-            ("--log-manager", b.log_manager.is_some()),
-            ("--loggers", b.loggers != 1),
-            ("--epoch-ms", b.epoch_ms != 10),
-            ("--log-file-mib", b.log_file_mib != 64),
-            ("--checkpoint-interval", b.checkpoint_interval.is_some()),
             ("--as-procedure", a.as_procedure),
             ("--secondary-indexes", a.secondary_indexes != 0),
         ],
     );
-    if let Err(m) = refused {
-        usage_error(m);
-    }
     #[cfg(feature = "baselines")]
     {
-        baselines::bench_ycsb(
-            a.engine,
-            params,
-            baselines::BaselineArgs {
-                warmup_s: b.warmup,
-                duration_s: b.duration,
-                seed: b.seed,
-                data_dir: b.data_dir.clone(),
-                fsync_always: b.fsync == myriad::FsyncPolicy::Always,
-                json: b.json.clone(),
-                latency_histogram: b.latency_histogram,
-                huge_pages: b.huge_pages,
-                prefault_mib: b.prefault_mib,
-                config,
-            },
-        )
+        baselines::bench_ycsb(a.engine, params, baseline_args(&a.bench, config))
     }
     #[cfg(not(feature = "baselines"))]
     {
-        // `check_available` refused every baseline above.
+        // `refuse_for_baseline` refused every baseline.
         let _ = (params, config);
         usage_error(format!("--engine {}: not in this build", a.engine.name()))
+    }
+}
+
+/// Refuses (exit 2) a baseline this build does not have, and the flags only Myriad can
+/// honour (`extra`: the workload's own, with whether they were given).
+fn refuse_for_baseline(engine: Engine, b: &BenchArgs, extra: &[(&str, bool)]) {
+    if let Err(m) = baselines::check_available(engine) {
+        usage_error(m);
+    }
+    let mut flags = vec![
+        ("--protocol", b.protocol != Protocol::Mvocc),
+        ("--storage", b.storage.is_some()),
+        ("--isolation", b.isolation() != Isolation::Serializable),
+        ("--commit-deps", !b.commit_deps),
+        ("--gc", b.gc != GcPolicy::Txn),
+        ("--gc-threads", b.gc_threads != 1),
+        ("--gc-interval", b.gc_interval != 16),
+        ("--memory-spaces", b.memory_spaces != 0),
+        (
+            "--index-pointers",
+            b.index_pointers != IndexPointers::LogicalTid,
+        ),
+        ("--non-inline", b.non_inline != NonInline::Inline),
+        ("--log", b.log.is_some()),
+        ("--log-manager", b.log_manager.is_some()),
+        ("--loggers", b.loggers != 1),
+        ("--epoch-ms", b.epoch_ms != 10),
+        ("--log-file-mib", b.log_file_mib != 64),
+        ("--checkpoint-interval", b.checkpoint_interval.is_some()),
+    ];
+    flags.extend_from_slice(extra);
+    if let Err(m) = baselines::refuse_myriad_flags(engine, &flags) {
+        usage_error(m);
+    }
+}
+
+/// The options of a baseline run that are not the workload's own.
+#[cfg(feature = "baselines")]
+fn baseline_args(b: &BenchArgs, config: serde_json::Value) -> baselines::BaselineArgs {
+    baselines::BaselineArgs {
+        warmup_s: b.warmup,
+        duration_s: b.duration,
+        seed: b.seed,
+        data_dir: b.data_dir.clone(),
+        fsync_always: b.fsync == myriad::FsyncPolicy::Always,
+        json: b.json.clone(),
+        latency_histogram: b.latency_histogram,
+        huge_pages: b.huge_pages,
+        prefault_mib: b.prefault_mib,
+        config,
     }
 }
 
@@ -230,6 +240,13 @@ pub(crate) fn bench_smallbank(a: SmallbankArgs) -> ExitCode {
     }
     fits_in_memory(footprint::smallbank(a.accounts), b);
     let config = serde_json::to_value(&a).unwrap_or_default();
+    if a.engine != Engine::Myriad {
+        refuse_for_baseline(a.engine, b, &[]);
+        #[cfg(feature = "baselines")]
+        return baselines::bench_smallbank(a.engine, params, b.threads, baseline_args(b, config));
+        #[cfg(not(feature = "baselines"))]
+        usage_error(format!("--engine {}: not in this build", a.engine.name()));
+    }
     bench_workload("smallbank", config, b, a.check, |db| {
         Smallbank::create(db, params)
     })
@@ -247,6 +264,29 @@ pub(crate) fn bench_tpcc(a: TpccArgs) -> ExitCode {
     };
     fits_in_memory(footprint::tpcc(a.warehouses.unsigned_abs()), b);
     let config = serde_json::to_value(&a).unwrap_or_default();
+    if a.engine != Engine::Myriad {
+        if matches!(a.engine, Engine::Redb | Engine::Fjall) {
+            usage_error(format!(
+                "--engine {}: TPC-C runs on myriad and sqlite only",
+                a.engine.name()
+            ));
+        }
+        refuse_for_baseline(
+            a.engine,
+            b,
+            &[("--stock-scan-threads", a.stock_scan_threads != 0)],
+        );
+        #[cfg(feature = "baselines")]
+        return baselines::bench_tpcc(
+            a.engine,
+            params,
+            b.threads,
+            a.check,
+            baseline_args(b, config),
+        );
+        #[cfg(not(feature = "baselines"))]
+        usage_error(format!("--engine {}: not in this build", a.engine.name()));
+    }
     bench_workload("tpcc", config, b, a.check, |db| {
         Ok(TpccBench {
             t: Tpcc::create(db, params, b.seed)?,

@@ -275,7 +275,7 @@ pub fn parallel_chunks<S: Default, E: Send>(
 }
 
 /// Position of `reason` in `AbortReason::ALL`.
-fn reason_index(reason: AbortReason) -> usize {
+pub(crate) fn reason_index(reason: AbortReason) -> usize {
     AbortReason::ALL
         .iter()
         .position(|&r| r == reason)

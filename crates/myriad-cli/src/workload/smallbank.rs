@@ -40,23 +40,24 @@ pub const TXN_TYPES: &[&str] = &[
     "transact_savings",
     "write_check",
 ];
-const AMALGAMATE: usize = 0;
-const BALANCE: usize = 1;
-const DEPOSIT_CHECKING: usize = 2;
-const SEND_PAYMENT: usize = 3;
-const TRANSACT_SAVINGS: usize = 4;
+pub(crate) const AMALGAMATE: usize = 0;
+pub(crate) const BALANCE: usize = 1;
+pub(crate) const DEPOSIT_CHECKING: usize = 2;
+pub(crate) const SEND_PAYMENT: usize = 3;
+pub(crate) const TRANSACT_SAVINGS: usize = 4;
+pub(crate) const WRITE_CHECK: usize = 5;
 /// Percent of each type, in `TXN_TYPES` order (OLTPBench / H-Store).
 pub const MIX_PCT: [u64; 6] = [15, 15, 15, 25, 15, 15];
 /// Amounts in cents (OLTPBench's `SmallBankConstants`).
-const DEPOSIT_CHECKING_CENTS: i64 = 130;
-const TRANSACT_SAVINGS_CENTS: i64 = 2020;
-const WRITE_CHECK_CENTS: i64 = 500;
-const SEND_PAYMENT_CENTS: i64 = 500;
+pub(crate) const DEPOSIT_CHECKING_CENTS: i64 = 130;
+pub(crate) const TRANSACT_SAVINGS_CENTS: i64 = 2020;
+pub(crate) const WRITE_CHECK_CENTS: i64 = 500;
+pub(crate) const SEND_PAYMENT_CENTS: i64 = 500;
 /// Initial balance range per account, in cents.
 const MIN_BALANCE_CENTS: i64 = 1_000_000;
 const MAX_BALANCE_CENTS: i64 = 5_000_000;
 /// Customers per load transaction.
-const LOAD_CHUNK: u64 = 1000;
+pub(crate) const LOAD_CHUNK: u64 = 1000;
 /// Most customers (keeps every total far from i64 overflow: 2 · 10^9 · $50,000 in cents).
 pub const MAX_ACCOUNTS: u64 = 1_000_000_000;
 
@@ -127,17 +128,13 @@ impl Smallbank {
         chunk: u64,
         name: &mut String,
     ) -> Result<u64> {
-        use std::fmt::Write as _;
         let lo = chunk * LOAD_CHUNK;
         let hi = (lo + LOAD_CHUNK).min(self.params.accounts);
-        let span = (MAX_BALANCE_CENTS - MIN_BALANCE_CENTS + 1) as u64;
         let cents = load_chunk(db, seed, chunk, |tx, rng| {
             let mut cents = 0i64;
             for id in lo as i64..hi as i64 {
-                name.clear();
-                let _ = write!(name, "customer{id:010}");
-                let s = MIN_BALANCE_CENTS + rng.below(span) as i64;
-                let c = MIN_BALANCE_CENTS + rng.below(span) as i64;
+                customer_name(id, name);
+                let (s, c) = draw_balances(rng);
                 cents += s + c;
                 tx.insert(&self.accounts, &[ValueRef::Int(id), ValueRef::Str(name)])?;
                 tx.insert(&self.savings, &[ValueRef::Int(id), ValueRef::Int(s)])?;
@@ -180,45 +177,18 @@ impl Workload for Smallbank {
             sb: self,
             rng: Rng::new(seed, thread as u64),
             frames: self.procs.iter().map(|p| p.frame()).collect(),
-            ty: 0,
-            c0: 0,
-            c1: 0,
-            savings_cents: 0,
+            d: Drawn::default(),
             delta_cents: 0,
         }
     }
 
     fn fidelity(&self) -> Vec<(&'static str, Json)> {
-        let p = &self.params;
-        let mix: Vec<String> = TXN_TYPES
-            .iter()
-            .zip(MIX_PCT)
-            .map(|(t, pct)| format!("{t} {pct}%"))
-            .collect();
-        vec![
-            (
-                "mix",
-                json!(format!("OLTPBench/H-Store: {}", mix.join(", "))),
-            ),
-            ("accounts", json!(p.accounts)),
-            (
-                "key_generator",
-                json!(format!(
-                    "gray: Gray et al. Zipfian as DBx1000, θ={}, unscrambled (hot customers are the low ids){}",
-                    p.theta,
-                    if p.theta == 0.0 { "; θ=0 is uniform" } else { "" }
-                )),
-            ),
-            ("theta", json!(p.theta)),
-            (
-                "amounts",
-                json!("cents: deposit_checking 130, transact_savings +2020 or -2020 (equally likely), write_check -500 (-600 overdrawn), send_payment 500; balances start uniform in [1,000,000, 5,000,000]"),
-            ),
-            (
-                "procedures",
-                json!("workloads/smallbank.sql, interpreted (execute_bound on a reused call frame); balance declared READ ONLY"),
-            ),
-        ]
+        let mut f = fidelity_of(&self.params);
+        f.push((
+            "procedures",
+            json!("workloads/smallbank.sql, interpreted (execute_bound on a reused call frame); balance declared READ ONLY"),
+        ));
+        f
     }
 
     fn results(&self) -> Vec<(&'static str, Json)> {
@@ -233,25 +203,125 @@ impl Workload for Smallbank {
             let loaded = self.loaded_cents.load(Ordering::Relaxed);
             let delta = self.committed_delta_cents.load(Ordering::Relaxed);
             let n = self.params.accounts as i64;
-            for t in ["accounts", "savings", "checking"] {
-                let rows = query_int(db, &format!("SELECT count(*) FROM {t}"))?;
-                if rows != n {
-                    return Ok(Err(format!("{t} has {rows} rows, {n} were loaded")));
-                }
+            let mut rows = [0i64; 3];
+            for (r, t) in rows.iter_mut().zip(["accounts", "savings", "checking"]) {
+                *r = query_int(db, &format!("SELECT count(*) FROM {t}"))?;
             }
             let total = query_int(db, "SELECT sum(bal) FROM savings")?
                 + query_int(db, "SELECT sum(bal) FROM checking")?;
-            Ok(if total == loaded + delta {
-                Ok(format!(
-                    "money {total} cents = {loaded} loaded {delta:+} committed by the transactions"
-                ))
-            } else {
-                Err(format!(
-                    "money {total} cents != {loaded} loaded {delta:+} committed by the transactions (off by {})",
-                    total - loaded - delta
-                ))
-            })
+            Ok(check_money(n, rows, total, loaded, delta))
         })())
+    }
+}
+
+/// Customer `id`'s name in ACCOUNTS.
+#[inline]
+pub(crate) fn customer_name(id: i64, name: &mut String) {
+    use std::fmt::Write as _;
+    name.clear();
+    let _ = write!(name, "customer{id:010}");
+}
+
+/// A loaded customer's savings and checking balances, drawn from the load chunk's generator.
+#[inline]
+pub(crate) fn draw_balances(rng: &mut Rng) -> (i64, i64) {
+    let span = (MAX_BALANCE_CENTS - MIN_BALANCE_CENTS + 1) as u64;
+    let s = MIN_BALANCE_CENTS + rng.below(span) as i64;
+    let c = MIN_BALANCE_CENTS + rng.below(span) as i64;
+    (s, c)
+}
+
+/// The invariant: each table holds the `accounts` loaded rows (`rows`: ACCOUNTS, SAVINGS,
+/// CHECKING), and the money in SAVINGS and CHECKING (`total`) is what was loaded plus what the
+/// committed calls returned.
+pub(crate) fn check_money(
+    accounts: i64,
+    rows: [i64; 3],
+    total: i64,
+    loaded: i64,
+    delta: i64,
+) -> std::result::Result<String, String> {
+    for (t, r) in ["accounts", "savings", "checking"].iter().zip(rows) {
+        if r != accounts {
+            return Err(format!("{t} has {r} rows, {accounts} were loaded"));
+        }
+    }
+    if total == loaded + delta {
+        Ok(format!(
+            "money {total} cents = {loaded} loaded {delta:+} committed by the transactions"
+        ))
+    } else {
+        Err(format!(
+            "money {total} cents != {loaded} loaded {delta:+} committed by the transactions (off by {})",
+            total - loaded - delta
+        ))
+    }
+}
+
+/// The fidelity entries every engine shares (the mix, the customers, the amounts).
+pub(crate) fn fidelity_of(p: &Params) -> Vec<(&'static str, Json)> {
+    let mix: Vec<String> = TXN_TYPES
+        .iter()
+        .zip(MIX_PCT)
+        .map(|(t, pct)| format!("{t} {pct}%"))
+        .collect();
+    vec![
+        (
+            "mix",
+            json!(format!("OLTPBench/H-Store: {}", mix.join(", "))),
+        ),
+        ("accounts", json!(p.accounts)),
+        (
+            "key_generator",
+            json!(format!(
+                "gray: Gray et al. Zipfian as DBx1000, θ={}, unscrambled (hot customers are the low ids){}",
+                p.theta,
+                if p.theta == 0.0 { "; θ=0 is uniform" } else { "" }
+            )),
+        ),
+        ("theta", json!(p.theta)),
+        (
+            "amounts",
+            json!("cents: deposit_checking 130, transact_savings +2020 or -2020 (equally likely), write_check -500 (-600 overdrawn), send_payment 500; balances start uniform in [1,000,000, 5,000,000]"),
+        ),
+    ]
+}
+
+/// One drawn transaction: its type, its customers and (TransactSavings) its amount. Myriad's
+/// worker and the baselines' draw the same sequence with [`Drawn::next`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Drawn {
+    pub ty: usize,
+    pub c0: i64,
+    /// The second customer of Amalgamate and SendPayment (distinct from `c0`).
+    pub c1: i64,
+    /// The drawn TransactSavings amount: ±TRANSACT_SAVINGS_CENTS.
+    pub savings_cents: i64,
+}
+
+impl Drawn {
+    /// Draws the next transaction from a worker's generator; returns its type. `zipf` spans
+    /// at least two customers (`Params::validate`).
+    #[inline]
+    pub(crate) fn next(&mut self, rng: &mut Rng, zipf: &GrayZipf) -> usize {
+        self.ty = draw_type(rng, &MIX_PCT);
+        self.c0 = zipf.next(rng) as i64;
+        if self.ty == TRANSACT_SAVINGS {
+            self.savings_cents = if rng.below(2) == 0 {
+                TRANSACT_SAVINGS_CENTS
+            } else {
+                -TRANSACT_SAVINGS_CENTS
+            };
+        }
+        if matches!(self.ty, AMALGAMATE | SEND_PAYMENT) {
+            loop {
+                self.c1 = zipf.next(rng) as i64;
+                if self.c1 != self.c0 {
+                    break;
+                }
+            }
+        }
+        self.ty
     }
 }
 
@@ -261,11 +331,7 @@ pub struct SmallbankWorker<'a> {
     rng: Rng,
     /// One reused call frame per procedure.
     frames: Vec<CallFrame>,
-    ty: usize,
-    c0: i64,
-    c1: i64,
-    /// The drawn TransactSavings amount: ±TRANSACT_SAVINGS_CENTS.
-    savings_cents: i64,
+    d: Drawn,
     /// Net change of this worker's committed calls.
     delta_cents: i64,
 }
@@ -280,50 +346,39 @@ impl Drop for SmallbankWorker<'_> {
 
 impl Worker for SmallbankWorker<'_> {
     fn next_txn(&mut self) -> usize {
-        self.ty = draw_type(&mut self.rng, &MIX_PCT);
-        self.c0 = self.sb.zipf.next(&mut self.rng) as i64;
-        if self.ty == TRANSACT_SAVINGS {
-            self.savings_cents = if self.rng.below(2) == 0 {
-                TRANSACT_SAVINGS_CENTS
-            } else {
-                -TRANSACT_SAVINGS_CENTS
-            };
-        }
-        if matches!(self.ty, AMALGAMATE | SEND_PAYMENT) {
-            // `validate` guarantees two customers.
-            loop {
-                self.c1 = self.sb.zipf.next(&mut self.rng) as i64;
-                if self.c1 != self.c0 {
-                    break;
-                }
-            }
-        }
-        self.ty
+        self.d.next(&mut self.rng, &self.sb.zipf)
     }
 
     fn attempt(&mut self, db: &Database) -> Result<myriad::CommitTicket> {
-        let ty = self.ty;
+        let Drawn {
+            ty,
+            c0,
+            c1,
+            savings_cents,
+        } = self.d;
         let mut tx = db.begin_with(TxnOptions {
             isolation: self.sb.params.isolation,
             read_only: ty == BALANCE,
         })?;
         let f = &mut self.frames[ty];
-        f.set(0, Value::Int(self.c0));
+        f.set(0, Value::Int(c0));
         let amount = match ty {
             AMALGAMATE => {
-                f.set(1, Value::Int(self.c1));
+                f.set(1, Value::Int(c1));
                 None
             }
             BALANCE => None,
             SEND_PAYMENT => {
-                f.set(1, Value::Int(self.c1));
+                f.set(1, Value::Int(c1));
                 f.set(2, Value::Int(SEND_PAYMENT_CENTS));
                 None
             }
             DEPOSIT_CHECKING => Some(DEPOSIT_CHECKING_CENTS),
-            TRANSACT_SAVINGS => Some(self.savings_cents),
-            // write_check, the last type.
-            _ => Some(WRITE_CHECK_CENTS),
+            TRANSACT_SAVINGS => Some(savings_cents),
+            _ => {
+                debug_assert_eq!(ty, WRITE_CHECK);
+                Some(WRITE_CHECK_CENTS)
+            }
         };
         if let Some(v) = amount {
             f.set(1, Value::Int(v));
@@ -382,9 +437,9 @@ mod tests {
         for _ in 0..n {
             let ty = w.next_txn();
             counts[ty] += 1;
-            assert!((0..1000).contains(&w.c0));
+            assert!((0..1000).contains(&w.d.c0));
             if matches!(ty, AMALGAMATE | SEND_PAYMENT) {
-                assert_ne!(w.c0, w.c1);
+                assert_ne!(w.d.c0, w.d.c1);
             }
         }
         for (c, pct) in counts.iter().zip(MIX_PCT) {

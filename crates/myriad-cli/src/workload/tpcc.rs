@@ -48,11 +48,11 @@ pub const TXN_TYPES: &[&str] = &[
     "stock_level",
     "stock_scan",
 ];
-const NEW_ORDER: usize = 0;
-const PAYMENT: usize = 1;
-const ORDER_STATUS: usize = 2;
-const DELIVERY: usize = 3;
-const STOCK_LEVEL: usize = 4;
+pub(crate) const NEW_ORDER: usize = 0;
+pub(crate) const PAYMENT: usize = 1;
+pub(crate) const ORDER_STATUS: usize = 2;
+pub(crate) const DELIVERY: usize = 3;
+pub(crate) const STOCK_LEVEL: usize = 4;
 pub const STOCK_SCAN: usize = 5;
 
 /// Districts per warehouse (clause 1.2).
@@ -64,7 +64,7 @@ const LOAD_CHUNK_ROWS: i64 = 10_000;
 /// Customers (with their history row) or orders (with their lines) per load transaction.
 const LOAD_BATCH: i64 = 1_000;
 /// A fixed "current time" (seconds): dates are data, and data must follow from the seed.
-const EPOCH_S: i64 = 1_700_000_000;
+pub(crate) const EPOCH_S: i64 = 1_700_000_000;
 /// Last-name syllables (clause 4.3.2.3).
 const SYLLABLES: [&str; 10] = [
     "BAR", "OUGHT", "ABLE", "PRI", "PRES", "ESE", "ANTI", "CALLY", "ATION", "EING",
@@ -628,6 +628,7 @@ impl Tpcc {
         TpccWorker {
             t: self,
             rng: Rng::new(seed, thread as u64),
+            drawn: Drawn::default(),
             home: (thread % terminals.max(1)) as i64 % self.params.warehouses + 1,
             scan,
             ty: 0,
@@ -872,11 +873,38 @@ impl super::Workload for TpccBench {
     }
 }
 
+/// The scalar inputs of the drawn transaction that only its call frame holds otherwise (a
+/// baseline engine runs the same transaction from them: `baselines/tpcc.rs`).
+#[derive(Clone, Copy, Debug, Default)]
+// Read by the baselines only (Myriad's procedures read their call frames).
+#[cfg_attr(not(feature = "baselines"), allow(dead_code))]
+pub(crate) struct Drawn {
+    /// District (New-Order, Payment, Order-Status, Stock-Level).
+    pub d: i64,
+    /// Customer id (0 when chosen by last name).
+    pub c: i64,
+    /// Payment: the customer's warehouse and district.
+    pub c_w: i64,
+    pub c_d: i64,
+    /// Payment, Order-Status: the customer is chosen by last name (`TpccWorker::name`).
+    pub by_name: bool,
+    /// Payment amount, cents.
+    pub amount: i64,
+    /// Delivery: the carrier.
+    pub carrier: i64,
+    /// Stock-Level: the threshold.
+    pub threshold: i64,
+    /// New-Order: every line is from the home warehouse.
+    pub all_local: bool,
+}
+
 pub struct TpccWorker<'a> {
     t: &'a Tpcc,
+    /// The drawn transaction's scalar inputs.
+    pub(crate) drawn: Drawn,
     rng: Rng,
     /// Home warehouse of the terminal.
-    home: i64,
+    pub(crate) home: i64,
     /// A StockScan thread.
     scan: bool,
     /// Type of the drawn transaction.
@@ -884,15 +912,17 @@ pub struct TpccWorker<'a> {
     /// One call frame per procedure, filled in place by `next_txn`.
     frames: [CallFrame; 6],
     /// The drawn New-Order ends on the unused item id (its rollback is expected).
-    rollback: bool,
+    pub(crate) rollback: bool,
     /// Next history id of this thread's payments.
-    h_seq: i64,
-    name: String,
-    items: Vec<i64>,
-    supply: Vec<i64>,
-    quantities: Vec<i64>,
+    pub(crate) h_seq: i64,
+    /// Payment, Order-Status: the customer's last name (when chosen by name).
+    pub(crate) name: String,
+    /// New-Order's lines.
+    pub(crate) items: Vec<i64>,
+    pub(crate) supply: Vec<i64>,
+    pub(crate) quantities: Vec<i64>,
     /// Transactions drawn (the logical clock of their dates).
-    txns: i64,
+    pub(crate) txns: i64,
     /// Per district of the home warehouse: no undelivered order has a lower id (the
     /// Delivery scan's starting point, see `delivery` in tpcc.sql).
     delivered: [i64; DISTRICTS as usize],
@@ -971,6 +1001,9 @@ impl TpccWorker<'_> {
         f.set_ints(6, self.quantities.iter().copied());
         f.set(7, Value::Int(all_local));
         f.set(8, Value::Int(!p.no_inserts as i64));
+        self.drawn.d = d;
+        self.drawn.c = c;
+        self.drawn.all_local = all_local == 1;
     }
 
     fn draw_payment(&mut self) {
@@ -986,6 +1019,15 @@ impl TpccWorker<'_> {
         let (by_name, c) = self.customer();
         let amount = uniform(&mut self.rng, 100, 500_000);
         self.h_seq += 1;
+        self.drawn = Drawn {
+            d,
+            c,
+            c_w,
+            c_d,
+            by_name,
+            amount,
+            ..self.drawn
+        };
         let f = &mut self.frames[PAYMENT];
         for (i, v) in [self.home, d, c_w, c_d, c, by_name as i64]
             .into_iter()
@@ -1010,6 +1052,7 @@ impl TpccWorker<'_> {
     fn draw_order_status(&mut self) {
         let d = uniform(&mut self.rng, 1, DISTRICTS);
         let (by_name, c) = self.customer();
+        (self.drawn.d, self.drawn.c, self.drawn.by_name) = (d, c, by_name);
         let f = &mut self.frames[ORDER_STATUS];
         for (i, v) in [self.home, d, c, by_name as i64].into_iter().enumerate() {
             f.set(i, Value::Int(v));
@@ -1040,6 +1083,7 @@ impl Worker for TpccWorker<'_> {
             ORDER_STATUS => self.draw_order_status(),
             DELIVERY => {
                 let carrier = uniform(&mut self.rng, 1, 10);
+                self.drawn.carrier = carrier;
                 let ins = !self.t.params.no_inserts as i64;
                 let f = &mut self.frames[DELIVERY];
                 for (i, v) in [self.home, carrier, EPOCH_S + self.txns]
@@ -1054,6 +1098,7 @@ impl Worker for TpccWorker<'_> {
             _ => {
                 let d = uniform(&mut self.rng, 1, DISTRICTS);
                 let threshold = uniform(&mut self.rng, 10, 20);
+                (self.drawn.d, self.drawn.threshold) = (d, threshold);
                 let f = &mut self.frames[STOCK_LEVEL];
                 for (i, v) in [self.home, d, threshold].into_iter().enumerate() {
                     f.set(i, Value::Int(v));
