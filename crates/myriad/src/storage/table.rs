@@ -9,7 +9,7 @@ use crate::index::{Index, ScanDirection};
 use crate::schema::TableSchema;
 use crate::version::master::Master;
 use crate::version::non_inline::NiLayout;
-use crate::version::{Order, Store, Version};
+use crate::version::{Order, Rows, Store, Version};
 use std::ops::Bound;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
@@ -134,10 +134,13 @@ impl Table {
         non_inline: crate::config::NonInline,
     ) -> Self {
         let store = storage.store();
-        let in_place = store.in_place();
+        let in_place = match store.rows() {
+            Rows::InPlace(_) => true,
+            Rows::Inline => false,
+        };
         // In-place versions carry the master and image words after the protocol's.
-        let version_ext = version_ext + if in_place.is_some() { 2 } else { 0 };
-        let masters = (0..if in_place.is_some() { DIR_LEN } else { 0 })
+        let version_ext = version_ext + if in_place { 2 } else { 0 };
+        let masters = (0..if in_place { DIR_LEN } else { 0 })
             .map(|_| AtomicPtr::new(ptr::null_mut()))
             .collect();
         let columns = schema
@@ -146,7 +149,7 @@ impl Table {
             .map(|c| (c.offset, c.ty.width()))
             .collect();
         let ni = match non_inline {
-            _ if in_place.is_some() => None,
+            _ if in_place => None,
             crate::config::NonInline::Copy => NiLayout::new(&schema, false),
             crate::config::NonInline::Shared => NiLayout::new(&schema, true),
             _ => None,
@@ -384,13 +387,13 @@ impl Table {
         space: u8,
         prev: *const Version,
     ) -> (*mut Version, usize) {
-        match (self.store.in_place(), &self.ni) {
-            (Some(_), _) => {
+        match (self.store.rows(), &self.ni) {
+            (Rows::InPlace(_), _) => {
                 let m = self.master(tid).map_or(ptr::null(), |m| m as *const Master);
                 let v = Version::alloc_in_place(begin, next, self.version_ext, space, m);
                 (v.as_ptr(), 0)
             }
-            (None, Some(ni)) => {
+            (Rows::Inline, Some(ni)) => {
                 // SAFETY: as documented; `prev` is a version of this table, so in its
                 // stored form (a tombstone too: it was made by this function).
                 let prev = unsafe { prev.as_ref() };
@@ -399,7 +402,7 @@ impl Table {
                 };
                 (v.as_ptr(), made)
             }
-            (None, None) => {
+            (Rows::Inline, None) => {
                 let v = Version::alloc_copy(begin, row, next, self.version_ext, space);
                 (v.as_ptr(), 0)
             }
@@ -419,9 +422,12 @@ impl Table {
         scratch: &mut Vec<u8>,
         guard: &crossbeam_epoch::Guard,
     ) -> (usize, usize) {
-        if self.store.in_place().is_some() {
-            let prev = v.next.load(Ordering::Acquire);
-            return (self.place_row(tid, prev, Some(row), scratch, guard), 0);
+        match self.store.rows() {
+            Rows::InPlace(_) => {
+                let prev = v.next.load(Ordering::Acquire);
+                return (self.place_row(tid, prev, Some(row), scratch, guard), 0);
+            }
+            Rows::Inline => {}
         }
         match &self.ni {
             None => {
@@ -460,8 +466,9 @@ impl Table {
         scratch: &mut Vec<u8>,
         guard: &crossbeam_epoch::Guard,
     ) -> usize {
-        let Some(kind) = self.store.in_place() else {
-            return 0;
+        let kind = match self.store.rows() {
+            Rows::InPlace(kind) => kind,
+            Rows::Inline => return 0,
         };
         let Some(m) = self.master(tid) else { return 0 };
         let mut bytes = 0;
@@ -484,8 +491,9 @@ impl Table {
     /// (`master::restore`; no writer takes over an aborted writer's lock there). Nothing
     /// under the other stores.
     pub(crate) fn restore_row(&self, prev: &Version) {
-        if let Some(kind) = self.store.in_place() {
-            crate::version::master::restore(kind, prev);
+        match self.store.rows() {
+            Rows::InPlace(kind) => crate::version::master::restore(kind, prev),
+            Rows::Inline => {}
         }
     }
 
@@ -493,10 +501,13 @@ impl Table {
     /// in a table no transaction can reach yet (its master is written at once).
     pub(crate) fn placed_version(&self, ts: u64, tid: TupleId, row: &[u8]) -> *mut Version {
         let (v, _) = self.alloc_version(ts, tid, row, ptr::null_mut(), 0, ptr::null());
-        if self.store.in_place().is_some() {
-            if let Some(m) = self.master(tid) {
-                m.write(|d| d.copy_from_slice(row));
+        match self.store.rows() {
+            Rows::InPlace(_) => {
+                if let Some(m) = self.master(tid) {
+                    m.write(|d| d.copy_from_slice(row));
+                }
             }
+            Rows::Inline => {}
         }
         v
     }
@@ -504,10 +515,10 @@ impl Table {
     /// Bytes one version block occupies (in-place: the header only; images are counted
     /// where they are made).
     pub(crate) fn version_bytes(&self) -> usize {
-        let data = match (self.store.in_place(), &self.ni) {
-            (Some(_), _) => 0,
-            (None, Some(ni)) => ni.stored_size(),
-            (None, None) => self.schema.row_size,
+        let data = match (self.store.rows(), &self.ni) {
+            (Rows::InPlace(_), _) => 0,
+            (Rows::Inline, Some(ni)) => ni.stored_size(),
+            (Rows::Inline, None) => self.schema.row_size,
         };
         Version::alloc_size(data, self.version_ext)
     }
@@ -517,7 +528,10 @@ impl Table {
     /// so an update builds the new row in a scratch buffer before making the version.
     #[inline]
     pub(crate) fn rows_copied(&self) -> bool {
-        self.store.in_place().is_some() || self.ni.is_some()
+        match self.store.rows() {
+            Rows::InPlace(_) => true,
+            Rows::Inline => self.ni.is_some(),
+        }
     }
 
     /// The row of version `v` (pinned): its data under inline storage; under in-place
@@ -525,8 +539,8 @@ impl Table {
     /// decoded stored form, in `buf`.
     #[inline]
     pub(crate) fn row<'a>(&self, v: &'a Version, buf: &'a mut Vec<u8>) -> &'a [u8] {
-        match self.store.in_place() {
-            None => match &self.ni {
+        match self.store.rows() {
+            Rows::Inline => match &self.ni {
                 None => v.data(),
                 Some(ni) => {
                     // SAFETY: the caller is pinned: `v` and its blobs stay allocated.
@@ -534,7 +548,7 @@ impl Table {
                     buf
                 }
             },
-            Some(kind) => {
+            Rows::InPlace(kind) => {
                 let tid = v.master().tid;
                 let head = || {
                     self.entry(tid)

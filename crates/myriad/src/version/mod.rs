@@ -57,6 +57,18 @@ pub(crate) enum Store {
     SingleVersion,
 }
 
+/// Where a store keeps the rows of its versions. Every `match` on it is exhaustive too: a
+/// store that places rows its own way (vDriver's SIRO slots) is a new arm, and a compile
+/// error at each row operation of `Table` (`alloc_version`, `row`, `rewrite_own`,
+/// `place_row`, `restore_row`, `placed_version`, `version_bytes`, `rows_copied`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rows {
+    /// In the versions (append-only, single-version; `non_inline` for the stored form).
+    Inline,
+    /// The newest row in a master per tuple, older ones as images (`master`).
+    InPlace(master::InPlace),
+}
+
 /// The order of a chain from its indirection entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Order {
@@ -79,14 +91,13 @@ impl Store {
         }
     }
 
-    /// In-place storage: which scheme keeps the older versions' rows (`master`); `None`:
-    /// versions hold their rows.
+    /// Where the rows of versions live.
     #[inline]
-    pub(crate) fn in_place(self) -> Option<master::InPlace> {
+    pub(crate) fn rows(self) -> Rows {
         match self {
-            Store::TimeTravel => Some(master::InPlace::TimeTravel),
-            Store::Delta => Some(master::InPlace::Delta),
-            Store::AppendN2o | Store::AppendO2n | Store::SingleVersion => None,
+            Store::TimeTravel => Rows::InPlace(master::InPlace::TimeTravel),
+            Store::Delta => Rows::InPlace(master::InPlace::Delta),
+            Store::AppendN2o | Store::AppendO2n | Store::SingleVersion => Rows::Inline,
         }
     }
 
@@ -117,7 +128,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::Order;
+    use super::{Order, Rows};
     use crate::config::{Config, Protocol, VersionStorage};
 
     /// The store's properties agree with the configuration they come from: in place exactly
@@ -127,7 +138,8 @@ mod tests {
     fn every_storage_maps_to_a_store_with_its_properties() {
         for &s in VersionStorage::ALL {
             let store = s.store();
-            assert_eq!(store.in_place().is_some(), s.in_place(), "{s:?}");
+            let in_place = matches!(store.rows(), Rows::InPlace(_));
+            assert_eq!(in_place, s.in_place(), "{s:?}");
             assert_eq!(
                 store.order() == Order::OldestFirst,
                 s == VersionStorage::AppendO2n,
@@ -150,11 +162,7 @@ mod tests {
             );
             // Taking over an aborted writer's lock is refused exactly where the master holds
             // its data until the rollback restores it.
-            assert_eq!(
-                store.takes_over_aborted_locks(),
-                store.in_place().is_none(),
-                "{s:?}"
-            );
+            assert_eq!(store.takes_over_aborted_locks(), !in_place, "{s:?}");
         }
     }
 }
