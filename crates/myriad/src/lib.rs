@@ -16,6 +16,7 @@ pub mod engine;
 pub mod error;
 pub mod gc;
 pub mod history;
+pub mod ids;
 pub mod index;
 pub mod log;
 pub mod procedure;
@@ -36,6 +37,7 @@ pub use config::{
 };
 pub use engine::{ChainStats, Database, Stats};
 pub use error::{AbortReason, Error, Result};
+pub use ids::TupleId;
 pub use log::{CommitTicket, LogStats};
 pub use recovery::checkpoint::CheckpointInfo;
 pub use recovery::RecoveryReport;

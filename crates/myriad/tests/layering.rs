@@ -11,7 +11,7 @@ use std::path::Path;
 /// `txn::table` (the transaction table every protocol and GC reads) and `txn::state` (what
 /// every protocol sees of a transaction, `TxnCtx`) count as modules of their own.
 const LAYERS: &[&[&str]] = &[
-    &["error"],
+    &["error", "ids"],
     &["value", "schema", "timestamp"],
     &["index", "version"],
     &["txn::table"],

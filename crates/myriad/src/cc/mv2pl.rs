@@ -400,7 +400,7 @@ fn range_lockers_of_our_keys(tx: &TxnCtx<'_>, ec: &EngineCc) -> Vec<u64> {
             stored.clear();
             stored.extend_from_slice(&key);
             if index != 0 && t.indexes[index].is_ordered() {
-                stored.extend_from_slice(&w.tid.to_be_bytes());
+                stored.extend_from_slice(&w.tid.get().to_be_bytes());
             }
             for l in index_locks.list.lock().iter() {
                 let covers = match &l.covered {

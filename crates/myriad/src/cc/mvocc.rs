@@ -91,7 +91,7 @@ fn rescan(tx: &TxnCtx<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: u64) -> boo
     let t = tx.db.table_by_id(s.table);
     if s.index == TABLE_SCAN {
         // Every tuple, including those allocated since the scan: same view at both times.
-        return (0..t.tid_count()).all(|tid| same_view(tx, r, t, 0, tid, &[], end_ts));
+        return t.tids().all(|tid| same_view(tx, r, t, 0, tid, &[], end_ts));
     }
     let index = s.index as usize;
     let idx = &t.indexes[index];

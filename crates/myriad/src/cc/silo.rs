@@ -287,7 +287,7 @@ fn rescan(
         }
     };
     if s.index == TABLE_SCAN {
-        for tid in 0..t.tid_count() {
+        for tid in t.tids() {
             if !check(tid) {
                 break;
             }

@@ -567,7 +567,7 @@ impl Database {
         let names = self.shared.names.lock().len();
         for id in 0..names {
             let t = self.shared.table_by_id(id as u32);
-            for tid in 0..t.tid_count() {
+            for tid in t.tids() {
                 let Some(e) = t.entry(tid) else { continue };
                 let mut v = e.load(Ordering::Acquire);
                 let mut n = 0u64;

@@ -130,12 +130,12 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool) {
             let first = block << BLOCK_BITS;
             let end = (first + (1 << BLOCK_BITS)).min(t.tid_count());
             let mut again = false;
-            for tid in first..end {
+            for tid in (first..end).map(TupleId::new) {
                 prune(t, tid, w, &mut cut);
                 again |= has_older(t, tid);
             }
             if again {
-                t.mark_dirty(first);
+                t.mark_dirty(TupleId::new(first));
             }
         }
     }

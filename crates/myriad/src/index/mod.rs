@@ -16,6 +16,7 @@ pub mod hash;
 pub use btree::{BTree, ScanDirection};
 pub use hash::HashIndex;
 
+use crate::ids::TupleId;
 use crate::schema::IndexKind;
 use std::ops::Bound;
 
@@ -62,11 +63,12 @@ impl Index {
 
     /// Primary index: the tuple id of `key`.
     #[inline]
-    pub fn get_unique(&self, key: &[u8]) -> Option<u64> {
+    pub fn get_unique(&self, key: &[u8]) -> Option<TupleId> {
         match self {
             Index::Hash(h) => h.get(key),
             Index::Ordered(b) => b.get(key),
         }
+        .map(TupleId::new)
     }
 
     /// The hash a hash index files `key` under (0 for an ordered index, which ignores it).
@@ -89,23 +91,26 @@ impl Index {
 
     /// `get_unique` for a key whose `hash_of` the caller already has.
     #[inline]
-    pub fn get_unique_hashed(&self, hash: u64, key: &[u8]) -> Option<u64> {
+    pub fn get_unique_hashed(&self, hash: u64, key: &[u8]) -> Option<TupleId> {
         match self {
             Index::Hash(h) => h.get_hashed(hash, key),
             Index::Ordered(b) => b.get(key),
         }
+        .map(TupleId::new)
     }
 
     /// Primary index: maps `key` to `tid` unless the key exists (returns its tuple id).
-    pub fn insert_unique(&self, key: &[u8], tid: u64) -> Result<(), u64> {
+    pub fn insert_unique(&self, key: &[u8], tid: TupleId) -> Result<(), TupleId> {
         match self {
-            Index::Hash(h) => h.insert_unique(key, tid),
-            Index::Ordered(b) => b.insert(key, tid),
+            Index::Hash(h) => h.insert_unique(key, tid.get()),
+            Index::Ordered(b) => b.insert(key, tid.get()),
         }
+        .map_err(TupleId::new)
     }
 
     /// Secondary index: records that tuple `tid` holds (or held) `key`. Idempotent.
-    pub fn insert_entry(&self, key: &[u8], tid: u64, buf: &mut Vec<u8>) {
+    pub fn insert_entry(&self, key: &[u8], tid: TupleId, buf: &mut Vec<u8>) {
+        let tid = tid.get();
         match self {
             Index::Hash(h) => {
                 h.insert(key, tid);
@@ -139,9 +144,9 @@ impl Index {
     }
 
     /// Secondary index: every tuple id recorded under `key`; stops when `f` returns false.
-    pub fn lookup_entries(&self, key: &[u8], f: &mut dyn FnMut(u64) -> bool) {
+    pub fn lookup_entries(&self, key: &[u8], f: &mut dyn FnMut(TupleId) -> bool) {
         match self {
-            Index::Hash(h) => h.for_each(key, f),
+            Index::Hash(h) => h.for_each(key, &mut |t| f(TupleId::new(t))),
             Index::Ordered(_) => {
                 let mut hi = key.to_vec();
                 hi.extend_from_slice(&[0xFF; TID_SUFFIX + 1]);
@@ -150,14 +155,17 @@ impl Index {
                     Bound::Excluded(&hi),
                     ScanDirection::Ascending,
                     false,
-                    &mut |k, t| k.len() != key.len() + TID_SUFFIX || f(t),
+                    &mut |k, t| k.len() != key.len() + TID_SUFFIX || f(TupleId::new(t)),
                 );
             }
         }
     }
 
-    /// Ordered scan over encoded key bounds; `f(entry key without tid suffix, tid)`.
-    /// `secondary` says whether entries carry a tuple-id suffix. Hash indexes cannot scan.
+    /// Ordered scan over encoded key bounds; `f(entry key without tid suffix, value)`.
+    /// `secondary` says whether entries carry a tuple-id suffix. The value is the raw
+    /// entry value: a tuple id (`TupleId::new`), except in the secondary indexes under
+    /// index pointers `logical-pk` and `physical` (see `Table::add_entry`). Hash indexes
+    /// cannot scan.
     pub fn scan(
         &self,
         lo: Bound<&[u8]>,

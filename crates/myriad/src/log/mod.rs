@@ -413,7 +413,7 @@ pub(crate) fn encode_writes<'s>(
             } else {
                 OP_PUT_AT
             });
-            b.varint(w.tid as i64);
+            b.varint(w.tid.get() as i64);
             if !v.is_tombstone() {
                 b.bytes(t.row(v, &mut nb));
             }

@@ -428,7 +428,7 @@ impl Database {
             tx.scan_table_tids(t, |tid, r| {
                 rows += 1;
                 rows_out.push(r.data);
-                tids_out.push(&tid.to_le_bytes());
+                tids_out.push(&tid.get().to_le_bytes());
                 true
             })?;
             let bytes = rows_out.finish()?;

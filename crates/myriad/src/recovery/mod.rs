@@ -1000,7 +1000,7 @@ fn check_tail(
 /// Live rows of `t` (recovery is alone with the tables: heads are read without a snapshot).
 fn live_rows(t: &TableRef) -> u64 {
     let _pin = crossbeam_epoch::pin();
-    (0..t.tid_count())
+    t.tids()
         .filter(|&tid| {
             t.entry(tid).is_some_and(|e| {
                 let p = t.newest(e);

@@ -17,7 +17,7 @@ use crate::log::format::Get;
 use crate::log::{apply_patch, COMMAND, OP_DELETE, OP_DELETE_AT, OP_PATCH, OP_PUT, OP_PUT_AT};
 use crate::procedure::Procedure;
 use crate::schema::TableSchema;
-use crate::storage::TableRef;
+use crate::storage::{TableRef, TupleId};
 use crate::txn::Transaction;
 use crate::version::Version;
 use parking_lot::Mutex;
@@ -444,6 +444,7 @@ fn plr_corrupt(t: &TableRef, message: String) -> Error {
 pub(super) fn place_rows(t: &TableRef, ts: u64, rows: &[u8], tids: &[u64]) -> Result<()> {
     let mut top = 0;
     for (row, &tid) in rows.chunks_exact(t.schema.row_size.max(1)).zip(tids) {
+        let tid = TupleId::new(tid);
         let e = t
             .entry_at(tid)
             .ok_or_else(|| plr_corrupt(t, format!("tuple id {tid} is out of range")))?;
@@ -455,9 +456,9 @@ pub(super) fn place_rows(t: &TableRef, ts: u64, rows: &[u8], tids: &[u64]) -> Re
             unsafe { Version::free(v) };
             return Err(plr_corrupt(t, format!("two rows at tuple id {tid}")));
         }
-        top = top.max(tid + 1);
+        top = top.max(tid.get() + 1);
     }
-    t.reserve_tids(top);
+    t.reserve_tids(TupleId::new(top));
     Ok(())
 }
 
@@ -541,6 +542,7 @@ pub(super) fn physical(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
         }
         let mut top: HashMap<u32, u64> = HashMap::new();
         for ((id, tid), (ts, row)) in m {
+            let tid = TupleId::new(tid);
             let t = &ctx.tables[&id];
             let e = t
                 .entry_at(tid)
@@ -553,10 +555,10 @@ pub(super) fn physical(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
                 unsafe { Version::free(old) };
             }
             let m = top.entry(id).or_default();
-            *m = (*m).max(tid + 1);
+            *m = (*m).max(tid.get() + 1);
         }
         for (id, n) in top {
-            ctx.tables[&id].reserve_tids(n);
+            ctx.tables[&id].reserve_tids(TupleId::new(n));
         }
         Ok(())
     })?;
@@ -574,7 +576,7 @@ pub(super) fn build_indexes(ctx: &Ctx<'_>) -> Result<()> {
         let n = t.tid_count();
         let mut lo = 0;
         while lo < n {
-            tasks.push((t, lo..(lo + INDEX_CHUNK).min(n)));
+            tasks.push((t, TupleId::new(lo)..TupleId::new((lo + INDEX_CHUNK).min(n))));
             lo += INDEX_CHUNK;
         }
     }

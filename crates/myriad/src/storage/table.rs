@@ -29,8 +29,7 @@ fn dirty_bitmap(vacuums: bool, tid_space: u64) -> Box<[AtomicU64]> {
     };
     (0..words).map(|_| AtomicU64::new(0)).collect()
 }
-/// A tuple id: the index of a logical row's indirection entry.
-pub type TupleId = u64;
+pub use crate::ids::TupleId;
 
 const SEG_BITS: u32 = 16;
 const SEG_LEN: usize = 1 << SEG_BITS;
@@ -208,7 +207,7 @@ impl Table {
     /// its line shared. The `fetch_or` is counted by the caller as a record RMW.
     #[inline]
     pub(crate) fn mark_dirty(&self, tid: TupleId) -> bool {
-        let block = tid >> DIRTY_BLOCK_BITS;
+        let block = tid.get() >> DIRTY_BLOCK_BITS;
         let Some(w) = self.dirty.get((block >> 6) as usize) else {
             return false;
         };
@@ -252,7 +251,7 @@ impl Table {
     /// [`Table::claim_tid`], so inserting rows does not touch this counter's cache line once
     /// per row: with every worker inserting into ORDER_LINE it bounced between the cores.
     pub(crate) fn reserve_fresh_tids(&self, n: u64) -> TupleId {
-        self.next_tid.fetch_add(n, Ordering::Relaxed)
+        TupleId::new(self.next_tid.fetch_add(n, Ordering::Relaxed))
     }
 
     /// Makes `tid`, a reserved fresh id, usable: allocates its segment if need be. `None`
@@ -263,7 +262,7 @@ impl Table {
 
     /// Allocates (if need be) the segment holding `tid`'s entry; `None` past the directory.
     fn segment_for(&self, tid: TupleId) -> Option<()> {
-        let dir = self.directory.get((tid >> SEG_BITS) as usize)?;
+        let dir = self.directory.get((tid.get() >> SEG_BITS) as usize)?;
         if dir.load(Ordering::Acquire).is_null() {
             let fresh: Box<Segment> = (0..SEG_LEN)
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
@@ -292,7 +291,7 @@ impl Table {
 
     /// Makes the tuple-id counter at least `n`, so that new rows get ids after the restored.
     pub(crate) fn reserve_tids(&self, n: TupleId) {
-        self.next_tid.fetch_max(n, Ordering::AcqRel);
+        self.next_tid.fetch_max(n.get(), Ordering::AcqRel);
     }
 
     /// Number of tuple ids handed out.
@@ -300,18 +299,23 @@ impl Table {
         self.next_tid.load(Ordering::Acquire)
     }
 
+    /// Every tuple id handed out so far, in order.
+    pub(crate) fn tids(&self) -> impl Iterator<Item = TupleId> {
+        (0..self.tid_count()).map(TupleId::new)
+    }
+
     /// The indirection entry of `tid`, or `None` if its segment was never allocated.
     #[inline]
     pub(crate) fn entry(&self, tid: TupleId) -> Option<&AtomicPtr<Version>> {
         let seg = self
             .directory
-            .get((tid >> SEG_BITS) as usize)?
+            .get((tid.get() >> SEG_BITS) as usize)?
             .load(Ordering::Acquire);
         if seg.is_null() {
             return None;
         }
         // SAFETY: published segments live until the table is dropped.
-        Some(unsafe { &(*seg)[(tid as usize) & (SEG_LEN - 1)] })
+        Some(unsafe { &(*seg)[(tid.get() as usize) & (SEG_LEN - 1)] })
     }
 }
 
@@ -323,7 +327,7 @@ impl Table {
     /// The master of `tid` (in-place storage), allocated on first use; `None` past the
     /// directory or under other storage.
     pub(crate) fn master(&self, tid: TupleId) -> Option<&Master> {
-        let dir = self.masters.get((tid >> SEG_BITS) as usize)?;
+        let dir = self.masters.get((tid.get() >> SEG_BITS) as usize)?;
         let mut seg = dir.load(Ordering::Acquire);
         if seg.is_null() {
             let fresh: Box<MasterSegment> = (0..SEG_LEN)
@@ -348,7 +352,7 @@ impl Table {
             };
         }
         // SAFETY: published segments live until the table is dropped.
-        let slot = unsafe { &(*seg)[(tid as usize) & (SEG_LEN - 1)] };
+        let slot = unsafe { &(*seg)[(tid.get() as usize) & (SEG_LEN - 1)] };
         let mut m = slot.load(Ordering::Acquire);
         if m.is_null() {
             let fresh = Master::alloc(tid, self.schema.row_size);
@@ -679,7 +683,7 @@ impl Table {
         let mut key = Vec::new();
         let mut rb = Vec::new();
         let _guard = crossbeam_epoch::pin();
-        for tid in 0..self.tid_count() {
+        for tid in self.tids() {
             let Some(e) = self.entry(tid) else { continue };
             // SAFETY: no writer (quiesced); pinned against concurrent GC frees.
             if let Some(v) = unsafe { latest_committed(e.load(Ordering::Acquire)) } {
@@ -719,7 +723,7 @@ impl Table {
     /// and for each secondary index the key of every version still in a chain (secondary
     /// indexes are multimaps that keep every key a tuple held; see `index`).
     pub(crate) fn build_indexes(&self) {
-        let _ = self.build_indexes_of(0..self.tid_count());
+        let _ = self.build_indexes_of(TupleId::new(0)..TupleId::new(self.tid_count()));
     }
 
     /// `build_indexes` for the tuple ids of `tids` (threads may build disjoint ranges at
@@ -731,7 +735,7 @@ impl Table {
         let mut buf = Vec::new();
         let mut rb = Vec::new();
         let _guard = crossbeam_epoch::pin();
-        for tid in tids {
+        for tid in (tids.start.get()..tids.end.get()).map(TupleId::new) {
             let Some(e) = self.entry(tid) else { continue };
             let head = e.load(Ordering::Acquire);
             // SAFETY: no writer (quiesced); pinned against concurrent GC frees.
@@ -777,14 +781,14 @@ impl Table {
         &self,
         i: usize,
         key: &[u8],
-        tid: u64,
+        tid: TupleId,
         v: *const Version,
         row: &[u8],
         buf: &mut Vec<u8>,
     ) {
         if self.physical {
             physical_entry(key, v, buf);
-            return self.indexes[i].insert_raw(buf, tid);
+            return self.indexes[i].insert_raw(buf, tid.get());
         }
         if !self.logical_pk {
             return self.indexes[i].insert_entry(key, tid, buf);
@@ -843,7 +847,7 @@ impl Table {
 
     /// A `logical-pk` entry resolved to (its secondary key, the tuple id its primary key now
     /// leads to); `None` if the primary key has no row (or the entry is malformed).
-    fn resolve_pk_entry<'k>(&self, k: &'k [u8]) -> Option<(&'k [u8], u64)> {
+    fn resolve_pk_entry<'k>(&self, k: &'k [u8]) -> Option<(&'k [u8], TupleId)> {
         let n = k.len().checked_sub(2)?;
         let pk_len = u16::from_be_bytes([k[n], k[n + 1]]) as usize;
         let at = n.checked_sub(pk_len)?;
@@ -860,7 +864,7 @@ impl Table {
         &self,
         i: usize,
         key: &[u8],
-        f: &mut dyn FnMut(u64, *const Version) -> bool,
+        f: &mut dyn FnMut(TupleId, *const Version) -> bool,
     ) {
         if i == 0 || !(self.logical_pk || self.physical) {
             return self.indexes[i].lookup_entries(key, &mut |tid| f(tid, ptr::null()));
@@ -888,11 +892,15 @@ impl Table {
     /// A whole `logical-pk` or `physical` entry `k` with value `value` split into (its
     /// secondary key, the tuple id, the version it points at or null).
     #[inline]
-    fn split_entry<'k>(&self, k: &'k [u8], value: u64) -> Option<(&'k [u8], u64, *const Version)> {
+    fn split_entry<'k>(
+        &self,
+        k: &'k [u8],
+        value: u64,
+    ) -> Option<(&'k [u8], TupleId, *const Version)> {
         if self.physical {
             let n = k.len().checked_sub(8)?;
             let addr = u64::from_be_bytes(k[n..].try_into().ok()?) as usize;
-            return Some((&k[..n], value, addr as *const Version));
+            return Some((&k[..n], TupleId::new(value), addr as *const Version));
         }
         let (skey, tid) = self.resolve_pk_entry(k)?;
         Some((skey, tid, ptr::null()))
@@ -906,12 +914,13 @@ impl Table {
         lo: Bound<&[u8]>,
         hi: Bound<&[u8]>,
         dir: ScanDirection,
-        f: &mut dyn FnMut(&[u8], u64, *const Version) -> bool,
+        f: &mut dyn FnMut(&[u8], TupleId, *const Version) -> bool,
     ) {
         let secondary = i != 0;
         if !secondary || !(self.logical_pk || self.physical) {
-            return self.indexes[i]
-                .scan(lo, hi, dir, secondary, &mut |k, tid| f(k, tid, ptr::null()));
+            return self.indexes[i].scan(lo, hi, dir, secondary, &mut |k, tid| {
+                f(k, TupleId::new(tid), ptr::null())
+            });
         }
         let mut scan = |k: &[u8], value: u64| match self.split_entry(k, value) {
             Some((skey, tid, v)) => f(skey, tid, v),

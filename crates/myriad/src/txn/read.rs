@@ -556,8 +556,8 @@ impl<'db> Transaction<'db> {
         }
         let mut n = 0usize;
         let mut rb = std::mem::take(&mut self.local.read_buf);
-        for tid in 0..t.tid_count() {
-            if tid % TABLE_SCAN_REPIN_TIDS == TABLE_SCAN_REPIN_TIDS - 1 && self.may_repin() {
+        for tid in t.tids() {
+            if tid.get() % TABLE_SCAN_REPIN_TIDS == TABLE_SCAN_REPIN_TIDS - 1 && self.may_repin() {
                 // No version reference outlives an iteration (the read set is protected by
                 // the watermark), so a long scan need not hold back memory reclamation.
                 self.guard.repin();

@@ -145,7 +145,10 @@ fn the_chain_order_follows_the_version_storage() {
         db.collect_garbage();
         let mut begins = Vec::new();
         let _pin = crossbeam_epoch::pin();
-        let mut v = t.entry(0).unwrap().load(Ordering::Acquire);
+        let mut v = t
+            .entry(crate::TupleId::new(0))
+            .unwrap()
+            .load(Ordering::Acquire);
         // SAFETY: pinned.
         while let Some(x) = unsafe { v.as_ref() } {
             begins.push(x.begin.load(Ordering::Acquire));

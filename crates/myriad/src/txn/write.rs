@@ -239,7 +239,7 @@ impl<'db> Transaction<'db> {
         let i = match ranges.iter().position(|r| r.0 == t.id) {
             Some(i) => i,
             None => {
-                ranges.push((t.id, 0, 0));
+                ranges.push((t.id, TupleId::new(0), TupleId::new(0)));
                 ranges.len() - 1
             }
         };
@@ -247,10 +247,10 @@ impl<'db> Transaction<'db> {
         if r.1 == r.2 {
             bump(&slot.stats.global_rmw, 1);
             let first = t.reserve_fresh_tids(TID_CHUNK);
-            *r = (t.id, first, first.saturating_add(TID_CHUNK));
+            *r = (t.id, first, first.offset(TID_CHUNK));
         }
         let tid = r.1;
-        r.1 += 1;
+        r.1 = tid.offset(1);
         t.claim_tid(tid)
     }
 

@@ -48,7 +48,7 @@ pub(crate) struct Master {
     /// Even: stable; odd: the owner of the newest version's lock is writing the row.
     seq: AtomicU64,
     /// The tuple id (a delta read finds the chain's newest version through it).
-    pub(crate) tid: u64,
+    pub(crate) tid: crate::ids::TupleId,
     len: u64,
 }
 
@@ -63,7 +63,7 @@ fn layout(size: usize) -> Layout {
 
 impl Master {
     /// A zeroed master for `tid` with `len` bytes of row data.
-    pub(crate) fn alloc(tid: u64, len: usize) -> *mut Master {
+    pub(crate) fn alloc(tid: crate::ids::TupleId, len: usize) -> *mut Master {
         let l = layout(MASTER_HEADER + len);
         // SAFETY: non-zero size (the header).
         let p = unsafe { std::alloc::alloc_zeroed(l) } as *mut Master;
