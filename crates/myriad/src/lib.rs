@@ -43,5 +43,6 @@ pub use recovery::checkpoint::CheckpointInfo;
 pub use recovery::RecoveryReport;
 pub use schema::{ColumnType, IndexKind, TableBuilder, TableSchema};
 pub use storage::TableRef;
+pub use timestamp::Timestamp;
 pub use txn::{ScanOptions, Transaction, TxnOptions};
 pub use value::{Row, RowMut, RowRef, ToValueRef, Value, ValueRef, Values};

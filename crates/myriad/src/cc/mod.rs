@@ -56,6 +56,7 @@ use crate::config::{Isolation, Protocol};
 use crate::error::AbortReason;
 use crate::shared::{Shared, MAX_TABLES};
 use crate::storage::Table;
+use crate::timestamp::Timestamp;
 use crate::txn::state::{TxnCtx, TABLE_SCAN};
 use crate::txn::table::bump;
 use crate::version::Version;
@@ -154,7 +155,7 @@ pub(crate) struct Begin {
     /// The protocol the transaction runs (`hybrid` resolved to `occ` or `2pl`).
     pub(crate) protocol: Protocol,
     /// Its begin timestamp (MVTO draws its own).
-    pub(crate) begin_ts: u64,
+    pub(crate) begin_ts: Timestamp,
     /// Whether its reads are tracked (see `Transaction::tracks_reads`).
     pub(crate) tracks_reads: bool,
 }
@@ -168,7 +169,7 @@ pub(crate) fn begin(
     local: &mut SlotCc,
     protocol: Protocol,
     read_only: bool,
-    begin_ts: u64,
+    begin_ts: Timestamp,
     snapshot_wait: Duration,
 ) -> Begin {
     let slot = db.txns.slot(slot_idx);
@@ -658,7 +659,7 @@ pub(crate) fn validate(
     tx: &TxnCtx<'_>,
     c: &mut TxnCc,
     sc: &mut SlotCc,
-    end_ts: u64,
+    end_ts: Timestamp,
 ) -> std::result::Result<(), AbortReason> {
     debug_assert!(
         tx.protocol.single_version()
@@ -694,14 +695,14 @@ pub(crate) fn stamp_test(
     tx: &TxnCtx<'_>,
     c: &mut TxnCc,
     sc: &mut SlotCc,
-    end_ts: u64,
+    end_ts: Timestamp,
 ) -> std::result::Result<(), AbortReason> {
     // The readers' bits and the index scanners must be read after our stamp was drawn.
     std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
     match tx.protocol {
-        Protocol::Ssn => ssn::precommit(tx, &mut c.ssn, &mut sc.ssn, end_ts),
-        Protocol::Ssi => ssi::precommit(tx, &mut c.ssn, &mut sc.ssn, end_ts),
-        Protocol::ErmiaSsi => ermia_ssi::precommit(tx, &mut c.ssn, &mut sc.ssn, end_ts),
+        Protocol::Ssn => ssn::precommit(tx, &mut c.ssn, &mut sc.ssn, end_ts.get()),
+        Protocol::Ssi => ssi::precommit(tx, &mut c.ssn, &mut sc.ssn, end_ts.get()),
+        Protocol::ErmiaSsi => ermia_ssi::precommit(tx, &mut c.ssn, &mut sc.ssn, end_ts.get()),
         Protocol::Mvocc
         | Protocol::Mvto
         | Protocol::Mv2pl
@@ -718,11 +719,11 @@ pub(crate) fn stamp_test(
 /// Hook `finalize`, multi-version: `tx` passed validation with end timestamp `end_ts` and is
 /// about to turn Committed; leaves what the protocol keeps in the versions (SSN's and
 /// ERMIA-SSI's stamps).
-pub(crate) fn finalize(tx: &TxnCtx<'_>, c: &TxnCc, end_ts: u64) {
+pub(crate) fn finalize(tx: &TxnCtx<'_>, c: &TxnCc, end_ts: Timestamp) {
     match tx.protocol {
-        Protocol::Ssn if tx.tracks_reads => ssn::finalize(tx, &c.ssn, end_ts, true),
+        Protocol::Ssn if tx.tracks_reads => ssn::finalize(tx, &c.ssn, end_ts.get(), true),
         Protocol::Ssi | Protocol::ErmiaSsi if tx.tracks_reads => {
-            ssn::finalize(tx, &c.ssn, end_ts, false)
+            ssn::finalize(tx, &c.ssn, end_ts.get(), false)
         }
         Protocol::Ssn
         | Protocol::Ssi
@@ -742,8 +743,15 @@ pub(crate) fn finalize(tx: &TxnCtx<'_>, c: &TxnCc, end_ts: u64) {
 
 /// Hook `commit_tid`, single-version (step 4 of Silo's commit): the transaction's TID in
 /// epoch `epoch`, above every TID it observed and above `floor`.
-pub(crate) fn commit_tid(tx: &TxnCtx<'_>, sc: &mut SlotCc, epoch: u64, floor: u64) -> u64 {
-    silo::commit_tid(tx, &mut sc.silo, epoch, floor)
+/// A Silo TID orders single-version commits as an end timestamp orders multi-version ones
+/// (it is what the versions' Begin words and the log carry), so it is returned as one.
+pub(crate) fn commit_tid(
+    tx: &TxnCtx<'_>,
+    sc: &mut SlotCc,
+    epoch: u64,
+    floor: Timestamp,
+) -> Timestamp {
+    Timestamp::new(silo::commit_tid(tx, &mut sc.silo, epoch, floor.get()))
 }
 
 /// Hook `release`: the transaction committed (its versions are installed) or wrote nothing;

@@ -254,7 +254,7 @@ pub(crate) fn unseen_row(tx: &TxnCtx<'_>, t: &Table, tid: TupleId) -> Result<(),
         return Ok(());
     }
     if !is_txn(b) {
-        return if b > tx.begin_ts {
+        return if b > tx.begin_ts.get() {
             Err(AbortReason::LockConflict)
         } else {
             Ok(())

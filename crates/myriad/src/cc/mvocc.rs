@@ -34,6 +34,7 @@ use crate::cc::{resolver, validates_reads, SlotCc, TxnCc};
 use crate::config::Isolation;
 use crate::error::AbortReason;
 use crate::storage::{Table, TupleId};
+use crate::timestamp::Timestamp;
 use crate::txn::state::{ScanRecord, TxnCtx, TABLE_SCAN};
 use crate::version::Version;
 use std::ops::Bound;
@@ -47,7 +48,7 @@ pub(crate) fn validate(
     tx: &TxnCtx<'_>,
     c: &mut TxnCc,
     sc: &mut SlotCc,
-    end_ts: u64,
+    end_ts: Timestamp,
 ) -> std::result::Result<(), AbortReason> {
     let r = resolver(tx, c);
     if validates_reads(tx.protocol, tx.isolation) {
@@ -87,7 +88,7 @@ pub(crate) fn bound(arena: &[u8], b: (u8, u32, u32)) -> Bound<&[u8]> {
 /// writes) differs from the one visible as of the begin timestamp. Under SSN and ERMIA-SSI
 /// only a row new to the scan counts: a version the scan read that changed is in the read
 /// set, where the stamps judge it (`cc/ssn.rs`).
-fn rescan(tx: &TxnCtx<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: u64) -> bool {
+fn rescan(tx: &TxnCtx<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: Timestamp) -> bool {
     let t = tx.db.table_by_id(s.table);
     if s.index == TABLE_SCAN {
         // Every tuple, including those allocated since the scan: same view at both times.
@@ -133,7 +134,7 @@ fn same_view(
     index: usize,
     tid: TupleId,
     key: &[u8],
-    end_ts: u64,
+    end_ts: Timestamp,
 ) -> bool {
     let Some(e) = t.entry(tid) else { return true };
     let head = e.load(Ordering::Acquire);
@@ -176,7 +177,7 @@ fn same_view(
 pub(crate) fn unique_keys_still_ours(
     tx: &TxnCtx<'_>,
     c: &TxnCc,
-    end_ts: Option<u64>,
+    end_ts: Option<Timestamp>,
 ) -> std::result::Result<(), AbortReason> {
     for w in &tx.sets.write_set {
         let t = tx.db.table_by_id(w.table);
@@ -217,7 +218,7 @@ pub(crate) fn unique_holder(
     index: usize,
     row: &[u8],
     own: Option<TupleId>,
-    at_end_ts: Option<u64>,
+    at_end_ts: Option<Timestamp>,
 ) -> UniqueCheck {
     if tx.protocol.single_version() {
         return crate::cc::silo::unique_holder(tx, t, index, row, own);
@@ -257,11 +258,11 @@ pub(crate) fn unique_holder(
                     .max(if tx.isolation == Isolation::ReadCommitted {
                         tx.db.clock.now()
                     } else {
-                        0
+                        Timestamp::ZERO
                     });
                 if holds(r.visible_in_chain(head, rt, false)) {
                     out = UniqueCheck::Taken;
-                } else if holds(r.visible_in_chain(head, u64::MAX >> 2, false)) {
+                } else if holds(r.visible_in_chain(head, Timestamp::new(u64::MAX >> 2), false)) {
                     out = UniqueCheck::Contended;
                 }
             }

@@ -30,6 +30,7 @@
 use crate::cc::visibility::Resolver;
 use crate::error::AbortReason;
 use crate::storage::{Table, TupleId};
+use crate::timestamp::Timestamp;
 use crate::txn::table::{bump, Slot, TxnTable};
 use crate::version::Version;
 use std::sync::atomic::{fence, Ordering};
@@ -57,9 +58,9 @@ pub(crate) fn begin(
     db: &crate::shared::Shared,
     slot_idx: usize,
     read_only: bool,
-    rt: u64,
+    rt: Timestamp,
     wait: Duration,
-) -> (u64, bool) {
+) -> (Timestamp, bool) {
     if read_only && wait_for_older_slots(&db.txns, slot_idx, rt, wait) {
         return (rt, false);
     }
@@ -75,7 +76,7 @@ pub(crate) fn begin(
 /// read-ts). `resolver` is the transaction's, in no-wait mode (its `blocked` flag set).
 pub(crate) fn on_read(
     v: &Version,
-    ts: u64,
+    ts: Timestamp,
     slot: &Slot,
     resolver: &Resolver<'_>,
 ) -> Result<(), AbortReason> {
@@ -83,11 +84,11 @@ pub(crate) fn on_read(
         resolver.blocked.is_some(),
         "MVTO reads resolve without waiting"
     );
-    if v.aux.load(Ordering::Acquire) >= ts {
+    if v.aux.load(Ordering::Acquire) >= ts.get() {
         return Ok(());
     }
     bump(&slot.stats.record_rmw, 1);
-    v.aux.fetch_max(ts, Ordering::SeqCst);
+    v.aux.fetch_max(ts.get(), Ordering::SeqCst);
     // A writer older than us may have locked v before our read-ts landed: it did not see us,
     // so we must see it.
     if !resolver.still_visible(v, ts) || resolver.blocked.is_some_and(|b| b.get()) {
@@ -98,9 +99,9 @@ pub(crate) fn on_read(
 
 /// After taking the write lock on `h` (the latest version): may a transaction at timestamp
 /// `ts` supersede it?
-pub(crate) fn may_write(h: &Version, ts: u64) -> Result<(), AbortReason> {
+pub(crate) fn may_write(h: &Version, ts: Timestamp) -> Result<(), AbortReason> {
     fence(Ordering::SeqCst);
-    if h.aux.load(Ordering::SeqCst) > ts {
+    if h.aux.load(Ordering::SeqCst) > ts.get() {
         return Err(AbortReason::TimestampOrder);
     }
     Ok(())
@@ -108,13 +109,13 @@ pub(crate) fn may_write(h: &Version, ts: u64) -> Result<(), AbortReason> {
 
 /// Before a scan of index `index` of `t` (or a point lookup that found nothing) by the
 /// transaction with timestamp `ts` in `slot` reads it.
-pub(crate) fn before_scan(t: &Table, index: usize, ts: u64, slot: &Slot) {
+pub(crate) fn before_scan(t: &Table, index: usize, ts: Timestamp, slot: &Slot) {
     let Some(w) = t.scan_ts.get(index) else {
         return;
     };
-    if w.load(Ordering::Acquire) < ts {
+    if w.load(Ordering::Acquire) < ts.get() {
         bump(&slot.stats.global_rmw, 1);
-        w.fetch_max(ts, Ordering::SeqCst);
+        w.fetch_max(ts.get(), Ordering::SeqCst);
     }
     // Order the scan's index reads after the word (against `may_enter`'s fence).
     fence(Ordering::SeqCst);
@@ -127,7 +128,7 @@ pub(crate) fn before_scan(t: &Table, index: usize, ts: u64, slot: &Slot) {
 pub(crate) fn on_miss(
     t: &Table,
     key: &[u8],
-    ts: u64,
+    ts: Timestamp,
     slot: &Slot,
     live: impl FnOnce(TupleId) -> bool,
 ) -> Result<(), AbortReason> {
@@ -143,14 +144,14 @@ pub(crate) fn on_miss(
 /// the table). Fails if a later transaction already scanned one of them.
 pub(crate) fn may_enter(
     t: &Table,
-    ts: u64,
+    ts: Timestamp,
     mut indexes: impl Iterator<Item = usize>,
 ) -> Result<(), AbortReason> {
     fence(Ordering::SeqCst);
     if indexes.any(|i| {
         t.scan_ts
             .get(i)
-            .is_some_and(|w| w.load(Ordering::SeqCst) > ts)
+            .is_some_and(|w| w.load(Ordering::SeqCst) > ts.get())
     }) {
         return Err(AbortReason::TimestampOrder);
     }
@@ -159,7 +160,12 @@ pub(crate) fn may_enter(
 
 /// A READ ONLY snapshot: waits (up to `wait`) until no transaction with a timestamp
 /// ≤ `rt` is still running, so none can still write below `rt`. False on timeout.
-pub(crate) fn wait_for_older_slots(txns: &TxnTable, me: usize, rt: u64, wait: Duration) -> bool {
+pub(crate) fn wait_for_older_slots(
+    txns: &TxnTable,
+    me: usize,
+    rt: Timestamp,
+    wait: Duration,
+) -> bool {
     let deadline = Instant::now() + wait;
     let backoff = crossbeam_utils::Backoff::new();
     for (i, s) in txns.slots().enumerate() {

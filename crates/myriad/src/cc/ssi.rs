@@ -61,7 +61,7 @@ pub(crate) fn precommit(
             Touched::Overwritten(o) => o.ext_word(PSTAMP).load(Ordering::SeqCst),
             Touched::Entered(stamp) => stamp,
         };
-        inc |= rstamp > begin;
+        inc |= rstamp > begin.get();
     });
     if inc && out {
         return Err(AbortReason::Exclusion);

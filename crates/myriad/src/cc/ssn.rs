@@ -130,7 +130,7 @@ pub(crate) fn on_read(tx: &TxnCtx<'_>, stamps: &mut Stamps, v: &Version) {
     let b = v.begin.load(Ordering::Acquire);
     // A creator still post-processing committed at or before our snapshot: our begin
     // timestamp bounds its stamp from above (a larger η is only more careful).
-    let c = if is_txn(b) { tx.begin_ts } else { b };
+    let c = if is_txn(b) { tx.begin_ts.get() } else { b };
     stamps.pstamp = stamps.pstamp.max(c);
 }
 
@@ -162,7 +162,7 @@ fn wait_out_readers(txns: &TxnTable, me: usize, bitmap: u64, c: u64) {
             loop {
                 match txns.state_of(TxnId(id)) {
                     TxnState::PreparingPending => backoff.snooze(),
-                    TxnState::Preparing(ts) if ts < c => backoff.snooze(),
+                    TxnState::Preparing(ts) if ts.get() < c => backoff.snooze(),
                     _ => break,
                 }
             }
@@ -209,8 +209,8 @@ pub(crate) fn overwriter(tx: &TxnCtx<'_>, v: &Version, c: u64) -> Overwriter {
             TxnState::Aborted => return Overwriter::None,
             // Active: it draws its stamp after ours, and will see our bit.
             TxnState::Active => return Overwriter::Later,
-            TxnState::Preparing(ts) if ts > c => return Overwriter::Later,
-            TxnState::Committed(ts) => return before(ts),
+            TxnState::Preparing(ts) if ts.get() > c => return Overwriter::Later,
+            TxnState::Committed(ts) => return before(ts.get()),
             TxnState::PreparingPending | TxnState::Preparing(_) => backoff.snooze(),
             // The field is being finalised: read it again.
             TxnState::Terminated => backoff.spin(),
@@ -248,7 +248,7 @@ pub(crate) fn precommit(
             eta = eta.max(o.ext_word(PSTAMP).load(Ordering::SeqCst));
             // ww: the creator precedes us.
             let b = o.begin.load(Ordering::Acquire);
-            eta = eta.max(if is_txn(b) { tx.begin_ts } else { b });
+            eta = eta.max(if is_txn(b) { tx.begin_ts.get() } else { b });
         }
         Touched::Entered(stamp) => eta = eta.max(stamp),
     });

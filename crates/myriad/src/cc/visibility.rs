@@ -11,6 +11,7 @@
 //! shows a transaction the row it deleted itself. The correct rule, implemented here: V is
 //! invisible only to TE itself, visible to everyone else.
 
+use crate::timestamp::Timestamp;
 use crate::txn::table::{TxnId, TxnState, TxnTable};
 use crate::version::{is_txn, Version, INFINITY};
 use crossbeam_utils::Backoff;
@@ -36,7 +37,7 @@ pub(crate) struct Resolver<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Field {
     /// A (possibly not yet finalised) committed timestamp.
-    Ts(u64),
+    Ts(Timestamp),
     /// Written by the reader itself.
     Mine,
     /// Written by a transaction still Active (its end timestamp, if any, is later than any
@@ -49,13 +50,13 @@ enum Field {
 impl Resolver<'_> {
     /// Resolves a field word, waiting out Preparing writers whose end timestamp is ≤ `rt`.
     #[inline]
-    fn resolve(&self, field: &std::sync::atomic::AtomicU64, rt: u64) -> Field {
+    fn resolve(&self, field: &std::sync::atomic::AtomicU64, rt: Timestamp) -> Field {
         let backoff = Backoff::new();
         let mut waited = false;
         loop {
             let w = field.load(Ordering::Acquire);
             if !is_txn(w) {
-                return Field::Ts(w);
+                return Field::Ts(Timestamp::new(w));
             }
             let t = TxnId::from_word(w);
             if t == self.me {
@@ -98,7 +99,7 @@ impl Resolver<'_> {
 
     /// Is `v` visible to this transaction as of read time `rt`?
     #[inline]
-    pub fn visible(&self, v: &Version, rt: u64) -> bool {
+    pub fn visible(&self, v: &Version, rt: Timestamp) -> bool {
         match self.resolve(&v.begin, rt) {
             Field::Mine => {
                 // Our own version: visible unless we superseded it ourselves (Table 1, row 1).
@@ -112,7 +113,7 @@ impl Resolver<'_> {
 
     /// Given that V began at or before `rt`, does it end after `rt`? (Table 2.)
     #[inline]
-    fn end_after(&self, v: &Version, rt: u64) -> bool {
+    fn end_after(&self, v: &Version, rt: Timestamp) -> bool {
         match self.resolve(&v.end, rt) {
             Field::Ts(e) => rt < e,
             Field::Mine => false,
@@ -123,7 +124,7 @@ impl Resolver<'_> {
     /// Read validation (Hekaton §3.2): is `v`, which was visible at our begin time, still
     /// visible at our end timestamp `end_ts`? A version we ourselves superseded counts as
     /// still visible: we hold its write lock.
-    pub fn still_visible(&self, v: &Version, end_ts: u64) -> bool {
+    pub fn still_visible(&self, v: &Version, end_ts: Timestamp) -> bool {
         match self.resolve(&v.end, end_ts) {
             Field::Ts(e) => end_ts < e,
             Field::Mine | Field::OtherActive | Field::Aborted => true,
@@ -135,7 +136,7 @@ impl Resolver<'_> {
     pub fn visible_in_chain(
         &self,
         head: *const Version,
-        rt: u64,
+        rt: Timestamp,
         skip_own: bool,
     ) -> *const Version {
         let mut v = head;
@@ -226,7 +227,7 @@ mod tests {
 
     fn check(f: &Fixture, begin: u64, end: u64, rt: u64) -> bool {
         let v = version(begin, end);
-        let r = waiting(f).visible(&v, rt);
+        let r = waiting(f).visible(&v, Timestamp::new(rt));
         free(v);
         r
     }
@@ -252,10 +253,10 @@ mod tests {
         // Active, TB != T: invisible.
         assert!(!check(&f, f.other.word(), INFINITY, 100));
         // Preparing with TS > RT: invisible (it will begin after our read time).
-        other.set_preparing(50);
+        other.set_preparing(Timestamp::new(50));
         assert!(!check(&f, f.other.word(), INFINITY, 40));
         // Committed: use TS as the begin time.
-        other.set_committed(50);
+        other.set_committed(Timestamp::new(50));
         assert!(check(&f, f.other.word(), INFINITY, 50));
         assert!(!check(&f, f.other.word(), INFINITY, 49));
         // Aborted: garbage, invisible.
@@ -268,11 +269,11 @@ mod tests {
         let f = fixture();
         let other = f.txns.slot(1);
         let v = version(f.other.word(), INFINITY);
-        other.set_committed(7);
+        other.set_committed(Timestamp::new(7));
         // Post-processing finalises the field, then the slot terminates.
         v.begin.store(7, Ordering::Release);
         other.terminate();
-        assert!(waiting(&f).visible(&v, 8));
+        assert!(waiting(&f).visible(&v, Timestamp::new(8)));
         free(v);
     }
 
@@ -285,10 +286,10 @@ mod tests {
         // Active TE == T: we superseded V ourselves; invisible to us.
         assert!(!check(&f, 5, f.me.word(), 10));
         // Preparing TE with TS > RT: visible.
-        other.set_preparing(20);
+        other.set_preparing(Timestamp::new(20));
         assert!(check(&f, 5, f.other.word(), 10));
         // Committed TE: use TS as the end time.
-        other.set_committed(20);
+        other.set_committed(Timestamp::new(20));
         assert!(check(&f, 5, f.other.word(), 19));
         assert!(!check(&f, 5, f.other.word(), 20));
         // Aborted TE: V is visible.
@@ -298,7 +299,7 @@ mod tests {
 
     /// A version whose End (or Begin) holds the other transaction, Preparing at 20.
     fn written_by_preparing(f: &Fixture, field_is_end: bool) -> Owned {
-        f.txns.slot(1).set_preparing(20);
+        f.txns.slot(1).set_preparing(Timestamp::new(20));
         if field_is_end {
             version(5, f.other.word())
         } else {
@@ -315,12 +316,12 @@ mod tests {
             s.spawn(|| {
                 std::thread::sleep(Duration::from_millis(50));
                 if commit {
-                    other.set_committed(20);
+                    other.set_committed(Timestamp::new(20));
                 } else {
                     other.set_aborted();
                 }
             });
-            let r = waiting(&f).visible(&v, 30);
+            let r = waiting(&f).visible(&v, Timestamp::new(30));
             free(v);
             r
         })
@@ -347,11 +348,11 @@ mod tests {
         let seen = std::thread::scope(|s| {
             s.spawn(|| {
                 std::thread::sleep(Duration::from_millis(50));
-                other.set_preparing(10);
+                other.set_preparing(Timestamp::new(10));
                 std::thread::sleep(Duration::from_millis(20));
-                other.set_committed(10);
+                other.set_committed(Timestamp::new(10));
             });
-            waiting(&f).visible(&v, 30)
+            waiting(&f).visible(&v, Timestamp::new(30))
         });
         assert!(seen, "a commit at ts 10 must be visible at read time 30");
         free(v);
@@ -362,11 +363,11 @@ mod tests {
         let f = fixture();
         let r = waiting(&f);
         let v = version(5, INFINITY);
-        assert!(r.still_visible(&v, 100));
+        assert!(r.still_visible(&v, Timestamp::new(100)));
         v.end.store(f.me.word(), Ordering::Relaxed); // we updated it: fine
-        assert!(r.still_visible(&v, 100));
+        assert!(r.still_visible(&v, Timestamp::new(100)));
         v.end.store(50, Ordering::Relaxed); // someone committed an update at 50 < 100
-        assert!(!r.still_visible(&v, 100));
+        assert!(!r.still_visible(&v, Timestamp::new(100)));
         free(v);
     }
 
@@ -385,13 +386,13 @@ mod tests {
                 speculate: Some(&took),
                 ..waiting(&f)
             };
-            assert_eq!(r.visible(&v, 30), !field_is_end);
+            assert_eq!(r.visible(&v, Timestamp::new(30)), !field_is_end);
             assert!(took.get());
             assert_eq!(f.txns.slot(0).deps.pending(), (1, false));
-            assert_eq!(r.visible(&v, 30), !field_is_end);
+            assert_eq!(r.visible(&v, Timestamp::new(30)), !field_is_end);
             assert_eq!(f.txns.slot(0).deps.pending(), (1, false));
             if commit {
-                other.set_committed(20);
+                other.set_committed(Timestamp::new(20));
             } else {
                 other.set_aborted();
             }
@@ -399,7 +400,7 @@ mod tests {
             assert_eq!(f.txns.slot(0).deps.pending(), (0, !commit));
             // Once the outcome is final it is read directly, without a dependency.
             took.set(false);
-            assert_eq!(r.visible(&v, 30), commit != field_is_end);
+            assert_eq!(r.visible(&v, Timestamp::new(30)), commit != field_is_end);
             assert!(!took.get());
             assert_eq!(f.txns.slot(0).stats.commit_deps.load(Ordering::Relaxed), 1);
             free(v);
@@ -413,10 +414,10 @@ mod tests {
         let f = fixture();
         let other = f.txns.slot(1);
         assert!(!f.txns.depend(f.me, f.other), "Active");
-        other.set_preparing(20);
+        other.set_preparing(Timestamp::new(20));
         f.txns.report(1, f.other, true);
         assert!(!f.txns.depend(f.me, f.other), "reported");
-        other.set_committed(20);
+        other.set_committed(Timestamp::new(20));
         assert!(!f.txns.depend(f.me, f.other), "Committed");
         assert_eq!(f.txns.slot(0).deps.pending(), (0, false));
     }

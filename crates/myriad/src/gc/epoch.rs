@@ -54,7 +54,8 @@ pub(crate) fn watermark_of(
     clock: &crate::timestamp::Source,
     txns: &crate::txn::table::TxnTable,
 ) -> u64 {
-    let mut w = clock.now();
+    // GC compares the watermark with the raw Begin/End words of versions.
+    let mut w = clock.now().get();
     for s in txns.slots() {
         w = w.min(s.begin_ts.load(Ordering::SeqCst));
     }

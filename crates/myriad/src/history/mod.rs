@@ -13,6 +13,7 @@ pub use checker::{check, CheckReport, Key, Level, Read, Scan, TxnRecord, Write, 
 
 use crate::config::Isolation;
 use crate::schema::TableSchema;
+use crate::timestamp::Timestamp;
 use crate::txn::table::{TxnId, TxnState, TxnTable};
 use crate::version::{is_txn, Version};
 use parking_lot::Mutex;
@@ -59,7 +60,7 @@ fn writer_of(v: &Version, txns: &TxnTable) -> u64 {
             return b;
         }
         match txns.state_of(TxnId::from_word(b)) {
-            TxnState::Committed(ts) | TxnState::Preparing(ts) => return ts,
+            TxnState::Committed(ts) | TxnState::Preparing(ts) => return ts.get(),
             _ => std::hint::spin_loop(),
         }
     }
@@ -146,12 +147,18 @@ impl Recording {
             });
         }
     }
-    pub fn into_record(self, id: u64, begin_ts: u64, commit_ts: u64, iso: Isolation) -> TxnRecord {
+    pub fn into_record(
+        self,
+        id: u64,
+        begin_ts: Timestamp,
+        commit_ts: Timestamp,
+        iso: Isolation,
+    ) -> TxnRecord {
         TxnRecord {
             id,
             level: level(iso),
-            begin_ts,
-            commit_ts,
+            begin_ts: begin_ts.get(),
+            commit_ts: commit_ts.get(),
             reads: self.reads,
             writes: self.writes,
             scans: self.scans,

@@ -351,7 +351,7 @@ impl ErmiaLog {
         mut point: PointFile,
     ) -> Result<Arc<ErmiaLog>> {
         let fsync = config.fsync == crate::config::FsyncPolicy::Always;
-        let base = clock.now();
+        let base = clock.now().get();
         let seg = Segment::create(db, dir, first_seq, base, u64::MAX, fsync)?;
         extra.first = vec![first_seq];
         point.publish(&PersistentEpoch {
@@ -424,7 +424,7 @@ impl ErmiaLog {
     #[inline]
     pub(crate) fn reserve(&self, slot: usize, len: u64) -> u64 {
         // Announce a lower bound of our start before the add (see "Which prefix is filled").
-        self.pending[slot].store(self.clock.now(), Ordering::SeqCst);
+        self.pending[slot].store(self.clock.now().get(), Ordering::SeqCst);
         self.clock.reserve(len) + len
     }
 
@@ -482,7 +482,7 @@ impl ErmiaLog {
 
     /// The end of the filled prefix of the LSN space.
     fn filled_limit(&self) -> u64 {
-        let mut limit = self.clock.now();
+        let mut limit = self.clock.now().get();
         for p in self.pending.iter() {
             limit = limit.min(p.load(Ordering::SeqCst));
         }

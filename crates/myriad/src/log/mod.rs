@@ -321,7 +321,7 @@ impl LogManager {
             // Every commit it saw has an epoch ≤ the current one.
             LogManager::Epoch(l) => l.current_epoch(),
             // Every commit it saw ends at or below the clock.
-            LogManager::Ermia(_) => clock.now(),
+            LogManager::Ermia(_) => clock.now().get(),
         }
     }
 

@@ -361,7 +361,7 @@ impl Database {
         let started = Instant::now();
         let dir = &state.dir;
         let tx = self.begin_snapshot()?;
-        let ts = tx.begin_ts();
+        let ts = tx.begin_ts().get();
         let name = free_ckpt_name(dir, state.id, ts)?;
         let tmp = dir.join(format!("{name}.tmp"));
         if tmp.exists() {
@@ -415,7 +415,7 @@ impl Database {
         name: &str,
         first_seq: Vec<u64>,
     ) -> Result<Manifest> {
-        let ts = tx.begin_ts();
+        let ts = tx.begin_ts().get();
         let mut tables = Vec::new();
         for (i, t) in self.shared.live_tables().iter().enumerate() {
             let file = format!("table-{i:04}");

@@ -704,7 +704,9 @@ fn recover(db: &Database, dir: &Path, id: DbId) -> Result<(RecoveryReport, Next)
         rep.index_build = t.elapsed();
     }
     rep.rows = by_id.values().map(live_rows).sum();
-    db.shared.clock.advance_to(max_ts + 1);
+    db.shared
+        .clock
+        .advance_to(crate::timestamp::Timestamp::new(max_ts + 1));
     Ok((
         rep,
         Next {

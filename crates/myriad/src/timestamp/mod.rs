@@ -15,6 +15,40 @@
 
 mod global_counter;
 
+use std::fmt;
+
+/// A point in the database's commit order: a read time, a begin timestamp or an end
+/// (commit) timestamp. A distinct type from tuple ids, transaction ids (`TxnId`, which
+/// shares the Begin/End words of versions with timestamps) and counts, so one cannot be
+/// passed for another. In a version's Begin/End word it is stored raw (`get`), below
+/// `version::TXN_BIT`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
+#[repr(transparent)]
+pub struct Timestamp(u64);
+
+impl Timestamp {
+    /// Before every commit.
+    pub const ZERO: Timestamp = Timestamp(0);
+
+    /// The timestamp `n`.
+    #[inline]
+    pub const fn new(n: u64) -> Self {
+        Timestamp(n)
+    }
+
+    /// The raw number (to store in a version's word, a log record or a report).
+    #[inline]
+    pub const fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 pub(crate) use global_counter::GlobalCounter;
 
 /// Where read times and end timestamps come from (`TimestampPolicy::source` in `config.rs`
@@ -37,24 +71,24 @@ impl Source {
     /// A read time: every transaction that drew an end timestamp ≤ this has published at
     /// least the Preparing state.
     #[inline]
-    pub(crate) fn now(&self) -> u64 {
+    pub(crate) fn now(&self) -> Timestamp {
         match self {
-            Source::GlobalCounter(c) => c.now(),
+            Source::GlobalCounter(c) => Timestamp(c.now()),
         }
     }
 
     /// Moves the source forward to at least `ts` (recovery continues the old clock).
-    pub(crate) fn advance_to(&self, ts: u64) {
+    pub(crate) fn advance_to(&self, ts: Timestamp) {
         match self {
-            Source::GlobalCounter(c) => c.advance_to(ts),
+            Source::GlobalCounter(c) => c.advance_to(ts.0),
         }
     }
 
     /// Draws a fresh end timestamp, above every read time handed out before.
     #[inline]
-    pub(crate) fn next_end_ts(&self) -> u64 {
+    pub(crate) fn next_end_ts(&self) -> Timestamp {
         match self {
-            Source::GlobalCounter(c) => c.next_end_ts(),
+            Source::GlobalCounter(c) => Timestamp(c.next_end_ts()),
         }
     }
 
@@ -70,7 +104,7 @@ impl Source {
 
 #[cfg(test)]
 mod tests {
-    use super::Source;
+    use super::{Source, Timestamp};
     use crate::config::TimestampPolicy;
 
     /// Every policy either builds a source whose end timestamps rise above its read times,
@@ -83,18 +117,19 @@ mod tests {
                     let rt = s.now();
                     let end = s.next_end_ts();
                     assert!(end > rt, "{p:?}: end {end} ≤ read time {rt}");
-                    s.advance_to(100);
-                    assert!(s.now() >= 100, "{p:?}: advance_to(100) left {}", s.now());
-                    s.advance_to(50);
-                    assert!(s.now() >= 100, "{p:?}: advance_to moved back");
+                    s.advance_to(Timestamp::new(100));
+                    let now = s.now().get();
+                    assert!(now >= 100, "{p:?}: advance_to(100) left {now}");
+                    s.advance_to(Timestamp::new(50));
+                    assert!(s.now().get() >= 100, "{p:?}: advance_to moved back");
                     match &s {
                         // The counter: a draw is the next read time; a reservation of `len`
                         // moves it by `len` from the first timestamp it returns.
                         Source::GlobalCounter(_) => {
                             let end = s.next_end_ts();
                             assert_eq!(s.now(), end);
-                            assert_eq!(s.reserve(3), end);
-                            assert_eq!(s.now(), end + 3);
+                            assert_eq!(s.reserve(3), end.get());
+                            assert_eq!(s.now().get(), end.get() + 3);
                         }
                     }
                 }

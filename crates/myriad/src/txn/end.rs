@@ -92,7 +92,7 @@ impl<'db> Transaction<'db> {
         slot.set_preparing_pending();
         bump(&slot.stats.global_rmw, 1);
         let end_ts = match ermia {
-            Some(l) => l.reserve(self.st.slot_idx, len),
+            Some(l) => Timestamp::new(l.reserve(self.st.slot_idx, len)),
             None => self.st.db.clock.next_end_ts(),
         };
         slot.set_preparing(end_ts);
@@ -108,7 +108,7 @@ impl<'db> Transaction<'db> {
         let checked = cc::validate(&self.st, &mut self.cc, &mut self.local.cc, end_ts)
             .and_then(|()| self.await_deps());
         if let Some(l) = ermia.filter(|_| checked.is_err() || read_only) {
-            l.skip(self.st.slot_idx, end_ts);
+            l.skip(self.st.slot_idx, end_ts.get());
         }
         if let Err(reason) = checked {
             return Err(self.refuse(reason));
@@ -123,7 +123,7 @@ impl<'db> Transaction<'db> {
     }
 
     /// Ends a transaction that wrote nothing and serializes at `commit_ts`.
-    fn finish_read_only(&mut self, commit_ts: u64) -> Result<u64> {
+    fn finish_read_only(&mut self, commit_ts: Timestamp) -> Result<u64> {
         let db = self.st.db;
         let epoch = db.log.get().map_or(0, |l| l.read_only_ticket(&db.clock));
         if let (Some(rec), Some(h)) = (self.recording.take(), db.history.as_ref()) {
@@ -141,7 +141,7 @@ impl<'db> Transaction<'db> {
 
     /// Logs a validated multi-version transaction, makes it Committed at `end_ts` and
     /// post-processes its versions.
-    fn install(&mut self, end_ts: u64) -> Result<u64> {
+    fn install(&mut self, end_ts: Timestamp) -> Result<u64> {
         let slot = self.slot();
         let ticket = self.log_commit(end_ts)?;
         slot.set_committed(end_ts);
@@ -162,9 +162,9 @@ impl<'db> Transaction<'db> {
                     self.st.id.word(),
                     "post-processing a version this transaction did not write"
                 );
-                (*w.new).begin.store(end_ts, Ordering::Release);
+                (*w.new).begin.store(end_ts.get(), Ordering::Release);
                 if let Some(old) = w.old.as_ref() {
-                    old.end.store(end_ts, Ordering::Release);
+                    old.end.store(end_ts.get(), Ordering::Release);
                 }
                 if !w.old.is_null() || (*w.new).is_tombstone() {
                     if gc == GcPolicy::Vacuum {
@@ -173,7 +173,7 @@ impl<'db> Transaction<'db> {
                         }
                     } else if gc != GcPolicy::Coop {
                         self.local.garbage.push_back(Garbage {
-                            end_ts,
+                            end_ts: end_ts.get(),
                             table: w.table,
                             tid: w.tid,
                         });
@@ -183,7 +183,7 @@ impl<'db> Transaction<'db> {
         }
         cc::release(&self.st, self.engine_cc, &mut self.local.cc);
         if let (Some(rec), Some(h)) = (self.recording.take(), db.history.as_ref()) {
-            h.push(rec.into_record(end_ts, self.st.begin_ts, end_ts, self.st.isolation));
+            h.push(rec.into_record(end_ts.get(), self.st.begin_ts, end_ts, self.st.isolation));
         }
         bump(&slot.stats.committed, 1);
         self.local.commits_since_gc += 1;
@@ -196,8 +196,9 @@ impl<'db> Transaction<'db> {
     /// Appends the commit record for `end_ts` to the log, before anyone can see the
     /// transaction Committed (see the epoch argument in log/epoch.rs). Returns the durability
     /// ticket; on a log error the transaction is rolled back.
-    fn log_commit(&mut self, end_ts: u64) -> Result<u64> {
+    fn log_commit(&mut self, end_ts: Timestamp) -> Result<u64> {
         let db = self.st.db;
+        let end_ts = end_ts.get();
         let logged = match db.log.get().map(|l| &**l) {
             Some(crate::log::LogManager::Ermia(l)) => {
                 l.fill(self.st.slot_idx, end_ts).map(|_| end_ts)
@@ -235,7 +236,9 @@ impl<'db> Transaction<'db> {
             db.clock.next_end_ts()
         });
         // 3. Validation.
-        if let Err(reason) = cc::validate(&self.st, &mut self.cc, &mut self.local.cc, 0) {
+        if let Err(reason) =
+            cc::validate(&self.st, &mut self.cc, &mut self.local.cc, Timestamp::ZERO)
+        {
             return Err(self.refuse(reason));
         }
         if self.st.sets.write_set.is_empty() {
@@ -260,7 +263,7 @@ impl<'db> Transaction<'db> {
             // SAFETY: our versions, and versions we hold the lock on; pinned.
             unsafe {
                 let n = &*w.new;
-                n.begin.store(tid, Ordering::Release);
+                n.begin.store(tid.get(), Ordering::Release);
                 let Some(e) = t.entry(w.tid) else { continue };
                 let dead = n.is_tombstone();
                 if w.old.is_null() {
@@ -285,7 +288,7 @@ impl<'db> Transaction<'db> {
                     if dead { std::ptr::null_mut() } else { w.new },
                     Ordering::Release,
                 );
-                (*w.old).end.store(tid, Ordering::Release);
+                (*w.old).end.store(tid.get(), Ordering::Release);
                 retired.push(w.old);
                 // Anything an earlier multi-version replay left behind it goes too.
                 if !(*w.old).next.load(Ordering::Acquire).is_null() {
@@ -308,7 +311,7 @@ impl<'db> Transaction<'db> {
         cc::release(&self.st, self.engine_cc, &mut self.local.cc);
         if let (Some(rec), Some(h)) = (self.recording.take(), db.history.as_ref()) {
             let ts = order_ts.unwrap_or(tid);
-            h.push(rec.into_record(tid, ts, ts, self.st.isolation));
+            h.push(rec.into_record(tid.get(), ts, ts, self.st.isolation));
         }
         bump(&slot.stats.committed, 1);
         self.finish();

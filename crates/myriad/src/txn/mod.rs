@@ -36,6 +36,7 @@ use crate::log::CommitTicket;
 use crate::schema::TableSchema;
 use crate::shared::Shared;
 use crate::storage::{Table, TableRef, TupleId};
+use crate::timestamp::Timestamp;
 use crate::value::{Row, RowMut, RowRef, ToValueRef, Values};
 use crate::version::{Version, INFINITY};
 use crossbeam_epoch::Guard;
@@ -259,7 +260,7 @@ impl<'db> Transaction<'db> {
         let id = slot.start(slot_idx);
         // Register a provisional read time before drawing the real one, so the GC watermark
         // computed concurrently can never pass our read time (see gc/epoch.rs).
-        slot.begin_ts.store(db.clock.now(), Ordering::SeqCst);
+        slot.begin_ts.store(db.clock.now().get(), Ordering::SeqCst);
         // SAFETY: we own the slot (acquired in Database::begin_with).
         let mut local = std::mem::take(unsafe { &mut *locals.get(slot_idx) });
         local.prefetched.clear();
@@ -358,7 +359,7 @@ impl<'db> Transaction<'db> {
         self.st.id.0
     }
     /// The begin (read) timestamp.
-    pub fn begin_ts(&self) -> u64 {
+    pub fn begin_ts(&self) -> crate::Timestamp {
         self.st.begin_ts
     }
     /// The isolation level.
@@ -465,7 +466,7 @@ impl<'db> Transaction<'db> {
 
     /// Read time of the current statement: the begin timestamp, or now under Read Committed.
     #[inline]
-    fn stmt_ts(&self) -> u64 {
+    fn stmt_ts(&self) -> Timestamp {
         if self.st.isolation == Isolation::ReadCommitted {
             self.st.db.clock.now()
         } else {

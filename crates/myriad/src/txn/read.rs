@@ -80,7 +80,7 @@ impl<'db> Transaction<'db> {
 
     /// The visible version of `tid` as of `rt`, or null.
     #[inline]
-    pub(crate) fn visible_version(&self, t: &Table, tid: TupleId, rt: u64) -> *const Version {
+    pub(crate) fn visible_version(&self, t: &Table, tid: TupleId, rt: Timestamp) -> *const Version {
         if self.st.protocol.single_version() {
             return self.single_version_read(t, tid);
         }
@@ -103,7 +103,7 @@ impl<'db> Transaction<'db> {
         t: &Table,
         tid: TupleId,
         exact: *const Version,
-        rt: u64,
+        rt: Timestamp,
     ) -> *const Version {
         // SAFETY: an entry is removed from the index before its version's free is deferred
         // (`Table::remove_entries`), and we are pinned: the version is allocated.
@@ -302,7 +302,7 @@ impl<'db> Transaction<'db> {
         tid: TupleId,
         exact: *const Version,
         key: &[u8],
-        rt: u64,
+        rt: Timestamp,
         check: &mut Vec<u8>,
         rb: &mut Vec<u8>,
     ) -> Option<&'db Version> {

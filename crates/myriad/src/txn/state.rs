@@ -7,6 +7,7 @@
 use crate::config::{Isolation, Protocol};
 use crate::shared::Shared;
 use crate::storage::{TupleId, WriteRecord};
+use crate::timestamp::Timestamp;
 use crate::txn::table::{Slot, TxnId};
 use crate::version::Version;
 use std::cell::Cell;
@@ -60,7 +61,7 @@ pub(crate) struct TxnCtx<'db> {
     /// Its transaction-table slot.
     pub(crate) slot_idx: usize,
     pub(crate) id: TxnId,
-    pub(crate) begin_ts: u64,
+    pub(crate) begin_ts: Timestamp,
     pub(crate) isolation: Isolation,
     pub(crate) read_only: bool,
     /// The protocol this transaction runs (the configured one; `hybrid` resolved to `occ` or

@@ -28,6 +28,7 @@
 //! and the provisional read-time registration in `Transaction::new` is a SeqCst store followed
 //! by a SeqCst clock load (a store-load pair against the GC watermark, gc/epoch.rs).
 
+use crate::timestamp::Timestamp;
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -58,8 +59,8 @@ pub(crate) enum TxnState {
     Active,
     /// Preparing, end timestamp not yet drawn: the caller must wait until it is.
     PreparingPending,
-    Preparing(u64),
-    Committed(u64),
+    Preparing(Timestamp),
+    Committed(Timestamp),
     Aborted,
     /// The slot no longer holds this transaction: reread the field.
     Terminated,
@@ -252,8 +253,8 @@ impl TxnTable {
         match w >> ST_SHIFT {
             ST_ACTIVE => TxnState::Active,
             ST_PREPARING if ts == PENDING_TS => TxnState::PreparingPending,
-            ST_PREPARING => TxnState::Preparing(ts),
-            ST_COMMITTED => TxnState::Committed(ts),
+            ST_PREPARING => TxnState::Preparing(Timestamp::new(ts)),
+            ST_COMMITTED => TxnState::Committed(Timestamp::new(ts)),
             _ => TxnState::Aborted,
         }
     }
@@ -329,11 +330,17 @@ impl Slot {
         self.state
             .store(pack(ST_PREPARING, PENDING_TS), Ordering::Release);
     }
-    pub fn set_preparing(&self, ts: u64) {
-        self.state.store(pack(ST_PREPARING, ts), Ordering::Release);
+    pub fn set_preparing(&self, ts: Timestamp) {
+        debug_assert!(
+            ts.get() < PENDING_TS,
+            "end timestamp {ts} overflows the state word"
+        );
+        self.state
+            .store(pack(ST_PREPARING, ts.get()), Ordering::Release);
     }
-    pub fn set_committed(&self, ts: u64) {
-        self.state.store(pack(ST_COMMITTED, ts), Ordering::Release);
+    pub fn set_committed(&self, ts: Timestamp) {
+        self.state
+            .store(pack(ST_COMMITTED, ts.get()), Ordering::Release);
     }
     /// Is the slot's transaction Preparing (the only state others register dependencies
     /// on)? Owner-only question.
@@ -345,10 +352,10 @@ impl Slot {
     }
     /// Is the slot's transaction Preparing (under MVTO: running) with an end timestamp ≤ `rt`,
     /// or about to draw one? (`cc/mvto.rs`: a READ ONLY snapshot waits these out.)
-    pub fn runs_at_or_below(&self, rt: u64) -> bool {
+    pub fn runs_at_or_below(&self, rt: Timestamp) -> bool {
         let w = self.state.load(Ordering::SeqCst);
         let ts = w & TS_MASK;
-        w >> ST_SHIFT == ST_PREPARING && (ts == PENDING_TS || ts <= rt)
+        w >> ST_SHIFT == ST_PREPARING && (ts == PENDING_TS || ts <= rt.get())
     }
     /// Ends the transaction after post-processing (see the module invariants).
     pub fn terminate(&self) {
@@ -405,8 +412,8 @@ mod tests {
             ts += 1;
             let id = slot.start(0);
             slot.set_preparing_pending();
-            slot.set_preparing(ts);
-            slot.set_committed(ts);
+            slot.set_preparing(Timestamp::new(ts));
+            slot.set_committed(Timestamp::new(ts));
             last.store(id.0, Ordering::Release);
             slot.terminate();
         }
