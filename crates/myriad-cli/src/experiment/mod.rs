@@ -69,6 +69,7 @@ enum Name {
     GcTupleVsTxn,
     IndexPointers,
     Configurations,
+    Baselines,
 }
 
 /// The settings every run of an experiment shares.
@@ -225,7 +226,90 @@ const SPECS: &[Spec] = &[
         partial: Some("SAP HANA's hybrid GC (run with transaction-level GC)"),
         panels: configurations,
     },
+    Spec {
+        name: BASELINES,
+        figure: "-",
+        finding: "not a thesis figure: Myriad against the embedded stores a Rust developer \
+                  would pick instead (SQLite, redb, fjall) on the same transactions; the \
+                  issue's goals are Myriad >= 10x SQLite and redb on YCSB read-intensive \
+                  theta 0.9 in memory, >= 5x SQLite WAL durable, >= 10x SQLite on TPC-C 1 wh",
+        partial: None,
+        panels: baselines,
+    },
 ];
+
+/// The experiment that runs the baseline engines (cargo feature `baselines`).
+const BASELINES: &str = "baselines";
+
+/// In a run's arguments: replaced by a fresh directory of its own (created by the run,
+/// removed after it), for the durable runs.
+const RUN_DIR: &str = "@run-dir";
+
+/// Side by side with SQLite, redb and fjall (`myriad bench --engine`): YCSB read- and
+/// update-intensive at theta 0.2 and 0.9, Smallbank, TPC-C at 1 and 2 warehouses; each in
+/// memory and durable (`--data-dir`, `--fsync always`: every commit durable when it
+/// returns), over worker threads (1 and 2 on this machine). The first series is Myriad, so
+/// `ratio_to_first_series` is baseline ÷ Myriad.
+fn baselines(s: &Scale) -> Vec<Panel> {
+    let threads: Vec<usize> = if s.quick {
+        vec![1]
+    } else {
+        (0..).map(|k| 1usize << k).take_while(|&t| t <= s.threads.max(1)).collect()
+    };
+    let modes: [(&str, &[&str]); 2] = [
+        ("in memory", &[]),
+        ("durable, fsync always", &["--data-dir", RUN_DIR, "--fsync", "always"]),
+    ];
+    let all = ["myriad", "sqlite", "redb", "fjall"];
+    let rows = s.rows.to_string();
+    let mut cells: Vec<(String, Vec<&str>, &[&str])> = Vec::new();
+    for (mix, short) in [("read-intensive", "RI"), ("update-intensive", "UI")] {
+        for theta in ["0.2", "0.9"] {
+            cells.push((
+                format!("YCSB {short} theta {theta}"),
+                vec!["ycsb", "--rows", &rows, "--mix", mix, "--theta", theta],
+                &all,
+            ));
+        }
+    }
+    cells.push(("Smallbank".into(), vec!["smallbank"], &all));
+    let warehouses: &[&str] = if s.quick { &["1"] } else { &["1", "2"] };
+    for w in warehouses {
+        cells.push((
+            format!("TPC-C {w} wh"),
+            vec!["tpcc", "--warehouses", w],
+            &["myriad", "sqlite"],
+        ));
+    }
+    let mut panels = Vec::new();
+    for (mode, durable) in modes {
+        for (title, base, engines) in &cells {
+            panels.push(Panel {
+                title: format!("{title}, {mode}"),
+                x_label: "threads",
+                metric: Metric::Throughput,
+                series: engines
+                    .iter()
+                    .map(|e| Series {
+                        label: e.to_string(),
+                        points: threads
+                            .iter()
+                            .map(|t| {
+                                let mut a: Vec<String> =
+                                    base.iter().map(|x| x.to_string()).collect();
+                                a.extend(["--engine".into(), e.to_string()]);
+                                a.extend(["--threads".into(), t.to_string()]);
+                                a.extend(durable.iter().map(|x| x.to_string()));
+                                (*t as f64, a)
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            });
+        }
+    }
+    panels
+}
 
 /// Fig. 5.11: non-inline BYTES(100) attributes in append-only (N2O) storage, copied for
 /// every version or shared by reference count, over the attributes per row; one attribute
@@ -759,7 +843,11 @@ pub fn run(a: ExperimentArgs) -> ExitCode {
             }
             return ExitCode::SUCCESS;
         }
-        Name::All => SPECS.iter().collect(),
+        // `all` runs the baselines only in a build that has them.
+        Name::All => SPECS
+            .iter()
+            .filter(|s| s.name != BASELINES || cfg!(feature = "baselines"))
+            .collect(),
         n => {
             let name = n.to_possible_value().map(|v| v.get_name().to_string());
             let spec = SPECS.iter().find(|s| Some(s.name) == name.as_deref());
@@ -769,6 +857,14 @@ pub fn run(a: ExperimentArgs) -> ExitCode {
             }
         }
     };
+    if specs.iter().any(|s| s.name == BASELINES) && !cfg!(feature = "baselines") {
+        return crate::fatal(
+            "experiment baselines",
+            "the baseline engines need the cargo feature `baselines`, which this build of \
+             myriad does not have; rebuild with `cargo build --release -p myriad-cli --features \
+             baselines`",
+        );
+    }
     if let Err(e) = std::fs::create_dir_all(&a.out) {
         return crate::fatal(&format!("creating {}", a.out.display()), e);
     }
@@ -882,6 +978,27 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
     Ok(out)
 }
 
+/// `args` with `RUN_DIR` replaced by `dir`, which must not exist yet (a left-over from an
+/// interrupted experiment is removed first: it holds nothing but that run's data).
+fn with_run_dir(args: &[String], dir: &Path) -> Result<Vec<String>, String> {
+    if !args.iter().any(|a| a == RUN_DIR) {
+        return Ok(args.to_vec());
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(|e| format!("removing {}: {e}", dir.display()))?;
+    }
+    Ok(args
+        .iter()
+        .map(|a| {
+            if a == RUN_DIR {
+                dir.display().to_string()
+            } else {
+                a.clone()
+            }
+        })
+        .collect())
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     match v.len() {
@@ -945,7 +1062,14 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
             } else {
                 println!("  [{done}/{total}] {}", command_line(args, &flags));
             }
-            reports[i].push(bench(args, &flags, &json_path)?);
+            let run_dir = runs_dir.join(format!("r{round}-{i}.data"));
+            let args = with_run_dir(args, &run_dir)?;
+            let report = bench(&args, &flags, &json_path);
+            if run_dir.exists() {
+                std::fs::remove_dir_all(&run_dir)
+                    .map_err(|e| format!("removing {}: {e}", run_dir.display()))?;
+            }
+            reports[i].push(report?);
             pb.inc(1);
         }
     }
@@ -1106,6 +1230,48 @@ fn print_panel(p: &Panel, series: &[Json]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_dir_is_substituted_only_where_asked() {
+        let dir = std::env::temp_dir().join(format!("myriad-exp-{}", std::process::id()));
+        let a: Vec<String> = ["ycsb", "--data-dir", RUN_DIR].map(String::from).into();
+        let b = with_run_dir(&a, &dir).unwrap();
+        assert_eq!(b[2], dir.display().to_string());
+        let plain: Vec<String> = ["ycsb", "--rows", "10"].map(String::from).into();
+        assert_eq!(with_run_dir(&plain, &dir).unwrap(), plain);
+    }
+
+    #[test]
+    fn baselines_run_every_cell_in_memory_and_durable_with_myriad_first() {
+        let s = Scale {
+            quick: false,
+            rows: 1000,
+            threads: 2,
+            duration: 1.0,
+            series_duration: 1.0,
+            warmup: 0.0,
+            runs: 3,
+            seed: 1,
+        };
+        let panels = baselines(&s);
+        // 4 YCSB cells, Smallbank, TPC-C at 1 and 2 warehouses; in memory and durable.
+        assert_eq!(panels.len(), 14);
+        for p in &panels {
+            assert_eq!(p.series[0].label, "myriad", "{}", p.title);
+            let durable = p.title.contains("durable");
+            for se in &p.series {
+                let xs: Vec<f64> = se.points.iter().map(|(x, _)| *x).collect();
+                assert_eq!(xs, vec![1.0, 2.0], "{}", p.title);
+                for (_, a) in &se.points {
+                    assert_eq!(a.iter().any(|x| x == RUN_DIR), durable, "{a:?}");
+                    let e = a.iter().position(|x| x == "--engine").unwrap();
+                    assert_eq!(a[e + 1], se.label);
+                }
+            }
+        }
+        let tpcc = panels.iter().filter(|p| p.title.starts_with("TPC-C")).count();
+        assert_eq!(tpcc, 4);
+    }
 
     #[test]
     fn median_of_odd_even_and_empty() {
