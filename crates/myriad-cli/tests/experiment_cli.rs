@@ -281,7 +281,7 @@ fn list_names_every_experiment_as_runnable() {
     let o = myriad(&["experiment", "list"]);
     let list = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success());
-    assert_eq!(list.lines().count(), 11, "{list}");
+    assert_eq!(list.lines().count(), 12, "{list}");
     for name in RUNNABLE {
         assert!(
             list.lines().any(
@@ -291,6 +291,31 @@ fn list_names_every_experiment_as_runnable() {
         );
     }
     assert!(!list.contains("not supported"), "{list}");
+    let baselines = list.lines().find(|l| l.starts_with("baselines"));
+    let baselines = baselines.unwrap_or_else(|| panic!("no baselines line: {list}"));
+    if cfg!(feature = "baselines") {
+        assert!(baselines.ends_with("runs"), "{list}");
+    } else {
+        assert!(baselines.contains("cargo feature `baselines`"), "{list}");
+    }
+}
+
+/// Without the feature, `experiment baselines` exits naming it, before any run or file.
+#[cfg(not(feature = "baselines"))]
+#[test]
+fn baselines_without_the_feature_are_refused_by_name() {
+    let out = out_dir("baselines");
+    let o = myriad(&[
+        "experiment",
+        "baselines",
+        "--quick",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cargo feature `baselines`"), "{err}");
+    assert!(!out.exists(), "nothing is written before the refusal");
 }
 
 #[test]

@@ -254,11 +254,17 @@ fn baselines(s: &Scale) -> Vec<Panel> {
     let threads: Vec<usize> = if s.quick {
         vec![1]
     } else {
-        (0..).map(|k| 1usize << k).take_while(|&t| t <= s.threads.max(1)).collect()
+        (0..)
+            .map(|k| 1usize << k)
+            .take_while(|&t| t <= s.threads.max(1))
+            .collect()
     };
     let modes: [(&str, &[&str]); 2] = [
         ("in memory", &[]),
-        ("durable, fsync always", &["--data-dir", RUN_DIR, "--fsync", "always"]),
+        (
+            "durable, fsync always",
+            &["--data-dir", RUN_DIR, "--fsync", "always"],
+        ),
     ];
     let all = ["myriad", "sqlite", "redb", "fjall"];
     let rows = s.rows.to_string();
@@ -834,6 +840,13 @@ pub fn run(a: ExperimentArgs) -> ExitCode {
     let specs: Vec<&Spec> = match a.name {
         Name::List => {
             for s in SPECS {
+                if s.name == BASELINES && !cfg!(feature = "baselines") {
+                    println!(
+                        "{:<16} not in this build: needs the cargo feature `baselines`",
+                        s.name
+                    );
+                    continue;
+                }
                 match s.partial {
                     None => println!("{:<16} Fig. {:<10} runs", s.name, s.figure),
                     Some(p) => {
@@ -1269,7 +1282,10 @@ mod tests {
                 }
             }
         }
-        let tpcc = panels.iter().filter(|p| p.title.starts_with("TPC-C")).count();
+        let tpcc = panels
+            .iter()
+            .filter(|p| p.title.starts_with("TPC-C"))
+            .count();
         assert_eq!(tpcc, 4);
     }
 
