@@ -670,9 +670,15 @@ impl Config {
     }
     /// Whether transactions of this configuration take commit dependencies.
     pub(crate) fn speculates(&self) -> bool {
+        Self::can_speculate(self.protocol) && self.commit_dependencies
+    }
+
+    /// Whether `protocol` can take commit dependencies at all (`commit_dependencies` only
+    /// matters for these).
+    pub fn can_speculate(protocol: Protocol) -> bool {
         // Hekaton §2.7's speculative reads are built for the optimistic protocols whose
         // validation covers them.
-        let can = match self.protocol {
+        match protocol {
             Protocol::Mvocc | Protocol::Si => true,
             Protocol::ErmiaSi
             | Protocol::Mvto
@@ -685,8 +691,7 @@ impl Config {
             | Protocol::Occ
             | Protocol::TwoPl
             | Protocol::Hybrid => false,
-        };
-        self.commit_dependencies && can
+        }
     }
 
     /// Isolation levels `protocol` can honour in this build, weakest first.

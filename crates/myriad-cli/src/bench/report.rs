@@ -286,17 +286,15 @@ impl Fidelity {
             workload,
             protocol: config.get_protocol().name().into(),
             isolation: config.get_isolation().name().into(),
-            commit_deps: match config.get_protocol() {
-                myriad::Protocol::Mvocc | myriad::Protocol::Si => {
-                    if config.get_commit_dependencies() {
-                        "on"
-                    } else {
-                        "off"
-                    }
-                    .into()
-                }
-                _ => "n/a".into(),
-            },
+            commit_deps: match (
+                Config::can_speculate(config.get_protocol()),
+                config.get_commit_dependencies(),
+            ) {
+                (true, true) => "on",
+                (true, false) => "off",
+                (false, _) => "n/a",
+            }
+            .into(),
             gc: config.get_gc().name().into(),
             gc_interval_txns: config.get_gc_interval_txns(),
             gc_threads: config.get_gc_threads(),
