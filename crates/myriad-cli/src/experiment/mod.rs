@@ -254,11 +254,17 @@ fn baselines(s: &Scale) -> Vec<Panel> {
     let threads: Vec<usize> = if s.quick {
         vec![1]
     } else {
-        (0..).map(|k| 1usize << k).take_while(|&t| t <= s.threads.max(1)).collect()
+        (0..)
+            .map(|k| 1usize << k)
+            .take_while(|&t| t <= s.threads.max(1))
+            .collect()
     };
     let modes: [(&str, &[&str]); 2] = [
         ("in memory", &[]),
-        ("durable, fsync always", &["--data-dir", RUN_DIR, "--fsync", "always"]),
+        (
+            "durable, fsync always",
+            &["--data-dir", RUN_DIR, "--fsync", "always"],
+        ),
     ];
     let all = ["myriad", "sqlite", "redb", "fjall"];
     let rows = s.rows.to_string();
@@ -1269,7 +1275,10 @@ mod tests {
                 }
             }
         }
-        let tpcc = panels.iter().filter(|p| p.title.starts_with("TPC-C")).count();
+        let tpcc = panels
+            .iter()
+            .filter(|p| p.title.starts_with("TPC-C"))
+            .count();
         assert_eq!(tpcc, 4);
     }
 
