@@ -33,7 +33,9 @@
 //!   the new key and its upper fence above it, the key goes there (`BTree::try_hinted`),
 //!   validated by locking the leaf at the version those reads saw; otherwise it descends as
 //!   usual. Keys that grow in their last component (TPC-C's order ids per district) take
-//!   this path until their leaf fills.
+//!   this path until their leaf fills. A run that fills its hinted leaf (the insert lands
+//!   right after the leaf's latest one) splits it where it inserts rather than in the
+//!   middle, so the leaves it passes stay full instead of half empty for good.
 //! * Nodes are 32-entry leaves and 64-key inner nodes. Next to each key pointer a
 //!   node keeps an 8-byte prefix of the key and whether that prefix holds all of it
 //!   (`prefix_of`: the first 8 bytes, or in a tree of keys that start with integers a
@@ -403,6 +405,10 @@ struct Leaf {
     high: AtomicPtr<KeyBlock>,
     high_prefix: AtomicU64,
     high_short: AtomicU8,
+    /// Position of the latest insert into this leaf (`u8::MAX`: none since it was made), so
+    /// that a split can tell a run of inserts (each right after the one before) from keys
+    /// in random order. Written under the lock; only a hint.
+    last: AtomicU8,
     prefixes: [AtomicU64; LEAF_CAP],
     shorts: [AtomicU8; LEAF_CAP],
     keys: [AtomicPtr<KeyBlock>; LEAF_CAP],
@@ -429,6 +435,7 @@ impl Leaf {
             high: AtomicPtr::new(high.0),
             high_prefix: AtomicU64::new(high.1),
             high_short: AtomicU8::new(high.2),
+            last: AtomicU8::new(u8::MAX),
             prefixes: [const { AtomicU64::new(0) }; LEAF_CAP],
             shorts: [const { AtomicU8::new(0) }; LEAF_CAP],
             keys: [const { AtomicPtr::new(ptr::null_mut()) }; LEAF_CAP],
@@ -1166,7 +1173,7 @@ impl BTree {
             let n = h.count.load(Ordering::Relaxed);
             if n >= INNER_CAP {
                 // Eager split so that a later child split finds room here.
-                return self.split_locked(parent, pv, p, v);
+                return self.split_locked(parent, pv, p, v, INNER_CAP / 2);
             }
             // SAFETY: `h` is not a leaf.
             let inn = unsafe { inner(p) };
@@ -1208,7 +1215,18 @@ impl BTree {
             };
         }
         if n >= LEAF_CAP {
-            return self.split_locked(parent, pv, p, v);
+            // A run that filled the leaf its hint names (the leaf's latest insert was just
+            // before `pos`): split where it inserts, so that the keys it has passed stay in
+            // a full leaf rather than a half-empty one for good. Else in the middle.
+            let run = pos > 0
+                && usize::from(lf.last.load(Ordering::Relaxed)) == pos - 1
+                && self.hints[slot].load(Ordering::Relaxed) == p.cast::<Leaf>();
+            let at = if run {
+                pos.min(LEAF_CAP - 1)
+            } else {
+                LEAF_CAP / 2
+            };
+            return self.split_locked(parent, pv, p, v, at);
         }
         if owned.is_null() {
             *owned = alloc_key(probe.key); // outside any lock
@@ -1224,8 +1242,16 @@ impl BTree {
     }
 
     /// Locks `parent` (at `pv`, or the root pointer if null) and the full node `p`
-    /// (at `v`), splits `p`, publishes the separator, and unlocks.
-    fn split_locked(&self, parent: *mut Header, pv: u64, p: *mut Header, v: u64) -> Step {
+    /// (at `v`), splits `p` (a leaf at entry `at`, in `1..LEAF_CAP`; an inner node in the
+    /// middle), publishes the separator, and unlocks.
+    fn split_locked(
+        &self,
+        parent: *mut Header,
+        pv: u64,
+        p: *mut Header,
+        v: u64,
+        at: usize,
+    ) -> Step {
         // SAFETY: see the note above `node`.
         let ph = if parent.is_null() {
             None
@@ -1250,7 +1276,7 @@ impl BTree {
             return Step::Conflict;
         }
         let sep = if h.is_leaf {
-            self.split_leaf(p)
+            self.split_leaf(p, at)
         } else {
             self.split_inner(p)
         };
@@ -1335,8 +1361,9 @@ impl BTree {
         }
     }
 
-    /// Splits the locked, full leaf `p`; returns the separator and the new right leaf.
-    fn split_leaf(&self, p: *mut Header) -> Sep {
+    /// Splits the locked, full leaf `p` at entry `mid` (entries `mid..` move right); returns
+    /// the separator and the new right leaf.
+    fn split_leaf(&self, p: *mut Header, mid: usize) -> Sep {
         // SAFETY: `p` is a leaf locked by the caller.
         let lf = unsafe { leaf(p) };
         let n = lf.hdr.count.load(Ordering::Relaxed);
@@ -1344,7 +1371,10 @@ impl BTree {
             n, LEAF_CAP,
             "invariant violated: splitting a leaf that is not full"
         );
-        let mid = n / 2;
+        assert!(
+            (1..n).contains(&mid),
+            "invariant violated: a leaf split must leave entries on both sides"
+        );
         let mut sep = lf.keys[mid].load(Ordering::Relaxed);
         if self.removable {
             // The entry may be removed later: the separator and fence get a copy.
@@ -1433,6 +1463,7 @@ fn leaf_insert(lf: &Leaf, n: usize, pos: usize, probe: Probe<'_>, key: *mut KeyB
     lf.shorts[pos].store(probe.short, Ordering::Relaxed);
     lf.keys[pos].store(key, Ordering::Release);
     lf.values[pos].store(value, Ordering::Relaxed);
+    lf.last.store(pos as u8, Ordering::Relaxed);
     lf.hdr.count.store(n + 1, Ordering::Release);
 }
 
@@ -2394,13 +2425,62 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// Interleaved ascending runs (ten districts' order ids) leave full leaves behind them:
+    /// a run that fills its hinted leaf splits it where it inserts, not in the middle, so
+    /// the leaves hold about 31 entries, not 16. Keys in random order still split in the
+    /// middle (no leaf is left with fewer than half).
+    #[test]
+    fn ascending_runs_split_where_they_insert() {
+        fn leaves(t: &BTree) -> Vec<usize> {
+            let mut out = Vec::new();
+            let mut lp = t.find_leaf(Target::Leftmost).0;
+            while !lp.is_null() {
+                // SAFETY: live leaves of a quiescent tree.
+                let lf = unsafe { &*lp };
+                out.push(lf.hdr.count.load(Ordering::Relaxed));
+                lp = lf.next.load(Ordering::Relaxed);
+            }
+            out
+        }
+        let t = BTree::new().with_int_components(3);
+        let mut rng = SplitMix64(0x5eed_000a);
+        let mut next = [0i64; 10];
+        for _ in 0..20_000 {
+            let d = rng.below(10) as usize;
+            t.insert(&ints_key(&[1, d as i64, next[d]]), 0).unwrap();
+            next[d] += 1;
+        }
+        assert_eq!(t.check_invariants(), 20_000);
+        let counts = leaves(&t);
+        let fill = 20_000.0 / (counts.len() * LEAF_CAP) as f64;
+        assert!(fill > 0.9, "ascending runs left leaves {fill:.2} full");
+
+        let r = BTree::new();
+        let mut rng = SplitMix64(0x5eed_000b);
+        for _ in 0..20_000 {
+            let _ = r.insert(&rng.next().to_be_bytes(), 0);
+        }
+        r.check_invariants();
+        let counts = leaves(&r);
+        assert!(
+            counts.iter().all(|&c| c >= LEAF_CAP / 2),
+            "a random insert split a leaf off center"
+        );
+    }
+
     /// A hint whose leaf has a right sibling: a key inside the leaf's range goes there, in
     /// the middle or past its last key; one above its upper fence must not (it belongs to
     /// the sibling), even though it is above the leaf's last key.
     #[test]
     fn insert_hint_respects_the_upper_fence() {
         let t = BTree::new().with_int_components(2);
-        for o in 0..40 {
+        // In random order (leaves split in the middle, so the first has room for two more).
+        let mut order: Vec<i64> = (0..40).collect();
+        let mut rng = SplitMix64(0x5eed_000c);
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        for o in order {
             t.insert(&ints_key(&[1, o * 10]), 0).unwrap();
         }
         let slot = hint_slot(&ints_key(&[1, 0]));
