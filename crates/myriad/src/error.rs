@@ -129,6 +129,14 @@ pub enum Error {
         /// The length of the value given.
         len: usize,
     },
+    /// Bytes for a VARCHAR column that are not valid UTF-8 (text enters as `&str` through
+    /// the API, so only a row image that recovery reads back whole can carry them).
+    InvalidText {
+        /// The table's name.
+        table: String,
+        /// The column's name.
+        column: String,
+    },
     /// A key with the wrong number of components for the index.
     KeyArity {
         /// The table's name.
@@ -297,6 +305,9 @@ impl fmt::Display for Error {
                 f,
                 "type mismatch for `{table}.{column}`: expected {expected}, found {found}"
             ),
+            Error::InvalidText { table, column } => {
+                write!(f, "`{table}.{column}` is VARCHAR, but the value is not valid UTF-8")
+            }
             Error::ValueTooLong {
                 table,
                 column,

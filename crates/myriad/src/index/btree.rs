@@ -25,6 +25,17 @@
 //!   lower fence key, so ascending scans walk the chain (B-link style: a split only
 //!   ever moves the upper half of a node into a *new* right sibling) and descending
 //!   scans re-descend from the root to the leaf just below the previous leaf's fence.
+//!   Each leaf also keeps its upper fence (the B-link high key: its right sibling's fence),
+//!   with the inline comparison data below.
+//! * Runs of inserts skip the descent. A tree keeps insert hints: per hash of a key without
+//!   its last 8 bytes (`hint_slot`), the leaf the last descending insert of such a key went
+//!   to. An insert first tries that leaf: if it is not full, its first key is at or below
+//!   the new key and its upper fence above it, the key goes there (`BTree::try_hinted`),
+//!   validated by locking the leaf at the version those reads saw; otherwise it descends as
+//!   usual. Keys that grow in their last component (TPC-C's order ids per district) take
+//!   this path until their leaf fills. A run that fills its hinted leaf (the insert lands
+//!   right after the leaf's latest one) splits it where it inserts rather than in the
+//!   middle, so the leaves it passes stay full instead of half empty for good.
 //! * Nodes are 32-entry leaves and 64-key inner nodes. Next to each key pointer a
 //!   node keeps an 8-byte prefix of the key and whether that prefix holds all of it
 //!   (`prefix_of`: the first 8 bytes, or in a tree of keys that start with integers a
@@ -67,11 +78,12 @@
 //! 4. **Structure.** Keys are strictly increasing within a node; an inner node with
 //!    `n` keys has `n + 1` children and child `i` holds keys in `[key[i-1], key[i])`;
 //!    all leaves are at the same depth; leaf `L`'s range is `[L.fence, L.next.fence)`
-//!    (the leftmost leaf has a null fence, the rightmost a null `next`); a leaf's
+//!    (the leftmost leaf has a null fence, the rightmost a null `next`), and `L.high` is
+//!    `L.next.fence` (both change together, under `L`'s lock, when it splits); a leaf's
 //!    fence never changes after creation, and a leaf's range only shrinks (from the
 //!    right) when it splits. Key blocks are owned by exactly one leaf slot within
-//!    `0..count`; inner separators and fences only borrow them (in a removable tree they
-//!    borrow the fence copies of invariant 1 instead).
+//!    `0..count`; inner separators, fences and upper fences only borrow them (in a
+//!    removable tree they borrow the fence copies of invariant 1 instead).
 //!
 //! Keys are meant to be 0..=4096 bytes long (the tree itself works for any length).
 //! Values and keys of a present entry never change: `insert` of a present key
@@ -386,6 +398,17 @@ struct Leaf {
     fence: AtomicPtr<KeyBlock>,
     /// Right sibling, null for the rightmost leaf.
     next: AtomicPtr<Leaf>,
+    /// Upper fence (the B-link high key): `next`'s fence, borrowed, null for the rightmost
+    /// leaf, with its inline comparison data, so that a hinted insert (`BTree::try_hinted`)
+    /// checks a key against the leaf's range without reading the sibling. Changes only when the
+    /// leaf splits, under its lock.
+    high: AtomicPtr<KeyBlock>,
+    high_prefix: AtomicU64,
+    high_short: AtomicU8,
+    /// Position of the latest insert into this leaf (`u8::MAX`: none since it was made), so
+    /// that a split can tell a run of inserts (each right after the one before) from keys
+    /// in random order. Written under the lock; only a hint.
+    last: AtomicU8,
     prefixes: [AtomicU64; LEAF_CAP],
     shorts: [AtomicU8; LEAF_CAP],
     keys: [AtomicPtr<KeyBlock>; LEAF_CAP],
@@ -402,11 +425,17 @@ struct Inner {
 }
 
 impl Leaf {
-    fn boxed(fence: *mut KeyBlock, next: *mut Leaf) -> Box<Leaf> {
+    /// A leaf with lower fence `fence`, right sibling `next` and upper fence `high` (key,
+    /// prefix, short: `next`'s fence).
+    fn boxed(fence: *mut KeyBlock, next: *mut Leaf, high: (*mut KeyBlock, u64, u8)) -> Box<Leaf> {
         Box::new(Leaf {
             hdr: Header::new(true),
             fence: AtomicPtr::new(fence),
             next: AtomicPtr::new(next),
+            high: AtomicPtr::new(high.0),
+            high_prefix: AtomicU64::new(high.1),
+            high_short: AtomicU8::new(high.2),
+            last: AtomicU8::new(u8::MAX),
             prefixes: [const { AtomicU64::new(0) }; LEAF_CAP],
             shorts: [const { AtomicU8::new(0) }; LEAF_CAP],
             keys: [const { AtomicPtr::new(ptr::null_mut()) }; LEAF_CAP],
@@ -458,6 +487,34 @@ unsafe fn inner<'t>(p: *const Header) -> &'t Inner {
     &*p.cast::<Inner>()
 }
 
+/// How the entry with inline data `prefix`, `short` and key block `key` orders against
+/// `probe` (the entry's key compared with the probe's). On a torn read the answer is
+/// garbage, and the caller's version check fails.
+#[inline(always)]
+fn cmp_entry(
+    prefix: &AtomicU64,
+    short: &AtomicU8,
+    key: &AtomicPtr<KeyBlock>,
+    probe: Probe<'_>,
+) -> CmpOrdering {
+    let p = prefix.load(Ordering::Relaxed);
+    if p != probe.prefix {
+        return p.cmp(&probe.prefix);
+    }
+    let sl = short.load(Ordering::Relaxed);
+    let whole = (sl != INEXACT, probe.short != INEXACT);
+    if whole == (true, true) || (probe.raw && whole != (false, false)) {
+        // One code is a prefix of the other (equal prefixes, zero-padded): the
+        // shorter key is (`Probe::raw` for the mixed case).
+        sl.cmp(&probe.short)
+    } else {
+        let kb = key.load(Ordering::Acquire);
+        // SAFETY: key blocks are never freed before the tree, or (removable trees) while
+        // the caller is pinned (module invariant 1).
+        unsafe { key_bytes(kb) }.cmp(probe.key)
+    }
+}
+
 /// Binary search over the first `n` slots (`n` already clamped). Returns the
 /// lower bound (first slot whose key is >= `key`) and whether that slot equals
 /// `key`. On a torn read the answer is garbage but in `0..=n`.
@@ -472,23 +529,7 @@ fn search(
     let (mut lo, mut hi) = (0usize, n);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        let p = prefixes[mid].load(Ordering::Relaxed);
-        let ord = if p != probe.prefix {
-            p.cmp(&probe.prefix)
-        } else {
-            let sl = shorts[mid].load(Ordering::Relaxed);
-            let whole = (sl != INEXACT, probe.short != INEXACT);
-            if whole == (true, true) || (probe.raw && whole != (false, false)) {
-                // One code is a prefix of the other (equal prefixes, zero-padded): the
-                // shorter key is (`Probe::raw` for the mixed case).
-                sl.cmp(&probe.short)
-            } else {
-                let kb = keys[mid].load(Ordering::Acquire);
-                // SAFETY: key blocks are never freed before the tree (see module docs).
-                unsafe { key_bytes(kb) }.cmp(probe.key)
-            }
-        };
-        match ord {
+        match cmp_entry(&prefixes[mid], &shorts[mid], &keys[mid], probe) {
             CmpOrdering::Less => lo = mid + 1,
             CmpOrdering::Greater => hi = mid,
             CmpOrdering::Equal => return (mid, true),
@@ -618,6 +659,24 @@ pub enum ScanDirection {
     Descending,
 }
 
+/// The insert-hint slot of `key`: a hash of the key without its last 8 bytes, so that
+/// the keys of one ascending run whose last component grows (TPC-C's `(w, d, o)` of NEW_ORDER
+/// and ORDERS, the lines of one order in ORDER_LINE) share a slot, and runs that differ
+/// before it (other districts) mostly do not.
+#[inline]
+fn hint_slot(key: &[u8]) -> usize {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let stem = &key[..key.len().saturating_sub(8)];
+    let mut h = 0u64;
+    for c in stem.chunks(8) {
+        let mut b = [0u8; 8];
+        b[..c.len()].copy_from_slice(c);
+        h = (h ^ u64::from_le_bytes(b)).wrapping_mul(K);
+    }
+    h = (h ^ (h >> 32)).wrapping_mul(K);
+    (h >> (64 - HINTS.trailing_zeros())) as usize
+}
+
 /// Stripes of a tree's entry count.
 const LEN_STRIPES: usize = 8;
 
@@ -630,14 +689,31 @@ fn len_stripe() -> usize {
     STRIPE.with(|s| *s)
 }
 
+/// One thread stripe of a tree's counters (`len_stripe`).
+#[derive(Default)]
+struct Stripe {
+    /// Entries inserted less entries removed by the threads of this stripe.
+    len: AtomicUsize,
+    /// Inserts of those threads that went to their hint's leaf (`BTree::try_hinted`).
+    hinted: AtomicUsize,
+}
+
+/// Slots of a tree's insert hints (`hint_slot`).
+const HINTS: usize = 128;
+
 /// Concurrent ordered map from byte-string keys to `u64` values (insert-only).
 /// See the module documentation for the protocol and invariants.
 pub struct BTree {
     root: AtomicPtr<Header>,
-    /// Entry count in stripes, each thread adding to its own (`len_stripe`): one shared
-    /// counter took a contended atomic add per insert when every worker inserts into the
-    /// same tree (TPC-C's ORDER_LINE). Their wrapping sum is the count.
-    len: Box<[CachePadded<AtomicUsize>; LEN_STRIPES]>,
+    /// Counters in stripes, each thread adding to its own (`len_stripe`): one shared
+    /// entry count took a contended atomic add per insert when every worker inserts into
+    /// the same tree (TPC-C's ORDER_LINE). The count is the wrapping sum of `len`.
+    stripes: Box<[CachePadded<Stripe>; LEN_STRIPES]>,
+    /// Insert hints: per slot, the leaf that the last descending insert of a key hashing
+    /// there (`hint_slot`) went to, or null. Only a hint: `try_hinted` checks that the leaf
+    /// still covers the key before using it. Any leaf of the tree may be named (leaves
+    /// are never freed before `Drop`).
+    hints: Box<[AtomicPtr<Leaf>; HINTS]>,
     /// Made by `removable`: entries can be removed (module invariant 1).
     removable: bool,
     /// Leading integer components of every key (`with_int_components`; `prefix_of`).
@@ -659,12 +735,11 @@ impl fmt::Debug for BTree {
 impl BTree {
     /// An empty tree (a single empty leaf).
     pub fn new() -> Self {
-        let root = Box::into_raw(Leaf::boxed(ptr::null_mut(), ptr::null_mut())).cast::<Header>();
+        let root = Leaf::boxed(ptr::null_mut(), ptr::null_mut(), (ptr::null_mut(), 0, 0));
         BTree {
-            root: AtomicPtr::new(root),
-            len: Box::new(std::array::from_fn(|_| {
-                CachePadded::new(AtomicUsize::new(0))
-            })),
+            root: AtomicPtr::new(Box::into_raw(root).cast::<Header>()),
+            stripes: Box::new(std::array::from_fn(|_| CachePadded::default())),
+            hints: Box::new([const { AtomicPtr::new(ptr::null_mut()) }; HINTS]),
             removable: false,
             ints: 0,
         }
@@ -707,9 +782,17 @@ impl BTree {
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.len
+        self.stripes
             .iter()
-            .fold(0usize, |n, c| n.wrapping_add(c.load(Ordering::Relaxed)))
+            .fold(0usize, |n, c| n.wrapping_add(c.len.load(Ordering::Relaxed)))
+    }
+
+    /// Inserts so far that went to the leaf of their hint without descending from the root
+    /// (`try_hinted`; like `len`, it may briefly lag under concurrency).
+    pub fn hinted_inserts(&self) -> usize {
+        self.stripes.iter().fold(0usize, |n, c| {
+            n.wrapping_add(c.hinted.load(Ordering::Relaxed))
+        })
     }
 
     /// True iff the tree has no entries.
@@ -957,14 +1040,33 @@ impl BTree {
     pub fn insert(&self, key: &[u8], value: u64) -> Result<(), u64> {
         let _pin = self.pin();
         let probe = self.probe(key);
+        let slot = hint_slot(key);
         let mut owned: *mut KeyBlock = ptr::null_mut();
+        match self.try_hinted(slot, probe, value, &mut owned) {
+            Some(Ok(())) => {
+                let s = &self.stripes[len_stripe()];
+                s.len.fetch_add(1, Ordering::Relaxed);
+                s.hinted.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            Some(Err(existing)) => {
+                if !owned.is_null() {
+                    // SAFETY: allocated for this call, never published.
+                    unsafe { free_key(owned) };
+                }
+                return Err(existing);
+            }
+            None => {}
+        }
         let backoff = Backoff::new();
         loop {
-            match self.try_insert(probe, value, &mut owned) {
+            match self.try_insert(probe, slot, value, &mut owned) {
                 Step::Done(r) => {
                     match r {
                         Ok(()) => {
-                            self.len[len_stripe()].fetch_add(1, Ordering::Relaxed);
+                            self.stripes[len_stripe()]
+                                .len
+                                .fetch_add(1, Ordering::Relaxed);
                         }
                         Err(_) if !owned.is_null() => {
                             // SAFETY: the block was allocated for this call and never
@@ -981,7 +1083,81 @@ impl BTree {
         }
     }
 
-    fn try_insert(&self, probe: Probe<'_>, value: u64, owned: &mut *mut KeyBlock) -> Step {
+    /// The fast path of a run of keys that go to the same leaf one after another (TPC-C's
+    /// order ids per district): inserts `probe` into the leaf hint `slot` names, without
+    /// descending from the root, if that leaf is not full and its first key is at or below
+    /// `probe` and its upper fence above it. Then the leaf's range `[fence, high)` holds
+    /// `probe` (its first key is at or above the fence), so only this leaf can hold the key
+    /// and the insert is the one a descent would make. All of it is read optimistically and
+    /// made good by validating the leaf, or taking its lock, at the version read first
+    /// (module invariant 3: a split or insert in between moves it). `None`, with nothing
+    /// changed, if the hint is empty, stale or contended: the caller descends.
+    #[inline]
+    fn try_hinted(
+        &self,
+        slot: usize,
+        probe: Probe<'_>,
+        value: u64,
+        owned: &mut *mut KeyBlock,
+    ) -> Option<Result<(), u64>> {
+        let lp = self.hints[slot].load(Ordering::Acquire);
+        if lp.is_null() {
+            return None;
+        }
+        // SAFETY: hints name leaves of this tree, which live as long as it (note above
+        // `node`).
+        let lf = unsafe { &*lp };
+        let v = lf.hdr.version.load(Ordering::Acquire);
+        if v & (LOCKED | OBSOLETE) != 0 {
+            return None;
+        }
+        let n = lf.hdr.count.load(Ordering::Relaxed);
+        if n == 0 || n >= LEAF_CAP {
+            return None;
+        }
+        let high = &lf.high;
+        if !high.load(Ordering::Acquire).is_null()
+            && cmp_entry(&lf.high_prefix, &lf.high_short, high, probe) != CmpOrdering::Greater
+        {
+            return None;
+        }
+        if cmp_entry(&lf.prefixes[0], &lf.shorts[0], &lf.keys[0], probe) == CmpOrdering::Greater {
+            return None;
+        }
+        let (pos, found) = search(&lf.prefixes, &lf.shorts, &lf.keys, n, probe);
+        if found {
+            let existing = lf.values[pos].load(Ordering::Relaxed);
+            return lf.hdr.validate(v).then_some(Err(existing));
+        }
+        if owned.is_null() {
+            *owned = alloc_key(probe.key); // outside any lock
+        }
+        if !lf.hdr.try_upgrade(v) {
+            return None;
+        }
+        // Locked at version `v`: `n`, `pos` and the leaf's range are as read.
+        leaf_insert(lf, n, pos, probe, *owned, value);
+        lf.hdr.unlock();
+        Some(Ok(()))
+    }
+
+    /// After an insert into leaf `lp` that descended: the next key of its slot is tried
+    /// there first. Stores only on a change: the slots are shared by all threads.
+    #[inline]
+    fn note_insert(&self, slot: usize, lp: *mut Leaf) {
+        let hint = &self.hints[slot];
+        if hint.load(Ordering::Relaxed) != lp {
+            hint.store(lp, Ordering::Release);
+        }
+    }
+
+    fn try_insert(
+        &self,
+        probe: Probe<'_>,
+        slot: usize,
+        value: u64,
+        owned: &mut *mut KeyBlock,
+    ) -> Step {
         let mut p = self.root.load(Ordering::Acquire);
         // SAFETY: see the note above `node`.
         let mut h = unsafe { node(p) };
@@ -997,7 +1173,7 @@ impl BTree {
             let n = h.count.load(Ordering::Relaxed);
             if n >= INNER_CAP {
                 // Eager split so that a later child split finds room here.
-                return self.split_locked(parent, pv, p, v);
+                return self.split_locked(parent, pv, p, v, INNER_CAP / 2);
             }
             // SAFETY: `h` is not a leaf.
             let inn = unsafe { inner(p) };
@@ -1039,7 +1215,18 @@ impl BTree {
             };
         }
         if n >= LEAF_CAP {
-            return self.split_locked(parent, pv, p, v);
+            // A run that filled the leaf its hint names (the leaf's latest insert was just
+            // before `pos`): split where it inserts, so that the keys it has passed stay in
+            // a full leaf rather than a half-empty one for good. Else in the middle.
+            let run = pos > 0
+                && usize::from(lf.last.load(Ordering::Relaxed)) == pos - 1
+                && self.hints[slot].load(Ordering::Relaxed) == p.cast::<Leaf>();
+            let at = if run {
+                pos.min(LEAF_CAP - 1)
+            } else {
+                LEAF_CAP / 2
+            };
+            return self.split_locked(parent, pv, p, v, at);
         }
         if owned.is_null() {
             *owned = alloc_key(probe.key); // outside any lock
@@ -1048,24 +1235,23 @@ impl BTree {
             return Step::Conflict;
         }
         // Locked at version `v`: `n`, `pos` and the leaf's range are as read.
-        for i in (pos..n).rev() {
-            lf.prefixes[i + 1].store(lf.prefixes[i].load(Ordering::Relaxed), Ordering::Relaxed);
-            lf.shorts[i + 1].store(lf.shorts[i].load(Ordering::Relaxed), Ordering::Relaxed);
-            lf.keys[i + 1].store(lf.keys[i].load(Ordering::Relaxed), Ordering::Release);
-            lf.values[i + 1].store(lf.values[i].load(Ordering::Relaxed), Ordering::Relaxed);
-        }
-        lf.prefixes[pos].store(probe.prefix, Ordering::Relaxed);
-        lf.shorts[pos].store(probe.short, Ordering::Relaxed);
-        lf.keys[pos].store(*owned, Ordering::Release);
-        lf.values[pos].store(value, Ordering::Relaxed);
-        lf.hdr.count.store(n + 1, Ordering::Release);
+        leaf_insert(lf, n, pos, probe, *owned, value);
         h.unlock();
+        self.note_insert(slot, p.cast::<Leaf>());
         Step::Done(Ok(()))
     }
 
     /// Locks `parent` (at `pv`, or the root pointer if null) and the full node `p`
-    /// (at `v`), splits `p`, publishes the separator, and unlocks.
-    fn split_locked(&self, parent: *mut Header, pv: u64, p: *mut Header, v: u64) -> Step {
+    /// (at `v`), splits `p` (a leaf at entry `at`, in `1..LEAF_CAP`; an inner node in the
+    /// middle), publishes the separator, and unlocks.
+    fn split_locked(
+        &self,
+        parent: *mut Header,
+        pv: u64,
+        p: *mut Header,
+        v: u64,
+        at: usize,
+    ) -> Step {
         // SAFETY: see the note above `node`.
         let ph = if parent.is_null() {
             None
@@ -1090,7 +1276,7 @@ impl BTree {
             return Step::Conflict;
         }
         let sep = if h.is_leaf {
-            self.split_leaf(p)
+            self.split_leaf(p, at)
         } else {
             self.split_inner(p)
         };
@@ -1163,7 +1349,9 @@ impl BTree {
             lf.keys[n - 1].store(ptr::null_mut(), Ordering::Release);
             lf.hdr.count.store(n - 1, Ordering::Release);
             lf.hdr.unlock();
-            self.len[len_stripe()].fetch_sub(1, Ordering::Relaxed);
+            self.stripes[len_stripe()]
+                .len
+                .fetch_sub(1, Ordering::Relaxed);
             let addr = block as usize;
             // SAFETY: the block left the leaf under its lock; no separator or fence borrows
             // it (removable trees copy them); a reader that loaded it is pinned, and the
@@ -1173,8 +1361,9 @@ impl BTree {
         }
     }
 
-    /// Splits the locked, full leaf `p`; returns the separator and the new right leaf.
-    fn split_leaf(&self, p: *mut Header) -> Sep {
+    /// Splits the locked, full leaf `p` at entry `mid` (entries `mid..` move right); returns
+    /// the separator and the new right leaf.
+    fn split_leaf(&self, p: *mut Header, mid: usize) -> Sep {
         // SAFETY: `p` is a leaf locked by the caller.
         let lf = unsafe { leaf(p) };
         let n = lf.hdr.count.load(Ordering::Relaxed);
@@ -1182,14 +1371,29 @@ impl BTree {
             n, LEAF_CAP,
             "invariant violated: splitting a leaf that is not full"
         );
-        let mid = n / 2;
+        assert!(
+            (1..n).contains(&mid),
+            "invariant violated: a leaf split must leave entries on both sides"
+        );
         let mut sep = lf.keys[mid].load(Ordering::Relaxed);
         if self.removable {
             // The entry may be removed later: the separator and fence get a copy.
             // SAFETY: an entry of the locked leaf.
             sep = alloc_key(unsafe { key_bytes(sep) });
         }
-        let right = Leaf::boxed(sep, lf.next.load(Ordering::Relaxed));
+        let (prefix, short) = (
+            lf.prefixes[mid].load(Ordering::Relaxed),
+            lf.shorts[mid].load(Ordering::Relaxed),
+        );
+        let right = Leaf::boxed(
+            sep,
+            lf.next.load(Ordering::Relaxed),
+            (
+                lf.high.load(Ordering::Relaxed),
+                lf.high_prefix.load(Ordering::Relaxed),
+                lf.high_short.load(Ordering::Relaxed),
+            ),
+        );
         for i in mid..n {
             right.prefixes[i - mid]
                 .store(lf.prefixes[i].load(Ordering::Relaxed), Ordering::Relaxed);
@@ -1200,11 +1404,14 @@ impl BTree {
         right.hdr.count.store(n - mid, Ordering::Relaxed);
         let rp = Box::into_raw(right);
         lf.next.store(rp, Ordering::Release);
+        lf.high_prefix.store(prefix, Ordering::Relaxed);
+        lf.high_short.store(short, Ordering::Relaxed);
+        lf.high.store(sep, Ordering::Release);
         lf.hdr.count.store(mid, Ordering::Release);
         Sep {
             key: sep,
-            prefix: lf.prefixes[mid].load(Ordering::Relaxed),
-            short: lf.shorts[mid].load(Ordering::Relaxed),
+            prefix,
+            short,
             right: rp.cast::<Header>(),
         }
     }
@@ -1240,6 +1447,24 @@ impl BTree {
             right: Box::into_raw(right).cast::<Header>(),
         }
     }
+}
+
+/// Inserts the entry `probe` (key block `key`) with `value` at `pos` of the `n` entries of
+/// the locked, not full leaf `lf`.
+#[inline]
+fn leaf_insert(lf: &Leaf, n: usize, pos: usize, probe: Probe<'_>, key: *mut KeyBlock, value: u64) {
+    for i in (pos..n).rev() {
+        lf.prefixes[i + 1].store(lf.prefixes[i].load(Ordering::Relaxed), Ordering::Relaxed);
+        lf.shorts[i + 1].store(lf.shorts[i].load(Ordering::Relaxed), Ordering::Relaxed);
+        lf.keys[i + 1].store(lf.keys[i].load(Ordering::Relaxed), Ordering::Release);
+        lf.values[i + 1].store(lf.values[i].load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+    lf.prefixes[pos].store(probe.prefix, Ordering::Relaxed);
+    lf.shorts[pos].store(probe.short, Ordering::Relaxed);
+    lf.keys[pos].store(key, Ordering::Release);
+    lf.values[pos].store(value, Ordering::Relaxed);
+    lf.last.store(pos as u8, Ordering::Relaxed);
+    lf.hdr.count.store(n + 1, Ordering::Release);
 }
 
 /// Inserts separator `sep` and the new right child after `left` into the locked
@@ -1454,6 +1679,23 @@ mod tests {
             if let Some(&last) = leaves.last() {
                 // SAFETY: live leaf.
                 assert!(unsafe { &*last }.next.load(Ordering::Acquire).is_null());
+            }
+            for &l in &leaves {
+                // SAFETY: a live leaf of a quiescent tree.
+                let l = unsafe { &*l };
+                let next = l.next.load(Ordering::Acquire);
+                let high = l.high.load(Ordering::Acquire);
+                if next.is_null() {
+                    assert!(high.is_null(), "the rightmost leaf has an upper fence");
+                } else {
+                    // SAFETY: live leaf.
+                    let fence = unsafe { &*next }.fence.load(Ordering::Acquire);
+                    assert_eq!(high, fence, "upper fence is not the next leaf's fence");
+                    // SAFETY: a live key block.
+                    let (prefix, short) = prefix_of(unsafe { key_bytes(high) }, self.ints);
+                    assert_eq!(l.high_prefix.load(Ordering::Relaxed), prefix);
+                    assert_eq!(l.high_short.load(Ordering::Relaxed), short);
+                }
             }
             assert_eq!(total, self.len(), "len counter disagrees with the leaves");
             total
@@ -1900,7 +2142,7 @@ mod tests {
             }
             lists.push(l);
         }
-        run_concurrent(lists, distinct, 0x5eed_0006);
+        run_concurrent(BTree::new(), lists, distinct, 0x5eed_0006);
     }
 
     /// A removable tree against a model: rounds of inserts and removes (leaves emptied and
@@ -2052,17 +2294,244 @@ mod tests {
             })
             .collect();
         let distinct: BTreeSet<Vec<u8>> = lists.iter().flatten().cloned().collect();
-        run_concurrent(lists, distinct, 0x5eed_0007);
+        run_concurrent(BTree::new(), lists, distinct, 0x5eed_0007);
+    }
+
+    /// An encoded key of integer components (`schema::encode_int`).
+    fn ints_key(parts: &[i64]) -> Vec<u8> {
+        parts
+            .iter()
+            .flat_map(|&i| ((i as u64) ^ (1 << 63)).to_be_bytes())
+            .collect()
+    }
+
+    /// The integer component `i` of an `ints_key`.
+    fn ints_part(key: &[u8], i: usize) -> i64 {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&key[8 * i..8 * i + 8]);
+        (u64::from_be_bytes(b) ^ (1 << 63)) as i64
+    }
+
+    /// TPC-C's shape: per district an ascending run of order ids, districts interleaved, so
+    /// the end of one district's run shares a leaf with the start of the next. Two writers,
+    /// each with five districts of its own and, as a race for the same leaves, alternate order
+    /// ids of an eleventh, with the range scans and point reads of `run_concurrent` beside
+    /// them. The hinted inserts must keep the tree exact, and be taken.
+    #[test]
+    fn concurrent_monotone_runs_interleaved_with_scans() {
+        const ORDERS: i64 = 5_000;
+        let mut rng = SplitMix64(0x5eed_0008);
+        let lists: Vec<Vec<Vec<u8>>> = (0..2i64)
+            .map(|t| {
+                // Districts t, t + 2, ..., t + 8 are this writer's; district 10 is shared.
+                let mut next = [0i64; 11];
+                next[10] = t;
+                let mut l = Vec::new();
+                while l.len() < ORDERS as usize * 5 + ORDERS as usize / 2 {
+                    let d = match rng.below(6) {
+                        5 => 10,
+                        i => (t + 2 * i as i64) as usize,
+                    };
+                    if next[d] < ORDERS {
+                        l.push(ints_key(&[1, d as i64, next[d]]));
+                        next[d] += if d == 10 { 2 } else { 1 };
+                    }
+                }
+                l
+            })
+            .collect();
+        let distinct: BTreeSet<Vec<u8>> = lists.iter().flatten().cloned().collect();
+        assert_eq!(distinct.len(), ORDERS as usize * 11);
+        let tree = run_concurrent(
+            BTree::new().with_int_components(3),
+            lists,
+            distinct,
+            0x5eed_0009,
+        );
+        assert!(
+            tree.hinted_inserts() > tree.len() / 2,
+            "only {} of {} inserts went to their hint's leaf",
+            tree.hinted_inserts(),
+            tree.len()
+        );
+    }
+
+    /// One ascending run: every insert after the first goes to the hint's leaf until it is
+    /// full; the next one descends and splits, and the hint then names the leaf it went to,
+    /// the new right one. A key below that leaf's first key descends too; a duplicate found
+    /// through the hint is refused with the stored value.
+    #[test]
+    fn insert_hint_is_taken_and_falls_back_when_the_leaf_splits() {
+        let t = BTree::new().with_int_components(2);
+        let slot = hint_slot(&ints_key(&[7, 0]));
+        for o in 1..=LEAF_CAP as i64 {
+            t.insert(&ints_key(&[7, o]), o as u64).unwrap();
+        }
+        assert_eq!(
+            t.hinted_inserts(),
+            LEAF_CAP - 1,
+            "all but the first insert hinted"
+        );
+        let full = t.hints[slot].load(Ordering::Relaxed);
+        // SAFETY: a live leaf of a quiescent tree.
+        assert_eq!(
+            unsafe { &*full }.hdr.count.load(Ordering::Relaxed),
+            LEAF_CAP
+        );
+
+        // The leaf is full: the hint is refused, the insert descends and splits.
+        t.insert(&ints_key(&[7, 33]), 33).unwrap();
+        assert_eq!(
+            t.hinted_inserts(),
+            LEAF_CAP - 1,
+            "a full leaf must not take it"
+        );
+        let right = t.hints[slot].load(Ordering::Relaxed);
+        assert_ne!(right, full, "the hint moves to the split's right leaf");
+        // SAFETY: as above.
+        assert_eq!(unsafe { &*full }.next.load(Ordering::Relaxed), right);
+        t.insert(&ints_key(&[7, 34]), 34).unwrap();
+        assert_eq!(
+            t.hinted_inserts(),
+            LEAF_CAP,
+            "the next key goes to the right leaf"
+        );
+        assert_eq!(
+            t.insert(&ints_key(&[7, 33]), 99),
+            Err(33),
+            "duplicate via the hint"
+        );
+        assert_eq!(t.hints[slot].load(Ordering::Relaxed), right);
+
+        // Below the right leaf's first key: descends, to the left leaf.
+        t.insert(&ints_key(&[7, 0]), 0).unwrap();
+        assert_eq!(t.hinted_inserts(), LEAF_CAP);
+        assert_eq!(t.hints[slot].load(Ordering::Relaxed), full);
+        assert_eq!(
+            t.insert(&ints_key(&[7, 34]), 99),
+            Err(34),
+            "duplicate via a descent"
+        );
+        assert_eq!(t.hinted_inserts(), LEAF_CAP);
+        assert_eq!(t.check_invariants(), 35);
+        let want: Vec<(Vec<u8>, u64)> = (0..=34).map(|o| (ints_key(&[7, o]), o as u64)).collect();
+        let got = collect(
+            &t,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            ScanDirection::Ascending,
+            usize::MAX,
+        );
+        assert_eq!(got, want);
+    }
+
+    /// Interleaved ascending runs (ten districts' order ids) leave full leaves behind them:
+    /// a run that fills its hinted leaf splits it where it inserts, not in the middle, so
+    /// the leaves hold about 31 entries, not 16. Keys in random order still split in the
+    /// middle (no leaf is left with fewer than half).
+    #[test]
+    fn ascending_runs_split_where_they_insert() {
+        fn leaves(t: &BTree) -> Vec<usize> {
+            let mut out = Vec::new();
+            let mut lp = t.find_leaf(Target::Leftmost).0;
+            while !lp.is_null() {
+                // SAFETY: live leaves of a quiescent tree.
+                let lf = unsafe { &*lp };
+                out.push(lf.hdr.count.load(Ordering::Relaxed));
+                lp = lf.next.load(Ordering::Relaxed);
+            }
+            out
+        }
+        let t = BTree::new().with_int_components(3);
+        let mut rng = SplitMix64(0x5eed_000a);
+        let mut next = [0i64; 10];
+        for _ in 0..20_000 {
+            let d = rng.below(10) as usize;
+            t.insert(&ints_key(&[1, d as i64, next[d]]), 0).unwrap();
+            next[d] += 1;
+        }
+        assert_eq!(t.check_invariants(), 20_000);
+        let counts = leaves(&t);
+        let fill = 20_000.0 / (counts.len() * LEAF_CAP) as f64;
+        assert!(fill > 0.9, "ascending runs left leaves {fill:.2} full");
+
+        let r = BTree::new();
+        let mut rng = SplitMix64(0x5eed_000b);
+        for _ in 0..20_000 {
+            let _ = r.insert(&rng.next().to_be_bytes(), 0);
+        }
+        r.check_invariants();
+        let counts = leaves(&r);
+        assert!(
+            counts.iter().all(|&c| c >= LEAF_CAP / 2),
+            "a random insert split a leaf off center"
+        );
+    }
+
+    /// A hint whose leaf has a right sibling: a key inside the leaf's range goes there, in
+    /// the middle or past its last key; one above its upper fence must not (it belongs to
+    /// the sibling), even though it is above the leaf's last key.
+    #[test]
+    fn insert_hint_respects_the_upper_fence() {
+        let t = BTree::new().with_int_components(2);
+        // In random order (leaves split in the middle, so the first has room for two more).
+        let mut order: Vec<i64> = (0..40).collect();
+        let mut rng = SplitMix64(0x5eed_000c);
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        for o in order {
+            t.insert(&ints_key(&[1, o * 10]), 0).unwrap();
+        }
+        let slot = hint_slot(&ints_key(&[1, 0]));
+        // Point the run's hint at its first leaf, whose upper fence is inside the run.
+        let first = t.find_leaf(Target::Leftmost).0 as *mut Leaf;
+        t.hints[slot].store(first, Ordering::Relaxed);
+        // SAFETY: a live leaf of a quiescent tree, and its live key blocks.
+        let (last, high) = unsafe {
+            let lf = &*first;
+            let n = lf.hdr.count.load(Ordering::Relaxed);
+            (
+                ints_part(key_bytes(lf.keys[n - 1].load(Ordering::Relaxed)), 1),
+                ints_part(key_bytes(lf.high.load(Ordering::Relaxed)), 1),
+            )
+        };
+        assert!(high > last + 1, "the first leaf ends inside the run");
+
+        let before = t.hinted_inserts();
+        t.insert(&ints_key(&[1, high + 1]), 1).unwrap();
+        assert_eq!(
+            t.hinted_inserts(),
+            before,
+            "a key above the upper fence must descend"
+        );
+        t.hints[slot].store(first, Ordering::Relaxed);
+        t.insert(&ints_key(&[1, last + 1]), 2).unwrap();
+        t.insert(&ints_key(&[1, 5]), 3).unwrap();
+        assert_eq!(
+            t.hinted_inserts(),
+            before + 2,
+            "keys inside the range go there"
+        );
+        assert_eq!(t.check_invariants(), 43);
+        assert_eq!(t.get(&ints_key(&[1, high + 1])), Some(1));
+        assert_eq!(t.get(&ints_key(&[1, last + 1])), Some(2));
+        assert_eq!(t.get(&ints_key(&[1, 5])), Some(3));
     }
 
     /// One writer thread per list inserts it in order while two checker threads
     /// check scan order, completeness w.r.t. keys whose insert returned before the
     /// scan started, that a rescan (inserts only) loses no key, and point reads; finally the tree is compared with `distinct`.
-    fn run_concurrent(lists: Vec<Vec<Vec<u8>>>, distinct: BTreeSet<Vec<u8>>, seed: u64) {
+    fn run_concurrent(
+        tree: BTree,
+        lists: Vec<Vec<Vec<u8>>>,
+        distinct: BTreeSet<Vec<u8>>,
+        seed: u64,
+    ) -> Arc<BTree> {
         let writers_n = lists.len();
         let total_distinct = distinct.len();
         let lists = Arc::new(lists);
-        let tree = Arc::new(BTree::new());
+        let tree = Arc::new(tree);
         let done: Arc<Vec<AtomicUsize>> =
             Arc::new((0..writers_n).map(|_| AtomicUsize::new(0)).collect());
         let stop = Arc::new(AtomicBool::new(false));
@@ -2191,5 +2660,6 @@ mod tests {
         for k in &distinct {
             assert_eq!(tree.get(k), Some(value_for(k)));
         }
+        tree
     }
 }

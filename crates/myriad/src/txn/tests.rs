@@ -1,8 +1,10 @@
 //! Interleavings that need a pause inside the transaction code: writers inside
-//! `Transaction::rollback`, and commit dependencies on a transaction held in Preparing.
+//! `Transaction::rollback`, and commit dependencies on a transaction held in Preparing; and
+//! the crate-internal entries of whole row images (recovery's `insert_raw`, `replay_set`,
+//! `replay_update`).
 
 use crate::version::Order;
-use crate::{AbortReason, ColumnType, Config, Database, Error, TableSchema, VersionStorage};
+use crate::{AbortReason, ColumnType, Config, Database, Error, TableSchema, Value, VersionStorage};
 use std::cell::RefCell;
 use std::sync::mpsc::channel;
 use std::time::Duration;
@@ -457,4 +459,66 @@ fn speculative_histories_have_no_forbidden_cycles() {
             st.aborted(AbortReason::ReadValidation)
         );
     }
+}
+
+/// A row image recovery hands in whole is checked as `write_column` checks values: a VARCHAR
+/// that is not UTF-8 is refused with `Error::InvalidText` naming the column, a length above
+/// the column's maximum with `Error::ValueTooLong`, and nothing is changed (the row inserted
+/// before keeps its text).
+#[test]
+fn whole_row_images_with_invalid_text_are_refused_and_change_nothing() {
+    let db = Database::open(Config::new()).unwrap();
+    let t = db
+        .create_table(
+            TableSchema::new("p")
+                .column("k", ColumnType::Int)
+                .column("name", ColumnType::Str(8))
+                .primary_key(&["k"]),
+        )
+        .unwrap();
+    let text_at = t.schema.columns[1].offset + 2;
+    let image = |k: i64, name: &str| {
+        let mut row = vec![0u8; t.schema.row_size()];
+        t.schema
+            .encode_row(&[Value::Int(k), Value::Str(name.into())][..], &mut row)
+            .unwrap();
+        row
+    };
+    let mut bad = image(1, "ab");
+    bad[text_at] = 0xFF; // a byte that starts no UTF-8 sequence
+    let invalid = Error::InvalidText {
+        table: "p".into(),
+        column: "name".into(),
+    };
+    let mut tx = db.begin().unwrap();
+    assert_eq!(tx.insert_raw(&t, &bad), Err(invalid.clone()));
+    tx.insert_raw(&t, &image(1, "ok")).unwrap();
+    tx.commit().unwrap();
+
+    let mut key = Vec::new();
+    t.schema.encode_key_values(0, &1i64, &mut key).unwrap();
+    let mut tx = db.begin().unwrap();
+    assert_eq!(tx.replay_set(&t, &key, Some(&bad)), Err(invalid.clone()));
+    assert_eq!(
+        tx.replay_update(&t, &key, |row| {
+            row[text_at + 1] = 0xC3; // a two-byte sequence cut short by the end of the text
+            Ok(())
+        }),
+        Err(invalid)
+    );
+    let mut long = image(1, "ok");
+    long[text_at - 2..text_at].copy_from_slice(&9u16.to_le_bytes());
+    assert!(matches!(
+        tx.replay_set(&t, &key, Some(&long)),
+        Err(Error::ValueTooLong {
+            max_len: 8,
+            len: 9,
+            ..
+        })
+    ));
+    tx.commit().unwrap();
+    let name = db
+        .run(|tx| tx.get_with(&t, &1i64, |r| r.str(1).unwrap().to_string()))
+        .unwrap();
+    assert_eq!(name.as_deref(), Some("ok"));
 }

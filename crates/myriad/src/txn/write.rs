@@ -215,8 +215,10 @@ impl<'db> Transaction<'db> {
         out
     }
 
-    /// Inserts a row given in the table's row layout (recovery).
+    /// Inserts a row given in the table's row layout (recovery). A row whose variable-length
+    /// columns `write_column` would have refused is refused (`TableSchema::check_row`).
     pub(crate) fn insert_raw(&mut self, t: &TableRef, row: &[u8]) -> Result<()> {
+        t.schema.check_row(row)?;
         self.begin_write(t)?;
         self.insert_encoded(t, row)
     }
@@ -662,12 +664,16 @@ impl<'db> Transaction<'db> {
 
     /// Recovery: the row with encoded primary key `key` becomes `row` (inserted, or
     /// replacing the row there), or is deleted if `row` is `None` (nothing if there is none).
+    /// A row `TableSchema::check_row` refuses changes nothing.
     pub(crate) fn replay_set(
         &mut self,
         t: &TableRef,
         key: &[u8],
         row: Option<&[u8]>,
     ) -> Result<()> {
+        if let Some(row) = row {
+            t.schema.check_row(row)?;
+        }
         let found = self.replay_find(t, key);
         match (found, row) {
             (Ok((tid, head, mine)), Some(row)) => self.update_found(t, tid, head, mine, |r| {
@@ -682,7 +688,8 @@ impl<'db> Transaction<'db> {
     }
 
     /// Recovery: applies `f` to the bytes of the row with encoded primary key `key`
-    /// (`Error::NotFound` if there is none).
+    /// (`Error::NotFound` if there is none). A result `TableSchema::check_row` refuses is
+    /// refused, and changes nothing (as a failing `f`).
     pub(crate) fn replay_update(
         &mut self,
         t: &TableRef,
@@ -690,7 +697,10 @@ impl<'db> Transaction<'db> {
         f: impl FnOnce(&mut [u8]) -> Result<()>,
     ) -> Result<()> {
         let (tid, head, mine) = self.replay_find(t, key)?;
-        self.update_found(t, tid, head, mine, |r| f(r.data))
+        self.update_found(t, tid, head, mine, |r| {
+            f(r.data)?;
+            r.schema.check_row(r.data)
+        })
     }
 
     /// Recovery: the live row with encoded primary key `key`, write-locked as for a write.
