@@ -41,6 +41,7 @@
 
 pub mod checkpoint;
 pub mod inspect;
+mod pacman;
 pub(crate) mod plan;
 mod replay;
 
@@ -243,6 +244,12 @@ pub(crate) fn open(config: crate::Config) -> Result<Database> {
 /// `Database::verify`: recovers `config.data_dir` into memory and reports what it found,
 /// writing nothing (not even a lock file: it takes the existing one shared).
 pub(crate) fn verify(config: crate::Config) -> Result<RecoveryReport> {
+    verify_db(config).map(|(_, r)| r)
+}
+
+/// [`verify`], keeping the recovered database (in memory, its directory untouched; for
+/// tests that recover one directory several ways).
+pub(crate) fn verify_db(config: crate::Config) -> Result<(Database, RecoveryReport)> {
     let Some(dir) = config.data_dir.clone() else {
         return Err(Error::InvalidConfig(
             "verify needs a data directory (Config::data_dir)".into(),
@@ -253,7 +260,7 @@ pub(crate) fn verify(config: crate::Config) -> Result<RecoveryReport> {
     let state = DurableState::new(dir.clone(), id, lock);
     let db = Database::new_in_memory(config, Some(state));
     let (report, _) = recover(&db, &dir, id)?;
-    Ok(report)
+    Ok((db, report))
 }
 
 /// Where the new session continues.
@@ -280,6 +287,9 @@ pub(super) struct LogFile {
 #[derive(Clone, Copy)]
 pub(super) struct Rec {
     ts: u64,
+    /// Its epoch (PACMAN cuts batches at epoch boundaries); for an ERMIA segment, which has
+    /// no epochs, its end LSN / 64 KiB.
+    epoch: u64,
     n: u32,
     at: usize,
     end: usize,
@@ -691,6 +701,7 @@ fn recover(db: &Database, dir: &Path, id: DbId) -> Result<(RecoveryReport, Next)
         RecoveryScheme::ParallelLatched => replay::latched(&ctx, &logs)?,
         RecoveryScheme::ParallelPartitioned => replay::partitioned(&ctx, &logs)?,
         RecoveryScheme::Physical => replay::physical(&ctx, &logs)?,
+        RecoveryScheme::Pacman => pacman::replay(&ctx, &logs, &mut rep)?,
         RecoveryScheme::Auto => {
             return Err(Error::InvalidConfig(
                 "recovery scheme left unresolved".into(),
@@ -751,10 +762,11 @@ fn resolve_scheme(asked: RecoveryScheme, rep: &RecoveryReport) -> Result<Recover
             )))
         }
         RecoveryScheme::Serial => RecoveryScheme::Serial,
+        RecoveryScheme::Pacman => RecoveryScheme::Pacman,
         s if calls > 0 => {
             return Err(Error::InvalidConfig(format!(
                 "the log holds {calls} procedure calls (written with log `command`); recovery \
-                 `{s}` cannot replay them: open with recovery `serial` or `auto`"
+                 `{s}` cannot replay them: open with recovery `serial`, `pacman` or `auto`"
             )))
         }
         s => s,
@@ -874,6 +886,7 @@ fn load_file(
             let start = rec.as_ptr() as usize - base + r.at;
             recs.push(Rec {
                 ts,
+                epoch,
                 n,
                 at: start,
                 end: rec.as_ptr() as usize - base + rec.len(),
@@ -937,6 +950,7 @@ fn load_segment(
         let at = hl + r.offset + HEADER + 4;
         recs.push(Rec {
             ts: lsn_end,
+            epoch: lsn_end >> 16,
             n,
             at,
             end: hl + r.offset + HEADER + r.body.len(),
