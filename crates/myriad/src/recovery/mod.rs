@@ -25,13 +25,16 @@
 //! 4. the checkpoint's rows are inserted through the normal write path, tables split among
 //!    the threads (every index is built on the way: only PLR has a separate index phase);
 //! 5. the log is replayed (`replay.rs`): `serial` runs every record as a transaction in
-//!    commit order on one thread (the only scheme that can replay procedure calls);
+//!    commit order on one thread (with `pacman`, the schemes that replay procedure calls);
 //!    `parallel-latched` lets threads apply records in any order to a latched table of row
 //!    images where the newest write of each column wins; `parallel-partitioned` shuffles the
 //!    changes by table and key into one partition per thread, each replayed in commit order
 //!    without latches; `physical` (PLR, for a physical log) puts the checkpoint's rows back at
 //!    their tuple ids, installs the newest record of each tuple id there (threads own
-//!    disjoint ids: no latches, no key lookups), then rebuilds every index in parallel.
+//!    disjoint ids: no latches, no key lookups), then rebuilds every index in parallel;
+//!    `pacman` (CLR-P, `pacman/`) splits every call into pieces by the procedures' static
+//!    analysis and runs them on the threads, per log batch, block after parent block and in
+//!    log order per key (row records as write-only pieces).
 //!    `auto` is `serial` if the log holds calls, `physical` if it holds physical records,
 //!    else partitioned;
 //! 6. if there was anything to recover, a fresh checkpoint is written and the old logs are
