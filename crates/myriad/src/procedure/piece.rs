@@ -6,8 +6,10 @@
 //! variables' initial values, imports) only when that frame's value is the one the operation
 //! will see: every reaching definition of each variable it reads is the call's entry, or
 //! the variable is an import of the slice (the analysis guarantees the piece does not
-//! overwrite it before its last use), or it is the counter of an enclosing `FOR i IN a..b`
-//! whose bounds are themselves known (the key is then taken for every iteration). `IF`
+//! overwrite it before its last use), or it is defined by one top-level assignment before
+//! the operation whose inputs are themselves known (evaluated first), or it is the counter
+//! of an enclosing `FOR i IN a..b` whose bounds are known (the key is then taken for every
+//! iteration). `IF`
 //! headers are ignored: every arm's keys are in the footprint, a superset, which only orders
 //! more. Anything else — a key read inside the piece, a row loop's field, a table whose
 //! p_T is 0 — is the whole table, `(table, *)`.
@@ -33,9 +35,18 @@ pub(crate) enum KeyPlan {
     /// first: slot, low and high bound).
     Keys {
         table: TableRef,
+        /// Top-level assignments the key depends on (slot, value), in program order.
+        pre: Vec<(usize, E)>,
         loops: Vec<(usize, E, E)>,
         key: Vec<(usize, E)>,
     },
+}
+
+impl KeyPlan {
+    /// Does computing this footprint change the frame (loop counters, assignments)?
+    pub(crate) fn changes_frame(&self) -> bool {
+        matches!(self, KeyPlan::Keys { pre, loops, .. } if !pre.is_empty() || !loops.is_empty())
+    }
 }
 
 /// One entry of a footprint: a table and the first p_T values of a key (`None`: `*`).
@@ -106,14 +117,15 @@ pub(crate) fn key_plans(
             stmts.get(a).and_then(|s| s.1)
         })
     };
-    // The enclosing counting loops of `x` whose counters `e` needs, or `None` if a value of
-    // `e` is not known before the piece runs.
-    let loops_for = |x: usize, es: &[&E]| -> Option<Vec<usize>> {
+    // The top-level assignments and the enclosing counting loops of `x` whose values `es`
+    // need, or `None` if a value of `es` is not known before the piece runs.
+    let loops_for = |x: usize, es: &[&E]| -> Option<(Vec<usize>, Vec<usize>)> {
         let mut need: Vec<(usize, Vec<usize>)> = vec![(x, Vec::new())];
         for e in es {
             vars_of(e, &mut need[0].1);
         }
         let mut loops = Vec::new();
+        let mut pre = Vec::new();
         while let Some((at, vars)) = need.pop() {
             for v in vars {
                 if imported.contains(&v) {
@@ -123,6 +135,20 @@ pub(crate) fn key_plans(
                     match src {
                         Source::Entry => {}
                         Source::Op(h) => {
+                            // A top-level assignment before `x` always ran, and is the only
+                            // definition reaching it.
+                            if let Some((Stmt::Assign { slot, value, .. }, None)) = stmts.get(h) {
+                                if *slot != v || *h >= x {
+                                    return None;
+                                }
+                                if !pre.contains(h) {
+                                    pre.push(*h);
+                                    let mut vs = Vec::new();
+                                    vars_of(value, &mut vs);
+                                    need.push((*h, vs));
+                                }
+                                continue;
+                            }
                             let Some((Stmt::ForRange { slot, lo, hi, .. }, _)) = stmts.get(h)
                             else {
                                 return None;
@@ -142,7 +168,8 @@ pub(crate) fn key_plans(
                 }
             }
         }
-        Some(loops)
+        pre.sort_unstable();
+        Some((pre, loops))
     };
     let mut out = Vec::new();
     for &x in &slice.ops {
@@ -168,7 +195,7 @@ pub(crate) fn key_plans(
             let plan = match key {
                 Some(key) if k > 0 => {
                     let es: Vec<&E> = key.iter().map(|(_, e)| e).collect();
-                    loops_for(x, &es).map(|ls| {
+                    loops_for(x, &es).map(|(pre, ls)| {
                         let loops = ancestors(x)
                             .collect::<Vec<_>>()
                             .into_iter()
@@ -181,8 +208,18 @@ pub(crate) fn key_plans(
                                 _ => None,
                             })
                             .collect();
+                        let pre = pre
+                            .iter()
+                            .filter_map(|a| match stmts.get(a) {
+                                Some((Stmt::Assign { slot, value, .. }, _)) => {
+                                    Some((*slot, value.clone()))
+                                }
+                                _ => None,
+                            })
+                            .collect();
                         KeyPlan::Keys {
                             table: table.clone(),
+                            pre,
                             loops,
                             key,
                         }
@@ -197,14 +234,27 @@ pub(crate) fn key_plans(
 }
 
 /// Adds the footprint of `plans` in frame `f` (started, imports in) to `out`. Changes the
-/// loop counters' slots of `f`; the piece's run sets them again.
+/// slots of loop counters and of the assignments it evaluates: start `f` again before the
+/// piece runs (`KeyPlan::changes_frame`).
 pub(crate) fn footprint(plans: &[KeyPlan], f: &mut Frame, out: &mut Vec<FootKey>) {
     for plan in plans {
         match plan {
             KeyPlan::Whole(t) => out.push((t.clone(), None)),
-            KeyPlan::Keys { table, loops, key } => {
+            KeyPlan::Keys {
+                table,
+                pre,
+                loops,
+                key,
+            } => {
                 let mut keys = Vec::new();
-                if enumerate(loops, key, table, &mut f.vars, &mut keys) {
+                let mut ok = true;
+                for (slot, e) in pre {
+                    match value_of(e, None, &f.vars) {
+                        Ok(v) => f.vars[*slot] = v,
+                        Err(_) => ok = false,
+                    }
+                }
+                if ok && enumerate(loops, key, table, &mut f.vars, &mut keys) {
                     out.extend(keys.into_iter().map(|k| (table.clone(), Some(k))));
                 } else {
                     out.push((table.clone(), None));

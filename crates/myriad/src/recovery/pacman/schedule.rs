@@ -356,41 +356,78 @@ impl Batch<'_, '_> {
         }
     }
 
-    /// Starts block `b`'s piece-set: footprints, queues; returns the pieces ready at once.
+    /// The footprint of piece `q` of block `b`'s piece-set as queue keys (a call's piece
+    /// keeps the frame it was computed in, for its run).
+    fn footprint_of(&self, b: usize, q: usize) -> Result<Vec<QueueKey>> {
+        let piece = &self.pieces[q];
+        let mut foot = Vec::new();
+        match piece.call {
+            Some((c, s)) => {
+                let mut f = self.frame(c, s)?;
+                footprint(&self.slice(c, s)?.keys, &mut f, &mut foot);
+                let f = Some(self.frame_after_footprint(c, s, f)?);
+                *piece.frame.lock() = f;
+            }
+            None => {
+                let (i, j) = piece.rec;
+                let lf = &self.logs[i as usize];
+                let mut key = Vec::new();
+                self.ctx
+                    .writes(lf, &lf.recs[j as usize], &mut key, |t, _, _, _| {
+                        if self.plan.owner.get(&t.schema.name) == Some(&b) {
+                            foot.push((t.clone(), None));
+                        }
+                        Ok(())
+                    })?;
+            }
+        }
+        Ok(foot.iter().map(queue_key).collect())
+    }
+
+    /// Starts block `b`'s piece-set: footprints (computed on `recovery_threads` threads when
+    /// there are many), then queues in log order; returns the pieces ready at once.
     fn start(&self, b: usize) -> Result<Vec<usize>> {
+        const PARALLEL_MIN: usize = 512;
         let set = &self.sets[b];
+        let threads = self.ctx.threads.max(1);
+        let feet: Vec<Vec<QueueKey>> = if threads == 1 || set.len() < PARALLEL_MIN {
+            set.iter()
+                .map(|&q| self.footprint_of(b, q))
+                .collect::<Result<_>>()?
+        } else {
+            let chunk = set.len().div_ceil(threads);
+            let parts: Vec<Result<Vec<Vec<QueueKey>>>> = std::thread::scope(|s| {
+                let hs: Vec<_> = set
+                    .chunks(chunk)
+                    .map(|qs| {
+                        s.spawn(move || {
+                            qs.iter()
+                                .map(|&q| self.footprint_of(b, q))
+                                .collect::<Result<Vec<_>>>()
+                        })
+                    })
+                    .collect();
+                hs.into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err(internal("a footprint thread panicked")))
+                    })
+                    .collect()
+            });
+            let mut feet = Vec::with_capacity(set.len());
+            for part in parts {
+                feet.extend(part?);
+            }
+            feet
+        };
         let mut preds: Vec<Vec<usize>> = Vec::with_capacity(set.len());
         let mut last: FxHashMap<QueueKey, usize> = FxHashMap::default();
         let mut since_star: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
         let mut star: FxHashMap<usize, usize> = FxHashMap::default();
-        let mut foot = Vec::new();
-        for &q in set {
-            let piece = &self.pieces[q];
-            foot.clear();
-            match piece.call {
-                Some((c, s)) => {
-                    let mut f = self.frame(c, s)?;
-                    footprint(&self.slice(c, s)?.keys, &mut f, &mut foot);
-                    let f = Some(self.frame_after_footprint(c, s, f)?);
-                    *piece.frame.lock() = f;
-                }
-                None => {
-                    let (i, j) = piece.rec;
-                    let lf = &self.logs[i as usize];
-                    let mut key = Vec::new();
-                    self.ctx
-                        .writes(lf, &lf.recs[j as usize], &mut key, |t, _, _, _| {
-                            if self.plan.owner.get(&t.schema.name) == Some(&b) {
-                                foot.push((t.clone(), None));
-                            }
-                            Ok(())
-                        })?;
-                }
-            }
+        for (&q, foot) in set.iter().zip(feet) {
             let mut p: Vec<usize> = Vec::new();
             if !self.unordered {
-                for fk in &foot {
-                    let k = queue_key(fk);
+                for k in foot {
                     let t = k.0;
                     p.extend(star.get(&t).copied());
                     if k.1.is_some() {
@@ -422,14 +459,11 @@ impl Batch<'_, '_> {
         Ok(ready)
     }
 
-    /// The footprint changed the loop counters' slots: start the frame again when the
-    /// slice has loops (cheap otherwise: keep it).
+    /// The footprint may have changed slots of the frame: start it again then (keep it
+    /// otherwise).
     fn frame_after_footprint(&self, c: usize, s: usize, f: Frame) -> Result<Frame> {
         let sp = self.slice(c, s)?;
-        let loops = sp.keys.iter().any(|k| {
-            matches!(k, crate::procedure::piece::KeyPlan::Keys { loops, .. } if !loops.is_empty())
-        });
-        if loops {
+        if sp.keys.iter().any(|k| k.changes_frame()) {
             self.frame(c, s)
         } else {
             Ok(f)

@@ -30,8 +30,10 @@ BEGIN
   UPDATE tally SET s = x - s WHERE id = b;
 END $$;
 CREATE PROCEDURE spread(ids BIGINT[], d BIGINT) AS $$
+DECLARE n BIGINT;
 BEGIN
-  FOR i IN 1..cardinality(ids) LOOP
+  n := cardinality(ids);
+  FOR i IN 1..n LOOP
     UPDATE kv SET v = d - v WHERE k = ids[i];
   END LOOP;
 END $$;
