@@ -172,6 +172,7 @@ pub(crate) fn key_plans(
         Some((pre, loops))
     };
     let mut out = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
     for &x in &slice.ops {
         let Some(&(st, _)) = stmts.get(&x) else {
             continue;
@@ -227,7 +228,25 @@ pub(crate) fn key_plans(
                 }
                 _ => None,
             };
-            out.push(plan.unwrap_or_else(|| KeyPlan::Whole(table.clone())));
+            let plan = plan.unwrap_or_else(|| KeyPlan::Whole(table.clone()));
+            // The arms of an IF often repeat one access (TPC-C's ten stock reads): one plan
+            // each is enough.
+            let sig = match &plan {
+                KeyPlan::Whole(t) => format!("{:p}", std::sync::Arc::as_ptr(t)),
+                KeyPlan::Keys {
+                    table,
+                    pre,
+                    loops,
+                    key,
+                } => format!(
+                    "{:p} {pre:?} {loops:?} {key:?}",
+                    std::sync::Arc::as_ptr(table)
+                ),
+            };
+            if !seen.contains(&sig) {
+                seen.push(sig);
+                out.push(plan);
+            }
         }
     }
     out

@@ -381,7 +381,10 @@ impl Batch<'_, '_> {
                     })?;
             }
         }
-        Ok(foot.iter().map(queue_key).collect())
+        let mut keys: Vec<QueueKey> = foot.iter().map(queue_key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        Ok(keys)
     }
 
     /// Starts block `b`'s piece-set: footprints (computed on `recovery_threads` threads when
