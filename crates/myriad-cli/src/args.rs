@@ -73,9 +73,10 @@ pub(crate) enum Command {
         #[arg(long, value_name = "PATH")]
         json: Option<PathBuf>,
         /// How the log is replayed: auto (serial for a command log, physical for a physical
-        /// one, else parallel-partitioned), serial, parallel-latched, parallel-partitioned or
+        /// one, else parallel-partitioned), serial, parallel-latched, parallel-partitioned,
         /// physical (rows installed at their tuple ids, then the indexes rebuilt; a physical
-        /// log only).
+        /// log only) or pacman (calls split into pieces by the procedures' static analysis,
+        /// replayed in parallel; thesis §4.4).
         #[arg(long, value_name = "SCHEME", default_value = "auto", value_parser = parse_choice::<RecoveryScheme>)]
         recovery: RecoveryScheme,
         /// Recovery threads (default: the machine's cores).

@@ -107,6 +107,10 @@ pub(crate) fn recover(
         println!("  phases (ms)       checkpoint load (rows and indexes) {:.1}, log load {:.1}, replay {:.1}, checkpoint write {:.1}; total {:.1} (open {:.1})",
             ms(r.checkpoint_load), ms(r.log_load), ms(r.replay), ms(r.checkpoint_write), ms(r.total()), open_s * 1e3);
     }
+    if r.scheme == "pacman" {
+        println!("  pacman (ms)       static analysis {:.1}; summed over workers: dynamic analysis {:.1}, scheduling wait {:.1}, execution {:.1}; {} batches, {} pieces",
+            ms(r.static_analysis), ms(r.dynamic_analysis), ms(r.schedule_wait), ms(r.execution), r.batches, report::thousands(r.pieces));
+    }
     if let Some(path) = json {
         let v = serde_json::json!({
             "dir": dir.display().to_string(),
@@ -135,7 +139,13 @@ pub(crate) fn recover(
                 "index_build": ms(r.index_build),
                 "checkpoint_write": ms(r.checkpoint_write),
                 "total": ms(r.total()),
+                "static_analysis": ms(r.static_analysis),
+                "dynamic_analysis": ms(r.dynamic_analysis),
+                "schedule_wait": ms(r.schedule_wait),
+                "execution": ms(r.execution),
             },
+            "batches": r.batches,
+            "pieces": r.pieces,
         });
         let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
         if let Err(e) = std::fs::write(path, text) {

@@ -337,9 +337,9 @@ choice_enum!(
 );
 
 choice_enum!(
-    /// How recovery replays the log after loading the checkpoint (thesis §4.7.1's baselines).
-    /// `auto` is `serial` for a command log, `physical` for a physical one and
-    /// `parallel-partitioned` for a logical one.
+    /// How recovery replays the log after loading the checkpoint (thesis §4.7.1's baselines,
+    /// and PACMAN, thesis §4.4). `auto` is `serial` for a command log, `physical` for a
+    /// physical one and `parallel-partitioned` for a logical one.
     RecoveryScheme {
         /// Chosen from the log's contents: `serial`, `physical` or `parallel-partitioned`.
         Auto = "auto",
@@ -354,6 +354,21 @@ choice_enum!(
         /// PLR: checkpoint rows and the newest physical record of each tuple id installed at
         /// their tuple ids by threads that own disjoint ids, then the indexes rebuilt.
         Physical = "physical",
+        /// CLR-P (PACMAN, thesis §4.4): each logged call split into one piece per block of
+        /// the procedures' global dependency graph; per log batch, a block's pieces run in
+        /// log order after its parent blocks, pieces on disjoint keys in parallel.
+        Pacman = "pacman",
+    }
+);
+
+choice_enum!(
+    /// How PACMAN recovery coordinates log batches (thesis §4.4.3, Fig. 4.19).
+    PacmanMode {
+        /// Batches one after another, with a barrier between them.
+        Sync = "sync",
+        /// A block's piece-set of batch k+1 may start once its dependencies in batch k+1
+        /// and the same block's piece-set of batch k are done (not supported yet: refused).
+        Pipelined = "pipelined",
     }
 );
 
@@ -395,6 +410,12 @@ pub struct Config {
     pub(crate) log_file_bytes: u64,
     pub(crate) recovery: RecoveryScheme,
     pub(crate) recovery_threads: usize,
+    pub(crate) pacman_mode: PacmanMode,
+    pub(crate) pacman_batch_epochs: u64,
+    /// Test only: PACMAN ignores key footprints and runs a piece-set's pieces newest first,
+    /// so a test can show its comparison with serial replay fails without them.
+    #[cfg(test)]
+    pub(crate) pacman_unordered: bool,
     pub(crate) commit_dependencies: bool,
 }
 
@@ -430,6 +451,11 @@ impl Default for Config {
             log_file_bytes: 64 << 20,
             recovery: RecoveryScheme::Auto,
             recovery_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            pacman_mode: PacmanMode::Sync,
+            // "the batch size to 100 epochs" (thesis §4.6.1).
+            pacman_batch_epochs: 100,
+            #[cfg(test)]
+            pacman_unordered: false,
             commit_dependencies: true,
         }
     }
@@ -593,6 +619,25 @@ impl Config {
     pub fn recovery_threads(mut self, n: usize) -> Self {
         self.recovery_threads = n;
         self
+    }
+    /// How PACMAN recovery coordinates log batches (default `sync`).
+    pub fn pacman_mode(mut self, m: PacmanMode) -> Self {
+        self.pacman_mode = m;
+        self
+    }
+    /// Epochs per PACMAN log batch (default 100, thesis §4.6.1); ERMIA's log has no epochs,
+    /// so there a record's epoch is its LSN / 64 KiB.
+    pub fn pacman_batch_epochs(mut self, n: u64) -> Self {
+        self.pacman_batch_epochs = n;
+        self
+    }
+    /// The PACMAN batch coordination (`pacman_mode`).
+    pub fn get_pacman_mode(&self) -> PacmanMode {
+        self.pacman_mode
+    }
+    /// Epochs per PACMAN log batch (`pacman_batch_epochs`).
+    pub fn get_pacman_batch_epochs(&self) -> u64 {
+        self.pacman_batch_epochs
     }
     /// The configured recovery scheme (`recovery`).
     pub fn get_recovery(&self) -> RecoveryScheme {
@@ -825,9 +870,14 @@ impl Config {
         {
             return Err(Error::InvalidConfig(format!(
                 "log `command` cannot be replayed by recovery `{}`: a logged call must run in \
-                 commit order (recovery `serial` or `auto`)",
+                 commit order (recovery `serial`, `pacman` or `auto`)",
                 self.recovery
             )));
+        }
+        if self.pacman_batch_epochs == 0 {
+            return Err(Error::InvalidConfig(
+                "pacman batch epochs must be at least 1".into(),
+            ));
         }
         if self.recovery_threads == 0 || self.recovery_threads > 256 {
             return Err(Error::InvalidConfig(format!(

@@ -400,7 +400,12 @@ fn recover_every_way(
             RecoveryScheme::ParallelPartitioned,
         ],
         LogPolicy::Physical => vec![RecoveryScheme::Auto, RecoveryScheme::Physical],
-        _ => vec![RecoveryScheme::Auto, RecoveryScheme::Serial],
+        // PACMAN before serial: the caller reads the last report's scheme.
+        _ => vec![
+            RecoveryScheme::Auto,
+            RecoveryScheme::Pacman,
+            RecoveryScheme::Serial,
+        ],
     };
     let mut last = None;
     for s in schemes {

@@ -126,6 +126,20 @@ pub struct RecoveryReport {
     pub replay: Duration,
     /// Rebuilding the indexes (PLR only; the other schemes build them on the way).
     pub index_build: Duration,
+    /// PACMAN only, parts of `replay`: the static analysis (slices and blocks of every
+    /// procedure definition).
+    pub static_analysis: Duration,
+    /// PACMAN only, summed over the workers: the dynamic analysis (decoding calls, cutting
+    /// batches, footprints and their queues).
+    pub dynamic_analysis: Duration,
+    /// PACMAN only, summed over the workers: time a worker waited for ready work.
+    pub schedule_wait: Duration,
+    /// PACMAN only, summed over the workers: time spent running pieces.
+    pub execution: Duration,
+    /// PACMAN only: log batches and pieces run.
+    pub batches: u64,
+    /// PACMAN only: pieces run.
+    pub pieces: u64,
     /// Writing the checkpoint that closes recovery.
     pub checkpoint_write: Duration,
 }

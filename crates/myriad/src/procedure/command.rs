@@ -130,6 +130,31 @@ pub(crate) fn replay_call(
     definitions: &[Option<std::sync::Arc<Procedure>>],
     call: &[u8],
 ) -> Result<()> {
+    let (_, p, mut f) = decode_call(definitions, call)?;
+    p.p.run(tx, &mut f)
+        .map(drop)
+        .map_err(|e| replay_failed(p, &e))
+}
+
+/// The error of a logged call whose replay failed: the log and the database disagree.
+pub(crate) fn replay_failed(p: &Procedure, e: &Error) -> Error {
+    Error::Corrupt {
+        file: "command log".into(),
+        offset: 0,
+        message: format!(
+            "replaying a logged call of `{}` failed ({e}): the log does not match the \
+             checkpoint it follows",
+            p.name()
+        ),
+    }
+}
+
+/// Decodes a logged call: its definition number, the procedure and a frame holding its
+/// arguments (the other variables not yet started).
+pub(crate) fn decode_call<'d>(
+    definitions: &'d [Option<std::sync::Arc<Procedure>>],
+    call: &[u8],
+) -> Result<(u32, &'d Procedure, Frame)> {
     let bad = |m: String| Error::Corrupt {
         file: "command log".into(),
         offset: 0,
@@ -192,11 +217,5 @@ pub(crate) fn replay_call(
         })?;
         f.vars[i] = arg;
     }
-    p.p.run(tx, &mut f).map(drop).map_err(|e| {
-        bad(format!(
-            "replaying a logged call of `{}` failed ({e}): the log does not match the \
-             checkpoint it follows",
-            p.name()
-        ))
-    })
+    Ok((def, p, f))
 }

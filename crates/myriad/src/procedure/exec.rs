@@ -185,6 +185,15 @@ impl Proc {
     /// Runs the body in `tx` with the parameters already in `f`; returns the values of
     /// `RETURN` (none if the body ends without one).
     pub(crate) fn run(&self, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Vec<Value>> {
+        self.start(f)?;
+        match self.block(&self.body, tx, f).map_err(|e| *e)? {
+            Flow::Return => Ok(std::mem::take(&mut f.ret)),
+            Flow::Next => Ok(Vec::new()),
+        }
+    }
+
+    /// Gives every variable but the parameters its initial value (a call's start).
+    pub(crate) fn start(&self, f: &mut Frame) -> Result<()> {
         for (v, (_, ty)) in f.vars.iter_mut().zip(&self.vars).skip(self.nparams) {
             match (v, ty) {
                 (V::Val(Value::Int(x)), Ty::Int) => *x = 0,
@@ -202,10 +211,101 @@ impl Proc {
                 f.vars[*slot] = fit(self.vars[*slot].1, v);
             }
         }
-        match self.block(&self.body, tx, f).map_err(|e| *e)? {
-            Flow::Return => Ok(std::mem::take(&mut f.ret)),
-            Flow::Next => Ok(Vec::new()),
+        Ok(())
+    }
+
+    /// Runs one PACMAN piece (thesis §4.4.1; `procedure/slice.rs`) in `tx`: the statements
+    /// whose operation id `mask` marks, in program order, with the frame already started and
+    /// its imports copied in. A marked `IF` or `FOR i IN` runs its header and the marked
+    /// statements of its body; a marked `FOR r IN SELECT` runs whole (its body's operations
+    /// are in its slice). A `RETURN` reached ends the piece.
+    pub(crate) fn run_slice(
+        &self,
+        tx: &mut Transaction<'_>,
+        f: &mut Frame,
+        mask: &[bool],
+    ) -> Result<()> {
+        self.slice_block(&self.body, tx, f, mask)
+            .map(drop)
+            .map_err(|e| *e)
+    }
+
+    fn slice_block(
+        &self,
+        stmts: &[Stmt],
+        tx: &mut Transaction<'_>,
+        f: &mut Frame,
+        mask: &[bool],
+    ) -> Step {
+        for s in stmts {
+            if !mask.get(super::graph::op_of(s)).copied().unwrap_or(false) {
+                continue;
+            }
+            let flow = match s {
+                Stmt::If {
+                    arms,
+                    otherwise,
+                    switch,
+                    ..
+                } => {
+                    let body = self.arm_of(arms, otherwise, switch.as_deref(), &f.vars)?;
+                    self.slice_block(body, tx, f, mask)?
+                }
+                Stmt::ForRange {
+                    slot, lo, hi, body, ..
+                } => {
+                    let int = |e| match eval_in(e, None, &f.vars) {
+                        Ok(V::Val(Value::Int(i))) => Ok(i),
+                        Ok(_) => Ok(0),
+                        Err(e) => Err(Box::new(e)),
+                    };
+                    let (lo, hi) = (int(lo)?, int(hi)?);
+                    let mut flow = Flow::Next;
+                    let mut i = lo;
+                    while i <= hi && flow == Flow::Next {
+                        set_int(&mut f.vars[*slot], i);
+                        flow = self.slice_block(body, tx, f, mask)?;
+                        if i == hi {
+                            break;
+                        }
+                        i += 1;
+                    }
+                    flow
+                }
+                _ => self.stmt(s, tx, f)?,
+            };
+            if flow == Flow::Return {
+                return Ok(Flow::Return);
+            }
         }
+        Ok(Flow::Next)
+    }
+
+    /// The body an `IF` runs: the first arm whose condition holds, else `otherwise`.
+    #[inline]
+    fn arm_of<'s>(
+        &self,
+        arms: &'s [(E, Vec<Stmt>)],
+        otherwise: &'s [Stmt],
+        switch: Option<&super::ir::Switch>,
+        vars: &[V],
+    ) -> std::result::Result<&'s [Stmt], Box<Error>> {
+        if let Some(sw) = switch {
+            if let Some(x) = eval_int(&sw.on, None, vars) {
+                let arm = x
+                    .checked_sub(sw.lo)
+                    .and_then(|d| usize::try_from(d).ok())
+                    .and_then(|d| sw.arm.get(d))
+                    .map_or(arms.len(), |&a| a as usize);
+                return Ok(arms.get(arm).map_or(otherwise, |(_, body)| body));
+            }
+        }
+        for (c, body) in arms {
+            if holds(c, None, vars)? {
+                return Ok(body);
+            }
+        }
+        Ok(otherwise)
     }
 
     fn block(&self, stmts: &[Stmt], tx: &mut Transaction<'_>, f: &mut Frame) -> Step {
@@ -353,25 +453,8 @@ impl Proc {
                 switch,
                 ..
             } => {
-                if let Some(sw) = switch {
-                    if let Some(x) = eval_int(&sw.on, None, &f.vars) {
-                        let arm = x
-                            .checked_sub(sw.lo)
-                            .and_then(|d| usize::try_from(d).ok())
-                            .and_then(|d| sw.arm.get(d))
-                            .map_or(arms.len(), |&a| a as usize);
-                        return match arms.get(arm) {
-                            Some((_, body)) => self.block(body, tx, f),
-                            None => self.block(otherwise, tx, f),
-                        };
-                    }
-                }
-                for (c, body) in arms {
-                    if holds(c, None, &f.vars)? {
-                        return self.block(body, tx, f);
-                    }
-                }
-                self.block(otherwise, tx, f)
+                let body = self.arm_of(arms, otherwise, switch.as_deref(), &f.vars)?;
+                self.block(body, tx, f)
             }
             _ => self.general(s, tx, f),
         }

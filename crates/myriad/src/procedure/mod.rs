@@ -59,11 +59,13 @@ mod exec;
 mod graph;
 mod ir;
 pub(crate) mod parse;
+pub(crate) mod piece;
 pub mod slice;
 mod surface;
 
 pub use build::{Block, Ex, ProcedureBuilder, VarType};
-pub(crate) use command::replay_call;
+pub(crate) use command::{decode_call, replay_call, replay_failed};
+pub(crate) use exec::Frame;
 pub use graph::{Edge, Source};
 pub use ir::{OpInfo, UseKind};
 pub(crate) use surface::Def;

@@ -21,14 +21,17 @@
 //!   block holds at most one slice per procedure; (G3) the block graph is acyclic.
 //!
 //! The replay view (S0): a logged call committed, so `RAISE` and `ROLLBACK` never ran and
-//! `RETURN` has no effect on the database; they are dropped. With dead-code elimination
-//! ([`Options::dce`]) only the operations in the backward slice (def-use and control) of a
-//! write are kept. Nothing here runs a piece: replay (issue 33 part 2) is not built.
+//! `RETURN` has no effect on the database; they are dropped (recovery `pacman` refuses a
+//! procedure whose `RETURN` is not its last statement, since that one decides what runs
+//! after it). With dead-code elimination ([`Options::dce`]) only the operations in the
+//! backward slice (def-use and control) of a write are kept. Pieces run in
+//! `recovery/pacman/` (recovery `pacman`, `Proc::run_slice`).
 
 use super::graph::{op_of, Source};
 use super::ir::{vars_of, Proc, Stmt};
 use super::Procedure;
 use crate::query::expr::E;
+use crate::storage::TableRef;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -58,6 +61,10 @@ pub struct Slice {
     pub imports: Vec<(String, usize)>,
     /// Variables whose final value it hands to other slices.
     pub exports: Vec<String>,
+    /// `imports` by variable slot: (slot, slice index).
+    pub import_slots: Vec<(usize, usize)>,
+    /// `exports` by variable slot (ascending).
+    pub export_slots: Vec<usize>,
     /// Its block (index into [`Gdg::blocks`]).
     pub block: usize,
 }
@@ -67,6 +74,8 @@ pub struct Slice {
 pub struct ProcSlices {
     /// The procedure's name.
     pub procedure: String,
+    /// Its index in the procedures [`analyze`] was given.
+    pub input: usize,
     /// Its slices (the indexes `edges`, `Slice::imports` and `Block::slices` use).
     pub slices: Vec<Slice>,
     /// Local edges (from, to): `to` imports a value of `from`.
@@ -582,32 +591,8 @@ impl<'a> Prog<'a> {
     /// The number of leading primary-key columns op `x` of slice `s` fixes from values known
     /// before the piece runs.
     fn key_prefix(&mut self, x: usize, s: usize) -> usize {
-        let Some(st) = self.stmt[x] else { return 0 };
-        let (table, fixed): (_, Vec<Vec<(usize, &E)>>) = match st {
-            Stmt::SelectInto { read, .. } | Stmt::ForRows { read, .. } => (
-                &read.table,
-                vec![read
-                    .access
-                    .filter
-                    .as_ref()
-                    .map(crate::query::equalities)
-                    .unwrap_or_default()],
-            ),
-            Stmt::Update { table, access, .. } | Stmt::Delete { table, access, .. } => (
-                table,
-                vec![access
-                    .filter
-                    .as_ref()
-                    .map(crate::query::equalities)
-                    .unwrap_or_default()],
-            ),
-            Stmt::Insert { table, rows, .. } => (
-                table,
-                rows.iter()
-                    .map(|r| r.iter().enumerate().collect())
-                    .collect(),
-            ),
-            _ => return 0,
+        let Some((table, fixed)) = self.stmt[x].and_then(key_equalities) else {
+            return 0;
         };
         let pk = table.schema.indexes()[0].columns.clone();
         let mut best = usize::MAX;
@@ -663,6 +648,36 @@ impl<'a> Prog<'a> {
     }
 }
 
+/// Per row an operation touches, `(column, expression)` equalities.
+pub(crate) type Equalities<'a> = Vec<Vec<(usize, &'a E)>>;
+
+/// The table a DB operation accesses and, per row it touches (an INSERT may list several),
+/// the `(column, expression)` equalities that fix its columns.
+pub(crate) fn key_equalities(st: &Stmt) -> Option<(&TableRef, Equalities<'_>)> {
+    fn eqs(a: &crate::query::Access) -> Equalities<'_> {
+        vec![a
+            .filter
+            .as_ref()
+            .map(crate::query::equalities)
+            .unwrap_or_default()]
+    }
+    Some(match st {
+        Stmt::SelectInto { read, .. } | Stmt::ForRows { read, .. } => {
+            (&read.table, eqs(&read.access))
+        }
+        Stmt::Update { table, access, .. } | Stmt::Delete { table, access, .. } => {
+            (table, eqs(access))
+        }
+        Stmt::Insert { table, rows, .. } => (
+            table,
+            rows.iter()
+                .map(|r| r.iter().enumerate().collect())
+                .collect(),
+        ),
+        _ => return None,
+    })
+}
+
 /// Strongly connected components with more than one node (Tarjan, iterative), each sorted.
 fn sccs(nodes: &[usize], edges: &BTreeSet<(usize, usize)>) -> Vec<Vec<usize>> {
     let idx: BTreeMap<usize, usize> = nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
@@ -711,11 +726,13 @@ fn sccs(nodes: &[usize], edges: &BTreeSet<(usize, usize)>) -> Vec<Vec<usize>> {
 /// [`Gdg::read_only`] and take no part.
 pub fn analyze(procs: &[&Procedure], opts: Options) -> Gdg {
     let mut progs: Vec<Prog<'_>> = Vec::new();
+    let mut inputs = Vec::new();
     let mut read_only = Vec::new();
-    for p in procs {
+    for (i, p) in procs.iter().enumerate() {
         let g = Prog::new(&p.p, opts);
         if g.writes() {
             progs.push(g);
+            inputs.push(i);
         } else {
             read_only.push(p.name().to_string());
         }
@@ -782,7 +799,11 @@ pub fn analyze(procs: &[&Procedure], opts: Options) -> Gdg {
             }
             continue;
         }
-        return output(&mut progs, pieces, &slices, &mut blocks, &bedges, read_only);
+        let mut gdg = output(&mut progs, pieces, &slices, &mut blocks, &bedges, read_only);
+        for (p, i) in gdg.procedures.iter_mut().zip(&inputs) {
+            p.input = *i;
+        }
+        return gdg;
     }
 }
 
@@ -858,6 +879,7 @@ fn output(
         let mut out = Vec::new();
         let mut edges = BTreeSet::new();
         let mut exports: Vec<BTreeSet<String>> = vec![BTreeSet::new(); roots.len()];
+        let mut export_slots: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); roots.len()];
         for (si, (&r, p)) in ps.iter().enumerate() {
             let gslice = slices.iter().position(|&k| k == (pi, r)).unwrap_or(0);
             let b = block_no.get(&blocks.find(gslice)).copied().unwrap_or(0);
@@ -875,11 +897,14 @@ fn output(
                 }
             }
             let mut imports = Vec::new();
+            let mut import_slots = Vec::new();
             for (&v, &a) in &p.imports {
                 let from = local.get(&a).copied().unwrap_or(0);
                 imports.push((g.var(v), from));
+                import_slots.push((v, from));
                 edges.insert((from, si));
                 exports[from].insert(g.var(v));
+                export_slots[from].insert(v);
             }
             out_blocks[b].slices.push((pi, si));
             out.push(Slice {
@@ -887,14 +912,18 @@ fn output(
                 replicated: p.replicated.iter().copied().collect(),
                 imports,
                 exports: Vec::new(),
+                import_slots,
+                export_slots: Vec::new(),
                 block: b,
             });
         }
-        for (s, e) in out.iter_mut().zip(exports) {
+        for ((s, e), es) in out.iter_mut().zip(exports).zip(export_slots) {
             s.exports = e.into_iter().collect();
+            s.export_slots = es.into_iter().collect();
         }
         procedures.push(ProcSlices {
             procedure: g.p.name.clone(),
+            input: 0,
             slices: out,
             edges: edges.into_iter().collect(),
             ops: g

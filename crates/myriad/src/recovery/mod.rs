@@ -25,13 +25,16 @@
 //! 4. the checkpoint's rows are inserted through the normal write path, tables split among
 //!    the threads (every index is built on the way: only PLR has a separate index phase);
 //! 5. the log is replayed (`replay.rs`): `serial` runs every record as a transaction in
-//!    commit order on one thread (the only scheme that can replay procedure calls);
+//!    commit order on one thread (with `pacman`, the schemes that replay procedure calls);
 //!    `parallel-latched` lets threads apply records in any order to a latched table of row
 //!    images where the newest write of each column wins; `parallel-partitioned` shuffles the
 //!    changes by table and key into one partition per thread, each replayed in commit order
 //!    without latches; `physical` (PLR, for a physical log) puts the checkpoint's rows back at
 //!    their tuple ids, installs the newest record of each tuple id there (threads own
-//!    disjoint ids: no latches, no key lookups), then rebuilds every index in parallel.
+//!    disjoint ids: no latches, no key lookups), then rebuilds every index in parallel;
+//!    `pacman` (CLR-P, `pacman/`) splits every call into pieces by the procedures' static
+//!    analysis and runs them on the threads, per log batch, block after parent block and in
+//!    log order per key (row records as write-only pieces).
 //!    `auto` is `serial` if the log holds calls, `physical` if it holds physical records,
 //!    else partitioned;
 //! 6. if there was anything to recover, a fresh checkpoint is written and the old logs are
@@ -41,6 +44,7 @@
 
 pub mod checkpoint;
 pub mod inspect;
+mod pacman;
 pub(crate) mod plan;
 mod replay;
 
@@ -243,6 +247,12 @@ pub(crate) fn open(config: crate::Config) -> Result<Database> {
 /// `Database::verify`: recovers `config.data_dir` into memory and reports what it found,
 /// writing nothing (not even a lock file: it takes the existing one shared).
 pub(crate) fn verify(config: crate::Config) -> Result<RecoveryReport> {
+    verify_db(config).map(|(_, r)| r)
+}
+
+/// [`verify`], keeping the recovered database (in memory, its directory untouched; for
+/// tests that recover one directory several ways).
+pub(crate) fn verify_db(config: crate::Config) -> Result<(Database, RecoveryReport)> {
     let Some(dir) = config.data_dir.clone() else {
         return Err(Error::InvalidConfig(
             "verify needs a data directory (Config::data_dir)".into(),
@@ -253,7 +263,7 @@ pub(crate) fn verify(config: crate::Config) -> Result<RecoveryReport> {
     let state = DurableState::new(dir.clone(), id, lock);
     let db = Database::new_in_memory(config, Some(state));
     let (report, _) = recover(&db, &dir, id)?;
-    Ok(report)
+    Ok((db, report))
 }
 
 /// Where the new session continues.
@@ -280,6 +290,9 @@ pub(super) struct LogFile {
 #[derive(Clone, Copy)]
 pub(super) struct Rec {
     ts: u64,
+    /// Its epoch (PACMAN cuts batches at epoch boundaries); for an ERMIA segment, which has
+    /// no epochs, its end LSN / 64 KiB.
+    epoch: u64,
     n: u32,
     at: usize,
     end: usize,
@@ -691,6 +704,7 @@ fn recover(db: &Database, dir: &Path, id: DbId) -> Result<(RecoveryReport, Next)
         RecoveryScheme::ParallelLatched => replay::latched(&ctx, &logs)?,
         RecoveryScheme::ParallelPartitioned => replay::partitioned(&ctx, &logs)?,
         RecoveryScheme::Physical => replay::physical(&ctx, &logs)?,
+        RecoveryScheme::Pacman => pacman::replay(&ctx, &logs, &mut rep)?,
         RecoveryScheme::Auto => {
             return Err(Error::InvalidConfig(
                 "recovery scheme left unresolved".into(),
@@ -753,10 +767,11 @@ fn resolve_scheme(asked: RecoveryScheme, rep: &RecoveryReport) -> Result<Recover
             )))
         }
         RecoveryScheme::Serial => RecoveryScheme::Serial,
+        RecoveryScheme::Pacman => RecoveryScheme::Pacman,
         s if calls > 0 => {
             return Err(Error::InvalidConfig(format!(
                 "the log holds {calls} procedure calls (written with log `command`); recovery \
-                 `{s}` cannot replay them: open with recovery `serial` or `auto`"
+                 `{s}` cannot replay them: open with recovery `serial`, `pacman` or `auto`"
             )))
         }
         s => s,
@@ -876,6 +891,7 @@ fn load_file(
             let start = rec.as_ptr() as usize - base + r.at;
             recs.push(Rec {
                 ts,
+                epoch,
                 n,
                 at: start,
                 end: rec.as_ptr() as usize - base + rec.len(),
@@ -939,6 +955,7 @@ fn load_segment(
         let at = hl + r.offset + HEADER + 4;
         recs.push(Rec {
             ts: lsn_end,
+            epoch: lsn_end >> 16,
             n,
             at,
             end: hl + r.offset + HEADER + r.body.len(),

@@ -72,7 +72,7 @@ impl Ctx<'_> {
 
     /// Calls `f(table, op, key, data)` for each write of logical record `r` (data: the row of
     /// a put or delete, the patch of an update).
-    fn writes<'f>(
+    pub(super) fn writes<'f>(
         &self,
         f: &'f LogFile,
         r: &Rec,
@@ -117,7 +117,13 @@ impl Ctx<'_> {
 }
 
 /// Applies one logged change inside `tx`.
-fn apply(tx: &mut Transaction<'_>, t: &TableRef, op: u8, key: &[u8], data: &[u8]) -> Result<()> {
+pub(super) fn apply(
+    tx: &mut Transaction<'_>,
+    t: &TableRef,
+    op: u8,
+    key: &[u8],
+    data: &[u8],
+) -> Result<()> {
     match op {
         OP_PUT => tx.replay_set(t, key, Some(data)),
         OP_DELETE => tx.replay_set(t, key, None),

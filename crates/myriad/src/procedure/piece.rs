@@ -1,0 +1,321 @@
+//! A PACMAN piece of a procedure call (thesis §4.4.3; `healing-pacman.md` B.4 D1): the
+//! frame it starts from and its *footprint*, the `(table, first p_T key values)` pairs its
+//! operations touch, computed before it runs.
+//!
+//! A key expression is evaluated from the piece's starting frame (arguments, declared
+//! variables' initial values, imports) only when that frame's value is the one the operation
+//! will see: every reaching definition of each variable it reads is the call's entry, or
+//! the variable is an import of the slice (the analysis guarantees the piece does not
+//! overwrite it before its last use), or it is defined by one top-level assignment before
+//! the operation whose inputs are themselves known (evaluated first), or it is the counter
+//! of an enclosing `FOR i IN a..b` whose bounds are known (the key is then taken for every
+//! iteration). `IF`
+//! headers are ignored: every arm's keys are in the footprint, a superset, which only orders
+//! more. Anything else — a key read inside the piece, a row loop's field, a table whose
+//! p_T is 0 — is the whole table, `(table, *)`.
+
+use super::exec::Frame;
+use super::graph::{op_of, Source};
+use super::ir::{vars_of, Stmt};
+use super::slice::Slice;
+use super::Procedure;
+use crate::query::expr::{value_of, E, V};
+use crate::storage::TableRef;
+use crate::value::Value;
+use std::collections::BTreeMap;
+
+/// Keys a footprint enumerates for one operation before it gives up and takes the table.
+const KEYS_MAX: usize = 4096;
+
+/// How one operation's footprint is found.
+pub(crate) enum KeyPlan {
+    /// `(table, *)`.
+    Whole(TableRef),
+    /// `(table, values of key)`, for every value of the counters of `loops` (outermost
+    /// first: slot, low and high bound).
+    Keys {
+        table: TableRef,
+        /// Top-level assignments the key depends on (slot, value), in program order.
+        pre: Vec<(usize, E)>,
+        loops: Vec<(usize, E, E)>,
+        key: Vec<(usize, E)>,
+    },
+}
+
+impl KeyPlan {
+    /// Does computing this footprint change the frame (loop counters, assignments)?
+    pub(crate) fn changes_frame(&self) -> bool {
+        matches!(self, KeyPlan::Keys { pre, loops, .. } if !pre.is_empty() || !loops.is_empty())
+    }
+}
+
+/// One entry of a footprint: a table and the first p_T values of a key (`None`: `*`).
+pub(crate) type FootKey = (TableRef, Option<Vec<Value>>);
+
+/// Does `p` have a `RETURN` before its end (inside a block, or not its last statement)? The
+/// replay view drops `RETURN`, which is right only when nothing follows it.
+pub(crate) fn early_return(p: &Procedure) -> bool {
+    fn nested(body: &[Stmt]) -> bool {
+        body.iter().any(|s| match s {
+            Stmt::Return { .. } => true,
+            Stmt::If {
+                arms, otherwise, ..
+            } => arms.iter().any(|(_, b)| nested(b)) || nested(otherwise),
+            Stmt::ForRange { body, .. } | Stmt::ForRows { body, .. } => nested(body),
+            _ => false,
+        })
+    }
+    let body = &p.p.body;
+    let (last, rest) = match body.split_last() {
+        Some((Stmt::Return { .. }, rest)) => (None, rest),
+        Some((last, rest)) => (Some(last), rest),
+        None => return false,
+    };
+    nested(rest) || last.is_some_and(|s| nested(std::slice::from_ref(s)))
+}
+
+/// The statements of `p` by operation id, with each one's parent.
+fn index<'a>(
+    body: &'a [Stmt],
+    parent: Option<usize>,
+    out: &mut BTreeMap<usize, (&'a Stmt, Option<usize>)>,
+) {
+    for s in body {
+        let op = op_of(s);
+        out.insert(op, (s, parent));
+        match s {
+            Stmt::If {
+                arms, otherwise, ..
+            } => {
+                for (_, b) in arms {
+                    index(b, Some(op), out);
+                }
+                index(otherwise, Some(op), out);
+            }
+            Stmt::ForRange { body, .. } | Stmt::ForRows { body, .. } => index(body, Some(op), out),
+            _ => {}
+        }
+    }
+}
+
+/// The key plans of `slice` of `p`; `prefix(table)` is the block's p_T for a table the block
+/// writes (`None`: a table nobody writes, which needs no footprint).
+pub(crate) fn key_plans(
+    p: &Procedure,
+    slice: &Slice,
+    prefix: impl Fn(&str) -> Option<usize>,
+) -> Vec<KeyPlan> {
+    let mut stmts = BTreeMap::new();
+    index(&p.p.body, None, &mut stmts);
+    let mut reach: BTreeMap<(usize, usize), Vec<Source>> = BTreeMap::new();
+    for e in p.p.def_use() {
+        reach.entry((e.to, e.var)).or_default().push(e.from);
+    }
+    let imported: Vec<usize> = slice.import_slots.iter().map(|&(v, _)| v).collect();
+    let ancestors = |x: usize| {
+        std::iter::successors(stmts.get(&x).and_then(|s| s.1), |a| {
+            stmts.get(a).and_then(|s| s.1)
+        })
+    };
+    // The top-level assignments and the enclosing counting loops of `x` whose values `es`
+    // need, or `None` if a value of `es` is not known before the piece runs.
+    let loops_for = |x: usize, es: &[&E]| -> Option<(Vec<usize>, Vec<usize>)> {
+        let mut need: Vec<(usize, Vec<usize>)> = vec![(x, Vec::new())];
+        for e in es {
+            vars_of(e, &mut need[0].1);
+        }
+        let mut loops = Vec::new();
+        let mut pre = Vec::new();
+        while let Some((at, vars)) = need.pop() {
+            for v in vars {
+                if imported.contains(&v) {
+                    continue;
+                }
+                for src in reach.get(&(at, v)).map_or(&[][..], |r| r.as_slice()) {
+                    match src {
+                        Source::Entry => {}
+                        Source::Op(h) => {
+                            // A top-level assignment before `x` always ran, and is the only
+                            // definition reaching it.
+                            if let Some((Stmt::Assign { slot, value, .. }, None)) = stmts.get(h) {
+                                if *slot != v || *h >= x {
+                                    return None;
+                                }
+                                if !pre.contains(h) {
+                                    pre.push(*h);
+                                    let mut vs = Vec::new();
+                                    vars_of(value, &mut vs);
+                                    need.push((*h, vs));
+                                }
+                                continue;
+                            }
+                            let Some((Stmt::ForRange { slot, lo, hi, .. }, _)) = stmts.get(h)
+                            else {
+                                return None;
+                            };
+                            if *slot != v || !ancestors(x).any(|a| a == *h) {
+                                return None;
+                            }
+                            if !loops.contains(h) {
+                                loops.push(*h);
+                                let mut vs = Vec::new();
+                                vars_of(lo, &mut vs);
+                                vars_of(hi, &mut vs);
+                                need.push((*h, vs));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        pre.sort_unstable();
+        Some((pre, loops))
+    };
+    let mut out = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for &x in &slice.ops {
+        let Some(&(st, _)) = stmts.get(&x) else {
+            continue;
+        };
+        let Some((table, rows)) = super::slice::key_equalities(st) else {
+            continue;
+        };
+        let Some(k) = prefix(&table.schema.name) else {
+            continue;
+        };
+        let pk = &table.schema.indexes()[0].columns;
+        for eqs in rows {
+            let key: Option<Vec<(usize, E)>> = pk[..k.min(pk.len())]
+                .iter()
+                .map(|c| {
+                    eqs.iter()
+                        .find(|(col, _)| col == c)
+                        .map(|(c, e)| (*c, (*e).clone()))
+                })
+                .collect();
+            let plan = match key {
+                Some(key) if k > 0 => {
+                    let es: Vec<&E> = key.iter().map(|(_, e)| e).collect();
+                    loops_for(x, &es).map(|(pre, ls)| {
+                        let loops = ancestors(x)
+                            .collect::<Vec<_>>()
+                            .into_iter()
+                            .rev()
+                            .filter(|a| ls.contains(a))
+                            .filter_map(|a| match stmts.get(&a) {
+                                Some((Stmt::ForRange { slot, lo, hi, .. }, _)) => {
+                                    Some((*slot, lo.clone(), hi.clone()))
+                                }
+                                _ => None,
+                            })
+                            .collect();
+                        let pre = pre
+                            .iter()
+                            .filter_map(|a| match stmts.get(a) {
+                                Some((Stmt::Assign { slot, value, .. }, _)) => {
+                                    Some((*slot, value.clone()))
+                                }
+                                _ => None,
+                            })
+                            .collect();
+                        KeyPlan::Keys {
+                            table: table.clone(),
+                            pre,
+                            loops,
+                            key,
+                        }
+                    })
+                }
+                _ => None,
+            };
+            let plan = plan.unwrap_or_else(|| KeyPlan::Whole(table.clone()));
+            // The arms of an IF often repeat one access (TPC-C's ten stock reads): one plan
+            // each is enough.
+            let sig = match &plan {
+                KeyPlan::Whole(t) => format!("{:p}", std::sync::Arc::as_ptr(t)),
+                KeyPlan::Keys {
+                    table,
+                    pre,
+                    loops,
+                    key,
+                } => format!(
+                    "{:p} {pre:?} {loops:?} {key:?}",
+                    std::sync::Arc::as_ptr(table)
+                ),
+            };
+            if !seen.contains(&sig) {
+                seen.push(sig);
+                out.push(plan);
+            }
+        }
+    }
+    out
+}
+
+/// Adds the footprint of `plans` in frame `f` (started, imports in) to `out`. Changes the
+/// slots of loop counters and of the assignments it evaluates: start `f` again before the
+/// piece runs (`KeyPlan::changes_frame`).
+pub(crate) fn footprint(plans: &[KeyPlan], f: &mut Frame, out: &mut Vec<FootKey>) {
+    for plan in plans {
+        match plan {
+            KeyPlan::Whole(t) => out.push((t.clone(), None)),
+            KeyPlan::Keys {
+                table,
+                pre,
+                loops,
+                key,
+            } => {
+                let mut keys = Vec::new();
+                let mut ok = true;
+                for (slot, e) in pre {
+                    match value_of(e, None, &f.vars) {
+                        Ok(v) => f.vars[*slot] = v,
+                        Err(_) => ok = false,
+                    }
+                }
+                if ok && enumerate(loops, key, table, &mut f.vars, &mut keys) {
+                    out.extend(keys.into_iter().map(|k| (table.clone(), Some(k))));
+                } else {
+                    out.push((table.clone(), None));
+                }
+            }
+        }
+    }
+}
+
+/// The keys for every value of the counters of `loops`; false if one does not evaluate or
+/// there are more than `KEYS_MAX`.
+fn enumerate(
+    loops: &[(usize, E, E)],
+    key: &[(usize, E)],
+    table: &TableRef,
+    vars: &mut [V],
+    out: &mut Vec<Vec<Value>>,
+) -> bool {
+    let Some(((slot, lo, hi), rest)) = loops.split_first() else {
+        let mut k = Vec::with_capacity(key.len());
+        for (c, e) in key {
+            match value_of(e, None, vars) {
+                Ok(V::Val(v)) => k.push(crate::query::coerce(&table.schema, *c, v)),
+                _ => return false,
+            }
+        }
+        out.push(k);
+        return out.len() <= KEYS_MAX;
+    };
+    let (Ok(V::Val(Value::Int(lo))), Ok(V::Val(Value::Int(hi)))) =
+        (value_of(lo, None, vars), value_of(hi, None, vars))
+    else {
+        return false;
+    };
+    if hi.saturating_sub(lo) >= KEYS_MAX as i64 {
+        return false;
+    }
+    for i in lo..=hi {
+        vars[*slot] = V::Val(Value::Int(i));
+        if !enumerate(rest, key, table, vars, out) {
+            return false;
+        }
+    }
+    true
+}

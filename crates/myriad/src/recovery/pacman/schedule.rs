@@ -1,0 +1,527 @@
+//! One batch of PACMAN replay (thesis §4.4.3–4.4.4, B.3–B.5 with one worker pool):
+//! piece-sets per block, started when their parent blocks' piece-sets are done; inside one,
+//! pieces queued by footprint key; workers run ready pieces.
+//!
+//! Invariant: a piece runs only after every earlier piece of its piece-set that shares a
+//! footprint key (or its table, for a `(table, *)` entry) has committed, and after every
+//! piece-set of its block's parent blocks in the batch has; the caller runs batches one
+//! after another.
+
+use super::{Plan, RecId};
+use crate::error::{Error, Result};
+use crate::log::COMMAND;
+use crate::procedure::piece::{footprint, FootKey};
+use crate::procedure::{decode_call, replay_failed, Frame, Procedure};
+use crate::query::expr::V;
+use crate::recovery::replay::{apply, Ctx};
+use crate::recovery::LogFile;
+use crate::value::Value;
+use parking_lot::{Condvar, Mutex};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Worker time by phase, summed over workers.
+#[derive(Default)]
+pub(super) struct Times {
+    pub analysis: Duration,
+    pub wait: Duration,
+    pub execution: Duration,
+}
+
+/// A decoded call of the batch.
+struct Call<'a> {
+    p: &'a Procedure,
+    def: usize,
+    args: Vec<V>,
+    /// Per slice, the values of its exports once its piece has run.
+    exports: Vec<OnceLock<Vec<V>>>,
+}
+
+/// A piece: a slice of a call, or the writes of a row record to one block's tables.
+struct Piece {
+    rec: RecId,
+    /// Index into the batch's calls and the slice, or `None` for a row record.
+    call: Option<(usize, usize)>,
+    block: usize,
+    /// The frame its footprint was computed in, handed to its run.
+    frame: Mutex<Option<Frame>>,
+}
+
+enum Task {
+    Start(usize),
+    Run(usize),
+}
+
+struct State {
+    /// Ready work, taken newest first.
+    ready: Vec<Task>,
+    parents_left: Vec<usize>,
+    set_left: Vec<usize>,
+    sets_done: usize,
+    preds_left: Vec<usize>,
+    succ: Vec<Vec<usize>>,
+    /// Tasks being worked on.
+    running: usize,
+    error: Option<Error>,
+}
+
+/// What the workers share.
+struct Batch<'a, 'c> {
+    ctx: &'a Ctx<'c>,
+    logs: &'a [LogFile],
+    plan: &'a Plan,
+    calls: Vec<Call<'a>>,
+    pieces: Vec<Piece>,
+    sets: Vec<Vec<usize>>,
+    state: Mutex<State>,
+    wake: Condvar,
+    unordered: bool,
+}
+
+/// Runs the pieces of `recs` (one batch, in log order); returns how many pieces ran.
+pub(super) fn run_batch(
+    ctx: &Ctx<'_>,
+    logs: &[LogFile],
+    plan: &Plan,
+    recs: &[RecId],
+    times: &mut Times,
+) -> Result<u64> {
+    let t = Instant::now();
+    let mut calls = Vec::new();
+    let mut pieces = Vec::new();
+    let mut sets: Vec<Vec<usize>> = vec![Vec::new(); plan.blocks];
+    let mut key = Vec::new();
+    for &(i, j) in recs {
+        let f = &logs[i as usize];
+        let r = &f.recs[j as usize];
+        let mut add = |call, block: usize| {
+            sets[block].push(pieces.len());
+            pieces.push(Piece {
+                rec: (i, j),
+                call,
+                block,
+                frame: Mutex::new(None),
+            });
+        };
+        if r.n == COMMAND {
+            let (def, p, fr) = decode_call(ctx.definitions, f.body(r))?;
+            let slices = match plan.defs.get(def as usize) {
+                Some(Some(Ok(s))) => s,
+                Some(Some(Err(name))) => {
+                    return Err(Error::Unsupported(format!(
+                        "recovery `pacman` cannot replay calls of `{name}`: it has a RETURN \
+                         before its end (use recovery `serial`)"
+                    )))
+                }
+                // A definition that never writes is never logged as a call.
+                _ => {
+                    return Err(Error::Corrupt {
+                        file: f.path.display().to_string(),
+                        offset: 0,
+                        message: format!(
+                            "a logged call of `{}`, which never writes (a read-only \
+                             procedure is not logged)",
+                            p.name()
+                        ),
+                    })
+                }
+            };
+            let c = calls.len();
+            for (s, sp) in slices.iter().enumerate() {
+                add(Some((c, s)), sp.block);
+            }
+            calls.push(Call {
+                p,
+                def: def as usize,
+                args: fr.vars[..p.p.nparams].to_vec(),
+                exports: slices.iter().map(|_| OnceLock::new()).collect(),
+            });
+        } else {
+            let mut blocks = FxHashSet::default();
+            ctx.writes(f, r, &mut key, |t, _, _, _| {
+                if let Some(&b) = plan.owner.get(&t.schema.name) {
+                    blocks.insert(b);
+                }
+                Ok(())
+            })?;
+            let mut blocks: Vec<usize> = blocks.into_iter().collect();
+            blocks.sort_unstable();
+            for b in blocks {
+                add(None, b);
+            }
+        }
+    }
+    let n = pieces.len();
+    let set_left: Vec<usize> = sets.iter().map(Vec::len).collect();
+    let ready: Vec<Task> = (0..plan.blocks)
+        .filter(|&b| plan.parents[b] == 0)
+        .map(Task::Start)
+        .collect();
+    let batch = Batch {
+        ctx,
+        logs,
+        plan,
+        calls,
+        pieces,
+        sets,
+        state: Mutex::new(State {
+            ready,
+            parents_left: plan.parents.clone(),
+            set_left,
+            sets_done: 0,
+            preds_left: vec![0; n],
+            succ: vec![Vec::new(); n],
+            running: 0,
+            error: None,
+        }),
+        wake: Condvar::new(),
+        unordered: unordered(ctx),
+    };
+    times.analysis += t.elapsed();
+    let threads = ctx.threads.max(1);
+    let got: Vec<Times> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads).map(|_| s.spawn(|| batch.work())).collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    for g in got {
+        times.analysis += g.analysis;
+        times.wait += g.wait;
+        times.execution += g.execution;
+    }
+    let st = batch.state.into_inner();
+    if let Some(e) = st.error {
+        return Err(e);
+    }
+    if st.sets_done != plan.blocks {
+        return Err(Error::Corrupt {
+            file: "command log".into(),
+            offset: 0,
+            message: format!(
+                "pacman replay stopped with {} of {} piece-sets done",
+                st.sets_done, plan.blocks
+            ),
+        });
+    }
+    Ok(n as u64)
+}
+
+#[cfg(test)]
+fn unordered(ctx: &Ctx<'_>) -> bool {
+    ctx.db.shared.config.pacman_unordered
+}
+
+#[cfg(not(test))]
+fn unordered(_: &Ctx<'_>) -> bool {
+    false
+}
+
+/// A footprint key as a map key: the table's address and the encoded values.
+type QueueKey = (usize, Option<Vec<u8>>);
+
+fn queue_key((t, k): &FootKey) -> QueueKey {
+    let id = std::sync::Arc::as_ptr(t) as usize;
+    let k = k.as_ref().map(|vs| {
+        let mut b = Vec::new();
+        for v in vs {
+            match v {
+                Value::Int(i) => {
+                    b.push(0);
+                    b.extend_from_slice(&i.to_le_bytes());
+                }
+                Value::Float(x) => {
+                    b.push(1);
+                    b.extend_from_slice(&x.to_bits().to_le_bytes());
+                }
+                Value::Str(s) => {
+                    b.push(2);
+                    b.extend_from_slice(&(s.len() as u64).to_le_bytes());
+                    b.extend_from_slice(s.as_bytes());
+                }
+                Value::Bytes(x) => {
+                    b.push(3);
+                    b.extend_from_slice(&(x.len() as u64).to_le_bytes());
+                    b.extend_from_slice(x);
+                }
+            }
+        }
+        b
+    });
+    (id, k)
+}
+
+impl Batch<'_, '_> {
+    /// A worker: takes ready work until every piece-set is done or something failed.
+    fn work(&self) -> Times {
+        let mut times = Times::default();
+        let mut st = self.state.lock();
+        loop {
+            if st.error.is_some() || st.sets_done == self.plan.blocks {
+                self.wake.notify_all();
+                return times;
+            }
+            let Some(task) = st.ready.pop() else {
+                if st.running == 0 {
+                    // Nothing ready, nothing running, piece-sets left: a schedule bug,
+                    // reported rather than waited on forever.
+                    st.error.get_or_insert(internal("no piece is ready"));
+                    continue;
+                }
+                let t = Instant::now();
+                self.wake.wait(&mut st);
+                times.wait += t.elapsed();
+                continue;
+            };
+            st.running += 1;
+            drop(st);
+            let t = Instant::now();
+            let r = match task {
+                Task::Start(b) => {
+                    let r = self.start(b);
+                    times.analysis += t.elapsed();
+                    r
+                }
+                Task::Run(q) => {
+                    let r = self.run(q);
+                    times.execution += t.elapsed();
+                    r.map(|()| Vec::new())
+                }
+            };
+            st = self.state.lock();
+            st.running -= 1;
+            match (r, task) {
+                (Err(e), _) => {
+                    st.error.get_or_insert(e);
+                }
+                (Ok(ready), Task::Start(b)) => {
+                    if self.sets[b].is_empty() {
+                        self.set_done(&mut st, b);
+                    }
+                    st.ready.extend(ready.into_iter().map(Task::Run));
+                }
+                (Ok(_), Task::Run(q)) => {
+                    let succ = std::mem::take(&mut st.succ[q]);
+                    for s in succ {
+                        st.preds_left[s] -= 1;
+                        if st.preds_left[s] == 0 {
+                            st.ready.push(Task::Run(s));
+                        }
+                    }
+                    let b = self.pieces[q].block;
+                    st.set_left[b] -= 1;
+                    if st.set_left[b] == 0 {
+                        self.set_done(&mut st, b);
+                    }
+                }
+            }
+            self.wake.notify_all();
+        }
+    }
+
+    fn set_done(&self, st: &mut State, b: usize) {
+        st.sets_done += 1;
+        for &c in &self.plan.children[b] {
+            st.parents_left[c] -= 1;
+            if st.parents_left[c] == 0 {
+                st.ready.push(Task::Start(c));
+            }
+        }
+    }
+
+    /// The frame piece `q`'s call slice starts from: arguments, initial values, imports.
+    fn frame(&self, c: usize, s: usize) -> Result<Frame> {
+        let call = &self.calls[c];
+        let mut f = call.p.p.frame();
+        f.vars[..call.args.len()].clone_from_slice(&call.args);
+        call.p.p.start(&mut f)?;
+        let sp = self.slice(c, s)?;
+        for &(v, from) in &sp.imports {
+            let Some(exp) = call.exports.get(from).and_then(OnceLock::get) else {
+                return Err(internal("a piece started before the piece it imports from"));
+            };
+            let Some(at) = self.slice(c, from)?.exports.iter().position(|&x| x == v) else {
+                return Err(internal("an import its slice does not export"));
+            };
+            f.vars[v] = exp[at].clone();
+        }
+        Ok(f)
+    }
+
+    fn slice(&self, c: usize, s: usize) -> Result<&super::SlicePlan> {
+        match self.plan.defs.get(self.calls[c].def) {
+            Some(Some(Ok(ss))) => ss.get(s).ok_or_else(|| internal("no such slice")),
+            _ => Err(internal("a call of a definition without slices")),
+        }
+    }
+
+    /// The footprint of piece `q` of block `b`'s piece-set as queue keys (a call's piece
+    /// keeps the frame it was computed in, for its run).
+    fn footprint_of(&self, b: usize, q: usize) -> Result<Vec<QueueKey>> {
+        let piece = &self.pieces[q];
+        let mut foot = Vec::new();
+        match piece.call {
+            Some((c, s)) => {
+                let mut f = self.frame(c, s)?;
+                footprint(&self.slice(c, s)?.keys, &mut f, &mut foot);
+                let f = Some(self.frame_after_footprint(c, s, f)?);
+                *piece.frame.lock() = f;
+            }
+            None => {
+                let (i, j) = piece.rec;
+                let lf = &self.logs[i as usize];
+                let mut key = Vec::new();
+                self.ctx
+                    .writes(lf, &lf.recs[j as usize], &mut key, |t, _, _, _| {
+                        if self.plan.owner.get(&t.schema.name) == Some(&b) {
+                            foot.push((t.clone(), None));
+                        }
+                        Ok(())
+                    })?;
+            }
+        }
+        let mut keys: Vec<QueueKey> = foot.iter().map(queue_key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        Ok(keys)
+    }
+
+    /// Starts block `b`'s piece-set: footprints (computed on `recovery_threads` threads when
+    /// there are many), then queues in log order; returns the pieces ready at once.
+    fn start(&self, b: usize) -> Result<Vec<usize>> {
+        const PARALLEL_MIN: usize = 512;
+        let set = &self.sets[b];
+        let threads = self.ctx.threads.max(1);
+        let feet: Vec<Vec<QueueKey>> = if threads == 1 || set.len() < PARALLEL_MIN {
+            set.iter()
+                .map(|&q| self.footprint_of(b, q))
+                .collect::<Result<_>>()?
+        } else {
+            let chunk = set.len().div_ceil(threads);
+            let parts: Vec<Result<Vec<Vec<QueueKey>>>> = std::thread::scope(|s| {
+                let hs: Vec<_> = set
+                    .chunks(chunk)
+                    .map(|qs| {
+                        s.spawn(move || {
+                            qs.iter()
+                                .map(|&q| self.footprint_of(b, q))
+                                .collect::<Result<Vec<_>>>()
+                        })
+                    })
+                    .collect();
+                hs.into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err(internal("a footprint thread panicked")))
+                    })
+                    .collect()
+            });
+            let mut feet = Vec::with_capacity(set.len());
+            for part in parts {
+                feet.extend(part?);
+            }
+            feet
+        };
+        let mut preds: Vec<Vec<usize>> = Vec::with_capacity(set.len());
+        let mut last: FxHashMap<QueueKey, usize> = FxHashMap::default();
+        let mut since_star: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
+        let mut star: FxHashMap<usize, usize> = FxHashMap::default();
+        for (&q, foot) in set.iter().zip(feet) {
+            let mut p: Vec<usize> = Vec::new();
+            if !self.unordered {
+                for k in foot {
+                    let t = k.0;
+                    p.extend(star.get(&t).copied());
+                    if k.1.is_some() {
+                        p.extend(last.get(&k).copied());
+                        last.insert(k, q);
+                        since_star.entry(t).or_default().push(q);
+                    } else {
+                        p.extend(since_star.remove(&t).unwrap_or_default());
+                        star.insert(t, q);
+                    }
+                }
+                p.retain(|&x| x != q);
+                p.sort_unstable();
+                p.dedup();
+            }
+            preds.push(p);
+        }
+        let mut st = self.state.lock();
+        let mut ready = Vec::new();
+        for (&q, p) in set.iter().zip(preds) {
+            st.preds_left[q] = p.len();
+            for x in p {
+                st.succ[x].push(q);
+            }
+            if st.preds_left[q] == 0 {
+                ready.push(q);
+            }
+        }
+        Ok(ready)
+    }
+
+    /// The footprint may have changed slots of the frame: start it again then (keep it
+    /// otherwise).
+    fn frame_after_footprint(&self, c: usize, s: usize, f: Frame) -> Result<Frame> {
+        let sp = self.slice(c, s)?;
+        if sp.keys.iter().any(|k| k.changes_frame()) {
+            self.frame(c, s)
+        } else {
+            Ok(f)
+        }
+    }
+
+    /// Runs piece `q` as one replay transaction.
+    fn run(&self, q: usize) -> Result<()> {
+        let piece = &self.pieces[q];
+        let (i, j) = piece.rec;
+        let lf = &self.logs[i as usize];
+        let r = &lf.recs[j as usize];
+        let mut tx = self.ctx.db.begin_replay(crate::txn::TxnOptions {
+            isolation: crate::config::Isolation::Snapshot,
+            read_only: false,
+        })?;
+        match piece.call {
+            Some((c, s)) => {
+                let call = &self.calls[c];
+                let sp = self.slice(c, s)?;
+                let taken = piece.frame.lock().take();
+                let mut f = match taken {
+                    Some(f) => f,
+                    None => self.frame(c, s)?,
+                };
+                call.p
+                    .p
+                    .run_slice(&mut tx, &mut f, &sp.mask)
+                    .map_err(|e| replay_failed(call.p, &e))?;
+                if !sp.exports.is_empty() {
+                    let vals: Vec<V> = sp.exports.iter().map(|&v| f.vars[v].clone()).collect();
+                    let _ = call.exports[s].set(vals);
+                }
+            }
+            None => {
+                let mut key = Vec::new();
+                let b = piece.block;
+                self.ctx.writes(lf, r, &mut key, |t, op, k, data| {
+                    if self.plan.owner.get(&t.schema.name) == Some(&b) {
+                        apply(&mut tx, t, op, k, data)
+                    } else {
+                        Ok(())
+                    }
+                })?;
+            }
+        }
+        tx.commit_deferred()?;
+        Ok(())
+    }
+}
+
+fn internal(m: &str) -> Error {
+    Error::Corrupt {
+        file: "command log".into(),
+        offset: 0,
+        message: format!("pacman replay: {m}"),
+    }
+}
