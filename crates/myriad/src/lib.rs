@@ -32,7 +32,7 @@ pub mod version;
 
 pub use config::{
     Config, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogManagerKind, LogPolicy, NonInline,
-    Protocol, RecoveryScheme, TimestampPolicy, VersionStorage,
+    ProcedureExec, Protocol, RecoveryScheme, TimestampPolicy, VersionStorage,
 };
 pub use engine::{ChainStats, Database, Stats};
 pub use error::{AbortReason, Error, Result};

@@ -55,6 +55,7 @@
 
 mod build;
 mod command;
+mod compile;
 mod exec;
 mod graph;
 mod ir;
@@ -143,6 +144,9 @@ impl CallFrame {
 /// A compiled stored procedure.
 pub struct Procedure {
     pub(crate) p: ir::Proc,
+    /// `p` compiled to closures (`compile.rs`); `None` when the database interprets
+    /// procedures or `p` has a form the compiler does not take.
+    compiled: Option<compile::Compiled>,
     /// Its `CREATE PROCEDURE` text; empty for a builder-made procedure, which a durable
     /// database neither keeps in its catalog nor logs as a command.
     source: String,
@@ -153,8 +157,13 @@ pub struct Procedure {
 impl Procedure {
     /// A compiled procedure with its `CREATE PROCEDURE` text (empty for a builder-made one),
     /// not yet numbered in a catalog.
-    fn new(p: ir::Proc, source: String) -> Self {
+    fn new(db: &Shared, p: ir::Proc, source: String) -> Self {
+        let compiled = match db.config.procedures {
+            crate::config::ProcedureExec::Compiled => compile::compile(&p),
+            _ => None,
+        };
         Procedure {
+            compiled,
             p,
             source,
             logged_as: Default::default(),
@@ -387,6 +396,22 @@ impl Procedure {
         self.run(tx, &mut frame.0)
     }
 
+    /// Whether calls run the procedure compiled to closures (`Config::procedures`), not
+    /// through the interpreter: false when the database interprets procedures, or for a
+    /// procedure with a form the compiler does not take (`FOR r IN SELECT` over aggregates).
+    pub fn is_compiled(&self) -> bool {
+        self.compiled.is_some()
+    }
+
+    /// Runs the body with the parameters already in `f`: compiled when it is, else
+    /// interpreted.
+    fn run_body(&self, tx: &mut Transaction<'_>, f: &mut exec::Frame) -> Result<Vec<Value>> {
+        match &self.compiled {
+            Some(c) => c.run(&self.p, tx, f),
+            None => self.p.run(tx, f),
+        }
+    }
+
     /// Its `CREATE PROCEDURE` text (empty for a builder-made procedure).
     pub(crate) fn source(&self) -> &str {
         &self.source
@@ -422,7 +447,7 @@ pub(crate) fn compile_script(db: &Shared, sql: &str) -> Result<Vec<(Procedure, b
 
 /// Compiles one parsed definition (`CREATE PROCEDURE` in a SQL session).
 pub(crate) fn compile_def(db: &Shared, d: &Def) -> Result<Procedure> {
-    Ok(Procedure::new(ir::compile(db, d)?, d.source.clone()))
+    Ok(Procedure::new(db, ir::compile(db, d)?, d.source.clone()))
 }
 
 /// Compiles a procedure kept in the catalog as definition number `def` (recovery).
@@ -433,7 +458,7 @@ pub(crate) fn compile_from_catalog(db: &Shared, sql: &str, def: u32) -> Result<P
             "a catalog procedure record is not one CREATE PROCEDURE".into(),
         ));
     };
-    let p = Procedure::new(ir::compile(db, &d)?, d.source);
+    let p = Procedure::new(db, ir::compile(db, &d)?, d.source);
     p.set_logged_as(def);
     Ok(p)
 }
@@ -444,7 +469,7 @@ pub(crate) fn compile_all(db: &Shared, sql: &str) -> Result<Vec<Procedure>> {
     for item in parse::script(sql)? {
         match item {
             parse::Item::Procedure(d, _) => {
-                out.push(Procedure::new(ir::compile(db, &d)?, d.source))
+                out.push(Procedure::new(db, ir::compile(db, &d)?, d.source))
             }
             parse::Item::Sql(_) => {}
         }
@@ -454,7 +479,7 @@ pub(crate) fn compile_all(db: &Shared, sql: &str) -> Result<Vec<Procedure>> {
 
 /// Compiles a procedure made with the builder.
 pub(crate) fn compile_built(db: &Shared, b: &ProcedureBuilder) -> Result<Procedure> {
-    Ok(Procedure::new(ir::compile(db, &b.def)?, String::new()))
+    Ok(Procedure::new(db, ir::compile(db, &b.def)?, String::new()))
 }
 
 #[cfg(test)]
