@@ -414,6 +414,20 @@ mod tests {
     }
 
     #[test]
+    fn the_six_procedures_run_the_same_compiled_and_interpreted() {
+        let params = Params {
+            accounts: 50,
+            theta: 0.5,
+            isolation: Isolation::Serializable,
+        };
+        crate::workload::assert_compiled_matches_interpreted(
+            Config::new(),
+            |db| Smallbank::create(db, params.clone()).unwrap(),
+            600,
+        );
+    }
+
+    #[test]
     fn the_load_is_deterministic_for_a_seed_whatever_the_thread_count() {
         let total = |threads: usize, seed: u64| {
             let (db, sb) = setup(Isolation::Serializable, 2500, 0.5);

@@ -523,6 +523,21 @@ mod tests {
     }
 
     #[test]
+    fn the_seven_procedures_run_the_same_compiled_and_interpreted() {
+        crate::workload::assert_compiled_matches_interpreted(
+            Config::new(),
+            |db| {
+                let params = Params {
+                    subscribers: 200,
+                    isolation: Isolation::Serializable,
+                };
+                Tatp::create(db, params).unwrap()
+            },
+            600,
+        );
+    }
+
+    #[test]
     fn the_population_follows_the_spec_and_the_seed() {
         let counts = |threads: usize, seed: u64| {
             let (db, t) = setup(Isolation::Serializable, 3000);

@@ -1196,6 +1196,26 @@ mod tests {
     }
 
     #[test]
+    fn the_five_procedures_run_the_same_compiled_and_interpreted() {
+        let params = Params {
+            warehouses: 2,
+            scale: tiny(),
+            remote_pct: Some(20.0),
+            no_inserts: false,
+            isolation: Isolation::Serializable,
+        };
+        crate::workload::assert_compiled_matches_interpreted(
+            Config::new(),
+            |db| TpccBench {
+                t: Tpcc::create(db, params.clone(), 5).unwrap(),
+                terminals: 1,
+                scanners: 0,
+            },
+            400,
+        );
+    }
+
+    #[test]
     fn nurand_and_last_names_follow_the_spec() {
         let mut name = String::new();
         last_name(371, &mut name);

@@ -5,8 +5,8 @@
 //! `DELETE`, `:=`, `IF/ELSIF/ELSE`, `FOR i IN a..b LOOP`, `FOR r IN SELECT ... LOOP`,
 //! `RETURN`, `RAISE EXCEPTION`, `ROLLBACK`) or with the Rust [`ProcedureBuilder`]. Both reach
 //! one compiler, which resolves tables, columns and variables once and plans every `WHERE`
-//! (point key, key range, scan) into an IR that [`Procedure::execute`] interprets inside a
-//! transaction of any protocol. Each IR operation records which variables are its access key
+//! (point key, key range, scan) into an IR that [`Procedure::execute`] runs (compiled to
+//! closures, or interpreted) inside a transaction of any protocol. Each IR operation records which variables are its access key
 //! and which its values ([`OpInfo`]); [`Procedure::def_use`] gives the def-use graph that
 //! Transaction Healing and PACMAN are built on; [`slice`](mod@slice) is PACMAN's static analysis (procedure
 //! slices and the global dependency graph of blocks, thesis §4.4.1).
@@ -52,6 +52,12 @@
 //! against the old row (`eval_int`) sets them without building a `Value` for any. `bench ycsb
 //! --as-procedure` runs YCSB through this path (`workload/ycsb.rs` generates the procedure: one
 //! `IF` arm per starting attribute).
+//!
+//! **Compiled form.** `compile.rs` turns the IR once more into a tree of closures with every
+//! slot, type, table handle, column and access path fixed (the same fast paths as the
+//! interpreter, without dispatching on statement kinds at run time); calls run it unless
+//! `Config::procedures` picks the interpreter or the procedure has a form it does not take
+//! (then the whole procedure is interpreted). Replaying a logged call always interprets.
 
 mod build;
 mod command;
