@@ -28,7 +28,7 @@ use super::exec::{assign, fit, keys_of, set_int, warm, warm_rows, Flow, Frame, S
 use super::ir::{Items, Prefetch, Proc, Read, Stmt, PREFETCH_MAX};
 use crate::error::Error;
 use crate::query::expr::{eval_in, int_elem, Op, Ty, E, V};
-use crate::query::{coerce, visit_plan, Access, Agg, SqlPos};
+use crate::query::{coerce, visit_plan_with, Access, Agg, SqlPos};
 use crate::schema::ColumnType;
 use crate::storage::TableRef;
 use crate::txn::Transaction;
@@ -42,7 +42,9 @@ type Int = Box<dyn Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync>;
 /// Any expression's value.
 type Val = Box<dyn Fn(Option<RowRef<'_>>, &[V]) -> crate::error::Result<V> + Send + Sync>;
 /// A condition's typed path (`None`: ask the general evaluator).
-type Cond = Box<dyn Fn(&[V]) -> Option<bool> + Send + Sync>;
+type Cond = Box<dyn Fn(Option<&RowRef<'_>>, &[V]) -> Option<bool> + Send + Sync>;
+/// A read's condition on a row, as `Access::passes` decides it.
+type Filter = Box<dyn Fn(RowRef<'_>, &[V]) -> crate::error::Result<bool> + Send + Sync>;
 /// A condition's truth (typed path, else the general evaluator).
 type Holds = Box<dyn Fn(&[V]) -> crate::error::Result<bool> + Send + Sync>;
 /// The rows of a read: calls its third argument with each row's item values until it
@@ -121,23 +123,81 @@ fn int(e: &E) -> Option<Int> {
             let (a, i) = (*a, int(i)?);
             Box::new(move |row, vars| int_elem(&vars[a], i(row, vars)?))
         }
-        E::Bin(l, op, r, _) => {
-            let (l, r) = (int(l)?, int(r)?);
-            match op {
-                Op::Add => Box::new(move |row, vars| l(row, vars)?.checked_add(r(row, vars)?)),
-                Op::Sub => Box::new(move |row, vars| l(row, vars)?.checked_sub(r(row, vars)?)),
-                Op::Mul => Box::new(move |row, vars| l(row, vars)?.checked_mul(r(row, vars)?)),
-                Op::Mod => Box::new(move |row, vars| {
-                    let (a, b) = (l(row, vars)?, r(row, vars)?);
-                    if b != 0 {
-                        a.checked_rem(b)
-                    } else {
-                        None
-                    }
-                }),
-                _ => return None,
-            }
+        E::Bin(l, op, r, _) => return leaves!(&**l, &**r, arith, *op),
+        _ => return None,
+    })
+}
+
+/// An INT leaf that needs no call of its own: a variable, a literal, a column of the row.
+fn var_leaf(v: usize) -> impl Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync {
+    move |_, vars| match &vars[v] {
+        V::Val(Value::Int(i)) => Some(*i),
+        _ => None,
+    }
+}
+fn lit_leaf(i: i64) -> impl Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync {
+    move |_, _| Some(i)
+}
+fn col_leaf(c: usize) -> impl Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync {
+    move |row, _| row?.int_at(c)
+}
+
+/// `f(l, op, r)` with the operands as leaves where they are (one closure for `x + 1`, not
+/// three), else as their compiled closures.
+macro_rules! leaves {
+    ($l:expr, $r:expr, $f:ident, $op:expr) => {
+        match ($l, $r) {
+            (&E::Var(a), &E::Lit(Value::Int(b))) => $f(var_leaf(a), $op, lit_leaf(b)),
+            (&E::Var(a), &E::Var(b)) => $f(var_leaf(a), $op, var_leaf(b)),
+            (&E::Col(a), &E::Var(b)) => $f(col_leaf(a), $op, var_leaf(b)),
+            (&E::Col(a), &E::Lit(Value::Int(b))) => $f(col_leaf(a), $op, lit_leaf(b)),
+            (l, r) => $f(int(l)?, $op, int(r)?),
         }
+    };
+}
+use leaves;
+
+/// `l op r` on INTs as `expr::eval_int` computes it (`None` on overflow, a zero divisor,
+/// and for the operators it leaves to the general evaluator).
+fn arith<L, R>(l: L, op: Op, r: R) -> Option<Int>
+where
+    L: Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync + 'static,
+    R: Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync + 'static,
+{
+    Some(match op {
+        Op::Add => Box::new(move |row, vars| l(row, vars)?.checked_add(r(row, vars)?)),
+        Op::Sub => Box::new(move |row, vars| l(row, vars)?.checked_sub(r(row, vars)?)),
+        Op::Mul => Box::new(move |row, vars| l(row, vars)?.checked_mul(r(row, vars)?)),
+        Op::Mod => Box::new(move |row, vars| {
+            let (a, b) = (l(row, vars)?, r(row, vars)?);
+            if b != 0 {
+                a.checked_rem(b)
+            } else {
+                None
+            }
+        }),
+        _ => return None,
+    })
+}
+
+/// `l op r` for a comparison of INTs, as `expr::eval_cond` decides it.
+fn compare<L, R>(l: L, op: Op, r: R) -> Option<Cond>
+where
+    L: Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync + 'static,
+    R: Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync + 'static,
+{
+    macro_rules! cmp {
+        ($o:tt) => {
+            Box::new(move |row, vars| Some(l(row, vars)? $o r(row, vars)?))
+        };
+    }
+    Some(match op {
+        Op::Eq => cmp!(==),
+        Op::Ne => cmp!(!=),
+        Op::Lt => cmp!(<),
+        Op::Le => cmp!(<=),
+        Op::Gt => cmp!(>),
+        Op::Ge => cmp!(>=),
         _ => return None,
     })
 }
@@ -167,46 +227,33 @@ fn val(e: &E) -> Val {
     }
 }
 
-/// The typed path of a condition, as `expr::eval_cond` computes it (no row).
+/// The typed path of a condition, as `expr::eval_cond` computes it.
 fn cond(e: &E) -> Option<Cond> {
     Some(match e {
-        &E::Bool(b) => Box::new(move |_| Some(b)),
+        &E::Bool(b) => Box::new(move |_, _| Some(b)),
         E::Not(x) => {
             let x = cond(x)?;
-            Box::new(move |vars| Some(!x(vars)?))
+            Box::new(move |row, vars| Some(!x(row, vars)?))
         }
         E::Bin(l, Op::And, r, _) => {
             let (l, r) = (cond(l)?, cond(r)?);
-            Box::new(move |vars| Some(l(vars)? && r(vars)?))
+            Box::new(move |row, vars| Some(l(row, vars)? && r(row, vars)?))
         }
         E::Bin(l, Op::Or, r, _) => {
             let (l, r) = (cond(l)?, cond(r)?);
-            Box::new(move |vars| Some(l(vars)? || r(vars)?))
+            Box::new(move |row, vars| Some(l(row, vars)? || r(row, vars)?))
         }
         E::Bin(l, op @ (Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge), r, _) => {
-            let (l, r) = (int(l)?, int(r)?);
-            macro_rules! cmp {
-                ($o:tt) => {
-                    Box::new(move |vars| Some(l(None, vars)? $o r(None, vars)?))
-                };
-            }
-            match op {
-                Op::Eq => cmp!(==),
-                Op::Ne => cmp!(!=),
-                Op::Lt => cmp!(<),
-                Op::Le => cmp!(<=),
-                Op::Gt => cmp!(>),
-                _ => cmp!(>=),
-            }
+            return leaves!(&**l, &**r, compare, *op)
         }
-        &E::Var(v) => Box::new(move |vars| match &vars[v] {
+        &E::Var(v) => Box::new(move |_, vars| match &vars[v] {
             V::Bool(b) => Some(*b),
             _ => None,
         }),
         E::AnyEq(x, a) => {
             let (x, a) = (int(x)?, *a);
-            Box::new(move |vars| {
-                let x = x(None, vars)?;
+            Box::new(move |row, vars| {
+                let x = x(row, vars)?;
                 match &vars[a] {
                     V::IntArr(xs) => Some(xs.contains(&x)),
                     _ => None,
@@ -217,12 +264,26 @@ fn cond(e: &E) -> Option<Cond> {
     })
 }
 
+/// The condition of `a` on a row, as `Access::passes` decides it (`expr::holds`).
+fn filter(a: &Access) -> Filter {
+    let Some(e) = a.filter.clone() else {
+        return Box::new(|_, _| Ok(true));
+    };
+    match cond(&e) {
+        Some(c) => Box::new(move |r, vars| match c(Some(&r), vars) {
+            Some(b) => Ok(b),
+            None => Ok(eval_in(&e, Some(r), vars)? == V::Bool(true)),
+        }),
+        None => Box::new(move |r, vars| Ok(eval_in(&e, Some(r), vars)? == V::Bool(true))),
+    }
+}
+
 /// A condition's truth, as `expr::holds` decides it (no row).
 fn holds(e: &E) -> Holds {
     let fast = cond(e);
     let e = e.clone();
     match fast {
-        Some(c) => Box::new(move |vars| match c(vars) {
+        Some(c) => Box::new(move |vars| match c(None, vars) {
             Some(b) => Ok(b),
             None => Ok(eval_in(&e, None, vars)? == V::Bool(true)),
         }),
@@ -490,6 +551,7 @@ impl Cx<'_> {
         let es: Vec<Val> = es.iter().map(val).collect();
         let limit = read.limit.as_ref().map(val);
         let (table, access, order) = (read.table.clone(), read.access.clone(), read.order);
+        let pass = filter(&read.access);
         Box::new(move |tx, f, each| {
             let mut left = match &limit {
                 None => u64::MAX,
@@ -502,7 +564,7 @@ impl Cx<'_> {
                 return Ok(());
             }
             let Frame { vars, out, key, .. } = f;
-            visit_plan(tx, &table, &access, vars, key, order, &mut |row| {
+            visit_plan_with(tx, &table, &access, &pass, vars, key, order, &mut |row| {
                 out.clear();
                 for e in &es {
                     out.push(e(Some(row), vars)?.stored(at)?);
@@ -575,6 +637,7 @@ impl Cx<'_> {
         let found = self.found();
         let limit = read.limit.as_ref().map(val);
         let (table, access, order) = (read.table.clone(), read.access.clone(), read.order);
+        let pass = filter(&read.access);
         let into: Vec<(usize, Ty, String)> = into
             .iter()
             .map(|&s| (s, self.ty(s), self.p.vars[s].0.clone()))
@@ -590,7 +653,7 @@ impl Cx<'_> {
             };
             if left > 0 {
                 let Frame { vars, key, .. } = f;
-                visit_plan(tx, &table, &access, vars, key, order, &mut |row| {
+                visit_plan_with(tx, &table, &access, &pass, vars, key, order, &mut |row| {
                     for (a, acc) in aggs.iter().zip(acc.iter_mut()) {
                         a.add(acc, row, vars)?;
                     }
