@@ -147,6 +147,20 @@ pub(crate) fn returned_int(name: &str, out: &[Value]) -> myriad::Result<i64> {
         })
 }
 
+/// How a workload's procedures run, for its fidelity block (`--procedures`): "compiled to
+/// closures", "interpreted", or both counts when they differ.
+pub(crate) fn procedures_run(procs: &[std::sync::Arc<myriad::procedure::Procedure>]) -> String {
+    let compiled = procs.iter().filter(|p| p.is_compiled()).count();
+    match compiled {
+        n if n == procs.len() => "compiled to closures".into(),
+        0 => "interpreted".into(),
+        n => format!(
+            "{n} of {} compiled to closures, the rest interpreted",
+            procs.len()
+        ),
+    }
+}
+
 /// The single integer a one-row aggregate query (`SELECT count(*) ...`) returns.
 pub(crate) fn query_int(db: &Database, sql: &str) -> myriad::Result<i64> {
     let out = myriad::sql::Session::new(db).execute(sql)?;

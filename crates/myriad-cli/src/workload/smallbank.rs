@@ -186,7 +186,10 @@ impl Workload for Smallbank {
         let mut f = fidelity_of(&self.params);
         f.push((
             "procedures",
-            json!("workloads/smallbank.sql, interpreted (execute_bound on a reused call frame); balance declared READ ONLY"),
+            json!(format!(
+                "workloads/smallbank.sql, {} (execute_bound on a reused call frame); balance declared READ ONLY",
+                super::procedures_run(&self.procs)
+            )),
         ));
         f
     }

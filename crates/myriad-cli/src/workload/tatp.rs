@@ -346,7 +346,10 @@ impl Workload for Tatp {
             ),
             (
                 "procedures",
-                json!("workloads/tatp.sql, interpreted (execute_bound on a reused call frame); the three reads declared READ ONLY"),
+                json!(format!(
+                    "workloads/tatp.sql, {} (execute_bound on a reused call frame); the three reads declared READ ONLY",
+                    super::procedures_run(&self.procs)
+                )),
             ),
         ]
     }

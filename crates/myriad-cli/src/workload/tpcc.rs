@@ -679,7 +679,13 @@ impl Tpcc {
                 json!("each worker thread is a terminal of home warehouse (thread mod W) + 1; no think or keying time"),
             ),
             ("money", json!("INT cents; rates INT basis points")),
-            ("transactions", json!("stored procedures (workloads/tpcc.sql), interpreted")),
+            (
+                "transactions",
+                json!(format!(
+                    "stored procedures (workloads/tpcc.sql), {}",
+                    super::procedures_run(&self.procs.by_type)
+                )),
+            ),
         ]
     }
 
