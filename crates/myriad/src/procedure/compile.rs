@@ -4,11 +4,12 @@
 //! numbers, slot types, table handles, column positions and access path (point key by
 //! `i64`, point key by values, key range, scan) fixed when the procedure is created: at run
 //! time nothing matches on the kind of an IR node to find out what to do next. INT
-//! expressions and conditions over INT values (what keys, counters, loop bounds and `IF`s
-//! are made of) become closures too, each node calling its children's closures directly.
+//! expressions, conditions over INT values (what keys, counters, loop bounds, `IF`s and scan
+//! conditions are made of) and point keys become closures too, each node calling its
+//! children's closures directly (a leaf operation such as `x + 1` is one closure).
 //! A closure that cannot finish on its typed path (a value that is not an INT, an overflow,
 //! an array index out of range) hands the statement or expression to the same code the
-//! interpreter uses at that point (`Access::point_values`, `visit_plan`, `expr::eval_in`),
+//! interpreter uses at that point (`Access::point_values`, `visit_plan_with`, `expr::eval_in`),
 //! so results and error messages are the interpreter's by construction; text and DOUBLE
 //! expressions are evaluated that way too (`eval_in` on the expression, captured once).
 //!
@@ -324,7 +325,7 @@ fn point_key(t: &TableRef, a: &Access) -> Key {
     }
 }
 
-/// `Flow::Next` after setting `found`.
+/// Sets the `found` variable (slot `slot`) in place.
 #[inline]
 fn set_found(f: &mut Frame, slot: usize, found: bool) {
     match &mut f.vars[slot] {
