@@ -4,7 +4,7 @@
 use clap::{ArgAction, Args, Parser, Subcommand};
 use myriad::{
     Error, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogManagerKind, LogPolicy, NonInline,
-    Protocol, RecoveryScheme, VersionStorage,
+    ProcedureExec, Protocol, RecoveryScheme, VersionStorage,
 };
 use serde::{Serialize, Serializer};
 use std::fmt::Display;
@@ -196,6 +196,11 @@ pub(crate) struct BenchArgs {
     /// waiting. `false`: it waits. The other protocols always wait.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
     pub(crate) commit_deps: bool,
+    /// How stored procedures run: compiled (each procedure turned once into closures) or
+    /// interpreted (the IR interpreter, the reference the compiled form is tested against).
+    #[arg(long, value_name = "HOW", default_value = "compiled", value_parser = parse_choice::<ProcedureExec>)]
+    #[serde(serialize_with = "as_display")]
+    pub(crate) procedures: ProcedureExec,
     /// Garbage collection: txn (transaction-level, epoch-based: workers prune what their
     /// commits superseded), vacuum (tuple-level: background threads prune the chains of the
     /// blocks commits marked dirty), coop (with --storage o2n: readers cut the expired
@@ -342,7 +347,8 @@ pub(crate) struct YcsbArgs {
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
     pub(crate) prefetch: bool,
     /// Run each transaction as a stored procedure (`ycsb_txn`, written in the SQL procedure
-    /// language and interpreted) instead of native Rust calls; int64x10 layout only.
+    /// language, compiled or interpreted as `--procedures` says) instead of native Rust calls;
+    /// int64x10 layout only.
     #[arg(long)]
     pub(crate) as_procedure: bool,
     /// Heterogeneous workload (thesis §5.7.2): this many more threads run transactions of
@@ -572,6 +578,7 @@ mod tests {
             "gc_threads",
             "memory_spaces",
             "commit_deps",
+            "procedures",
             "json",
             "no_progress",
             "latency_histogram",

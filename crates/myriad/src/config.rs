@@ -272,6 +272,19 @@ choice_enum!(
 );
 
 choice_enum!(
+    /// How stored procedures run (`procedure/`). `compiled` (the default): each procedure is
+    /// turned once into pre-resolved closures (`procedure/compile.rs`). `interpreted`: the
+    /// tree-walking interpreter (`procedure/exec.rs`), the reference the compiled form is
+    /// tested against.
+    ProcedureExec {
+        /// Closures built once per procedure.
+        Compiled = "compiled",
+        /// The IR interpreter.
+        Interpreted = "interpreted",
+    }
+);
+
+choice_enum!(
     /// Garbage collection (thesis §5.5): `txn`, transaction-level and epoch-based (each
     /// worker prunes the chains its transactions superseded, `gc/epoch.rs`); `vacuum`,
     /// tuple-level background threads that prune every chain of the blocks committed
@@ -417,6 +430,7 @@ pub struct Config {
     #[cfg(test)]
     pub(crate) pacman_unordered: bool,
     pub(crate) commit_dependencies: bool,
+    pub(crate) procedures: ProcedureExec,
 }
 
 impl Default for Config {
@@ -457,6 +471,7 @@ impl Default for Config {
             #[cfg(test)]
             pacman_unordered: false,
             commit_dependencies: true,
+            procedures: ProcedureExec::Compiled,
         }
     }
 }
@@ -499,6 +514,12 @@ impl Config {
     /// Version storage (default `n2o`; single-version protocols need `single-version`).
     pub fn version_storage(mut self, s: VersionStorage) -> Self {
         self.storage = s;
+        self
+    }
+    /// How stored procedures run (`ProcedureExec`; default `compiled`). Takes effect for
+    /// procedures created after the database opens with it.
+    pub fn procedures(mut self, p: ProcedureExec) -> Self {
+        self.procedures = p;
         self
     }
     /// Non-inline variable-length attributes (`NonInline`): append-only multi-version
@@ -692,6 +713,10 @@ impl Config {
     /// The timestamp source (`timestamps`).
     pub fn get_timestamps(&self) -> TimestampPolicy {
         self.timestamps
+    }
+    /// How stored procedures run (`procedures`).
+    pub fn get_procedures(&self) -> ProcedureExec {
+        self.procedures
     }
     /// Where variable-length attributes live (`non_inline`).
     pub fn get_non_inline(&self) -> NonInline {

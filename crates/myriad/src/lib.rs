@@ -33,7 +33,7 @@ pub mod version;
 
 pub use config::{
     Config, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogManagerKind, LogPolicy, NonInline,
-    PacmanMode, Protocol, RecoveryScheme, TimestampPolicy, VersionStorage,
+    PacmanMode, ProcedureExec, Protocol, RecoveryScheme, TimestampPolicy, VersionStorage,
 };
 pub use engine::{ChainStats, Database, Stats};
 pub use error::{AbortReason, Error, Result};

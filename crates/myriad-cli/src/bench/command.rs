@@ -16,7 +16,7 @@ use crate::workload::Workload;
 use crate::{check_data_dir, fatal, usage_error};
 use myriad::{
     Config, Database, Error, GcPolicy, IndexPointers, Isolation, LogManagerKind, NonInline,
-    Protocol,
+    ProcedureExec, Protocol,
 };
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -40,6 +40,7 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .index_pointers(b.index_pointers)
         .non_inline(b.non_inline)
         .commit_dependencies(b.commit_deps)
+        .procedures(b.procedures)
         .loggers(b.loggers as usize)
         .log_manager(b.log_manager.unwrap_or(if b.data_dir.is_some() {
             b.protocol.natural_log_manager()
@@ -188,6 +189,7 @@ fn refuse_for_baseline(engine: Engine, b: &BenchArgs, extra: &[(&str, bool)]) {
         ("--storage", b.storage.is_some()),
         ("--isolation", b.isolation() != Isolation::Serializable),
         ("--commit-deps", !b.commit_deps),
+        ("--procedures", b.procedures != ProcedureExec::Compiled),
         ("--gc", b.gc != GcPolicy::Txn),
         ("--gc-threads", b.gc_threads != 1),
         ("--gc-interval", b.gc_interval != 16),

@@ -465,6 +465,8 @@ fn is_user_abort(e: &Error) -> bool {
     )
 }
 
+// Never inlined: `scripts/instructions.sh` counts the instructions spent inside it.
+#[inline(never)]
 fn worker_loop<W: Worker>(
     db: &Database,
     phase: &AtomicU8,

@@ -147,6 +147,20 @@ pub(crate) fn returned_int(name: &str, out: &[Value]) -> myriad::Result<i64> {
         })
 }
 
+/// How a workload's procedures run, for its fidelity block (`--procedures`): "compiled to
+/// closures", "interpreted", or both counts when they differ.
+pub(crate) fn procedures_run(procs: &[std::sync::Arc<myriad::procedure::Procedure>]) -> String {
+    let compiled = procs.iter().filter(|p| p.is_compiled()).count();
+    match compiled {
+        n if n == procs.len() => "compiled to closures".into(),
+        0 => "interpreted".into(),
+        n => format!(
+            "{n} of {} compiled to closures, the rest interpreted",
+            procs.len()
+        ),
+    }
+}
+
 /// The single integer a one-row aggregate query (`SELECT count(*) ...`) returns.
 pub(crate) fn query_int(db: &Database, sql: &str) -> myriad::Result<i64> {
     let out = myriad::sql::Session::new(db).execute(sql)?;
@@ -157,5 +171,74 @@ pub(crate) fn query_int(db: &Database, sql: &str) -> myriad::Result<i64> {
             .and_then(Value::as_i64)
             .ok_or_else(|| Error::InvalidConfig(format!("`{sql}` returned no integer"))),
         _ => Err(Error::InvalidConfig(format!("`{sql}` returned no rows"))),
+    }
+}
+
+/// Runs `txns` transactions of the workload `make` creates, on one thread, once with
+/// procedures compiled and once interpreted (two databases, same seeds), and checks that
+/// every procedure of the workload is compiled in the first run, that each transaction ends
+/// the same way (committed, or the same error) and that every table holds the same rows
+/// after.
+#[cfg(test)]
+pub(crate) fn assert_compiled_matches_interpreted<W: Workload>(
+    config: myriad::Config,
+    make: impl Fn(&Database) -> W,
+    txns: usize,
+) {
+    use myriad::ProcedureExec;
+    let run = |mode: ProcedureExec| {
+        let db = Database::open(config.clone().procedures(mode)).unwrap();
+        let w = make(&db);
+        w.load(&db, 1, 7, None).unwrap();
+        let mut names = db.procedure_names();
+        names.sort();
+        let compiled: Vec<(String, bool)> = names
+            .iter()
+            .map(|n| (n.clone(), db.procedure(n).unwrap().is_compiled()))
+            .collect();
+        let mut worker = w.worker(0, 11);
+        let outcomes: Vec<(usize, Result<(), String>)> = (0..txns)
+            .map(|_| {
+                let ty = worker.next_txn();
+                (ty, worker.attempt(&db).map(drop).map_err(|e| e.to_string()))
+            })
+            .collect();
+        drop(worker);
+        let mut tables = db.table_names();
+        tables.sort();
+        let mut tx = db.begin().unwrap();
+        let dumps: Vec<(String, Vec<String>)> = tables
+            .iter()
+            .map(|name| {
+                let mut rows = Vec::new();
+                tx.scan_table(&db.table(name).unwrap(), |r| {
+                    rows.push(format!("{:?}", r.to_row()));
+                    true
+                })
+                .unwrap();
+                rows.sort();
+                (name.clone(), rows)
+            })
+            .collect();
+        tx.commit().unwrap();
+        (compiled, outcomes, dumps)
+    };
+    let (ci, oi, di) = run(ProcedureExec::Interpreted);
+    let (cc, oc, dc) = run(ProcedureExec::Compiled);
+    assert!(!cc.is_empty(), "the workload has no procedures");
+    assert!(cc.iter().all(|(_, c)| *c), "not all compiled: {cc:?}");
+    assert!(
+        ci.iter().all(|(_, c)| !c),
+        "compiled under Interpreted: {ci:?}"
+    );
+    assert!(
+        oi.iter().any(|(_, r)| r.is_ok()),
+        "nothing committed: {oi:?}"
+    );
+    for (k, (i, c)) in oi.iter().zip(&oc).enumerate() {
+        assert_eq!(i, c, "transaction {k}");
+    }
+    for ((name, i), (_, c)) in di.iter().zip(&dc) {
+        assert!(i == c, "table {name} differs after the run");
     }
 }

@@ -186,7 +186,10 @@ impl Workload for Smallbank {
         let mut f = fidelity_of(&self.params);
         f.push((
             "procedures",
-            json!("workloads/smallbank.sql, interpreted (execute_bound on a reused call frame); balance declared READ ONLY"),
+            json!(format!(
+                "workloads/smallbank.sql, {} (execute_bound on a reused call frame); balance declared READ ONLY",
+                super::procedures_run(&self.procs)
+            )),
         ));
         f
     }
@@ -411,6 +414,20 @@ mod tests {
         )
         .unwrap();
         (db, sb)
+    }
+
+    #[test]
+    fn the_six_procedures_run_the_same_compiled_and_interpreted() {
+        let params = Params {
+            accounts: 50,
+            theta: 0.5,
+            isolation: Isolation::Serializable,
+        };
+        crate::workload::assert_compiled_matches_interpreted(
+            Config::new(),
+            |db| Smallbank::create(db, params.clone()).unwrap(),
+            600,
+        );
     }
 
     #[test]

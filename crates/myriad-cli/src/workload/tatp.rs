@@ -346,7 +346,10 @@ impl Workload for Tatp {
             ),
             (
                 "procedures",
-                json!("workloads/tatp.sql, interpreted (execute_bound on a reused call frame); the three reads declared READ ONLY"),
+                json!(format!(
+                    "workloads/tatp.sql, {} (execute_bound on a reused call frame); the three reads declared READ ONLY",
+                    super::procedures_run(&self.procs)
+                )),
             ),
         ]
     }
@@ -520,6 +523,21 @@ mod tests {
         )
         .unwrap();
         (db, t)
+    }
+
+    #[test]
+    fn the_seven_procedures_run_the_same_compiled_and_interpreted() {
+        crate::workload::assert_compiled_matches_interpreted(
+            Config::new(),
+            |db| {
+                let params = Params {
+                    subscribers: 200,
+                    isolation: Isolation::Serializable,
+                };
+                Tatp::create(db, params).unwrap()
+            },
+            600,
+        );
     }
 
     #[test]

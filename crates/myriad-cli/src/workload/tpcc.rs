@@ -679,7 +679,13 @@ impl Tpcc {
                 json!("each worker thread is a terminal of home warehouse (thread mod W) + 1; no think or keying time"),
             ),
             ("money", json!("INT cents; rates INT basis points")),
-            ("transactions", json!("stored procedures (workloads/tpcc.sql), interpreted")),
+            (
+                "transactions",
+                json!(format!(
+                    "stored procedures (workloads/tpcc.sql), {}",
+                    super::procedures_run(&self.procs.by_type)
+                )),
+            ),
         ]
     }
 
@@ -1193,6 +1199,26 @@ mod tests {
         tx.commit().unwrap();
         rows.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
         rows
+    }
+
+    #[test]
+    fn the_five_procedures_run_the_same_compiled_and_interpreted() {
+        let params = Params {
+            warehouses: 2,
+            scale: tiny(),
+            remote_pct: Some(20.0),
+            no_inserts: false,
+            isolation: Isolation::Serializable,
+        };
+        crate::workload::assert_compiled_matches_interpreted(
+            Config::new(),
+            |db| TpccBench {
+                t: Tpcc::create(db, params.clone(), 5).unwrap(),
+                terminals: 1,
+                scanners: 0,
+            },
+            400,
+        );
     }
 
     #[test]

@@ -807,6 +807,20 @@ mod tests {
     }
 
     #[test]
+    fn the_procedure_runs_the_same_compiled_and_interpreted() {
+        crate::workload::assert_compiled_matches_interpreted(
+            Config::new(),
+            |db| {
+                let mut p = params(300, RowLayout::Int64x10);
+                (p.attrs_read, p.attrs_modified) = (3, 2);
+                p.as_procedure = true;
+                Ycsb::create(db, p).unwrap()
+            },
+            200,
+        );
+    }
+
+    #[test]
     fn the_procedure_path_writes_what_its_plan_says() {
         for (read, modified) in [(10, 1), (3, 2), (10, 10)] {
             let db = Database::open(Config::new()).unwrap();

@@ -108,13 +108,13 @@ impl Procedure {
     /// command-logging database; otherwise it just runs).
     fn run_logged(&self, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Vec<Value>> {
         let Some(&def) = self.logged_as.get() else {
-            return self.p.run(tx, f);
+            return self.run_body(tx, f);
         };
         if !tx.logs_commands() {
-            return self.p.run(tx, f);
+            return self.run_body(tx, f);
         }
         let started = tx.command_begin(|b| self.encode_call(def, f, b));
-        let r = self.p.run(tx, f);
+        let r = self.run_body(tx, f);
         if started {
             tx.command_end(r.is_ok());
         }

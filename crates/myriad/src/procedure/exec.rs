@@ -16,30 +16,30 @@ use crate::value::{ToValueRef, ValueRef};
 /// The variables of one call, plus scratch buffers reused by every statement.
 pub(crate) struct Frame {
     pub vars: Vec<V>,
-    out: Vec<Value>,
-    key: Vec<Value>,
+    pub(super) out: Vec<Value>,
+    pub(super) key: Vec<Value>,
     /// INT results of a statement's expressions (the fast UPDATE path).
-    ints: Vec<i64>,
+    pub(super) ints: Vec<i64>,
     /// The values of the `RETURN` that ended the call.
-    ret: Vec<Value>,
+    pub(super) ret: Vec<Value>,
     /// Keys a loop warms (`warm`).
     warm: Vec<Vec<Value>>,
     /// The rows of a `FOR r IN SELECT` loop, kept for the next call (a nested such loop
     /// takes an empty one of its own).
-    loop_rows: Vec<Value>,
+    pub(super) loop_rows: Vec<Value>,
 }
 
 /// How a statement ended. `RETURN`'s values wait in `Frame::ret`, so a statement's result
 /// (`Step`) is two words, returned in registers: with a `Vec` inside and `Error` (about
 /// 100 bytes) as the error type, every statement's result went through memory.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Flow {
+pub(super) enum Flow {
     Next,
     Return,
 }
 
 /// A statement's result; errors are boxed (rare, and it keeps `Step` small).
-type Step = std::result::Result<Flow, Box<Error>>;
+pub(super) type Step = std::result::Result<Flow, Box<Error>>;
 
 /// The zero value of a type (a declared variable without an initial value starts here:
 /// there is no NULL).
@@ -57,7 +57,7 @@ pub(crate) fn zero(ty: Ty) -> V {
 /// Stores an integer into a slot in place when it already holds one: building a `V` on the
 /// stack and copying it in costs a store-forwarding stall on every loop iteration.
 #[inline]
-fn set_int(slot: &mut V, i: i64) {
+pub(super) fn set_int(slot: &mut V, i: i64) {
     match slot {
         V::Val(Value::Int(x)) => *x = i,
         s => *s = V::Val(Value::Int(i)),
@@ -70,7 +70,7 @@ fn set_int(slot: &mut V, i: i64) {
 /// past an array's end) is left out, and a failed prefetch is the loop's own first access
 /// to report.
 #[inline(never)]
-fn warm(
+pub(super) fn warm(
     slot: usize,
     lo: i64,
     hi: i64,
@@ -122,7 +122,7 @@ fn warm_keys(
 /// `v` into a variable, in place where the slot already holds one of its kind (an INT
 /// overwritten, text copied into the old buffer): no allocation per read or loop row.
 #[inline]
-fn assign(slot: &mut V, v: ValueRef<'_>) {
+pub(super) fn assign(slot: &mut V, v: ValueRef<'_>) {
     match (slot, v) {
         (V::Val(Value::Int(x)), ValueRef::Int(i)) => *x = i,
         (V::Val(Value::Str(old)), ValueRef::Str(new)) => {
@@ -137,7 +137,7 @@ fn assign(slot: &mut V, v: ValueRef<'_>) {
 /// (`fields.len()` values each): each access's keys, evaluated with the row's values in
 /// the loop's fields, go to one `Transaction::prefetch`, as `warm` does for a range loop.
 #[inline(never)]
-fn warm_rows(
+pub(super) fn warm_rows(
     fields: &[usize],
     batch: &[Value],
     prefetch: &[Prefetch],
@@ -154,7 +154,7 @@ fn warm_rows(
 }
 
 /// `v` stored into a variable of type `ty` (an INT widens to DOUBLE).
-fn fit(ty: Ty, v: V) -> V {
+pub(super) fn fit(ty: Ty, v: V) -> V {
     match (ty, v) {
         (Ty::Float, V::Val(Value::Int(i))) => V::Val(Value::Float(i as f64)),
         (_, v) => v,
@@ -194,6 +194,19 @@ impl Proc {
 
     /// Gives every variable but the parameters its initial value (a call's start).
     pub(crate) fn start(&self, f: &mut Frame) -> Result<()> {
+        self.reset_locals(f);
+        for (slot, init) in &self.inits {
+            if let Some(e) = init {
+                let v = eval_in(e, None, &f.vars)?;
+                f.vars[*slot] = fit(self.vars[*slot].1, v);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every slot after the parameters back to its type's zero value (a call's start),
+    /// keeping text and array storage from the last call.
+    pub(super) fn reset_locals(&self, f: &mut Frame) {
         for (v, (_, ty)) in f.vars.iter_mut().zip(&self.vars).skip(self.nparams) {
             match (v, ty) {
                 (V::Val(Value::Int(x)), Ty::Int) => *x = 0,
@@ -205,13 +218,6 @@ impl Proc {
                 (v, ty) => *v = zero(*ty),
             }
         }
-        for (slot, init) in &self.inits {
-            if let Some(e) = init {
-                let v = eval_in(e, None, &f.vars)?;
-                f.vars[*slot] = fit(self.vars[*slot].1, v);
-            }
-        }
-        Ok(())
     }
 
     /// Runs one PACMAN piece (thesis §4.4.1; `procedure/slice.rs`) in `tx`: the statements
@@ -370,22 +376,7 @@ impl Proc {
         tx: &mut Transaction<'_>,
         f: &mut Frame,
     ) -> Result<Vec<Vec<Value>>> {
-        let pk = &table.schema.indexes()[0].columns;
-        let mut keys = Vec::new();
-        let Frame { vars, key, .. } = f;
-        visit_plan(tx, table, access, vars, key, None, &mut |row| {
-            let mut k = Vec::with_capacity(pk.len());
-            for &c in pk {
-                k.push(
-                    row.get(c)
-                        .map(|v| v.to_value())
-                        .ok_or_else(|| sql_error(SqlPos::default(), format!("no column #{c}")))?,
-                );
-            }
-            keys.push(k);
-            Ok(true)
-        })?;
-        Ok(keys)
+        keys_of(table, access, tx, f)
     }
 
     /// The statements a loop body runs most (point reads of columns, IF, integer
@@ -796,4 +787,29 @@ impl Proc {
         }
         Ok(Flow::Next)
     }
+}
+
+/// Primary keys of the rows `access` selects (for writes that cannot go by point key).
+pub(super) fn keys_of(
+    table: &crate::storage::TableRef,
+    access: &crate::query::Access,
+    tx: &mut Transaction<'_>,
+    f: &mut Frame,
+) -> Result<Vec<Vec<Value>>> {
+    let pk = &table.schema.indexes()[0].columns;
+    let mut keys = Vec::new();
+    let Frame { vars, key, .. } = f;
+    visit_plan(tx, table, access, vars, key, None, &mut |row| {
+        let mut k = Vec::with_capacity(pk.len());
+        for &c in pk {
+            k.push(
+                row.get(c)
+                    .map(|v| v.to_value())
+                    .ok_or_else(|| sql_error(SqlPos::default(), format!("no column #{c}")))?,
+            );
+        }
+        keys.push(k);
+        Ok(true)
+    })?;
+    Ok(keys)
 }

@@ -62,11 +62,13 @@ pub struct OpInfo {
 }
 
 /// A select list: plain expressions, or aggregates over every matching row.
+#[derive(Clone)]
 pub(crate) enum Items {
     Exprs(Vec<E>),
     Aggs(Vec<Agg>),
 }
 
+#[derive(Clone)]
 pub(crate) struct Read {
     pub table: TableRef,
     pub access: Access,
@@ -165,6 +167,7 @@ pub(crate) enum Stmt {
 /// them first with one `Transaction::prefetch` (their cache misses overlap instead of
 /// coming one iteration at a time: TPC-C New-Order's ITEM and STOCK rows, and the STOCK
 /// rows of Stock-Level's loop over the order lines it selected).
+#[derive(Clone)]
 pub(crate) struct Prefetch {
     pub table: TableRef,
     /// The key, one expression per primary-key column.

@@ -5,8 +5,8 @@
 //! `DELETE`, `:=`, `IF/ELSIF/ELSE`, `FOR i IN a..b LOOP`, `FOR r IN SELECT ... LOOP`,
 //! `RETURN`, `RAISE EXCEPTION`, `ROLLBACK`) or with the Rust [`ProcedureBuilder`]. Both reach
 //! one compiler, which resolves tables, columns and variables once and plans every `WHERE`
-//! (point key, key range, scan) into an IR that [`Procedure::execute`] interprets inside a
-//! transaction of any protocol. Each IR operation records which variables are its access key
+//! (point key, key range, scan) into an IR that [`Procedure::execute`] runs (compiled to
+//! closures, or interpreted) inside a transaction of any protocol. Each IR operation records which variables are its access key
 //! and which its values ([`OpInfo`]); [`Procedure::def_use`] gives the def-use graph that
 //! Transaction Healing and PACMAN are built on; [`slice`](mod@slice) is PACMAN's static analysis (procedure
 //! slices and the global dependency graph of blocks, thesis §4.4.1).
@@ -52,9 +52,16 @@
 //! against the old row (`eval_int`) sets them without building a `Value` for any. `bench ycsb
 //! --as-procedure` runs YCSB through this path (`workload/ycsb.rs` generates the procedure: one
 //! `IF` arm per starting attribute).
+//!
+//! **Compiled form.** `compile.rs` turns the IR once more into a tree of closures with every
+//! slot, type, table handle, column and access path fixed (the same fast paths as the
+//! interpreter, without dispatching on statement kinds at run time); calls run it unless
+//! `Config::procedures` picks the interpreter or the procedure has a form it does not take
+//! (then the whole procedure is interpreted). Replaying a logged call always interprets.
 
 mod build;
 mod command;
+mod compile;
 mod exec;
 mod graph;
 mod ir;
@@ -145,6 +152,9 @@ impl CallFrame {
 /// A compiled stored procedure.
 pub struct Procedure {
     pub(crate) p: ir::Proc,
+    /// `p` compiled to closures (`compile.rs`); `None` when the database interprets
+    /// procedures or `p` has a form the compiler does not take.
+    compiled: Option<compile::Compiled>,
     /// Its `CREATE PROCEDURE` text; empty for a builder-made procedure, which a durable
     /// database neither keeps in its catalog nor logs as a command.
     source: String,
@@ -155,8 +165,13 @@ pub struct Procedure {
 impl Procedure {
     /// A compiled procedure with its `CREATE PROCEDURE` text (empty for a builder-made one),
     /// not yet numbered in a catalog.
-    fn new(p: ir::Proc, source: String) -> Self {
+    fn new(db: &Shared, p: ir::Proc, source: String) -> Self {
+        let compiled = match db.config.procedures {
+            crate::config::ProcedureExec::Compiled => compile::compile(&p),
+            _ => None,
+        };
         Procedure {
+            compiled,
             p,
             source,
             logged_as: Default::default(),
@@ -389,6 +404,22 @@ impl Procedure {
         self.run(tx, &mut frame.0)
     }
 
+    /// Whether calls run the procedure compiled to closures (`Config::procedures`), not
+    /// through the interpreter: false when the database interprets procedures, or for a
+    /// procedure with a form the compiler does not take (`FOR r IN SELECT` over aggregates).
+    pub fn is_compiled(&self) -> bool {
+        self.compiled.is_some()
+    }
+
+    /// Runs the body with the parameters already in `f`: compiled when it is, else
+    /// interpreted.
+    fn run_body(&self, tx: &mut Transaction<'_>, f: &mut exec::Frame) -> Result<Vec<Value>> {
+        match &self.compiled {
+            Some(c) => c.run(&self.p, tx, f),
+            None => self.p.run(tx, f),
+        }
+    }
+
     /// Its `CREATE PROCEDURE` text (empty for a builder-made procedure).
     pub(crate) fn source(&self) -> &str {
         &self.source
@@ -424,7 +455,7 @@ pub(crate) fn compile_script(db: &Shared, sql: &str) -> Result<Vec<(Procedure, b
 
 /// Compiles one parsed definition (`CREATE PROCEDURE` in a SQL session).
 pub(crate) fn compile_def(db: &Shared, d: &Def) -> Result<Procedure> {
-    Ok(Procedure::new(ir::compile(db, d)?, d.source.clone()))
+    Ok(Procedure::new(db, ir::compile(db, d)?, d.source.clone()))
 }
 
 /// Compiles a procedure kept in the catalog as definition number `def` (recovery).
@@ -435,7 +466,7 @@ pub(crate) fn compile_from_catalog(db: &Shared, sql: &str, def: u32) -> Result<P
             "a catalog procedure record is not one CREATE PROCEDURE".into(),
         ));
     };
-    let p = Procedure::new(ir::compile(db, &d)?, d.source);
+    let p = Procedure::new(db, ir::compile(db, &d)?, d.source);
     p.set_logged_as(def);
     Ok(p)
 }
@@ -446,7 +477,7 @@ pub(crate) fn compile_all(db: &Shared, sql: &str) -> Result<Vec<Procedure>> {
     for item in parse::script(sql)? {
         match item {
             parse::Item::Procedure(d, _) => {
-                out.push(Procedure::new(ir::compile(db, &d)?, d.source))
+                out.push(Procedure::new(db, ir::compile(db, &d)?, d.source))
             }
             parse::Item::Sql(_) => {}
         }
@@ -456,7 +487,7 @@ pub(crate) fn compile_all(db: &Shared, sql: &str) -> Result<Vec<Procedure>> {
 
 /// Compiles a procedure made with the builder.
 pub(crate) fn compile_built(db: &Shared, b: &ProcedureBuilder) -> Result<Procedure> {
-    Ok(Procedure::new(ir::compile(db, &b.def)?, String::new()))
+    Ok(Procedure::new(db, ir::compile(db, &b.def)?, String::new()))
 }
 
 #[cfg(test)]

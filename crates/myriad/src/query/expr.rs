@@ -703,7 +703,7 @@ fn eval_int_inner(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<i64> {
 
 /// Element `i` (1-based) of an INT array, if in range.
 #[inline]
-fn int_elem(arr: &V, i: i64) -> Option<i64> {
+pub(crate) fn int_elem(arr: &V, i: i64) -> Option<i64> {
     let i = usize::try_from(i).ok()?.checked_sub(1)?;
     match arr {
         V::IntArr(xs) => xs.get(i).copied(),

@@ -248,9 +248,25 @@ pub(crate) fn visit_plan(
     order: Option<(usize, bool)>,
     f: &mut dyn FnMut(RowRef<'_>) -> Result<bool>,
 ) -> Result<()> {
+    visit_plan_with(tx, t, a, &|r, vars| a.passes(r, vars), vars, key, order, f)
+}
+
+/// [`visit_plan`] with the condition decided by `passes` (a compiled procedure's own form
+/// of `a.filter`, which must decide as `Access::passes` does).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn visit_plan_with(
+    tx: &mut Transaction<'_>,
+    t: &TableRef,
+    a: &Access,
+    passes: &dyn Fn(RowRef<'_>, &[V]) -> Result<bool>,
+    vars: &[V],
+    key: &mut Vec<Value>,
+    order: Option<(usize, bool)>,
+    f: &mut dyn FnMut(RowRef<'_>) -> Result<bool>,
+) -> Result<()> {
     if a.point_values(&t.schema, vars, key)? {
         tx.get_with(t, key.as_slice(), |r| -> Result<()> {
-            if !a.residual || a.passes(r, vars)? {
+            if !a.residual || passes(r, vars)? {
                 f(r)?;
             }
             Ok(())
@@ -259,7 +275,7 @@ pub(crate) fn visit_plan(
         return Ok(());
     }
     let mut err = Ok(());
-    let mut each = |r: RowRef<'_>| match cancel::tick().and_then(|()| a.passes(r, vars)) {
+    let mut each = |r: RowRef<'_>| match cancel::tick().and_then(|()| passes(r, vars)) {
         Ok(false) => true,
         Ok(true) => match f(r) {
             Ok(go) => go,

@@ -1,0 +1,966 @@
+//! Closure compilation: a procedure's IR turned once into a tree of boxed Rust closures.
+//!
+//! Every statement becomes a closure over the call's [`Frame`] with its constants, slot
+//! numbers, slot types, table handles, column positions and access path (point key by
+//! `i64`, point key by values, key range, scan) fixed when the procedure is created: at run
+//! time nothing matches on the kind of an IR node to find out what to do next. INT
+//! expressions, conditions over INT values (what keys, counters, loop bounds, `IF`s and scan
+//! conditions are made of) and point keys become closures too, each node calling its
+//! children's closures directly (a leaf operation such as `x + 1` is one closure).
+//! A closure that cannot finish on its typed path (a value that is not an INT, an overflow,
+//! an array index out of range) hands the statement or expression to the same code the
+//! interpreter uses at that point (`Access::point_values`, `visit_plan_with`, `expr::eval_in`),
+//! so results and error messages are the interpreter's by construction; text and DOUBLE
+//! expressions are evaluated that way too (`eval_in` on the expression, captured once).
+//!
+//! The interpreter (`exec.rs`) stays the reference: `Config::procedures(Interpreted)` (CLI
+//! `--procedures interpreted`) runs it instead, a test runs every procedure of the
+//! interpreter tests and of the shipped workloads both ways and compares results, errors and
+//! the database, and the replay of logged calls (`command::replay_call`) always interprets.
+//! A procedure with a form this compiler does not take (today only `FOR r IN SELECT` over
+//! aggregates, an error at run time either way) is interpreted as a whole, never half
+//! compiled ([`Procedure::is_compiled`](super::Procedure::is_compiled) says which).
+//!
+//! A JIT to machine code (Cranelift) was left out: it would add a large dependency to the
+//! engine's build for what is mostly calls into the storage engine; closures keep the
+//! statement logic in Rust and remove the dispatch.
+
+use super::exec::{assign, fit, keys_of, set_int, warm, warm_rows, Flow, Frame, Step};
+use super::ir::{Items, Prefetch, Proc, Read, Stmt, PREFETCH_MAX};
+use crate::error::Error;
+use crate::query::expr::{eval_in, int_elem, Op, Ty, E, V};
+use crate::query::{coerce, visit_plan_with, Access, Agg, SqlPos};
+use crate::schema::ColumnType;
+use crate::storage::TableRef;
+use crate::txn::Transaction;
+use crate::value::{RowRef, ToValueRef, Value, ValueRef};
+
+/// A compiled statement.
+type Run = Box<dyn Fn(&mut Transaction<'_>, &mut Frame) -> Step + Send + Sync>;
+/// An INT expression's typed path: `None` when the value is not an INT or an operation
+/// fails (the general evaluator then gives the value or the error).
+type Int = Box<dyn Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync>;
+/// Any expression's value.
+type Val = Box<dyn Fn(Option<RowRef<'_>>, &[V]) -> crate::error::Result<V> + Send + Sync>;
+/// A condition's typed path (`None`: ask the general evaluator).
+type Cond = Box<dyn Fn(Option<&RowRef<'_>>, &[V]) -> Option<bool> + Send + Sync>;
+/// A read's condition on a row, as `Access::passes` decides it.
+type Filter = Box<dyn Fn(RowRef<'_>, &[V]) -> crate::error::Result<bool> + Send + Sync>;
+/// A condition's truth (typed path, else the general evaluator).
+type Holds = Box<dyn Fn(&[V]) -> crate::error::Result<bool> + Send + Sync>;
+/// The rows of a read: calls its third argument with each row's item values until it
+/// returns false.
+type Rows = Box<
+    dyn Fn(
+            &mut Transaction<'_>,
+            &mut Frame,
+            &mut dyn FnMut(&[Value]) -> crate::error::Result<bool>,
+        ) -> crate::error::Result<()>
+        + Send
+        + Sync,
+>;
+/// A point key into the frame's key buffer; false when the key does not fit its columns.
+type Key = Box<dyn Fn(&[V], &mut Vec<Value>) -> crate::error::Result<bool> + Send + Sync>;
+
+/// A procedure compiled to closures.
+pub(crate) struct Compiled {
+    inits: Vec<(usize, Ty, Val)>,
+    body: Run,
+}
+
+impl Compiled {
+    /// Runs the compiled body as `Proc::run` runs the IR (same frame, same result).
+    pub(crate) fn run(
+        &self,
+        p: &Proc,
+        tx: &mut Transaction<'_>,
+        f: &mut Frame,
+    ) -> crate::error::Result<Vec<Value>> {
+        p.reset_locals(f);
+        for (slot, ty, init) in &self.inits {
+            let v = init(None, &f.vars)?;
+            f.vars[*slot] = fit(*ty, v);
+        }
+        match (self.body)(tx, f).map_err(|e| *e)? {
+            Flow::Return => Ok(std::mem::take(&mut f.ret)),
+            Flow::Next => Ok(Vec::new()),
+        }
+    }
+}
+
+/// Compiles `p`; `None` when it has a form the compiler does not take (then the whole
+/// procedure is interpreted).
+pub(crate) fn compile(p: &Proc) -> Option<Compiled> {
+    let c = Cx { p };
+    let inits = p
+        .inits
+        .iter()
+        .filter_map(|(slot, e)| e.as_ref().map(|e| (*slot, p.vars[*slot].1, val(e))))
+        .collect();
+    Some(Compiled {
+        inits,
+        body: c.block(&p.body)?,
+    })
+}
+
+/// The INT path of `e`, as `expr::eval_int` computes it; `None` when that path can never
+/// succeed for `e` (it is not an INT expression of the forms `eval_int` takes).
+fn int(e: &E) -> Option<Int> {
+    Some(match e {
+        E::Lit(Value::Int(i)) => {
+            let i = *i;
+            Box::new(move |_, _| Some(i))
+        }
+        &E::Var(v) => Box::new(move |_, vars| match &vars[v] {
+            V::Val(Value::Int(i)) => Some(*i),
+            _ => None,
+        }),
+        &E::ElemVar(a, iv, _) => Box::new(move |_, vars| match vars[iv] {
+            V::Val(Value::Int(i)) => int_elem(&vars[a], i),
+            _ => None,
+        }),
+        &E::Col(c) => Box::new(move |row, _| row?.int_at(c)),
+        E::Elem(a, i, _) => {
+            let (a, i) = (*a, int(i)?);
+            Box::new(move |row, vars| int_elem(&vars[a], i(row, vars)?))
+        }
+        E::Bin(l, op, r, _) => return leaves!(&**l, &**r, arith, *op),
+        _ => return None,
+    })
+}
+
+/// An INT leaf that needs no call of its own: a variable, a literal, a column of the row.
+fn var_leaf(v: usize) -> impl Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync {
+    move |_, vars| match &vars[v] {
+        V::Val(Value::Int(i)) => Some(*i),
+        _ => None,
+    }
+}
+fn lit_leaf(i: i64) -> impl Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync {
+    move |_, _| Some(i)
+}
+fn col_leaf(c: usize) -> impl Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync {
+    move |row, _| row?.int_at(c)
+}
+
+/// `f(l, op, r)` with the operands as leaves where they are (one closure for `x + 1`, not
+/// three), else as their compiled closures.
+macro_rules! leaves {
+    ($l:expr, $r:expr, $f:ident, $op:expr) => {
+        match ($l, $r) {
+            (&E::Var(a), &E::Lit(Value::Int(b))) => $f(var_leaf(a), $op, lit_leaf(b)),
+            (&E::Var(a), &E::Var(b)) => $f(var_leaf(a), $op, var_leaf(b)),
+            (&E::Col(a), &E::Var(b)) => $f(col_leaf(a), $op, var_leaf(b)),
+            (&E::Col(a), &E::Lit(Value::Int(b))) => $f(col_leaf(a), $op, lit_leaf(b)),
+            (l, r) => $f(int(l)?, $op, int(r)?),
+        }
+    };
+}
+use leaves;
+
+/// `l op r` on INTs as `expr::eval_int` computes it (`None` on overflow, a zero divisor,
+/// and for the operators it leaves to the general evaluator).
+fn arith<L, R>(l: L, op: Op, r: R) -> Option<Int>
+where
+    L: Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync + 'static,
+    R: Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync + 'static,
+{
+    Some(match op {
+        Op::Add => Box::new(move |row, vars| l(row, vars)?.checked_add(r(row, vars)?)),
+        Op::Sub => Box::new(move |row, vars| l(row, vars)?.checked_sub(r(row, vars)?)),
+        Op::Mul => Box::new(move |row, vars| l(row, vars)?.checked_mul(r(row, vars)?)),
+        Op::Mod => Box::new(move |row, vars| {
+            let (a, b) = (l(row, vars)?, r(row, vars)?);
+            if b != 0 {
+                a.checked_rem(b)
+            } else {
+                None
+            }
+        }),
+        _ => return None,
+    })
+}
+
+/// `l op r` for a comparison of INTs, as `expr::eval_cond` decides it.
+fn compare<L, R>(l: L, op: Op, r: R) -> Option<Cond>
+where
+    L: Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync + 'static,
+    R: Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync + 'static,
+{
+    macro_rules! cmp {
+        ($o:tt) => {
+            Box::new(move |row, vars| Some(l(row, vars)? $o r(row, vars)?))
+        };
+    }
+    Some(match op {
+        Op::Eq => cmp!(==),
+        Op::Ne => cmp!(!=),
+        Op::Lt => cmp!(<),
+        Op::Le => cmp!(<=),
+        Op::Gt => cmp!(>),
+        Op::Ge => cmp!(>=),
+        _ => return None,
+    })
+}
+
+/// `e`'s value, as `expr::value_of` computes it: the INT path, else the general evaluator.
+fn val(e: &E) -> Val {
+    match (int(e), e) {
+        (Some(i), _) => {
+            let e = e.clone();
+            Box::new(move |row, vars| match i(row.as_ref(), vars) {
+                Some(i) => Ok(V::Val(Value::Int(i))),
+                None => eval_in(&e, row, vars),
+            })
+        }
+        (None, E::Lit(v)) => {
+            let v = V::Val(v.clone());
+            Box::new(move |_, _| Ok(v.clone()))
+        }
+        (None, E::Bool(b)) => {
+            let b = *b;
+            Box::new(move |_, _| Ok(V::Bool(b)))
+        }
+        (None, _) => {
+            let e = e.clone();
+            Box::new(move |row, vars| eval_in(&e, row, vars))
+        }
+    }
+}
+
+/// The typed path of a condition, as `expr::eval_cond` computes it.
+fn cond(e: &E) -> Option<Cond> {
+    Some(match e {
+        &E::Bool(b) => Box::new(move |_, _| Some(b)),
+        E::Not(x) => {
+            let x = cond(x)?;
+            Box::new(move |row, vars| Some(!x(row, vars)?))
+        }
+        E::Bin(l, Op::And, r, _) => {
+            let (l, r) = (cond(l)?, cond(r)?);
+            Box::new(move |row, vars| Some(l(row, vars)? && r(row, vars)?))
+        }
+        E::Bin(l, Op::Or, r, _) => {
+            let (l, r) = (cond(l)?, cond(r)?);
+            Box::new(move |row, vars| Some(l(row, vars)? || r(row, vars)?))
+        }
+        E::Bin(l, op @ (Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge), r, _) => {
+            return leaves!(&**l, &**r, compare, *op)
+        }
+        &E::Var(v) => Box::new(move |_, vars| match &vars[v] {
+            V::Bool(b) => Some(*b),
+            _ => None,
+        }),
+        E::AnyEq(x, a) => {
+            let (x, a) = (int(x)?, *a);
+            Box::new(move |row, vars| {
+                let x = x(row, vars)?;
+                match &vars[a] {
+                    V::IntArr(xs) => Some(xs.contains(&x)),
+                    _ => None,
+                }
+            })
+        }
+        _ => return None,
+    })
+}
+
+/// The condition of `a` on a row, as `Access::passes` decides it (`expr::holds`).
+fn filter(a: &Access) -> Filter {
+    let Some(e) = a.filter.clone() else {
+        return Box::new(|_, _| Ok(true));
+    };
+    match cond(&e) {
+        Some(c) => Box::new(move |r, vars| match c(Some(&r), vars) {
+            Some(b) => Ok(b),
+            None => Ok(eval_in(&e, Some(r), vars)? == V::Bool(true)),
+        }),
+        None => Box::new(move |r, vars| Ok(eval_in(&e, Some(r), vars)? == V::Bool(true))),
+    }
+}
+
+/// A condition's truth, as `expr::holds` decides it (no row).
+fn holds(e: &E) -> Holds {
+    let fast = cond(e);
+    let e = e.clone();
+    match fast {
+        Some(c) => Box::new(move |vars| match c(None, vars) {
+            Some(b) => Ok(b),
+            None => Ok(eval_in(&e, None, vars)? == V::Bool(true)),
+        }),
+        None => Box::new(move |vars| Ok(eval_in(&e, None, vars)? == V::Bool(true))),
+    }
+}
+
+/// The point key of `a` on `t`, as `Access::point_values` computes it: when every key
+/// column is INT and every key expression has an INT path, the INTs are written in place
+/// and `point_values` runs only when one of them does not evaluate.
+fn point_key(t: &TableRef, a: &Access) -> Key {
+    let s = &t.schema;
+    let pk = &s.indexes()[0].columns;
+    let fast: Option<Vec<Int>> = a.point.as_ref().and_then(|keys| {
+        keys.iter()
+            .zip(pk)
+            .map(|(e, &c)| {
+                (s.columns()[c].ty == ColumnType::Int)
+                    .then(|| int(e))
+                    .flatten()
+            })
+            .collect()
+    });
+    let (t, a) = (t.clone(), a.clone());
+    match fast {
+        Some(ints) => Box::new(move |vars, out| {
+            out.resize(ints.len(), Value::Int(0));
+            for (k, slot) in ints.iter().zip(out.iter_mut()) {
+                match (k(None, vars), slot) {
+                    (Some(i), Value::Int(x)) => *x = i,
+                    (Some(i), slot) => *slot = Value::Int(i),
+                    (None, _) => return a.point_values(&t.schema, vars, out),
+                }
+            }
+            Ok(true)
+        }),
+        None => Box::new(move |vars, out| a.point_values(&t.schema, vars, out)),
+    }
+}
+
+/// Sets the `found` variable (slot `slot`) in place.
+#[inline]
+fn set_found(f: &mut Frame, slot: usize, found: bool) {
+    match &mut f.vars[slot] {
+        V::Bool(b) => *b = found,
+        s => *s = V::Bool(found),
+    }
+}
+
+/// A point read of plain columns into variables (`Proc::point_read`).
+struct PointRead {
+    table: TableRef,
+    cols: Vec<usize>,
+    /// Each target slot with its type.
+    into: Vec<(usize, Ty)>,
+    found: usize,
+}
+
+impl PointRead {
+    #[inline]
+    fn run<K: crate::value::Values + ?Sized>(
+        &self,
+        key: &K,
+        tx: &mut Transaction<'_>,
+        f: &mut Frame,
+    ) -> Step {
+        let vars = &mut f.vars;
+        let got = tx.get_with(&self.table, key, |r| {
+            for (&c, &(slot, ty)) in self.cols.iter().zip(&self.into) {
+                if let (V::Val(Value::Int(x)), Some(i)) = (&mut vars[slot], r.int_at(c)) {
+                    *x = i;
+                    continue;
+                }
+                match (ty, r.get(c)) {
+                    (Ty::Float, Some(ValueRef::Int(i))) => {
+                        vars[slot] = V::Val(Value::Float(i as f64))
+                    }
+                    (_, Some(v)) => assign(&mut vars[slot], v),
+                    (_, None) => {}
+                }
+            }
+        })?;
+        set_found(f, self.found, got.is_some());
+        Ok(Flow::Next)
+    }
+}
+
+/// The compiler's view of the procedure being compiled.
+struct Cx<'a> {
+    p: &'a Proc,
+}
+
+impl Cx<'_> {
+    fn found(&self) -> usize {
+        self.p.nparams
+    }
+
+    fn at(&self, op: usize) -> SqlPos {
+        SqlPos {
+            line: self.p.ops[op].line,
+            column: 0,
+        }
+    }
+
+    fn ty(&self, slot: usize) -> Ty {
+        self.p.vars[slot].1
+    }
+
+    fn block(&self, stmts: &[Stmt]) -> Option<Run> {
+        let mut runs = stmts
+            .iter()
+            .map(|s| self.stmt(s))
+            .collect::<Option<Vec<Run>>>()?;
+        Some(match runs.len() {
+            0 => Box::new(|_, _| Ok(Flow::Next)),
+            1 => runs.pop()?,
+            _ => {
+                let runs = runs.into_boxed_slice();
+                Box::new(move |tx, f| {
+                    for r in runs.iter() {
+                        if r(tx, f)? == Flow::Return {
+                            return Ok(Flow::Return);
+                        }
+                    }
+                    Ok(Flow::Next)
+                })
+            }
+        })
+    }
+
+    fn stmt(&self, s: &Stmt) -> Option<Run> {
+        Some(match s {
+            Stmt::SelectInto { op, read, into } => self.select_into(*op, read, into),
+            Stmt::Update {
+                op,
+                table,
+                access,
+                sets,
+                int_key,
+            } => self.update(*op, table, access, sets, int_key.as_ref()),
+            Stmt::Insert { op, table, rows } => self.insert(*op, table, rows),
+            Stmt::Delete { table, access, .. } => self.delete(table, access),
+            Stmt::Assign { slot, value, .. } => self.assign(*slot, value),
+            Stmt::If {
+                arms,
+                otherwise,
+                switch,
+                ..
+            } => {
+                let conds: Vec<_> = arms.iter().map(|(c, _)| holds(c)).collect();
+                let bodies = arms
+                    .iter()
+                    .map(|(_, b)| self.block(b))
+                    .collect::<Option<Vec<Run>>>()?;
+                let otherwise = self.block(otherwise)?;
+                let sw = switch
+                    .as_ref()
+                    .and_then(|sw| Some((int(&sw.on)?, sw.lo, sw.arm.clone())));
+                Box::new(move |tx, f| {
+                    if let Some((on, lo, arm)) = &sw {
+                        if let Some(x) = on(None, &f.vars) {
+                            let k = x
+                                .checked_sub(*lo)
+                                .and_then(|d| usize::try_from(d).ok())
+                                .and_then(|d| arm.get(d))
+                                .map_or(bodies.len(), |&a| a as usize);
+                            return match bodies.get(k) {
+                                Some(body) => body(tx, f),
+                                None => otherwise(tx, f),
+                            };
+                        }
+                    }
+                    for (c, body) in conds.iter().zip(&bodies) {
+                        if c(&f.vars)? {
+                            return body(tx, f);
+                        }
+                    }
+                    otherwise(tx, f)
+                })
+            }
+            Stmt::ForRange {
+                slot,
+                lo,
+                hi,
+                body,
+                prefetch,
+                ..
+            } => {
+                let (lo, hi, body, slot) = (val(lo), val(hi), self.block(body)?, *slot);
+                let prefetch = prefetch.clone();
+                Box::new(move |tx, f| {
+                    let int = |v: V| match v {
+                        V::Val(Value::Int(i)) => i,
+                        _ => 0,
+                    };
+                    let (lo, hi) = (int(lo(None, &f.vars)?), int(hi(None, &f.vars)?));
+                    if !prefetch.is_empty() && lo <= hi {
+                        warm(slot, lo, hi, &prefetch, tx, f);
+                    }
+                    let mut i = lo;
+                    while i <= hi {
+                        crate::query::cancel::tick()?;
+                        set_int(&mut f.vars[slot], i);
+                        if body(tx, f)? == Flow::Return {
+                            return Ok(Flow::Return);
+                        }
+                        if i == hi {
+                            break;
+                        }
+                        i += 1;
+                    }
+                    Ok(Flow::Next)
+                })
+            }
+            Stmt::ForRows {
+                op,
+                read,
+                fields,
+                body,
+                prefetch,
+            } => self.for_rows(*op, read, fields, body, prefetch)?,
+            Stmt::Return { op, values } => {
+                let at = self.at(*op);
+                let values: Vec<Val> = values.iter().map(val).collect();
+                Box::new(move |_, f| {
+                    let mut out = Vec::with_capacity(values.len());
+                    for v in &values {
+                        out.push(v(None, &f.vars)?.stored(at)?);
+                    }
+                    f.ret = out;
+                    Ok(Flow::Return)
+                })
+            }
+            Stmt::Raise { message, .. } => {
+                let (message, procedure) = (val(message), self.p.name.clone());
+                Box::new(move |_, f| {
+                    let message = match message(None, &f.vars)? {
+                        V::Val(Value::Str(s)) => s,
+                        V::Val(v) => v.to_string(),
+                        V::Bool(b) => b.to_string(),
+                        V::Arr(_) | V::IntArr(_) => "array".into(),
+                    };
+                    Err(Box::new(Error::ProcedureAbort {
+                        procedure: procedure.clone(),
+                        message,
+                    }))
+                })
+            }
+            Stmt::Rollback { .. } => {
+                let procedure = self.p.name.clone();
+                Box::new(move |_, _| {
+                    Err(Box::new(Error::ProcedureAbort {
+                        procedure: procedure.clone(),
+                        message: "ROLLBACK".into(),
+                    }))
+                })
+            }
+        })
+    }
+
+    /// `Proc::rows`: calls `each` with the values of `es` for each row `read` selects, up
+    /// to its limit, until `each` returns false.
+    fn rows(&self, op: usize, read: &Read, es: &[E]) -> Rows {
+        let at = self.at(op);
+        let es: Vec<Val> = es.iter().map(val).collect();
+        let limit = read.limit.as_ref().map(val);
+        let (table, access, order) = (read.table.clone(), read.access.clone(), read.order);
+        let pass = filter(&read.access);
+        Box::new(move |tx, f, each| {
+            let mut left = match &limit {
+                None => u64::MAX,
+                Some(l) => match l(None, &f.vars)? {
+                    V::Val(Value::Int(n)) => n.max(0) as u64,
+                    _ => 0,
+                },
+            };
+            if left == 0 {
+                return Ok(());
+            }
+            let Frame { vars, out, key, .. } = f;
+            visit_plan_with(tx, &table, &access, &pass, vars, key, order, &mut |row| {
+                out.clear();
+                for e in &es {
+                    out.push(e(Some(row), vars)?.stored(at)?);
+                }
+                left -= 1;
+                Ok(each(out)? && left > 0)
+            })
+        })
+    }
+
+    fn select_into(&self, op: usize, read: &Read, into: &[usize]) -> Run {
+        let found = self.found();
+        let general: Run = match &read.items {
+            Items::Exprs(es) => {
+                let rows = self.rows(op, read, es);
+                let into: Vec<(usize, Ty)> = into.iter().map(|&s| (s, self.ty(s))).collect();
+                Box::new(move |tx, f| {
+                    let mut got = false;
+                    rows(tx, f, &mut |_| {
+                        got = true;
+                        Ok(false)
+                    })?;
+                    if got {
+                        for (i, &(slot, ty)) in into.iter().enumerate() {
+                            let v = std::mem::replace(&mut f.out[i], Value::Int(0));
+                            f.vars[slot] = fit(ty, V::Val(v));
+                        }
+                    }
+                    set_found(f, found, got);
+                    Ok(Flow::Next)
+                })
+            }
+            Items::Aggs(aggs) => self.aggregates(read, aggs.clone(), into),
+        };
+        let point = PointRead {
+            table: read.table.clone(),
+            cols: read.cols.clone().unwrap_or_default(),
+            into: into.iter().map(|&s| (s, self.ty(s))).collect(),
+            found,
+        };
+        if let Some(k) = &read.int_key {
+            let Some(k) = int(k) else {
+                return general;
+            };
+            return Box::new(move |tx, f| match k(None, &f.vars) {
+                Some(key) => point.run(&key, tx, f),
+                None => general(tx, f),
+            });
+        }
+        if read.access.pure_point() && read.limit.is_none() && read.cols.is_some() {
+            let key = point_key(&read.table, &read.access);
+            return Box::new(move |tx, f| {
+                let mut k = std::mem::take(&mut f.key);
+                let r = match key(&f.vars, &mut k) {
+                    Ok(true) => point.run(k.as_slice(), tx, f),
+                    Ok(false) => {
+                        f.key = k;
+                        return general(tx, f);
+                    }
+                    Err(e) => Err(Box::new(e)),
+                };
+                f.key = k;
+                r
+            });
+        }
+        general
+    }
+
+    fn aggregates(&self, read: &Read, aggs: Vec<Agg>, into: &[usize]) -> Run {
+        let found = self.found();
+        let limit = read.limit.as_ref().map(val);
+        let (table, access, order) = (read.table.clone(), read.access.clone(), read.order);
+        let pass = filter(&read.access);
+        let into: Vec<(usize, Ty, String)> = into
+            .iter()
+            .map(|&s| (s, self.ty(s), self.p.vars[s].0.clone()))
+            .collect();
+        Box::new(move |tx, f| {
+            let mut acc: Vec<Option<Value>> = vec![None; aggs.len()];
+            let mut left = match &limit {
+                None => u64::MAX,
+                Some(l) => match l(None, &f.vars)? {
+                    V::Val(Value::Int(n)) => n.max(0) as u64,
+                    _ => 0,
+                },
+            };
+            if left > 0 {
+                let Frame { vars, key, .. } = f;
+                visit_plan_with(tx, &table, &access, &pass, vars, key, order, &mut |row| {
+                    for (a, acc) in aggs.iter().zip(acc.iter_mut()) {
+                        a.add(acc, row, vars)?;
+                    }
+                    left -= 1;
+                    Ok(left > 0)
+                })?;
+            }
+            for ((a, acc), (slot, ty, name)) in aggs.iter().zip(acc).zip(&into) {
+                let v = a.finish(acc, name)?;
+                f.vars[*slot] = fit(*ty, V::Val(v));
+            }
+            set_found(f, found, true);
+            Ok(Flow::Next)
+        })
+    }
+
+    fn update(
+        &self,
+        op: usize,
+        table: &TableRef,
+        access: &Access,
+        sets: &[(usize, E)],
+        int_key: Option<&E>,
+    ) -> Run {
+        let (at, found) = (self.at(op), self.found());
+        let key = point_key(table, access);
+        let pure = access.pure_point();
+        let cols: Vec<usize> = sets.iter().map(|(c, _)| *c).collect();
+        // The INT path of every SET, if each has one.
+        let ints: Option<Vec<Int>> = sets.iter().map(|(_, e)| int(e)).collect();
+        let vals: Vec<Val> = sets.iter().map(|(_, e)| val(e)).collect();
+        let (t, a) = (table.clone(), access.clone());
+        let general: Run = {
+            let cols = cols.clone();
+            let ints = sets
+                .iter()
+                .map(|(_, e)| int(e))
+                .collect::<Option<Vec<Int>>>();
+            Box::new(move |tx, f| {
+                let point = pure && key(&f.vars, &mut f.key)?;
+                let keys = if point {
+                    None
+                } else {
+                    Some(keys_of(&t, &a, tx, f)?)
+                };
+                let schema = &t.schema;
+                let Frame {
+                    vars,
+                    out,
+                    key,
+                    ints: buf,
+                    ..
+                } = f;
+                let mut apply = |tx: &mut Transaction<'_>, k: &[Value]| {
+                    tx.update_with(&t, k, |row| {
+                        // Every SET sees the row as it was before the statement.
+                        if let Some(ints) = &ints {
+                            buf.clear();
+                            {
+                                let r = row.as_ref();
+                                for i in ints {
+                                    match i(Some(&r), vars) {
+                                        Some(i) => buf.push(i),
+                                        None => break,
+                                    }
+                                }
+                            }
+                            if buf.len() == cols.len() {
+                                for (c, &i) in cols.iter().zip(buf.iter()) {
+                                    row.set(*c, i)?;
+                                }
+                                return Ok(());
+                            }
+                        }
+                        out.clear();
+                        for (c, v) in cols.iter().zip(&vals) {
+                            let v = v(Some(row.as_ref()), vars)?.stored(at)?;
+                            out.push(coerce(schema, *c, v));
+                        }
+                        for (c, v) in cols.iter().zip(out.iter()) {
+                            row.set(*c, v)?;
+                        }
+                        Ok(())
+                    })
+                };
+                let got = match keys {
+                    None => match apply(tx, key.as_slice()) {
+                        Ok(()) => true,
+                        Err(Error::NotFound { .. }) => false,
+                        Err(e) => return Err(Box::new(e)),
+                    },
+                    Some(keys) => {
+                        for k in &keys {
+                            apply(tx, k)?;
+                        }
+                        !keys.is_empty()
+                    }
+                };
+                set_found(f, found, got);
+                Ok(Flow::Next)
+            })
+        };
+        // The interpreter's INT point-key UPDATE: every SET an INT that reads no column.
+        let (Some(k), Some(ints)) = (int_key.and_then(int), ints) else {
+            return general;
+        };
+        let table = table.clone();
+        Box::new(move |tx, f| {
+            let Some(key) = k(None, &f.vars) else {
+                return general(tx, f);
+            };
+            f.ints.clear();
+            for i in &ints {
+                match i(None, &f.vars) {
+                    Some(v) => f.ints.push(v),
+                    None => return general(tx, f),
+                }
+            }
+            let buf = &f.ints;
+            let got = match tx.update_with(&table, &key, |row| {
+                for (c, &v) in cols.iter().zip(buf) {
+                    row.set(*c, v)?;
+                }
+                Ok(())
+            }) {
+                Ok(()) => true,
+                Err(Error::NotFound { .. }) => false,
+                Err(e) => return Err(Box::new(e)),
+            };
+            set_found(f, found, got);
+            Ok(Flow::Next)
+        })
+    }
+
+    fn insert(&self, op: usize, table: &TableRef, rows: &[Vec<E>]) -> Run {
+        let at = self.at(op);
+        /// One value of a row: its INT path, whether its column is DOUBLE, the variable it
+        /// copies when it is one, and its value.
+        struct Col {
+            int: Option<Int>,
+            float: bool,
+            var: Option<usize>,
+            val: Val,
+        }
+        let rows: Vec<Vec<Col>> = rows
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .enumerate()
+                    .map(|(c, e)| Col {
+                        int: int(e),
+                        float: table.schema.columns()[c].ty == ColumnType::Float,
+                        var: match e {
+                            E::Var(v) => Some(*v),
+                            _ => None,
+                        },
+                        val: val(e),
+                    })
+                    .collect()
+            })
+            .collect();
+        let table = table.clone();
+        Box::new(move |tx, f| {
+            for r in &rows {
+                // Values overwrite the last row's in place where they can (`Proc::general`).
+                f.out.truncate(r.len());
+                for (c, col) in r.iter().enumerate() {
+                    let i = col.int.as_ref().and_then(|i| i(None, &f.vars));
+                    let v = match (i, f.out.get_mut(c)) {
+                        (Some(i), Some(Value::Int(x))) if !col.float => {
+                            *x = i;
+                            continue;
+                        }
+                        (Some(i), _) => coerce(&table.schema, c, Value::Int(i)),
+                        (None, slot) => {
+                            if let (Some(Value::Str(dst)), Some(v)) = (slot, col.var) {
+                                if let V::Val(Value::Str(src)) = &f.vars[v] {
+                                    dst.clear();
+                                    dst.push_str(src);
+                                    continue;
+                                }
+                            }
+                            let v = (col.val)(None, &f.vars)?.stored(at)?;
+                            coerce(&table.schema, c, v)
+                        }
+                    };
+                    match f.out.get_mut(c) {
+                        Some(slot) => *slot = v,
+                        None => f.out.push(v),
+                    }
+                }
+                tx.insert(&table, f.out.as_slice())?;
+            }
+            Ok(Flow::Next)
+        })
+    }
+
+    fn delete(&self, table: &TableRef, access: &Access) -> Run {
+        let found = self.found();
+        let key = point_key(table, access);
+        let pure = access.pure_point();
+        let (table, access) = (table.clone(), access.clone());
+        Box::new(move |tx, f| {
+            let got = if pure && key(&f.vars, &mut f.key)? {
+                match tx.delete(&table, f.key.as_slice()) {
+                    Ok(()) => true,
+                    Err(Error::NotFound { .. }) => false,
+                    Err(e) => return Err(Box::new(e)),
+                }
+            } else {
+                let keys = keys_of(&table, &access, tx, f)?;
+                for k in &keys {
+                    tx.delete(&table, k.as_slice())?;
+                }
+                !keys.is_empty()
+            };
+            set_found(f, found, got);
+            Ok(Flow::Next)
+        })
+    }
+
+    fn assign(&self, slot: usize, value: &E) -> Run {
+        let ty = self.ty(slot);
+        let general: Run = match (ty, int(value)) {
+            (Ty::Int, Some(i)) => {
+                let v = val(value);
+                Box::new(move |_, f| {
+                    match i(None, &f.vars) {
+                        Some(i) => set_int(&mut f.vars[slot], i),
+                        None => f.vars[slot] = fit(ty, v(None, &f.vars)?),
+                    }
+                    Ok(Flow::Next)
+                })
+            }
+            _ => {
+                let v = val(value);
+                Box::new(move |_, f| {
+                    f.vars[slot] = fit(ty, v(None, &f.vars)?);
+                    Ok(Flow::Next)
+                })
+            }
+        };
+        match value {
+            // `arr := arr || x` appends in place.
+            E::Append(a, x) if *a == slot => {
+                let x = val(x);
+                Box::new(move |tx, f| {
+                    let v = x(None, &f.vars)?;
+                    if let (V::IntArr(xs), V::Val(Value::Int(i))) = (&mut f.vars[slot], &v) {
+                        xs.push(*i);
+                        return Ok(Flow::Next);
+                    }
+                    general(tx, f)
+                })
+            }
+            _ => general,
+        }
+    }
+
+    fn for_rows(
+        &self,
+        op: usize,
+        read: &Read,
+        fields: &[usize],
+        body: &[Stmt],
+        prefetch: &[Prefetch],
+    ) -> Option<Run> {
+        // Over aggregates the interpreter reports an error at run time; such a procedure
+        // stays interpreted.
+        let Items::Exprs(es) = &read.items else {
+            return None;
+        };
+        let rows = self.rows(op, read, es);
+        let body = self.block(body)?;
+        let (fields, prefetch) = (fields.to_vec(), prefetch.to_vec());
+        Some(Box::new(move |tx, f| {
+            // All rows are read before the body runs (`Proc::general`).
+            let width = fields.len();
+            let mut buf = std::mem::take(&mut f.loop_rows);
+            buf.clear();
+            let mut n = 0usize;
+            let got = rows(tx, f, &mut |vals| {
+                buf.extend_from_slice(vals);
+                n += 1;
+                Ok(true)
+            });
+            let r = got.map_err(Box::new).and_then(|()| {
+                for j in 0..n {
+                    if !prefetch.is_empty() && j % PREFETCH_MAX as usize == 0 {
+                        let batch = &buf[j * width..];
+                        let upto = (n - j).min(PREFETCH_MAX as usize);
+                        warm_rows(&fields, &batch[..upto * width], &prefetch, tx, f);
+                    }
+                    crate::query::cancel::tick()?;
+                    let row = &buf[j * width..(j + 1) * width];
+                    for (&slot, v) in fields.iter().zip(row) {
+                        assign(&mut f.vars[slot], v.to_value_ref());
+                    }
+                    if body(tx, f)? == Flow::Return {
+                        return Ok(Flow::Return);
+                    }
+                }
+                Ok(Flow::Next)
+            });
+            f.loop_rows = buf;
+            r
+        }))
+    }
+}

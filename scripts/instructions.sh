@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Instructions per committed transaction, counted by valgrind's callgrind: a figure that does
+# not move with this machine's host noise (throughput does, by 10-30 %).
+#
+# What is counted: callgrind runs the release `myriad bench` with collection switched on only
+# inside the benchmark's `worker_loop` (`--toggle-collect`; it is `#[inline(never)]` for
+# this), so the load, the bench driver and the report are left out and the total Ir is the
+# instructions the worker spent generating and running transactions (retries and aborts
+# included). A binary built before worker_loop was kept out of line has no such symbol:
+# the script then fails rather than report nothing. That total is divided by the
+# committed count of the JSON report (`--warmup 0`: every transaction the workers ran is
+# measured). One worker thread, so there is no lock waiting in the figure. Run to run it
+# moves by a few per cent (the mix and the data are seeded; timing decides where the run
+# stops).
+#
+# Usage: scripts/instructions.sh [tpcc|ycsb] [BINARY] [-- extra bench options]
+#   tpcc (default): `bench tpcc --warehouses 1 --threads 1` (full mix, Serializable).
+#   ycsb: `bench ycsb --as-procedure --rows 100000 --threads 1` (the procedure path).
+# BINARY defaults to target/release/myriad (built with `cargo build --release -p myriad-cli`
+# if absent). DURATION (seconds of run under valgrind, default 5) may be set in the
+# environment. Exits non-zero when valgrind is missing, the bench fails, or the report has
+# no commits.
+set -euo pipefail
+
+workload=${1:-tpcc}
+[ $# -gt 0 ] && shift
+bin=${1:-}
+[ $# -gt 0 ] && [ "${1:-}" != "--" ] && shift
+[ "${1:-}" = "--" ] && shift
+duration=${DURATION:-5}
+
+die() { echo "instructions.sh: $*" >&2; exit 1; }
+
+command -v valgrind >/dev/null || die "valgrind is not installed (apt-get install valgrind)"
+command -v python3 >/dev/null || die "python3 is needed to read the JSON report"
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "$bin" ]; then
+    bin="$root/target/release/myriad"
+    [ -x "$bin" ] || (cd "$root" && cargo build --release -p myriad-cli) || die "release build failed"
+fi
+[ -x "$bin" ] || die "no executable at $bin"
+
+case "$workload" in
+    tpcc) args=(bench tpcc --warehouses 1 --threads 1) ;;
+    ycsb) args=(bench ycsb --as-procedure --rows 100000 --threads 1) ;;
+    *) die "unknown workload '$workload' (tpcc or ycsb)" ;;
+esac
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if ! valgrind --tool=callgrind \
+        --toggle-collect='*bench::worker_loop*' \
+        --callgrind-out-file="$tmp/cg.out" \
+        "$bin" "${args[@]}" --duration "$duration" --warmup 0 --seed 42 --no-progress \
+        --json "$tmp/report.json" "$@" >"$tmp/bench.log" 2>&1; then
+    cat "$tmp/bench.log" >&2
+    die "the benchmark failed under valgrind"
+fi
+ir=$(grep -h '^totals:' "$tmp"/cg.out* | awk '{s += $2} END {print s + 0}')
+committed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["committed"])' "$tmp/report.json") \
+    || die "no committed count in the JSON report"
+[ "${ir:-0}" -gt 0 ] || die "callgrind counted no instructions inside worker_loop (inlined, or renamed?)"
+[ "$committed" -gt 0 ] || die "the run committed nothing"
+echo "$workload: $ir instructions / $committed committed = $((ir / committed)) instructions per committed transaction ($bin)"
