@@ -25,7 +25,7 @@
 //! engine's build for what is mostly calls into the storage engine; closures keep the
 //! statement logic in Rust and remove the dispatch.
 
-use super::exec::{assign, fit, keys_of, set_int, warm, warm_rows, Flow, Frame, Step};
+use super::exec::{assign, fit, keys_of, point_found, set_int, warm, warm_rows, Flow, Frame, Step};
 use super::ir::{Items, Prefetch, Proc, Read, Stmt, PREFETCH_MAX};
 use crate::error::Error;
 use crate::query::expr::{eval_in, int_elem, Op, Ty, E, V};
@@ -741,11 +741,7 @@ impl Cx<'_> {
                     })
                 };
                 let got = match keys {
-                    None => match apply(tx, key.as_slice()) {
-                        Ok(()) => true,
-                        Err(Error::NotFound { .. }) => false,
-                        Err(e) => return Err(Box::new(e)),
-                    },
+                    None => point_found(apply(tx, key.as_slice()))?,
                     Some(keys) => {
                         for k in &keys {
                             apply(tx, k)?;
@@ -774,16 +770,12 @@ impl Cx<'_> {
                 }
             }
             let buf = &f.ints;
-            let got = match tx.update_with(&table, &key, |row| {
+            let got = point_found(tx.update_with(&table, &key, |row| {
                 for (c, &v) in cols.iter().zip(buf) {
                     row.set(*c, v)?;
                 }
                 Ok(())
-            }) {
-                Ok(()) => true,
-                Err(Error::NotFound { .. }) => false,
-                Err(e) => return Err(Box::new(e)),
-            };
+            }))?;
             set_found(f, found, got);
             Ok(Flow::Next)
         })
@@ -859,11 +851,7 @@ impl Cx<'_> {
         let (table, access) = (table.clone(), access.clone());
         Box::new(move |tx, f| {
             let got = if pure && key(&f.vars, &mut f.key)? {
-                match tx.delete(&table, f.key.as_slice()) {
-                    Ok(()) => true,
-                    Err(Error::NotFound { .. }) => false,
-                    Err(e) => return Err(Box::new(e)),
-                }
+                point_found(tx.delete(&table, f.key.as_slice()))?
             } else {
                 let keys = keys_of(&table, &access, tx, f)?;
                 for k in &keys {

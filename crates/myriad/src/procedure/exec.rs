@@ -368,17 +368,6 @@ impl Proc {
         })
     }
 
-    /// Primary keys of the rows `access` selects (for writes that cannot go by point key).
-    fn keys_of(
-        &self,
-        table: &crate::storage::TableRef,
-        access: &crate::query::Access,
-        tx: &mut Transaction<'_>,
-        f: &mut Frame,
-    ) -> Result<Vec<Vec<Value>>> {
-        keys_of(table, access, tx, f)
-    }
-
     /// The statements a loop body runs most (point reads of columns, IF, integer
     /// assignments, integer FOR) in a small function; everything else in `general`, so the
     /// hot path does not pay for the large frame of the rare statements.
@@ -425,16 +414,12 @@ impl Proc {
                     }
                 }
                 let ints = &f.ints;
-                let found = match tx.update_with(table, &key, |row| {
+                let found = point_found(tx.update_with(table, &key, |row| {
                     for ((c, _), &v) in sets.iter().zip(ints) {
                         row.set(*c, v)?;
                     }
                     Ok(())
-                }) {
-                    Ok(()) => true,
-                    Err(Error::NotFound { .. }) => false,
-                    Err(e) => return Err(Box::new(e)),
-                };
+                }))?;
                 self.set_found(f, found);
                 Ok(Flow::Next)
             }
@@ -541,7 +526,7 @@ impl Proc {
                 let keys = if point {
                     None
                 } else {
-                    Some(self.keys_of(table, access, tx, f)?)
+                    Some(keys_of(table, access, tx, f)?)
                 };
                 let schema = &table.schema;
                 let Frame {
@@ -584,11 +569,7 @@ impl Proc {
                     })
                 };
                 let found = match keys {
-                    None => match apply(tx, key.as_slice()) {
-                        Ok(()) => true,
-                        Err(Error::NotFound { .. }) => false,
-                        Err(e) => return Err(Box::new(e)),
-                    },
+                    None => point_found(apply(tx, key.as_slice()))?,
                     Some(keys) => {
                         for k in &keys {
                             apply(tx, k)?;
@@ -640,13 +621,9 @@ impl Proc {
                 let found = if access.pure_point()
                     && access.point_values(&table.schema, &f.vars, &mut f.key)?
                 {
-                    match tx.delete(table, f.key.as_slice()) {
-                        Ok(()) => true,
-                        Err(Error::NotFound { .. }) => false,
-                        Err(e) => return Err(Box::new(e)),
-                    }
+                    point_found(tx.delete(table, f.key.as_slice()))?
                 } else {
-                    let keys = self.keys_of(table, access, tx, f)?;
+                    let keys = keys_of(table, access, tx, f)?;
                     for k in &keys {
                         tx.delete(table, k.as_slice())?;
                     }
@@ -786,6 +763,16 @@ impl Proc {
             }
         }
         Ok(Flow::Next)
+    }
+}
+
+/// A point UPDATE's or DELETE's outcome as `FOUND`: done (true) or no such row (false);
+/// any other error stands.
+pub(super) fn point_found(r: Result<()>) -> std::result::Result<bool, Box<Error>> {
+    match r {
+        Ok(()) => Ok(true),
+        Err(Error::NotFound { .. }) => Ok(false),
+        Err(e) => Err(Box::new(e)),
     }
 }
 
