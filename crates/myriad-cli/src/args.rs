@@ -193,9 +193,10 @@ pub(crate) struct BenchArgs {
     pub(crate) isolation: Option<Isolation>,
     /// Commit dependencies under mvocc and si (Hekaton §2.7): a reader that meets a Preparing
     /// writer below its read time reads or ignores its version speculatively instead of
-    /// waiting. `false`: it waits. The other protocols always wait.
-    #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
-    pub(crate) commit_deps: bool,
+    /// waiting. `false`: it waits. Default: on for mvocc and si. The other protocols always
+    /// wait, and refuse `true`.
+    #[arg(long, value_name = "BOOL", action = ArgAction::Set)]
+    pub(crate) commit_deps: Option<bool>,
     /// How stored procedures run: compiled (each procedure turned once into closures) or
     /// interpreted (the IR interpreter, the reference the compiled form is tested against).
     #[arg(long, value_name = "HOW", default_value = "compiled", value_parser = parse_choice::<ProcedureExec>)]

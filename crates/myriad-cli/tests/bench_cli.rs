@@ -540,6 +540,33 @@ fn theta_of_one_or_more_is_rejected_naming_the_flag() {
     }
 }
 
+/// `--commit-deps true` under a protocol without commit dependencies (ERMIA's SI readers wait
+/// for a pre-committed writer) is a usage error naming the protocol, not a silent no-op;
+/// `false`, and leaving it out, run.
+#[test]
+fn commit_deps_true_is_refused_where_the_protocol_has_none() {
+    let base = [
+        "bench",
+        "ycsb",
+        "--rows",
+        "100",
+        "--duration",
+        "0.1",
+        "--no-progress",
+    ];
+    let run = |extra: &[&str]| myriad(&[&base[..], extra].concat());
+    let out = run(&["--protocol", "ermia-si", "--commit-deps", "true"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("`ermia-si`"), "{}", stderr(&out));
+    for extra in [
+        &["--protocol", "ermia-si", "--commit-deps", "false"][..],
+        &["--protocol", "ermia-si"],
+    ] {
+        let out = run(extra);
+        assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+    }
+}
+
 #[test]
 fn unknown_flags_and_values_are_rejected_by_name() {
     let out = myriad(&["bench", "ycsb", "--bogus"]);

@@ -429,7 +429,8 @@ pub struct Config {
     /// so a test can show its comparison with serial replay fails without them.
     #[cfg(test)]
     pub(crate) pacman_unordered: bool,
-    pub(crate) commit_dependencies: bool,
+    /// `None`: the protocol's own choice (on where it can speculate).
+    pub(crate) commit_dependencies: Option<bool>,
     pub(crate) procedures: ProcedureExec,
 }
 
@@ -470,7 +471,7 @@ impl Default for Config {
             pacman_batch_epochs: 100,
             #[cfg(test)]
             pacman_unordered: false,
-            commit_dependencies: true,
+            commit_dependencies: None,
             procedures: ProcedureExec::Compiled,
         }
     }
@@ -488,16 +489,18 @@ impl Config {
         self.protocol = p;
         self
     }
-    /// Commit dependencies (Hekaton §2.7; default on): under `mvocc` and `si` a reader that
-    /// meets a Preparing writer below its read time reads or ignores the version
-    /// speculatively and may commit only if that writer commits (it waits for the outcome
-    /// just before its own commit, and aborts with `commit_dependency` if the writer
-    /// aborted). Off: the reader waits for the outcome where it meets the writer. The other
-    /// protocols always wait (MVTO aborts instead). Reads a transaction returns to the
-    /// application may thus come from a writer that later aborts; such a transaction then
-    /// fails to commit, as in Hekaton, where results are held back until commit.
+    /// Commit dependencies (Hekaton §2.7; default on where the protocol has them): under
+    /// `mvocc` and `si` a reader that meets a Preparing writer below its read time reads or
+    /// ignores the version speculatively and may commit only if that writer commits (it
+    /// waits for the outcome just before its own commit, and aborts with
+    /// `commit_dependency` if the writer aborted). Off: the reader waits for the outcome
+    /// where it meets the writer. The other protocols always wait (MVTO aborts instead), so
+    /// `Database::open` refuses `true` for them (`can_speculate`) rather than ignore it.
+    /// Reads a transaction returns to the application may thus come from a writer that
+    /// later aborts; such a transaction then fails to commit, as in Hekaton, where results
+    /// are held back until commit.
     pub fn commit_dependencies(mut self, on: bool) -> Self {
-        self.commit_dependencies = on;
+        self.commit_dependencies = Some(on);
         self
     }
     /// Default isolation level of `Database::begin` (a transaction may ask for another).
@@ -734,13 +737,15 @@ impl Config {
     pub fn get_log_manager(&self) -> LogManagerKind {
         self.log_manager
     }
-    /// Whether commit dependencies are on (`commit_dependencies`).
+    /// Whether commit dependencies are on (`commit_dependencies`; unset, on exactly where
+    /// the protocol can take them).
     pub fn get_commit_dependencies(&self) -> bool {
         self.commit_dependencies
+            .unwrap_or_else(|| Self::can_speculate(self.protocol))
     }
     /// Whether transactions of this configuration take commit dependencies.
     pub(crate) fn speculates(&self) -> bool {
-        Self::can_speculate(self.protocol) && self.commit_dependencies
+        Self::can_speculate(self.protocol) && self.get_commit_dependencies()
     }
 
     /// Whether `protocol` can take commit dependencies at all (`commit_dependencies` only
@@ -800,6 +805,14 @@ impl Config {
             return Err(unsupported("protocol", self.protocol.name()));
         }
         self.check_isolation(self.isolation)?;
+        if self.commit_dependencies == Some(true) && !Self::can_speculate(self.protocol) {
+            return Err(Error::InvalidConfig(format!(
+                "commit dependencies (Hekaton §2.7) are built for protocols `mvocc` and `si` \
+                 only; protocol `{}` waits for (or, mvto, aborts on) a Preparing writer \
+                 instead: leave them unset or off",
+                self.protocol
+            )));
+        }
         // The source is built again by `Database::open`; this refuses the unbuilt ones.
         self.timestamps.source()?;
         match (self.protocol.single_version(), self.storage) {

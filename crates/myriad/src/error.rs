@@ -39,11 +39,16 @@ pub enum AbortReason {
     /// dependency that closed a cycle of waiting transactions, and was chosen (the youngest
     /// of the cycle) to break it.
     Deadlock,
+    /// MVTO READ ONLY (thesis §5.3.1): the transaction reads a snapshot once every
+    /// transaction with a timestamp at or below it has finished, and older transactions were
+    /// still running when the wait (`mvto::SNAPSHOT_WAIT`) ran out. It fails rather than run
+    /// as an ordinary, read-tracking MVTO reader it was not asked to be; retrying may succeed.
+    SnapshotWait,
 }
 
 impl AbortReason {
     /// Every reason, in report order.
-    pub const ALL: [AbortReason; 10] = [
+    pub const ALL: [AbortReason; 11] = [
         AbortReason::WriteWriteConflict,
         AbortReason::ReadValidation,
         AbortReason::Phantom,
@@ -54,6 +59,7 @@ impl AbortReason {
         AbortReason::Exclusion,
         AbortReason::CommitDependency,
         AbortReason::Deadlock,
+        AbortReason::SnapshotWait,
     ];
 
     /// Stable snake_case name used in reports and JSON.
@@ -69,6 +75,7 @@ impl AbortReason {
             AbortReason::Exclusion => "ssn_exclusion",
             AbortReason::CommitDependency => "commit_dependency",
             AbortReason::Deadlock => "deadlock",
+            AbortReason::SnapshotWait => "snapshot_wait",
         }
     }
 

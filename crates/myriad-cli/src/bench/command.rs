@@ -39,7 +39,6 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .memory_spaces(b.memory_spaces as usize)
         .index_pointers(b.index_pointers)
         .non_inline(b.non_inline)
-        .commit_dependencies(b.commit_deps)
         .procedures(b.procedures)
         .loggers(b.loggers as usize)
         .log_manager(b.log_manager.unwrap_or(if b.data_dir.is_some() {
@@ -55,6 +54,9 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
     }
     if let Some(l) = b.log {
         config = config.log(l);
+    }
+    if let Some(on) = b.commit_deps {
+        config = config.commit_dependencies(on);
     }
     // One transaction-table slot per worker at least.
     if b.threads > 256 {
@@ -188,7 +190,7 @@ fn refuse_for_baseline(engine: Engine, b: &BenchArgs, extra: &[(&str, bool)]) {
         ("--protocol", b.protocol != Protocol::Mvocc),
         ("--storage", b.storage.is_some()),
         ("--isolation", b.isolation() != Isolation::Serializable),
-        ("--commit-deps", !b.commit_deps),
+        ("--commit-deps", b.commit_deps.is_some()),
         ("--procedures", b.procedures != ProcedureExec::Compiled),
         ("--gc", b.gc != GcPolicy::Txn),
         ("--gc-threads", b.gc_threads != 1),

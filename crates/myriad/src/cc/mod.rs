@@ -162,7 +162,8 @@ pub(crate) struct Begin {
 
 /// Hook `begin`: a transaction asked for `protocol` starts in slot `slot_idx` (whose
 /// protocol state is `local`) with read time `begin_ts`; decides the protocol it runs, its
-/// begin timestamp and whether its reads are tracked.
+/// begin timestamp and whether its reads are tracked. Fails (an MVTO READ ONLY snapshot
+/// whose wait ran out) with the reason the new transaction must abort for.
 pub(crate) fn begin(
     db: &Shared,
     slot_idx: usize,
@@ -171,7 +172,7 @@ pub(crate) fn begin(
     read_only: bool,
     begin_ts: Timestamp,
     snapshot_wait: Duration,
-) -> Begin {
+) -> Result<Begin, AbortReason> {
     let slot = db.txns.slot(slot_idx);
     let protocol = match protocol {
         Protocol::Hybrid => {
@@ -188,7 +189,7 @@ pub(crate) fn begin(
         "hybrid runs each transaction as occ or 2pl"
     );
     let (begin_ts, tracks_reads) = match protocol {
-        Protocol::Mvto => mvto::begin(db, slot_idx, read_only, begin_ts, snapshot_wait),
+        Protocol::Mvto => mvto::begin(db, slot_idx, read_only, begin_ts, snapshot_wait)?,
         // Under SSN and ERMIA-SSI the serial order is not the commit order, so a snapshot
         // alone is not serializable: a READ ONLY transaction is tracked like any other
         // (ssn.rs).
@@ -199,11 +200,11 @@ pub(crate) fn begin(
         Protocol::Silo | Protocol::Occ | Protocol::Hybrid => (begin_ts, false),
         Protocol::Mvocc | Protocol::Si | Protocol::ErmiaSi => (begin_ts, false),
     };
-    Begin {
+    Ok(Begin {
         protocol,
         begin_ts,
         tracks_reads,
-    }
+    })
 }
 
 /// Which reads go to the read set for validation at commit.

@@ -25,7 +25,8 @@
 //! Read-only transactions declared READ ONLY take a snapshot instead (`snapshot`): they wait
 //! until every transaction with a timestamp at or below the current clock has finished, then
 //! read as of the clock without touching read-ts. If that takes longer than
-//! `SNAPSHOT_WAIT`, the transaction runs as an ordinary MVTO reader.
+//! `SNAPSHOT_WAIT`, the begin fails with `AbortReason::SnapshotWait` (`Database::run`
+//! retries it): a READ ONLY transaction never silently becomes a read-tracking reader.
 
 use crate::cc::visibility::Resolver;
 use crate::error::AbortReason;
@@ -36,8 +37,8 @@ use crate::version::Version;
 use std::sync::atomic::{fence, Ordering};
 use std::time::{Duration, Instant};
 
-/// How long a READ ONLY transaction waits for older writers before it gives up the snapshot
-/// and reads as an ordinary MVTO transaction.
+/// How long a READ ONLY transaction waits for older writers before its begin fails with
+/// `AbortReason::SnapshotWait`.
 pub(crate) const SNAPSHOT_WAIT: Duration = Duration::from_millis(20);
 
 /// MVTO's per-transaction state: set by the no-wait resolver where it would have waited for
@@ -50,7 +51,8 @@ pub(crate) struct Blocked {
 
 /// Hook `begin` for MVTO: the transaction in slot `slot_idx`, whose provisional read time
 /// is `rt`, gets its timestamp. A READ ONLY transaction reads a snapshot as of `rt` once
-/// every older transaction has finished (waiting at most `wait`); any other draws its
+/// every older transaction has finished (waiting at most `wait`, then it fails with
+/// `SnapshotWait`); any other draws its
 /// timestamp at begin and publishes it as Preparing(ts) at once, so that later readers never
 /// take its writes for those of an Active transaction that will serialize after them.
 /// Returns the begin timestamp and whether reads are tracked (not for a snapshot).
@@ -60,16 +62,20 @@ pub(crate) fn begin(
     read_only: bool,
     rt: Timestamp,
     wait: Duration,
-) -> (Timestamp, bool) {
-    if read_only && wait_for_older_slots(&db.txns, slot_idx, rt, wait) {
-        return (rt, false);
+) -> Result<(Timestamp, bool), AbortReason> {
+    if read_only {
+        return if wait_for_older_slots(&db.txns, slot_idx, rt, wait) {
+            Ok((rt, false))
+        } else {
+            Err(AbortReason::SnapshotWait)
+        };
     }
     let slot = db.txns.slot(slot_idx);
     slot.set_preparing_pending();
     bump(&slot.stats.global_rmw, 1);
     let ts = db.clock.next_end_ts();
     slot.set_preparing(ts);
-    (ts, true)
+    Ok((ts, true))
 }
 
 /// Records a read of `v` by the transaction with timestamp `ts` in `slot` (raises its

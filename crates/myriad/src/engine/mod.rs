@@ -458,7 +458,7 @@ impl Database {
                 max: self.shared.txns.len(),
             })?;
         SLOT_HINT.with(|h| h.set(slot));
-        Ok(Transaction::new(
+        Transaction::new(
             &self.shared,
             &self.cc,
             &self.locals,
@@ -466,7 +466,7 @@ impl Database {
             opts,
             protocol,
             snapshot_wait,
-        ))
+        )
     }
 
     /// Runs `f` in a transaction and commits, retrying serialization failures with
@@ -491,8 +491,12 @@ impl Database {
         let mut backoff_us = 1u64;
         let mut last = AbortReason::UserAbort;
         for attempt in 1..=self.shared.config.max_retries {
-            let mut tx = self.begin_with(opts)?;
-            let r = f(&mut tx).and_then(|v| tx.commit().map(|_| v));
+            // A begin can fail retryably too (an MVTO READ ONLY snapshot's wait).
+            let r = self.begin_with(opts).and_then(|mut tx| {
+                let v = f(&mut tx)?;
+                tx.commit()?;
+                Ok(v)
+            });
             match r {
                 Ok(v) => return Ok(v),
                 Err(e) if e.is_retryable() => {

@@ -255,7 +255,7 @@ impl<'db> Transaction<'db> {
         opts: TxnOptions,
         protocol: Protocol,
         snapshot_wait: std::time::Duration,
-    ) -> Self {
+    ) -> Result<Self> {
         let slot = db.txns.slot(slot_idx);
         let id = slot.start(slot_idx);
         // Register a provisional read time before drawing the real one, so the GC watermark
@@ -264,22 +264,36 @@ impl<'db> Transaction<'db> {
         // SAFETY: we own the slot (acquired in Database::begin_with).
         let mut local = std::mem::take(unsafe { &mut *locals.get(slot_idx) });
         local.prefetched.clear();
-        let cc::Begin {
-            protocol,
-            begin_ts,
-            tracks_reads,
-        } = cc::begin(
+        let read_time = db.clock.now();
+        // A refused begin still builds the transaction, so that `fail` below ends it and
+        // gives the slot back the one way every abort does.
+        let (begin, refused) = match cc::begin(
             db,
             slot_idx,
             &mut local.cc,
             protocol,
             opts.read_only,
-            db.clock.now(),
+            read_time,
             snapshot_wait,
-        );
+        ) {
+            Ok(b) => (b, None),
+            Err(reason) => (
+                cc::Begin {
+                    protocol,
+                    begin_ts: read_time,
+                    tracks_reads: false,
+                },
+                Some(reason),
+            ),
+        };
+        let cc::Begin {
+            protocol,
+            begin_ts,
+            tracks_reads,
+        } = begin;
         let recording = db.history.as_ref().map(|_| Box::default());
         let sets = std::mem::take(&mut local.sets);
-        Transaction {
+        let mut tx = Transaction {
             st: TxnCtx {
                 db,
                 slot_idx,
@@ -304,6 +318,10 @@ impl<'db> Transaction<'db> {
             status: Status::Active,
             writes: 0,
             command: Command::None,
+        };
+        match refused {
+            Some(reason) => Err(tx.fail(reason)),
+            None => Ok(tx),
         }
     }
 
