@@ -197,6 +197,16 @@ pub(crate) struct BenchArgs {
     /// wait, and refuse `true`.
     #[arg(long, value_name = "BOOL", action = ArgAction::Set)]
     pub(crate) commit_deps: Option<bool>,
+    /// ermia-ssi: safe retry (ERMIA §3.6) — a would-be pivot that overwrote a version an
+    /// in-flight transaction read aborts at pre-commit instead of the reader later.
+    /// Default: on under ermia-ssi; other protocols refuse it.
+    #[arg(long, value_name = "BOOL", action = ArgAction::Set)]
+    pub(crate) ermia_safe_retry: Option<bool>,
+    /// ermia-ssi: READ ONLY transactions leave their reads of versions committed at least N
+    /// timestamps before their begin out of the read set (ERMIA §3.6's old-version read
+    /// optimisation). Default: off; other protocols refuse it.
+    #[arg(long, value_name = "N")]
+    pub(crate) ermia_old_age: Option<u64>,
     /// How stored procedures run: compiled (each procedure turned once into closures) or
     /// interpreted (the IR interpreter, the reference the compiled form is tested against).
     #[arg(long, value_name = "HOW", default_value = "compiled", value_parser = parse_choice::<ProcedureExec>)]

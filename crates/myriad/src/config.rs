@@ -93,12 +93,14 @@ choice_enum!(
 
 impl Protocol {
     /// Protocol words kept per version after the row data (`Version::ext_word`), beyond the
-    /// header's `aux`: SSN's pstamp and sstamp, ERMIA-SSI's rstamp and s2 (`cc/ssn.rs`).
+    /// header's `aux`: SSN's pstamp and sstamp, ERMIA-SSI's rstamp, s2 and bstamp
+    /// (`cc/ssn.rs`, `cc/ermia_ssi.rs`).
     pub(crate) fn version_ext(self) -> u8 {
-        if self.stamped() {
-            2
-        } else {
-            0
+        match self {
+            // Its rstamp and s2, and the bstamp of untracked old-version reads.
+            Protocol::ErmiaSsi => 3,
+            p if p.stamped() => 2,
+            _ => 0,
         }
     }
 
@@ -431,6 +433,10 @@ pub struct Config {
     pub(crate) pacman_unordered: bool,
     /// `None`: the protocol's own choice (on where it can speculate).
     pub(crate) commit_dependencies: Option<bool>,
+    /// `ermia-ssi` only (`None`: on).
+    pub(crate) ermia_safe_retry: Option<bool>,
+    /// `ermia-ssi` only (`None`: off).
+    pub(crate) ermia_old_read_age: Option<u64>,
     pub(crate) procedures: ProcedureExec,
 }
 
@@ -472,6 +478,8 @@ impl Default for Config {
             #[cfg(test)]
             pacman_unordered: false,
             commit_dependencies: None,
+            ermia_safe_retry: None,
+            ermia_old_read_age: None,
             procedures: ProcedureExec::Compiled,
         }
     }
@@ -737,6 +745,38 @@ impl Config {
     pub fn get_log_manager(&self) -> LogManagerKind {
         self.log_manager
     }
+    /// ERMIA-SSI's safe retry (ERMIA §3.6; `ermia-ssi` only, default on): a transaction
+    /// that would be the pivot of a dangerous structure (it has s1: a version it read was
+    /// overwritten by a transaction that committed before it) and that overwrote a version
+    /// an in-flight transaction has read aborts at pre-commit, rather than commit and leave
+    /// that reader to abort. Its retry reads the committed overwriter's writes, so it does
+    /// not meet the same structure again; the reader is spared. Off: the reader aborts when
+    /// it commits (still serializable). Counted as `Stats::ssi_safe_retries`.
+    pub fn ermia_safe_retry(mut self, on: bool) -> Self {
+        self.ermia_safe_retry = Some(on);
+        self
+    }
+    /// Whether ERMIA-SSI's safe retry is on (`ermia_safe_retry`).
+    pub fn get_ermia_safe_retry(&self) -> bool {
+        self.protocol == Protocol::ErmiaSsi && self.ermia_safe_retry.unwrap_or(true)
+    }
+    /// ERMIA-SSI's read optimisation (ERMIA §3.6; `ermia-ssi` only, default off): a READ
+    /// ONLY transaction does not track its reads of versions committed at least `age`
+    /// timestamps before its begin ("old" versions). Such a read leaves the reader's begin
+    /// timestamp in the version's bstamp (the largest, one more word per version under
+    /// `ermia-ssi`) and checks at once whether the version was overwritten by a transaction
+    /// that committed with its s1 set; a writer of a version with a bstamp ≥ its own s1
+    /// aborts at pre-commit (`cc/ermia_ssi.rs` says why that test is exact for read-only
+    /// readers). Counted as `Stats::ssi_untracked_reads` and `ssi_old_read_aborts`.
+    pub fn ermia_old_read_age(mut self, age: u64) -> Self {
+        self.ermia_old_read_age = Some(age);
+        self
+    }
+    /// ERMIA-SSI's old-version age threshold, if the read optimisation is on.
+    pub fn get_ermia_old_read_age(&self) -> Option<u64> {
+        self.ermia_old_read_age
+            .filter(|_| self.protocol == Protocol::ErmiaSsi)
+    }
     /// Whether commit dependencies are on (`commit_dependencies`; unset, on exactly where
     /// the protocol can take them).
     pub fn get_commit_dependencies(&self) -> bool {
@@ -812,6 +852,22 @@ impl Config {
                  instead: leave them unset or off",
                 self.protocol
             )));
+        }
+        if self.protocol != Protocol::ErmiaSsi {
+            for (set, what) in [
+                (self.ermia_safe_retry.is_some(), "safe retry"),
+                (
+                    self.ermia_old_read_age.is_some(),
+                    "the old-version read optimisation",
+                ),
+            ] {
+                if set {
+                    return Err(Error::InvalidConfig(format!(
+                        "{what} (ERMIA §3.6) belongs to protocol `ermia-ssi`, not `{}`",
+                        self.protocol
+                    )));
+                }
+            }
         }
         // The source is built again by `Database::open`; this refuses the unbuilt ones.
         self.timestamps.source()?;

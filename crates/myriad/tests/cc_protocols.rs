@@ -375,11 +375,19 @@ fn write_skew(db: &Database, t: &TableRef) -> Result<()> {
 /// ERMIA's SSI aborts every dangerous structure T1 → T2 → T3 whose T3 committed first, cycle
 /// or not; SSN only where the exclusion window closes. Here T1 read x, T2 read y and replaced
 /// x, T3 replaced y and committed first, then T2: the serial order T1, T2, T3 exists, so SSN
-/// commits T1, while ERMIA-SSI aborts it (it meets x's s2 when it commits).
+/// commits T1, while ERMIA-SSI aborts it (it meets x's s2 when it commits). (ERMIA-SSI's
+/// safe retry, off here, would abort T2 instead: T1 is in flight when T2 commits.)
 #[test]
 fn ermia_ssi_aborts_a_dangerous_structure_that_ssn_lets_commit() {
     for p in [Protocol::Ssn, Protocol::ErmiaSsi, Protocol::Ssi] {
-        let (db, t) = open_with(p);
+        let (db, t) = if p == Protocol::ErmiaSsi {
+            let db = Database::open(config_for(p).ermia_safe_retry(false)).unwrap();
+            let t = kv(&db);
+            load(&db, &t, 0..5);
+            (db, t)
+        } else {
+            open_with(p)
+        };
         let mut t1 = db.begin().unwrap();
         assert_eq!(val(&mut t1, &t, 0), Some(0));
         let mut t2 = db.begin().unwrap();
@@ -409,6 +417,106 @@ fn ermia_ssi_aborts_a_dangerous_structure_that_ssn_lets_commit() {
         t1.commit().unwrap();
         t2.update(&t, &0i64, &[(1, 10i64)]).unwrap();
         assert_eq!(reason(t2.commit()), AbortReason::Exclusion, "{p}");
+    }
+}
+
+/// ERMIA-SSI's safe retry (ERMIA §3.6): T2 read x, which T3 replaced and committed (T2 has
+/// s1), and replaces y, which the in-flight T1 read. On, T2 aborts at pre-commit and T1
+/// commits; off, T2 commits and T1 aborts when it commits (it meets y's s2). Either way one
+/// of the structure's transactions aborts; safe retry picks the one whose retry is safe.
+#[test]
+fn ermia_ssi_safe_retry_aborts_the_pivot_instead_of_its_reader() {
+    for on in [true, false] {
+        let db = Database::open(config_for(Protocol::ErmiaSsi).ermia_safe_retry(on)).unwrap();
+        let t = kv(&db);
+        load(&db, &t, 0..5);
+        let mut t1 = db.begin().unwrap();
+        assert_eq!(val(&mut t1, &t, 1), Some(1));
+        let mut t2 = db.begin().unwrap();
+        assert_eq!(val(&mut t2, &t, 0), Some(0));
+        let mut t3 = db.begin().unwrap();
+        t3.update(&t, &0i64, &[(1, 10i64)]).unwrap();
+        t3.commit().unwrap();
+        t2.update(&t, &1i64, &[(1, 11i64)]).unwrap();
+        if on {
+            assert_eq!(reason(t2.commit()), AbortReason::Exclusion);
+            t1.commit().unwrap();
+            assert_eq!(db.stats().ssi_safe_retries, 1);
+        } else {
+            t2.commit().unwrap();
+            assert_eq!(reason(t1.commit()), AbortReason::Exclusion);
+            assert_eq!(db.stats().ssi_safe_retries, 0);
+        }
+    }
+}
+
+/// ERMIA-SSI's old-version reads (ERMIA §3.6): a READ ONLY transaction leaves old versions
+/// out of its read set, so the writer of such a version and the reader itself take over
+/// its pre-commit checks. T2 read x, T3 replaced x and committed (T2's s1 = T3's stamp).
+/// - A reader R that began after T3 committed and read y untracked makes T2, replacing y,
+///   the pivot of R → T2 → T3: T2 aborts (R's bstamp ≥ s1).
+/// - One that began before T3 committed cannot close a cycle through T2: T2 commits (the
+///   test is not one timestamp too eager).
+/// - A reader that begins after T3 but before T2 committed, and reads y once T2 did, meets
+///   y's s2 (T3's stamp ≤ its begin) and aborts at the read, as T1.
+#[test]
+fn ermia_ssi_untracked_old_reads_move_the_checks_to_writer_and_read() {
+    let open = || {
+        let db = Database::open(config_for(Protocol::ErmiaSsi).ermia_old_read_age(0)).unwrap();
+        let t = kv(&db);
+        load(&db, &t, 0..5);
+        (db, t)
+    };
+    let ro = read_only(Protocol::ErmiaSsi);
+    // The writer's test.
+    let (db, t) = open();
+    let mut t2 = db.begin().unwrap();
+    assert_eq!(val(&mut t2, &t, 0), Some(0));
+    let mut t3 = db.begin().unwrap();
+    t3.update(&t, &0i64, &[(1, 10i64)]).unwrap();
+    t3.commit().unwrap();
+    let mut r = db.begin_with(ro).unwrap();
+    assert_eq!(val(&mut r, &t, 1), Some(1));
+    assert_eq!(val(&mut r, &t, 0), Some(10));
+    r.commit().unwrap();
+    assert_eq!(db.stats().ssi_untracked_reads, 2);
+    t2.update(&t, &1i64, &[(1, 11i64)]).unwrap();
+    assert_eq!(reason(t2.commit()), AbortReason::Exclusion);
+    assert_eq!(db.stats().ssi_old_read_aborts, 1);
+    // A reader that began before T3 committed: no cycle, T2 commits.
+    let (db, t) = open();
+    let mut t2 = db.begin().unwrap();
+    assert_eq!(val(&mut t2, &t, 0), Some(0));
+    let mut r = db.begin_with(ro).unwrap();
+    let mut t3 = db.begin().unwrap();
+    t3.update(&t, &0i64, &[(1, 10i64)]).unwrap();
+    t3.commit().unwrap();
+    assert_eq!(val(&mut r, &t, 1), Some(1));
+    assert_eq!(val(&mut r, &t, 0), Some(0));
+    r.commit().unwrap();
+    t2.update(&t, &1i64, &[(1, 11i64)]).unwrap();
+    t2.commit().unwrap();
+    assert_eq!(db.stats().ssi_old_read_aborts, 0);
+    // The reader's own test at the read.
+    let (db, t) = open();
+    let mut t2 = db.begin().unwrap();
+    assert_eq!(val(&mut t2, &t, 0), Some(0));
+    let mut t3 = db.begin().unwrap();
+    t3.update(&t, &0i64, &[(1, 10i64)]).unwrap();
+    t3.commit().unwrap();
+    let mut r = db.begin_with(ro).unwrap();
+    t2.update(&t, &1i64, &[(1, 11i64)]).unwrap();
+    t2.commit().unwrap();
+    assert_eq!(val(&mut r, &t, 0), Some(10));
+    assert_eq!(reason(r.get(&t, &1i64)), AbortReason::Exclusion);
+    assert_eq!(db.stats().ssi_old_read_aborts, 1);
+    // The knobs belong to ermia-ssi alone.
+    for c in [
+        config_for(Protocol::Ssn).ermia_old_read_age(0),
+        config_for(Protocol::Ssn).ermia_safe_retry(true),
+    ] {
+        let e = open_err(c);
+        assert!(e.to_string().contains("ermia-ssi"), "{e}");
     }
 }
 

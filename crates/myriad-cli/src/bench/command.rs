@@ -58,6 +58,12 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
     if let Some(on) = b.commit_deps {
         config = config.commit_dependencies(on);
     }
+    if let Some(on) = b.ermia_safe_retry {
+        config = config.ermia_safe_retry(on);
+    }
+    if let Some(age) = b.ermia_old_age {
+        config = config.ermia_old_read_age(age);
+    }
     // One transaction-table slot per worker at least.
     if b.threads > 256 {
         config = config.max_concurrent_txns(b.threads);
@@ -191,6 +197,8 @@ fn refuse_for_baseline(engine: Engine, b: &BenchArgs, extra: &[(&str, bool)]) {
         ("--storage", b.storage.is_some()),
         ("--isolation", b.isolation() != Isolation::Serializable),
         ("--commit-deps", b.commit_deps.is_some()),
+        ("--ermia-safe-retry", b.ermia_safe_retry.is_some()),
+        ("--ermia-old-age", b.ermia_old_age.is_some()),
         ("--procedures", b.procedures != ProcedureExec::Compiled),
         ("--gc", b.gc != GcPolicy::Txn),
         ("--gc-threads", b.gc_threads != 1),

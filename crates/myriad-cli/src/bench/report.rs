@@ -65,6 +65,11 @@ pub struct Report {
     /// `hybrid`: transactions run under 2PL (retries of a validation failure) per committed
     /// transaction.
     pub hybrid_2pl_per_txn: f64,
+    /// `ermia-ssi` (ERMIA §3.6), per committed transaction: pivots aborted by safe retry,
+    /// READ ONLY reads of old versions left untracked, aborts those untracked reads caused.
+    pub ssi_safe_retries_per_txn: f64,
+    pub ssi_untracked_reads_per_txn: f64,
+    pub ssi_old_read_aborts_per_txn: f64,
     /// Time to create and load the tables.
     pub load_s: f64,
     /// What the workload itself observed (outcome counts, its invariant check), in its order.
@@ -255,6 +260,9 @@ pub struct Fidelity {
     /// Commit dependencies (`Config::commit_dependencies`): "on", "off", or "n/a" where the
     /// protocol always waits.
     pub commit_deps: String,
+    /// ERMIA-SSI's optimisations (`--ermia-safe-retry`, `--ermia-old-age`), "n/a" under
+    /// other protocols.
+    pub ermia_ssi: String,
     pub gc: String,
     /// With GC on: a worker collects after this many of its commits.
     pub gc_interval_txns: u32,
@@ -295,6 +303,22 @@ impl Fidelity {
                 (false, _) => "n/a",
             }
             .into(),
+            ermia_ssi: if config.get_protocol() == myriad::Protocol::ErmiaSsi {
+                format!(
+                    "safe retry {}, old-version reads {}",
+                    if config.get_ermia_safe_retry() {
+                        "on"
+                    } else {
+                        "off"
+                    },
+                    match config.get_ermia_old_read_age() {
+                        Some(age) => format!("untracked at age >= {age}"),
+                        None => "tracked".into(),
+                    }
+                )
+            } else {
+                "n/a".into()
+            },
             gc: config.get_gc().name().into(),
             gc_interval_txns: config.get_gc_interval_txns(),
             gc_threads: config.get_gc_threads(),
@@ -339,6 +363,7 @@ impl Fidelity {
             ("protocol", Json::from(self.protocol.clone())),
             ("isolation", Json::from(self.isolation.clone())),
             ("commit_deps", Json::from(self.commit_deps.clone())),
+            ("ermia_ssi", Json::from(self.ermia_ssi.clone())),
             ("gc", Json::from(self.gc.clone())),
             ("gc_interval_txns", Json::from(self.gc_interval_txns)),
             ("gc_threads", Json::from(self.gc_threads)),
@@ -475,6 +500,9 @@ impl Report {
             commit_deps_per_txn: per_txn(d(|s| s.commit_deps)),
             commit_dep_waits_per_txn: per_txn(d(|s| s.commit_dep_waits)),
             hybrid_2pl_per_txn: per_txn(d(|s| s.hybrid_2pl)),
+            ssi_safe_retries_per_txn: per_txn(d(|s| s.ssi_safe_retries)),
+            ssi_untracked_reads_per_txn: per_txn(d(|s| s.ssi_untracked_reads)),
+            ssi_old_read_aborts_per_txn: per_txn(d(|s| s.ssi_old_read_aborts)),
             load_s: i.load_s,
             results: i.results,
             fidelity: i.fidelity,
@@ -642,6 +670,15 @@ impl Report {
                 o,
                 "  hybrid       2PL retries/txn {:.4} (after a validation failure)",
                 self.hybrid_2pl_per_txn
+            )?;
+        }
+        if self.fidelity.protocol == "ermia-ssi" {
+            writeln!(
+                o,
+                "  ermia-ssi    safe retries/txn {:.4};  untracked old reads/txn {:.2} (aborts they caused/txn {:.4})",
+                self.ssi_safe_retries_per_txn,
+                self.ssi_untracked_reads_per_txn,
+                self.ssi_old_read_aborts_per_txn
             )?;
         }
         self.write_results_and_fidelity(o)

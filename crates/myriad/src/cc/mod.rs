@@ -403,6 +403,16 @@ pub(crate) fn on_read(
         Protocol::Mv2pl => mv2pl::read_lock(tx, &mut sc.mv2pl, v),
         Protocol::Mv2plWait => mv2pl::wait_read_lock(tx, &mut sc.mv2pl, v),
         Protocol::TwoPl => twopl::on_read(tx, &mut sc.mv2pl, v),
+        Protocol::ErmiaSsi
+            if tx.read_only
+                && tx
+                    .db
+                    .config
+                    .get_ermia_old_read_age()
+                    .is_some_and(|age| ermia_ssi::is_old(r, tx.begin_ts, age)) =>
+        {
+            ermia_ssi::on_old_read(tx, r)
+        }
         Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => {
             ssn::on_read(tx, &mut c.ssn, r);
             tx.sets.read_set.push(v);

@@ -61,9 +61,8 @@
 //!
 //! The end timestamp of a committed overwriter is its s1 contribution (ERMIA copies it into
 //! the version because its TIDs are recycled; ours stay in the End field), so the two words
-//! are rstamp and s2. ERMIA's preference to abort a pivot that has in-flight readers ("safe
-//! retry") is not needed for correctness — such a reader meets s2 when it commits — and is
-//! not built, nor the old-version read optimisation (bstamp).
+//! are rstamp and s2. ERMIA's safe retry and old-version read optimisation are in
+//! `ermia_ssi.rs`.
 
 use crate::error::AbortReason;
 use crate::storage::Table;
@@ -168,6 +167,31 @@ fn wait_out_readers(txns: &TxnTable, me: usize, bitmap: u64, c: u64) {
             }
         }
     }
+}
+
+/// Whether a slot of `bitmap`'s bits (other than ours) runs a transaction that is still in
+/// flight for a committer with stamp `c`: Active, or in pre-commit with a larger stamp
+/// (call after `wait_out_readers`). A bit says the slot read the version at some time, not
+/// that its current transaction did: the answer errs towards yes, as ERMIA's does.
+pub(crate) fn has_inflight_reader(txns: &TxnTable, me: usize, bitmap: u64, c: u64) -> bool {
+    let n = txns.len();
+    let mut bits = bitmap;
+    while bits != 0 {
+        let b = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        for s in (b..n).step_by(64).filter(|&s| s != me) {
+            let id = txns.slot(s).txn_id.load(Ordering::Acquire);
+            if id == 0 {
+                continue;
+            }
+            match txns.state_of(TxnId(id)) {
+                TxnState::Active | TxnState::PreparingPending => return true,
+                TxnState::Preparing(ts) if ts.get() > c => return true,
+                _ => {}
+            }
+        }
+    }
+    false
 }
 
 /// Who overwrote a version we read, as seen by a transaction with commit stamp `c`.

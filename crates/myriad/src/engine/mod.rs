@@ -79,6 +79,15 @@ pub struct Stats {
     pub commit_dep_waits: u64,
     /// `hybrid`: transactions run under 2PL because they retried a validation failure.
     pub hybrid_2pl: u64,
+    /// `ermia-ssi`: would-be pivots aborted at pre-commit because they overwrote a version
+    /// an in-flight transaction read (safe retry, `Config::ermia_safe_retry`).
+    pub ssi_safe_retries: u64,
+    /// `ermia-ssi`: reads of old versions by READ ONLY transactions left out of the read set
+    /// (`Config::ermia_old_read_age`).
+    pub ssi_untracked_reads: u64,
+    /// `ermia-ssi`: aborts the old-version read optimisation caused (a reader that met a
+    /// committed overwriter with s1 set, a writer that met a bstamp at or above its s1).
+    pub ssi_old_read_aborts: u64,
     /// GC `coop`: versions readers cut from the chains they walked (a part of
     /// `versions_reclaimed`; the rest is the background full passes').
     pub versions_cut_by_readers: u64,
@@ -540,6 +549,9 @@ impl Database {
             s.commit_deps += l(&st.commit_deps);
             s.commit_dep_waits += l(&st.commit_dep_waits);
             s.hybrid_2pl += l(&st.hybrid_2pl);
+            s.ssi_safe_retries += l(&st.ssi_safe_retries);
+            s.ssi_untracked_reads += l(&st.ssi_untracked_reads);
+            s.ssi_old_read_aborts += l(&st.ssi_old_read_aborts);
             s.versions_cut_by_readers += l(&st.versions_cut_by_readers);
         }
         let spaces = crate::version::space::stats();

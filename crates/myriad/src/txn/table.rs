@@ -101,6 +101,11 @@ pub(crate) struct SlotStats {
     pub commit_dep_waits: AtomicU64,
     pub hybrid_2pl: AtomicU64,
     pub versions_cut_by_readers: AtomicU64,
+    /// ERMIA-SSI (`cc/ermia_ssi.rs`): pivots aborted by safe retry, READ ONLY reads of old
+    /// versions left untracked, and writers aborted by an old version's bstamp.
+    pub ssi_safe_retries: AtomicU64,
+    pub ssi_untracked_reads: AtomicU64,
+    pub ssi_old_read_aborts: AtomicU64,
 }
 
 /// Hekaton's register-and-report commit dependencies (§2.7), per slot.
