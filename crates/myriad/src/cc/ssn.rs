@@ -143,10 +143,9 @@ pub(crate) fn on_scan(tx: &TxnCtx<'_>, t: &Table, index: u16) {
     mark(tx, &t.scanners[i]);
 }
 
-/// Waits until no transaction in a slot of `bitmap`'s bits (other than ours) is in
-/// pre-commit with a commit stamp below `c`: afterwards every such reader that committed
-/// has raised the pstamp it protects.
-fn wait_out_readers(txns: &TxnTable, me: usize, bitmap: u64, c: u64) {
+/// The transactions running in the slots of `bitmap`'s bits (slot `i` has bit `i mod 64`),
+/// other than slot `me`'s, until `f` returns true (then true).
+fn any_in_slots(txns: &TxnTable, me: usize, bitmap: u64, mut f: impl FnMut(TxnId) -> bool) -> bool {
     let n = txns.len();
     let mut bits = bitmap;
     while bits != 0 {
@@ -154,19 +153,28 @@ fn wait_out_readers(txns: &TxnTable, me: usize, bitmap: u64, c: u64) {
         bits &= bits - 1;
         for s in (b..n).step_by(64).filter(|&s| s != me) {
             let id = txns.slot(s).txn_id.load(Ordering::Acquire);
-            if id == 0 {
-                continue;
-            }
-            let backoff = Backoff::new();
-            loop {
-                match txns.state_of(TxnId(id)) {
-                    TxnState::PreparingPending => backoff.snooze(),
-                    TxnState::Preparing(ts) if ts.get() < c => backoff.snooze(),
-                    _ => break,
-                }
+            if id != 0 && f(TxnId(id)) {
+                return true;
             }
         }
     }
+    false
+}
+
+/// Waits until no transaction in a slot of `bitmap`'s bits (other than ours) is in
+/// pre-commit with a commit stamp below `c`: afterwards every such reader that committed
+/// has raised the pstamp it protects.
+fn wait_out_readers(txns: &TxnTable, me: usize, bitmap: u64, c: u64) {
+    any_in_slots(txns, me, bitmap, |id| {
+        let backoff = Backoff::new();
+        loop {
+            match txns.state_of(id) {
+                TxnState::PreparingPending => backoff.snooze(),
+                TxnState::Preparing(ts) if ts.get() < c => backoff.snooze(),
+                _ => return false,
+            }
+        }
+    });
 }
 
 /// Whether a slot of `bitmap`'s bits (other than ours) runs a transaction that is still in
@@ -174,24 +182,11 @@ fn wait_out_readers(txns: &TxnTable, me: usize, bitmap: u64, c: u64) {
 /// (call after `wait_out_readers`). A bit says the slot read the version at some time, not
 /// that its current transaction did: the answer errs towards yes, as ERMIA's does.
 pub(crate) fn has_inflight_reader(txns: &TxnTable, me: usize, bitmap: u64, c: u64) -> bool {
-    let n = txns.len();
-    let mut bits = bitmap;
-    while bits != 0 {
-        let b = bits.trailing_zeros() as usize;
-        bits &= bits - 1;
-        for s in (b..n).step_by(64).filter(|&s| s != me) {
-            let id = txns.slot(s).txn_id.load(Ordering::Acquire);
-            if id == 0 {
-                continue;
-            }
-            match txns.state_of(TxnId(id)) {
-                TxnState::Active | TxnState::PreparingPending => return true,
-                TxnState::Preparing(ts) if ts.get() > c => return true,
-                _ => {}
-            }
-        }
-    }
-    false
+    any_in_slots(txns, me, bitmap, |id| match txns.state_of(id) {
+        TxnState::Active | TxnState::PreparingPending => true,
+        TxnState::Preparing(ts) => ts.get() > c,
+        _ => false,
+    })
 }
 
 /// Who overwrote a version we read, as seen by a transaction with commit stamp `c`.
