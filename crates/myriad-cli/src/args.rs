@@ -326,6 +326,10 @@ pub(crate) struct YcsbArgs {
     /// Fig. 5.13 sweeps it).
     #[arg(long, value_name = "P", conflicts_with = "mix", value_parser = clap::value_parser!(u32).range(0..=100))]
     pub(crate) update_pct: Option<u32>,
+    /// Exactly this many of the `--ops` operations are updates, the others reads (Hekaton
+    /// §5.1's R reads and W writes: `--ops 12 --writes-per-txn 2`), instead of --mix.
+    #[arg(long, value_name = "W", conflicts_with_all = ["mix", "update_pct"])]
+    pub(crate) writes_per_txn: Option<u64>,
     /// Zipfian skew θ in [0, 1); 0 is uniform (DBx1000's default is 0.6).
     #[arg(long, value_name = "F", default_value_t = 0.6, allow_negative_numbers = true, value_parser = parse_theta)]
     pub(crate) theta: f64,

@@ -24,7 +24,7 @@ fn read_json(p: &Path) -> Value {
     serde_json::from_str(&text).expect("valid JSON")
 }
 
-const RUNNABLE: [&str; 11] = [
+const RUNNABLE: [&str; 19] = [
     "non-inline",
     "chain-order",
     "footprint",
@@ -36,6 +36,14 @@ const RUNNABLE: [&str; 11] = [
     "gc-tuple-vs-txn",
     "index-pointers",
     "configurations",
+    "protocols-scaling",
+    "protocols-contention",
+    "protocols-heterogeneous",
+    "protocols-tpcc",
+    "hekaton-scaling",
+    "hekaton-isolation",
+    "hekaton-tatp",
+    "ermia-tpcc",
 ];
 
 /// A time-series panel's mean for the series `label`.
@@ -89,12 +97,19 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
                 assert!(svg.contains(s["label"].as_str().unwrap()));
                 for pt in s["points"].as_array().unwrap() {
                     let cmd = pt["command"].as_str().unwrap();
+                    let protocol_study = name.starts_with("protocols-")
+                        || name.contains("hekaton")
+                        || name.starts_with("ermia-");
                     assert!(
                         cmd.starts_with("myriad bench ycsb --protocol mvto")
-                            || cmd.starts_with("myriad bench tpcc --warehouses 1"),
+                            || cmd.starts_with("myriad bench tpcc --warehouses 1")
+                            || (protocol_study
+                                && ["ycsb", "tpcc", "tatp"]
+                                    .iter()
+                                    .any(|w| cmd.starts_with(&format!("myriad bench {w} ")))),
                         "{cmd}"
                     );
-                    if p["y"] == "txn/s" {
+                    if p["y"] == "txn/s" || p["y"] == "read-write txn/s" {
                         let v = pt["median"].as_f64().or(pt["mean"].as_f64()).unwrap();
                         assert!(v > 0.0, "{name}: {cmd}: {v}");
                     }
@@ -120,6 +135,33 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
         let cmd = s["points"][0]["command"].as_str().unwrap();
         let storage = s["label"].as_str().unwrap().to_lowercase();
         assert!(cmd.contains(&format!("--storage {storage}")), "{cmd}");
+    }
+
+    // The protocol studies: every series is its protocol's own runs; Table 3's MV/O has all
+    // three levels and so does MV/L, 1V Serializable only; ERMIA's TPC-C is TPCC-fixed.
+    let h = read_json(&dir.join("hekaton-isolation.json"));
+    for s in h["panels"][0]["series"].as_array().unwrap() {
+        let points = s["points"].as_array().unwrap();
+        let want = if s["label"] == "1V (2pl)" { 1 } else { 3 };
+        assert_eq!(points.len(), want, "{}", s["label"]);
+    }
+    let e = read_json(&dir.join("ermia-tpcc.json"));
+    for s in e["panels"][0]["series"].as_array().unwrap() {
+        let cmd = s["points"][0]["command"].as_str().unwrap();
+        assert!(cmd.contains("--remote-pct 1"), "{cmd}");
+    }
+    let het = read_json(&dir.join("protocols-heterogeneous.json"));
+    let ro = het["panels"].as_array().unwrap().iter().find(|p| {
+        p["y"] == "read-only txn/s" && p["title"].as_str().unwrap().contains("with READ ONLY")
+    });
+    for s in ro.expect("a read-only panel with the hint")["series"]
+        .as_array()
+        .unwrap()
+    {
+        let v = s["points"][0]["median"]
+            .as_f64()
+            .or(s["points"][0]["mean"].as_f64());
+        assert!(v.unwrap() > 0.0, "{}: no read-only commits", s["label"]);
     }
 
     // Memory spaces: the spaced runs take a space lock for every version they allocate or
@@ -281,7 +323,7 @@ fn list_names_every_experiment_as_runnable() {
     let o = myriad(&["experiment", "list"]);
     let list = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success());
-    assert_eq!(list.lines().count(), 12, "{list}");
+    assert_eq!(list.lines().count(), 20, "{list}");
     for name in RUNNABLE {
         assert!(
             list.lines().any(

@@ -821,7 +821,14 @@ impl Config {
             Protocol::Si | Protocol::ErmiaSi => &[Isolation::Snapshot],
             // Timestamp order and two-phase locking serialize every transaction; they have no
             // weaker mode that would differ (thesis §5.3.1, §5.3.3).
-            Protocol::Mvto | Protocol::Mv2pl | Protocol::Mv2plWait => &[Isolation::Serializable],
+            Protocol::Mvto | Protocol::Mv2pl => &[Isolation::Serializable],
+            // Hekaton Table 3 runs its pessimistic scheme at RC (no read locks), RR (read
+            // locks) and Serializable (read and range locks).
+            Protocol::Mv2plWait => &[
+                Isolation::ReadCommitted,
+                Isolation::RepeatableRead,
+                Isolation::Serializable,
+            ],
             // SSN makes snapshot isolation serializable; without it, it is `si`.
             Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => &[Isolation::Serializable],
             // Silo validates every read; it has no snapshot to offer weaker levels on.

@@ -41,7 +41,14 @@ const LEVELS: &[(Protocol, &[Isolation])] = &[
     ),
     (Protocol::Mvto, &[Isolation::Serializable]),
     (Protocol::Mv2pl, &[Isolation::Serializable]),
-    (Protocol::Mv2plWait, &[Isolation::Serializable]),
+    (
+        Protocol::Mv2plWait,
+        &[
+            Isolation::ReadCommitted,
+            Isolation::RepeatableRead,
+            Isolation::Serializable,
+        ],
+    ),
     (Protocol::Si, &[Isolation::Snapshot]),
     (Protocol::ErmiaSi, &[Isolation::Snapshot]),
     (Protocol::Ssn, &[Isolation::Serializable]),
@@ -1376,6 +1383,84 @@ fn mv2pl_wait_updates_eagerly_and_waits_at_precommit() {
     let mut r = db.begin().unwrap();
     assert_eq!(range(&mut r, 0, 100).unwrap(), 7);
     assert_eq!(val(&mut r, &t, 0), Some(1));
+}
+
+/// `mv2pl-wait` at Hekaton Table 3's three levels (§4.2): Read Committed takes no read
+/// locks (a writer's commit does not wait for a reader), Repeatable Read does (it waits) but
+/// no range locks (an insert into a range it scanned commits at once), Serializable both.
+/// Each reads the latest committed version, not its begin-time snapshot: a row committed
+/// after it began is read (and locked) rather than aborting it.
+#[test]
+fn mv2pl_wait_offers_rc_rr_and_serializable_as_hekaton_table_3() {
+    for level in [
+        Isolation::ReadCommitted,
+        Isolation::RepeatableRead,
+        Isolation::Serializable,
+    ] {
+        let db = Database::open(config_for(Protocol::Mv2plWait).isolation(level)).unwrap();
+        let t = kv(&db);
+        load(&db, &t, 0..5);
+        // Reads see what committed after the begin.
+        let mut r = db.begin().unwrap();
+        let mut w = db.begin().unwrap();
+        w.update(&t, &4i64, &[(1, 40i64)]).unwrap();
+        w.commit().unwrap();
+        assert_eq!(val(&mut r, &t, 4), Some(40), "{level}");
+        r.commit().unwrap();
+        // A read-locked row: the writer's commit waits at RR and SER only.
+        let mut r = db.begin().unwrap();
+        assert_eq!(val(&mut r, &t, 1), Some(1));
+        std::thread::scope(|s| {
+            let (waited, res) = waits_until(
+                s,
+                |ready| {
+                    let mut w = db.begin().unwrap();
+                    w.update(&t, &1i64, &[(1, 10i64)])?;
+                    ready();
+                    w.commit()
+                },
+                || {},
+                || r.commit().unwrap(),
+            );
+            assert_eq!(
+                waited,
+                level != Isolation::ReadCommitted,
+                "{level}: read lock"
+            );
+            res.unwrap();
+        });
+        // A scanned range: an insert into it waits at SER only.
+        let mut sc = db.begin().unwrap();
+        let n = sc
+            .scan(
+                &t,
+                Bound::Included(&0i64),
+                Bound::Included(&100i64),
+                ScanOptions::default(),
+                |_| true,
+            )
+            .unwrap();
+        assert_eq!(n, 5);
+        std::thread::scope(|s| {
+            let (waited, res) = waits_until(
+                s,
+                |ready| {
+                    let mut w = db.begin().unwrap();
+                    w.insert(&t, &(50i64, 0i64, 50i64, 0i64))?;
+                    ready();
+                    w.commit()
+                },
+                || {},
+                || sc.commit().unwrap(),
+            );
+            assert_eq!(
+                waited,
+                level == Isolation::Serializable,
+                "{level}: range lock"
+            );
+            res.unwrap();
+        });
+    }
 }
 
 /// Secondary entries follow key changes under every protocol and both kinds of logical index

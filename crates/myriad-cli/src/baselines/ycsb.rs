@@ -384,6 +384,7 @@ mod tests {
                 layout,
                 attrs: 10,
                 update_pct: None,
+                writes_per_txn: None,
                 attrs_read: 10,
                 attrs_modified: 1,
                 secondary_indexes: 0,

@@ -133,6 +133,7 @@ pub(crate) fn bench_ycsb(a: YcsbArgs) -> ExitCode {
         layout: a.row_layout,
         attrs: a.attrs as usize,
         update_pct: a.update_pct,
+        writes_per_txn: a.writes_per_txn.map(|w| w as usize),
         attrs_read: a.attrs_read as usize,
         attrs_modified: a.attrs_modified as usize,
         secondary_indexes: a.secondary_indexes as usize,

@@ -12,6 +12,7 @@
 //! series says which (`Spec::partial`).
 
 mod plot;
+mod protocols;
 
 use crate::bench::{progress_bar, progress_enabled};
 use clap::{Args, ValueEnum};
@@ -69,6 +70,14 @@ enum Name {
     GcTupleVsTxn,
     IndexPointers,
     Configurations,
+    ProtocolsScaling,
+    ProtocolsContention,
+    ProtocolsHeterogeneous,
+    ProtocolsTpcc,
+    HekatonScaling,
+    HekatonIsolation,
+    HekatonTatp,
+    ErmiaTpcc,
     Baselines,
 }
 
@@ -99,6 +108,11 @@ enum Metric {
     SpaceLocksPerTxn,
     /// Mean StockScan latency (TPC-C), against the point's x.
     StockScanUs,
+    /// Aborted attempts as a percentage of all attempts, against the point's x.
+    AbortPct,
+    /// Committed transactions of one type per second (its latency count over the measured
+    /// time), against the point's x: the read-write or read-only half of a mixed run.
+    TypeThroughput(&'static str),
 }
 
 impl Metric {
@@ -108,6 +122,12 @@ impl Metric {
             Metric::LiveMibOverTime => "live version MiB",
             Metric::SpaceLocksPerTxn => "space locks / txn",
             Metric::StockScanUs => "StockScan mean latency (us)",
+            Metric::AbortPct => "aborts (% of attempts)",
+            Metric::TypeThroughput(t) => match t {
+                "long_read_txn" => "read-only txn/s",
+                "update_txn" => "read-write txn/s",
+                _ => "txn/s of one type",
+            },
         }
     }
 
@@ -115,11 +135,16 @@ impl Metric {
     fn is_sweep(self) -> bool {
         matches!(
             self,
-            Metric::Throughput | Metric::SpaceLocksPerTxn | Metric::StockScanUs
+            Metric::Throughput
+                | Metric::SpaceLocksPerTxn
+                | Metric::StockScanUs
+                | Metric::AbortPct
+                | Metric::TypeThroughput(_)
         )
     }
 }
 
+#[derive(Clone)]
 struct Series {
     label: String,
     /// (x, the command's arguments after `myriad bench`). Time-series panels have one point.
@@ -225,6 +250,72 @@ const SPECS: &[Spec] = &[
                   scan latency",
         partial: Some("SAP HANA's hybrid GC (run with transaction-level GC)"),
         panels: configurations,
+    },
+    Spec {
+        name: "protocols-scaling",
+        figure: "5.6",
+        finding: "read-only YCSB: every protocol but SSN scales almost linearly; with 100 \
+                  operations throughput is ~30x lower and scales linearly",
+        partial: None,
+        panels: protocols::scaling,
+    },
+    Spec {
+        name: "protocols-contention",
+        figure: "5.7",
+        finding: "alike below theta 0.7; beyond it MVOCC loses ~50% read-intensive; \
+                  update-intensive only MV2PL differs",
+        partial: None,
+        panels: protocols::contention,
+    },
+    Spec {
+        name: "protocols-heterogeneous",
+        figure: "5.8-5.9",
+        finding: "without READ ONLY, MVTO's and MV2PL's read-write throughput drops as readers \
+                  are added and MVOCC starves readers; with it, read-only throughput is equal \
+                  and read-write stable, SSN best (1.6x MV2PL and MVTO), MVOCC worst",
+        partial: None,
+        panels: protocols::heterogeneous,
+    },
+    Spec {
+        name: "protocols-tpcc",
+        figure: "5.10",
+        finding: "MVTO 45-120% ahead of the others; SSN next; MVOCC aborts NewOrder, MV2PL \
+                  Payment",
+        partial: None,
+        panels: protocols::tpcc,
+    },
+    Spec {
+        name: "hekaton-scaling",
+        figure: "H4-H5",
+        finding: "Hekaton Figs. 4-5, R=10 W=2 at Read Committed: low contention 1V ahead, MV/L \
+                  30% below MV/O; on 1,000 rows MV/O slightly ahead of both locking schemes",
+        partial: Some("1V at Read Committed (2pl offers Serializable only)"),
+        panels: protocols::hekaton_scaling,
+    },
+    Spec {
+        name: "hekaton-isolation",
+        figure: "H-Table 3",
+        finding: "Hekaton Table 3: RR costs the locking schemes < 2%, MV/O 8%; Serializable \
+                  costs 1V 2%, MV/L 10%, MV/O 19%",
+        partial: Some("1V at Read Committed and Repeatable Read"),
+        panels: protocols::hekaton_isolation,
+    },
+    Spec {
+        name: "hekaton-tatp",
+        figure: "H-Table 4",
+        finding: "Hekaton Table 4, TATP at Read Committed: 1V 4,220,119, MV/L 3,129,816, MV/O \
+                  3,121,494 tx/s (1V 1.35x ahead, the two MV schemes equal)",
+        partial: Some("1V at Read Committed (2pl runs Serializable)"),
+        panels: protocols::hekaton_tatp,
+    },
+    Spec {
+        name: "ermia-tpcc",
+        figure: "E-TPC-C",
+        finding: "ERMIA Fig. 7 (right), TPCC-fixed (a home warehouse per worker, 1% remote): \
+                  ERMIA-SI 10% and ERMIA-SSI 20% behind Silo at peak (SSI costs 10% over SI); \
+                  ERMIA has no SSN series",
+        partial: None,
+        panels: protocols::ermia_tpcc,
     },
     Spec {
         name: BASELINES,
@@ -908,7 +999,11 @@ fn settings_json(s: &Scale) -> Json {
 /// own `--threads`).
 fn common_flags(s: &Scale, metric: Metric, args: &[String], json: &Path) -> Vec<String> {
     let duration = match metric {
-        Metric::Throughput | Metric::SpaceLocksPerTxn | Metric::StockScanUs => s.duration,
+        Metric::Throughput
+        | Metric::SpaceLocksPerTxn
+        | Metric::StockScanUs
+        | Metric::AbortPct
+        | Metric::TypeThroughput(_) => s.duration,
         Metric::ThroughputOverTime | Metric::LiveMibOverTime => s.series_duration,
     };
     let mut flags: Vec<String> = Vec::new();
@@ -965,6 +1060,15 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
                 .pointer("/latency_us/stock_scan")
                 .ok_or("report lacks latency_us.stock_scan")?;
             return Ok(vec![(x, num(l, "mean")?)]);
+        }
+        Metric::AbortPct => return Ok(vec![(x, 100.0 * num(report, "abort_rate")?)]),
+        Metric::TypeThroughput(t) => {
+            // A type that never committed has no latency entry.
+            let count = match report.pointer(&format!("/latency_us/{t}")) {
+                Some(l) => num(l, "count")?,
+                None => 0.0,
+            };
+            return Ok(vec![(x, count / num(report, "duration_s")?)]);
         }
         _ => {}
     }
@@ -1093,12 +1197,13 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
     for p in &panels {
         let mut series_json = Vec::new();
         let mut chart_series = Vec::new();
-        // Per round, the first series's figure at each x: the base of the ratios.
-        let mut base: Vec<Vec<f64>> = Vec::new();
+        // Per round, the first series's figure at each of its x: the base of the ratios (a
+        // series's point at an x the first series lacks has none).
+        let mut base: Vec<(f64, Vec<f64>)> = Vec::new();
         for (k, se) in p.series.iter().enumerate() {
             let mut points_json = Vec::new();
             let mut line = Vec::new();
-            for (j, (x, args)) in se.points.iter().enumerate() {
+            for (x, args) in &se.points {
                 let runs = &reports[index[args]];
                 let per_round: Vec<Vec<(f64, f64)>> = runs
                     .iter()
@@ -1119,11 +1224,12 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
                     .map(|r| r.iter().map(|f| f.1).sum::<f64>() / r.len().max(1) as f64)
                     .collect();
                 if k == 0 {
-                    base.push(summary.clone());
+                    base.push((*x, summary.clone()));
                 }
+                let base_here = base.iter().find(|(bx, _)| bx == x).map(|(_, b)| b);
                 let mut ratios: Vec<f64> = summary
                     .iter()
-                    .zip(&base[j])
+                    .zip(base_here.into_iter().flatten())
                     .filter(|(_, b)| **b > 0.0)
                     .map(|(v, b)| v / b)
                     .collect();

@@ -129,6 +129,9 @@ pub struct Params {
     pub attrs: usize,
     /// Percentage of update operations (`--update-pct`), overriding `mix`'s.
     pub update_pct: Option<u32>,
+    /// Exactly this many updates per transaction, the last of its `ops`
+    /// (`--writes-per-txn`), overriding `mix` and `update_pct`.
+    pub writes_per_txn: Option<usize>,
     pub attrs_read: usize,
     pub attrs_modified: usize,
     /// Ordered secondary indexes on `field0`.. (`--secondary-indexes`).
@@ -195,6 +198,12 @@ impl Params {
                 ));
             }
         }
+        if let Some(w) = self.writes_per_txn.filter(|&w| w > self.ops) {
+            return Err(format!(
+                "--writes-per-txn must be in 0..={} (--ops), got {w}",
+                self.ops
+            ));
+        }
         if let Some(u) = self.update_pct.filter(|&u| u > 100) {
             return Err(format!("--update-pct must be in 0..=100, got {u}"));
         }
@@ -204,9 +213,10 @@ impl Params {
     /// Percentage of operations that are reads: `--update-pct`'s complement if given, else
     /// the mix's.
     pub fn read_percent(&self) -> u32 {
-        match self.update_pct {
-            Some(u) => 100 - u.min(100),
-            None => self.mix.read_percent(),
+        match (self.writes_per_txn, self.update_pct) {
+            (Some(w), _) => (100 * (self.ops - w.min(self.ops)) / self.ops.max(1)) as u32,
+            (None, Some(u)) => 100 - u.min(100),
+            (None, None) => self.mix.read_percent(),
         }
     }
 }
@@ -443,9 +453,10 @@ pub(crate) fn fidelity_of(p: &Params) -> Vec<(&'static str, Json)> {
             "mix",
             json!(format!(
                 "{}: {}% read / {}% update per operation",
-                match p.update_pct {
-                    Some(_) => "--update-pct",
-                    None => p.mix.name(),
+                match (p.writes_per_txn, p.update_pct) {
+                    (Some(_), _) => "--writes-per-txn",
+                    (None, Some(_)) => "--update-pct",
+                    (None, None) => p.mix.name(),
                 },
                 read,
                 100 - read
@@ -454,6 +465,7 @@ pub(crate) fn fidelity_of(p: &Params) -> Vec<(&'static str, Json)> {
         ("read_pct", json!(read)),
         ("update_pct", json!(100 - read)),
         ("ops_per_txn", json!(p.ops)),
+        ("writes_per_txn", json!(p.writes_per_txn)),
         ("attrs", json!(p.attrs)),
         ("attrs_read_per_read", json!(p.attrs_read)),
         ("attrs_modified_per_update", json!(p.attrs_modified)),
@@ -628,12 +640,14 @@ impl Planner<'_> {
         self.seen.clear();
         let mut any_update = false;
         let read_pct = if self.long_reads { 100 } else { read_pct };
-        for _ in 0..ops {
+        for i in 0..ops {
             let key = self.draw_key() as i64;
-            let update = match read_pct {
-                100 => false,
-                0 => true,
-                pct => !self.rng.percent(pct),
+            let update = match (p.writes_per_txn, read_pct) {
+                _ if self.long_reads => false,
+                (Some(w), _) => i >= ops - w,
+                (None, 100) => false,
+                (None, 0) => true,
+                (None, pct) => !self.rng.percent(pct),
             };
             let attr = if spread {
                 self.rng.below(p.attrs as u64) as u8
@@ -768,6 +782,7 @@ mod tests {
             layout,
             attrs: ATTRS,
             update_pct: None,
+            writes_per_txn: None,
             attrs_read: 10,
             attrs_modified: 2,
             secondary_indexes: 0,
@@ -986,6 +1001,25 @@ mod tests {
             (25..=35).contains(&pct),
             "{pct}% updates for --update-pct 30"
         );
+    }
+
+    /// `--writes-per-txn W`: exactly W updates per transaction, the last W operations; more
+    /// than `--ops` is refused naming the flag.
+    #[test]
+    fn writes_per_txn_makes_exactly_that_many_updates() {
+        let mut p = params(1000, RowLayout::Int64x10);
+        (p.ops, p.writes_per_txn) = (12, Some(2));
+        let keygen = KeyGen::new(p.key_dist, p.rows, p.theta);
+        let mut planner = Planner::new(&p, &keygen, 0, 7);
+        for _ in 0..100 {
+            planner.next_txn();
+            let updates: Vec<bool> = planner.plan.iter().map(|o| o.update).collect();
+            assert_eq!(updates.iter().filter(|&&u| u).count(), 2);
+            assert!(updates[10] && updates[11]);
+        }
+        assert_eq!(p.read_percent(), 83);
+        p.writes_per_txn = Some(13);
+        assert!(p.validate().unwrap_err().contains("--writes-per-txn"));
     }
 
     #[test]

@@ -401,6 +401,8 @@ pub(crate) fn on_read(
     match tx.protocol {
         Protocol::Mvto => mvto::on_read(r, tx.begin_ts, tx.slot(), &resolver(tx, c)),
         Protocol::Mv2pl => mv2pl::read_lock(tx, &mut sc.mv2pl, v),
+        // Hekaton §4.2: no read locks below Repeatable Read.
+        Protocol::Mv2plWait if tx.isolation == Isolation::ReadCommitted => Ok(()),
         Protocol::Mv2plWait => mv2pl::wait_read_lock(tx, &mut sc.mv2pl, v),
         Protocol::TwoPl => twopl::on_read(tx, &mut sc.mv2pl, v),
         Protocol::ErmiaSsi

@@ -253,13 +253,11 @@ pub(crate) fn unique_holder(
                 }
             }
             None => {
-                let rt = tx
-                    .begin_ts
-                    .max(if tx.isolation == Isolation::ReadCommitted {
-                        tx.db.clock.now()
-                    } else {
-                        Timestamp::ZERO
-                    });
+                let rt = tx.begin_ts.max(if tx.reads_latest() {
+                    tx.db.clock.now()
+                } else {
+                    Timestamp::ZERO
+                });
                 if holds(r.visible_in_chain(head, rt, false)) {
                     out = UniqueCheck::Taken;
                 } else if holds(r.visible_in_chain(head, Timestamp::new(u64::MAX >> 2), false)) {

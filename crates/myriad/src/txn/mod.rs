@@ -482,10 +482,11 @@ impl<'db> Transaction<'db> {
         Ok(())
     }
 
-    /// Read time of the current statement: the begin timestamp, or now under Read Committed.
+    /// Read time of the current statement: the begin timestamp, or now under Read Committed
+    /// and `mv2pl-wait` (`TxnCtx::reads_latest`).
     #[inline]
     fn stmt_ts(&self) -> Timestamp {
-        if self.st.isolation == Isolation::ReadCommitted {
+        if self.st.reads_latest() {
             self.st.db.clock.now()
         } else {
             self.st.begin_ts

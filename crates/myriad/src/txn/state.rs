@@ -87,6 +87,17 @@ impl<'db> TxnCtx<'db> {
         self.db.txns.slot(self.slot_idx)
     }
 
+    /// Whether each statement reads as of now rather than as of the begin timestamp: Read
+    /// Committed, and `mv2pl-wait` at every level it offers (Hekaton §4.2: a pessimistic
+    /// transaction's logical read time is the current time; its read locks keep what it
+    /// read the latest version until it ends, so reading the latest is what 2PL serializes)
+    /// — but for a READ ONLY one, which reads its snapshot without locks (`tracks_reads`).
+    #[inline]
+    pub(crate) fn reads_latest(&self) -> bool {
+        self.isolation == crate::config::Isolation::ReadCommitted
+            || (self.protocol == crate::config::Protocol::Mv2plWait && self.tracks_reads)
+    }
+
     /// Single-version protocols: our buffered (private, not yet installed) write of `tid`, if
     /// any. A write record with a superseded version is buffered until commit; one without
     /// is an insert, which Silo makes at once (`cc/silo.rs`).

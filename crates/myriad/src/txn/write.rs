@@ -189,7 +189,7 @@ impl<'db> Transaction<'db> {
             }
             return Ok((head, false));
         }
-        let rt = if self.st.isolation == Isolation::ReadCommitted {
+        let rt = if self.st.reads_latest() {
             self.st.db.clock.now()
         } else {
             self.st.begin_ts
