@@ -63,6 +63,13 @@ pub(crate) enum Command {
         /// Graphviz dot).
         #[arg(long)]
         slices: bool,
+        /// Print Transaction Healing's static analysis instead (thesis §3.3, §3.4.5): each
+        /// procedure's dependency graph (key, value, condition, control and own-write edges,
+        /// UPDATEs that read their row, the loops around each operation) and the global
+        /// validation order of tables over all of them (with `--dot`, the graphs as Graphviz
+        /// dot).
+        #[arg(long, conflicts_with = "slices")]
+        healing: bool,
     },
     /// Recover a data directory (checkpoint, then the log up to the persistent epoch), print
     /// the time of each phase, and close it (with a fresh checkpoint).

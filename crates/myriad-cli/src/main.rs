@@ -72,7 +72,12 @@ fn main() -> ExitCode {
             isolation_or_strongest(isolation, protocol),
             data_dir.as_deref(),
         ),
-        Command::Explain { files, dot, slices } => explain::explain(&files, dot, slices),
+        Command::Explain {
+            files,
+            dot,
+            slices,
+            healing,
+        } => explain::explain(&files, dot, slices, healing),
         Command::IsolationTest(a) => isolation::run(a),
         Command::Experiment(a) => experiment::run(a),
         Command::Recover {
