@@ -203,6 +203,12 @@ pub(crate) struct BenchArgs {
     /// waiting. `false`: it waits. The other protocols always wait.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = ArgAction::Set)]
     pub(crate) commit_deps: bool,
+    /// UNSAFE, NOT SERIALIZABLE: `occ` or `silo` with read validation off (the thesis's OCC⁻
+    /// and SILO⁻, §3.5: an upper bound on what validation costs). Commits lock only what they
+    /// write and replace the row's current record, so concurrent updates can be lost; the
+    /// report's fidelity block says `validation: UNSAFE ...`. Refused for other protocols.
+    #[arg(long)]
+    pub(crate) unsafe_no_validation: bool,
     /// How stored procedures run: compiled (each procedure turned once into closures) or
     /// interpreted (the IR interpreter, the reference the compiled form is tested against).
     #[arg(long, value_name = "HOW", default_value = "compiled", value_parser = parse_choice::<ProcedureExec>)]
@@ -585,6 +591,7 @@ mod tests {
             "gc_threads",
             "memory_spaces",
             "commit_deps",
+            "unsafe_no_validation",
             "procedures",
             "json",
             "no_progress",

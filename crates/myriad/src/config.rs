@@ -431,6 +431,7 @@ pub struct Config {
     pub(crate) pacman_unordered: bool,
     pub(crate) commit_dependencies: bool,
     pub(crate) procedures: ProcedureExec,
+    pub(crate) unsafe_no_validation: bool,
 }
 
 impl Default for Config {
@@ -472,6 +473,7 @@ impl Default for Config {
             pacman_unordered: false,
             commit_dependencies: true,
             procedures: ProcedureExec::Compiled,
+            unsafe_no_validation: false,
         }
     }
 }
@@ -498,6 +500,19 @@ impl Config {
     /// fails to commit, as in Hekaton, where results are held back until commit.
     pub fn commit_dependencies(mut self, on: bool) -> Self {
         self.commit_dependencies = on;
+        self
+    }
+    /// The thesis's OCC⁻ and SILO⁻ (Wu 2017 §3.5, Figs. 3.8 and 3.10; default off): `occ` or
+    /// `silo` with read validation switched off, an upper bound on what validation costs.
+    /// **Not serializable.** A commit locks only the records it writes, in (table, tuple id)
+    /// order; reads and predicate reads are not re-checked, and a record written after a
+    /// read that a concurrent commit has since replaced is locked and replaced in its current
+    /// version (a lost update). A write still aborts when its row was deleted or holds
+    /// another transaction's uncommitted insert, and unique keys are still checked. With this
+    /// on, `occ` and `silo` run the same commit (they differ only in what validation locks).
+    /// Any other protocol is `Error::InvalidConfig` at open.
+    pub fn unsafe_no_validation(mut self, on: bool) -> Self {
+        self.unsafe_no_validation = on;
         self
     }
     /// Default isolation level of `Database::begin` (a transaction may ask for another).
@@ -682,6 +697,11 @@ impl Config {
         self.fsync
     }
 
+    /// Read validation is off (`unsafe_no_validation`: OCC⁻/SILO⁻).
+    pub fn get_unsafe_no_validation(&self) -> bool {
+        self.unsafe_no_validation
+    }
+
     /// The concurrency-control protocol (`protocol`).
     pub fn get_protocol(&self) -> Protocol {
         self.protocol
@@ -800,6 +820,13 @@ impl Config {
             return Err(unsupported("protocol", self.protocol.name()));
         }
         self.check_isolation(self.isolation)?;
+        if self.unsafe_no_validation && !matches!(self.protocol, Protocol::Occ | Protocol::Silo) {
+            return Err(Error::InvalidConfig(format!(
+                "unsafe-no-validation (OCC⁻/SILO⁻) applies to protocols `occ` and `silo` only, \
+                 not `{}`",
+                self.protocol
+            )));
+        }
         // The source is built again by `Database::open`; this refuses the unbuilt ones.
         self.timestamps.source()?;
         match (self.protocol.single_version(), self.storage) {

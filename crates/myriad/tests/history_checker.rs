@@ -186,6 +186,30 @@ fn every_protocol_leaves_no_forbidden_cycle() {
     }
 }
 
+/// OCC⁻ and SILO⁻ (`Config::unsafe_no_validation`, thesis §3.5) are not serializable, and
+/// the checker says so: bank transfers (two read-modify-writes over 6 accounts, 3 threads)
+/// lose updates without validation, which is a cycle; the same runs validated have none.
+/// (Up to three runs for the race to show.)
+#[test]
+fn unsafe_no_validation_leaves_cycles_the_checker_finds() {
+    for p in [Protocol::Occ, Protocol::Silo] {
+        let h = bank_history(config_for(p), Isolation::Serializable, 300);
+        let r = check(&h);
+        assert!(r.anomalies.is_empty(), "{p}: {}", r.anomalies[0]);
+        let found = (0..3).any(|_| {
+            let c = config_for(p).unsafe_no_validation(true);
+            let h = bank_history(c, Isolation::Serializable, 300);
+            assert_eq!(
+                h.len(),
+                3 * 300 + 1,
+                "{p}: every transfer commits unvalidated"
+            );
+            !check(&h).anomalies.is_empty()
+        });
+        assert!(found, "{p} without validation: no anomaly in three runs");
+    }
+}
+
 /// The read-modify-write and bank workloads on configuration `c()` at `level` leave no
 /// cycle the level forbids (`what` names the run in a failure).
 fn assert_no_forbidden_cycle(

@@ -40,6 +40,7 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .index_pointers(b.index_pointers)
         .non_inline(b.non_inline)
         .commit_dependencies(b.commit_deps)
+        .unsafe_no_validation(b.unsafe_no_validation)
         .procedures(b.procedures)
         .loggers(b.loggers as usize)
         .log_manager(b.log_manager.unwrap_or(if b.data_dir.is_some() {
@@ -189,6 +190,7 @@ fn refuse_for_baseline(engine: Engine, b: &BenchArgs, extra: &[(&str, bool)]) {
         ("--storage", b.storage.is_some()),
         ("--isolation", b.isolation() != Isolation::Serializable),
         ("--commit-deps", !b.commit_deps),
+        ("--unsafe-no-validation", b.unsafe_no_validation),
         ("--procedures", b.procedures != ProcedureExec::Compiled),
         ("--gc", b.gc != GcPolicy::Txn),
         ("--gc-threads", b.gc_threads != 1),

@@ -255,6 +255,9 @@ pub struct Fidelity {
     /// Commit dependencies (`Config::commit_dependencies`): "on", "off", or "n/a" where the
     /// protocol always waits.
     pub commit_deps: String,
+    /// Read validation: "on", or for OCC⁻/SILO⁻ (`--unsafe-no-validation`) a line that starts
+    /// with `UNSAFE` (the run is not serializable).
+    pub validation: String,
     pub gc: String,
     /// With GC on: a worker collects after this many of its commits.
     pub gc_interval_txns: u32,
@@ -295,6 +298,11 @@ impl Fidelity {
                 (false, _) => "n/a",
             }
             .into(),
+            validation: if config.get_unsafe_no_validation() {
+                "UNSAFE: off (--unsafe-no-validation, OCC⁻/SILO⁻ of thesis §3.5; not serializable, updates can be lost)".into()
+            } else {
+                "on".into()
+            },
             gc: config.get_gc().name().into(),
             gc_interval_txns: config.get_gc_interval_txns(),
             gc_threads: config.get_gc_threads(),
@@ -339,6 +347,7 @@ impl Fidelity {
             ("protocol", Json::from(self.protocol.clone())),
             ("isolation", Json::from(self.isolation.clone())),
             ("commit_deps", Json::from(self.commit_deps.clone())),
+            ("validation", Json::from(self.validation.clone())),
             ("gc", Json::from(self.gc.clone())),
             ("gc_interval_txns", Json::from(self.gc_interval_txns)),
             ("gc_threads", Json::from(self.gc_threads)),
