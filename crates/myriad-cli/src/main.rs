@@ -51,6 +51,13 @@ fn main() -> ExitCode {
     if let Command::Bench { workload } = &mut cli.command {
         let b = workload.bench_args_mut();
         b.isolation = Some(isolation_or_strongest(b.isolation, b.protocol));
+        if b.unsafe_no_validation && matches!(b.protocol, Protocol::Occ | Protocol::Silo) {
+            eprintln!(
+                "myriad: --unsafe-no-validation: read validation is off ({}⁻); the run is not \
+                 serializable",
+                b.protocol.name().to_uppercase()
+            );
+        }
         set_huge_pages(b.huge_pages);
         // Pre-faulting more than there is would fail the way an oversized load does.
         bench::command::fits_in_memory(

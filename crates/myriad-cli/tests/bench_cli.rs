@@ -631,6 +631,29 @@ fn unsafe_no_validation_is_marked_and_refused_outside_occ_and_silo() {
     }
     let r = ycsb(&["--protocol", "occ"]);
     assert_eq!(r["fidelity"]["validation"], "on", "{r}");
+    let out = myriad(&[
+        "bench",
+        "ycsb",
+        "--protocol",
+        "silo",
+        "--unsafe-no-validation",
+        "--rows",
+        "1000",
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0",
+        "--threads",
+        "2",
+        "--no-progress",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("SILO⁻); the run is not serializable"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("UNSAFE"));
     for p in ["mvocc", "2pl"] {
         let out = myriad(&[
             "bench",
