@@ -35,9 +35,12 @@
 //! one at a time, those of procedures that write first, and one that would close a cycle is
 //! left out and listed in [`ValidationOrder::unsatisfied`]. A restoration along it may need
 //! an element ordered before the validation cursor, which the thesis takes with one
-//! try-lock (no-wait) and aborts on failure (§3.4.2), so the order stays deadlock-free
-//! either way; only the abort rate depends on it. Tables no procedure touches come after
-//! the ranked ones, by creation order.
+//! try-lock (no-wait) and aborts on failure (§3.4.2), so an order with a dependency left out
+//! is still deadlock-free; only the abort rate depends on it. Tables no procedure touches
+//! have no rank ([`ValidationOrder::rank`] is `None`); the run-time plan (`docs/healing.md`)
+//! orders them after every ranked one, by creation order.
+//!
+//! Nothing at run time uses this yet: there is no `healing` protocol.
 
 use super::flow::{Flow, Kind};
 use super::graph::Source;
@@ -343,8 +346,7 @@ pub struct ValidationOrder {
 }
 
 impl ValidationOrder {
-    /// The position of `table` in the order; `None` for a table no procedure accesses
-    /// (those come after every ranked one, by creation order).
+    /// The position of `table` in the order; `None` for a table no procedure accesses.
     pub fn rank(&self, table: &str) -> Option<usize> {
         self.tables.iter().position(|t| t == table)
     }
@@ -354,7 +356,7 @@ impl ValidationOrder {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "validation order (thesis §3.4.5; first locked first; other tables after, by creation order):"
+            "validation order (thesis §3.4.5; first locked first; tables no procedure accesses are not ranked):"
         );
         for (i, t) in self.tables.iter().enumerate() {
             let _ = writeln!(s, "  {i} {t}");
