@@ -63,6 +63,13 @@ pub(crate) enum Command {
         /// Graphviz dot).
         #[arg(long)]
         slices: bool,
+        /// Print Transaction Healing's static analysis instead (thesis §3.3, §3.4.5): each
+        /// procedure's dependency graph (key, value, condition, control and own-write edges,
+        /// UPDATEs that read their row, the loops around each operation) and the global
+        /// validation order of tables over all of them (with `--dot`, the graphs as Graphviz
+        /// dot).
+        #[arg(long, conflicts_with = "slices")]
+        healing: bool,
     },
     /// Recover a data directory (checkpoint, then the log up to the persistent epoch), print
     /// the time of each phase, and close it (with a fresh checkpoint).
@@ -207,6 +214,12 @@ pub(crate) struct BenchArgs {
     /// optimisation). Default: off; other protocols refuse it.
     #[arg(long, value_name = "N")]
     pub(crate) ermia_old_age: Option<u64>,
+    /// UNSAFE, NOT SERIALIZABLE: `occ` or `silo` with read validation off (the thesis's OCC⁻
+    /// and SILO⁻, §3.5: an upper bound on what validation costs). Commits lock only what they
+    /// write and replace the row's current record, so concurrent updates can be lost; the
+    /// report's fidelity block says `validation: UNSAFE ...`. Refused for other protocols.
+    #[arg(long)]
+    pub(crate) unsafe_no_validation: bool,
     /// How stored procedures run: compiled (each procedure turned once into closures) or
     /// interpreted (the IR interpreter, the reference the compiled form is tested against).
     #[arg(long, value_name = "HOW", default_value = "compiled", value_parser = parse_choice::<ProcedureExec>)]
@@ -593,6 +606,7 @@ mod tests {
             "gc_threads",
             "memory_spaces",
             "commit_deps",
+            "unsafe_no_validation",
             "procedures",
             "json",
             "no_progress",

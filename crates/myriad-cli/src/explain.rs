@@ -1,5 +1,6 @@
 //! `myriad explain FILE...`: print each stored procedure's IR and def-use graph, or with
-//! `--slices` PACMAN's slices and block graph over all of them.
+//! `--slices` PACMAN's slices and block graph over all of them, or with `--healing`
+//! Transaction Healing's dependency graphs and validation order.
 
 use myriad::{Config, Database, Error};
 use std::path::PathBuf;
@@ -7,8 +8,9 @@ use std::process::ExitCode;
 
 /// `myriad explain FILE...`: runs the files' statements in order on an empty in-memory
 /// database (so the tables exist) and prints every procedure they define, in order; with
-/// `slices`, the slices and blocks of all of them together.
-pub(crate) fn explain(files: &[PathBuf], dot: bool, slices: bool) -> ExitCode {
+/// `slices`, the slices and blocks of all of them together; with `healing`, their healing
+/// dependency graphs and the validation order over all of them.
+pub(crate) fn explain(files: &[PathBuf], dot: bool, slices: bool, healing: bool) -> ExitCode {
     let db = match Database::open(Config::default()) {
         Ok(db) => db,
         Err(e) => {
@@ -47,6 +49,12 @@ pub(crate) fn explain(files: &[PathBuf], dot: bool, slices: bool) -> ExitCode {
             myriad::procedure::slice::explain_slices_dot(&db)
         } else {
             myriad::procedure::slice::explain_slices(&db)
+        };
+    } else if healing {
+        out = if dot {
+            myriad::procedure::healing::explain_healing_dot(&db)
+        } else {
+            myriad::procedure::healing::explain_healing(&db)
         };
     }
     print!("{out}");

@@ -51,6 +51,13 @@ fn main() -> ExitCode {
     if let Command::Bench { workload } = &mut cli.command {
         let b = workload.bench_args_mut();
         b.isolation = Some(isolation_or_strongest(b.isolation, b.protocol));
+        if b.unsafe_no_validation && matches!(b.protocol, Protocol::Occ | Protocol::Silo) {
+            eprintln!(
+                "myriad: --unsafe-no-validation: read validation is off ({}⁻); the run is not \
+                 serializable",
+                b.protocol.name().to_uppercase()
+            );
+        }
         set_huge_pages(b.huge_pages);
         // Pre-faulting more than there is would fail the way an oversized load does.
         bench::command::fits_in_memory(
@@ -72,7 +79,12 @@ fn main() -> ExitCode {
             isolation_or_strongest(isolation, protocol),
             data_dir.as_deref(),
         ),
-        Command::Explain { files, dot, slices } => explain::explain(&files, dot, slices),
+        Command::Explain {
+            files,
+            dot,
+            slices,
+            healing,
+        } => explain::explain(&files, dot, slices, healing),
         Command::IsolationTest(a) => isolation::run(a),
         Command::Experiment(a) => experiment::run(a),
         Command::Recover {

@@ -633,6 +633,69 @@ fn storage_follows_the_protocol_and_a_mismatch_exits_2() {
     }
 }
 
+/// `--unsafe-no-validation` (OCC⁻/SILO⁻) runs under occ and silo and marks the report's
+/// fidelity block UNSAFE; a validated run says `on`; any other protocol exits 2 naming the
+/// flag and the protocol.
+#[test]
+fn unsafe_no_validation_is_marked_and_refused_outside_occ_and_silo() {
+    for p in ["occ", "silo"] {
+        let r = ycsb(&[
+            "--protocol",
+            p,
+            "--mix",
+            "update-intensive",
+            "--theta",
+            "0.99",
+            "--unsafe-no-validation",
+        ]);
+        let v = r["fidelity"]["validation"].as_str().unwrap_or("");
+        assert!(
+            v.starts_with("UNSAFE") && v.contains("not serializable"),
+            "{p}: {r}"
+        );
+        assert_eq!(r["config"]["unsafe_no_validation"], true, "{p}: {r}");
+        assert!(r["committed"].as_u64() > Some(0), "{p}: {r}");
+    }
+    let r = ycsb(&["--protocol", "occ"]);
+    assert_eq!(r["fidelity"]["validation"], "on", "{r}");
+    let out = myriad(&[
+        "bench",
+        "ycsb",
+        "--protocol",
+        "silo",
+        "--unsafe-no-validation",
+        "--rows",
+        "1000",
+        "--duration",
+        "0.2",
+        "--warmup",
+        "0",
+        "--threads",
+        "2",
+        "--no-progress",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("SILO⁻); the run is not serializable"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("UNSAFE"));
+    for p in ["mvocc", "2pl"] {
+        let out = myriad(&[
+            "bench",
+            "ycsb",
+            "--protocol",
+            p,
+            "--unsafe-no-validation",
+            "--no-progress",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let e = stderr(&out);
+        assert!(e.contains("unsafe-no-validation") && e.contains(p), "{e}");
+    }
+}
+
 #[test]
 fn an_impossible_design_exits_2_naming_both_choices() {
     let out = myriad(&[

@@ -127,3 +127,34 @@ fn slices_print_the_blocks_of_all_procedures() {
     assert!(dot.starts_with("digraph"), "{dot}");
     assert_eq!(dot.matches("subgraph cluster_b").count(), 2, "{dot}");
 }
+
+/// `--healing` prints Transaction Healing's analysis: Fig. 3.3's key and value edges, the
+/// own-write edge between the two BALANCE updates (the same row when a client pays itself),
+/// and CLIENT validated before BALANCE (line 4 looks BALANCE up by what line 2 read from
+/// CLIENT); `--dot` gives the graph; `--slices` with it is a usage error.
+#[test]
+fn healing_prints_the_dependency_graph_and_the_validation_order() {
+    let (ok, out, err) = explain(&["--healing", "bank.sql", "transfer.sql"]);
+    assert!(ok, "{err}");
+    for line in [
+        "#0 -> #2  key dst_id",
+        "#0 -> #5  key dst_id",
+        "#6 -> #7  value bonus",
+        "#4 -> #5  own-write balance",
+        "client -> balance  key (transfer #0 -> #2)",
+    ] {
+        assert!(out.contains(line), "missing `{line}` in:\n{out}");
+    }
+    let order = out.find("validation order").expect("the order is printed");
+    let (client, balance) = (out.rfind("0 client"), out.rfind("1 balance"));
+    assert!(client > Some(order) && balance > client, "{out}");
+    let (ok, dot, err) = explain(&["--healing", "--dot", "bank.sql", "transfer.sql"]);
+    assert!(ok, "{err}");
+    assert!(dot.starts_with("digraph \"transfer\" {"), "{dot}");
+    assert!(
+        dot.contains("op4 -> op5 [label=\"own-write balance\", color=blue];"),
+        "{dot}"
+    );
+    let (ok, _, err) = explain(&["--healing", "--slices", "bank.sql", "transfer.sql"]);
+    assert!(!ok && err.contains("--slices"), "{err}");
+}

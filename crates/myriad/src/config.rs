@@ -438,6 +438,7 @@ pub struct Config {
     /// `ermia-ssi` only (`None`: off).
     pub(crate) ermia_old_read_age: Option<u64>,
     pub(crate) procedures: ProcedureExec,
+    pub(crate) unsafe_no_validation: bool,
 }
 
 impl Default for Config {
@@ -481,6 +482,7 @@ impl Default for Config {
             ermia_safe_retry: None,
             ermia_old_read_age: None,
             procedures: ProcedureExec::Compiled,
+            unsafe_no_validation: false,
         }
     }
 }
@@ -509,6 +511,19 @@ impl Config {
     /// are held back until commit.
     pub fn commit_dependencies(mut self, on: bool) -> Self {
         self.commit_dependencies = Some(on);
+        self
+    }
+    /// The thesis's OCC⁻ and SILO⁻ (Wu 2017 §3.5, Figs. 3.8 and 3.10; default off): `occ` or
+    /// `silo` with read validation switched off, an upper bound on what validation costs.
+    /// **Not serializable.** A commit locks only the records it writes, in (table, tuple id)
+    /// order; reads and predicate reads are not re-checked, and a record written after a
+    /// read that a concurrent commit has since replaced is locked and replaced in its current
+    /// version (a lost update). A write still aborts when its row was deleted or holds
+    /// another transaction's uncommitted insert, and unique keys are still checked. With this
+    /// on, `occ` and `silo` run the same commit (they differ only in what validation locks).
+    /// Any other protocol is `Error::InvalidConfig` at open.
+    pub fn unsafe_no_validation(mut self, on: bool) -> Self {
+        self.unsafe_no_validation = on;
         self
     }
     /// Default isolation level of `Database::begin` (a transaction may ask for another).
@@ -693,6 +708,11 @@ impl Config {
         self.fsync
     }
 
+    /// Read validation is off (`unsafe_no_validation`: OCC⁻/SILO⁻).
+    pub fn get_unsafe_no_validation(&self) -> bool {
+        self.unsafe_no_validation
+    }
+
     /// The concurrency-control protocol (`protocol`).
     pub fn get_protocol(&self) -> Protocol {
         self.protocol
@@ -875,6 +895,13 @@ impl Config {
                     )));
                 }
             }
+        }
+        if self.unsafe_no_validation && !matches!(self.protocol, Protocol::Occ | Protocol::Silo) {
+            return Err(Error::InvalidConfig(format!(
+                "unsafe-no-validation (OCC⁻/SILO⁻) applies to protocols `occ` and `silo` only, \
+                 not `{}`",
+                self.protocol
+            )));
         }
         // The source is built again by `Database::open`; this refuses the unbuilt ones.
         self.timestamps.source()?;

@@ -159,6 +159,33 @@ fn config_errors() {
             Err(Error::InvalidConfig(m)) if m.contains("gc threads") && m.contains(&n.to_string())
         ));
     }
+    // OCC⁻/SILO⁻ exist for occ and silo only.
+    for p in [
+        Protocol::Mvocc,
+        Protocol::TwoPl,
+        Protocol::Hybrid,
+        Protocol::Ssn,
+    ] {
+        assert!(
+            matches!(
+                Database::open(
+                    Config::new()
+                        .protocol(p)
+                        .version_storage(p.natural_storage())
+                        .unsafe_no_validation(true)
+                ),
+                Err(Error::InvalidConfig(m)) if m.contains("unsafe-no-validation") && m.contains(p.name())
+            ),
+            "{p}"
+        );
+    }
+    for p in [Protocol::Occ, Protocol::Silo] {
+        let c = Config::new()
+            .protocol(p)
+            .version_storage(p.natural_storage())
+            .unsafe_no_validation(true);
+        assert!(Database::open(c).is_ok(), "{p}");
+    }
     assert!(matches!(
         Database::open(Config::new().memory_spaces(65)),
         Err(Error::InvalidConfig(m)) if m.contains("memory spaces") && m.contains("65")

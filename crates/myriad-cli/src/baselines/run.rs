@@ -75,6 +75,7 @@ pub(crate) fn fidelity(
     let na = || "n/a (not Myriad)".to_string();
     (fidelity.commit_deps, fidelity.gc, fidelity.version_storage) = (na(), na(), na());
     fidelity.ermia_ssi = na();
+    fidelity.validation = na();
     (fidelity.index_pointers, fidelity.non_inline) = (na(), na());
     (fidelity.gc_interval_txns, fidelity.gc_threads) = (0, 0);
     fidelity.durability = durability;

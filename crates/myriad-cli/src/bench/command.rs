@@ -39,6 +39,7 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .memory_spaces(b.memory_spaces as usize)
         .index_pointers(b.index_pointers)
         .non_inline(b.non_inline)
+        .unsafe_no_validation(b.unsafe_no_validation)
         .procedures(b.procedures)
         .loggers(b.loggers as usize)
         .log_manager(b.log_manager.unwrap_or(if b.data_dir.is_some() {
@@ -200,6 +201,7 @@ fn refuse_for_baseline(engine: Engine, b: &BenchArgs, extra: &[(&str, bool)]) {
         ("--commit-deps", b.commit_deps.is_some()),
         ("--ermia-safe-retry", b.ermia_safe_retry.is_some()),
         ("--ermia-old-age", b.ermia_old_age.is_some()),
+        ("--unsafe-no-validation", b.unsafe_no_validation),
         ("--procedures", b.procedures != ProcedureExec::Compiled),
         ("--gc", b.gc != GcPolicy::Txn),
         ("--gc-threads", b.gc_threads != 1),

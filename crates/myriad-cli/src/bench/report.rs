@@ -263,6 +263,9 @@ pub struct Fidelity {
     /// ERMIA-SSI's optimisations (`--ermia-safe-retry`, `--ermia-old-age`), "n/a" under
     /// other protocols.
     pub ermia_ssi: String,
+    /// Read validation: "on", or for OCC⁻/SILO⁻ (`--unsafe-no-validation`) a line that starts
+    /// with `UNSAFE` (the run is not serializable).
+    pub validation: String,
     pub gc: String,
     /// With GC on: a worker collects after this many of its commits.
     pub gc_interval_txns: u32,
@@ -319,6 +322,11 @@ impl Fidelity {
             } else {
                 "n/a".into()
             },
+            validation: if config.get_unsafe_no_validation() {
+                "UNSAFE: off (--unsafe-no-validation, OCC⁻/SILO⁻ of thesis §3.5; not serializable, updates can be lost)".into()
+            } else {
+                "on".into()
+            },
             gc: config.get_gc().name().into(),
             gc_interval_txns: config.get_gc_interval_txns(),
             gc_threads: config.get_gc_threads(),
@@ -364,6 +372,7 @@ impl Fidelity {
             ("isolation", Json::from(self.isolation.clone())),
             ("commit_deps", Json::from(self.commit_deps.clone())),
             ("ermia_ssi", Json::from(self.ermia_ssi.clone())),
+            ("validation", Json::from(self.validation.clone())),
             ("gc", Json::from(self.gc.clone())),
             ("gc_interval_txns", Json::from(self.gc_interval_txns)),
             ("gc_threads", Json::from(self.gc_threads)),

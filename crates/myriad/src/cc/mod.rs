@@ -635,9 +635,13 @@ pub(crate) fn precommit(
 /// Hook `lock_for_commit`, single-version (step 1 of Silo's commit): locks the buffered
 /// writes' records in the global order (OCC: with the records read). Err: abort.
 pub(crate) fn lock_for_commit(
-    tx: &TxnCtx<'_>,
+    tx: &mut TxnCtx<'_>,
     sc: &mut SlotCc,
 ) -> std::result::Result<(), AbortReason> {
+    if tx.db.config.unsafe_no_validation {
+        // OCC⁻/SILO⁻ (only `occ` and `silo` open with it).
+        return silo::lock_write_set_unvalidated(tx, &mut sc.silo);
+    }
     match tx.protocol {
         Protocol::Occ => occ::lock_read_write_set(tx, &mut sc.occ),
         Protocol::Silo | Protocol::TwoPl | Protocol::Hybrid => {

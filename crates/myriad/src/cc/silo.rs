@@ -34,7 +34,9 @@
 //!    ones after the memory epoch.
 //!
 //! `occ` differs in step 1 only (`occ.rs`); `hybrid` runs each transaction as `occ` or
-//! `2pl` (`hybrid.rs`).
+//! `2pl` (`hybrid.rs`). With `Config::unsafe_no_validation` (the thesis's OCC⁻ and SILO⁻,
+//! not serializable) both take `lock_write_set_unvalidated` in step 1 and skip step 3's read
+//! and predicate checks.
 //!
 //! `2pl` (thesis §3.5's single-version 2PL, no-wait; `twopl.rs`) runs on the same storage
 //! and the same commit, with its locks taken as it runs.
@@ -122,6 +124,59 @@ pub(crate) fn lock_write_set(
     locked
 }
 
+/// Step 1 of OCC⁻/SILO⁻ (`Config::unsafe_no_validation`, thesis §3.5): locks the buffered
+/// writes' records in Silo's order (table, tuple id), but a record replaced since it was read
+/// is no conflict: the row's *current* record is locked instead and becomes the write's
+/// `old`, so the install replaces it with a version computed from the stale read (a lost
+/// update: why the mode is unsafe). The order stays global because it does not depend on
+/// which record is current. Fails only when the row is gone (deleted by a committed
+/// transaction) or its entry holds another transaction's uncommitted insert.
+pub(crate) fn lock_write_set_unvalidated(
+    tx: &mut TxnCtx<'_>,
+    state: &mut SlotState,
+) -> std::result::Result<(), AbortReason> {
+    let me = tx.id.word();
+    let mut order = std::mem::take(&mut state.order);
+    let mut ws = std::mem::take(&mut tx.sets.write_set);
+    order.clear();
+    order.extend((0..ws.len() as u32).filter(|&i| !ws[i as usize].old.is_null()));
+    order.sort_unstable_by_key(|&i| (ws[i as usize].table, ws[i as usize].tid));
+    let mut out = Ok(());
+    for &i in &order {
+        let w = &mut ws[i as usize];
+        let t = tx.db.table_by_id(w.table);
+        let locked = loop {
+            let cur = match t.entry(w.tid) {
+                Some(e) => e.load(Ordering::Acquire),
+                None => std::ptr::null_mut(),
+            };
+            // SAFETY: a record reachable from the entry while we are pinned.
+            let Some(v) = (unsafe { cur.as_ref() }) else {
+                break Err(AbortReason::WriteWriteConflict);
+            };
+            if is_txn(v.begin.load(Ordering::Acquire)) {
+                break Err(AbortReason::WriteWriteConflict);
+            }
+            match lock(tx, v, me, true) {
+                Ok(()) => break Ok(cur),
+                // Replaced between the load and the lock: take the newer one.
+                Err(AbortReason::ReadValidation) => continue,
+                Err(reason) => break Err(reason),
+            }
+        };
+        match locked {
+            Ok(cur) => w.old = cur,
+            Err(reason) => {
+                out = Err(reason);
+                break;
+            }
+        }
+    }
+    tx.sets.write_set = ws;
+    state.order = order;
+    out
+}
+
 /// Step 4 of the commit: the TID, in epoch `epoch`, larger than every TID the transaction
 /// observed (what it read and what it overwrites), than `floor` and than the slot's last.
 pub(crate) fn commit_tid(tx: &TxnCtx<'_>, state: &mut SlotState, epoch: u64, floor: u64) -> u64 {
@@ -187,12 +242,15 @@ pub(crate) fn validate(
     c: &crate::cc::TxnCc,
     me: u64,
 ) -> std::result::Result<(), AbortReason> {
-    // 2PL's read locks keep what it read current: only Silo and OCC validate reads.
-    let reads: &[*const Version] = if crate::cc::validates_reads(tx.protocol, tx.isolation) {
-        &tx.sets.read_set
-    } else {
-        &[]
-    };
+    // 2PL's read locks keep what it read current: only Silo and OCC validate reads, and
+    // not as OCC⁻/SILO⁻.
+    let unvalidated = tx.db.config.unsafe_no_validation;
+    let reads: &[*const Version] =
+        if crate::cc::validates_reads(tx.protocol, tx.isolation) && !unvalidated {
+            &tx.sets.read_set
+        } else {
+            &[]
+        };
     for &v in reads {
         // SAFETY: pinned since the read.
         let e = unsafe { (*v).end.load(Ordering::Acquire) };
@@ -200,8 +258,10 @@ pub(crate) fn validate(
             return Err(AbortReason::ReadValidation);
         }
     }
-    for s in &tx.sets.scan_set {
-        rescan(tx, s)?;
+    if !unvalidated {
+        for s in &tx.sets.scan_set {
+            rescan(tx, s)?;
+        }
     }
     crate::cc::mvocc::unique_keys_still_ours(tx, c, None)
 }

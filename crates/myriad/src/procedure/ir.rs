@@ -56,6 +56,9 @@ pub struct OpInfo {
     pub table: Option<String>,
     /// Reads or writes the database?
     pub access: Option<&'static str>,
+    /// An `UPDATE` whose SET expressions read the row it writes (`SET bal = bal + v`): it
+    /// reads the tuple before writing it (a read-write access, thesis §3.4.1).
+    pub reads_row: bool,
     /// A FOR loop: the tables whose point accesses in its body it warms before running
     /// (`Prefetch`).
     pub warms: Vec<String>,
@@ -383,6 +386,7 @@ impl Compiler<'_> {
             defs: Vec::new(),
             table: table.map(|t| t.name().to_string()),
             access,
+            reads_row: false,
             warms: Vec::new(),
         });
         self.ops.len() - 1
@@ -677,6 +681,7 @@ impl Compiler<'_> {
                 }
                 let found = self.found();
                 self.ops[op].defs = vec![found];
+                self.ops[op].reads_row = cs.iter().any(|(_, e)| e.reads_row());
                 let int_sets = cs
                     .iter()
                     .all(|(c, e)| t.schema.columns()[*c].ty == ColumnType::Int && !e.reads_row());

@@ -9,7 +9,9 @@
 //! closures, or interpreted) inside a transaction of any protocol. Each IR operation records which variables are its access key
 //! and which its values ([`OpInfo`]); [`Procedure::def_use`] gives the def-use graph that
 //! Transaction Healing and PACMAN are built on; [`slice`](mod@slice) is PACMAN's static analysis (procedure
-//! slices and the global dependency graph of blocks, thesis §4.4.1).
+//! slices and the global dependency graph of blocks, thesis §4.4.1); [`healing`](mod@healing) is
+//! Transaction Healing's (dependency graphs with control and own-write edges, loop instances, the
+//! global validation order of tables, thesis §3.3, §3.4.5; no run time uses it yet).
 //!
 //! Differences from PL/pgSQL, all deliberate: there is no NULL, so a declared variable
 //! starts at its type's zero value and a `SELECT ... INTO` that finds no row leaves its
@@ -63,7 +65,9 @@ mod build;
 mod command;
 mod compile;
 mod exec;
+mod flow;
 mod graph;
+pub mod healing;
 mod ir;
 pub(crate) mod parse;
 pub(crate) mod piece;

@@ -15,14 +15,14 @@
 //! p_T is 0 — is the whole table, `(table, *)`.
 
 use super::exec::Frame;
-use super::graph::{op_of, Source};
+use super::flow::Flow;
+use super::graph::Source;
 use super::ir::{vars_of, Stmt};
 use super::slice::Slice;
 use super::Procedure;
 use crate::query::expr::{value_of, E, V};
 use crate::storage::TableRef;
 use crate::value::Value;
-use std::collections::BTreeMap;
 
 /// Keys a footprint enumerates for one operation before it gives up and takes the table.
 const KEYS_MAX: usize = 4096;
@@ -74,30 +74,6 @@ pub(crate) fn early_return(p: &Procedure) -> bool {
     nested(rest) || last.is_some_and(|s| nested(std::slice::from_ref(s)))
 }
 
-/// The statements of `p` by operation id, with each one's parent.
-fn index<'a>(
-    body: &'a [Stmt],
-    parent: Option<usize>,
-    out: &mut BTreeMap<usize, (&'a Stmt, Option<usize>)>,
-) {
-    for s in body {
-        let op = op_of(s);
-        out.insert(op, (s, parent));
-        match s {
-            Stmt::If {
-                arms, otherwise, ..
-            } => {
-                for (_, b) in arms {
-                    index(b, Some(op), out);
-                }
-                index(otherwise, Some(op), out);
-            }
-            Stmt::ForRange { body, .. } | Stmt::ForRows { body, .. } => index(body, Some(op), out),
-            _ => {}
-        }
-    }
-}
-
 /// The key plans of `slice` of `p`; `prefix(table)` is the block's p_T for a table the block
 /// writes (`None`: a table nobody writes, which needs no footprint).
 pub(crate) fn key_plans(
@@ -105,18 +81,11 @@ pub(crate) fn key_plans(
     slice: &Slice,
     prefix: impl Fn(&str) -> Option<usize>,
 ) -> Vec<KeyPlan> {
-    let mut stmts = BTreeMap::new();
-    index(&p.p.body, None, &mut stmts);
-    let mut reach: BTreeMap<(usize, usize), Vec<Source>> = BTreeMap::new();
-    for e in p.p.def_use() {
-        reach.entry((e.to, e.var)).or_default().push(e.from);
-    }
+    let f = Flow::new(&p.p);
+    // Operation x's statement and enclosing header.
+    let stmts = |x: usize| Some((f.stmt.get(x).copied().flatten()?, f.parent[x]));
     let imported: Vec<usize> = slice.import_slots.iter().map(|&(v, _)| v).collect();
-    let ancestors = |x: usize| {
-        std::iter::successors(stmts.get(&x).and_then(|s| s.1), |a| {
-            stmts.get(a).and_then(|s| s.1)
-        })
-    };
+    let ancestors = |x: usize| f.ancestors(x);
     // The top-level assignments and the enclosing counting loops of `x` whose values `es`
     // need, or `None` if a value of `es` is not known before the piece runs.
     let loops_for = |x: usize, es: &[&E]| -> Option<(Vec<usize>, Vec<usize>)> {
@@ -131,13 +100,13 @@ pub(crate) fn key_plans(
                 if imported.contains(&v) {
                     continue;
                 }
-                for src in reach.get(&(at, v)).map_or(&[][..], |r| r.as_slice()) {
+                for src in f.reach(at, v) {
                     match src {
                         Source::Entry => {}
                         Source::Op(h) => {
                             // A top-level assignment before `x` always ran, and is the only
                             // definition reaching it.
-                            if let Some((Stmt::Assign { slot, value, .. }, None)) = stmts.get(h) {
+                            if let Some((Stmt::Assign { slot, value, .. }, None)) = stmts(*h) {
                                 if *slot != v || *h >= x {
                                     return None;
                                 }
@@ -149,8 +118,7 @@ pub(crate) fn key_plans(
                                 }
                                 continue;
                             }
-                            let Some((Stmt::ForRange { slot, lo, hi, .. }, _)) = stmts.get(h)
-                            else {
+                            let Some((Stmt::ForRange { slot, lo, hi, .. }, _)) = stmts(*h) else {
                                 return None;
                             };
                             if *slot != v || !ancestors(x).any(|a| a == *h) {
@@ -174,7 +142,7 @@ pub(crate) fn key_plans(
     let mut out = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for &x in &slice.ops {
-        let Some(&(st, _)) = stmts.get(&x) else {
+        let Some((st, _)) = stmts(x) else {
             continue;
         };
         let Some((table, rows)) = super::slice::key_equalities(st) else {
@@ -202,7 +170,7 @@ pub(crate) fn key_plans(
                             .into_iter()
                             .rev()
                             .filter(|a| ls.contains(a))
-                            .filter_map(|a| match stmts.get(&a) {
+                            .filter_map(|a| match stmts(a) {
                                 Some((Stmt::ForRange { slot, lo, hi, .. }, _)) => {
                                     Some((*slot, lo.clone(), hi.clone()))
                                 }
@@ -211,7 +179,7 @@ pub(crate) fn key_plans(
                             .collect();
                         let pre = pre
                             .iter()
-                            .filter_map(|a| match stmts.get(a) {
+                            .filter_map(|a| match stmts(*a) {
                                 Some((Stmt::Assign { slot, value, .. }, _)) => {
                                     Some((*slot, value.clone()))
                                 }

@@ -27,7 +27,8 @@
 //! backward slice (def-use and control) of a write are kept. Pieces run in
 //! `recovery/pacman/` (recovery `pacman`, `Proc::run_slice`).
 
-use super::graph::{op_of, Source};
+use super::flow::{Flow, Kind};
+use super::graph::Source;
 use super::ir::{vars_of, Proc, Stmt};
 use super::Procedure;
 use crate::query::expr::E;
@@ -133,30 +134,6 @@ pub struct Gdg {
     pub edges: Vec<(usize, usize)>,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    Read,
-    Write,
-    ForRows,
-    Assign,
-    If,
-    ForRange,
-    /// RETURN, RAISE, ROLLBACK: not in the replay view.
-    Gone,
-}
-
-impl Kind {
-    fn db(self) -> bool {
-        matches!(self, Kind::Read | Kind::Write | Kind::ForRows)
-    }
-    fn transparent(self) -> bool {
-        matches!(self, Kind::Assign | Kind::If | Kind::ForRange)
-    }
-    fn is_loop(self) -> bool {
-        matches!(self, Kind::ForRows | Kind::ForRange)
-    }
-}
-
 /// Union-find over operation ids; the smaller id is the root, so results do not depend on
 /// the order of unions.
 #[derive(Clone, Debug)]
@@ -217,55 +194,12 @@ struct Piece {
 
 /// One procedure prepared for slicing.
 struct Prog<'a> {
+    f: Flow<'a>,
     p: &'a Proc,
-    kind: Vec<Kind>,
-    parent: Vec<Option<usize>>,
-    stmt: Vec<Option<&'a Stmt>>,
     live: Vec<bool>,
-    /// (op, var) → reaching definitions of var at op.
-    reach: BTreeMap<(usize, usize), Vec<Source>>,
-    /// Variables each op uses, without duplicates.
-    uses: Vec<Vec<usize>>,
     uf: Uf,
     /// [`Prog::home`] of the current partition (cleared by each [`Prog::resolve`]).
     homes: BTreeMap<usize, BTreeSet<usize>>,
-}
-
-fn walk<'a>(
-    body: &'a [Stmt],
-    parent: Option<usize>,
-    kind: &mut [Kind],
-    par: &mut [Option<usize>],
-    stmt: &mut [Option<&'a Stmt>],
-) {
-    for s in body {
-        let op = op_of(s);
-        par[op] = parent;
-        stmt[op] = Some(s);
-        kind[op] = match s {
-            Stmt::SelectInto { .. } => Kind::Read,
-            Stmt::Update { .. } | Stmt::Insert { .. } | Stmt::Delete { .. } => Kind::Write,
-            Stmt::Assign { .. } => Kind::Assign,
-            Stmt::If { .. } => Kind::If,
-            Stmt::ForRange { .. } => Kind::ForRange,
-            Stmt::ForRows { .. } => Kind::ForRows,
-            Stmt::Return { .. } | Stmt::Raise { .. } | Stmt::Rollback { .. } => Kind::Gone,
-        };
-        match s {
-            Stmt::If {
-                arms, otherwise, ..
-            } => {
-                for (_, b) in arms {
-                    walk(b, Some(op), kind, par, stmt);
-                }
-                walk(otherwise, Some(op), kind, par, stmt);
-            }
-            Stmt::ForRange { body, .. } | Stmt::ForRows { body, .. } => {
-                walk(body, Some(op), kind, par, stmt)
-            }
-            _ => {}
-        }
-    }
 }
 
 impl<'a> Prog<'a> {
@@ -273,38 +207,19 @@ impl<'a> Prog<'a> {
     /// and by loop nesting.
     fn new(p: &'a Proc, opts: Options) -> Self {
         let n = p.ops.len();
-        let mut kind = vec![Kind::Gone; n];
-        let mut parent = vec![None; n];
-        let mut stmt = vec![None; n];
-        walk(&p.body, None, &mut kind, &mut parent, &mut stmt);
-        let mut reach: BTreeMap<(usize, usize), Vec<Source>> = BTreeMap::new();
-        for e in p.def_use() {
-            let r = reach.entry((e.to, e.var)).or_default();
-            if !r.contains(&e.from) {
-                r.push(e.from);
-            }
-        }
-        let uses: Vec<Vec<usize>> = p
-            .ops
-            .iter()
-            .map(|o| {
-                let mut v: Vec<usize> = o.uses.iter().map(|u| u.0).collect();
-                v.dedup();
-                v
-            })
-            .collect();
+        let f = Flow::new(p);
         let live = if opts.dce {
             // Backward closure from the writes over def-use and control nesting.
             let mut live = vec![false; n];
-            let mut work: Vec<usize> = (0..n).filter(|&i| kind[i] == Kind::Write).collect();
+            let mut work: Vec<usize> = (0..n).filter(|&i| f.kind[i] == Kind::Write).collect();
             while let Some(x) = work.pop() {
                 if live[x] {
                     continue;
                 }
                 live[x] = true;
-                work.extend(parent[x]);
-                for &v in &uses[x] {
-                    for s in reach.get(&(x, v)).into_iter().flatten() {
+                work.extend(f.parent[x]);
+                for &v in &f.uses[x] {
+                    for s in f.reach(x, v) {
                         if let Source::Op(d) = s {
                             work.push(*d);
                         }
@@ -313,16 +228,12 @@ impl<'a> Prog<'a> {
             }
             live
         } else {
-            kind.iter().map(|k| *k != Kind::Gone).collect()
+            f.kind.iter().map(|k| *k != Kind::Gone).collect()
         };
         let mut prog = Prog {
+            f,
             p,
-            kind,
-            parent,
-            stmt,
             live,
-            reach,
-            uses,
             uf: Uf::new(n),
             homes: BTreeMap::new(),
         };
@@ -332,15 +243,16 @@ impl<'a> Prog<'a> {
             if let Some(t) = &p.ops[i].table {
                 let e = by_table.entry(t.as_str()).or_default();
                 e.0.push(i);
-                e.1 |= prog.kind[i] == Kind::Write;
+                e.1 |= prog.f.kind[i] == Kind::Write;
             }
         }
         prog.uf.join_written(&by_table);
         // S4: a row loop and the DB operations in its body.
         for i in prog.db_ops() {
             let fr: Vec<usize> = prog
+                .f
                 .ancestors(i)
-                .filter(|&a| prog.kind[a] == Kind::ForRows)
+                .filter(|&a| prog.f.kind[a] == Kind::ForRows)
                 .collect();
             for a in fr {
                 prog.uf.union(a, i);
@@ -350,27 +262,13 @@ impl<'a> Prog<'a> {
     }
 
     fn db_ops(&self) -> Vec<usize> {
-        (0..self.kind.len())
-            .filter(|&i| self.live[i] && self.kind[i].db())
+        (0..self.f.kind.len())
+            .filter(|&i| self.live[i] && self.f.kind[i].db())
             .collect()
     }
 
     fn writes(&self) -> bool {
-        self.kind.contains(&Kind::Write)
-    }
-
-    fn ancestors(&self, op: usize) -> impl Iterator<Item = usize> + '_ {
-        std::iter::successors(self.parent[op], |&a| self.parent[a])
-    }
-
-    fn loops(&self, op: usize) -> BTreeSet<usize> {
-        self.ancestors(op)
-            .filter(|&a| self.kind[a].is_loop())
-            .collect()
-    }
-
-    fn reach(&self, op: usize, v: usize) -> &[Source] {
-        self.reach.get(&(op, v)).map_or(&[], |r| r.as_slice())
+        self.f.kind.contains(&Kind::Write)
     }
 
     /// The slices a transparent operation's value derives from (through other transparent
@@ -379,26 +277,12 @@ impl<'a> Prog<'a> {
         if let Some(h) = self.homes.get(&t) {
             return h.clone();
         }
-        let mut out = BTreeSet::new();
-        let mut seen = BTreeSet::new();
-        let mut stack = vec![t];
-        while let Some(x) = stack.pop() {
-            if !seen.insert(x) {
-                continue;
-            }
-            if self.kind[x].db() {
-                out.insert(self.uf.find(x));
-                continue;
-            }
-            stack.extend(self.parent[x]);
-            for &v in &self.uses[x] {
-                for s in self.reach.get(&(x, v)).into_iter().flatten() {
-                    if let Source::Op(d) = s {
-                        stack.push(*d);
-                    }
-                }
-            }
-        }
+        let out: BTreeSet<usize> = self
+            .f
+            .db_sources(t)
+            .into_iter()
+            .map(|d| self.uf.find(d))
+            .collect();
         self.homes.insert(t, out.clone());
         out
     }
@@ -419,12 +303,12 @@ impl<'a> Prog<'a> {
             if !seen.insert((x, s)) {
                 continue;
             }
-            if self.kind[x].transparent() {
+            if self.f.kind[x].transparent() {
                 pieces.entry(s).or_default().replicated.insert(x);
             }
-            let anc: Vec<usize> = self.ancestors(x).collect();
+            let anc: Vec<usize> = self.f.ancestors(x).collect();
             for &h in &anc {
-                if self.kind[h] == Kind::ForRows {
+                if self.f.kind[h] == Kind::ForRows {
                     let r = self.uf.find(h);
                     if r != s {
                         merge.push((r, s));
@@ -433,8 +317,8 @@ impl<'a> Prog<'a> {
                     work.push((h, s));
                 }
             }
-            for v in self.uses[x].clone() {
-                let full: Vec<Source> = self.reach(x, v).to_vec();
+            for v in self.f.uses[x].clone() {
+                let full: Vec<Source> = self.f.reach(x, v).to_vec();
                 let entry = full.contains(&Source::Entry);
                 let r: Vec<usize> = full
                     .iter()
@@ -445,7 +329,7 @@ impl<'a> Prog<'a> {
                     .collect();
                 let mut homes = BTreeSet::new();
                 for &d in &r {
-                    if self.kind[d].db() {
+                    if self.f.kind[d].db() {
                         homes.insert(self.uf.find(d));
                     } else {
                         homes.extend(self.home(d));
@@ -454,7 +338,7 @@ impl<'a> Prog<'a> {
                 let transparent: Vec<usize> = r
                     .iter()
                     .copied()
-                    .filter(|&d| self.kind[d].transparent())
+                    .filter(|&d| self.f.kind[d].transparent())
                     .collect();
                 let local = |pieces: &mut BTreeMap<usize, Piece>| {
                     pieces
@@ -483,7 +367,7 @@ impl<'a> Prog<'a> {
                     }
                 } else {
                     for &d in &r {
-                        if self.kind[d].db() {
+                        if self.f.kind[d].db() {
                             let b = self.uf.find(d);
                             if b != s {
                                 merge.push((b, s));
@@ -522,7 +406,7 @@ impl<'a> Prog<'a> {
                         self.live[x]
                             && self.p.ops[x].defs.contains(&v)
                             && (p.replicated.contains(&x)
-                                || (self.kind[x].db() && self.uf.find(x) == s))
+                                || (self.f.kind[x].db() && self.uf.find(x) == s))
                     });
                     if overwrites {
                         merge.push((a, s));
@@ -553,16 +437,16 @@ impl<'a> Prog<'a> {
     /// May slice `s` take `v` at `y` as the final value of slice `a` (reaching definitions
     /// `r`)?
     fn import_ok(&mut self, v: usize, y: usize, r: &[usize], a: usize) -> bool {
-        let ly = self.loops(y);
-        if r.iter().any(|&d| !self.loops(d).is_disjoint(&ly)) {
+        let ly = self.f.loops(y);
+        if r.iter().any(|&d| !self.f.loops(d).is_disjoint(&ly)) {
             return false;
         }
         // Every definition `a`'s piece may run must come before `y`.
-        for d in 0..self.kind.len() {
+        for d in 0..self.f.kind.len() {
             if !self.live[d] || d < y || !self.p.ops[d].defs.contains(&v) {
                 continue;
             }
-            let in_a = if self.kind[d].db() {
+            let in_a = if self.f.kind[d].db() {
                 self.uf.find(d) == a
             } else {
                 r.contains(&d) || self.home(d).iter().all(|&h| h == a)
@@ -591,7 +475,7 @@ impl<'a> Prog<'a> {
     /// The number of leading primary-key columns op `x` of slice `s` fixes from values known
     /// before the piece runs.
     fn key_prefix(&mut self, x: usize, s: usize) -> usize {
-        let Some((table, fixed)) = self.stmt[x].and_then(key_equalities) else {
+        let Some((table, fixed)) = self.f.stmt[x].and_then(key_equalities) else {
             return 0;
         };
         let pk = table.schema.indexes()[0].columns.clone();
@@ -621,12 +505,12 @@ impl<'a> Prog<'a> {
     /// Is `v` at op `x` known before slice `s`'s piece runs (a parameter, an import or a
     /// loop counter)?
     fn known(&mut self, v: usize, x: usize, s: usize) -> bool {
-        let anc: Vec<usize> = self.ancestors(x).collect();
-        for src in self.reach(x, v).to_vec() {
+        let anc: Vec<usize> = self.f.ancestors(x).collect();
+        for src in self.f.reach(x, v).to_vec() {
             let Source::Op(d) = src else { continue };
-            let ok = if self.kind[d] == Kind::ForRange && anc.contains(&d) {
+            let ok = if self.f.kind[d] == Kind::ForRange && anc.contains(&d) {
                 true
-            } else if self.kind[d].db() {
+            } else if self.f.kind[d].db() {
                 self.uf.find(d) != s
             } else {
                 !self.home(d).contains(&s)
@@ -758,7 +642,7 @@ pub fn analyze(procs: &[&Procedure], opts: Options) -> Gdg {
                 if let (Some(t), Some(&id)) = (&g.p.ops[x].table, gid.get(&(pi, r))) {
                     let e = by_table.entry(t.clone()).or_default();
                     e.0.push(id);
-                    e.1 |= g.kind[x] == Kind::Write;
+                    e.1 |= g.f.kind[x] == Kind::Write;
                 }
             }
         }
@@ -892,7 +776,7 @@ fn output(
                 if let Some(t) = g.p.ops[x].table.clone() {
                     let k = g.key_prefix(x, r);
                     let e = table_info[b].entry(t).or_insert((false, usize::MAX));
-                    e.0 |= g.kind[x] == Kind::Write;
+                    e.0 |= g.f.kind[x] == Kind::Write;
                     e.1 = e.1.min(k);
                 }
             }

@@ -222,7 +222,7 @@ impl<'db> Transaction<'db> {
     /// ticket.
     fn commit_single_version(&mut self) -> Result<u64> {
         // 1. Lock the records written (OCC: and read) in the global order.
-        if let Err(reason) = cc::lock_for_commit(&self.st, &mut self.local.cc) {
+        if let Err(reason) = cc::lock_for_commit(&mut self.st, &mut self.local.cc) {
             return Err(self.refuse(reason));
         }
         // 2. The serialization point.

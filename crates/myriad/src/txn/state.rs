@@ -88,14 +88,13 @@ impl<'db> TxnCtx<'db> {
     }
 
     /// Whether each statement reads as of now rather than as of the begin timestamp: Read
-    /// Committed, and `mv2pl-wait` at every level it offers (Hekaton §4.2: a pessimistic
-    /// transaction's logical read time is the current time; its read locks keep what it
-    /// read the latest version until it ends, so reading the latest is what 2PL serializes)
-    /// — but for a READ ONLY one, which reads its snapshot without locks (`tracks_reads`).
+    /// Committed. (Hekaton §4.2 has every pessimistic transaction read as of now; under
+    /// `mv2pl-wait` that made serializable readers of secondary groups on in-place storage
+    /// with `logical-pk` pointers miss a row moved between their scans, so it reads as of its
+    /// begin at rr and serializable, and its read locks fail on a version replaced since.)
     #[inline]
     pub(crate) fn reads_latest(&self) -> bool {
         self.isolation == crate::config::Isolation::ReadCommitted
-            || (self.protocol == crate::config::Protocol::Mv2plWait && self.tracks_reads)
     }
 
     /// Single-version protocols: our buffered (private, not yet installed) write of `tid`, if
