@@ -210,7 +210,7 @@ fn tpcc_by_protocol(s: &Scale, what: &str, protocols: &[(&str, Vec<&str>)]) -> V
 pub(super) fn tpcc(s: &Scale) -> Vec<Panel> {
     let protocols: Vec<(&str, Vec<&str>)> =
         THESIS.iter().map(|p| (*p, vec!["--protocol", p])).collect();
-    tpcc_by_protocol(s, "the thesis's protocols", &protocols)
+    tpcc_by_protocol(s, "the thesis protocols", &protocols)
 }
 
 /// ERMIA's TPC-C comparison (ERMIA §4.4, TPCC-fixed): its SI and SSI (with and without the
@@ -236,7 +236,7 @@ pub(super) fn ermia_tpcc(s: &Scale) -> Vec<Panel> {
     .collect();
     tpcc_by_protocol(
         s,
-        "ERMIA's SI / SSI / SSN against Silo, 1% remote",
+        "ERMIA SI / SSI / SSN against Silo, 1% remote",
         &protocols,
     )
 }
