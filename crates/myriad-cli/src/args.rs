@@ -209,7 +209,9 @@ pub(crate) struct BenchArgs {
     /// Garbage collection: txn (transaction-level, epoch-based: workers prune what their
     /// commits superseded), vacuum (tuple-level: background threads prune the chains of the
     /// blocks commits marked dirty), coop (with --storage o2n: readers cut the expired
-    /// versions they walk past, background threads make full passes) or none.
+    /// versions they walk past, background threads make full passes), dead-zone (with
+    /// --storage n2o or o2n: as vacuum, and the threads also splice out of the middle of
+    /// chains the versions no live snapshot sees, vDriver Theorem 3.5) or none.
     #[arg(long, value_name = "POLICY", default_value = "txn", value_parser = parse_choice::<GcPolicy>)]
     #[serde(serialize_with = "as_display")]
     pub(crate) gc: GcPolicy,
@@ -229,7 +231,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "HOW", default_value = "inline", value_parser = parse_choice::<NonInline>)]
     #[serde(serialize_with = "as_display")]
     pub(crate) non_inline: NonInline,
-    /// With `--gc vacuum` or `coop`: background GC threads (beside the workers).
+    /// With `--gc vacuum`, `dead-zone` or `coop`: background GC threads (beside the workers).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub(crate) gc_threads: u16,
     /// Memory spaces new versions are carved from (thesis Fig. 5.16): N shared arenas growing
