@@ -151,6 +151,10 @@ pub(crate) enum BenchWorkload {
     Smallbank(SmallbankArgs),
     /// TATP (Hekaton §5.3): seven telecom stored procedures over four tables, 80% reads.
     Tatp(TatpArgs),
+    /// Long-lived transactions (vDriver §5): single-row updates over N tables while LLT
+    /// threads hold snapshots open; a per-second series of throughput, version bytes and
+    /// chain lengths.
+    Llt(LltArgs),
 }
 
 impl BenchWorkload {
@@ -161,6 +165,7 @@ impl BenchWorkload {
             BenchWorkload::Smallbank(a) => &mut a.bench,
             BenchWorkload::Tatp(a) => &mut a.bench,
             BenchWorkload::Tpcc(a) => &mut a.bench,
+            BenchWorkload::Llt(a) => &mut a.bench,
         }
     }
 }
@@ -228,7 +233,9 @@ pub(crate) struct BenchArgs {
     /// Garbage collection: txn (transaction-level, epoch-based: workers prune what their
     /// commits superseded), vacuum (tuple-level: background threads prune the chains of the
     /// blocks commits marked dirty), coop (with --storage o2n: readers cut the expired
-    /// versions they walk past, background threads make full passes) or none.
+    /// versions they walk past, background threads make full passes), dead-zone (with
+    /// --storage n2o or o2n: as vacuum, and the threads also splice out of the middle of
+    /// chains the versions no live snapshot sees, vDriver Theorem 3.5) or none.
     #[arg(long, value_name = "POLICY", default_value = "txn", value_parser = parse_choice::<GcPolicy>)]
     #[serde(serialize_with = "as_display")]
     pub(crate) gc: GcPolicy,
@@ -248,7 +255,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "HOW", default_value = "inline", value_parser = parse_choice::<NonInline>)]
     #[serde(serialize_with = "as_display")]
     pub(crate) non_inline: NonInline,
-    /// With `--gc vacuum` or `coop`: background GC threads (beside the workers).
+    /// With `--gc vacuum`, `dead-zone` or `coop`: background GC threads (beside the workers).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub(crate) gc_threads: u16,
     /// Memory spaces new versions are carved from (thesis Fig. 5.16): N shared arenas growing
@@ -427,6 +434,53 @@ pub(crate) struct TpccArgs {
     /// refuses Myriad's design and logging flags and `--stock-scan-threads`.
     #[arg(long, value_enum, default_value_t = Engine::Myriad)]
     pub(crate) engine: Engine,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) bench: BenchArgs,
+}
+
+/// `myriad bench llt`.
+#[derive(Args, Debug, Clone, Serialize)]
+pub(crate) struct LltArgs {
+    /// Tables (vDriver: 48).
+    #[arg(long, value_name = "N", default_value_t = 48)]
+    pub(crate) tables: u64,
+    /// Rows per table (vDriver: 1000 or 10,000).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub(crate) rows: u64,
+    /// Bytes per row: an 8-byte id plus a BYTES column of the rest (vDriver: about 256).
+    #[arg(long, value_name = "B", default_value_t = 256)]
+    pub(crate) row_bytes: u64,
+    /// Zipf exponent s ≥ 0 of the updated keys (exact for s ≥ 1); 0 is uniform.
+    #[arg(
+        long,
+        value_name = "S",
+        default_value_t = 0.0,
+        allow_negative_numbers = true
+    )]
+    pub(crate) zipf: f64,
+    /// Long-lived-transaction threads (besides --threads), each holding one snapshot.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(crate) llt: usize,
+    /// When the LLTs open their snapshots, in seconds from the start of the measured interval.
+    #[arg(long, value_name = "SECS", default_value_t = 0.0, value_parser = parse_warmup)]
+    pub(crate) llt_at: f64,
+    /// How long each LLT holds its snapshot, in seconds (cut at the end of the run).
+    #[arg(long, value_name = "SECS", default_value_t = 0.0, value_parser = parse_warmup)]
+    pub(crate) llt_hold: f64,
+    /// The LLTs issue random point reads while they hold their snapshots (else they idle).
+    #[arg(long)]
+    pub(crate) llt_reads: bool,
+    /// Cap on the updates per second over all workers (default: uncapped).
+    #[arg(long, value_name = "N")]
+    pub(crate) rate: Option<u64>,
+    /// Memory guard: stop the run with an error once live versions exceed this many MiB.
+    #[arg(long, value_name = "MIB")]
+    pub(crate) max_version_mib: Option<u64>,
+    /// Chains whose lengths each sample of the time series walks (about; a stride over
+    /// every table from its first row).
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub(crate) chain_sample: usize,
     #[command(flatten)]
     #[serde(flatten)]
     pub(crate) bench: BenchArgs,

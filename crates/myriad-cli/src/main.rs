@@ -109,6 +109,7 @@ fn main() -> ExitCode {
             BenchWorkload::Tpcc(a) => bench::command::bench_tpcc(a),
             BenchWorkload::Smallbank(a) => bench::command::bench_smallbank(a),
             BenchWorkload::Tatp(a) => bench::command::bench_tatp(a),
+            BenchWorkload::Llt(a) => bench::command::bench_llt(a),
         },
     }
 }

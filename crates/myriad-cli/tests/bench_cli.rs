@@ -380,12 +380,18 @@ fn o2n_storage_runs_every_multi_version_protocol() {
     }
 }
 
-/// Background vacuuming (`--gc vacuum --gc-threads 2`, both chain orders) and cooperative
-/// cleaning (`--gc coop`, o2n) keep live versions bounded under contended updates, and the
+/// Background vacuuming (`--gc vacuum --gc-threads 2`, both chain orders), dead-zone
+/// pruning (`--gc dead-zone`, both) and cooperative cleaning (`--gc coop`, o2n) keep live versions bounded under contended updates, and the
 /// report names the policy and threads.
 #[test]
 fn vacuum_gc_keeps_up_with_contended_updates() {
-    for (storage, gc) in [("n2o", "vacuum"), ("o2n", "vacuum"), ("o2n", "coop")] {
+    for (storage, gc) in [
+        ("n2o", "vacuum"),
+        ("o2n", "vacuum"),
+        ("o2n", "coop"),
+        ("n2o", "dead-zone"),
+        ("o2n", "dead-zone"),
+    ] {
         let r = ycsb(&[
             "--mix",
             "update-intensive",
@@ -891,4 +897,115 @@ fn smallbank_and_tatp_reject_bad_sizes_by_flag() {
         assert_eq!(out.status.code(), Some(2), "{w} {flag} {value}");
         assert!(stderr(&out).contains(flag), "{w} {flag}: {}", stderr(&out));
     }
+}
+
+/// `bench llt` (`workload/llt.rs`): Zipf 1.2 updates over two tables with one long-lived
+/// snapshot held through most of the run, under `txn` and `dead-zone` GC. The report's
+/// series is non-empty and consistent (time and commits rise, the sampled p99 chain is at
+/// most the max, dead-zone prunes are a part of the reclaimed versions); the LLT held its
+/// snapshot; under `dead-zone` the dead-zone test pruned versions and under `txn` it did not.
+#[test]
+fn llt_runs_and_reports_a_consistent_series() {
+    for gc in ["txn", "dead-zone"] {
+        let r = bench(
+            "llt",
+            &[
+                "--tables",
+                "2",
+                "--rows",
+                "200",
+                "--row-bytes",
+                "64",
+                "--zipf",
+                "1.2",
+                "--llt",
+                "1",
+                "--llt-at",
+                "0.2",
+                "--llt-hold",
+                "1.5",
+                "--llt-reads",
+                "--duration",
+                "2",
+                "--gc",
+                gc,
+            ],
+        );
+        assert_eq!(r["workload"], "llt", "{r}");
+        assert_eq!(r["fidelity"]["gc"], gc, "{r}");
+        let ts = r["memory"]["timeseries"].as_array().expect("timeseries");
+        assert!(ts.len() >= 3, "{gc}: {ts:?}");
+        let mut last = (-1.0, 0);
+        for s in ts {
+            let t = s["t_s"].as_f64().expect("t_s");
+            let c = s["committed"].as_u64().expect("committed");
+            assert!(t > last.0 && c >= last.1, "{gc}: {s} after {last:?}");
+            last = (t, c);
+            assert!(
+                s["versions_pruned_dead_zone"].as_u64() <= s["versions_reclaimed"].as_u64(),
+                "{gc}: {s}"
+            );
+            if let (Some(max), Some(p99)) =
+                (s["chain_len_max"].as_u64(), s["chain_len_p99"].as_u64())
+            {
+                assert!(1 <= p99 && p99 <= max, "{gc}: {s}");
+            }
+        }
+        assert!(last.1 > 0, "{gc}: nothing committed");
+        assert!(
+            ts.iter().filter(|s| s["chain_len_max"].is_u64()).count() >= 2,
+            "{gc}: no chain samples: {ts:?}"
+        );
+        assert_eq!(r["results"]["long_lived"]["snapshots_held"], 1, "{r}");
+        assert!(
+            r["results"]["long_lived"]["reads"].as_u64() > Some(0),
+            "{r}"
+        );
+        let pruned = ts.last().expect("a sample")["versions_pruned_dead_zone"]
+            .as_u64()
+            .expect("pruned");
+        if gc == "dead-zone" {
+            assert!(pruned > 0, "{r}");
+        } else {
+            assert_eq!(pruned, 0, "{r}");
+        }
+    }
+}
+
+/// `bench llt` refuses bad parameters (exit 2, naming the flag) and its memory guard stops
+/// a run that passes the limit with an error (exit 1).
+#[test]
+fn llt_refuses_bad_parameters_and_its_memory_guard_stops_the_run() {
+    for (flag, value) in [
+        ("--zipf", "-1"),
+        ("--row-bytes", "10"),
+        ("--rows", "0"),
+        ("--rate", "0"),
+    ] {
+        let out = myriad(&["bench", "llt", "--no-progress", flag, value]);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{flag} {value}: {}",
+            stderr(&out)
+        );
+        assert!(stderr(&out).contains(flag), "{flag}: {}", stderr(&out));
+    }
+    let out = myriad(&[
+        "bench",
+        "llt",
+        "--no-progress",
+        "--tables",
+        "1",
+        "--rows",
+        "100",
+        "--warmup",
+        "0",
+        "--duration",
+        "5",
+        "--max-version-mib",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("memory guard"), "{}", stderr(&out));
 }

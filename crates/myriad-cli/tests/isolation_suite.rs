@@ -126,10 +126,11 @@ fn the_suite_matches_its_expected_output_for_every_protocol_and_level() {
     let multi = || RUNS.iter().filter(|(p, ..)| multi_version(p));
     // Second pass: o2n chains under each GC policy in turn (coop also with physical index
     // pointers). Third: n2o under vacuum and no GC with primary-key index pointers, and
-    // under transaction-level GC with physical ones. Each multi-version run takes the next
+    // under dead-zone and transaction-level GC with physical ones. Each multi-version run takes the next
     // design of its pass, so every design meets several protocols and levels.
-    let o2n: [&[&str]; 5] = [
+    let o2n: [&[&str]; 6] = [
         &["--storage", "o2n"],
+        &["--storage", "o2n", "--gc", "dead-zone"],
         &["--storage", "o2n", "--gc", "coop"],
         &["--storage", "o2n", "--gc", "vacuum"],
         &["--storage", "o2n", "--gc", "none"],
@@ -142,8 +143,9 @@ fn the_suite_matches_its_expected_output_for_every_protocol_and_level() {
             "physical",
         ],
     ];
-    let n2o: [&[&str]; 3] = [
+    let n2o: [&[&str]; 4] = [
         &["--gc", "vacuum", "--index-pointers", "logical-pk"],
+        &["--gc", "dead-zone", "--index-pointers", "physical"],
         &["--gc", "none", "--index-pointers", "logical-pk"],
         &["--gc", "txn", "--index-pointers", "physical"],
     ];

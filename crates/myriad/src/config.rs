@@ -224,6 +224,14 @@ choice_enum!(
     }
 );
 
+impl GcPolicy {
+    /// Commits mark the blocks they gave new versions dirty, and background threads prune
+    /// the dirty blocks (`gc/vacuum.rs`), instead of queueing garbage per worker.
+    pub(crate) fn marks_dirty(self) -> bool {
+        matches!(self, GcPolicy::Vacuum | GcPolicy::DeadZone)
+    }
+}
+
 impl VersionStorage {
     /// `time-travel` and `delta`: the newest row is updated in place (`version/master.rs`).
     pub fn in_place(self) -> bool {
@@ -292,7 +300,9 @@ choice_enum!(
     /// tuple-level background threads that prune every chain of the blocks committed
     /// transactions marked dirty (`gc/vacuum.rs`); `coop`, cooperative cleaning on `o2n`
     /// chains: readers cut the expired versions they walk past, and background full passes
-    /// clean what no reader walks (`gc/coop.rs`); `none`.
+    /// clean what no reader walks (`gc/coop.rs`); `dead-zone`, background threads as for
+    /// `vacuum` that also splice out of the middle of chains the versions no live snapshot
+    /// can see (vDriver Theorem 3.5, `gc/dead_zone.rs`); `none`.
     GcPolicy {
         /// Transaction-level, epoch-based: each worker prunes the chains it superseded.
         Txn = "txn",
@@ -300,6 +310,8 @@ choice_enum!(
         Vacuum = "vacuum",
         /// Cooperative cleaning by readers on `o2n` chains, plus background passes.
         Coop = "coop",
+        /// vDriver's dead-zone pruning by background threads, on `n2o` and `o2n` chains.
+        DeadZone = "dead-zone",
         /// No garbage collection: every version stays.
         None = "none",
     }
@@ -924,6 +936,21 @@ impl Config {
         if self.gc == GcPolicy::Coop && self.storage != VersionStorage::AppendO2n {
             return Err(Error::InvalidConfig(format!(
                 "gc `coop` needs version storage `o2n`, not `{}`",
+                self.storage
+            )));
+        }
+
+        if self.gc == GcPolicy::DeadZone
+            && !matches!(
+                self.storage,
+                VersionStorage::AppendN2o | VersionStorage::AppendO2n
+            )
+        {
+            // In-place stores keep before-images that older versions need (`delta` applies
+            // them newest-first), and single-version storage has no chains to splice.
+            return Err(Error::InvalidConfig(format!(
+                "gc `dead-zone` splices versions out of append-only chains and is not \
+                 supported on version storage `{}` (use `n2o` or `o2n`)",
                 self.storage
             )));
         }

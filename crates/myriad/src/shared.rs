@@ -68,9 +68,13 @@ impl Shared {
         }
     }
 
-    /// Starts the background threads of GC `vacuum` and `coop` (no-op for the others).
+    /// Starts the background threads of GC `vacuum`, `dead-zone` and `coop` (no-op for the
+    /// others).
     pub(crate) fn start_gc_threads(&self) {
-        if !matches!(self.config.gc, GcPolicy::Vacuum | GcPolicy::Coop) {
+        if !matches!(
+            self.config.gc,
+            GcPolicy::Vacuum | GcPolicy::Coop | GcPolicy::DeadZone
+        ) {
             return;
         }
         let _ = self.vacuum.set(crate::gc::vacuum::Vacuum::start(
@@ -82,6 +86,7 @@ impl Shared {
                 watermark: Default::default(),
             },
             self.config.gc == GcPolicy::Coop,
+            self.config.gc == GcPolicy::DeadZone,
         ));
     }
 

@@ -153,6 +153,22 @@ fn config_errors() {
         Database::open(Config::new().gc(GcPolicy::Coop)),
         Err(Error::InvalidConfig(m)) if m.contains("coop") && m.contains("n2o")
     ));
+    // dead-zone splices append-only chains only.
+    for storage in [VersionStorage::TimeTravel, VersionStorage::Delta] {
+        assert!(matches!(
+            Database::open(Config::new().version_storage(storage).gc(GcPolicy::DeadZone)),
+            Err(Error::InvalidConfig(m)) if m.contains("dead-zone") && m.contains(storage.name())
+        ));
+    }
+    assert!(matches!(
+        Database::open(
+            Config::new()
+                .protocol(Protocol::Silo)
+                .version_storage(VersionStorage::SingleVersion)
+                .gc(GcPolicy::DeadZone)
+        ),
+        Err(Error::InvalidConfig(m)) if m.contains("dead-zone") && m.contains("single-version")
+    ));
     for n in [0, 65] {
         assert!(matches!(
             Database::open(Config::new().gc(GcPolicy::Vacuum).gc_threads(n)),

@@ -200,7 +200,7 @@ fn commits_survive_reopen_through_the_log_and_through_checkpoints() {
 }
 
 /// Oldest-to-newest chains (`o2n`, with transaction-level GC and with cooperative
-/// cleaning), background vacuuming and the in-place storages (`time-travel`, `delta`), under
+/// cleaning), background vacuuming, dead-zone pruning and the in-place storages (`time-travel`, `delta`), under
 /// every log kind: the history (updates, deletes,
 /// a row revived over its tombstone, an abort, CREATE INDEX) recovers to the same rows and
 /// indexes, in the same configuration and on n2o with transaction-level GC (the log does not
@@ -211,6 +211,7 @@ fn o2n_chains_log_and_recover_under_every_log_kind() {
         (VersionStorage::AppendO2n, GcPolicy::Txn),
         (VersionStorage::AppendO2n, GcPolicy::Coop),
         (VersionStorage::AppendN2o, GcPolicy::Vacuum),
+        (VersionStorage::AppendN2o, GcPolicy::DeadZone),
         (VersionStorage::TimeTravel, GcPolicy::Txn),
         (VersionStorage::Delta, GcPolicy::Vacuum),
     ];

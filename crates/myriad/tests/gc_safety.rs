@@ -1,6 +1,7 @@
 //! GC never reclaims a version an open snapshot can see, and keeps live versions flat; on
 //! both chain orders of append-only storage (`n2o`, `o2n`), under transaction-level GC
-//! (`txn`), background vacuuming (`vacuum`) and cooperative cleaning (`coop`, O2N only), on
+//! (`txn`), background vacuuming (`vacuum`), dead-zone pruning (`dead-zone`) and cooperative
+//! cleaning (`coop`, O2N only), on
 //! the in-place storages, and with non-inline attributes (`gc_setups`; every read checks the
 //! row's VARCHAR blob still holds its key's note).
 mod common;

@@ -371,7 +371,8 @@ fn o2n_chains_leave_no_forbidden_cycle() {
 /// Every accepted storage × GC pairing but o2n + txn (above), from `VersionStorage::ALL` ×
 /// `GcPolicy::ALL`, under every multi-version protocol at its strongest level: background
 /// vacuuming (`vacuum`, two threads, on both chain orders), cooperative cleaning (`coop`:
-/// readers cutting O2N chains) and no GC, the in-place storages (`time-travel`, `delta`),
+/// readers cutting O2N chains), dead-zone pruning (`dead-zone`: n2o with `physical`
+/// pointers, o2n with shared non-inline blobs) and no GC, the in-place storages (`time-travel`, `delta`),
 /// n2o + txn (the suite's default) with `physical` pointers, and non-inline attributes
 /// (`copy`, `shared`: `kv` gains a VARCHAR column every read checks); with primary-key index
 /// pointers on the no-GC run and versions from shared memory spaces on two GC runs (one
@@ -460,6 +461,20 @@ fn every_storage_and_gc_pairing_leaves_no_forbidden_cycle() {
         (
             VersionStorage::AppendN2o,
             GcPolicy::Vacuum,
+            IndexPointers::LogicalTid,
+            0,
+            NonInline::Shared,
+        ),
+        (
+            VersionStorage::AppendN2o,
+            GcPolicy::DeadZone,
+            IndexPointers::Physical,
+            1,
+            NonInline::Inline,
+        ),
+        (
+            VersionStorage::AppendO2n,
+            GcPolicy::DeadZone,
             IndexPointers::LogicalTid,
             0,
             NonInline::Shared,

@@ -146,6 +146,8 @@ pub(crate) fn run<W: BaselineWorker>(
         progress: false,
         txn_types,
         stop_grace: Duration::ZERO,
+        chain_sample: None,
+        max_version_bytes: None,
     };
     let phase = AtomicU8::new(WARMUP);
     let types = opts.txn_types.len();
@@ -179,6 +181,7 @@ pub(crate) fn run<W: BaselineWorker>(
         timeseries: Vec::new(),
         stats_start: Stats::default(),
         stats_end: Stats::default(),
+        memory_guard: None,
     };
     for t in tallies {
         result.add(&t?);

@@ -6,8 +6,9 @@
 use super::footprint;
 use super::report::{Fidelity, Report, ReportInput};
 use super::{progress_bar, progress_enabled, RunOptions};
-use crate::args::{BenchArgs, SmallbankArgs, TatpArgs, TpccArgs, YcsbArgs};
+use crate::args::{BenchArgs, LltArgs, SmallbankArgs, TatpArgs, TpccArgs, YcsbArgs};
 use crate::baselines::{self, Engine};
+use crate::workload::llt::{self, Llt};
 use crate::workload::smallbank::{self, Smallbank};
 use crate::workload::tatp::{self, Tatp};
 use crate::workload::tpcc::{self, Tpcc, TpccBench};
@@ -163,6 +164,33 @@ pub(crate) fn bench_ycsb(a: YcsbArgs) -> ExitCode {
         return bench_ycsb_baseline(&a, params, config);
     }
     bench_workload("ycsb", config, b, false, |db| Ycsb::create(db, params))
+}
+
+/// `myriad bench llt` (Myriad only).
+pub(crate) fn bench_llt(a: LltArgs) -> ExitCode {
+    let b = &a.bench;
+    let params = llt::Params {
+        tables: a.tables,
+        rows: a.rows,
+        row_bytes: a.row_bytes,
+        zipf: a.zipf,
+        threads: b.threads,
+        llt: a.llt,
+        llt_at_s: a.llt_at,
+        llt_hold_s: a.llt_hold,
+        llt_reads: a.llt_reads,
+        rate: a.rate,
+        max_version_bytes: a.max_version_mib.map(|m| m.saturating_mul(1 << 20)),
+        chain_sample: a.chain_sample,
+        isolation: b.isolation(),
+        warmup_s: b.warmup,
+        duration_s: b.duration,
+    };
+    if let Err(m) = params.validate() {
+        usage_error(m);
+    }
+    let config = serde_json::to_value(&a).unwrap_or_default();
+    bench_workload("llt", config, b, false, |db| Llt::create(db, params))
 }
 
 /// `myriad bench ycsb --engine sqlite|redb|fjall`: refuses what the baseline cannot honour
@@ -409,6 +437,8 @@ pub(crate) fn bench_workload<W: Workload>(
         progress,
         txn_types,
         stop_grace: Duration::from_secs_f64(b.duration.max(STOP_GRACE_MIN_S)),
+        chain_sample: w.chain_sample(),
+        max_version_bytes: w.max_version_bytes(),
     };
     let log0 = db.log_stats();
     let (c0, t0) = (db.stats().committed, Instant::now());
@@ -426,6 +456,9 @@ pub(crate) fn bench_workload<W: Workload>(
         Ok(r) => r,
         Err(e) => return fatal(&format!("running {name}"), e),
     };
+    if let Some(m) = &run.memory_guard {
+        return fatal(&format!("running {name}"), m);
+    }
     if let Some(e) = ckpt.error.lock().map(|mut e| e.take()).unwrap_or(None) {
         return fatal("taking a checkpoint", e);
     }

@@ -58,6 +58,12 @@ pub struct RunOptions {
     /// How long workers may take to finish their last transaction after the measured
     /// interval; past it the run is declared stalled and the process exits with status 1.
     pub stop_grace: Duration,
+    /// Sample the chain lengths of about this many tuples in every series sample, on a
+    /// sampler thread of its own (`Database::chain_sample`; the workers are not stopped).
+    pub chain_sample: Option<usize>,
+    /// The memory guard: the run stops, and `RunResult::memory_guard` says why, once live
+    /// version bytes exceed this.
+    pub max_version_bytes: Option<u64>,
 }
 
 /// Latency of one transaction type.
@@ -173,6 +179,17 @@ pub struct MemSample {
     pub committed: u64,
     /// Version bytes allocated since the start of the measured interval.
     pub version_bytes_allocated: u64,
+    /// Versions reclaimed since the start of the measured interval, and of those the ones
+    /// spliced out of the middle of chains by GC `dead-zone` (the rest were cut below the
+    /// watermark).
+    pub versions_reclaimed: u64,
+    pub versions_pruned_dead_zone: u64,
+    /// With `RunOptions::chain_sample`: the longest chain and the 99th-percentile length of
+    /// the latest sample of chains (taken at most a sampler pass before this sample).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chain_len_max: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chain_len_p99: Option<u64>,
 }
 
 impl MemSample {
@@ -185,8 +202,66 @@ impl MemSample {
             version_bytes_allocated: s
                 .version_bytes_allocated
                 .saturating_sub(s0.version_bytes_allocated),
+            versions_reclaimed: s.versions_reclaimed.saturating_sub(s0.versions_reclaimed),
+            versions_pruned_dead_zone: s
+                .versions_pruned_dead_zone
+                .saturating_sub(s0.versions_pruned_dead_zone),
+            chain_len_max: None,
+            chain_len_p99: None,
         }
     }
+
+    /// Adds the sampler's latest chain lengths, if it has a sample.
+    fn with_chains(mut self, chains: &ChainSampler) -> MemSample {
+        if let Some((max, p99)) = chains.latest() {
+            self.chain_len_max = Some(max);
+            self.chain_len_p99 = Some(p99);
+        }
+        self
+    }
+}
+
+/// The chain-length sampler's latest result: `u64::MAX` in `max` until the first sample.
+pub(crate) struct ChainSampler {
+    max: std::sync::atomic::AtomicU64,
+    p99: std::sync::atomic::AtomicU64,
+}
+
+impl ChainSampler {
+    fn new() -> ChainSampler {
+        ChainSampler {
+            max: std::sync::atomic::AtomicU64::new(u64::MAX),
+            p99: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    fn latest(&self) -> Option<(u64, u64)> {
+        let p99 = self.p99.load(Ordering::Acquire);
+        let max = self.max.load(Ordering::Acquire);
+        (max != u64::MAX).then_some((max, p99))
+    }
+
+    /// Samples until the run stops: one pass over about `tuples` chains, then a pause.
+    fn run(&self, db: &Database, tuples: usize, phase: &AtomicU8) {
+        while phase.load(Ordering::Relaxed) != STOP {
+            let mut lens = db.chain_sample(tuples);
+            if let Some((max, p99)) = max_and_p99(&mut lens) {
+                self.p99.store(p99, Ordering::Release);
+                self.max.store(max, Ordering::Release);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+/// The largest value and the 99th percentile (nearest rank) of `v`; `None` if it is empty.
+pub(crate) fn max_and_p99(v: &mut [u64]) -> Option<(u64, u64)> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let rank = (v.len() * 99).div_ceil(100).max(1);
+    Some((v[v.len() - 1], v[rank - 1]))
 }
 
 /// What a run measured.
@@ -203,6 +278,8 @@ pub struct RunResult {
     /// Engine counters at the start and the end of the measured interval.
     pub stats_start: Stats,
     pub stats_end: Stats,
+    /// Why the memory guard stopped the run (`RunOptions::max_version_bytes`), if it did.
+    pub memory_guard: Option<String>,
 }
 
 impl RunResult {
@@ -306,6 +383,7 @@ pub fn run<W: Worker>(
     });
 
     let running = AtomicUsize::new(opts.threads);
+    let chains = ChainSampler::new();
     let (tallies, measured) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..opts.threads)
             .map(|i| {
@@ -317,7 +395,11 @@ pub fn run<W: Worker>(
                 })
             })
             .collect();
-        let measured = drive(db, opts, &phase, &pb);
+        if let Some(n) = opts.chain_sample {
+            let (chains, phase) = (&chains, &phase);
+            s.spawn(move || chains.run(db, n, phase));
+        }
+        let measured = drive(db, opts, &phase, &pb, &chains);
         let (done, stopped) = std::sync::mpsc::channel::<()>();
         let running = &running;
         s.spawn(move || watchdog(db, opts, running, &stopped));
@@ -330,7 +412,7 @@ pub fn run<W: Worker>(
     });
     pb.finish_and_clear();
 
-    let (duration, timeseries, stats_start, stats_end) = measured;
+    let (duration, timeseries, stats_start, stats_end, memory_guard) = measured;
     let mut result = RunResult {
         committed: 0,
         aborted: [0; REASONS],
@@ -341,6 +423,7 @@ pub fn run<W: Worker>(
         timeseries,
         stats_start,
         stats_end,
+        memory_guard,
     };
     for t in tallies {
         result.add(&t?);
@@ -348,14 +431,19 @@ pub fn run<W: Worker>(
     Ok(result)
 }
 
-/// The main thread's part: phase changes, memory samples, progress. Returns the measured
-/// duration, the memory time series and the engine counters at both ends of the interval.
+/// What `drive` measured: duration, series, counters at both ends, memory-guard trip.
+type Measured = (Duration, Vec<MemSample>, Stats, Stats, Option<String>);
+
+/// The main thread's part: phase changes, memory samples, progress, the memory guard.
+/// Returns the measured duration, the memory time series, the engine counters at both ends
+/// of the interval and why the memory guard stopped the run, if it did.
 fn drive(
     db: &Database,
     opts: &RunOptions,
     phase: &AtomicU8,
     pb: &ProgressBar,
-) -> (Duration, Vec<MemSample>, Stats, Stats) {
+    chains: &ChainSampler,
+) -> Measured {
     const TICK: Duration = Duration::from_millis(100);
     let start = Instant::now();
     // A worker that hits a fatal error sets STOP; the driver then ends early.
@@ -373,12 +461,26 @@ fn drive(
     let m0 = Instant::now();
     let s0 = db.stats();
     pb.set_prefix("run");
-    let mut series = vec![MemSample::of(0.0, &s0, &s0)];
+    let mut series = vec![MemSample::of(0.0, &s0, &s0).with_chains(chains)];
     let mut next_sample = Duration::from_secs(1);
+    let mut guard = None;
     loop {
         let elapsed = m0.elapsed();
         if elapsed >= opts.duration || stopped() {
             break;
+        }
+        if let Some(limit) = opts.max_version_bytes {
+            let live = db.stats().live_version_bytes();
+            if live > limit {
+                guard = Some(format!(
+                    "the memory guard stopped the run {:.1} s into the measured interval: \
+                     {} of live versions, above the limit of {}",
+                    elapsed.as_secs_f64(),
+                    report::bytes(live),
+                    report::bytes(limit)
+                ));
+                break;
+            }
         }
         std::thread::sleep(
             TICK.min(opts.duration - elapsed)
@@ -388,7 +490,7 @@ fn drive(
         let elapsed = m0.elapsed();
         if elapsed >= next_sample {
             let s = db.stats();
-            series.push(MemSample::of(elapsed.as_secs_f64(), &s, &s0));
+            series.push(MemSample::of(elapsed.as_secs_f64(), &s, &s0).with_chains(chains));
             next_sample += Duration::from_secs(1);
         }
         if opts.progress {
@@ -409,9 +511,9 @@ fn drive(
         .last()
         .is_some_and(|l| duration.as_secs_f64() - l.t_s > 0.05)
     {
-        series.push(MemSample::of(duration.as_secs_f64(), &s1, &s0));
+        series.push(MemSample::of(duration.as_secs_f64(), &s1, &s0).with_chains(chains));
     }
-    (duration, series, s0, s1)
+    (duration, series, s0, s1, guard)
 }
 
 /// Ends the process if workers are still inside a transaction `stop_grace` after the

@@ -48,7 +48,8 @@ pub struct IsolationArgs {
     /// protocol's own, single-version for silo, occ, 2pl and hybrid, n2o for the others).
     #[arg(long, value_name = "S", value_parser = crate::args::parse_choice::<VersionStorage>)]
     storage: Option<VersionStorage>,
-    /// Garbage collection: txn, vacuum, coop (with --storage o2n) or none.
+    /// Garbage collection: txn, vacuum, coop (with --storage o2n), dead-zone (n2o or o2n) or
+    /// none.
     #[arg(long, value_name = "POLICY", default_value = "txn", value_parser = crate::args::parse_choice::<GcPolicy>)]
     gc: GcPolicy,
     /// How secondary indexes point at rows: logical-tid, logical-pk or physical (with

@@ -17,6 +17,7 @@
 //! them to the workload's atomics when they are dropped, so the invariant checks cost nothing
 //! on the transaction path.
 
+pub mod llt;
 pub mod rng;
 pub mod smallbank;
 pub mod tatp;
@@ -121,6 +122,17 @@ pub trait Workload: Sync {
 
     /// The worker of thread `thread`.
     fn worker(&self, thread: usize, seed: u64) -> Self::Worker<'_>;
+
+    /// Sample the chain lengths of about this many tuples per series sample
+    /// (`bench::RunOptions::chain_sample`).
+    fn chain_sample(&self) -> Option<usize> {
+        None
+    }
+
+    /// The memory guard: stop the run with an error above this many live version bytes.
+    fn max_version_bytes(&self) -> Option<u64> {
+        None
+    }
 
     /// What this run's workload is, for the report's fidelity block.
     fn fidelity(&self) -> Vec<(&'static str, Json)>;

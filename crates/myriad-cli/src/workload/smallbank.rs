@@ -479,6 +479,8 @@ mod tests {
                 progress: false,
                 txn_types: TXN_TYPES,
                 stop_grace: Duration::from_secs(10),
+                chain_sample: None,
+                max_version_bytes: None,
             };
             let r = run(&db, &opts, |i| sb.worker(i, 5)).unwrap();
             assert!(r.committed > 100, "{isolation:?}: {}", r.committed);

@@ -604,6 +604,8 @@ mod tests {
                 progress: false,
                 txn_types: TXN_TYPES,
                 stop_grace: Duration::from_secs(10),
+                chain_sample: None,
+                max_version_bytes: None,
             };
             let r = run(&db, &opts, |i| t.worker(i, 9)).unwrap();
             assert!(r.committed > 1000, "{isolation:?}: {}", r.committed);

@@ -11,6 +11,10 @@
 //!   (10^10, the count YCSB's precomputed ζ = 26.469… belongs to), then key =
 //!   |FNV-1a-64(rank)| mod n, which scatters the hot keys over the key space.
 //!
+//! - `ExactZipf` (the long-lived-transaction workload, `llt.rs`) is exact for any exponent
+//!   s ≥ 0, including s ≥ 1 where Gray's formula does not apply: a precomputed CDF over the n
+//!   ranks and a binary search per draw (n ≤ `EXACT_ZIPF_MAX_N`), key = rank − 1.
+//!
 //! ζ(n, θ) = Σ_{i=1..n} i^−θ is summed term by term up to `EXACT_ZETA_MAX_N` terms (what
 //! DBx1000 does; ~0.1 s for 10M rows in release) and by Euler–Maclaurin beyond, which agrees with
 //! YCSB's 10^10-term constant to 1e-12. Values are cached per (n, θ) for the process.
@@ -145,6 +149,62 @@ impl GrayZipf {
     #[cfg(test)]
     pub fn probability(&self, r: u64) -> f64 {
         ((r + 1) as f64).powf(-self.params.theta) / self.params.zetan
+    }
+}
+
+/// Largest item count of `ExactZipf` (its CDF takes 8 bytes per item).
+pub const EXACT_ZIPF_MAX_N: u64 = 1 << 24;
+
+/// Zipf with exponent `s ≥ 0` over `[0, n)`, exactly: P(rank r) = (r+1)^−s / Σ i^−s, by
+/// inversion of the precomputed CDF. Key = rank, hot keys are the low keys; s = 0 is uniform.
+#[derive(Clone, Debug)]
+pub struct ExactZipf {
+    /// `cdf[r]` = P(rank ≤ r); the last entry is 1.
+    cdf: Vec<f64>,
+}
+
+impl ExactZipf {
+    /// `Err` names the problem: no items, too many, or an exponent that is negative or not
+    /// finite.
+    pub fn new(n: u64, s: f64) -> Result<ExactZipf, String> {
+        if n == 0 || n > EXACT_ZIPF_MAX_N {
+            return Err(format!(
+                "a Zipf distribution over {n} items: the exact generator takes 1..={EXACT_ZIPF_MAX_N}"
+            ));
+        }
+        if !(s.is_finite() && s >= 0.0) {
+            return Err(format!(
+                "Zipf exponent must be a finite number ≥ 0, got {s}"
+            ));
+        }
+        let mut cdf = Vec::with_capacity(n as usize);
+        let mut sum = 0.0;
+        for i in 1..=n {
+            sum += (i as f64).powf(-s);
+            cdf.push(sum);
+        }
+        for c in &mut cdf {
+            *c /= sum;
+        }
+        if let Some(last) = cdf.last_mut() {
+            *last = 1.0;
+        }
+        Ok(ExactZipf { cdf })
+    }
+
+    /// A key in [0, n): the first rank whose CDF exceeds a uniform draw in [0, 1).
+    #[inline]
+    pub fn next(&self, rng: &mut Rng) -> u64 {
+        let u = rng.next_f64();
+        let r = self.cdf.partition_point(|&c| c <= u);
+        r.min(self.cdf.len() - 1) as u64
+    }
+
+    /// Probability of 0-based rank `r`.
+    #[cfg(test)]
+    pub fn probability(&self, r: u64) -> f64 {
+        let r = r as usize;
+        self.cdf[r] - if r == 0 { 0.0 } else { self.cdf[r - 1] }
     }
 }
 
@@ -304,5 +364,38 @@ mod tests {
         let one = ScrambledZipf::new(1, 0.99);
         let mut rng = Rng::new(0, 0);
         assert!((0..100).all(|_| one.next(&mut rng) == 0));
+    }
+
+    /// The exact generator draws each rank with its Zipf probability for exponents ≥ 1
+    /// (where Gray's closed form does not apply), and refuses what it cannot draw.
+    #[test]
+    fn exact_zipf_frequencies_match_for_exponents_of_one_and_above() {
+        for s in [0.0, 1.0, 1.2, 2.0] {
+            let z = ExactZipf::new(100, s).unwrap();
+            let want0 = if s == 0.0 {
+                0.01
+            } else {
+                1.0 / (1..=100).map(|i| (i as f64).powf(-s)).sum::<f64>()
+            };
+            assert!((z.probability(0) - want0).abs() < 1e-12, "s={s}");
+            let mut rng = Rng::new(9, 1);
+            let draws = 200_000;
+            let mut counts = [0u64; 100];
+            for _ in 0..draws {
+                counts[z.next(&mut rng) as usize] += 1;
+            }
+            for r in [0u64, 1, 9] {
+                let p = z.probability(r);
+                let got = counts[r as usize] as f64 / draws as f64;
+                assert!(
+                    (got - p).abs() < 4.0 * (p * (1.0 - p) / draws as f64).sqrt() + 1e-4,
+                    "s={s} rank {r}: {got} vs {p}"
+                );
+            }
+        }
+        assert!(ExactZipf::new(0, 1.2).is_err());
+        assert!(ExactZipf::new(10, -1.0).is_err());
+        assert!(ExactZipf::new(10, f64::NAN).is_err());
+        assert!(ExactZipf::new(EXACT_ZIPF_MAX_N + 1, 1.0).is_err());
     }
 }

@@ -91,6 +91,9 @@ pub struct Stats {
     /// GC `coop`: versions readers cut from the chains they walked (a part of
     /// `versions_reclaimed`; the rest is the background full passes').
     pub versions_cut_by_readers: u64,
+    /// GC `dead-zone`: versions spliced out of the middle of chains by vDriver's dead-zone
+    /// test (a part of `versions_reclaimed`; the rest was cut below the watermark).
+    pub versions_pruned_dead_zone: u64,
     /// Acquisitions of memory-space locks (`Config::memory_spaces`; allocations and frees).
     /// Process-wide: spaces are shared by every database of the process.
     pub space_locks: u64,
@@ -212,7 +215,7 @@ impl Database {
             schema,
             self.shared.config.protocol.version_ext(),
             self.shared.config.storage,
-            self.shared.config.gc == crate::config::GcPolicy::Vacuum,
+            self.shared.config.gc.marks_dirty(),
             self.shared.config.index_pointers,
             self.shared.config.non_inline,
         ))
@@ -568,6 +571,7 @@ impl Database {
             s.versions_reclaimed += l(&st.versions_reclaimed);
             s.version_bytes_reclaimed += l(&st.version_bytes_reclaimed);
             s.gc_ns += l(&st.gc_ns);
+            s.versions_pruned_dead_zone += l(&st.versions_pruned_dead_zone);
         }
         s
     }
@@ -601,6 +605,40 @@ impl Database {
             }
         }
         cs
+    }
+
+    /// The chain lengths of a sample of at most about `max_tuples` tuples, taken with the
+    /// same stride from tuple 0 of every table (so a workload whose hottest keys are loaded
+    /// first samples them). Walks the chains while transactions run (no stop of the world):
+    /// a length is a chain's length at some moment of its walk.
+    pub fn chain_sample(&self, max_tuples: usize) -> Vec<u64> {
+        let names = self.shared.names.lock().len();
+        let tables: Vec<_> = (0..names)
+            .map(|id| self.shared.table_by_id(id as u32))
+            .collect();
+        let total: u64 = tables.iter().map(|t| t.tid_count()).sum();
+        let stride = total.div_ceil(max_tuples.max(1) as u64).max(1);
+        let mut out = Vec::with_capacity(max_tuples.min(total as usize));
+        let guard = crossbeam_epoch::pin();
+        for t in tables {
+            for tid in (0..t.tid_count()).step_by(stride as usize) {
+                let Some(e) = t.entry(crate::storage::TupleId::new(tid)) else {
+                    continue;
+                };
+                let mut v = e.load(Ordering::Acquire);
+                let mut n = 0u64;
+                // SAFETY: pinned; chain versions are freed only after the epoch advances.
+                while let Some(x) = unsafe { v.as_ref() } {
+                    n += 1;
+                    v = x.next.load(Ordering::Acquire);
+                }
+                if n > 0 {
+                    out.push(n);
+                }
+            }
+        }
+        drop(guard);
+        out
     }
 
     /// Runs garbage collection for every idle worker slot now (also done automatically every

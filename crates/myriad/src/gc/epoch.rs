@@ -23,7 +23,7 @@
 
 use super::GcHost;
 use crate::storage::{Table, TupleId};
-use crate::txn::table::{bump, Slot};
+use crate::txn::table::{bump, Slot, PROV_BIT};
 use crate::version::{is_txn, Order, Version};
 use crossbeam_epoch::Guard;
 use std::collections::VecDeque;
@@ -57,7 +57,10 @@ pub(crate) fn watermark_of(
     // GC compares the watermark with the raw Begin/End words of versions.
     let mut w = clock.now().get();
     for s in txns.slots() {
-        w = w.min(s.begin_ts.load(Ordering::SeqCst));
+        let b = s.begin_ts.load(Ordering::SeqCst);
+        if b != u64::MAX {
+            w = w.min(b & !PROV_BIT);
+        }
     }
     w
 }
@@ -168,7 +171,7 @@ impl Cut {
     ///
     /// # Safety
     /// `p` is allocated, unlinked from its chain, and claimed by the caller alone.
-    unsafe fn take(&mut self, t: &Table, p: *mut Version) {
+    pub(crate) unsafe fn take(&mut self, t: &Table, p: *mut Version) {
         t.remove_entries(p, (*p).data(), &mut self.key, &mut self.entry);
         let blobs = (*p).drop_blob_refs(&mut self.blobs);
         self.versions

@@ -19,6 +19,7 @@
 //! The threads share the clock, the transaction table and the table directory with the
 //! `Database` (by `Arc`); `Vacuum`'s drop stops and joins them before those go away.
 
+use super::dead_zone::{self, Zones};
 use super::epoch::{prune, watermark_of, Cut};
 use crate::storage::table::DIRTY_BLOCK_BITS as BLOCK_BITS;
 use crate::storage::{TableRef, TupleId};
@@ -46,6 +47,8 @@ pub(crate) struct Vacuum {
     /// every running pass has finished (and counted what it freed).
     passes: Arc<parking_lot::RwLock<()>>,
     pub(crate) shared: Shared,
+    /// GC `dead-zone`: passes prune by the dead zones, not only below the watermark.
+    zones: bool,
 }
 
 /// What a vacuum pass reads: shared with the `Database`.
@@ -63,7 +66,9 @@ impl Vacuum {
     /// Starts `n ≥ 1` vacuum threads: each passes over its dirty blocks every `PERIOD`, or,
     /// with `full`, over all its blocks every `COOP_PERIOD` (cooperative cleaning's pass for
     /// the "dusty corners" no reader walks, `coop.rs`).
-    pub(crate) fn start(n: usize, shared: Shared, full: bool) -> Vacuum {
+    /// With `zones` (GC `dead-zone`), every pass also splices dead versions out of the
+    /// middle of the chains it visits (`dead_zone.rs`).
+    pub(crate) fn start(n: usize, shared: Shared, full: bool, zones: bool) -> Vacuum {
         let stop = Arc::new(AtomicBool::new(false));
         let passes = Arc::new(parking_lot::RwLock::new(()));
         let stats: Vec<Arc<SlotStats>> = (0..=n).map(|_| Arc::default()).collect();
@@ -77,7 +82,7 @@ impl Vacuum {
                         while !stop.load(Ordering::Acquire) {
                             {
                                 let _shared = passes.read();
-                                pass(&shared, i, n, &stats, full);
+                                pass(&shared, i, n, &stats, full, zones);
                             }
                             std::thread::sleep(if full { COOP_PERIOD } else { PERIOD });
                         }
@@ -91,6 +96,7 @@ impl Vacuum {
             stats,
             passes,
             shared,
+            zones,
         }
     }
 
@@ -99,7 +105,7 @@ impl Vacuum {
     pub(crate) fn pass_now(&self) {
         let _alone = self.passes.write();
         if let Some(stats) = self.stats.last() {
-            pass(&self.shared, 0, 1, stats, true);
+            pass(&self.shared, 0, 1, stats, true, self.zones);
         }
     }
 }
@@ -115,10 +121,19 @@ impl Drop for Vacuum {
 
 /// One pass over the dirty blocks numbered `me` modulo `of` of every table, or over all of
 /// its blocks if `full` (with or without a bitmap). Publishes the watermark it used.
-fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool) {
+/// With `zones`, the pass builds the dead zones once and prunes every visited chain by them
+/// (a list built at the start stays safe for the whole pass, `dead_zone.rs`).
+fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool, zones: bool) {
     let start = Instant::now();
-    let w = watermark_of(&shared.clock, &shared.txns);
+    let mut dz = Zones::default();
+    let w = if zones {
+        dz.build(&shared.clock, &shared.txns);
+        dz.watermark()
+    } else {
+        watermark_of(&shared.clock, &shared.txns)
+    };
     shared.watermark.fetch_max(w, Ordering::AcqRel);
+    let mut spliced = 0;
     let guard = crossbeam_epoch::pin();
     let mut cut = Cut::default();
     for t in shared.tables.iter().filter_map(|t| t.get()) {
@@ -131,7 +146,11 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool) {
             let end = (first + (1 << BLOCK_BITS)).min(t.tid_count());
             let mut again = false;
             for tid in (first..end).map(TupleId::new) {
-                prune(t, tid, w, &mut cut);
+                if zones {
+                    spliced += dead_zone::prune(t, tid, &dz, &mut cut);
+                } else {
+                    prune(t, tid, w, &mut cut);
+                }
                 again |= has_older(t, tid);
             }
             if again {
@@ -141,6 +160,7 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool) {
     }
     bump(&stats.versions_reclaimed, cut.versions.len() as u64);
     bump(&stats.version_bytes_reclaimed, cut.bytes);
+    bump(&stats.versions_pruned_dead_zone, spliced);
     // SAFETY: every version in the batch was unlinked under `guard` (as in
     // `epoch::collect`), so no thread pinned later can reach it.
     unsafe { cut.free_after_epoch(&guard) };

@@ -151,7 +151,7 @@ impl<'db> Transaction<'db> {
         }
 
         // Post-processing (Hekaton §2.4): replace our id by the end timestamp in every field
-        // we wrote. GC `vacuum`: mark the tuple's block dirty; `coop`: nothing (readers and
+        // we wrote. GC `vacuum` and `dead-zone`: mark the tuple's block dirty; `coop`: nothing (readers and
         // the full passes find the garbage); `txn` (and `none`, which drops it): queue it.
         let gc = db.config.gc;
         for w in &self.st.sets.write_set {
@@ -167,7 +167,7 @@ impl<'db> Transaction<'db> {
                     old.end.store(end_ts.get(), Ordering::Release);
                 }
                 if !w.old.is_null() || (*w.new).is_tombstone() {
-                    if gc == GcPolicy::Vacuum {
+                    if gc.marks_dirty() {
                         if db.table_by_id(w.table).mark_dirty(w.tid) {
                             bump(&slot.stats.record_rmw, 1);
                         }

@@ -44,7 +44,7 @@ use std::collections::VecDeque;
 use std::ops::Bound;
 use std::ptr;
 use std::sync::atomic::Ordering;
-use table::{bump, Slot, TxnId};
+use table::{bump, Slot, TxnId, PROV_BIT};
 
 /// Options for one transaction.
 #[derive(Clone, Copy, Debug)]
@@ -259,8 +259,11 @@ impl<'db> Transaction<'db> {
         let slot = db.txns.slot(slot_idx);
         let id = slot.start(slot_idx);
         // Register a provisional read time before drawing the real one, so the GC watermark
-        // computed concurrently can never pass our read time (see gc/epoch.rs).
-        slot.begin_ts.store(db.clock.now().get(), Ordering::SeqCst);
+        // computed concurrently can never pass our read time (see gc/epoch.rs). It is
+        // flagged: until the real read time replaces it, the dead-zone builder treats it as
+        // "reads at any time from here on" (gc/dead_zone.rs).
+        slot.begin_ts
+            .store(db.clock.now().get() | PROV_BIT, Ordering::SeqCst);
         // SAFETY: we own the slot (acquired in Database::begin_with).
         let mut local = std::mem::take(unsafe { &mut *locals.get(slot_idx) });
         local.prefetched.clear();
@@ -291,6 +294,12 @@ impl<'db> Transaction<'db> {
             begin_ts,
             tracks_reads,
         } = begin;
+        // The exact read time replaces the provisional one (it is not lower, so the
+        // watermark stays a lower bound). Read Committed reads at the clock per statement:
+        // its registration stays provisional.
+        if opts.isolation != Isolation::ReadCommitted {
+            slot.begin_ts.store(begin_ts.get(), Ordering::Release);
+        }
         let recording = db.history.as_ref().map(|_| Box::default());
         let sets = std::mem::take(&mut local.sets);
         let mut tx = Transaction {
@@ -401,6 +410,17 @@ impl<'db> Transaction<'db> {
         Resolver {
             speculate: None,
             ..self.resolver()
+        }
+    }
+
+    /// Re-pins the memory epoch now (operations do it every 128). A transaction kept open
+    /// while idle — a long-lived snapshot between statements — calls it now and then, so
+    /// its pin does not hold back the freeing of versions the GC cut. What it can still
+    /// read is protected by its registered read time, not by the pin.
+    pub fn repin(&mut self) {
+        if self.may_repin() {
+            self.ops_since_repin = 0;
+            self.guard.repin();
         }
     }
 

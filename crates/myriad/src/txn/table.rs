@@ -78,6 +78,24 @@ fn pack(state: u64, ts: u64) -> u64 {
     (state << ST_SHIFT) | (ts & TS_MASK)
 }
 
+/// `Slot::begin_ts` flag: the registered read time is provisional, a lower bound of the
+/// times the transaction reads at (it may read at any time from it on). Set while the real
+/// read time is drawn, and kept under Read Committed, which reads at the clock per statement
+/// (`Transaction::new`). Dead-zone pruning protects only the exact read times of the other
+/// registrations (`gc/dead_zone.rs`); the watermark uses the value without the flag.
+pub(crate) const PROV_BIT: u64 = 1 << 62;
+
+/// What a slot's transaction validates at, as the dead-zone builder sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Validating {
+    /// Not Preparing: it reads at its registered read time only.
+    No,
+    /// Preparing, end timestamp not yet drawn.
+    Pending,
+    /// Preparing with this end timestamp: validation re-reads at it (`cc/mvocc.rs`).
+    At(u64),
+}
+
 /// Per-slot counters, written only by the slot's owner (plain stores, no read-modify-write)
 /// and summed by `Database::stats`.
 #[derive(Default)]
@@ -106,6 +124,9 @@ pub(crate) struct SlotStats {
     pub ssi_safe_retries: AtomicU64,
     pub ssi_untracked_reads: AtomicU64,
     pub ssi_old_read_aborts: AtomicU64,
+    /// GC `dead-zone`: versions spliced out of the middle of chains (a part of
+    /// `versions_reclaimed`; the rest was cut below the watermark).
+    pub versions_pruned_dead_zone: AtomicU64,
 }
 
 /// Hekaton's register-and-report commit dependencies (§2.7), per slot.
@@ -173,7 +194,8 @@ pub(crate) struct Slot {
     pub in_use: AtomicBool,
     pub txn_id: AtomicU64,
     state: AtomicU64,
-    /// Read time registered for the visibility watermark; `u64::MAX` when idle.
+    /// Read time registered for the visibility watermark and the dead zones; `u64::MAX`
+    /// when idle; with `PROV_BIT` while provisional.
     pub begin_ts: AtomicU64,
     seq: AtomicU64,
     pub stats: SlotStats,
@@ -361,6 +383,16 @@ impl Slot {
         let w = self.state.load(Ordering::SeqCst);
         let ts = w & TS_MASK;
         w >> ST_SHIFT == ST_PREPARING && (ts == PENDING_TS || ts <= rt.get())
+    }
+    /// What the slot's transaction validates at (`gc/dead_zone.rs`'s zone builder).
+    pub fn validating(&self) -> Validating {
+        let w = self.state.load(Ordering::SeqCst);
+        let ts = w & TS_MASK;
+        match (w >> ST_SHIFT, ts) {
+            (ST_PREPARING, PENDING_TS) => Validating::Pending,
+            (ST_PREPARING, ts) => Validating::At(ts),
+            _ => Validating::No,
+        }
     }
     /// Ends the transaction after post-processing (see the module invariants).
     pub fn terminate(&self) {
