@@ -40,6 +40,8 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .index_pointers(b.index_pointers)
         .non_inline(b.non_inline)
         .commit_dependencies(b.commit_deps)
+        .timestamps(b.timestamps)
+        .po_tick(Duration::from_micros(b.po_tick_us))
         .procedures(b.procedures)
         .loggers(b.loggers as usize)
         .log_manager(b.log_manager.unwrap_or(if b.data_dir.is_some() {
@@ -189,6 +191,10 @@ fn refuse_for_baseline(engine: Engine, b: &BenchArgs, extra: &[(&str, bool)]) {
         ("--storage", b.storage.is_some()),
         ("--isolation", b.isolation() != Isolation::Serializable),
         ("--commit-deps", !b.commit_deps),
+        (
+            "--timestamps",
+            b.timestamps != myriad::TimestampPolicy::GlobalCounter,
+        ),
         ("--procedures", b.procedures != ProcedureExec::Compiled),
         ("--gc", b.gc != GcPolicy::Txn),
         ("--gc-threads", b.gc_threads != 1),
