@@ -111,6 +111,45 @@ fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// Runs `specs` for `protocol` at `level` with the extra flags `design`, comparing with
+/// `expected/OUT/`; every spec must match.
+fn run_specs(protocol: &str, level: &str, out: &str, design: &[&str], specs: &[String]) {
+    let expected = suite_dir().join("expected").join(out);
+    let mut args = vec![
+        "--protocol",
+        protocol,
+        "--isolation-default",
+        level,
+        "--expected-dir",
+        expected.to_str().expect("utf-8 path"),
+        // Only mv2pl-wait waits on locks (its commit, for readers and range lockers;
+        // a wait on a holder that never comes gives up after 5 s): for it a step is
+        // reported waiting after 1 s. The others never wait, and a generous timeout keeps
+        // a slow, loaded machine from reporting a step of theirs as waiting.
+        "--step-timeout",
+        if protocol == "mv2pl-wait" {
+            "1000"
+        } else {
+            "10000"
+        },
+    ];
+    args.extend_from_slice(design);
+    args.extend(specs.iter().map(String::as_str));
+    let o = myriad(&args);
+    assert!(
+        o.status.success(),
+        "{protocol} {level} {design:?}:\n{}\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    assert_eq!(
+        stdout(&o).lines().filter(|l| l.starts_with("ok ")).count(),
+        SPECS.len(),
+        "{protocol} {level} {design:?}: {}",
+        stdout(&o)
+    );
+}
+
 #[test]
 fn the_suite_matches_its_expected_output_for_every_protocol_and_level() {
     let dir = suite_dir();
@@ -186,40 +225,7 @@ fn the_suite_matches_its_expected_output_for_every_protocol_and_level() {
                 .map(|(i, &(p, l, o))| (p, l, o, non_inline[i % non_inline.len()])),
         );
     for (protocol, level, out, design) in runs {
-        let expected = dir.join("expected").join(out);
-        let mut args = vec![
-            "--protocol",
-            protocol,
-            "--isolation-default",
-            level,
-            "--expected-dir",
-            expected.to_str().expect("utf-8 path"),
-            // Only mv2pl-wait waits on locks (its commit, for readers and range lockers;
-            // a wait on a holder that never comes gives up after 5 s): for it a step is
-            // reported waiting after 1 s. The others never wait, and a generous timeout keeps
-            // a slow, loaded machine from reporting a step of theirs as waiting.
-            "--step-timeout",
-            if protocol == "mv2pl-wait" {
-                "1000"
-            } else {
-                "10000"
-            },
-        ];
-        args.extend_from_slice(design);
-        args.extend(specs.iter().map(String::as_str));
-        let o = myriad(&args);
-        assert!(
-            o.status.success(),
-            "{protocol} {level} {design:?}:\n{}\n{}",
-            stdout(&o),
-            stderr(&o)
-        );
-        assert_eq!(
-            stdout(&o).lines().filter(|l| l.starts_with("ok ")).count(),
-            SPECS.len(),
-            "{protocol} {level}: {}",
-            stdout(&o)
-        );
+        run_specs(protocol, level, out, design, &specs);
     }
     // Every protocol of `Protocol::ALL` at every level it offers has a run (a new protocol
     // fails here until its expected outputs are chosen).
@@ -592,36 +598,7 @@ fn the_suite_matches_under_locked_counter_and_partial_order() {
     let mut partial_order_runs = 0;
     for (protocol, level, out, ts) in runs {
         partial_order_runs += usize::from(ts[1] == "partial-order");
-        let expected = dir.join("expected").join(out);
-        let mut args = vec![
-            "--protocol",
-            protocol,
-            "--isolation-default",
-            level,
-            "--expected-dir",
-            expected.to_str().expect("utf-8 path"),
-            "--step-timeout",
-            if protocol == "mv2pl-wait" {
-                "1000"
-            } else {
-                "10000"
-            },
-        ];
-        args.extend_from_slice(ts);
-        args.extend(specs.iter().map(String::as_str));
-        let o = myriad(&args);
-        assert!(
-            o.status.success(),
-            "{protocol} {level} {ts:?}:\n{}\n{}",
-            stdout(&o),
-            stderr(&o)
-        );
-        assert_eq!(
-            stdout(&o).lines().filter(|l| l.starts_with("ok ")).count(),
-            SPECS.len(),
-            "{protocol} {level} {ts:?}: {}",
-            stdout(&o)
-        );
+        run_specs(protocol, level, out, ts, &specs);
     }
     assert_eq!(partial_order_runs, 2, "si, and mvocc at si");
 }

@@ -532,8 +532,9 @@ impl Config {
         self.isolation = i;
         self
     }
-    /// Timestamp source (default `global-counter`, the only one built; others are
-    /// `Error::Unsupported` at open).
+    /// Timestamp source (default `global-counter`; `silo-epoch` is not built and is
+    /// `Error::Unsupported` at open; `Config::validate` refuses the pairings a source
+    /// cannot serve).
     pub fn timestamps(mut self, t: TimestampPolicy) -> Self {
         self.timestamps = t;
         self

@@ -497,8 +497,9 @@ impl Database {
     }
 
     /// Runs `f` in a transaction and commits, retrying serialization failures with
-    /// exponential backoff up to `Config::max_retries` attempts. Any other error aborts the
-    /// transaction and is returned.
+    /// exponential backoff up to `Config::max_retries` attempts; a retry after a
+    /// write-write conflict with a commit begins after that commit (`begin_after`). Any
+    /// other error aborts the transaction and is returned.
     pub fn run<T>(&self, f: impl FnMut(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
         self.run_with(
             TxnOptions {
