@@ -4,8 +4,11 @@
 //! "Tx.2 waits until the end of Tx.1 to allocate the CTs". Timestamps are distinct and
 //! dense, as with `global-counter`; what differs is that update commits are serialised.
 //!
-//! Invariant: the lock is held from `lock_end_ts` to `unlock` by exactly one committer, and
-//! the counter is written only under it (`advance_to` excepted: recovery, nothing runs).
+//! Invariant: the lock is held from `lock` to `unlock` by exactly one committer, and the
+//! counter is written only under it (`advance_to` excepted: recovery, nothing runs). A
+//! committer takes the lock *before* it publishes PreparingPending (`Source::enter_commit`):
+//! the holder may wait for a PreparingPending writer's end timestamp (validation walks its
+//! versions), so no writer may be PreparingPending while it waits for the lock.
 //! A read time is a load of the counter; a reader that meets the lock holder Preparing at a
 //! timestamp ≤ its read time waits for it, as under `global-counter`.
 
@@ -42,7 +45,7 @@ impl LockedCounter {
 
     /// Takes the commit lock; returns the shared read-modify-writes it took (the successful
     /// swap and any failed ones).
-    fn lock(&self) -> u64 {
+    pub(crate) fn lock(&self) -> u64 {
         let backoff = Backoff::new();
         let mut rmw = 1;
         while self
@@ -59,14 +62,16 @@ impl LockedCounter {
         rmw
     }
 
-    /// Enters the commit critical section and draws the next timestamp; the caller must
-    /// `unlock` once its versions are stamped (or it aborted). Returns (timestamp, shared
-    /// read-modify-writes).
-    pub(crate) fn lock_end_ts(&self) -> (u64, u64) {
-        let rmw = self.lock();
+    /// Draws the next timestamp; the caller holds the lock (a store, not an RMW: nobody
+    /// else writes the counter).
+    pub(crate) fn draw_locked(&self) -> u64 {
+        debug_assert!(
+            self.inner.locked.load(Ordering::Relaxed),
+            "locked-counter: a draw without the commit lock"
+        );
         let ts = self.now() + 1;
         self.inner.now.store(ts, Ordering::SeqCst);
-        (ts, rmw + 1)
+        ts
     }
 
     /// Leaves the commit critical section.
@@ -81,7 +86,8 @@ impl LockedCounter {
     /// A timestamp drawn outside a commit (MVTO's begin, a single-version commit's history
     /// order): lock, increment, unlock.
     pub(crate) fn next_end_ts(&self) -> u64 {
-        let (ts, _) = self.lock_end_ts();
+        self.lock();
+        let ts = self.draw_locked();
         self.unlock();
         ts
     }
@@ -105,7 +111,8 @@ mod tests {
             for _ in 0..2 {
                 s.spawn(|| {
                     for _ in 0..10_000 {
-                        let (ts, _) = c.lock_end_ts();
+                        c.lock();
+                        let ts = c.draw_locked();
                         assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two inside");
                         assert_eq!(c.now(), ts);
                         inside.fetch_sub(1, Ordering::SeqCst);

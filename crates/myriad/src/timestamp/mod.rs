@@ -133,18 +133,26 @@ impl Source {
         }
     }
 
-    /// The end timestamp of a multi-version update commit, and the shared read-modify-writes
-    /// drawing it took. The caller then `release`s it once its versions are stamped, or
+    /// Before a multi-version update commit publishes PreparingPending: `locked-counter`
+    /// takes its commit lock (see `locked_counter`'s invariant). Returns the shared
+    /// read-modify-writes it took.
+    #[inline]
+    pub(crate) fn enter_commit(&self) -> u64 {
+        match self {
+            Source::LockedCounter(c) => c.lock(),
+            Source::GlobalCounter(_) | Source::PartialOrder(_) => 0,
+        }
+    }
+
+    /// The end timestamp of a multi-version update commit (after `enter_commit`), and the
+    /// shared read-modify-writes drawing it took. The caller then `release`s it once its versions are stamped, or
     /// `abandon`s it if it aborts (`locked-counter`: the lock is held until then;
     /// `partial-order`: the group waits for it).
     #[inline]
     pub(crate) fn join_end_ts(&self) -> (Timestamp, u64) {
         match self {
             Source::GlobalCounter(c) => (Timestamp(c.next_end_ts()), 1),
-            Source::LockedCounter(c) => {
-                let (ts, rmw) = c.lock_end_ts();
-                (Timestamp(ts), rmw)
-            }
+            Source::LockedCounter(c) => (Timestamp(c.draw_locked()), 0),
             Source::PartialOrder(p) => {
                 let (ts, rmw) = p.join();
                 (Timestamp(ts), rmw)
@@ -298,6 +306,7 @@ mod tests {
             match p.source() {
                 Ok(s) => {
                     let rt = s.now();
+                    s.enter_commit();
                     let (end, _) = s.join_end_ts();
                     assert!(end > rt, "{p:?}: end {end} ≤ read time {rt}");
                     s.release(end);
@@ -318,6 +327,7 @@ mod tests {
                         Source::LockedCounter(_) => {
                             let end = s.next_end_ts();
                             assert_eq!(s.now(), end);
+                            s.enter_commit();
                             let (next, _) = s.join_end_ts();
                             assert_eq!(next.get(), end.get() + 1);
                             s.abandon(next);

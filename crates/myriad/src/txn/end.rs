@@ -105,7 +105,12 @@ impl<'db> Transaction<'db> {
                 }
             }
         }
-        // Publish Preparing before drawing the end timestamp (see txn/table.rs).
+        // Publish Preparing before drawing the end timestamp (see txn/table.rs);
+        // `locked-counter` takes its commit lock before either.
+        if ermia.is_none() {
+            let rmw = self.st.db.clock.enter_commit();
+            bump(&slot.stats.global_rmw, rmw);
+        }
         slot.set_preparing_pending();
         let end_ts = match ermia {
             Some(l) => {
