@@ -60,10 +60,11 @@ pub struct Stats {
     pub global_rmw: u64,
     /// Atomic read-modify-writes on per-record words (write locks, chain-head installs).
     pub record_rmw: u64,
-    /// Multi-version update commits that drew an end timestamp (those that then failed
-    /// validation included).
+    /// Multi-version update commits that drew an end timestamp from the source (those that
+    /// then failed validation included; not ERMIA's log reservations, nor MVTO's begin
+    /// timestamps).
     pub end_ts_draws: u64,
-    /// Increments of the commit timestamp: one per end timestamp drawn for the counters
+    /// Increments of the commit timestamp: one per `end_ts_draws` for the counters
     /// (`global-counter`, `locked-counter`); `partial-order`: the closes of its open commit
     /// timestamp (`ts_increments_by_cause`), so updaters per increment is the group size.
     pub ts_increments: u64,
