@@ -4,7 +4,7 @@
 use clap::{ArgAction, Args, Parser, Subcommand};
 use myriad::{
     Error, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogManagerKind, LogPolicy, NonInline,
-    ProcedureExec, Protocol, RecoveryScheme, VersionStorage,
+    ProcedureExec, Protocol, RecoveryScheme, TimestampPolicy, VersionStorage,
 };
 use serde::{Serialize, Serializer};
 use std::fmt::Display;
@@ -225,6 +225,17 @@ pub(crate) struct BenchArgs {
     /// report's fidelity block says `validation: UNSAFE ...`. Refused for other protocols.
     #[arg(long)]
     pub(crate) unsafe_no_validation: bool,
+    /// Where commit and read timestamps come from: global-counter (one fetch-add per update
+    /// commit), locked-counter (MPDB's baseline: increment, stamp and unlock under one lock)
+    /// or partial-order (POMVCC: non-conflicting updaters share one commit timestamp;
+    /// memory-only, with --protocol si, or mvocc at --isolation si or rc).
+    #[arg(long, value_name = "SOURCE", default_value = "global-counter", value_parser = parse_choice::<TimestampPolicy>)]
+    #[serde(serialize_with = "as_display")]
+    pub(crate) timestamps: TimestampPolicy,
+    /// partial-order: microseconds between the ticks that close a non-empty open commit
+    /// timestamp, making its commits readable (0: no tick).
+    #[arg(long, value_name = "US", default_value_t = 100)]
+    pub(crate) po_tick_us: u64,
     /// How stored procedures run: compiled (each procedure turned once into closures) or
     /// interpreted (the IR interpreter, the reference the compiled form is tested against).
     #[arg(long, value_name = "HOW", default_value = "compiled", value_parser = parse_choice::<ProcedureExec>)]

@@ -188,16 +188,36 @@ choice_enum!(
 
 choice_enum!(
     /// Where commit and begin timestamps come from (thesis §3.4.3; `timestamp/`). Built:
-    /// `global-counter`. `silo-epoch` and `partial-order` (POMVCC's partial-order timestamps,
-    /// issue 35) are named but not built yet: `Config::validate` rejects them as unsupported.
+    /// `global-counter`, `locked-counter` and `partial-order` (POMVCC's partial-order
+    /// timestamps, with the paper's shared counters). `silo-epoch` is named but not built:
+    /// `Config::validate` rejects it as unsupported.
     TimestampPolicy {
         /// One global counter: a begin timestamp is a load, an end timestamp a fetch-add.
         GlobalCounter = "global-counter",
         /// Silo-style epoch-based timestamps. Not built yet (rejected by `Config::validate`).
         SiloEpoch = "silo-epoch",
-        /// POMVCC's partial-order timestamps (issue 35). Not built yet (rejected by
-        /// `Config::validate`).
+        /// POMVCC's partial-order timestamps: non-conflicting updaters share one commit
+        /// timestamp; readers begin at the newest complete group, so a transaction may miss
+        /// one that committed before it began unless it begins with a floor
+        /// (`Database::begin_after`). Pairs with `si`, and `mvocc` at `si` or `rc`, on a
+        /// memory-only database (`Config::validate` names what it refuses).
         PartialOrder = "partial-order",
+        /// MPDB's baseline from the POMVCC paper: a commit increments one counter, stamps its
+        /// versions and unlocks inside one critical section.
+        LockedCounter = "locked-counter",
+    }
+);
+
+choice_enum!(
+    /// Where `partial-order` keeps its per-timestamp pre-commit and commit counts. `shared`
+    /// (built): one pair of shared counters per timestamp, as in the paper (two shared
+    /// read-modify-writes per commit). `slots`: in the transaction-table slots, so a commit
+    /// takes no shared read-modify-write — not built (`Config::validate` refuses it).
+    PoCounters {
+        /// Shared counters per timestamp (the paper's).
+        Shared = "shared",
+        /// Counts in the transaction-table slots. Not built.
+        Slots = "slots",
     }
 );
 
@@ -255,12 +275,15 @@ impl TimestampPolicy {
     /// The timestamp source this policy names (`timestamp::Source`); `Error::Unsupported`
     /// for a policy not built yet.
     pub(crate) fn source(self) -> Result<crate::timestamp::Source> {
-        use crate::timestamp::{GlobalCounter, Source};
+        use crate::timestamp::{GlobalCounter, LockedCounter, PartialOrder, Source};
         match self {
             TimestampPolicy::GlobalCounter => Ok(Source::GlobalCounter(GlobalCounter::new())),
-            TimestampPolicy::SiloEpoch | TimestampPolicy::PartialOrder => Err(Error::Unsupported(
-                format!("timestamp policy `{}` is not implemented yet", self),
-            )),
+            TimestampPolicy::LockedCounter => Ok(Source::LockedCounter(LockedCounter::new())),
+            TimestampPolicy::PartialOrder => Ok(Source::PartialOrder(PartialOrder::new())),
+            TimestampPolicy::SiloEpoch => Err(Error::Unsupported(format!(
+                "timestamp policy `{}` is not implemented yet",
+                self
+            ))),
         }
     }
 }
@@ -416,6 +439,8 @@ pub struct Config {
     pub(crate) protocol: Protocol,
     pub(crate) isolation: Isolation,
     pub(crate) timestamps: TimestampPolicy,
+    pub(crate) po_counters: PoCounters,
+    pub(crate) po_tick: std::time::Duration,
     pub(crate) storage: VersionStorage,
     pub(crate) non_inline: NonInline,
     pub(crate) gc: GcPolicy,
@@ -459,6 +484,8 @@ impl Default for Config {
             protocol: Protocol::Mvocc,
             isolation: Isolation::Serializable,
             timestamps: TimestampPolicy::GlobalCounter,
+            po_counters: PoCounters::Shared,
+            po_tick: std::time::Duration::from_micros(100),
             storage: VersionStorage::AppendN2o,
             non_inline: NonInline::Inline,
             gc: GcPolicy::Txn,
@@ -543,10 +570,24 @@ impl Config {
         self.isolation = i;
         self
     }
-    /// Timestamp source (default `global-counter`, the only one built; others are
-    /// `Error::Unsupported` at open).
+    /// Timestamp source (default `global-counter`; `silo-epoch` is not built and is
+    /// `Error::Unsupported` at open; `Config::validate` refuses the pairings a source
+    /// cannot serve).
     pub fn timestamps(mut self, t: TimestampPolicy) -> Self {
         self.timestamps = t;
+        self
+    }
+    /// Where `partial-order` keeps its per-timestamp counts (default `shared`; `slots` is
+    /// not built and refused by `Config::validate`).
+    pub fn po_counters(mut self, c: PoCounters) -> Self {
+        self.po_counters = c;
+        self
+    }
+    /// `partial-order`: how often the tick closes a non-empty open commit timestamp, so a
+    /// commit becomes readable without a conflict or a floor (default 100 µs; zero: no tick,
+    /// commits become readable only on a conflict abort or a begin with a floor).
+    pub fn po_tick(mut self, d: std::time::Duration) -> Self {
+        self.po_tick = d;
         self
     }
     /// Version storage (default `n2o`; single-version protocols need `single-version`).
@@ -757,6 +798,14 @@ impl Config {
     pub fn get_timestamps(&self) -> TimestampPolicy {
         self.timestamps
     }
+    /// Where `partial-order` keeps its counts (`po_counters`).
+    pub fn get_po_counters(&self) -> PoCounters {
+        self.po_counters
+    }
+    /// `partial-order`'s tick period (`po_tick`).
+    pub fn get_po_tick(&self) -> std::time::Duration {
+        self.po_tick
+    }
     /// How stored procedures run (`procedures`).
     pub fn get_procedures(&self) -> ProcedureExec {
         self.procedures
@@ -810,13 +859,17 @@ impl Config {
             .filter(|_| self.protocol == Protocol::ErmiaSsi)
     }
     /// Whether commit dependencies are on (`commit_dependencies`; unset, on exactly where
-    /// the protocol can take them).
+    /// the protocol can take them, but not under `partial-order` timestamps).
     pub fn get_commit_dependencies(&self) -> bool {
-        self.commit_dependencies
-            .unwrap_or_else(|| Self::can_speculate(self.protocol))
+        self.commit_dependencies.unwrap_or_else(|| {
+            Self::can_speculate(self.protocol) && self.timestamps != TimestampPolicy::PartialOrder
+        })
     }
     /// Whether transactions of this configuration take commit dependencies.
     pub(crate) fn speculates(&self) -> bool {
+        // Partial-order: a snapshot never holds a Preparing transaction, so nothing is read
+        // speculatively; and a member of one's own commit group must be a conflict, not a
+        // dependency (`Resolver::same_group`). `get_commit_dependencies` says off there.
         Self::can_speculate(self.protocol) && self.get_commit_dependencies()
     }
 
@@ -883,7 +936,6 @@ impl Config {
         if Self::isolation_levels(self.protocol).is_empty() {
             return Err(unsupported("protocol", self.protocol.name()));
         }
-        self.check_isolation(self.isolation)?;
         if self.commit_dependencies == Some(true) && !Self::can_speculate(self.protocol) {
             return Err(Error::InvalidConfig(format!(
                 "commit dependencies (Hekaton §2.7) are built for protocols `mvocc` and `si` \
@@ -915,8 +967,20 @@ impl Config {
                 self.protocol
             )));
         }
+        if self.commit_dependencies == Some(true)
+            && self.timestamps == TimestampPolicy::PartialOrder
+        {
+            return Err(Error::InvalidConfig(
+                "commit dependencies cannot be taken under timestamps `partial-order` (a \
+                 snapshot never holds a Preparing writer, and one of the reader's own commit \
+                 group is a conflict): leave them unset or off"
+                    .into(),
+            ));
+        }
         // The source is built again by `Database::open`; this refuses the unbuilt ones.
         self.timestamps.source()?;
+        self.check_timestamps()?;
+        self.check_isolation(self.isolation)?;
         match (self.protocol.single_version(), self.storage) {
             (false, VersionStorage::SingleVersion) => {
                 return Err(Error::InvalidConfig(format!(
@@ -1110,7 +1174,83 @@ impl Config {
         Ok(())
     }
 
+    /// The pairings a timestamp source cannot serve (POMVCC spec C4.1).
+    fn check_timestamps(&self) -> Result<()> {
+        let ts = self.timestamps;
+        if ts == TimestampPolicy::LockedCounter && self.log_manager == LogManagerKind::Ermia {
+            return Err(Error::InvalidConfig(
+                "timestamps `locked-counter` with log manager `ermia`: ERMIA's end timestamp \
+                 is the log position its one atomic add reserves, not a locked counter; use \
+                 log manager `epoch`"
+                    .into(),
+            ));
+        }
+        if ts != TimestampPolicy::PartialOrder {
+            return Ok(());
+        }
+        if self.po_counters == PoCounters::Slots {
+            return Err(Error::Unsupported(
+                "partial-order counters `slots` (counts in the transaction-table slots) are not \
+                 implemented yet; use `shared`"
+                    .into(),
+            ));
+        }
+        let why = match self.protocol {
+            Protocol::Mvocc | Protocol::Si => None,
+            Protocol::Mvto => Some("draws its timestamp at begin, not at commit"),
+            Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi | Protocol::ErmiaSi => Some(
+                "its stamps (and ERMIA's log positions) need a distinct end timestamp per \
+                 transaction",
+            ),
+            Protocol::Mv2pl | Protocol::Mv2plWait => {
+                Some("its locking reads of the latest version need a distinct commit order")
+            }
+            Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid => {
+                Some("it is single-version and orders commits by its own TIDs")
+            }
+        };
+        if let Some(why) = why {
+            return Err(Error::InvalidConfig(format!(
+                "timestamps `partial-order` with protocol `{}`: {why} (use `si`, or `mvocc` at \
+                 `si` or `rc`)",
+                self.protocol
+            )));
+        }
+        self.check_timestamps_isolation(self.isolation)?;
+        if self.log_manager == LogManagerKind::Ermia {
+            return Err(Error::InvalidConfig(
+                "timestamps `partial-order` with log manager `ermia`: ERMIA's end timestamp is \
+                 a distinct log position"
+                    .into(),
+            ));
+        }
+        if self.log != LogPolicy::None {
+            return Err(Error::Unsupported(format!(
+                "timestamps `partial-order` with log `{}`: a commit visible only once its log \
+                 record is durable, and recovery in group order, are not implemented yet; \
+                 partial-order runs memory-only (log `none`)",
+                self.log
+            )));
+        }
+        Ok(())
+    }
+
+    /// Under `partial-order`, the levels whose validation is defined at a shared end
+    /// timestamp: `si` and `rc` (the paper defers the others).
+    fn check_timestamps_isolation(&self, i: Isolation) -> Result<()> {
+        if self.timestamps == TimestampPolicy::PartialOrder
+            && !matches!(i, Isolation::Snapshot | Isolation::ReadCommitted)
+        {
+            return Err(Error::InvalidConfig(format!(
+                "timestamps `partial-order` with isolation level `{i}`: read validation at a \
+                 commit timestamp shared by a group is not defined (use `si` or `rc`)"
+            )));
+        }
+        Ok(())
+    }
+
     pub(crate) fn check_isolation(&self, i: Isolation) -> Result<()> {
+        self.check_timestamps_isolation(i)?;
         if Self::isolation_levels(self.protocol).contains(&i) {
             Ok(())
         } else {

@@ -196,6 +196,14 @@ pub enum Error {
     ReadOnlyTransaction,
     /// The transaction already committed or aborted (e.g. after a failed operation aborted it).
     TransactionClosed,
+    /// A begin floor (`Database::begin_after`) above every commit timestamp handed out: a
+    /// floor must be a timestamp a commit returned.
+    FloorAhead {
+        /// The floor asked for.
+        floor: u64,
+        /// The newest commit timestamp handed out (or open to join).
+        newest: u64,
+    },
     /// More concurrent transactions than `Config::max_concurrent_txns`.
     TooManyTransactions {
         /// The size of the transaction table.
@@ -358,6 +366,11 @@ impl fmt::Display for Error {
             ),
             Error::ReadOnlyTransaction => write!(f, "write in a READ ONLY transaction"),
             Error::TransactionClosed => write!(f, "the transaction has already ended"),
+            Error::FloorAhead { floor, newest } => write!(
+                f,
+                "begin floor {floor} is above the newest commit timestamp {newest} (a floor \
+                 must be a timestamp a commit returned)"
+            ),
             Error::InFailedTransaction => write!(
                 f,
                 "current transaction is aborted, commands ignored until end of transaction block"

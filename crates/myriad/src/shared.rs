@@ -46,6 +46,9 @@ pub(crate) struct Shared {
     /// the database is open (after recovery, whose physical replay frees versions without
     /// waiting for an epoch); stopped and joined on drop.
     pub(crate) vacuum: OnceLock<crate::gc::vacuum::Vacuum>,
+    /// The periodic tick of `partial-order` timestamps (`timestamp::Ticker`), started with
+    /// the GC threads; stopped and joined on drop.
+    pub(crate) ticker: OnceLock<crate::timestamp::Ticker>,
 }
 
 impl Shared {
@@ -65,12 +68,16 @@ impl Shared {
             durable,
             config,
             vacuum: OnceLock::new(),
+            ticker: OnceLock::new(),
         }
     }
 
     /// Starts the background threads of GC `vacuum`, `dead-zone` and `coop` (no-op for the
-    /// others).
+    /// others), and the timestamp source's tick if it has one.
     pub(crate) fn start_gc_threads(&self) {
+        if let Some(t) = crate::timestamp::Ticker::start(&self.clock, self.config.po_tick) {
+            let _ = self.ticker.set(t);
+        }
         if !matches!(
             self.config.gc,
             GcPolicy::Vacuum | GcPolicy::Coop | GcPolicy::DeadZone

@@ -734,3 +734,45 @@ fn secondary_index_write_skew_is_reported_when_judged_as_serializable() {
         assert_predicate_write_skew(|level| secondary_index_write_skew(level, point_lookup));
     }
 }
+
+/// Partial-order timestamps (commit timestamps shared by groups, snapshots that may be
+/// stale) and the locked counter, for every protocol and level they pair with: no
+/// forbidden cycle. Under partial-order some updaters must share a commit timestamp, or
+/// the run did not exercise groups; under the locked counter none may.
+#[test]
+fn partial_order_and_locked_counter_histories_have_no_forbidden_cycles() {
+    for ts in [
+        TimestampPolicy::PartialOrder,
+        TimestampPolicy::LockedCounter,
+    ] {
+        for p in [Protocol::Mvocc, Protocol::Si] {
+            for &level in Config::isolation_levels(p) {
+                let c = config_for(p).timestamps(ts);
+                if c.clone().isolation(level).validate().is_err() {
+                    continue;
+                }
+                let what = format!("{ts} {p} {level}");
+                let h = rmw_history_with(c, level, 3, 300, 11);
+                let r = check(&h);
+                assert!(r.anomalies.is_empty(), "{what}: {}", r.anomalies[0]);
+                assert_eq!(r.ignored_txns, 0, "{what}");
+                let mut updaters: Vec<u64> = h
+                    .iter()
+                    .filter(|t| !t.writes.is_empty())
+                    .map(|t| t.commit_ts)
+                    .collect();
+                let n = updaters.len();
+                updaters.sort_unstable();
+                updaters.dedup();
+                if ts == TimestampPolicy::PartialOrder {
+                    assert!(
+                        updaters.len() < n,
+                        "{what}: no two updaters shared a timestamp"
+                    );
+                } else {
+                    assert_eq!(updaters.len(), n, "{what}: a shared timestamp");
+                }
+            }
+        }
+    }
+}

@@ -41,6 +41,8 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .index_pointers(b.index_pointers)
         .non_inline(b.non_inline)
         .unsafe_no_validation(b.unsafe_no_validation)
+        .timestamps(b.timestamps)
+        .po_tick(Duration::from_micros(b.po_tick_us))
         .procedures(b.procedures)
         .loggers(b.loggers as usize)
         .log_manager(b.log_manager.unwrap_or(if b.data_dir.is_some() {
@@ -230,6 +232,10 @@ fn refuse_for_baseline(engine: Engine, b: &BenchArgs, extra: &[(&str, bool)]) {
         ("--ermia-safe-retry", b.ermia_safe_retry.is_some()),
         ("--ermia-old-age", b.ermia_old_age.is_some()),
         ("--unsafe-no-validation", b.unsafe_no_validation),
+        (
+            "--timestamps",
+            b.timestamps != myriad::TimestampPolicy::GlobalCounter,
+        ),
         ("--procedures", b.procedures != ProcedureExec::Compiled),
         ("--gc", b.gc != GcPolicy::Txn),
         ("--gc-threads", b.gc_threads != 1),

@@ -50,6 +50,16 @@ pub struct Report {
     pub shared_rmw_per_txn: f64,
     pub global_rmw_per_txn: f64,
     pub record_rmw_per_txn: f64,
+    /// Increments of the commit timestamp per committed transaction: one per end timestamp
+    /// drawn under global-counter and locked-counter; closes of the open commit timestamp
+    /// (conflicts, floors, ticks) under partial-order.
+    pub ts_increments_per_txn: f64,
+    /// Update commits that drew an end timestamp per increment: the commit group size under
+    /// partial-order, 1 under the counters.
+    pub ts_group_size: f64,
+    /// partial-order: CTs − BTs at the end of the run (commit timestamps a new reader does
+    /// not see yet; 0 under the counters).
+    pub ts_visibility_lag: u64,
     /// Memory-space lock acquisitions (version allocations and frees, `--memory-spaces`)
     /// per committed transaction; 0 without spaces.
     pub space_locks_per_txn: f64,
@@ -266,6 +276,8 @@ pub struct Fidelity {
     /// Read validation: "on", or for OCC⁻/SILO⁻ (`--unsafe-no-validation`) a line that starts
     /// with `UNSAFE` (the run is not serializable).
     pub validation: String,
+    /// The timestamp source (`Config::timestamps`).
+    pub timestamps: String,
     pub gc: String,
     /// With GC on: a worker collects after this many of its commits.
     pub gc_interval_txns: u32,
@@ -327,6 +339,7 @@ impl Fidelity {
             } else {
                 "on".into()
             },
+            timestamps: config.get_timestamps().name().into(),
             gc: config.get_gc().name().into(),
             gc_interval_txns: config.get_gc_interval_txns(),
             gc_threads: config.get_gc_threads(),
@@ -373,6 +386,7 @@ impl Fidelity {
             ("commit_deps", Json::from(self.commit_deps.clone())),
             ("ermia_ssi", Json::from(self.ermia_ssi.clone())),
             ("validation", Json::from(self.validation.clone())),
+            ("timestamps", Json::from(self.timestamps.clone())),
             ("gc", Json::from(self.gc.clone())),
             ("gc_interval_txns", Json::from(self.gc_interval_txns)),
             ("gc_threads", Json::from(self.gc_threads)),
@@ -504,6 +518,16 @@ impl Report {
             shared_rmw_per_txn: per_txn(global + record),
             global_rmw_per_txn: per_txn(global),
             record_rmw_per_txn: per_txn(record),
+            ts_increments_per_txn: per_txn(d(|s| s.ts_increments)),
+            ts_group_size: {
+                let inc = d(|s| s.ts_increments);
+                if inc == 0 {
+                    0.0
+                } else {
+                    d(|s| s.end_ts_draws) as f64 / inc as f64
+                }
+            },
+            ts_visibility_lag: i.end.ts_visibility_lag,
             space_locks_per_txn: per_txn(d(|s| s.space_locks)),
             preparing_waits_per_txn: per_txn(d(|s| s.preparing_waits)),
             commit_deps_per_txn: per_txn(d(|s| s.commit_deps)),
@@ -661,6 +685,14 @@ impl Report {
             o,
             "  gc           {:.1} ms;  shared RMW/txn {:.2} (global {:.2}, record {:.2})",
             self.gc_ms, self.shared_rmw_per_txn, self.global_rmw_per_txn, self.record_rmw_per_txn,
+        )?;
+        writeln!(
+            o,
+            "  timestamps   {};  increments/txn {:.4}, group size {:.2}, visibility lag {}",
+            self.fidelity.timestamps,
+            self.ts_increments_per_txn,
+            self.ts_group_size,
+            self.ts_visibility_lag,
         )?;
         writeln!(
             o,

@@ -26,13 +26,14 @@ mod spec;
 use clap::{Args, ValueEnum};
 use myriad::sql::{Output, Session};
 use myriad::{
-    Config, Database, Error, GcPolicy, IndexPointers, Isolation, NonInline, Protocol, Value,
-    VersionStorage,
+    Config, Database, Error, GcPolicy, IndexPointers, Isolation, NonInline, Protocol, Timestamp,
+    TimestampPolicy, Value, VersionStorage,
 };
 use runner::{Cell, Connector, Event, Executor, ResultSet, StepError, StepResult, Timing};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -64,6 +65,23 @@ pub struct IsolationArgs {
     /// si or rc. Default: the strongest level the protocol offers.
     #[arg(long, value_name = "LEVEL", value_parser = crate::args::parse_choice::<Isolation>)]
     isolation_default: Option<Isolation>,
+    /// Timestamp source: global-counter, locked-counter or partial-order (POMVCC; with
+    /// --protocol si, or mvocc at si or rc).
+    #[arg(long, value_name = "SOURCE", default_value = "global-counter", value_parser = crate::args::parse_choice::<TimestampPolicy>)]
+    timestamps: TimestampPolicy,
+    /// partial-order: microseconds between the ticks that close a non-empty open commit
+    /// timestamp (0: none, so only conflicts and floors make commits readable and the
+    /// outputs are deterministic).
+    #[arg(long, value_name = "US", default_value_t = 100)]
+    po_tick_us: u64,
+    /// Begin floors (`Database::begin_after`): `session`, each session begins after its own
+    /// last commit and, when it connects, after the global setup; `ordered`, every
+    /// transaction begins after every commit of an earlier step (the tester orders the
+    /// steps, as an application orders dependent requests). The two differ only under
+    /// partial-order timestamps, where `session` lets a session miss another's commit
+    /// (HISTORICAL READ).
+    #[arg(long, value_enum, default_value_t = Floors::Session)]
+    floors: Floors,
     /// A step still running after this many milliseconds is reported as waiting.
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     step_timeout: u64,
@@ -78,6 +96,12 @@ pub struct IsolationArgs {
     /// without its extension.
     #[arg(long, value_name = "DIR", conflicts_with = "format")]
     expected_dir: Option<PathBuf>,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Floors {
+    Session,
+    Ordered,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +123,8 @@ pub fn run(a: IsolationArgs) -> ExitCode {
         .gc(a.gc)
         .index_pointers(a.index_pointers)
         .non_inline(a.non_inline)
+        .timestamps(a.timestamps)
+        .po_tick(Duration::from_micros(a.po_tick_us))
         .isolation(crate::isolation_or_strongest(
             a.isolation_default,
             a.protocol,
@@ -122,7 +148,14 @@ pub fn run(a: IsolationArgs) -> ExitCode {
         if header {
             println!("==> {} <==", path.display());
         }
-        if !run_spec(path, &config, timing, a.format, expected.as_deref()) {
+        if !run_spec(
+            path,
+            &config,
+            a.floors,
+            timing,
+            a.format,
+            expected.as_deref(),
+        ) {
             failed = true;
         }
         if header {
@@ -148,6 +181,7 @@ fn expected_in(dir: &Path, spec: &Path) -> PathBuf {
 fn run_spec(
     path: &Path,
     config: &Config,
+    floors: Floors,
     timing: Timing,
     fmt: Format,
     expected: Option<&Path>,
@@ -212,7 +246,13 @@ fn run_spec(
                 out.clear();
             }
         };
-        if !runner::run_permutation(&spec, number, perm, &Engine { db: &db }, timing, &mut sink) {
+        let engine = Engine {
+            db: &db,
+            ordered: floors == Floors::Ordered,
+            newest: Mutex::new(None),
+            connected: Default::default(),
+        };
+        if !runner::run_permutation(&spec, number, perm, &engine, timing, &mut sink) {
             eprintln!("myriad: error: {shown}: a setup block failed in permutation {number}");
             setup_ok = false;
         }
@@ -247,24 +287,62 @@ fn run_spec(
 }
 
 /// The engine behind the runner: every session is a `sql::Session` on one database.
+/// `newest` is the newest session floor published (`--floors`): by every session under
+/// `ordered`; under `session` by the global connection only (the first to connect, which
+/// runs the global setup before any session connects), so a session starts after the
+/// setup and then follows its own commits alone.
 struct Engine<'db> {
     db: &'db Database,
+    ordered: bool,
+    newest: Mutex<Option<Timestamp>>,
+    connected: std::sync::atomic::AtomicBool,
+}
+
+impl Engine<'_> {
+    fn newest(&self) -> Option<Timestamp> {
+        *self.newest.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl Connector for Engine<'_> {
     fn connect(&self) -> Box<dyn Executor + '_> {
+        let mut session = Session::new(self.db);
+        session.set_floor(self.newest());
+        let global = !self
+            .connected
+            .swap(true, std::sync::atomic::Ordering::SeqCst);
         Box::new(SqlExecutor {
-            session: Session::new(self.db),
+            session,
+            engine: self,
+            publishes: global || self.ordered,
         })
     }
 }
 
-struct SqlExecutor<'db> {
-    session: Session<'db>,
+struct SqlExecutor<'e> {
+    session: Session<'e>,
+    engine: &'e Engine<'e>,
+    /// Whether its commits move `Engine::newest`.
+    publishes: bool,
 }
 
 impl Executor for SqlExecutor<'_> {
     fn execute(&mut self, sql: &str) -> StepResult {
+        if self.engine.ordered {
+            let f = self.session.floor().max(self.engine.newest());
+            self.session.set_floor(f);
+        }
+        let r = self.run(sql);
+        if self.publishes {
+            let mut newest = self.engine.newest.lock().unwrap_or_else(|p| p.into_inner());
+            *newest = (*newest).max(self.session.floor());
+        }
+        r
+    }
+}
+
+impl SqlExecutor<'_> {
+    fn run(&mut self, sql: &str) -> StepResult {
         let mut r = StepResult::default();
         for stmt in split_statements(sql) {
             match self.session.execute(stmt.text) {
@@ -480,17 +558,21 @@ mod tests {
         assert_eq!(split("/* x").len(), 0);
     }
 
-    fn exec(db: &Database) -> SqlExecutor<'_> {
-        SqlExecutor {
-            session: Session::new(db),
+    fn engine(db: &Database) -> Engine<'_> {
+        Engine {
+            db,
+            ordered: false,
+            newest: Mutex::new(None),
+            connected: Default::default(),
         }
     }
 
     #[test]
     fn after_an_error_in_a_block_statements_fail_until_it_ends() {
         let db = Database::open(Config::new()).unwrap();
-        let mut a = exec(&db);
-        let mut b = exec(&db);
+        let e = engine(&db);
+        let mut a = e.connect();
+        let mut b = e.connect();
         let ok = |r: StepResult| assert!(r.error.is_none(), "{r:?}");
         ok(a.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT); INSERT INTO t VALUES (1, 0);"));
         ok(a.execute("BEGIN; UPDATE t SET v = 1 WHERE k = 1;"));

@@ -569,6 +569,7 @@ pub(crate) fn resolver<'a>(tx: &'a TxnCtx<'_>, c: &'a TxnCc) -> Resolver<'a> {
         blocked: (blocks_instead_of_waiting(tx.protocol) && tx.tracks_reads)
             .then_some(&c.mvto.flag),
         speculate: tx.speculates.then_some(&tx.took_deps),
+        same_group: None,
     }
 }
 

@@ -22,7 +22,8 @@
 //!
 //! Unique secondary indexes are re-checked after the end timestamp is drawn: a competing
 //! holder of the key that is Preparing with an earlier end timestamp is waited for, one with a
-//! later end timestamp will itself see us and abort.
+//! later end timestamp will itself see us and abort, and one with the same end timestamp (a
+//! member of our partial-order commit group, which may be waiting for us) is a conflict.
 //!
 //! The commit pipeline (`txn/end.rs`) is that of every multi-version protocol; `validate` here
 //! is its check for all of them (`cc::validate`): `si` is MVOCC at Snapshot Isolation; MV2PL
@@ -225,7 +226,13 @@ pub(crate) fn unique_holder(
     }
     let mut key = Vec::new();
     t.schema.encode_key_from_row(index, row, &mut key);
-    let r = resolver(tx, c);
+    // At commit, a holder Preparing at our own end timestamp (a partial-order commit group)
+    // is a conflict, not something to wait for: it may be checking us in turn.
+    let same_group = std::cell::Cell::new(false);
+    let r = Resolver {
+        same_group: at_end_ts.is_some().then_some(&same_group),
+        ..resolver(tx, c)
+    };
     let mut out = UniqueCheck::Free;
     let mut probe = Vec::new();
     let mut rb = Vec::new();
@@ -265,7 +272,10 @@ pub(crate) fn unique_holder(
                 }
             }
         }
-        out == UniqueCheck::Free
+        out == UniqueCheck::Free && !same_group.get()
     });
+    if same_group.get() {
+        return UniqueCheck::Taken;
+    }
     out
 }

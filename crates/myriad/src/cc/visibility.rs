@@ -31,6 +31,11 @@ pub(crate) struct Resolver<'a> {
     /// when a dependency is taken (the transaction must then stay pinned: the version it
     /// read may be rolled back and freed). `None`: wait.
     pub speculate: Option<&'a std::cell::Cell<bool>>,
+    /// Partial-order timestamps, at commit (`mvocc::unique_holder` as of the end timestamp):
+    /// a writer Preparing at exactly `rt` is a member of our own commit group, which may be
+    /// waiting for us in turn; instead of waiting, the flag is set and the field resolves as
+    /// Active. The caller must then abort. `None`: wait (end timestamps are distinct).
+    pub same_group: Option<&'a std::cell::Cell<bool>>,
 }
 
 /// A Begin or End field, resolved.
@@ -65,6 +70,12 @@ impl Resolver<'_> {
             match self.txns.state_of(t) {
                 TxnState::Active => return Field::OtherActive,
                 TxnState::Preparing(ts) if ts > rt => return Field::OtherActive,
+                TxnState::Preparing(ts) if ts == rt && self.same_group.is_some() => {
+                    if let Some(f) = self.same_group {
+                        f.set(true);
+                    }
+                    return Field::OtherActive;
+                }
                 TxnState::Committed(ts) => return Field::Ts(ts),
                 TxnState::Aborted => return Field::Aborted,
                 // Preparing with ts ≤ rt: the outcome decides visibility; wait for it.
@@ -189,6 +200,7 @@ mod tests {
             me: f.me,
             blocked: None,
             speculate: None,
+            same_group: None,
         }
     }
 

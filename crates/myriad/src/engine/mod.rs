@@ -16,6 +16,7 @@ use crate::schema::{TableBuilder, TableSchema};
 use crate::shared::Shared;
 use crate::storage::table::{BUILDING, LIVE, REPLACED};
 use crate::storage::{Table, TableRef};
+use crate::timestamp::Timestamp;
 use crate::txn::{SlotLocals, Transaction, TxnOptions};
 use parking_lot::Mutex;
 use std::cell::Cell;
@@ -59,6 +60,20 @@ pub struct Stats {
     pub global_rmw: u64,
     /// Atomic read-modify-writes on per-record words (write locks, chain-head installs).
     pub record_rmw: u64,
+    /// Multi-version update commits that drew an end timestamp from the source (those that
+    /// then failed validation included; not ERMIA's log reservations, nor MVTO's begin
+    /// timestamps).
+    pub end_ts_draws: u64,
+    /// Increments of the commit timestamp: one per `end_ts_draws` for the counters
+    /// (`global-counter`, `locked-counter`); `partial-order`: the closes of its open commit
+    /// timestamp (`ts_increments_by_cause`), so updaters per increment is the group size.
+    pub ts_increments: u64,
+    /// `partial-order`: the increments by cause — conflict aborts, begins with a floor,
+    /// ticks (zero for the counters).
+    pub ts_increments_by_cause: [u64; 3],
+    /// `partial-order`: the visibility lag `CTs − BTs` when the stats were taken (open and
+    /// incomplete commit timestamps a new reader does not see; zero for the counters).
+    pub ts_visibility_lag: u64,
     /// Versions allocated (new versions written).
     pub versions_allocated: u64,
     /// Bytes of those versions (blocks, before-images, non-inline data).
@@ -416,6 +431,19 @@ impl Database {
         )
     }
 
+    /// Begins a transaction that sees every commit whose commit timestamp is at or below
+    /// `floor` (a timestamp `Transaction::commit_returning_ts` or `CommitTicket::commit_ts`
+    /// returned): request-based avoidance of the HISTORICAL READ anomaly of `partial-order`
+    /// timestamps, where a plain `begin` may read a snapshot older than a commit that
+    /// returned before it. Under `partial-order` it may close the open commit timestamp
+    /// and waits until every commit up to `floor` is complete; the counters' snapshots
+    /// already hold every returned commit. `Error::FloorAhead` for a floor no commit returned.
+    pub fn begin_after(&self, opts: TxnOptions, floor: Timestamp) -> Result<Transaction<'_>> {
+        self.shared.config.check_isolation(opts.isolation)?;
+        self.shared.clock.floor(floor)?;
+        self.begin_with(opts)
+    }
+
     /// A READ ONLY transaction that reads a snapshot under every protocol, waiting as long
     /// as `Config::ddl_wait` for MVTO's older writers (checkpoints: a cut that misses a
     /// transaction ordered before it would lose it). Under SSN and ERMIA-SSI it is an MVOCC
@@ -482,8 +510,9 @@ impl Database {
     }
 
     /// Runs `f` in a transaction and commits, retrying serialization failures with
-    /// exponential backoff up to `Config::max_retries` attempts. Any other error aborts the
-    /// transaction and is returned.
+    /// exponential backoff up to `Config::max_retries` attempts; a retry after a
+    /// write-write conflict with a commit begins after that commit (`begin_after`). Any
+    /// other error aborts the transaction and is returned.
     pub fn run<T>(&self, f: impl FnMut(&mut Transaction<'_>) -> Result<T>) -> Result<T> {
         self.run_with(
             TxnOptions {
@@ -502,19 +531,35 @@ impl Database {
     ) -> Result<T> {
         let mut backoff_us = 1u64;
         let mut last = AbortReason::UserAbort;
+        // After a write-write conflict with a commit at some timestamp, the retry begins at
+        // it (`begin_after`), so it sees the winner instead of meeting the same conflict
+        // again (POMVCC §VI.C: under `partial-order` a plain begin may not see it yet).
+        let mut floor = None;
         for attempt in 1..=self.shared.config.max_retries {
             // A begin can fail retryably too (an MVTO READ ONLY snapshot's wait).
-            let r = self.begin_with(opts).and_then(|mut tx| {
-                let v = f(&mut tx)?;
-                tx.commit()?;
-                Ok(v)
-            });
+            let begun = match floor.take() {
+                Some(ts) => self.begin_after(opts, ts),
+                None => self.begin_with(opts),
+            };
+            let (r, retry_floor) = match begun {
+                Ok(mut tx) => {
+                    let r = f(&mut tx).and_then(|v| tx.commit_in_place().map(|t| (v, t)));
+                    let retry_floor = tx.retry_floor;
+                    drop(tx);
+                    (r, retry_floor)
+                }
+                Err(e) => (Err(e), None),
+            };
             match r {
-                Ok(v) => return Ok(v),
+                Ok((v, ticket)) => {
+                    self.wait_durable(ticket)?;
+                    return Ok(v);
+                }
                 Err(e) if e.is_retryable() => {
                     if let Error::SerializationFailure(reason) = e {
                         last = reason;
                     }
+                    floor = retry_floor;
                     if attempt < self.shared.config.max_retries {
                         // Jitter from the attempt number and thread keeps retries apart.
                         let jitter = (attempt as u64 * 7919) % (backoff_us + 1);
@@ -543,6 +588,7 @@ impl Database {
             }
             s.global_rmw += l(&st.global_rmw);
             s.record_rmw += l(&st.record_rmw);
+            s.end_ts_draws += l(&st.end_ts_draws);
             s.versions_allocated += l(&st.versions_allocated);
             s.version_bytes_allocated += l(&st.version_bytes_allocated);
             s.versions_reclaimed += l(&st.versions_reclaimed);
@@ -557,6 +603,18 @@ impl Database {
             s.ssi_old_read_aborts += l(&st.ssi_old_read_aborts);
             s.versions_cut_by_readers += l(&st.versions_cut_by_readers);
         }
+        let clock = &self.shared.clock;
+        match clock.increments() {
+            Some(by) => {
+                s.ts_increments = by.iter().sum();
+                s.ts_increments_by_cause = by;
+            }
+            None => s.ts_increments = s.end_ts_draws,
+        }
+        s.ts_visibility_lag = clock
+            .newest_end_ts()
+            .get()
+            .saturating_sub(clock.now().get());
         let spaces = crate::version::space::stats();
         s.space_locks = spaces.lock_acquisitions;
         s.space_reserved_bytes = spaces.reserved_bytes;

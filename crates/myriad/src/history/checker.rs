@@ -47,7 +47,16 @@
 //! transaction of the history: an aborted read, or an incomplete history) and `unknown-version`
 //! (a read of a version its writer never wrote, including a claimed read of one's own write);
 //! their `cycle` is the one offending `wr` edge. `G1a` is reported once per unknown writer and
-//! `unknown-version` once per (writer, key).
+//! `unknown-version` once per (writer, key). Nor is `shared-commit-ts`: two writers of one key
+//! with the same commit timestamp, whose version order is therefore undefined (under partial-
+//! order timestamps non-conflicting updaters share a commit timestamp, but two writers of one
+//! key never may); its `cycle` is their ww edge both ways.
+//!
+//! # Shared commit timestamps
+//! Transactions are identified by `TxnRecord::id` alone, never by commit timestamp: several
+//! records may share a `commit_ts` (a partial-order commit group) and all of them are kept.
+//! Visibility at a snapshot is `commit_ts <= begin_ts` for every member of a group alike, and
+//! members of a group that wrote different keys need no order between them.
 //!
 //! # Algorithm
 //! Nothing enumerates cycles. Strongly connected components (iterative Tarjan, so 100k-txn
@@ -238,7 +247,8 @@ pub struct Edge {
 /// A forbidden cycle (or, for `G1a` / `unknown-version`, a single bad read).
 #[derive(Clone, Debug)]
 pub struct Anomaly {
-    /// "G0", "G1c", "G-single", "G-nonadjacent", "G2-item", "G2", "G1a" or "unknown-version".
+    /// "G0", "G1c", "G-single", "G-nonadjacent", "G2-item", "G2", "G1a", "unknown-version" or
+    /// "shared-commit-ts".
     pub name: &'static str,
     /// Strictest level, among the transactions on the cycle, that forbids it.
     pub level: Level,
@@ -324,6 +334,10 @@ impl fmt::Display for Anomaly {
                 f.write_str(" (read of a version whose writer did not commit in this history)")?
             }
             "unknown-version" => f.write_str(" (read of a version its writer never wrote)")?,
+            "shared-commit-ts" => {
+                let (a, b) = self.cycle.first().map_or((0, 0), |e| (e.from, e.to));
+                write!(f, " (T{a} and T{b} wrote one key at one commit timestamp)")?
+            }
             _ => {
                 let mut ids = self.txns();
                 ids.sort_unstable();
@@ -770,13 +784,31 @@ fn build<'a>(history: &'a [TxnRecord], version_order: &HashMap<Key, Vec<u64>>) -
     let mut bad_reads = Vec::new();
     let mut bad_seen: HashSet<(u64, u32)> = HashSet::new();
 
-    // ww: consecutive writers.
+    // ww: consecutive writers. Two writers of one key that share a commit timestamp (partial-
+    // order timestamps let non-conflicting updaters share one) have no version order: neither
+    // saw the other, and first-committer-wins should have aborted one. Reported as
+    // `shared-commit-ts` (its cycle: the ww edge both ways); the edges follow the id order.
     for k in 0..nkeys as u32 {
         let r = vers.range(k);
         for p in r.start + 1..r.end {
+            let (a, b) = (vers.txn[p - 1], vers.txn[p]);
+            if !vers.overridden[k as usize] && vers.ts[p - 1] == vers.ts[p] {
+                let (ta, tb) = (txns[a as usize], txns[b as usize]);
+                let ww = |from: &TxnRecord, to: &TxnRecord| Edge {
+                    from: from.id,
+                    to: to.id,
+                    kind: EdgeKind::WW,
+                    key: keys[k as usize].clone(),
+                };
+                bad_reads.push(Anomaly {
+                    name: "shared-commit-ts",
+                    level: ta.level.max(tb.level),
+                    cycle: vec![ww(ta, tb), ww(tb, ta)],
+                });
+            }
             edges.push(E {
-                from: vers.txn[p - 1],
-                to: vers.txn[p],
+                from: a,
+                to: b,
                 kind: WW,
                 key: k,
             });
@@ -2146,6 +2178,48 @@ mod tests {
                 .contains("T99 -wr t1:78(\"x\")-> T2"),
             "{r}"
         );
+    }
+
+    /// Partial-order timestamps: several updaters share one commit timestamp. Every record is
+    /// kept (identity is the id, not the timestamp), a snapshot at the shared timestamp sees
+    /// the whole group, cycles through group members are found, and two writers of one key
+    /// at one timestamp are reported.
+    #[test]
+    fn shared_commit_timestamps() {
+        let h = vec![
+            txn(1, SI, 1, 5).r("x", 0).w("x").t(),
+            txn(2, SI, 1, 5).r("y", 0).w("y").t(),
+            txn(3, SI, 5, 5).r("x", 1).r("y", 2).t(),
+            txn(4, SI, 4, 4).r("x", 0).r("y", 0).t(),
+        ];
+        let r = run(&h);
+        assert!(r.is_ok(), "{r}");
+        assert_eq!((r.txns, r.ignored_txns), (4, 0));
+        // A write skew inside one group: each member read what the other wrote.
+        let skew = vec![
+            txn(1, SER, 1, 5).r("x", 0).r("y", 0).w("x").t(),
+            txn(2, SER, 1, 5).r("x", 0).r("y", 0).w("y").t(),
+        ];
+        let r = run(&skew);
+        assert_eq!(r.txns, 2, "{r}");
+        let s = summary(&r);
+        assert_eq!(s.len(), 1, "{r}");
+        assert_eq!((s[0].0, s[0].1), ("G2-item", SER), "{r}");
+        let mut on = s[0].2.clone();
+        on.sort_unstable();
+        assert_eq!(on, vec![1, 2]);
+        let same_key = vec![
+            txn(1, SI, 1, 5).w("x").t(),
+            txn(2, SI, 1, 5).w("x").t(),
+            txn(3, SI, 1, 6).w("x").t(),
+        ];
+        let r = run(&same_key);
+        assert_eq!(
+            summary(&r),
+            vec![("shared-commit-ts", SI, vec![1, 2])],
+            "{r}"
+        );
+        assert!(r.anomalies[0].to_string().contains("T1 and T2"), "{r}");
     }
 
     #[test]

@@ -241,6 +241,7 @@ pub(crate) fn mirror_of(path: &Path) -> PathBuf {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CommitTicket {
     pub(crate) epoch: u64,
+    pub(crate) ts: crate::timestamp::Timestamp,
 }
 
 impl CommitTicket {
@@ -248,6 +249,13 @@ impl CommitTicket {
     /// record (0 when there was nothing to make durable).
     pub fn epoch(&self) -> u64 {
         self.epoch
+    }
+
+    /// The commit timestamp: the end timestamp of an update transaction, the read time of a
+    /// read-only one. A transaction that begins with it as its floor
+    /// (`Database::begin_after`) sees this commit.
+    pub fn commit_ts(&self) -> crate::timestamp::Timestamp {
+        self.ts
     }
 }
 

@@ -22,7 +22,9 @@
 //! [`MAX_NESTING`] (operators and parentheses, counted on its tokens) is refused
 //! before it is parsed, since the trees of such statements overflow the stack.
 //!
-//! Transactions follow PostgreSQL (see [`Session`]): a statement outside `BEGIN` runs as its
+//! Transactions follow PostgreSQL (see [`Session`]): a session begins every transaction
+//! after its own last commit (its floor, `Session::floor`), so it reads its own writes under
+//! `partial-order` timestamps too; a statement outside `BEGIN` runs as its
 //! own transaction; a failed statement inside `BEGIN` aborts the transaction and the block
 //! refuses statements until `COMMIT`/`ROLLBACK`. A running statement can be cancelled
 //! ([`CancelHandle`]) or time out ([`Session::set_statement_timeout`]); `cancel` says where
@@ -49,6 +51,7 @@ use crate::query::{cancel, expr};
 pub use crate::query::{SqlPos, TEXT_MAX_LEN};
 use crate::schema::{IndexKind, TableSchema};
 use crate::storage::TableRef;
+use crate::timestamp::Timestamp;
 use crate::txn::{Transaction, TxnOptions};
 use crate::value::{RowMut, RowRef, Value, ValueRef};
 use crate::{Database, Isolation};
@@ -115,6 +118,10 @@ pub struct Session<'db> {
     vals: Vec<V>,
     cancel: CancelHandle,
     statement_timeout: Option<Duration>,
+    /// The session floor: the commit timestamp of the session's last commit. Every
+    /// transaction the session begins starts after it (`Database::begin_after`), so the
+    /// session reads its own writes under `partial-order` timestamps too.
+    floor: Option<Timestamp>,
 }
 
 impl<'db> Session<'db> {
@@ -128,7 +135,36 @@ impl<'db> Session<'db> {
             vals: Vec::new(),
             cancel: CancelHandle::default(),
             statement_timeout: None,
+            floor: None,
         }
+    }
+
+    /// The session floor (see `Session`'s docs): the commit timestamp of its last commit.
+    pub fn floor(&self) -> Option<Timestamp> {
+        self.floor
+    }
+
+    /// Replaces the session floor: the transactions it begins from now on see every commit
+    /// at or below `floor` (a timestamp a commit returned; `Error::FloorAhead` at the next
+    /// begin otherwise). A client that orders requests across sessions passes the floor
+    /// of one to the next.
+    pub fn set_floor(&mut self, floor: Option<Timestamp>) {
+        self.floor = floor;
+    }
+
+    /// Begins a transaction after the session floor.
+    fn start(&self, opts: TxnOptions) -> Result<Transaction<'db>> {
+        match self.floor {
+            Some(f) => self.db.begin_after(opts, f),
+            None => self.db.begin_with(opts),
+        }
+    }
+
+    /// Commits `tx` and moves the session floor to its commit timestamp.
+    fn finish(&mut self, tx: Transaction<'db>) -> Result<()> {
+        let ts = tx.commit_returning_ts()?;
+        self.floor = Some(self.floor.map_or(ts, |f| f.max(ts)));
+        Ok(())
     }
 
     /// Is a `BEGIN` block open (running, or aborted by a failed statement)?
@@ -265,7 +301,7 @@ impl<'db> Session<'db> {
         match s {
             Statement::StartTransaction { modes, .. } => self.begin(modes, s),
             Statement::Commit { .. } => match self.txn.take() {
-                Some(tx) => tx.commit().map(|_| Output::Done("COMMIT".into())),
+                Some(tx) => self.finish(tx).map(|_| Output::Done("COMMIT".into())),
                 None => Err(sql_error(at_span(s.span()), "COMMIT without BEGIN".into())),
             },
             Statement::Rollback { .. } => match self.txn.take() {
@@ -504,7 +540,7 @@ impl<'db> Session<'db> {
                 }
             }
         }
-        self.txn = Some(self.db.begin_with(opts)?);
+        self.txn = Some(self.start(opts)?);
         Ok(Output::Done("BEGIN".into()))
     }
 
@@ -516,9 +552,13 @@ impl<'db> Session<'db> {
         match self.txn.as_mut() {
             Some(tx) => f(self.db, tx),
             None => {
-                let mut tx = self.db.begin()?;
+                let opts = TxnOptions {
+                    isolation: self.db.config().get_isolation(),
+                    read_only: false,
+                };
+                let mut tx = self.start(opts)?;
                 let out = f(self.db, &mut tx)?;
-                tx.commit()?;
+                self.finish(tx)?;
                 Ok(out)
             }
         }

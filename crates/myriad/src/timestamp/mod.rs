@@ -1,19 +1,33 @@
 //! Timestamps (thesis §3.4.3). The seam is `TimestampPolicy` in `Config`, which picks the
 //! `Source` the database holds (`Shared::clock`, built by `TimestampPolicy::source`);
-//! every read time, end timestamp, log
-//! reservation and recovery advance goes through it. A new source (POMVCC's partial-order
-//! timestamps) is a module here plus one arm in each of `Source`'s methods and in
+//! every read time, end timestamp, log reservation and recovery advance goes through it. A
+//! new source is a module here plus one arm in each of `Source`'s methods and in
 //! `TimestampPolicy::source`; every `match` on it is exhaustive.
 //!
-//! The one source built is `global_counter`: a begin (read) timestamp is a load, an end
-//! (commit) timestamp a fetch-add — the one shared read-modify-write an MVOCC update
-//! transaction needs, counted in every report. With ERMIA's log manager (`log/ermia.rs`)
-//! the same add also reserves the commit record's log space: the end timestamp is the
-//! record's end LSN (`Source::reserve`). `silo-epoch` and `partial-order` are named in
-//! `TimestampPolicy` but not built: `TimestampPolicy::source` (and so `Config::validate`)
-//! refuses them.
+//! Three sources are built:
+//! - `global_counter` (`global-counter`, the default): a read time is a load, an end
+//!   timestamp a fetch-add — the one shared read-modify-write an MVOCC update transaction
+//!   needs, counted in every report. With ERMIA's log manager (`log/ermia.rs`) the same add
+//!   also reserves the commit record's log space: the end timestamp is the record's end LSN
+//!   (`Source::reserve`).
+//! - `locked_counter` (`locked-counter`): MPDB's baseline from the POMVCC paper — a commit
+//!   increments the counter, stamps its versions and unlocks inside one critical section
+//!   (`Source::join_end_ts` takes the lock, `Source::release` drops it).
+//! - `partial_order` (`partial-order`): POMVCC's partial-order timestamps. Non-conflicting
+//!   updaters share the open commit timestamp `CTs` (`join_end_ts`), readers begin at `BTs`
+//!   (`now`), which passes a group only when it is closed and complete; `CTs` moves on a
+//!   conflict abort (`close_group`), a begin with a floor (`floor`) and a periodic tick
+//!   (`Ticker`). A snapshot may therefore miss a transaction that committed before it began
+//!   (the HISTORICAL READ anomaly) unless the begin names that commit's timestamp as its
+//!   floor. Built with the paper's shared per-timestamp counters; the variant keeping the
+//!   counts in the transaction-table slots is not (`PoCounters::Slots` is refused).
+//!
+//! `silo-epoch` is named in `TimestampPolicy` but not built: `TimestampPolicy::source` (and
+//! so `Config::validate`) refuses it.
 
 mod global_counter;
+mod locked_counter;
+pub(crate) mod partial_order;
 
 use std::fmt;
 
@@ -50,6 +64,9 @@ impl fmt::Display for Timestamp {
 }
 
 pub(crate) use global_counter::GlobalCounter;
+pub(crate) use locked_counter::LockedCounter;
+use partial_order::Cause;
+pub(crate) use partial_order::PartialOrder;
 
 /// Where read times and end timestamps come from (`TimestampPolicy::source` in `config.rs`
 /// builds it: this layer does not import the configuration). Cloning shares the source (the
@@ -58,6 +75,10 @@ pub(crate) use global_counter::GlobalCounter;
 pub(crate) enum Source {
     /// One global counter (`global_counter`).
     GlobalCounter(GlobalCounter),
+    /// One counter behind a commit lock (`locked_counter`).
+    LockedCounter(LockedCounter),
+    /// POMVCC's partial-order timestamps (`partial_order`).
+    PartialOrder(PartialOrder),
 }
 
 impl Default for Source {
@@ -67,13 +88,28 @@ impl Default for Source {
     }
 }
 
+/// What `Config::validate` refuses for the sources without exclusive end timestamps.
+const NO_EXCLUSIVE_TS: &str = "partial-order timestamps hand out no exclusive end timestamp: \
+     Config::validate refuses the protocols and log managers that need one";
+
 impl Source {
     /// A read time: every transaction that drew an end timestamp ≤ this has published at
-    /// least the Preparing state.
+    /// least the Preparing state (`partial-order`: has completed its commit).
     #[inline]
     pub(crate) fn now(&self) -> Timestamp {
         match self {
             Source::GlobalCounter(c) => Timestamp(c.now()),
+            Source::LockedCounter(c) => Timestamp(c.now()),
+            Source::PartialOrder(p) => Timestamp(p.bts()),
+        }
+    }
+
+    /// The newest end timestamp handed out or open to join (what a floor may name).
+    pub(crate) fn newest_end_ts(&self) -> Timestamp {
+        match self {
+            Source::GlobalCounter(c) => Timestamp(c.now()),
+            Source::LockedCounter(c) => Timestamp(c.now()),
+            Source::PartialOrder(p) => Timestamp(p.cts()),
         }
     }
 
@@ -81,14 +117,128 @@ impl Source {
     pub(crate) fn advance_to(&self, ts: Timestamp) {
         match self {
             Source::GlobalCounter(c) => c.advance_to(ts.0),
+            Source::LockedCounter(c) => c.advance_to(ts.0),
+            Source::PartialOrder(p) => p.advance_to(ts.0),
         }
     }
 
-    /// Draws a fresh end timestamp, above every read time handed out before.
+    /// Draws a fresh end timestamp, above every read time handed out before, outside a
+    /// commit (MVTO's begin, a single-version commit's history order).
     #[inline]
     pub(crate) fn next_end_ts(&self) -> Timestamp {
         match self {
             Source::GlobalCounter(c) => Timestamp(c.next_end_ts()),
+            Source::LockedCounter(c) => Timestamp(c.next_end_ts()),
+            Source::PartialOrder(_) => panic!("{NO_EXCLUSIVE_TS}"),
+        }
+    }
+
+    /// Before a multi-version update commit publishes PreparingPending: `locked-counter`
+    /// takes its commit lock (see `locked_counter`'s invariant). Returns the shared
+    /// read-modify-writes it took.
+    #[inline]
+    pub(crate) fn enter_commit(&self) -> u64 {
+        match self {
+            Source::LockedCounter(c) => c.lock(),
+            Source::GlobalCounter(_) | Source::PartialOrder(_) => 0,
+        }
+    }
+
+    /// The end timestamp of a multi-version update commit (after `enter_commit`), and the
+    /// shared read-modify-writes drawing it took. The caller then `release`s it once its versions are stamped, or
+    /// `abandon`s it if it aborts (`locked-counter`: the lock is held until then;
+    /// `partial-order`: the group waits for it).
+    #[inline]
+    pub(crate) fn join_end_ts(&self) -> (Timestamp, u64) {
+        match self {
+            Source::GlobalCounter(c) => (Timestamp(c.next_end_ts()), 1),
+            Source::LockedCounter(c) => (Timestamp(c.draw_locked()), 0),
+            Source::PartialOrder(p) => {
+                let (ts, rmw) = p.join();
+                (Timestamp(ts), rmw)
+            }
+        }
+    }
+
+    /// The commit at `ts` is complete (Committed, versions stamped). Returns the shared
+    /// read-modify-writes it took.
+    #[inline]
+    pub(crate) fn release(&self, ts: Timestamp) -> u64 {
+        match self {
+            Source::GlobalCounter(_) => 0,
+            Source::LockedCounter(c) => {
+                c.unlock();
+                0
+            }
+            Source::PartialOrder(p) => {
+                p.release(ts.0);
+                1
+            }
+        }
+    }
+
+    /// The transaction that drew `ts` with `join_end_ts` aborted (its versions are undone).
+    pub(crate) fn abandon(&self, ts: Timestamp) {
+        match self {
+            Source::GlobalCounter(_) => {}
+            Source::LockedCounter(c) => c.unlock(),
+            Source::PartialOrder(p) => p.abandon(ts.0),
+        }
+    }
+
+    /// A write-write conflict with a version committed (or Preparing) at `ts`: under
+    /// `partial-order` the group at `ts` is closed, so the retry can begin after it.
+    pub(crate) fn close_group(&self, ts: Timestamp) {
+        match self {
+            Source::GlobalCounter(_) | Source::LockedCounter(_) => {}
+            Source::PartialOrder(p) => {
+                p.close(ts.0, Cause::Conflict);
+            }
+        }
+    }
+
+    /// Waits until a transaction beginning now reads at `floor` or later (the commit at
+    /// `floor` is in its snapshot). `Err` names a floor no commit can have returned.
+    pub(crate) fn floor(&self, floor: Timestamp) -> crate::Result<()> {
+        let newest = self.newest_end_ts();
+        if floor > newest {
+            return Err(crate::Error::FloorAhead {
+                floor: floor.get(),
+                newest: newest.get(),
+            });
+        }
+        match self {
+            // Every end timestamp ≤ the counter is Preparing or done: a read time of `now`
+            // already waits for it.
+            Source::GlobalCounter(_) | Source::LockedCounter(_) => {}
+            Source::PartialOrder(p) => p.wait_for(floor.0),
+        }
+        Ok(())
+    }
+
+    /// The periodic tick (`Ticker`): closes a non-empty open group.
+    pub(crate) fn tick(&self) {
+        match self {
+            Source::GlobalCounter(_) | Source::LockedCounter(_) => {}
+            Source::PartialOrder(p) => p.tick(),
+        }
+    }
+
+    /// Whether this source has a periodic tick to run (`Ticker`).
+    pub(crate) fn ticks(&self) -> bool {
+        matches!(self, Source::PartialOrder(_))
+    }
+
+    /// `partial-order`: the commit-timestamp increments so far by cause (conflict, floor,
+    /// tick); `None` for the counters, which increment once per end timestamp drawn.
+    pub(crate) fn increments(&self) -> Option<[u64; 3]> {
+        match self {
+            Source::GlobalCounter(_) | Source::LockedCounter(_) => None,
+            Source::PartialOrder(p) => Some([
+                p.increments(Cause::Conflict),
+                p.increments(Cause::Floor),
+                p.increments(Cause::Tick),
+            ]),
         }
     }
 
@@ -98,6 +248,47 @@ impl Source {
     pub(crate) fn reserve(&self, len: u64) -> u64 {
         match self {
             Source::GlobalCounter(c) => c.reserve(len),
+            Source::LockedCounter(_) | Source::PartialOrder(_) => panic!("{NO_EXCLUSIVE_TS}"),
+        }
+    }
+}
+
+/// The periodic tick of a source that has one (`partial-order`): a thread that calls
+/// `Source::tick` every `period`, stopped and joined on drop.
+pub(crate) struct Ticker {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Ticker {
+    /// Starts the tick of `source`; `None` if it has none or `period` is zero.
+    pub(crate) fn start(source: &Source, period: std::time::Duration) -> Option<Ticker> {
+        if !source.ticks() || period.is_zero() {
+            return None;
+        }
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (s, src) = (stop.clone(), source.clone());
+        let thread = std::thread::Builder::new()
+            .name("myriad-ts-tick".into())
+            .spawn(move || {
+                while !s.load(std::sync::atomic::Ordering::Acquire) {
+                    std::thread::sleep(period);
+                    src.tick();
+                }
+            })
+            .ok()?;
+        Some(Ticker {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
@@ -115,8 +306,10 @@ mod tests {
             match p.source() {
                 Ok(s) => {
                     let rt = s.now();
-                    let end = s.next_end_ts();
+                    s.enter_commit();
+                    let (end, _) = s.join_end_ts();
                     assert!(end > rt, "{p:?}: end {end} ≤ read time {rt}");
+                    s.release(end);
                     s.advance_to(Timestamp::new(100));
                     let now = s.now().get();
                     assert!(now >= 100, "{p:?}: advance_to(100) left {now}");
@@ -130,6 +323,28 @@ mod tests {
                             assert_eq!(s.now(), end);
                             assert_eq!(s.reserve(3), end.get());
                             assert_eq!(s.now().get(), end.get() + 3);
+                        }
+                        Source::LockedCounter(_) => {
+                            let end = s.next_end_ts();
+                            assert_eq!(s.now(), end);
+                            s.enter_commit();
+                            let (next, _) = s.join_end_ts();
+                            assert_eq!(next.get(), end.get() + 1);
+                            s.abandon(next);
+                            assert!(s.floor(next).is_ok());
+                            assert!(s.floor(Timestamp::new(next.get() + 1)).is_err());
+                        }
+                        // Two joins share the open timestamp, readable once it is closed.
+                        Source::PartialOrder(_) => {
+                            let (a, _) = s.join_end_ts();
+                            let (b, _) = s.join_end_ts();
+                            assert_eq!(a, b);
+                            s.release(a);
+                            s.release(b);
+                            assert!(s.now() < a);
+                            assert!(s.floor(a).is_ok());
+                            assert!(s.now() >= a);
+                            assert!(s.floor(Timestamp::new(a.get() + 2)).is_err());
                         }
                     }
                 }

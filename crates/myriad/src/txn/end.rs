@@ -27,6 +27,12 @@ impl<'db> Transaction<'db> {
     /// transactions at once, and the commit is durable (may be acknowledged to a client)
     /// once `Database::is_durable(ticket)`. For a memory-only database this is `commit`.
     pub fn commit_deferred(mut self) -> Result<CommitTicket> {
+        self.commit_in_place()
+    }
+
+    /// `commit_deferred` that leaves the (then ended) transaction to the caller, who may
+    /// still read `retry_floor` after a failure (`Database::run_with`).
+    pub(crate) fn commit_in_place(&mut self) -> Result<CommitTicket> {
         if self.status != Status::Active {
             return Err(Error::TransactionClosed);
         }
@@ -35,7 +41,18 @@ impl<'db> Transaction<'db> {
         } else {
             self.commit_multi_version()
         };
-        ticket.map(|epoch| CommitTicket { epoch })
+        let ts = self.commit_ts;
+        ticket.map(|epoch| CommitTicket { epoch, ts })
+    }
+
+    /// Commits like `commit` and returns the commit timestamp: a later transaction that
+    /// begins with it as its floor (`Database::begin_after`) sees this one's writes, whatever
+    /// the timestamp source (under `partial-order` one that begins without it may not).
+    pub fn commit_returning_ts(self) -> Result<Timestamp> {
+        let db = self.st.db;
+        let ticket = self.commit_deferred()?;
+        db.wait_durable(ticket)?;
+        Ok(ticket.ts)
     }
 
     /// Aborts for `reason` (the protocol refused the commit) and returns the error.
@@ -88,12 +105,27 @@ impl<'db> Transaction<'db> {
                 }
             }
         }
-        // Publish Preparing before drawing the end timestamp (see txn/table.rs).
+        // Publish Preparing before drawing the end timestamp (see txn/table.rs);
+        // `locked-counter` takes its commit lock before either.
+        if ermia.is_none() {
+            let rmw = self.st.db.clock.enter_commit();
+            bump(&slot.stats.global_rmw, rmw);
+        }
         slot.set_preparing_pending();
-        bump(&slot.stats.global_rmw, 1);
         let end_ts = match ermia {
-            Some(l) => Timestamp::new(l.reserve(self.st.slot_idx, len)),
-            None => self.st.db.clock.next_end_ts(),
+            Some(l) => {
+                bump(&slot.stats.global_rmw, 1);
+                Timestamp::new(l.reserve(self.st.slot_idx, len))
+            }
+            None => {
+                // `locked-counter`: the commit lock is ours until `release`/`abandon`;
+                // `partial-order`: we are a member of the group at `end_ts` until then.
+                let (ts, rmw) = self.st.db.clock.join_end_ts();
+                bump(&slot.stats.global_rmw, rmw);
+                bump(&slot.stats.end_ts_draws, 1);
+                self.joined = Some(ts);
+                ts
+            }
         };
         slot.set_preparing(end_ts);
         debug_assert!(
@@ -117,22 +149,35 @@ impl<'db> Transaction<'db> {
         if read_only {
             // A stamped reader: nothing to log or post-process.
             slot.set_committed(end_ts);
+            self.release_end_ts();
             return self.finish_read_only(end_ts);
         }
         self.install(end_ts)
     }
 
+    /// Hands back the end timestamp drawn with `Source::join_end_ts`: the commit is
+    /// complete.
+    fn release_end_ts(&mut self) {
+        if let Some(ts) = self.joined.take() {
+            let rmw = self.st.db.clock.release(ts);
+            bump(&self.slot().stats.global_rmw, rmw);
+        }
+    }
+
     /// Ends a transaction that wrote nothing and serializes at `commit_ts`.
     fn finish_read_only(&mut self, commit_ts: Timestamp) -> Result<u64> {
         let db = self.st.db;
+        self.commit_ts = commit_ts;
         let epoch = db.log.get().map_or(0, |l| l.read_only_ticket(&db.clock));
         if let (Some(rec), Some(h)) = (self.recording.take(), db.history.as_ref()) {
-            h.push(rec.into_record(
+            // Wrote nothing: its stamp names no version.
+            let r = rec.into_record(
                 self.st.id.word(),
                 self.st.begin_ts,
                 commit_ts,
                 self.st.isolation,
-            ));
+            );
+            h.push(0, r);
         }
         bump(&self.slot().stats.committed, 1);
         self.finish();
@@ -145,6 +190,7 @@ impl<'db> Transaction<'db> {
         let slot = self.slot();
         let ticket = self.log_commit(end_ts)?;
         slot.set_committed(end_ts);
+        self.commit_ts = end_ts;
         let db = self.st.db;
         if db.config.speculates() {
             db.txns.report(self.st.slot_idx, self.st.id, true);
@@ -181,9 +227,18 @@ impl<'db> Transaction<'db> {
                 }
             }
         }
+        // Stamped: `locked-counter`'s critical section ends, `partial-order`'s group counts
+        // us complete.
+        self.release_end_ts();
         cc::release(&self.st, self.engine_cc, &mut self.local.cc);
         if let (Some(rec), Some(h)) = (self.recording.take(), db.history.as_ref()) {
-            h.push(rec.into_record(end_ts.get(), self.st.begin_ts, end_ts, self.st.isolation));
+            let r = rec.into_record(
+                self.st.id.word(),
+                self.st.begin_ts,
+                end_ts,
+                self.st.isolation,
+            );
+            h.push(end_ts.get(), r);
         }
         bump(&slot.stats.committed, 1);
         self.local.commits_since_gc += 1;
@@ -257,6 +312,9 @@ impl<'db> Transaction<'db> {
         let ticket = self.log_commit(tid)?;
         let slot = self.slot();
         slot.set_committed(tid);
+        // TIDs are not read times: a floor of the clock's value is one every later
+        // transaction has (single-version commits are visible at once).
+        self.commit_ts = db.clock.now();
         let mut retired = Retired::default();
         for w in &self.st.sets.write_set {
             let t = db.table_by_id(w.table);
@@ -311,7 +369,8 @@ impl<'db> Transaction<'db> {
         cc::release(&self.st, self.engine_cc, &mut self.local.cc);
         if let (Some(rec), Some(h)) = (self.recording.take(), db.history.as_ref()) {
             let ts = order_ts.unwrap_or(tid);
-            h.push(rec.into_record(tid.get(), ts, ts, self.st.isolation));
+            let r = rec.into_record(self.st.id.word(), ts, ts, self.st.isolation);
+            h.push(tid.get(), r);
         }
         bump(&slot.stats.committed, 1);
         self.finish();
@@ -368,6 +427,10 @@ impl<'db> Transaction<'db> {
             }
         }
         self.st.sets.write_set = writes;
+        // Undone: leave the commit group (or the commit lock) we joined, if any.
+        if let Some(ts) = self.joined.take() {
+            self.st.db.clock.abandon(ts);
+        }
         cc::after_abort(
             &self.st,
             self.engine_cc,

@@ -239,6 +239,15 @@ pub struct Transaction<'db> {
     status: Status,
     /// Write operations started (inserts, updates, deletes), for `command`.
     writes: u64,
+    /// The end timestamp drawn with `Source::join_end_ts` and not yet released or
+    /// abandoned (`locked-counter`: the commit lock is held; `partial-order`: a group member).
+    pub(crate) joined: Option<Timestamp>,
+    /// What a commit returns (`CommitTicket::commit_ts`): the end timestamp, or a reader's
+    /// read time.
+    pub(crate) commit_ts: Timestamp,
+    /// After a write-write conflict with a version committed (or Preparing) at some
+    /// timestamp: that timestamp, the floor a retry begins at (`Database::run_with`).
+    pub(crate) retry_floor: Option<Timestamp>,
     pub(crate) command: Command,
 }
 
@@ -327,6 +336,9 @@ impl<'db> Transaction<'db> {
             status: Status::Active,
             writes: 0,
             command: Command::None,
+            joined: None,
+            commit_ts: Timestamp::ZERO,
+            retry_floor: None,
         };
         match refused {
             Some(reason) => Err(tx.fail(reason)),

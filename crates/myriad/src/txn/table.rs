@@ -104,6 +104,9 @@ pub(crate) struct SlotStats {
     pub aborted: [AtomicU64; crate::error::AbortReason::ALL.len()],
     /// Atomic read-modify-writes on engine-global words (timestamp counter, tuple-id counter).
     pub global_rmw: AtomicU64,
+    /// End timestamps drawn with `Source::join_end_ts` (multi-version update commits that
+    /// got as far as drawing one).
+    pub end_ts_draws: AtomicU64,
     /// Atomic read-modify-writes on per-record words (write locks, chain heads).
     pub record_rmw: AtomicU64,
     pub versions_allocated: AtomicU64,

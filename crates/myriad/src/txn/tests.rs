@@ -522,3 +522,132 @@ fn whole_row_images_with_invalid_text_are_refused_and_change_nothing() {
         .unwrap();
     assert_eq!(name.as_deref(), Some("ok"));
 }
+
+/// Partial-order timestamps: two members of one commit group inserting the same unique key.
+/// A is held in Preparing at the shared timestamp while B commits; B must not wait for A
+/// (A, resumed, would wait for B in turn) but abort with a unique conflict, and A commits.
+#[test]
+fn same_group_unique_key_is_a_conflict_not_a_wait() {
+    use crate::{IndexKind, Isolation, Protocol, TimestampPolicy};
+    let db = Database::open(
+        Config::new()
+            .protocol(Protocol::Si)
+            .isolation(Isolation::Snapshot)
+            .timestamps(TimestampPolicy::PartialOrder)
+            .po_tick(Duration::ZERO),
+    )
+    .unwrap();
+    let t = db
+        .create_table(
+            TableSchema::new("u")
+                .column("k", ColumnType::Int)
+                .column("u", ColumnType::Int)
+                .primary_key(&["k"])
+                .index("by_u", &["u"], IndexKind::Hash, true),
+        )
+        .unwrap();
+    let (a_prepared, a_prepared_rx) = channel::<()>();
+    let (b_done, b_done_rx) = channel::<Result<(), Error>>();
+    let (inserted, inserted_rx) = channel::<()>();
+    let (go, go_rx) = channel::<()>();
+    let a = std::thread::scope(|s| {
+        let (db, t) = (&db, &t);
+        let a = s.spawn(move || {
+            let mut tx = db.begin().unwrap();
+            tx.insert(t, &(1i64, 7i64)).unwrap();
+            inserted.send(()).unwrap();
+            go_rx.recv_timeout(WAIT).unwrap();
+            set_pause(Pause::Prepared, move || {
+                a_prepared.send(()).unwrap();
+                let b = b_done_rx
+                    .recv_timeout(WAIT)
+                    .expect("B waited for A, a member of its own commit group");
+                assert_eq!(
+                    b,
+                    Err(Error::SerializationFailure(AbortReason::UniqueConflict))
+                );
+            });
+            let r = tx.commit_returning_ts();
+            clear_pause();
+            r
+        });
+        s.spawn(move || {
+            let mut tx = db.begin().unwrap();
+            tx.insert(t, &(2i64, 7i64)).unwrap();
+            inserted_rx.recv_timeout(WAIT).unwrap();
+            go.send(()).unwrap();
+            a_prepared_rx.recv_timeout(WAIT).unwrap();
+            let _ = b_done.send(tx.commit());
+        });
+        a.join().unwrap()
+    });
+    assert!(a.is_ok(), "{a:?}");
+}
+
+/// `locked-counter`: a committer holding the commit lock may wait for a PreparingPending
+/// writer (here A's phantom re-scan meets B's insert), so B must not publish PreparingPending
+/// before it has the lock. A is held after Preparing, with the lock, while B commits; then
+/// A validates. Run on detached threads with a deadline, so a wait for each other fails.
+#[test]
+fn locked_counter_takes_the_lock_before_preparing() {
+    use crate::{Isolation, TimestampPolicy};
+    use std::ops::Bound;
+    use std::sync::Arc;
+    let db = Arc::new(
+        Database::open(
+            Config::new()
+                .isolation(Isolation::Serializable)
+                .timestamps(TimestampPolicy::LockedCounter),
+        )
+        .unwrap(),
+    );
+    let t = db
+        .create_table(
+            TableSchema::new("t")
+                .column("k", ColumnType::Int)
+                .column("v", ColumnType::Int)
+                .primary_key_with(&["k"], crate::IndexKind::Ordered),
+        )
+        .unwrap();
+    let (go, go_rx) = channel::<()>();
+    let (done, done_rx) = channel::<(char, Result<(), Error>)>();
+    let (b_inserted, b_inserted_rx) = channel::<()>();
+    {
+        let (db, t, done) = (db.clone(), t.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut tx = db.begin().unwrap();
+            tx.insert(&t, &(5i64, 0i64)).unwrap();
+            b_inserted.send(()).unwrap();
+            go_rx.recv_timeout(WAIT).unwrap();
+            let _ = done.send(('b', tx.commit()));
+        });
+    }
+    {
+        let (db, t) = (db.clone(), t.clone());
+        std::thread::spawn(move || {
+            let mut tx = db.begin().unwrap();
+            let lo = Bound::Included(&0i64);
+            let hi = Bound::Excluded(&10i64);
+            tx.scan(&t, lo, hi, Default::default(), |_| true).unwrap();
+            tx.insert(&t, &(100i64, 0i64)).unwrap();
+            b_inserted_rx.recv_timeout(WAIT).unwrap();
+            set_pause(Pause::Prepared, move || {
+                go.send(()).unwrap();
+                // B reaches its commit and waits for the lock.
+                std::thread::sleep(Duration::from_millis(100));
+            });
+            let r = tx.commit();
+            clear_pause();
+            let _ = done.send(('a', r));
+        });
+    }
+    let mut got = Vec::new();
+    for _ in 0..2 {
+        match done_rx.recv_timeout(WAIT) {
+            Ok(r) => got.push(r),
+            Err(_) => panic!("A (holding the commit lock) and B wait for each other: {got:?}"),
+        }
+    }
+    got.sort_by_key(|r| r.0);
+    assert_eq!(got, vec![('a', Ok(())), ('b', Ok(()))]);
+}

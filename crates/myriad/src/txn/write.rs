@@ -198,8 +198,27 @@ impl<'db> Transaction<'db> {
             return Ok((head, false));
         }
         // Not visible: an uncommitted or a newer committed version (first-writer-wins), or a
-        // version already superseded by someone else.
+        // version already superseded by someone else. If its writer has a commit timestamp
+        // (Committed, or Preparing at one), that is the floor a retry must begin at to see
+        // it; under `partial-order` the group at it is closed now, so the retry can.
+        if let Some(ts) = self.writer_ts(h) {
+            self.retry_floor = Some(ts);
+            self.st.db.clock.close_group(ts);
+        }
         Err(self.fail(AbortReason::WriteWriteConflict))
+    }
+
+    /// The commit timestamp of `v`'s writer, if it has one: committed, or Preparing at one.
+    /// `None` for an Active writer (no group yet) or an aborted one.
+    fn writer_ts(&self, v: &Version) -> Option<Timestamp> {
+        let b = v.begin.load(Ordering::Acquire);
+        if !crate::version::is_txn(b) {
+            return (b != INFINITY).then_some(Timestamp::new(b));
+        }
+        match self.st.db.txns.state_of(TxnId::from_word(b)) {
+            table::TxnState::Preparing(ts) | table::TxnState::Committed(ts) => Some(ts),
+            _ => None,
+        }
     }
 
     /// Inserts a row (`values`: one per column, in column order).
