@@ -1319,7 +1319,12 @@ fn print_panel(p: &Panel, series: &[Json]) {
             let cells: Vec<String> = series
                 .iter()
                 .map(|s| {
-                    let pt = &s["points"][j];
+                    // The series's point at this x (a series may lack some of the first's).
+                    let none = Json::Null;
+                    let pt = s["points"]
+                        .as_array()
+                        .and_then(|ps| ps.iter().find(|p| f(p, "x") == x))
+                        .unwrap_or(&none);
                     format!(
                         "{:>18}",
                         format!(
