@@ -925,6 +925,10 @@ fn llt_runs_and_reports_a_consistent_series() {
                 "--llt-hold",
                 "1.5",
                 "--llt-reads",
+                // Capped: uncapped, `txn` GC grows the hot chains by ~10^5 versions a second,
+                // and the LLT's reads of them (each walks its chain) can outlast the run.
+                "--rate",
+                "50000",
                 "--duration",
                 "2",
                 "--gc",

@@ -375,12 +375,17 @@ impl LltWorker<'_> {
         tx.get_with(t, &0i64, |_| ())?;
         while Instant::now() < until {
             if self.w.params.llt_reads {
-                for _ in 0..READS_PER_CHECK {
+                for i in 0..READS_PER_CHECK {
+                    // A read walks its chain back to the snapshot: under a GC that keeps every
+                    // version, one batch could outlast the hold, so the clock is read often.
+                    if i % 8 == 0 && Instant::now() >= until {
+                        break;
+                    }
                     let t = &self.w.tables[self.rng.below(self.w.params.tables) as usize];
                     let key = self.w.key(&mut self.rng);
                     tx.get_with(t, &key, |_| ())?;
+                    reads += 1;
                 }
-                reads += READS_PER_CHECK as u64;
             } else {
                 sleep_until(Instant::now() + IDLE_SLICE, until);
                 tx.repin();
