@@ -245,19 +245,21 @@ fn ermia_ssi_optimisations_leave_no_cycle() {
 /// the checker says so: bank transfers (two read-modify-writes over 6 accounts, 3 threads)
 /// lose updates without validation, which is a cycle; the same runs validated have none.
 /// (Up to three runs for the race to show.) Likewise Smallbank's procedures on 100 accounts
-/// at 2 threads, the chapter's own workload at its high-contention setting.
+/// at 2 threads, the chapter's own workload at its high-contention setting: its procedures
+/// have no yield inside, so on a loaded host the two threads may barely overlap; up to 20
+/// seeds are tried (unloaded, every one finds an anomaly).
 #[test]
 fn unsafe_no_validation_leaves_cycles_the_checker_finds() {
     for p in [Protocol::Occ, Protocol::Silo] {
         let r = check(&smallbank_history(config_for(p), 1));
         assert!(r.anomalies.is_empty(), "{p} smallbank: {}", r.anomalies[0]);
-        let found = (2..5).any(|seed| {
+        let found = (2..22).any(|seed| {
             let c = config_for(p).unsafe_no_validation(true);
             !check(&smallbank_history(c, seed)).anomalies.is_empty()
         });
         assert!(
             found,
-            "{p} smallbank without validation: no anomaly in three runs"
+            "{p} smallbank without validation: no anomaly in 20 runs"
         );
     }
     for p in [Protocol::Occ, Protocol::Silo] {
@@ -294,10 +296,12 @@ fn smallbank_history(c: Config, seed: u64) -> Vec<TxnRecord> {
     }
     s.execute(&(load + "COMMIT;")).unwrap();
     drop(s);
+    let start = std::sync::Barrier::new(2);
     std::thread::scope(|sc| {
         for th in 0..2u64 {
-            let db = &db;
+            let (db, start) = (&db, &start);
             sc.spawn(move || {
+                start.wait();
                 let mut rng = seed * 1000 + th;
                 for _ in 0..1500 {
                     let mut account = || {
