@@ -168,6 +168,28 @@ impl BenchWorkload {
             BenchWorkload::Llt(a) => &mut a.bench,
         }
     }
+
+    /// What `--prefault-mib auto` faults in, given `available` bytes of memory: TPC-C with
+    /// inserts on Myriad grows its heap during the run (measured 60–80 MB/s at 2 warehouses
+    /// and 2 threads, docs/benchmarks.md "Page faults"), so it gets 64 MiB per thread per
+    /// second of warm-up and run, at most 4 GiB and a quarter of `available`; the others hold
+    /// their size once loaded (GC'd versions return to the pools) and get 0, as do baseline
+    /// engines, whose heaps are not this allocator's.
+    pub(crate) fn auto_prefault_mib(&self, available: Option<u64>) -> u64 {
+        const MIB_PER_THREAD_SECOND: f64 = 64.0;
+        const CAP_MIB: u64 = 4096;
+        let BenchWorkload::Tpcc(a) = self else {
+            return 0;
+        };
+        if a.no_inserts || a.engine != Engine::Myriad {
+            return 0;
+        }
+        let b = &a.bench;
+        let seconds = (b.warmup + b.duration).max(0.0);
+        let want = (MIB_PER_THREAD_SECOND * b.threads as f64 * seconds).ceil() as u64;
+        let cap = available.map_or(CAP_MIB, |bytes| CAP_MIB.min((bytes / 4) >> 20));
+        want.min(cap)
+    }
 }
 
 /// Flags every workload shares.
@@ -325,9 +347,13 @@ pub(crate) struct BenchArgs {
     /// Fault in this many MiB of heap before the load and keep freed memory (no purging back
     /// to the OS), as Silo's `--numa-memory` and ERMIA's `-node_memory_gb` pre-fault theirs:
     /// a growing database (TPC-C's inserts) then does not pay the kernel's page faults and
-    /// page zeroing during the run. Reported in the fidelity block.
-    #[arg(long, value_name = "MIB", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1 << 20))]
-    pub(crate) prefault_mib: u64,
+    /// page zeroing during the run. `auto` (the default): what the run is expected to grow by
+    /// on Myriad — TPC-C with inserts, 64 MiB per thread per second of warm-up and run, at most
+    /// 4 GiB and a quarter of the memory available — and 0 for the workloads that do not grow
+    /// (YCSB, Smallbank, TATP, llt, TPC-C `--no-inserts`) and for baseline engines. Reported
+    /// in the fidelity block.
+    #[arg(long, value_name = "MIB|auto", default_value = "auto", value_parser = parse_prefault)]
+    pub(crate) prefault_mib: Prefault,
     /// Load even when the estimated size of the loaded tables exceeds the memory available
     /// (MemAvailable in /proc/meminfo); without it such a run is refused before loading.
     #[arg(long)]
@@ -603,6 +629,33 @@ pub(crate) fn parse_warmup(s: &str) -> Result<f64, String> {
     parse_seconds(s, false)
 }
 
+/// `--prefault-mib`: a size in MiB, or `auto` (sized by `main` from the workload before
+/// anything runs, see `BenchWorkload::auto_prefault_mib`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub(crate) struct Prefault {
+    /// MiB to fault in; for `auto`, 0 until `main` sizes it.
+    pub(crate) mib: u64,
+    /// Sized by the `auto` rule rather than given.
+    pub(crate) auto: bool,
+}
+
+/// The largest `--prefault-mib` accepted (1 TiB).
+const MAX_PREFAULT_MIB: u64 = 1 << 20;
+
+/// `auto` or a size in MiB in [0, 2^20].
+pub(crate) fn parse_prefault(s: &str) -> Result<Prefault, String> {
+    if s == "auto" {
+        return Ok(Prefault { mib: 0, auto: true });
+    }
+    match s.parse::<u64>() {
+        Ok(mib) if mib <= MAX_PREFAULT_MIB => Ok(Prefault { mib, auto: false }),
+        Ok(_) => Err(format!(
+            "must be auto or at most {MAX_PREFAULT_MIB} MiB, got {s}"
+        )),
+        Err(_) => Err(format!("must be auto or a size in MiB, got {s}")),
+    }
+}
+
 /// A percentage in [0, 100].
 pub(crate) fn parse_pct(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -632,6 +685,56 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    fn bench(args: &[&str]) -> BenchWorkload {
+        let argv = ["myriad", "bench"].iter().chain(args);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Bench { workload } => workload,
+            _ => panic!("not a bench command"),
+        }
+    }
+
+    /// `--prefault-mib auto` is the default; it sizes TPC-C with inserts by threads × seconds
+    /// under its caps and gives 0 to the workloads that do not grow; a number is taken as
+    /// given, and neither a size past 1 TiB nor a word other than `auto` parses.
+    #[test]
+    fn prefault_auto_sizes_growing_runs_only() {
+        let gib = 1u64 << 30;
+        let mut w = bench(&[
+            "tpcc",
+            "--threads",
+            "2",
+            "--duration",
+            "10",
+            "--warmup",
+            "1",
+        ]);
+        assert!(w.bench_args_mut().prefault_mib.auto);
+        assert_eq!(w.auto_prefault_mib(Some(64 * gib)), 2 * 11 * 64);
+        assert_eq!(
+            w.auto_prefault_mib(Some(2 * gib)),
+            512,
+            "a quarter of 2 GiB"
+        );
+        let long = bench(&["tpcc", "--threads", "2", "--duration", "600"]);
+        assert_eq!(long.auto_prefault_mib(None), 4096, "capped at 4 GiB");
+        let no_inserts = bench(&["tpcc", "--no-inserts", "--duration", "10"]);
+        assert_eq!(no_inserts.auto_prefault_mib(Some(64 * gib)), 0);
+        for other in [&["ycsb"][..], &["smallbank"], &["tatp"], &["llt"]] {
+            assert_eq!(
+                bench(other).auto_prefault_mib(Some(64 * gib)),
+                0,
+                "{other:?}"
+            );
+        }
+        let mut given = bench(&["tpcc", "--prefault-mib", "16"]);
+        let p = given.bench_args_mut().prefault_mib;
+        assert_eq!((p.mib, p.auto), (16, false));
+        for bad in ["2000000", "lots", "-1"] {
+            let r = Cli::try_parse_from(["myriad", "bench", "tpcc", "--prefault-mib", bad]);
+            assert!(r.is_err(), "{bad}");
+        }
     }
 
     #[test]

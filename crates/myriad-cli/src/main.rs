@@ -59,15 +59,20 @@ fn main() -> ExitCode {
             );
         }
         set_huge_pages(b.huge_pages);
+        let auto_mib = workload.auto_prefault_mib(footprint::mem_available());
+        let b = workload.bench_args_mut();
+        if b.prefault_mib.auto {
+            b.prefault_mib.mib = auto_mib;
+        }
         // Pre-faulting more than there is would fail the way an oversized load does.
         bench::command::fits_in_memory(
             footprint::Estimate {
-                bytes: b.prefault_mib << 20,
-                from: format!("--prefault-mib {}", b.prefault_mib),
+                bytes: b.prefault_mib.mib << 20,
+                from: format!("--prefault-mib {}", b.prefault_mib.mib),
             },
             b,
         );
-        prefault(b.prefault_mib);
+        prefault(b.prefault_mib.mib);
     }
     match cli.command {
         Command::Shell {

@@ -516,7 +516,8 @@ fn memory_spaces_are_used_reported_and_bounded() {
     assert!(stderr(&out).contains("--memory-spaces"), "{}", stderr(&out));
 }
 
-/// `--prefault-mib` runs and says so in the fidelity block; out of range is refused by name.
+/// `--prefault-mib` runs and says so in the fidelity block, given or sized by `auto` (the
+/// default); out of range is refused by name.
 #[test]
 fn prefault_is_reported() {
     let r = ycsb(&["--mix", "update-intensive", "--prefault-mib", "16"]);
@@ -525,7 +526,17 @@ fn prefault_is_reported() {
     assert!(pages.contains("16 MiB faulted in"), "{pages}");
     let r = ycsb(&["--mix", "update-intensive"]);
     let pages = r["fidelity"]["memory_pages"].as_str().unwrap();
-    assert!(!pages.contains("faulted in"), "{pages}");
+    assert!(
+        pages.contains("nothing faulted in before the load (--prefault-mib auto)"),
+        "{pages}"
+    );
+    // TPC-C with inserts grows: auto sizes it as 64 MiB per thread-second (2 × 0.5 s).
+    let r = bench("tpcc", &["--duration", "0.5"]);
+    let pages = r["fidelity"]["memory_pages"].as_str().unwrap();
+    assert!(
+        pages.contains("64 MiB faulted in before the load (--prefault-mib auto)"),
+        "{pages}"
+    );
     let out = myriad(&[
         "bench",
         "ycsb",

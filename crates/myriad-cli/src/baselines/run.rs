@@ -29,7 +29,7 @@ pub struct BaselineArgs {
     pub json: Option<PathBuf>,
     pub latency_histogram: bool,
     pub huge_pages: bool,
-    pub prefault_mib: u64,
+    pub prefault_mib: crate::args::Prefault,
     /// Every flag value of the command line.
     pub config: Json,
 }

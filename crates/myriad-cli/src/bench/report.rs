@@ -3,6 +3,7 @@
 //! saying exactly what was measured and where (git commit, machine, build profile).
 
 use super::{MemSample, RunResult, TypeLatency, LATENCY_BUCKET_NAMES};
+use crate::args::Prefault;
 use myriad::{AbortReason, ChainStats, Config, Stats};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
@@ -238,7 +239,7 @@ impl Machine {
 }
 
 /// The page size the heap was asked for, with the kernel's transparent-huge-page mode.
-fn pages_description(huge_pages: bool, prefault_mib: u64) -> String {
+fn pages_description(huge_pages: bool, prefault: Prefault) -> String {
     let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
         .ok()
         .and_then(|s| {
@@ -251,10 +252,16 @@ fn pages_description(huge_pages: bool, prefault_mib: u64) -> String {
     } else {
         format!("allocator default, no huge pages requested (kernel THP mode: {thp})")
     };
-    if prefault_mib > 0 {
-        format!("{pages}; {prefault_mib} MiB faulted in before the load, no purging")
+    let how = if prefault.auto {
+        " (--prefault-mib auto)"
     } else {
-        pages
+        ""
+    };
+    if prefault.mib > 0 {
+        let mib = prefault.mib;
+        format!("{pages}; {mib} MiB faulted in before the load{how}, no purging")
+    } else {
+        format!("{pages}; nothing faulted in before the load{how}")
     }
 }
 
@@ -302,7 +309,7 @@ impl Fidelity {
         config: &Config,
         seed: u64,
         huge_pages: bool,
-        prefault_mib: u64,
+        prefault: Prefault,
     ) -> Fidelity {
         Fidelity {
             engine: "myriad".into(),
@@ -368,7 +375,7 @@ impl Fidelity {
                     }
                 ),
             },
-            pages: pages_description(huge_pages, prefault_mib),
+            pages: pages_description(huge_pages, prefault),
             seed,
             git_commit: GIT_COMMIT.into(),
             machine: Machine::detect(),

@@ -454,7 +454,7 @@ pub(super) fn place_rows(t: &TableRef, ts: u64, rows: &[u8], tids: &[u64]) -> Re
         let e = t
             .entry_at(tid)
             .ok_or_else(|| plr_corrupt(t, format!("tuple id {tid} is out of range")))?;
-        let v = t.placed_version(ts, tid, row);
+        let v = t.placed_version(ts, tid, row)?;
         if e.compare_exchange(std::ptr::null_mut(), v, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
@@ -553,7 +553,10 @@ pub(super) fn physical(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
             let e = t
                 .entry_at(tid)
                 .ok_or_else(|| plr_corrupt(t, format!("tuple id {tid} is out of range")))?;
-            let new = row.map_or(std::ptr::null_mut(), |r| t.placed_version(ts, tid, r));
+            let new = match row {
+                Some(r) => t.placed_version(ts, tid, r)?,
+                None => std::ptr::null_mut(),
+            };
             let old = e.swap(new, Ordering::AcqRel);
             if !old.is_null() {
                 // SAFETY: placed by `place_rows` (or never published); recovery is alone

@@ -502,8 +502,16 @@ impl Table {
     }
 
     /// Recovery: a committed version (timestamp `ts`) of `tid` holding `row`, unpublished,
-    /// in a table no transaction can reach yet (its master is written at once).
-    pub(crate) fn placed_version(&self, ts: u64, tid: TupleId, row: &[u8]) -> *mut Version {
+    /// in a table no transaction can reach yet (its master is written at once). `row` is
+    /// checked as `write_column` would have written it first (`TableSchema::check_row`): a
+    /// read trusts every VARCHAR in a stored row to be UTF-8 (`TableSchema::read_column`).
+    pub(crate) fn placed_version(
+        &self,
+        ts: u64,
+        tid: TupleId,
+        row: &[u8],
+    ) -> crate::Result<*mut Version> {
+        self.schema.check_row(row)?;
         let (v, _) = self.alloc_version(ts, tid, row, ptr::null_mut(), 0, ptr::null());
         match self.store.rows() {
             Rows::InPlace(_) => {
@@ -513,7 +521,7 @@ impl Table {
             }
             Rows::Inline => {}
         }
-        v
+        Ok(v)
     }
 
     /// Bytes one version block occupies (in-place: the header only; images are counted

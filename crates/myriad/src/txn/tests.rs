@@ -464,7 +464,7 @@ fn speculative_histories_have_no_forbidden_cycles() {
 /// A row image recovery hands in whole is checked as `write_column` checks values: a VARCHAR
 /// that is not UTF-8 is refused with `Error::InvalidText` naming the column, a length above
 /// the column's maximum with `Error::ValueTooLong`, and nothing is changed (the row inserted
-/// before keeps its text).
+/// before keeps its text). Recovery's placed rows (physical log, checkpoints) likewise.
 #[test]
 fn whole_row_images_with_invalid_text_are_refused_and_change_nothing() {
     let db = Database::open(Config::new()).unwrap();
@@ -492,6 +492,9 @@ fn whole_row_images_with_invalid_text_are_refused_and_change_nothing() {
     };
     let mut tx = db.begin().unwrap();
     assert_eq!(tx.insert_raw(&t, &bad), Err(invalid.clone()));
+    // The physical log's and the checkpoints' way in (reads then trust stored text).
+    let placed = t.placed_version(1, crate::storage::TupleId::new(5), &bad);
+    assert_eq!(placed.err(), Some(invalid.clone()));
     tx.insert_raw(&t, &image(1, "ok")).unwrap();
     tx.commit().unwrap();
 
