@@ -457,6 +457,11 @@ pub(crate) struct TpccArgs {
     /// does not grow).
     #[arg(long)]
     pub(crate) no_inserts: bool,
+    /// The transactions: `standard` (the five of clause 5.2.3) or `new-order-fragment`
+    /// (POMVCC §VII-B: per order line an ITEM read, a STOCK read and update and an
+    /// ORDER_LINE insert, 5 to 15 lines; conflicts only on STOCK; no `--check`).
+    #[arg(long, value_enum, default_value_t = TpccMix::Standard)]
+    pub(crate) mix: TpccMix,
     /// Extra threads that repeatedly run StockScan (thesis §5.7.1: a read-only scan of STOCK
     /// counting each warehouse's items); its latency is reported as `stock_scan`, and its
     /// commits are not counted in the throughput.
@@ -474,6 +479,16 @@ pub(crate) struct TpccArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub(crate) bench: BenchArgs,
+}
+
+/// `myriad bench tpcc --mix`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum TpccMix {
+    /// New-Order 45%, Payment 43%, Order-Status, Delivery and Stock-Level 4% each.
+    Standard,
+    /// POMVCC's New-Order fragment (`workloads/tpcc-fragment.sql`).
+    NewOrderFragment,
 }
 
 /// `myriad bench llt`.

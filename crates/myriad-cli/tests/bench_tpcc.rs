@@ -13,30 +13,35 @@ fn myriad(args: &[&str]) -> Output {
         .expect("run the myriad binary")
 }
 
+/// A 2-thread, 0.5 s TPC-C run with `--check` and `extra` flags: its JSON report and its
+/// printed one.
 fn tpcc(tag: &str, extra: &[&str]) -> (Value, String) {
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("bench_tpcc-{}-{tag}.json", std::process::id()));
-    let p = path.to_str().expect("utf-8 temp path");
     let mut args = vec![
-        "bench",
-        "tpcc",
         "--threads",
         "2",
         "--duration",
         "0.5",
         "--warmup",
         "0",
-        "--no-progress",
         "--check",
-        "--json",
-        p,
     ];
     args.extend_from_slice(extra);
-    let out = myriad(&args);
+    run(tag, &args)
+}
+
+/// `myriad bench tpcc --no-progress ARGS` (it must succeed): its JSON report and its printed
+/// one.
+fn run(tag: &str, args: &[&str]) -> (Value, String) {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("bench_tpcc-{}-{tag}.json", std::process::id()));
+    let p = path.to_str().expect("utf-8 temp path");
+    let mut argv = vec!["bench", "tpcc", "--no-progress", "--json", p];
+    argv.extend_from_slice(args);
+    let out = myriad(&argv);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
-        "myriad {args:?} failed: {}\n{stdout}",
+        "myriad {argv:?} failed: {}\n{stdout}",
         String::from_utf8_lossy(&out.stderr)
     );
     let text = std::fs::read_to_string(&path).expect("JSON report written");
@@ -273,5 +278,57 @@ fn o2n_storage_and_logical_pk_pointers_keep_the_consistency_conditions() {
             assert_eq!(r["fidelity"][field], value, "{r}");
             assert!(r["committed"].as_u64() > Some(0), "{protocol}: {r}");
         }
+    }
+}
+
+/// `--mix new-order-fragment` (POMVCC §VII-B) runs only its one transaction type, says so
+/// in the fidelity block, runs under every timestamp source, and refuses `--check` and
+/// `--stock-scan-threads` by name.
+#[test]
+fn the_new_order_fragment_runs_alone_and_refuses_the_full_mix_flags() {
+    for (tag, extra) in [
+        ("frag", &[][..]),
+        (
+            "frag-po",
+            &["--protocol", "si", "--timestamps", "partial-order"][..],
+        ),
+        ("frag-lc", &["--timestamps", "locked-counter"][..]),
+    ] {
+        let mut args = vec![
+            "--mix",
+            "new-order-fragment",
+            "--warehouses",
+            "1",
+            "--threads",
+            "2",
+            "--duration",
+            "0.5",
+            "--warmup",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        let (r, _) = run(tag, &args);
+        let lat = &r["latency_us"];
+        let frags = lat["no_fragment"]["count"].as_u64().unwrap_or(0);
+        assert!(frags > 0, "{tag}: {lat}");
+        assert_eq!(
+            r["committed"].as_u64(),
+            Some(frags),
+            "{tag}: only fragments"
+        );
+        assert!(lat.get("new_order").is_none(), "{tag}: {lat}");
+        let mix = r["fidelity"]["mix"].as_str().unwrap_or("");
+        assert!(mix.starts_with("new-order-fragment"), "{tag}: {mix}");
+    }
+    for flag in [&["--check"][..], &["--stock-scan-threads", "1"]] {
+        let mut argv = vec!["bench", "tpcc", "--mix", "new-order-fragment"];
+        argv.extend_from_slice(flag);
+        let out = myriad(&argv);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(flag[0]) && err.contains("standard mix"),
+            "{err}"
+        );
     }
 }

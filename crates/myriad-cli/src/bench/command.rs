@@ -6,9 +6,10 @@
 use super::footprint;
 use super::report::{Fidelity, Report, ReportInput};
 use super::{progress_bar, progress_enabled, RunOptions};
-use crate::args::{BenchArgs, LltArgs, SmallbankArgs, TatpArgs, TpccArgs, YcsbArgs};
+use crate::args::{BenchArgs, LltArgs, SmallbankArgs, TatpArgs, TpccArgs, TpccMix, YcsbArgs};
 use crate::baselines::{self, Engine};
 use crate::workload::llt::{self, Llt};
+use crate::workload::no_fragment::NoFragmentBench;
 use crate::workload::smallbank::{self, Smallbank};
 use crate::workload::tatp::{self, Tatp};
 use crate::workload::tpcc::{self, Tpcc, TpccBench};
@@ -314,6 +315,12 @@ pub(crate) fn bench_tpcc(a: TpccArgs) -> ExitCode {
     fits_in_memory(footprint::tpcc(a.warehouses.unsigned_abs()), b);
     let config = serde_json::to_value(&a).unwrap_or_default();
     if a.engine != Engine::Myriad {
+        if a.mix == TpccMix::NewOrderFragment {
+            usage_error(format!(
+                "--engine {}: --mix new-order-fragment runs on myriad only",
+                a.engine.name()
+            ));
+        }
         if matches!(a.engine, Engine::Redb | Engine::Fjall) {
             usage_error(format!(
                 "--engine {}: TPC-C runs on myriad and sqlite only",
@@ -335,6 +342,21 @@ pub(crate) fn bench_tpcc(a: TpccArgs) -> ExitCode {
         );
         #[cfg(not(feature = "baselines"))]
         usage_error(format!("--engine {}: not in this build", a.engine.name()));
+    }
+    if a.mix == TpccMix::NewOrderFragment {
+        for (flag, given) in [
+            ("--check", a.check),
+            ("--stock-scan-threads", a.stock_scan_threads != 0),
+        ] {
+            if given {
+                usage_error(format!(
+                    "{flag}: applies to the standard mix, not --mix new-order-fragment"
+                ));
+            }
+        }
+        return bench_workload("tpcc", config, b, false, |db| {
+            NoFragmentBench::create(db, Tpcc::create(db, params, b.seed)?)
+        });
     }
     bench_workload("tpcc", config, b, a.check, |db| {
         Ok(TpccBench {

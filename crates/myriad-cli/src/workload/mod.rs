@@ -18,6 +18,7 @@
 //! on the transaction path.
 
 pub mod llt;
+pub mod no_fragment;
 pub mod rng;
 pub mod smallbank;
 pub mod tatp;

@@ -106,7 +106,7 @@ pub struct Params {
 
 impl Params {
     /// Remote order-line and remote-payment probabilities, in percent.
-    fn remote(&self) -> (f64, f64) {
+    pub(crate) fn remote(&self) -> (f64, f64) {
         if self.warehouses < 2 {
             return (0.0, 0.0);
         }
@@ -149,13 +149,13 @@ impl NuRandC {
 
 /// Uniform in [lo, hi].
 #[inline]
-fn uniform(rng: &mut Rng, lo: i64, hi: i64) -> i64 {
+pub(crate) fn uniform(rng: &mut Rng, lo: i64, hi: i64) -> i64 {
     lo + rng.below((hi - lo + 1) as u64) as i64
 }
 
 /// NURand(A, x, y) of clause 2.1.6.
 #[inline]
-fn nurand(rng: &mut Rng, a: i64, c: u64, x: i64, y: i64) -> i64 {
+pub(crate) fn nurand(rng: &mut Rng, a: i64, c: u64, x: i64, y: i64) -> i64 {
     (((uniform(rng, 0, a) | uniform(rng, x, y)) + c as i64) % (y - x + 1)) + x
 }
 
@@ -642,6 +642,11 @@ impl Tpcc {
             txns: 0,
             delivered: [0; DISTRICTS as usize],
         }
+    }
+
+    /// NURand's run-time C for order-line item ids (clause 2.1.6).
+    pub(crate) fn ol_i_id_c(&self) -> u64 {
+        self.c.ol_i_id
     }
 
     /// What this run's TPC-C is, for the report's fidelity block.
