@@ -24,7 +24,7 @@ fn read_json(p: &Path) -> Value {
     serde_json::from_str(&text).expect("valid JSON")
 }
 
-const RUNNABLE: [&str; 19] = [
+const RUNNABLE: [&str; 20] = [
     "non-inline",
     "chain-order",
     "footprint",
@@ -44,6 +44,7 @@ const RUNNABLE: [&str; 19] = [
     "hekaton-isolation",
     "hekaton-tatp",
     "ermia-tpcc",
+    "pomvcc-fragment",
 ];
 
 /// A time-series panel's mean for the series `label`.
@@ -99,7 +100,8 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
                     let cmd = pt["command"].as_str().unwrap();
                     let protocol_study = name.starts_with("protocols-")
                         || name.contains("hekaton")
-                        || name.starts_with("ermia-");
+                        || name.starts_with("ermia-")
+                        || name.starts_with("pomvcc-");
                     assert!(
                         cmd.starts_with("myriad bench ycsb --protocol mvto")
                             || cmd.starts_with("myriad bench tpcc --warehouses 1")
@@ -149,6 +151,37 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
     for s in e["panels"][0]["series"].as_array().unwrap() {
         let cmd = s["points"][0]["command"].as_str().unwrap();
         assert!(cmd.contains("--remote-pct 1"), "{cmd}");
+    }
+    // POMVCC's figures: every run is the fragment under SI with its series' timestamp
+    // source; the counters panels read the report's per-transaction keys.
+    let f = read_json(&dir.join("pomvcc-fragment.json"));
+    let ys: Vec<&str> = f["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["y"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ys,
+        [
+            "txn/s",
+            "global atomic RMW / txn",
+            "timestamp increments / txn",
+            "txn/s"
+        ]
+    );
+    for s in f["panels"][0]["series"].as_array().unwrap() {
+        let cmd = s["points"][0]["command"].as_str().unwrap();
+        let source = cmd.split("--timestamps ").nth(1).unwrap_or("");
+        assert!(
+            cmd.contains("--mix new-order-fragment --protocol si --isolation si")
+                && s["label"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(source.split(' ').next().unwrap()),
+            "{}: {cmd}",
+            s["label"]
+        );
     }
     let het = read_json(&dir.join("protocols-heterogeneous.json"));
     let ro = het["panels"].as_array().unwrap().iter().find(|p| {

@@ -11,7 +11,7 @@ const THESIS: [&str; 4] = ["mvocc", "mvto", "mv2pl", "ssn"];
 
 /// 1, 2, 4, … up to the scale's threads (which is always the last point); one point with
 /// `--quick`.
-fn thread_counts(s: &Scale) -> Vec<usize> {
+pub(super) fn thread_counts(s: &Scale) -> Vec<usize> {
     if s.quick {
         return vec![s.threads];
     }

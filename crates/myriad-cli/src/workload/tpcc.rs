@@ -331,9 +331,45 @@ impl Tpcc {
         seed: u64,
         progress: Option<&ProgressBar>,
     ) -> Result<()> {
-        let units = self.load_units();
+        self.load_with(db, threads, seed, progress, true)
+    }
+
+    /// Loads ITEM, WAREHOUSE, DISTRICT and STOCK as `load` does (the same rows for the same
+    /// seed), and no customers, orders or order lines: what POMVCC's New-Order fragment
+    /// reads (`no_fragment.rs`).
+    pub fn load_stock_only(
+        &self,
+        db: &Database,
+        threads: usize,
+        seed: u64,
+        progress: Option<&ProgressBar>,
+    ) -> Result<()> {
+        self.load_with(db, threads, seed, progress, false)
+    }
+
+    /// Rows `load_stock_only` inserts: items, and per warehouse its row, its districts and
+    /// its stock.
+    pub fn stock_rows_estimate(&self) -> u64 {
+        let s = &self.params.scale;
+        (s.items + self.params.warehouses * (1 + DISTRICTS + s.items)) as u64
+    }
+
+    fn load_with(
+        &self,
+        db: &Database,
+        threads: usize,
+        seed: u64,
+        progress: Option<&ProgressBar>,
+        districts: bool,
+    ) -> Result<()> {
+        // Each unit keeps its position in the full list: its generator's stream, so the
+        // rows a unit loads do not depend on which others are loaded.
+        let units: Vec<(u64, LoadUnit)> = (0u64..)
+            .zip(self.load_units())
+            .filter(|(_, u)| districts || !matches!(u, LoadUnit::District(..)))
+            .collect();
         parallel_chunks(threads, units.len() as u64, progress, |i, _: &mut ()| {
-            let unit = units[i as usize];
+            let (i, unit) = units[i as usize];
             let stream = LOAD_STREAM | (i << 8);
             match unit {
                 LoadUnit::District(w, d) => {

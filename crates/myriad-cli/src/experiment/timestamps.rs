@@ -1,0 +1,79 @@
+//! The timestamp sources compared as POMVCC compares them (seed
+//! `pomvcc-partial-order-mvcc.txt` §VII-D, Figs. 25–27): the New-Order fragment
+//! (`myriad bench tpcc --mix new-order-fragment`) under snapshot isolation, with one global
+//! counter (the engine's default: one fetch-add per update transaction), POMVCC's partial
+//! order (commit timestamps shared by non-conflicting updaters) and MPDB's locked counter
+//! (the paper's MVCC baseline), over threads. The paper runs 10–80 threads and logs to 8
+//! files; this machine has 2 cores and partial-order timestamps are memory-only, so the
+//! runs are in memory and the docs compare shapes.
+
+use super::protocols::thread_counts;
+use super::{Metric, Panel, Scale, Series};
+
+/// The timestamp sources, as series: (label, `--timestamps` value). `global-counter` is the
+/// engine's lock-free MVCC, `partial-order` POMVCC, `locked-counter` MPDB's MVCC.
+const SOURCES: [(&str, &str); 3] = [
+    ("global-counter", "global-counter"),
+    ("partial-order", "partial-order"),
+    ("locked-counter", "locked-counter"),
+];
+
+/// The fragment at `warehouses(t)` warehouses over threads `t`, one series per source.
+fn series(s: &Scale, warehouses: impl Fn(usize) -> usize) -> Vec<Series> {
+    SOURCES
+        .iter()
+        .map(|(label, source)| Series {
+            label: label.to_string(),
+            points: thread_counts(s)
+                .into_iter()
+                .map(|t| {
+                    let args = [
+                        "tpcc",
+                        "--mix",
+                        "new-order-fragment",
+                        "--protocol",
+                        "si",
+                        "--isolation",
+                        "si",
+                        "--timestamps",
+                        source,
+                        "--warehouses",
+                        &warehouses(t).to_string(),
+                        "--threads",
+                        &t.to_string(),
+                    ];
+                    (t as f64, args.iter().map(|a| a.to_string()).collect())
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Fig. 25 (16 warehouses; 1 with `--quick`): throughput, global atomic read-modify-writes
+/// and timestamp increments per committed transaction over threads; Fig. 26 (warehouses =
+/// threads): throughput. Fig. 27 (throughput normalised to the first point) is Fig. 25's
+/// throughput panel read as ratios, in the docs.
+pub(super) fn fragment(s: &Scale) -> Vec<Panel> {
+    let fixed = if s.quick { 1 } else { 16 };
+    let by_fixed = series(s, |_| fixed);
+    let mut panels: Vec<Panel> = [
+        Metric::Throughput,
+        Metric::PerTxn("global_rmw_per_txn"),
+        Metric::PerTxn("ts_increments_per_txn"),
+    ]
+    .into_iter()
+    .map(|metric| Panel {
+        title: format!("New-Order fragment, warehouses: {fixed}, SI"),
+        x_label: "threads",
+        metric,
+        series: by_fixed.clone(),
+    })
+    .collect();
+    panels.push(Panel {
+        title: "New-Order fragment, warehouses = threads, SI".into(),
+        x_label: "threads",
+        metric: Metric::Throughput,
+        series: series(s, |t| t),
+    });
+    panels
+}
