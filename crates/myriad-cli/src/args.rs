@@ -523,6 +523,15 @@ pub(crate) struct LltArgs {
     /// The LLTs issue random point reads while they hold their snapshots (else they idle).
     #[arg(long)]
     pub(crate) llt_reads: bool,
+    /// Long-reader threads (besides --threads and --llt; Hekaton §5.2.2): each runs
+    /// Serializable READ ONLY transactions back to back, every one reading --long-read-pct%
+    /// of a table. Needs a protocol that offers Serializable.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=64))]
+    pub(crate) long_readers: u64,
+    /// Percentage of one table's rows each long-reader transaction reads (point reads of a
+    /// contiguous key range; Hekaton: 10).
+    #[arg(long, value_name = "PCT", default_value_t = 10)]
+    pub(crate) long_read_pct: u64,
     /// Cap on the updates per second over all workers (default: uncapped).
     #[arg(long, value_name = "N")]
     pub(crate) rate: Option<u64>,

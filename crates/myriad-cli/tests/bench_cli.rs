@@ -1024,3 +1024,101 @@ fn llt_refuses_bad_parameters_and_its_memory_guard_stops_the_run() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("memory guard"), "{}", stderr(&out));
 }
+
+/// `bench llt --long-readers` (Hekaton §5.2.2) with one updater and one long reader over one
+/// table of 20,000 rows (each reader transaction reads 2,000): `protocol`'s JSON report.
+fn long_readers_run(protocol: &str, readers: &str) -> Value {
+    let path = json_path();
+    let p = path.to_str().expect("utf-8 temp path");
+    let args = [
+        "bench",
+        "llt",
+        "--protocol",
+        protocol,
+        "--tables",
+        "1",
+        "--rows",
+        "20000",
+        "--row-bytes",
+        "24",
+        "--long-readers",
+        readers,
+        "--threads",
+        "1",
+        "--warmup",
+        "0",
+        "--duration",
+        "1",
+        "--no-progress",
+        "--json",
+        p,
+    ];
+    let out = myriad(&args);
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    let text = std::fs::read_to_string(&path).expect("JSON report written");
+    let _ = std::fs::remove_file(&path);
+    serde_json::from_str(&text).expect("report is one JSON object")
+}
+
+/// Lock-conflict aborts of the updaters: the run's minus the long readers' own.
+fn updater_lock_conflicts(r: &Value) -> u64 {
+    let all = r["abort_reasons"]["lock_conflict"].as_u64().unwrap_or(0);
+    let readers = r["results"]["long_readers"]["abort_reasons"]["lock_conflict"]
+        .as_u64()
+        .unwrap_or(0);
+    all.saturating_sub(readers)
+}
+
+/// Long readers run and count: under `mvocc` they commit (each read 10% of the table) and
+/// the lone updater never aborts (a snapshot reader takes no locks and is not validated);
+/// under `2pl` the reader's read locks make that updater abort on lock conflicts, which it
+/// never does alone; under `silo` the reader's validation fails (aborts > 0).
+#[test]
+fn llt_long_readers_commit_under_mvocc_and_hold_back_updaters_under_2pl() {
+    let r = long_readers_run("mvocc", "1");
+    let l = &r["results"]["long_readers"];
+    let committed = l["committed"].as_u64().expect("committed");
+    assert!(committed > 0, "{r}");
+    assert_eq!(l["rows_per_txn"], 2000, "{r}");
+    assert_eq!(l["rows_read"].as_u64(), Some(committed * 2000), "{r}");
+    assert!(r["throughput_tps"].as_f64() > Some(0.0), "{r}");
+    assert_eq!(r["aborted"], 0, "{r}");
+
+    let alone = long_readers_run("2pl", "0");
+    assert_eq!(updater_lock_conflicts(&alone), 0, "{alone}");
+    assert!(alone["results"].get("long_readers").is_none(), "{alone}");
+    let r = long_readers_run("2pl", "1");
+    assert!(updater_lock_conflicts(&r) > 0, "{r}");
+    assert!(
+        r["results"]["long_readers"]["committed"].as_u64() > Some(0),
+        "{r}"
+    );
+
+    let r = long_readers_run("silo", "1");
+    let l = &r["results"]["long_readers"];
+    assert!(l["aborted"].as_u64() > Some(0), "{r}");
+    assert!(
+        l["abort_reasons"]["read_validation"].as_u64() > Some(0),
+        "{r}"
+    );
+}
+
+/// `--long-readers` needs Serializable: `si` (Snapshot only) is refused naming the flag,
+/// and `--long-read-pct` outside 1..=100 is refused (exit 2 both).
+#[test]
+fn llt_long_readers_refuse_a_protocol_without_serializable_and_a_bad_pct() {
+    for args in [
+        &["--protocol", "si", "--long-readers", "1"][..],
+        &["--long-read-pct", "0"],
+        &["--long-read-pct", "101"],
+    ] {
+        let out = myriad(&[&["bench", "llt", "--no-progress"][..], args].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let flag = if args[0] == "--protocol" {
+            "--long-readers"
+        } else {
+            "--long-read-pct"
+        };
+        assert!(stderr(&out).contains(flag), "{args:?}: {}", stderr(&out));
+    }
+}

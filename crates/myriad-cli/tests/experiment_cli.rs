@@ -24,7 +24,7 @@ fn read_json(p: &Path) -> Value {
     serde_json::from_str(&text).expect("valid JSON")
 }
 
-const RUNNABLE: [&str; 20] = [
+const RUNNABLE: [&str; 21] = [
     "non-inline",
     "chain-order",
     "footprint",
@@ -43,6 +43,7 @@ const RUNNABLE: [&str; 20] = [
     "hekaton-scaling",
     "hekaton-isolation",
     "hekaton-tatp",
+    "hekaton-long-readers",
     "ermia-tpcc",
     "pomvcc-fragment",
 ];
@@ -106,7 +107,7 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
                         cmd.starts_with("myriad bench ycsb --protocol mvto")
                             || cmd.starts_with("myriad bench tpcc --warehouses 1")
                             || (protocol_study
-                                && ["ycsb", "tpcc", "tatp"]
+                                && ["ycsb", "tpcc", "tatp", "llt"]
                                     .iter()
                                     .any(|w| cmd.starts_with(&format!("myriad bench {w} ")))),
                         "{cmd}"
@@ -196,6 +197,30 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
             .or(s["points"][0]["mean"].as_f64());
         assert!(v.unwrap() > 0.0, "{}: no read-only commits", s["label"]);
     }
+
+    // Hekaton Figs. 8–9: update throughput from 0 readers; the readers' panels from 1, and
+    // the multi-version readers commit.
+    let lr = read_json(&dir.join("hekaton-long-readers.json"));
+    let panels = lr["panels"].as_array().unwrap();
+    assert_eq!(panels.len(), 3);
+    assert_eq!(panels[1]["y"], "long-reader txn/s");
+    for (i, first_x) in [(0, 0.0), (1, 1.0), (2, 1.0)] {
+        for s in panels[i]["series"].as_array().unwrap() {
+            assert_eq!(
+                s["points"][0]["x"].as_f64(),
+                Some(first_x),
+                "{}",
+                s["label"]
+            );
+        }
+    }
+    let mvocc = &panels[1]["series"][0];
+    assert_eq!(mvocc["label"], "MV/O (mvocc)");
+    let v = &mvocc["points"][0];
+    assert!(
+        v["median"].as_f64().or(v["mean"].as_f64()) > Some(0.0),
+        "{v}"
+    );
 
     // Memory spaces: the spaced runs take a space lock for every version they allocate or
     // free (an update-intensive transaction updates ~8 rows), the runs without spaces none;
@@ -356,7 +381,7 @@ fn list_names_every_experiment_as_runnable() {
     let o = myriad(&["experiment", "list"]);
     let list = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success());
-    assert_eq!(list.lines().count(), 20, "{list}");
+    assert_eq!(list.lines().count(), 22, "{list}");
     for name in RUNNABLE {
         assert!(
             list.lines().any(

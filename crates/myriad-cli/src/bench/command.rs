@@ -182,6 +182,8 @@ pub(crate) fn bench_llt(a: LltArgs) -> ExitCode {
         llt_at_s: a.llt_at,
         llt_hold_s: a.llt_hold,
         llt_reads: a.llt_reads,
+        long_readers: a.long_readers as usize,
+        long_read_pct: a.long_read_pct,
         rate: a.rate,
         max_version_bytes: a.max_version_mib.map(|m| m.saturating_mul(1 << 20)),
         chain_sample: a.chain_sample,
@@ -191,6 +193,20 @@ pub(crate) fn bench_llt(a: LltArgs) -> ExitCode {
     };
     if let Err(m) = params.validate() {
         usage_error(m);
+    }
+    if a.long_readers > 0
+        && !myriad::Config::isolation_levels(b.protocol).contains(&myriad::Isolation::Serializable)
+    {
+        usage_error(format!(
+            "--long-readers runs Serializable READ ONLY transactions, which --protocol {} \
+             does not offer (it offers {})",
+            b.protocol.name(),
+            myriad::Config::isolation_levels(b.protocol)
+                .iter()
+                .map(|l| l.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     let config = serde_json::to_value(&a).unwrap_or_default();
     bench_workload("llt", config, b, false, |db| Llt::create(db, params))

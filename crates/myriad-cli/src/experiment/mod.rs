@@ -78,6 +78,7 @@ enum Name {
     HekatonScaling,
     HekatonIsolation,
     HekatonTatp,
+    HekatonLongReaders,
     ErmiaTpcc,
     PomvccFragment,
     Baselines,
@@ -118,6 +119,11 @@ enum Metric {
     /// A per-committed-transaction counter of the report (its top-level key, e.g.
     /// `global_rmw_per_txn`), against the point's x.
     PerTxn(&'static str),
+    /// The long readers' commits per second (`bench llt`'s `results.long_readers`),
+    /// against the point's x.
+    LongReaderTps,
+    /// The long readers' aborted attempts as a percentage of theirs, against the point's x.
+    LongReaderAbortPct,
 }
 
 impl Metric {
@@ -138,6 +144,8 @@ impl Metric {
                 "update_txn" => "read-write txn/s",
                 _ => "txn/s of one type",
             },
+            Metric::LongReaderTps => "long-reader txn/s",
+            Metric::LongReaderAbortPct => "long-reader aborts (% of attempts)",
         }
     }
 
@@ -151,6 +159,8 @@ impl Metric {
                 | Metric::AbortPct
                 | Metric::TypeThroughput(_)
                 | Metric::PerTxn(_)
+                | Metric::LongReaderTps
+                | Metric::LongReaderAbortPct
         )
     }
 }
@@ -318,6 +328,16 @@ const SPECS: &[Spec] = &[
                   3,121,494 tx/s (1V 1.35x ahead, the two MV schemes equal)",
         partial: Some("1V at Read Committed (2pl runs Serializable)"),
         panels: protocols::hekaton_tatp,
+    },
+    Spec {
+        name: "hekaton-long-readers",
+        figure: "H8-H9",
+        finding: "Hekaton Figs. 8-9, 24 transactions of which x are long Serializable readers \
+                  of 10% of a 10 M-row table: at x=1 1V's update throughput drops 75%, MV's \
+                  5% (MV 2x 1V); at x=12 MV has 80x 1V's update throughput; MV's read \
+                  throughput is above 1V's throughout",
+        partial: None,
+        panels: protocols::hekaton_long_readers,
     },
     Spec {
         name: "ermia-tpcc",
@@ -1026,7 +1046,9 @@ fn common_flags(s: &Scale, metric: Metric, args: &[String], json: &Path) -> Vec<
         | Metric::StockScanUs
         | Metric::AbortPct
         | Metric::TypeThroughput(_)
-        | Metric::PerTxn(_) => s.duration,
+        | Metric::PerTxn(_)
+        | Metric::LongReaderTps
+        | Metric::LongReaderAbortPct => s.duration,
         Metric::ThroughputOverTime | Metric::LiveMibOverTime => s.series_duration,
     };
     let mut flags: Vec<String> = Vec::new();
@@ -1093,6 +1115,15 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
                 None => 0.0,
             };
             return Ok(vec![(x, count / num(report, "duration_s")?)]);
+        }
+        Metric::LongReaderTps | Metric::LongReaderAbortPct => {
+            let l = report
+                .pointer("/results/long_readers")
+                .ok_or("report lacks results.long_readers")?;
+            return Ok(vec![match metric {
+                Metric::LongReaderTps => (x, num(l, "throughput_tps")?),
+                _ => (x, 100.0 * num(l, "abort_rate")?),
+            }]);
         }
         _ => {}
     }

@@ -1,6 +1,7 @@
 //! The protocol studies as one-command experiments: the thesis's protocol comparison
 //! (§5.7.2, Figs. 5.6–5.10), Hekaton's homogeneous workload and TATP (§5.1, Figs. 4–5,
-//! Table 3; §5.3, Table 4) and ERMIA's TPC-C comparison of SI, SSI and SSN with Silo's OCC.
+//! Table 3; §5.3, Table 4), Hekaton's long readers beside short updaters (§5.2.2, Figs.
+//! 8–9) and ERMIA's TPC-C comparison of SI, SSI and SSN with Silo's OCC.
 //! Each scales the paper's thread counts (40 in the thesis, 24 in Hekaton's, up to 24 in
 //! ERMIA's) to this machine's; the docs compare shapes, not absolute figures.
 
@@ -369,4 +370,79 @@ pub(super) fn hekaton_tatp(s: &Scale) -> Vec<Panel> {
         "threads",
         series,
     )
+}
+
+/// Hekaton Figs. 8–9 (§5.2.2) on the `llt` workload: short single-row updaters on `threads`
+/// threads (Hekaton's R=10 W=2 updaters are here one-row updates) over one table of the
+/// scale's rows of 24 bytes (Hekaton's 10 M rows of 24 B), with 0, 1 or 2 long readers
+/// added (0 and 1 with `--quick`), each running Serializable READ ONLY transactions over a
+/// contiguous 10% of the table back to back. Hekaton fixes 24 transactions and lets the
+/// readers replace updaters; this machine has 2 cores, so the readers are added beside the
+/// updaters and share the cores with them. Series: the multi-version MV/O (`mvocc`), MV/L
+/// (`mv2pl-wait`) and ERMIA-SSI (`ermia-ssi`, ERMIA's heterogeneous case), the
+/// single-version 1V (`2pl`, no-wait: a reader's read locks make updaters abort and retry)
+/// and Silo (`silo`, whose reader validates every row it read and aborts). Panels: update
+/// throughput (Fig. 8), and the long readers' throughput (Fig. 9) and abort rate.
+pub(super) fn hekaton_long_readers(s: &Scale) -> Vec<Panel> {
+    let readers: &[f64] = if s.quick {
+        &[0.0, 1.0]
+    } else {
+        &[0.0, 1.0, 2.0]
+    };
+    let rows = s.rows.to_string();
+    let protocols = [
+        ("MV/O (mvocc)", "mvocc"),
+        ("MV/L (mv2pl-wait)", "mv2pl-wait"),
+        ("ermia-ssi", "ermia-ssi"),
+        ("1V (2pl)", "2pl"),
+        ("silo", "silo"),
+    ];
+    let run = |p: &str, n: f64| {
+        let n = (n as usize).to_string();
+        let a = [
+            "--tables",
+            "1",
+            "--rows",
+            &rows,
+            "--row-bytes",
+            "24",
+            "--long-readers",
+            &n,
+            "--long-read-pct",
+            "10",
+        ];
+        cmd("llt", p, &a)
+    };
+    let series = |xs: &[f64]| -> Vec<Series> {
+        protocols
+            .iter()
+            .map(|(label, p)| Series {
+                label: label.to_string(),
+                points: xs.iter().map(|&x| (x, run(p, x))).collect(),
+            })
+            .collect()
+    };
+    // The readers' panels start at 1 reader: without one there is nothing to plot.
+    let with_readers: Vec<f64> = readers.iter().copied().filter(|&x| x > 0.0).collect();
+    let title = |what: &str| format!("{what}, 1 table of {rows} rows, long readers read 10%");
+    vec![
+        Panel {
+            title: title("Fig. 8: update throughput"),
+            x_label: "long readers",
+            metric: Metric::Throughput,
+            series: series(readers),
+        },
+        Panel {
+            title: title("Fig. 9: long-reader throughput"),
+            x_label: "long readers",
+            metric: Metric::LongReaderTps,
+            series: series(&with_readers),
+        },
+        Panel {
+            title: title("long-reader abort rate"),
+            x_label: "long readers",
+            metric: Metric::LongReaderAbortPct,
+            series: series(&with_readers),
+        },
+    ]
 }

@@ -12,23 +12,36 @@
 //!
 //! An idle long-lived snapshot re-pins its memory epoch every `IDLE_SLICE`
 //! (`Transaction::repin`), so it holds back only what its read time protects.
+//!
+//! Long readers (Hekaton §5.2.2, Figs. 8–9; ERMIA's heterogeneous workload): `long_readers`
+//! more threads, each running Serializable READ ONLY transactions back to back, every one
+//! reading `long_read_pct`% of one table's rows as point reads of a contiguous key range
+//! (the primary key is a hash index, so there is no ordered scan; point reads of a key
+//! range touch the rows a range scan would, through the same per-row read path — 2PL's read
+//! lock, Silo's read set). A reader's length depends on `rows` and `long_read_pct` only.
+//! Its commits, aborts (by reason) and rows read are counted by the workload
+//! (`results().long_readers`); its commits are not in the run's throughput, which is the
+//! updaters'.
 
 use super::rng::Rng;
 use super::zipf::ExactZipf;
 use super::{load_chunk, Worker, Workload};
-use crate::bench::parallel_chunks;
+use crate::bench::{parallel_chunks, reason_index};
 use indicatif::ProgressBar;
 use myriad::{
-    ColumnType, CommitTicket, Database, IndexKind, Isolation, Result, TableRef, TableSchema,
-    TxnOptions,
+    AbortReason, ColumnType, CommitTicket, Database, Error, IndexKind, Isolation, Result, TableRef,
+    TableSchema, TxnOptions,
 };
 use serde_json::{json, Value as Json};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Transaction types, in report order: the short update, the long-lived snapshot, and the
-/// empty read-only transactions an LLT thread commits every `IDLE_SLICE` outside its hold.
-pub const TXN_TYPES: &[&str] = &["update", "llt", "llt_idle"];
+/// Transaction types, in report order: the short update, the long-lived snapshot, the
+/// empty read-only transactions an LLT thread commits every `IDLE_SLICE` outside its hold,
+/// and the long reader's transaction.
+pub const TXN_TYPES: &[&str] = &["update", "llt", "llt_idle", "long_read"];
+/// The index of `long_read` in `TXN_TYPES`.
+const LONG_READ: usize = 3;
 /// Rows per load transaction.
 const LOAD_CHUNK_ROWS: u64 = 1000;
 /// Bytes of the `id` column and of the `BYTES` length prefix.
@@ -51,6 +64,10 @@ pub struct Params {
     pub llt_at_s: f64,
     pub llt_hold_s: f64,
     pub llt_reads: bool,
+    /// Long-reader threads (besides `threads` and `llt`).
+    pub long_readers: usize,
+    /// Percentage of one table's rows each long reader's transaction reads.
+    pub long_read_pct: u64,
     /// Updates per second over all workers, if capped.
     pub rate: Option<u64>,
     pub max_version_bytes: Option<u64>,
@@ -103,7 +120,18 @@ impl Params {
         if self.chain_sample == 0 {
             return Err("--chain-sample must be at least 1".into());
         }
+        if !(1..=100).contains(&self.long_read_pct) {
+            return Err(format!(
+                "--long-read-pct must be in 1..=100, got {}",
+                self.long_read_pct
+            ));
+        }
         Ok(())
+    }
+
+    /// Rows one long reader's transaction reads: `long_read_pct`% of a table, at least 1.
+    pub fn long_read_rows(&self) -> u64 {
+        (self.rows * self.long_read_pct).div_ceil(100).max(1)
     }
 
     fn payload_bytes(&self) -> usize {
@@ -120,6 +148,11 @@ pub struct Llt {
     llt_held: AtomicU64,
     llt_held_ms: AtomicU64,
     llt_reads: AtomicU64,
+    /// Long readers' transactions that began in the measured interval: commits, rows they
+    /// read, and aborted attempts by reason (`AbortReason::ALL` order).
+    long_committed: AtomicU64,
+    long_rows: AtomicU64,
+    long_aborted: [AtomicU64; AbortReason::ALL.len()],
 }
 
 impl Llt {
@@ -147,6 +180,9 @@ impl Llt {
             llt_held: AtomicU64::new(0),
             llt_held_ms: AtomicU64::new(0),
             llt_reads: AtomicU64::new(0),
+            long_committed: AtomicU64::new(0),
+            long_rows: AtomicU64::new(0),
+            long_aborted: std::array::from_fn(|_| AtomicU64::new(0)),
         })
     }
 
@@ -166,7 +202,7 @@ impl Workload for Llt {
     }
 
     fn extra_threads(&self) -> usize {
-        self.params.llt
+        self.params.llt + self.params.long_readers
     }
 
     fn load_units(&self) -> (u64, &'static str) {
@@ -218,13 +254,15 @@ impl Workload for Llt {
                     .map(|r| Duration::from_secs_f64(self.params.threads as f64 / r as f64)),
                 due: Instant::now(),
             }
-        } else {
+        } else if thread < self.params.threads + self.params.llt {
             let at = start + Duration::from_secs_f64(self.params.llt_at_s);
             Role::Long {
                 at,
                 until: at + Duration::from_secs_f64(self.params.llt_hold_s),
                 held: false,
             }
+        } else {
+            Role::Reader { start }
         };
         LltWorker {
             w: self,
@@ -233,6 +271,7 @@ impl Workload for Llt {
             table: 0,
             key: 0,
             stamp: 0,
+            lo: 0,
             end,
             role,
         }
@@ -286,6 +325,17 @@ impl Workload for Llt {
                 )),
             ),
             (
+                "long_readers",
+                json!(format!(
+                    "{} thread(s), each running Serializable READ ONLY transactions back to \
+                     back, every one reading {} rows ({}% of a table): point reads of a \
+                     contiguous key range of a random table from a random start",
+                    p.long_readers,
+                    p.long_read_rows(),
+                    p.long_read_pct
+                )),
+            ),
+            (
                 "rate",
                 json!(p.rate.map_or("uncapped".to_string(), |r| format!("{r} updates/s"))),
             ),
@@ -306,14 +356,52 @@ impl Workload for Llt {
     }
 
     fn results(&self) -> Vec<(&'static str, Json)> {
-        vec![(
+        let mut out = vec![(
             "long_lived",
             json!({
                 "snapshots_held": self.llt_held.load(Ordering::Relaxed),
                 "held_s": self.llt_held_ms.load(Ordering::Relaxed) as f64 / 1e3,
                 "reads": self.llt_reads.load(Ordering::Relaxed),
             }),
-        )]
+        )];
+        if self.params.long_readers > 0 {
+            out.push(("long_readers", self.long_reader_results()));
+        }
+        out
+    }
+}
+
+impl Llt {
+    /// The long readers' outcome: commits and their rate over the measured interval, the
+    /// share of attempts that aborted, and the aborts by reason.
+    fn long_reader_results(&self) -> Json {
+        let committed = self.long_committed.load(Ordering::Relaxed);
+        let by_reason: Vec<(AbortReason, u64)> = AbortReason::ALL
+            .iter()
+            .zip(&self.long_aborted)
+            .map(|(r, n)| (*r, n.load(Ordering::Relaxed)))
+            .collect();
+        let aborted: u64 = by_reason.iter().map(|(_, n)| n).sum();
+        let reasons: serde_json::Map<String, Json> = by_reason
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| (r.name().to_string(), json!(n)))
+            .collect();
+        let attempts = committed + aborted;
+        json!({
+            "threads": self.params.long_readers,
+            "rows_per_txn": self.params.long_read_rows(),
+            "committed": committed,
+            "throughput_tps": if self.params.duration_s > 0.0 {
+                committed as f64 / self.params.duration_s
+            } else {
+                0.0
+            },
+            "rows_read": self.long_rows.load(Ordering::Relaxed),
+            "aborted": aborted,
+            "abort_rate": if attempts == 0 { 0.0 } else { aborted as f64 / attempts as f64 },
+            "abort_reasons": reasons,
+        })
     }
 }
 
@@ -329,6 +417,9 @@ enum Role {
         until: Instant,
         held: bool,
     },
+    /// A long reader; `start` is the start of the measured interval (its counts are of
+    /// transactions begun from then until the end of the run).
+    Reader { start: Instant },
 }
 
 /// One thread of the workload.
@@ -339,6 +430,8 @@ pub struct LltWorker<'a> {
     table: usize,
     key: i64,
     stamp: u64,
+    /// A long reader's drawn transaction: its table and first key.
+    lo: i64,
     /// The end of the run: an LLT thread never sleeps past it.
     end: Instant,
     role: Role,
@@ -398,6 +491,21 @@ impl LltWorker<'_> {
         self.w.llt_reads.fetch_add(reads, Ordering::Relaxed);
         tx.commit_deferred()
     }
+
+    /// One long reader's transaction: Serializable READ ONLY point reads of
+    /// `long_read_rows()` consecutive keys of `self.table` from `self.lo`.
+    fn long_read(&mut self, db: &Database) -> Result<CommitTicket> {
+        let mut tx = db.begin_with(TxnOptions {
+            isolation: Isolation::Serializable,
+            read_only: true,
+        })?;
+        let t = &self.w.tables[self.table];
+        let n = self.w.params.long_read_rows() as i64;
+        for key in self.lo..self.lo + n {
+            tx.get_with(t, &key, |_| ())?;
+        }
+        tx.commit_deferred()
+    }
 }
 
 impl Worker for LltWorker<'_> {
@@ -427,6 +535,12 @@ impl Worker for LltWorker<'_> {
                     1
                 }
             }
+            Role::Reader { .. } => {
+                let p = &self.w.params;
+                self.table = self.rng.below(p.tables) as usize;
+                self.lo = self.rng.below(p.rows - p.long_read_rows() + 1) as i64;
+                LONG_READ
+            }
         }
     }
 
@@ -452,6 +566,26 @@ impl Worker for LltWorker<'_> {
                 sleep_until(Instant::now() + IDLE_SLICE, self.end);
                 db.begin_with(self.opts(true))?.commit_deferred()
             }
+            Role::Reader { start } => {
+                let began = Instant::now();
+                let r = self.long_read(db);
+                if began >= start && began < self.end {
+                    match &r {
+                        Ok(_) => {
+                            self.w.long_committed.fetch_add(1, Ordering::Relaxed);
+                            self.w
+                                .long_rows
+                                .fetch_add(self.w.params.long_read_rows(), Ordering::Relaxed);
+                        }
+                        Err(Error::SerializationFailure(reason)) => {
+                            self.w.long_aborted[reason_index(*reason)]
+                                .fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(_) => {}
+                    }
+                }
+                r
+            }
         }
     }
 
@@ -475,6 +609,8 @@ mod tests {
             llt_at_s: 0.0,
             llt_hold_s: 0.0,
             llt_reads: true,
+            long_readers: 1,
+            long_read_pct: 10,
             rate: None,
             max_version_bytes: None,
             chain_sample: 16,
@@ -510,6 +646,27 @@ mod tests {
         l.attempt(&db).unwrap();
         assert_eq!(l.next_txn(), 2);
         assert_eq!(w.llt_held.load(Ordering::Relaxed), 1);
+
+        // A long reader (thread 2) reads 10% of a table (5 of 50 rows) in the measured
+        // interval and is counted.
+        let db = Database::open(myriad::Config::new().isolation(Isolation::Snapshot)).unwrap();
+        let p = Params {
+            duration_s: 10.0,
+            ..params()
+        };
+        assert_eq!(p.long_read_rows(), 5);
+        let w = Llt::create(&db, p).unwrap();
+        w.load(&db, 1, 7, None).unwrap();
+        let mut r = w.worker(2, 7);
+        for _ in 0..3 {
+            assert_eq!(r.next_txn(), LONG_READ);
+            assert!(r.lo >= 0 && r.lo <= 45, "{}", r.lo);
+            r.attempt(&db).unwrap();
+        }
+        let res = w.long_reader_results();
+        assert_eq!(res["committed"], 3, "{res}");
+        assert_eq!(res["rows_read"], 15, "{res}");
+        assert_eq!(res["aborted"], 0, "{res}");
         for (bad, what) in [
             (
                 Params {
@@ -545,6 +702,13 @@ mod tests {
                     ..params()
                 },
                 "--tables",
+            ),
+            (
+                Params {
+                    long_read_pct: 0,
+                    ..params()
+                },
+                "--long-read-pct",
             ),
         ] {
             let e = bad.validate().unwrap_err();
