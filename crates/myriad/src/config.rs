@@ -248,7 +248,7 @@ impl GcPolicy {
     /// Commits mark the blocks they gave new versions dirty, and background threads prune
     /// the dirty blocks (`gc/vacuum.rs`), instead of queueing garbage per worker.
     pub(crate) fn marks_dirty(self) -> bool {
-        matches!(self, GcPolicy::Vacuum | GcPolicy::DeadZone)
+        matches!(self, GcPolicy::Vacuum)
     }
 }
 

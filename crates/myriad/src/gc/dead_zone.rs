@@ -28,8 +28,9 @@
 //!   neighbours would lose one splice (and free a version still linked). Only the vacuum
 //!   threads prune under `dead-zone`: each owns the blocks whose number is its index modulo
 //!   the thread count, `Vacuum::pass_now` runs alone (it takes the passes' lock
-//!   exclusively), and commits mark blocks dirty instead of queueing garbage, so no worker
-//!   prunes (`txn/end.rs`). Writers touch only the entry, the newest version's fields and
+//!   exclusively), and commits hand the tuples they wrote to the thread owning each one's
+//!   block instead of queueing garbage, so no worker prunes (`txn/end.rs`,
+//!   `vacuum::Vacuum::hand_over`). Writers touch only the entry, the newest version's fields and
 //!   (o2n) the newest version's `next`: never a spliced version or its `prev`'s `next`.
 //! - A spliced version keeps its `next`, so a reader standing on it continues down the chain;
 //!   its memory is freed after the memory epoch (`Cut::free_after_epoch`): a reader that can

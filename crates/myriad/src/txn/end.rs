@@ -197,8 +197,9 @@ impl<'db> Transaction<'db> {
         }
 
         // Post-processing (Hekaton §2.4): replace our id by the end timestamp in every field
-        // we wrote. GC `vacuum` and `dead-zone`: mark the tuple's block dirty; `coop`: nothing (readers and
-        // the full passes find the garbage); `txn` (and `none`, which drops it): queue it.
+        // we wrote. GC `vacuum`: mark the tuple's block dirty; `dead-zone`: note the tuple for
+        // the vacuum thread that owns it (handed over in batches); `coop`: nothing (readers
+        // and the full passes find the garbage); `txn` (and `none`, which drops it): queue it.
         let gc = db.config.gc;
         for w in &self.st.sets.write_set {
             // SAFETY: our own versions and versions we hold the write lock on; pinned.
@@ -213,7 +214,9 @@ impl<'db> Transaction<'db> {
                     old.end.store(end_ts.get(), Ordering::Release);
                 }
                 if !w.old.is_null() || (*w.new).is_tombstone() {
-                    if gc.marks_dirty() {
+                    if gc == GcPolicy::DeadZone {
+                        self.local.written.push((w.table, w.tid));
+                    } else if gc.marks_dirty() {
                         if db.table_by_id(w.table).mark_dirty(w.tid) {
                             bump(&slot.stats.record_rmw, 1);
                         }
@@ -225,6 +228,13 @@ impl<'db> Transaction<'db> {
                         });
                     }
                 }
+            }
+        }
+        if self.local.written.len() >= crate::gc::vacuum::HAND_OVER {
+            if let Some(v) = db.vacuum.get() {
+                // One lock acquisition per queue the batch went to.
+                let locks = v.hand_over(&mut self.local.written);
+                bump(&slot.stats.global_rmw, locks as u64);
             }
         }
         // Stamped: `locked-counter`'s critical section ends, `partial-order`'s group counts
