@@ -139,6 +139,37 @@ impl Protocol {
         }
     }
 
+    /// Why a command log (`LogPolicy::Command`) cannot follow this protocol, or `None` when
+    /// it can: command replay reruns the logged calls in the order of their commit
+    /// timestamps, so that order must be a serial order of the run. It is under MVOCC, MV2PL
+    /// and MV2PL-wait (end timestamps drawn while the commit holds what it read and wrote),
+    /// MVTO (its timestamps are its serialization order) and, on a command-logging database,
+    /// the single-version protocols (their TIDs are then drawn at the serialization point
+    /// above every TID drawn before it, `cc::ordered_commit_tid`).
+    pub fn command_log_refusal(self) -> Option<&'static str> {
+        match self {
+            Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => Some(
+                "it serializes by dependencies, not by commit order: a transaction that read \
+                 a row may commit after the transaction that replaced the row and still \
+                 serialize before it, so replaying calls in commit-timestamp order can give \
+                 another state",
+            ),
+            Protocol::Si | Protocol::ErmiaSi => Some(
+                "it runs no transaction at serializable isolation (snapshot isolation allows \
+                 write skew), and only a serializable call can be replayed from its \
+                 arguments: every commit would be logged as rows (use log `logical`)",
+            ),
+            Protocol::Mvocc
+            | Protocol::Mvto
+            | Protocol::Mv2pl
+            | Protocol::Mv2plWait
+            | Protocol::Silo
+            | Protocol::Occ
+            | Protocol::TwoPl
+            | Protocol::Hybrid => None,
+        }
+    }
+
     /// The log manager this protocol's design uses, what a tool picks when the user names
     /// none: ERMIA's (one log, the commit order from its LSN) for `ermia-si` and
     /// `ermia-ssi`, the epoch group commit for the others.
@@ -361,7 +392,9 @@ choice_enum!(
     /// every written row (thesis §4.2.1); `command` writes a serializable transaction that is
     /// one stored-procedure call as the call, anything else as rows (thesis §4.4.5).
     /// `logical`: row after-images (updates as patches of the changed columns); `physical`:
-    /// whole after-images at their tuple ids (what PLR replays); `command`: procedure calls.
+    /// whole after-images at their tuple ids (what PLR replays); `command`: procedure calls,
+    /// refused under a protocol whose commit order is not a serial order
+    /// (`Protocol::command_log_refusal`).
     LogPolicy {
         /// No log: the database lives in memory only.
         None = "none",
@@ -1077,6 +1110,14 @@ impl Config {
                     "log `{}` needs a data directory (Config::data_dir / --data-dir)",
                     self.log
                 )))
+            }
+        }
+        if self.log == LogPolicy::Command {
+            if let Some(why) = self.protocol.command_log_refusal() {
+                return Err(Error::InvalidConfig(format!(
+                    "log `command` cannot be used with protocol `{}`: {why}",
+                    self.protocol
+                )));
             }
         }
         // What the directory's existing log holds is checked at recovery; this catches the

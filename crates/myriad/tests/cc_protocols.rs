@@ -749,19 +749,70 @@ fn ssn_is_durable_under_both_log_managers() {
     }
 }
 
-/// Command logging under SSN: a call may serialize before a transaction that committed
-/// earlier (it read what that one replaced), so replaying calls in commit order would give
-/// another state. SSN logs its calls as rows, and recovery restores what was committed.
+/// Command logging is refused where the commit order is not a serial order, naming why:
+/// under SSN, SSI and ERMIA-SSI a call may serialize before a transaction that committed
+/// earlier (it read what that one replaced); SI and ERMIA-SI run nothing serializable.
 #[test]
-fn ssn_calls_are_logged_as_rows_so_recovery_matches_the_run() {
-    for p in Protocol::ALL.iter().copied().filter(|p| p.stamped()) {
-        calls_logged_as_rows(p);
+fn command_logging_is_refused_where_commit_order_is_not_serial() {
+    for p in Protocol::ALL.iter().copied() {
+        let dir = tempdir(&format!("{p}-refused"));
+        let level = Config::strongest_isolation(p).unwrap();
+        let r = Database::open(
+            config_for(p)
+                .isolation(level)
+                .data_dir(&dir)
+                .log(LogPolicy::Command),
+        );
+        match p.command_log_refusal() {
+            Some(_) => {
+                let e = r
+                    .err()
+                    .unwrap_or_else(|| panic!("{p}: command logging accepted"));
+                assert!(matches!(e, Error::InvalidConfig(_)), "{p}: {e}");
+                let msg = e.to_string();
+                let why = if p.stamped() {
+                    "not by commit order"
+                } else {
+                    "serializable isolation"
+                };
+                assert!(msg.contains(p.name()) && msg.contains(why), "{p}: {msg}");
+            }
+            None => {
+                assert!(r.is_ok(), "{p}: {:?}", r.err());
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let mut refused: Vec<&str> = Protocol::ALL
+        .iter()
+        .filter(|p| p.command_log_refusal().is_some())
+        .map(|p| p.name())
+        .collect();
+    refused.sort_unstable();
+    assert_eq!(refused, ["ermia-si", "ermia-ssi", "si", "ssi", "ssn"]);
+}
+
+/// Command logging under the single-version protocols: T1 (a call) reads row 0 and writes
+/// row 1, whose TID is far above row 0's; T2 then overwrites row 0 from a fresh slot. By
+/// Silo's TID rule alone T2's TID would be the smaller (it observed only row 0), and replay
+/// in TID order would run T2 first and copy its value; the TID drawn at the serialization
+/// point (`cc::ordered_commit_tid`) puts T2 after T1, and recovery gives the run's state.
+#[test]
+fn single_version_command_logs_replay_an_anti_dependency_in_order() {
+    for p in Protocol::ALL.iter().copied().filter(|p| p.single_version()) {
+        anti_dependency_replays_in_order(p);
     }
 }
 
-fn calls_logged_as_rows(p: Protocol) {
+fn anti_dependency_replays_in_order(p: Protocol) {
     let dir = tempdir(&format!("{p}-commands"));
-    let cfg = || config_for(p).data_dir(&dir).log(LogPolicy::Command);
+    let level = Config::strongest_isolation(p).unwrap();
+    let cfg = || {
+        config_for(p)
+            .isolation(level)
+            .data_dir(&dir)
+            .log(LogPolicy::Command)
+    };
     {
         let db = Database::open(cfg()).unwrap();
         let t = kv(&db);
@@ -775,31 +826,39 @@ fn calls_logged_as_rows(p: Protocol) {
              END $$;",
         )
         .unwrap();
+        for i in 0..20i64 {
+            db.run(|tx| tx.update(&t, &1i64, &[(1, 100 + i)])).unwrap();
+        }
         let copy = db.procedure("copy0to1").unwrap();
+        // `hold` keeps this thread's usual slot, so T1 and T2 start in slots whose last TID
+        // is zero.
+        let hold = db.begin().unwrap();
+        let mut t2 = db.begin().unwrap();
         let mut t1 = db.begin().unwrap();
         copy.execute(&mut t1, &[]).unwrap();
-        let mut t2 = db.begin().unwrap();
+        t1.commit().unwrap();
         t2.update(&t, &0i64, &[(1, 10i64)]).unwrap();
         t2.commit().unwrap();
-        // t1 read row 0 before t2 replaced it: t1 serializes first, although it commits
-        // second.
-        t1.commit().unwrap();
+        hold.commit().unwrap();
         let mut r = db.begin().unwrap();
         assert_eq!(
             (val(&mut r, &t, 0), val(&mut r, &t, 1)),
-            (Some(10), Some(0))
+            (Some(10), Some(0)),
+            "{p}"
         );
         r.commit().unwrap();
     }
     let db = Database::open(cfg()).unwrap();
-    assert_eq!(db.recovery_report().unwrap().calls_replayed, 0);
+    assert_eq!(db.recovery_report().unwrap().calls_replayed, 1, "{p}");
     let t = db.table("kv").unwrap();
     let mut r = db.begin().unwrap();
     assert_eq!(
         (val(&mut r, &t, 0), val(&mut r, &t, 1)),
-        (Some(10), Some(0))
+        (Some(10), Some(0)),
+        "{p}: replay ran T2 before T1"
     );
     r.commit().unwrap();
+    drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -979,8 +1038,8 @@ fn silo_commits_lock_in_one_order() {
 }
 
 /// Silo on a durable database: its TIDs are the log's commit order, every log kind and
-/// recovery scheme restores what committed (updates, deletes, re-inserts), and calls are
-/// logged as rows (Silo's TID order is not a serial order for predicate reads).
+/// recovery scheme restores what committed (updates, deletes, re-inserts), and a command log
+/// replays its calls.
 #[test]
 fn silo_is_durable_under_every_log_kind() {
     durable_under_every_log_kind(Protocol::Silo);
@@ -1078,7 +1137,7 @@ fn durable_under_every_log_kind(p: Protocol) {
         drop(db);
         let _ = std::fs::remove_dir_all(&dir);
     }
-    // Calls are logged as rows: recovery replays none.
+    // A call is logged as the call, and recovery replays it.
     let dir = tempdir(&format!("{p}-calls"));
     let cfg = || config_for(p).data_dir(&dir).log(LogPolicy::Command);
     {
@@ -1098,7 +1157,7 @@ fn durable_under_every_log_kind(p: Protocol) {
         tx.commit().unwrap();
     }
     let db = Database::open(cfg()).unwrap();
-    assert_eq!(db.recovery_report().unwrap().calls_replayed, 0);
+    assert_eq!(db.recovery_report().unwrap().calls_replayed, 1);
     let t = db.table("kv").unwrap();
     let mut r = db.begin().unwrap();
     assert_eq!(val(&mut r, &t, 1), Some(6));

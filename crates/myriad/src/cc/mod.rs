@@ -113,6 +113,9 @@ impl SlotCc {
 pub(crate) struct EngineCc {
     /// Silo's global epoch.
     pub(crate) silo_epochs: silo::Epochs,
+    /// Single-version, command-logging database: the largest TID drawn at a serialization
+    /// point so far (`ordered_commit_tid`).
+    tid_order: crossbeam_utils::CachePadded<std::sync::atomic::AtomicU64>,
     /// `mv2pl-wait`: per table id, per index, the range locks of serializable scanners
     /// (Hekaton §4.1.2, `mv2pl.rs`). The array is made on the engine's first range lock and
     /// a table's entry on the table's first one (other protocols never make them); a table's
@@ -128,6 +131,7 @@ impl EngineCc {
     pub(crate) fn new() -> Self {
         EngineCc {
             silo_epochs: silo::Epochs::new(),
+            tid_order: Default::default(),
             range_locks: OnceLock::new(),
         }
     }
@@ -770,6 +774,30 @@ pub(crate) fn commit_tid(
     floor: Timestamp,
 ) -> Timestamp {
     Timestamp::new(silo::commit_tid(tx, &mut sc.silo, epoch, floor.get()))
+}
+
+/// Hook `commit_tid` of a command-logging database, drawn at the serialization point
+/// (after `serialization_point`, before `validate`): `commit_tid` above every TID drawn this
+/// way before it, too. Silo's TIDs order write-write and write-read dependencies but not
+/// read-write anti-dependencies (Silo §4.2: a transaction that overwrites a row another one
+/// read may draw the smaller TID), and a command log is replayed in TID order. With this
+/// draw, if T1 read a row that T2 overwrites, T1 validated the row before T2 locked it (else
+/// T1 aborts), so T1's draw came before T2's serialization point and T2's TID is larger.
+pub(crate) fn ordered_commit_tid(
+    tx: &TxnCtx<'_>,
+    ec: &EngineCc,
+    sc: &mut SlotCc,
+    epoch: u64,
+    floor: Timestamp,
+) -> Timestamp {
+    use std::sync::atomic::{fence, Ordering::SeqCst};
+    let floor = floor.get().max(ec.tid_order.load(SeqCst));
+    let tid = silo::commit_tid(tx, &mut sc.silo, epoch, floor);
+    ec.tid_order.fetch_max(tid, SeqCst);
+    // Published before validation reads the read set (a store-load pair with the writer's
+    // lock-then-`serialization_point` fence).
+    fence(SeqCst);
+    Timestamp::new(tid)
 }
 
 /// Hook `release`: the transaction committed (its versions are installed) or wrote nothing;

@@ -122,18 +122,36 @@ impl Procedure {
     }
 }
 
-/// Replays a logged call inside `tx` (recovery). `definitions` are the catalog's procedure
-/// definitions by number (`None`: one that no longer compiles). A replayed call that fails
-/// means the log and the database disagree: `Error::Corrupt`.
-pub(crate) fn replay_call(
-    tx: &mut Transaction<'_>,
-    definitions: &[Option<std::sync::Arc<Procedure>>],
-    call: &[u8],
-) -> Result<()> {
-    let (_, p, mut f) = decode_call(definitions, call)?;
-    p.p.run(tx, &mut f)
-        .map(drop)
-        .map_err(|e| replay_failed(p, &e))
+/// Replays logged calls (recovery's serial replay): each call runs the procedure's compiled
+/// form when it has one (what the call ran forward; `Procedure::run_body`), in a frame kept
+/// per definition, so after the first call of a definition decoding and running allocate
+/// nothing for integer arguments.
+pub(crate) struct Replayer<'d> {
+    definitions: &'d [Option<std::sync::Arc<Procedure>>],
+    frames: Vec<Option<Frame>>,
+}
+
+impl<'d> Replayer<'d> {
+    /// A replayer of calls of `definitions` (the catalog's procedure definitions by number;
+    /// `None`: one that no longer compiles).
+    pub(crate) fn new(definitions: &'d [Option<std::sync::Arc<Procedure>>]) -> Self {
+        Replayer {
+            definitions,
+            frames: (0..definitions.len()).map(|_| None).collect(),
+        }
+    }
+
+    /// Replays logged call `call` inside `tx`. A replayed call that fails means the log and
+    /// the database disagree: `Error::Corrupt`.
+    pub(crate) fn replay(&mut self, tx: &mut Transaction<'_>, call: &[u8]) -> Result<()> {
+        let mut g = Get::new(call);
+        let (def, p) = definition(self.definitions, &mut g)?;
+        let f = self.frames[def as usize].get_or_insert_with(|| p.p.frame());
+        decode_args(p, &mut g, f)?;
+        p.run_body(tx, f)
+            .map(drop)
+            .map_err(|e| replay_failed(p, &e))
+    }
 }
 
 /// The error of a logged call whose replay failed: the log and the database disagree.
@@ -149,18 +167,19 @@ pub(crate) fn replay_failed(p: &Procedure, e: &Error) -> Error {
     }
 }
 
-/// Decodes a logged call: its definition number, the procedure and a frame holding its
-/// arguments (the other variables not yet started).
-pub(crate) fn decode_call<'d>(
-    definitions: &'d [Option<std::sync::Arc<Procedure>>],
-    call: &[u8],
-) -> Result<(u32, &'d Procedure, Frame)> {
-    let bad = |m: String| Error::Corrupt {
+fn bad(m: String) -> Error {
+    Error::Corrupt {
         file: "command log".into(),
         offset: 0,
         message: m,
-    };
-    let mut g = Get::new(call);
+    }
+}
+
+/// Reads a call's definition number and finds the procedure.
+fn definition<'d>(
+    definitions: &'d [Option<std::sync::Arc<Procedure>>],
+    g: &mut Get<'_>,
+) -> Result<(u32, &'d Procedure)> {
     let def = g
         .u32()
         .ok_or_else(|| bad("a call record cut short".into()))?;
@@ -173,7 +192,25 @@ pub(crate) fn decode_call<'d>(
                  (or which no longer compiles)"
             ))
         })?;
+    Ok((def, p))
+}
+
+/// Decodes a logged call: its definition number, the procedure and a frame holding its
+/// arguments (the other variables not yet started).
+pub(crate) fn decode_call<'d>(
+    definitions: &'d [Option<std::sync::Arc<Procedure>>],
+    call: &[u8],
+) -> Result<(u32, &'d Procedure, Frame)> {
+    let mut g = Get::new(call);
+    let (def, p) = definition(definitions, &mut g)?;
     let mut f = p.p.frame();
+    decode_args(p, &mut g, &mut f)?;
+    Ok((def, p, f))
+}
+
+/// Decodes a call's arguments into the parameter slots of `f` (a frame of `p`). An integer
+/// array argument reuses the array the slot holds.
+fn decode_args(p: &Procedure, g: &mut Get<'_>, f: &mut Frame) -> Result<()> {
     let n = g
         .u32()
         .ok_or_else(|| bad("a call record cut short".into()))? as usize;
@@ -185,37 +222,42 @@ pub(crate) fn decode_call<'d>(
         )));
     }
     for i in 0..n {
-        let arg = (|| {
+        let slot = &mut f.vars[i];
+        let ok = (|| {
             let tag = g.u8()?;
-            Some(match tag {
-                BOOL => V::Bool(g.u8()? != 0),
+            match tag {
+                BOOL => *slot = V::Bool(g.u8()? != 0),
                 INT_ARRAY => {
-                    let k = count(&mut g)?;
-                    let mut xs = Vec::with_capacity(k);
+                    let k = count(g)?;
+                    if !matches!(slot, V::IntArr(_)) {
+                        *slot = V::IntArr(Vec::with_capacity(k));
+                    }
+                    let V::IntArr(xs) = slot else { return None };
+                    xs.clear();
                     for _ in 0..k {
                         xs.push(g.varint()?);
                     }
-                    V::IntArr(xs)
                 }
                 ARRAY => {
-                    let k = count(&mut g)?;
+                    let k = count(g)?;
                     let mut xs = Vec::with_capacity(k);
                     for _ in 0..k {
                         let t = g.u8()?;
-                        xs.push(get_value(t, &mut g)?);
+                        xs.push(get_value(t, g)?);
                     }
-                    V::Arr(xs)
+                    *slot = V::Arr(xs);
                 }
-                t => V::Val(get_value(t, &mut g)?),
-            })
-        })()
-        .ok_or_else(|| {
+                INT => *slot = V::Val(Value::Int(g.varint()?)),
+                t => *slot = V::Val(get_value(t, g)?),
+            }
+            Some(())
+        })();
+        ok.ok_or_else(|| {
             bad(format!(
                 "argument {i} of a call of `{}` is malformed",
                 p.name()
             ))
         })?;
-        f.vars[i] = arg;
     }
-    Ok((def, p, f))
+    Ok(())
 }

@@ -16,7 +16,8 @@
 //! The interpreter (`exec.rs`) stays the reference: `Config::procedures(Interpreted)` (CLI
 //! `--procedures interpreted`) runs it instead, a test runs every procedure of the
 //! interpreter tests and of the shipped workloads both ways and compares results, errors and
-//! the database, and the replay of logged calls (`command::replay_call`) always interprets.
+//! the database. Serial replay of logged calls (`command::Replayer`) runs the compiled form
+//! as the call did; PACMAN's pieces (`Proc::run_slice`) are interpreted.
 //! A procedure with a form this compiler does not take (today only `FOR r IN SELECT` over
 //! aggregates, an error at run time either way) is interpreted as a whole, never half
 //! compiled ([`Procedure::is_compiled`](super::Procedure::is_compiled) says which).

@@ -59,7 +59,8 @@
 //! slot, type, table handle, column and access path fixed (the same fast paths as the
 //! interpreter, without dispatching on statement kinds at run time); calls run it unless
 //! `Config::procedures` picks the interpreter or the procedure has a form it does not take
-//! (then the whole procedure is interpreted). Replaying a logged call always interprets.
+//! (then the whole procedure is interpreted). Serial replay of a logged call runs it the same
+//! way (`command::Replayer`, a frame kept per definition); a PACMAN piece is interpreted.
 
 mod build;
 mod command;
@@ -75,7 +76,7 @@ pub mod slice;
 mod surface;
 
 pub use build::{Block, Ex, ProcedureBuilder, VarType};
-pub(crate) use command::{decode_call, replay_call, replay_failed};
+pub(crate) use command::{decode_call, replay_failed, Replayer};
 pub(crate) use exec::Frame;
 pub use graph::{Edge, Source};
 pub use ir::{OpInfo, UseKind};

@@ -24,8 +24,9 @@
 //!    ≤ the persistent epoch and end timestamps after the checkpoint's are kept;
 //! 4. the checkpoint's rows are inserted through the normal write path, tables split among
 //!    the threads (every index is built on the way: only PLR has a separate index phase);
-//! 5. the log is replayed (`replay.rs`): `serial` runs every record as a transaction in
-//!    commit order on one thread (with `pacman`, the schemes that replay procedure calls);
+//! 5. the log is replayed (`replay.rs`): `serial` runs every record in commit order on one
+//!    thread, 8 records to a replay transaction (a call runs compiled, as it ran forward;
+//!    with `pacman`, the schemes that replay procedure calls);
 //!    `parallel-latched` lets threads apply records in any order to a latched table of row
 //!    images where the newest write of each column wins; `parallel-partitioned` shuffles the
 //!    changes by table and key into one partition per thread, each replayed in commit order

@@ -300,6 +300,20 @@ impl<'db> Transaction<'db> {
             bump(&self.slot().stats.global_rmw, 1);
             db.clock.next_end_ts()
         });
+        // A command log is replayed in TID order, which must then be a serial order: the TID
+        // is drawn here, before validation (`cc::ordered_commit_tid`).
+        let ordered_tid = (db.config.log == crate::config::LogPolicy::Command
+            && !self.st.sets.write_set.is_empty())
+        .then(|| {
+            bump(&self.slot().stats.global_rmw, 1);
+            cc::ordered_commit_tid(
+                &self.st,
+                self.engine_cc,
+                &mut self.local.cc,
+                epoch,
+                db.clock.now(),
+            )
+        });
         // 3. Validation.
         if let Err(reason) =
             cc::validate(&self.st, &mut self.cc, &mut self.local.cc, Timestamp::ZERO)
@@ -317,7 +331,10 @@ impl<'db> Transaction<'db> {
         // 4. The TID. The clock is a floor, read, never advanced: recovery leaves it at the
         // newest recovered commit, and the next checkpoint's timestamp is read from it, so
         // every TID of this session sorts after both (a load of a line no Silo commit writes).
-        let tid = cc::commit_tid(&self.st, &mut self.local.cc, epoch, db.clock.now());
+        let tid = match ordered_tid {
+            Some(tid) => tid,
+            None => cc::commit_tid(&self.st, &mut self.local.cc, epoch, db.clock.now()),
+        };
         // 5. Log, then install.
         let ticket = self.log_commit(tid)?;
         let slot = self.slot();

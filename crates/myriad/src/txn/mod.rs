@@ -352,14 +352,13 @@ impl<'db> Transaction<'db> {
     /// Whether this transaction's commit would be logged as a procedure call if it is one:
     /// command logging is on and the transaction is serializable in its commit order (so
     /// replaying calls in commit order reproduces the state; a weaker level's call is logged
-    /// as rows). SSN and ERMIA-SSI are serializable but not in commit order — a transaction
-    /// may serialize before one that committed earlier, having read what that one replaced —
-    /// so under them every call is logged as rows. (MVTO logs its timestamp, its serialization order.)
+    /// as rows). `Config::validate` refuses command logging under the protocols whose commit
+    /// order is not a serial order (`Protocol::command_log_refusal`); the single-version ones
+    /// draw their TIDs in serialization order on such a database (`cc::ordered_commit_tid`).
     pub(crate) fn logs_commands(&self) -> bool {
         self.st.db.config.log == crate::config::LogPolicy::Command
             && self.st.isolation == Isolation::Serializable
-            && !self.st.protocol.stamped()
-            && !self.st.protocol.single_version()
+            && self.st.protocol.command_log_refusal().is_none()
             && !self.st.read_only
     }
 
