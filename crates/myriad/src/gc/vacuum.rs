@@ -57,6 +57,9 @@ pub(crate) const HAND_OVER: usize = 64;
 /// it passes over all of its blocks (tuples noted by a slot that stopped committing before
 /// it handed them over).
 const REVISIT_EVERY: u64 = 8;
+/// GC `dead-zone`: a pass that visited at least this many tuples is followed by the next one
+/// at once, not after `PERIOD`.
+const BUSY: usize = 256;
 const FULL_EVERY: u64 = 500;
 
 /// The running vacuum threads of a database.
@@ -109,15 +112,22 @@ impl Vacuum {
                     .spawn(move || {
                         let mut zoned = ZonedPasses::default();
                         while !stop.load(Ordering::Acquire) {
-                            {
+                            let busy = {
                                 let _shared = passes.read();
                                 if zones {
-                                    zoned.pass(&shared, i, n, &stats, &written[i]);
+                                    zoned.pass(&shared, i, n, &stats, &written[i]) >= BUSY
                                 } else {
                                     pass(&shared, i, n, &stats, full, zones);
+                                    false
                                 }
+                            };
+                            if busy {
+                                // Commits hand over faster than a period drains: go on at
+                                // once, so hot chains do not grow for a whole period.
+                                std::thread::yield_now();
+                            } else {
+                                std::thread::sleep(if full { COOP_PERIOD } else { PERIOD });
                             }
-                            std::thread::sleep(if full { COOP_PERIOD } else { PERIOD });
                         }
                     })
                     .unwrap_or_else(|e| panic!("cannot start a vacuum thread: {e}"))
@@ -224,7 +234,7 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool, zo
 
 /// A `dead-zone` vacuum thread's passes: each prunes the tuples handed to it since the last
 /// one (`Vacuum::hand_over`), not every tuple of a dirty block, so a pass costs what was
-/// written; tuples whose chains kept an older version are revisited every `REVISIT_EVERY`
+/// written, and a busy pass (`BUSY` tuples or more) is followed by the next at once; tuples whose chains kept an older version are revisited every `REVISIT_EVERY`
 /// passes, and every `FULL_EVERY`-th pass goes over all of the thread's blocks. Which thread
 /// prunes a tuple is decided as for the full pass (block number modulo the thread count),
 /// so each chain keeps one pruner.
@@ -245,20 +255,21 @@ impl ZonedPasses {
         of: usize,
         stats: &SlotStats,
         written: &Written,
-    ) {
+    ) -> usize {
         self.passes += 1;
         if self.passes.is_multiple_of(FULL_EVERY) {
             // Everything the queue and the retry list hold is covered by the full pass.
             written.lock().clear();
             self.retry.clear();
-            return pass(shared, me, of, stats, true, true);
+            pass(shared, me, of, stats, true, true);
+            return 0;
         }
         std::mem::swap(&mut *written.lock(), &mut self.work);
         if self.passes.is_multiple_of(REVISIT_EVERY) {
             self.work.append(&mut self.retry);
         }
         if self.work.is_empty() {
-            return;
+            return 0;
         }
         let start = Instant::now();
         // Any chain may be pruned by a list built now (`dead_zone.rs`); building it after
@@ -281,6 +292,7 @@ impl ZonedPasses {
                 self.retry.push((table, tid));
             }
         }
+        let visited = self.work.len();
         self.work.clear();
         bump(&stats.versions_reclaimed, cut.versions.len() as u64);
         bump(&stats.version_bytes_reclaimed, cut.bytes);
@@ -288,6 +300,7 @@ impl ZonedPasses {
         // SAFETY: as in `pass`.
         unsafe { cut.free_after_epoch(&guard) };
         bump(&stats.gc_ns, start.elapsed().as_nanos() as u64);
+        visited
     }
 }
 
