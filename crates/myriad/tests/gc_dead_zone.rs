@@ -112,7 +112,7 @@ fn a_long_lived_snapshot_no_longer_pins_every_later_version() {
 /// The background pruner works from the tuples commits hand it (`Vacuum::hand_over`), not
 /// from full passes: with a snapshot held, 1,000 updates of 4 keys are pruned to short
 /// chains by the vacuum thread alone (no `collect_garbage`), before its first full pass
-/// (pass 500, at least 1 s after the database opened; on a host too slow to get there
+/// (`FULL_PERIOD`, 1 s after the database opened; on a host too slow to get there
 /// first the timing guard skips the check and says so).
 #[test]
 fn the_background_pruner_works_from_the_handed_over_tuples() {

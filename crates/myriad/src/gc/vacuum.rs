@@ -20,11 +20,12 @@
 //! notes each tuple it gave a new version in its slot's buffer and hands a batch of
 //! `HAND_OVER` to the queue of the thread owning each tuple's block (one lock per queue per
 //! batch, counted as a global RMW). A pass prunes exactly the tuples handed over since the
-//! last one, revisits every `REVISIT_EVERY` passes those whose chains kept an older version,
-//! and every `FULL_EVERY`-th pass goes over all of its blocks (tuples a slot noted but had
-//! not handed over yet). A pass over the dirty blocks would walk every tuple of each
-//! 1,024-tuple block a commit touched: on `bench llt`'s 48 × 1,000 rows, every tuple, every
-//! 2 ms.
+//! last one (and, in a long pass, those handed over meanwhile after every `CHUNK`), starts
+//! again at once when it was busy, revisits every `REVISIT_PERIOD` the tuples whose chains
+//! kept an older version, and every `FULL_PERIOD` goes over all of its blocks (tuples a slot
+//! noted but had not handed over yet). A pass over the dirty blocks would walk every tuple
+//! of each 1,024-tuple block a commit touched: on `bench llt`'s 48 × 1,000 rows, every
+//! tuple, every 2 ms.
 //!
 //! The threads share the clock, the transaction table and the table directory with the
 //! `Database` (by `Arc`); `Vacuum`'s drop stops and joins them before those go away.
@@ -52,15 +53,18 @@ type Written = parking_lot::Mutex<Vec<(u32, TupleId)>>;
 /// has noted this many (`Vacuum::hand_over`).
 pub(crate) const HAND_OVER: usize = 64;
 
-/// GC `dead-zone`: every this many passes a thread revisits the tuples whose chains kept an
-/// older version at their last visit (a reader still saw it), and every `FULL_EVERY` passes
-/// it passes over all of its blocks (tuples noted by a slot that stopped committing before
-/// it handed them over).
-const REVISIT_EVERY: u64 = 8;
+/// GC `dead-zone`: this often a thread revisits the tuples whose chains kept an older
+/// version at their last visit (a reader still saw it; a tuple written again is handed over
+/// anyway), and this often it passes over all of its blocks (tuples a slot noted but has
+/// not handed over yet).
+const REVISIT_PERIOD: Duration = Duration::from_millis(64);
+const FULL_PERIOD: Duration = Duration::from_secs(1);
+/// GC `dead-zone`: a pass longer than this many tuples prunes what was handed over
+/// meanwhile after each such chunk.
+const CHUNK: usize = 1024;
 /// GC `dead-zone`: a pass that visited at least this many tuples is followed by the next one
 /// at once, not after `PERIOD`.
 const BUSY: usize = 256;
-const FULL_EVERY: u64 = 500;
 
 /// The running vacuum threads of a database.
 pub(crate) struct Vacuum {
@@ -234,20 +238,38 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool, zo
 
 /// A `dead-zone` vacuum thread's passes: each prunes the tuples handed to it since the last
 /// one (`Vacuum::hand_over`), not every tuple of a dirty block, so a pass costs what was
-/// written, and a busy pass (`BUSY` tuples or more) is followed by the next at once; tuples whose chains kept an older version are revisited every `REVISIT_EVERY`
-/// passes, and every `FULL_EVERY`-th pass goes over all of the thread's blocks. Which thread
+/// written, and a busy pass (`BUSY` tuples or more) is followed by the next at once; tuples
+/// whose chains kept an older version are revisited every `REVISIT_PERIOD`, and every
+/// `FULL_PERIOD` a pass goes over all of the thread's blocks. Which thread
 /// prunes a tuple is decided as for the full pass (block number modulo the thread count),
 /// so each chain keeps one pruner.
-#[derive(Default)]
 struct ZonedPasses {
-    passes: u64,
+    last_full: Instant,
+    last_revisit: Instant,
     work: Vec<(u32, TupleId)>,
+    /// Tuples handed over while a long pass runs, pruned between its chunks.
+    hot: Vec<(u32, TupleId)>,
     /// Tuples whose chains held more than one version after their last visit.
     retry: Vec<(u32, TupleId)>,
     zones: Zones,
 }
 
+impl Default for ZonedPasses {
+    fn default() -> Self {
+        let now = Instant::now();
+        ZonedPasses {
+            last_full: now,
+            last_revisit: now,
+            work: Vec::new(),
+            hot: Vec::new(),
+            retry: Vec::new(),
+            zones: Zones::default(),
+        }
+    }
+}
+
 impl ZonedPasses {
+    /// One pass; returns the tuples it visited.
     fn pass(
         &mut self,
         shared: &Shared,
@@ -256,22 +278,23 @@ impl ZonedPasses {
         stats: &SlotStats,
         written: &Written,
     ) -> usize {
-        self.passes += 1;
-        if self.passes.is_multiple_of(FULL_EVERY) {
-            // Everything the queue and the retry list hold is covered by the full pass.
+        let now = Instant::now();
+        if now.duration_since(self.last_full) >= FULL_PERIOD {
+            self.last_full = now;
+            // Everything the queue and the retry list hold now is covered by the full pass.
             written.lock().clear();
             self.retry.clear();
             pass(shared, me, of, stats, true, true);
             return 0;
         }
         std::mem::swap(&mut *written.lock(), &mut self.work);
-        if self.passes.is_multiple_of(REVISIT_EVERY) {
+        if now.duration_since(self.last_revisit) >= REVISIT_PERIOD {
+            self.last_revisit = now;
             self.work.append(&mut self.retry);
         }
         if self.work.is_empty() {
             return 0;
         }
-        let start = Instant::now();
         // Any chain may be pruned by a list built now (`dead_zone.rs`); building it after
         // taking the queue lets the pass cut the versions the queued commits ended.
         self.zones.build(&shared.clock, &shared.txns);
@@ -282,24 +305,44 @@ impl ZonedPasses {
         self.work.dedup();
         let guard = crossbeam_epoch::pin();
         let mut cut = Cut::default();
-        let mut spliced = 0;
-        for &(table, tid) in &self.work {
+        let (mut spliced, mut visited) = (0, 0);
+        let ZonedPasses {
+            work,
+            hot,
+            retry,
+            zones,
+            ..
+        } = self;
+        let mut prune = |(table, tid): (u32, TupleId), retry: &mut Vec<(u32, TupleId)>| {
             let Some(t) = shared.tables.get(table as usize).and_then(|t| t.get()) else {
-                continue;
+                return;
             };
-            spliced += dead_zone::prune(t, tid, &self.zones, &mut cut);
+            spliced += dead_zone::prune(t, tid, zones, &mut cut);
+            visited += 1;
             if has_older(t, tid) {
-                self.retry.push((table, tid));
+                retry.push((table, tid));
+            }
+        };
+        for chunk in work.chunks(CHUNK) {
+            for &w in chunk {
+                prune(w, retry);
+            }
+            if work.len() > CHUNK {
+                // A long pass (a revisit, a burst): the chains written meanwhile, the hot
+                // ones among them, are not left to grow until it ends.
+                std::mem::swap(&mut *written.lock(), hot);
+                for w in hot.drain(..) {
+                    prune(w, retry);
+                }
             }
         }
-        let visited = self.work.len();
-        self.work.clear();
+        work.clear();
         bump(&stats.versions_reclaimed, cut.versions.len() as u64);
         bump(&stats.version_bytes_reclaimed, cut.bytes);
         bump(&stats.versions_pruned_dead_zone, spliced);
         // SAFETY: as in `pass`.
         unsafe { cut.free_after_epoch(&guard) };
-        bump(&stats.gc_ns, start.elapsed().as_nanos() as u64);
+        bump(&stats.gc_ns, now.elapsed().as_nanos() as u64);
         visited
     }
 }
