@@ -31,7 +31,7 @@ pub(crate) enum Command {
     /// Run a benchmark workload against an embedded in-memory database.
     Bench {
         #[command(subcommand)]
-        workload: BenchWorkload,
+        workload: Box<BenchWorkload>,
     },
     /// An interactive SQL session on an in-memory database, or with --data-dir a durable one
     /// (reads stdin when it is not a terminal; then exits 1 if a statement failed).
@@ -714,7 +714,7 @@ mod tests {
     fn bench(args: &[&str]) -> BenchWorkload {
         let argv = ["myriad", "bench"].iter().chain(args);
         match Cli::try_parse_from(argv).unwrap().command {
-            Command::Bench { workload } => workload,
+            Command::Bench { workload } => *workload,
             _ => panic!("not a bench command"),
         }
     }
@@ -763,11 +763,7 @@ mod tests {
 
     #[test]
     fn defaults_parse_and_serialize_every_flag() {
-        let cli = Cli::try_parse_from(["myriad", "bench", "ycsb"]).unwrap();
-        let Command::Bench {
-            workload: BenchWorkload::Ycsb(a),
-        } = cli.command
-        else {
+        let BenchWorkload::Ycsb(a) = bench(&["ycsb"]) else {
             panic!("not ycsb")
         };
         let v = serde_json::to_value(&a).unwrap();

@@ -109,7 +109,7 @@ fn main() -> ExitCode {
         Command::Log {
             command: LogCommand::Inspect { dir },
         } => recover::log_inspect(&dir),
-        Command::Bench { workload } => match workload {
+        Command::Bench { workload } => match *workload {
             BenchWorkload::Ycsb(a) => bench::command::bench_ycsb(a),
             BenchWorkload::Tpcc(a) => bench::command::bench_tpcc(a),
             BenchWorkload::Smallbank(a) => bench::command::bench_smallbank(a),
