@@ -60,6 +60,17 @@ pub struct Report {
     /// partial-order: CTs − BTs at the end of the run (commit timestamps a new reader does
     /// not see yet; 0 under the counters).
     pub ts_visibility_lag: u64,
+    /// Global (engine-wide) read-modify-writes per end timestamp drawn, i.e. per update
+    /// commit (those that then failed validation included); 0 without update commits.
+    pub global_rmw_per_update_txn: f64,
+    /// partial-order, over the measured interval: sampled commits (one at a time, the first
+    /// released after the previous sample became readable), the mean `CTs − BTs` each saw at
+    /// its release, and the time from its release until a new begin reads it (µs, lower
+    /// edge of a histogram bucket 1/8 wide); 0 samples and nulls under the counters.
+    pub ts_lag_samples: u64,
+    pub ts_lag_gap_mean: f64,
+    pub ts_lag_us_p50: Option<f64>,
+    pub ts_lag_us_p99: Option<f64>,
     /// Memory-space lock acquisitions (version allocations and frees, `--memory-spaces`)
     /// per committed transaction; 0 without spaces.
     pub space_locks_per_txn: f64,
@@ -339,7 +350,12 @@ impl Fidelity {
             } else {
                 "on".into()
             },
-            timestamps: config.get_timestamps().name().into(),
+            timestamps: match config.get_timestamps() {
+                myriad::TimestampPolicy::PartialOrder => {
+                    format!("partial-order ({} counters)", config.get_po_counters())
+                }
+                t => t.name().into(),
+            },
             gc: config.get_gc().name().into(),
             gc_interval_txns: config.get_gc_interval_txns(),
             gc_threads: config.get_gc_threads(),
@@ -528,6 +544,25 @@ impl Report {
                 }
             },
             ts_visibility_lag: i.end.ts_visibility_lag,
+            global_rmw_per_update_txn: {
+                let draws = d(|s| s.end_ts_draws);
+                if draws == 0 {
+                    0.0
+                } else {
+                    global as f64 / draws as f64
+                }
+            },
+            ts_lag_samples: d(|s| s.ts_lag_samples),
+            ts_lag_gap_mean: {
+                let n = d(|s| s.ts_lag_samples);
+                if n == 0 {
+                    0.0
+                } else {
+                    d(|s| s.ts_lag_gap_sum) as f64 / n as f64
+                }
+            },
+            ts_lag_us_p50: s1.ts_lag_us(s0, 0.50),
+            ts_lag_us_p99: s1.ts_lag_us(s0, 0.99),
             space_locks_per_txn: per_txn(d(|s| s.space_locks)),
             preparing_waits_per_txn: per_txn(d(|s| s.preparing_waits)),
             commit_deps_per_txn: per_txn(d(|s| s.commit_deps)),
@@ -688,12 +723,21 @@ impl Report {
         )?;
         writeln!(
             o,
-            "  timestamps   {};  increments/txn {:.4}, group size {:.2}, visibility lag {}",
+            "  timestamps   {};  increments/txn {:.4}, group size {:.2}, visibility lag {}, global RMW/update txn {:.4}",
             self.fidelity.timestamps,
             self.ts_increments_per_txn,
             self.ts_group_size,
             self.ts_visibility_lag,
+            self.global_rmw_per_update_txn,
         )?;
+        if let (Some(p50), Some(p99)) = (self.ts_lag_us_p50, self.ts_lag_us_p99) {
+            writeln!(
+                o,
+                "  visibility   commit→readable p50 {p50:.1} µs, p99 {p99:.1} µs;  CTs − BTs at commit {:.2} ({} samples)",
+                self.ts_lag_gap_mean,
+                thousands(self.ts_lag_samples),
+            )?;
+        }
         writeln!(
             o,
             "  Preparing    waits/txn {:.4};  commit dependencies/txn {:.4} (waited {:.4})",
