@@ -448,6 +448,15 @@ pub struct ReportInput<'a> {
     pub fidelity: Fidelity,
 }
 
+/// `a / b`, 0 when `b` is 0.
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
 impl Report {
     pub fn new(i: ReportInput<'_>) -> Report {
         let r = i.run;
@@ -535,32 +544,11 @@ impl Report {
             global_rmw_per_txn: per_txn(global),
             record_rmw_per_txn: per_txn(record),
             ts_increments_per_txn: per_txn(d(|s| s.ts_increments)),
-            ts_group_size: {
-                let inc = d(|s| s.ts_increments);
-                if inc == 0 {
-                    0.0
-                } else {
-                    d(|s| s.end_ts_draws) as f64 / inc as f64
-                }
-            },
+            ts_group_size: ratio(d(|s| s.end_ts_draws), d(|s| s.ts_increments)),
             ts_visibility_lag: i.end.ts_visibility_lag,
-            global_rmw_per_update_txn: {
-                let draws = d(|s| s.end_ts_draws);
-                if draws == 0 {
-                    0.0
-                } else {
-                    global as f64 / draws as f64
-                }
-            },
+            global_rmw_per_update_txn: ratio(global, d(|s| s.end_ts_draws)),
             ts_lag_samples: d(|s| s.ts_lag_samples),
-            ts_lag_gap_mean: {
-                let n = d(|s| s.ts_lag_samples);
-                if n == 0 {
-                    0.0
-                } else {
-                    d(|s| s.ts_lag_gap_sum) as f64 / n as f64
-                }
-            },
+            ts_lag_gap_mean: ratio(d(|s| s.ts_lag_gap_sum), d(|s| s.ts_lag_samples)),
             ts_lag_us_p50: s1.ts_lag_us(s0, 0.50),
             ts_lag_us_p99: s1.ts_lag_us(s0, 0.99),
             space_locks_per_txn: per_txn(d(|s| s.space_locks)),
