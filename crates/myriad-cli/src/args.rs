@@ -4,7 +4,7 @@
 use clap::{ArgAction, Args, Parser, Subcommand};
 use myriad::{
     Error, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogManagerKind, LogPolicy, NonInline,
-    ProcedureExec, Protocol, RecoveryScheme, TimestampPolicy, VersionStorage,
+    PoCounters, ProcedureExec, Protocol, RecoveryScheme, TimestampPolicy, VersionStorage,
 };
 use serde::{Serialize, Serializer};
 use std::fmt::Display;
@@ -258,6 +258,13 @@ pub(crate) struct BenchArgs {
     /// timestamp, making its commits readable (0: no tick).
     #[arg(long, value_name = "US", default_value_t = 100)]
     pub(crate) po_tick_us: u64,
+    /// partial-order: where the per-timestamp pre-commit/commit counts live: shared (the
+    /// paper's shared counters, two shared atomic read-modify-writes per commit) or slots
+    /// (one word per transaction-table slot: none on the commit path; begins, the tick and
+    /// floors scan the slots to make closed groups readable).
+    #[arg(long, value_name = "WHERE", default_value = "shared", value_parser = parse_choice::<PoCounters>)]
+    #[serde(serialize_with = "as_display")]
+    pub(crate) po_counters: PoCounters,
     /// How stored procedures run: compiled (each procedure turned once into closures) or
     /// interpreted (the IR interpreter, the reference the compiled form is tested against).
     #[arg(long, value_name = "HOW", default_value = "compiled", value_parser = parse_choice::<ProcedureExec>)]

@@ -575,7 +575,7 @@ fn an_impossible_design_and_bad_usage_exit_2() {
 
 /// The anomaly suite under the other timestamp sources, for every (protocol, level) each
 /// pairs with: `locked-counter` pairs with every run and must give its outputs;
-/// `partial-order`, at `si` (`si`, and `mvocc` at `si`), with every begin after the commits
+/// `partial-order` (shared and slot counts), at `si` (`si`, and `mvocc` at `si`), with every begin after the commits
 /// of the steps before it (`--floors ordered`, no tick), gives the outputs of the same run
 /// under the global counter. (`mvocc` at `rc` pairs with it too, but a floor applies at
 /// begin and a Read Committed statement reads at `BTs`: a statement in a transaction begun
@@ -588,33 +588,41 @@ fn the_suite_matches_under_locked_counter_and_partial_order() {
         .iter()
         .map(|s| dir.join(format!("{s}.spec")).display().to_string())
         .collect();
-    let po: [&str; 6] = [
-        "--timestamps",
-        "partial-order",
-        "--po-tick-us",
-        "0",
-        "--floors",
-        "ordered",
-    ];
+    let po = |counters| {
+        [
+            "--timestamps",
+            "partial-order",
+            "--po-counters",
+            counters,
+            "--po-tick-us",
+            "0",
+            "--floors",
+            "ordered",
+        ]
+    };
+    let (shared, slots) = (po("shared"), po("slots"));
     let runs = RUNS
         .iter()
         .map(|&(p, l, o)| (p, l, o, &["--timestamps", "locked-counter"][..]))
-        .chain(
+        .chain([&shared, &slots].into_iter().flat_map(|po| {
             RUNS.iter()
                 .filter(|&&(p, l, _)| (p == "si" || p == "mvocc") && l == "si")
-                .map(|&(p, l, o)| (p, l, o, &po[..])),
-        );
+                .map(move |&(p, l, o)| (p, l, o, &po[..]))
+        }));
     let mut partial_order_runs = 0;
     for (protocol, level, out, ts) in runs {
         partial_order_runs += usize::from(ts[1] == "partial-order");
         run_specs(protocol, level, out, ts, &specs);
     }
-    assert_eq!(partial_order_runs, 2, "si, and mvocc at si");
+    assert_eq!(
+        partial_order_runs, 4,
+        "si, and mvocc at si, with shared and with slot counts"
+    );
 }
 
-/// HISTORICAL READ (`historical-read/`): under partial-order timestamps a session that
-/// begins after another's commit, with no floor naming it, reads the old value; with
-/// `--floors ordered` it reads the new one, as under the counters, which never show it.
+/// HISTORICAL READ (`historical-read/`): under partial-order timestamps (either counts) a
+/// session that begins after another's commit, with no floor naming it, reads the old value;
+/// with `--floors ordered` it reads the new one, as under the counters, which never show it.
 #[test]
 fn historical_read_shows_without_a_floor_and_not_with_one() {
     let dir = suite_dir().join("historical-read");
@@ -643,15 +651,30 @@ fn historical_read_shows_without_a_floor_and_not_with_one() {
         ("global-counter", &["--protocol", "si"], "fresh"),
         ("locked-counter", &["--protocol", "si"], "fresh"),
     ];
-    for (ts, extra, out) in cases {
+    let cases = cases.into_iter().flat_map(|(ts, extra, out)| {
+        let counters: &[&str] = if ts == po {
+            &["shared", "slots"]
+        } else {
+            &["shared"]
+        };
+        counters.iter().map(move |&c| (ts, c, extra, out))
+    });
+    for (ts, counters, extra, out) in cases {
         let expected = dir.join(format!("{out}.out")).display().to_string();
-        let mut args = vec!["--timestamps", ts, "--po-tick-us", "0"];
+        let mut args = vec![
+            "--timestamps",
+            ts,
+            "--po-counters",
+            counters,
+            "--po-tick-us",
+            "0",
+        ];
         args.extend_from_slice(extra);
         args.extend(["--expected", &expected, &spec]);
         let o = myriad(&args);
         assert!(
             o.status.success(),
-            "{ts} {extra:?} should read the {out} value:\n{}\n{}",
+            "{ts} ({counters} counters) {extra:?} should read the {out} value:\n{}\n{}",
             stdout(&o),
             stderr(&o)
         );

@@ -220,7 +220,8 @@ choice_enum!(
 choice_enum!(
     /// Where commit and begin timestamps come from (thesis §3.4.3; `timestamp/`). Built:
     /// `global-counter`, `locked-counter` and `partial-order` (POMVCC's partial-order
-    /// timestamps, with the paper's shared counters). `silo-epoch` is named but not built:
+    /// timestamps, with the paper's shared counters or the counts in the transaction-table
+    /// slots: `PoCounters`). `silo-epoch` is named but not built:
     /// `Config::validate` rejects it as unsupported.
     TimestampPolicy {
         /// One global counter: a begin timestamp is a load, an end timestamp a fetch-add.
@@ -240,14 +241,17 @@ choice_enum!(
 );
 
 choice_enum!(
-    /// Where `partial-order` keeps its per-timestamp pre-commit and commit counts. `shared`
-    /// (built): one pair of shared counters per timestamp, as in the paper (two shared
-    /// read-modify-writes per commit). `slots`: in the transaction-table slots, so a commit
-    /// takes no shared read-modify-write — not built (`Config::validate` refuses it).
+    /// Where `partial-order` keeps its per-timestamp pre-commit and commit counts
+    /// (`timestamp/partial_order.rs`). Both pair with exactly the same protocols, levels and
+    /// logs.
     PoCounters {
-        /// Shared counters per timestamp (the paper's).
+        /// One pair of shared counters per timestamp, as in the paper: two shared
+        /// read-modify-writes per commit, and the release that completes a closed group
+        /// makes it readable.
         Shared = "shared",
-        /// Counts in the transaction-table slots. Not built.
+        /// One word per transaction-table slot (the timestamp its transaction joined, and
+        /// whether it is done): no shared read-modify-write on the commit path; a begin, the
+        /// tick or a floor makes closed groups readable by scanning the slots.
         Slots = "slots",
     }
 );
@@ -303,14 +307,22 @@ impl VersionStorage {
 }
 
 impl TimestampPolicy {
-    /// The timestamp source this policy names (`timestamp::Source`); `Error::Unsupported`
-    /// for a policy not built yet.
-    pub(crate) fn source(self) -> Result<crate::timestamp::Source> {
+    /// The timestamp source this policy names (`timestamp::Source`), for a transaction table
+    /// of `slots` slots (`partial-order` with `counters` `slots` keeps a word per slot);
+    /// `Error::Unsupported` for a policy not built yet.
+    pub(crate) fn source(
+        self,
+        counters: PoCounters,
+        slots: usize,
+    ) -> Result<crate::timestamp::Source> {
         use crate::timestamp::{GlobalCounter, LockedCounter, PartialOrder, Source};
         match self {
             TimestampPolicy::GlobalCounter => Ok(Source::GlobalCounter(GlobalCounter::new())),
             TimestampPolicy::LockedCounter => Ok(Source::LockedCounter(LockedCounter::new())),
-            TimestampPolicy::PartialOrder => Ok(Source::PartialOrder(PartialOrder::new())),
+            TimestampPolicy::PartialOrder => Ok(Source::PartialOrder(match counters {
+                PoCounters::Shared => PartialOrder::new(),
+                PoCounters::Slots => PartialOrder::with_slots(slots),
+            })),
             TimestampPolicy::SiloEpoch => Err(Error::Unsupported(format!(
                 "timestamp policy `{}` is not implemented yet",
                 self
@@ -610,8 +622,8 @@ impl Config {
         self.timestamps = t;
         self
     }
-    /// Where `partial-order` keeps its per-timestamp counts (default `shared`; `slots` is
-    /// not built and refused by `Config::validate`).
+    /// Where `partial-order` keeps its per-timestamp counts (default `shared`; ignored by the
+    /// other timestamp sources).
     pub fn po_counters(mut self, c: PoCounters) -> Self {
         self.po_counters = c;
         self
@@ -1011,7 +1023,8 @@ impl Config {
             ));
         }
         // The source is built again by `Database::open`; this refuses the unbuilt ones.
-        self.timestamps.source()?;
+        // Whether the policy is built (no slot words: the table size is checked below).
+        self.timestamps.source(self.po_counters, 0)?;
         self.check_timestamps()?;
         self.check_isolation(self.isolation)?;
         match (self.protocol.single_version(), self.storage) {
@@ -1228,13 +1241,6 @@ impl Config {
         }
         if ts != TimestampPolicy::PartialOrder {
             return Ok(());
-        }
-        if self.po_counters == PoCounters::Slots {
-            return Err(Error::Unsupported(
-                "partial-order counters `slots` (counts in the transaction-table slots) are not \
-                 implemented yet; use `shared`"
-                    .into(),
-            ));
         }
         let why = match self.protocol {
             Protocol::Mvocc | Protocol::Si => None,

@@ -59,7 +59,10 @@ impl Shared {
             id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
             // `Config::validate`, which every open runs before this, refuses the timestamp
             // sources not built: the default is never taken.
-            clock: config.timestamps.source().unwrap_or_default(),
+            clock: config
+                .timestamps
+                .source(config.po_counters, config.max_concurrent_txns)
+                .unwrap_or_default(),
             txns: Arc::new(TxnTable::new(config.max_concurrent_txns)),
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
             names: Mutex::new(HashMap::new()),

@@ -740,22 +740,24 @@ fn secondary_index_write_skew_is_reported_when_judged_as_serializable() {
 }
 
 /// Partial-order timestamps (commit timestamps shared by groups, snapshots that may be
-/// stale) and the locked counter, for every protocol and level they pair with: no
+/// stale; with shared and with slot counts) and the locked counter, for every protocol and level they pair with: no
 /// forbidden cycle. Under partial-order some updaters must share a commit timestamp, or
 /// the run did not exercise groups; under the locked counter none may.
 #[test]
 fn partial_order_and_locked_counter_histories_have_no_forbidden_cycles() {
-    for ts in [
-        TimestampPolicy::PartialOrder,
-        TimestampPolicy::LockedCounter,
-    ] {
+    let sources = [
+        (TimestampPolicy::PartialOrder, PoCounters::Shared),
+        (TimestampPolicy::PartialOrder, PoCounters::Slots),
+        (TimestampPolicy::LockedCounter, PoCounters::Shared),
+    ];
+    for (ts, counters) in sources {
         for p in [Protocol::Mvocc, Protocol::Si] {
             for &level in Config::isolation_levels(p) {
-                let c = config_for(p).timestamps(ts);
+                let c = config_for(p).timestamps(ts).po_counters(counters);
                 if c.clone().isolation(level).validate().is_err() {
                     continue;
                 }
-                let what = format!("{ts} {p} {level}");
+                let what = format!("{ts} ({counters} counters) {p} {level}");
                 let h = rmw_history_with(c, level, 3, 300, 11);
                 let r = check(&h);
                 assert!(r.anomalies.is_empty(), "{what}: {}", r.anomalies[0]);

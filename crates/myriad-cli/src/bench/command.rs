@@ -44,6 +44,7 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .unsafe_no_validation(b.unsafe_no_validation)
         .timestamps(b.timestamps)
         .po_tick(Duration::from_micros(b.po_tick_us))
+        .po_counters(b.po_counters)
         .procedures(b.procedures)
         .loggers(b.loggers as usize)
         .log_manager(b.log_manager.unwrap_or(if b.data_dir.is_some() {

@@ -61,6 +61,17 @@ pub struct Report {
     /// partial-order: CTs − BTs at the end of the run (commit timestamps a new reader does
     /// not see yet; 0 under the counters).
     pub ts_visibility_lag: u64,
+    /// Global (engine-wide) read-modify-writes per end timestamp drawn, i.e. per update
+    /// commit (those that then failed validation included); 0 without update commits.
+    pub global_rmw_per_update_txn: f64,
+    /// partial-order, over the measured interval: sampled commits (one at a time, the first
+    /// released after the previous sample became readable), the mean `CTs − BTs` each saw at
+    /// its release, and the time from its release until a new begin reads it (µs, lower
+    /// edge of a histogram bucket 1/8 wide); 0 samples and nulls under the counters.
+    pub ts_lag_samples: u64,
+    pub ts_lag_gap_mean: f64,
+    pub ts_lag_us_p50: Option<f64>,
+    pub ts_lag_us_p99: Option<f64>,
     /// Memory-space lock acquisitions (version allocations and frees, `--memory-spaces`)
     /// per committed transaction; 0 without spaces.
     pub space_locks_per_txn: f64,
@@ -346,7 +357,12 @@ impl Fidelity {
             } else {
                 "on".into()
             },
-            timestamps: config.get_timestamps().name().into(),
+            timestamps: match config.get_timestamps() {
+                myriad::TimestampPolicy::PartialOrder => {
+                    format!("partial-order ({} counters)", config.get_po_counters())
+                }
+                t => t.name().into(),
+            },
             gc: config.get_gc().name().into(),
             gc_interval_txns: config.get_gc_interval_txns(),
             gc_threads: config.get_gc_threads(),
@@ -439,6 +455,15 @@ pub struct ReportInput<'a> {
     pub fidelity: Fidelity,
 }
 
+/// `a / b`, 0 when `b` is 0.
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
 impl Report {
     pub fn new(i: ReportInput<'_>) -> Report {
         let r = i.run;
@@ -526,15 +551,13 @@ impl Report {
             global_rmw_per_txn: per_txn(global),
             record_rmw_per_txn: per_txn(record),
             ts_increments_per_txn: per_txn(d(|s| s.ts_increments)),
-            ts_group_size: {
-                let inc = d(|s| s.ts_increments);
-                if inc == 0 {
-                    0.0
-                } else {
-                    d(|s| s.end_ts_draws) as f64 / inc as f64
-                }
-            },
+            ts_group_size: ratio(d(|s| s.end_ts_draws), d(|s| s.ts_increments)),
             ts_visibility_lag: i.end.ts_visibility_lag,
+            global_rmw_per_update_txn: ratio(global, d(|s| s.end_ts_draws)),
+            ts_lag_samples: d(|s| s.ts_lag_samples),
+            ts_lag_gap_mean: ratio(d(|s| s.ts_lag_gap_sum), d(|s| s.ts_lag_samples)),
+            ts_lag_us_p50: s1.ts_lag_us(s0, 0.50),
+            ts_lag_us_p99: s1.ts_lag_us(s0, 0.99),
             space_locks_per_txn: per_txn(d(|s| s.space_locks)),
             preparing_waits_per_txn: per_txn(d(|s| s.preparing_waits)),
             commit_deps_per_txn: per_txn(d(|s| s.commit_deps)),
@@ -695,12 +718,21 @@ impl Report {
         )?;
         writeln!(
             o,
-            "  timestamps   {};  increments/txn {:.4}, group size {:.2}, visibility lag {}",
+            "  timestamps   {};  increments/txn {:.4}, group size {:.2}, visibility lag {}, global RMW/update txn {:.4}",
             self.fidelity.timestamps,
             self.ts_increments_per_txn,
             self.ts_group_size,
             self.ts_visibility_lag,
+            self.global_rmw_per_update_txn,
         )?;
+        if let (Some(p50), Some(p99)) = (self.ts_lag_us_p50, self.ts_lag_us_p99) {
+            writeln!(
+                o,
+                "  visibility   commit→readable p50 {p50:.1} µs, p99 {p99:.1} µs;  CTs − BTs at commit {:.2} ({} samples)",
+                self.ts_lag_gap_mean,
+                thousands(self.ts_lag_samples),
+            )?;
+        }
         writeln!(
             o,
             "  Preparing    waits/txn {:.4};  commit dependencies/txn {:.4} (waited {:.4})",

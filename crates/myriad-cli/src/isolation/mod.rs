@@ -26,8 +26,8 @@ mod spec;
 use clap::{Args, ValueEnum};
 use myriad::sql::{Output, Session};
 use myriad::{
-    Config, Database, Error, GcPolicy, IndexPointers, Isolation, NonInline, Protocol, Timestamp,
-    TimestampPolicy, Value, VersionStorage,
+    Config, Database, Error, GcPolicy, IndexPointers, Isolation, NonInline, PoCounters, Protocol,
+    Timestamp, TimestampPolicy, Value, VersionStorage,
 };
 use runner::{Cell, Connector, Event, Executor, ResultSet, StepError, StepResult, Timing};
 use std::io::Write as _;
@@ -74,6 +74,9 @@ pub struct IsolationArgs {
     /// outputs are deterministic).
     #[arg(long, value_name = "US", default_value_t = 100)]
     po_tick_us: u64,
+    /// partial-order: where the per-timestamp counts live: shared or slots.
+    #[arg(long, value_name = "WHERE", default_value = "shared", value_parser = crate::args::parse_choice::<PoCounters>)]
+    po_counters: PoCounters,
     /// Begin floors (`Database::begin_after`): `session`, each session begins after its own
     /// last commit and, when it connects, after the global setup; `ordered`, every
     /// transaction begins after every commit of an earlier step (the tester orders the
@@ -125,6 +128,7 @@ pub fn run(a: IsolationArgs) -> ExitCode {
         .non_inline(a.non_inline)
         .timestamps(a.timestamps)
         .po_tick(Duration::from_micros(a.po_tick_us))
+        .po_counters(a.po_counters)
         .isolation(crate::isolation_or_strongest(
             a.isolation_default,
             a.protocol,

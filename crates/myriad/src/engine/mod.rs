@@ -74,6 +74,16 @@ pub struct Stats {
     /// `partial-order`: the visibility lag `CTs − BTs` when the stats were taken (open and
     /// incomplete commit timestamps a new reader does not see; zero for the counters).
     pub ts_visibility_lag: u64,
+    /// `partial-order`: sampled commits whose visibility lag was measured (one at a time:
+    /// the first released after the previous sample became readable; zero for the
+    /// counters, whose commits are readable once stamped).
+    pub ts_lag_samples: u64,
+    /// `partial-order`: the sum of `CTs − BTs` seen by each sampled commit at its release.
+    pub ts_lag_gap_sum: u64,
+    /// `partial-order`: the sampled times from a commit's release to `BTs` passing it
+    /// (readable by a new begin), as counts per histogram bucket (`ts_lag_us`); empty for
+    /// the counters.
+    pub ts_lag_hist: Vec<u64>,
     /// Versions allocated (new versions written).
     pub versions_allocated: u64,
     /// Bytes of those versions (blocks, before-images, non-inline data).
@@ -118,6 +128,30 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// `partial-order`: the `q`-quantile (0..=1) of the visibility lag in microseconds over
+    /// the samples taken between `earlier` and these stats (the lower edge of its histogram
+    /// bucket: within 1/8 below the sampled value); `None` without samples.
+    pub fn ts_lag_us(&self, earlier: &Stats, q: f64) -> Option<f64> {
+        let counts: Vec<u64> = self
+            .ts_lag_hist
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| n.saturating_sub(earlier.ts_lag_hist.get(i).copied().unwrap_or(0)))
+            .collect();
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, n) in counts.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return Some(crate::timestamp::lag_bucket_floor(i) as f64 / 1000.0);
+            }
+        }
+        None
+    }
     /// Total aborts.
     pub fn aborted_total(&self) -> u64 {
         self.aborted.iter().sum()
@@ -611,6 +645,13 @@ impl Database {
             }
             None => s.ts_increments = s.end_ts_draws,
         }
+        if let Some(lag) = clock.lag() {
+            s.ts_lag_samples = lag.samples;
+            s.ts_lag_gap_sum = lag.gap_sum;
+            s.ts_lag_hist = lag.hist;
+        }
+        // Slot counts: make the closed groups complete by now readable first.
+        clock.refresh();
         s.ts_visibility_lag = clock
             .newest_end_ts()
             .get()

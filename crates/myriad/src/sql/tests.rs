@@ -967,34 +967,37 @@ fn hash_primary_keys_serve_points_and_never_ranges() {
     assert!(err.to_string().contains("BTREE or HASH"), "{err}");
 }
 
-/// Under partial-order timestamps a session reads its own writes (its floor is its last
+/// Under partial-order timestamps (either counts) a session reads its own writes (its floor is its last
 /// commit), while another session, begun without that floor, may not see them until it is
 /// given it (`set_floor`).
 #[test]
 fn a_session_reads_its_own_writes_under_partial_order_timestamps() {
-    let db = Database::open(
-        Config::new()
-            .protocol(crate::Protocol::Si)
-            .isolation(Isolation::Snapshot)
-            .timestamps(crate::TimestampPolicy::PartialOrder)
-            .po_tick(Duration::ZERO),
-    )
-    .unwrap();
-    let mut a = Session::new(&db);
-    let mut b = Session::new(&db);
-    a.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+    for &counters in crate::PoCounters::ALL {
+        let db = Database::open(
+            Config::new()
+                .protocol(crate::Protocol::Si)
+                .isolation(Isolation::Snapshot)
+                .timestamps(crate::TimestampPolicy::PartialOrder)
+                .po_tick(Duration::ZERO)
+                .po_counters(counters),
+        )
         .unwrap();
-    a.execute("INSERT INTO t VALUES (1, 10)").unwrap();
-    let mine = a.floor().expect("a commit moves the session floor");
-    let read = "SELECT v FROM t WHERE k = 1";
-    assert_eq!(ints(&a.execute(read).unwrap()), vec![vec![10]]);
-    a.execute("BEGIN; UPDATE t SET v = 11 WHERE k = 1; COMMIT")
-        .unwrap();
-    assert!(a.floor() > Some(mine));
-    // HISTORICAL READ for the other session: the update's group is still open.
-    b.set_floor(Some(mine));
-    assert_eq!(ints(&b.execute(read).unwrap()), vec![vec![10]]);
-    assert_eq!(ints(&a.execute(read).unwrap()), vec![vec![11]]);
-    b.set_floor(a.floor());
-    assert_eq!(ints(&b.execute(read).unwrap()), vec![vec![11]]);
+        let mut a = Session::new(&db);
+        let mut b = Session::new(&db);
+        a.execute("CREATE TABLE t (k INT PRIMARY KEY, v INT)")
+            .unwrap();
+        a.execute("INSERT INTO t VALUES (1, 10)").unwrap();
+        let mine = a.floor().expect("a commit moves the session floor");
+        let read = "SELECT v FROM t WHERE k = 1";
+        assert_eq!(ints(&a.execute(read).unwrap()), vec![vec![10]]);
+        a.execute("BEGIN; UPDATE t SET v = 11 WHERE k = 1; COMMIT")
+            .unwrap();
+        assert!(a.floor() > Some(mine));
+        // HISTORICAL READ for the other session: the update's group is still open.
+        b.set_floor(Some(mine));
+        assert_eq!(ints(&b.execute(read).unwrap()), vec![vec![10]]);
+        assert_eq!(ints(&a.execute(read).unwrap()), vec![vec![11]]);
+        b.set_floor(a.floor());
+        assert_eq!(ints(&b.execute(read).unwrap()), vec![vec![11]]);
+    }
 }

@@ -19,8 +19,10 @@
 //!   conflict abort (`close_group`), a begin with a floor (`floor`) and a periodic tick
 //!   (`Ticker`). A snapshot may therefore miss a transaction that committed before it began
 //!   (the HISTORICAL READ anomaly) unless the begin names that commit's timestamp as its
-//!   floor. Built with the paper's shared per-timestamp counters; the variant keeping the
-//!   counts in the transaction-table slots is not (`PoCounters::Slots` is refused).
+//!   floor. The per-timestamp counts are the paper's shared counters (`PoCounters::Shared`)
+//!   or one word per transaction-table slot (`PoCounters::Slots`: no shared
+//!   read-modify-write on the commit path; `BTs` moves by scanning the slots, at a begin
+//!   (`refresh`), the tick or a floor). Both sample the visibility lag (`lag`).
 //!
 //! `silo-epoch` is named in `TimestampPolicy` but not built: `TimestampPolicy::source` (and
 //! so `Config::validate`) refuses it.
@@ -66,7 +68,7 @@ impl fmt::Display for Timestamp {
 pub(crate) use global_counter::GlobalCounter;
 pub(crate) use locked_counter::LockedCounter;
 use partial_order::Cause;
-pub(crate) use partial_order::PartialOrder;
+pub(crate) use partial_order::{lag_bucket_floor, LagStats, PartialOrder};
 
 /// Where read times and end timestamps come from (`TimestampPolicy::source` in `config.rs`
 /// builds it: this layer does not import the configuration). Cloning shares the source (the
@@ -144,45 +146,64 @@ impl Source {
         }
     }
 
-    /// The end timestamp of a multi-version update commit (after `enter_commit`), and the
+    /// The end timestamp of a multi-version update commit (after `enter_commit`) by the
+    /// transaction in transaction-table slot `slot`, and the
     /// shared read-modify-writes drawing it took. The caller then `release`s it once its versions are stamped, or
     /// `abandon`s it if it aborts (`locked-counter`: the lock is held until then;
     /// `partial-order`: the group waits for it).
     #[inline]
-    pub(crate) fn join_end_ts(&self) -> (Timestamp, u64) {
+    pub(crate) fn join_end_ts(&self, slot: usize) -> (Timestamp, u64) {
         match self {
             Source::GlobalCounter(c) => (Timestamp(c.next_end_ts()), 1),
             Source::LockedCounter(c) => (Timestamp(c.draw_locked()), 0),
             Source::PartialOrder(p) => {
-                let (ts, rmw) = p.join();
+                let (ts, rmw) = p.join(slot);
                 (Timestamp(ts), rmw)
             }
         }
     }
 
-    /// The commit at `ts` is complete (Committed, versions stamped). Returns the shared
-    /// read-modify-writes it took.
+    /// The commit at `ts` (slot `slot`) is complete (Committed, versions stamped). Returns
+    /// the shared read-modify-writes it took.
     #[inline]
-    pub(crate) fn release(&self, ts: Timestamp) -> u64 {
+    pub(crate) fn release(&self, ts: Timestamp, slot: usize) -> u64 {
         match self {
             Source::GlobalCounter(_) => 0,
             Source::LockedCounter(c) => {
                 c.unlock();
                 0
             }
-            Source::PartialOrder(p) => {
-                p.release(ts.0);
-                1
-            }
+            Source::PartialOrder(p) => p.release(ts.0, slot),
         }
     }
 
-    /// The transaction that drew `ts` with `join_end_ts` aborted (its versions are undone).
-    pub(crate) fn abandon(&self, ts: Timestamp) {
+    /// The transaction in slot `slot` that drew `ts` with `join_end_ts` aborted (its
+    /// versions are undone).
+    pub(crate) fn abandon(&self, ts: Timestamp, slot: usize) {
         match self {
             Source::GlobalCounter(_) => {}
             Source::LockedCounter(c) => c.unlock(),
-            Source::PartialOrder(p) => p.abandon(ts.0),
+            Source::PartialOrder(p) => p.abandon(ts.0, slot),
+        }
+    }
+
+    /// Before a begin reads `now`: `partial-order` with slot counts moves `BTs` over the
+    /// closed groups that completed since (the shared counters move it at each release).
+    /// Returns the shared read-modify-writes it took.
+    #[inline]
+    pub(crate) fn refresh(&self) -> u64 {
+        match self {
+            Source::GlobalCounter(_) | Source::LockedCounter(_) => 0,
+            Source::PartialOrder(p) => p.refresh(),
+        }
+    }
+
+    /// `partial-order`: the sampled visibility lag so far; `None` for the counters (a
+    /// commit is readable once it is stamped).
+    pub(crate) fn lag(&self) -> Option<LagStats> {
+        match self {
+            Source::GlobalCounter(_) | Source::LockedCounter(_) => None,
+            Source::PartialOrder(p) => Some(p.lag()),
         }
     }
 
@@ -296,20 +317,23 @@ impl Drop for Ticker {
 #[cfg(test)]
 mod tests {
     use super::{Source, Timestamp};
-    use crate::config::TimestampPolicy;
+    use crate::config::{PoCounters, TimestampPolicy};
 
     /// Every policy either builds a source whose end timestamps rise above its read times,
     /// or is refused as unsupported (no policy is silently served by another's source).
     #[test]
     fn every_policy_builds_a_source_or_is_refused() {
-        for &p in TimestampPolicy::ALL {
-            match p.source() {
+        let policies = TimestampPolicy::ALL
+            .iter()
+            .flat_map(|&p| PoCounters::ALL.iter().map(move |&c| (p, c)));
+        for (p, counters) in policies {
+            match p.source(counters, 2) {
                 Ok(s) => {
                     let rt = s.now();
                     s.enter_commit();
-                    let (end, _) = s.join_end_ts();
+                    let (end, _) = s.join_end_ts(0);
                     assert!(end > rt, "{p:?}: end {end} ≤ read time {rt}");
-                    s.release(end);
+                    s.release(end, 0);
                     s.advance_to(Timestamp::new(100));
                     let now = s.now().get();
                     assert!(now >= 100, "{p:?}: advance_to(100) left {now}");
@@ -328,19 +352,19 @@ mod tests {
                             let end = s.next_end_ts();
                             assert_eq!(s.now(), end);
                             s.enter_commit();
-                            let (next, _) = s.join_end_ts();
+                            let (next, _) = s.join_end_ts(0);
                             assert_eq!(next.get(), end.get() + 1);
-                            s.abandon(next);
+                            s.abandon(next, 0);
                             assert!(s.floor(next).is_ok());
                             assert!(s.floor(Timestamp::new(next.get() + 1)).is_err());
                         }
                         // Two joins share the open timestamp, readable once it is closed.
                         Source::PartialOrder(_) => {
-                            let (a, _) = s.join_end_ts();
-                            let (b, _) = s.join_end_ts();
+                            let (a, _) = s.join_end_ts(0);
+                            let (b, _) = s.join_end_ts(0);
                             assert_eq!(a, b);
-                            s.release(a);
-                            s.release(b);
+                            s.release(a, 0);
+                            s.release(b, 0);
                             assert!(s.now() < a);
                             assert!(s.floor(a).is_ok());
                             assert!(s.now() >= a);

@@ -1,6 +1,7 @@
 //! The `partial-order` timestamp source: POMVCC's partial-order timestamps (Partial Order
 //! Multi-Version Concurrency Control, 2018, §IV.B, §VI.A, Figs. 15, 18–19), with the paper's
-//! shared per-timestamp counters.
+//! shared per-timestamp counters (`PoCounters::Shared`) or the counts kept per
+//! transaction-table slot (`PoCounters::Slots`).
 //!
 //! Definitions.
 //! - `CTs`: the open commit timestamp. An update transaction *joins* it at commit and takes
@@ -25,15 +26,33 @@
 //!   never opens beyond `BTs + RING − 1`, so the groups sharing an entry with an open one are
 //!   all complete.
 //!
-//! Shared read-modify-writes: two per committed update transaction (join and release, on the
-//! group's counters), plus one failed-or-not CAS on `BTs` per timestamp it moves.
+//! `PoCounters::Slots`. `PC[t] = CC[t]` is kept per transaction-table slot instead: one word
+//! per slot, written only by the slot's owner, holding the timestamp its transaction joined
+//! and whether that member is still in flight (`ts << 1 | 1`) or done (`ts << 1`, committed
+//! or aborted). A join stores its word and re-reads `CTs` (the same store-then-load against
+//! `close`'s store-then-scan, all SeqCst); a commit or abort is one store to its own word. So
+//! the commit path takes no shared read-modify-write; instead `BTs` is moved by whoever needs
+//! it — a begin that finds a closed group not yet readable (`refresh`), the tick, a floor —
+//! by scanning the words of the slots ever used: `BTs` becomes `min(CTs, oldest in-flight
+//! member's timestamp) − 1`. The tick closes the open group if some word names it. No ring:
+//! `CTs` has no bound from `BTs`.
+//!
+//! Shared read-modify-writes: `Shared`, two per committed update transaction (join and
+//! release, on the group's counters), plus one failed-or-not CAS on `BTs` per timestamp it
+//! moves; `Slots`, none on the commit path, one `fetch_max` on `BTs` per scan that moves it.
+//!
+//! Visibility lag (`lag`): one commit at a time is sampled — a release finding no sample
+//! pending records its timestamp, the time and `CTs − BTs`; the move of `BTs` over it records
+//! the time from release to readable. The sample is the first commit released after the last
+//! one became readable, so it leans to the early members of a group (which wait longest).
 
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
-/// Ring entries (groups that may be open or incomplete at once).
+/// Ring entries (groups that may be open or incomplete at once; `Shared` only).
 const RING: u64 = 4096;
 
 /// Why `CTs` moved (the counts `Source::increments` reports).
@@ -53,16 +72,77 @@ struct Counts {
     cc: AtomicU64,
 }
 
+/// Where the per-timestamp counts are kept.
+enum Counters {
+    /// The paper's shared `PC`/`CC` pair per timestamp, in a ring.
+    Shared(Box<[Counts]>),
+    /// One word per transaction-table slot (`ts << 1 | in flight`), and how many slots ever
+    /// joined (the scan's bound; raised before a slot's first join).
+    Slots {
+        words: Box<[CachePadded<AtomicU64>]>,
+        used: CachePadded<AtomicUsize>,
+    },
+}
+
+/// Buckets of the lag histogram (`lag_bucket`): 8 per power of two of nanoseconds.
+pub(crate) const LAG_BUCKETS: usize = 8 + 8 * 40;
+
+/// The histogram bucket of `ns` nanoseconds: exact below 8, then 8 per power of two.
+fn lag_bucket(ns: u64) -> usize {
+    if ns < 8 {
+        return ns as usize;
+    }
+    let e = 63 - u64::from(ns.leading_zeros());
+    let m = (ns >> (e - 3)) & 7;
+    (8 + (e - 3) * 8 + m).min(LAG_BUCKETS as u64 - 1) as usize
+}
+
+/// The smallest value bucket `i` holds (`lag_bucket`'s inverse).
+pub(crate) fn lag_bucket_floor(i: usize) -> u64 {
+    if i < 8 {
+        return i as u64;
+    }
+    let (e, m) = ((i - 8) / 8 + 3, (i - 8) % 8);
+    (8 + m as u64) << (e - 3)
+}
+
+/// The sampled visibility lag (see the module docs).
+struct Lag {
+    /// The sampled commit's timestamp; 0 when none is pending.
+    ts: AtomicU64,
+    /// When it was released, in nanoseconds since `epoch`.
+    at_ns: AtomicU64,
+    /// `CTs − BTs` when it was released.
+    gap: AtomicU64,
+    epoch: Instant,
+    /// Release-to-readable times by `lag_bucket`.
+    hist: Box<[AtomicU64]>,
+    /// Sum of the sampled `CTs − BTs`, and the samples taken.
+    gap_sum: AtomicU64,
+    samples: AtomicU64,
+}
+
+/// What the lag samples hold so far (cumulative; `Source::lag`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LagStats {
+    /// Release-to-readable times, counts by `lag_bucket`.
+    pub hist: Vec<u64>,
+    /// Sum of the sampled `CTs − BTs` (one per sample).
+    pub gap_sum: u64,
+    pub samples: u64,
+}
+
 struct Inner {
     cts: CachePadded<AtomicU64>,
     bts: CachePadded<AtomicU64>,
-    ring: Box<[Counts]>,
-    /// Serialises `close` (CTs moves are rare; the commit path never takes it). Holds the
-    /// open group's counters as they were when it opened: the tick closes it only if they
-    /// moved (someone joined it).
+    counters: Counters,
+    /// Serialises `close` (CTs moves are rare; the commit path never takes it). `Shared`:
+    /// holds the open group's counters as they were when it opened: the tick closes it only
+    /// if they moved (someone joined it).
     advance: Mutex<(u64, u64)>,
     /// CTs increments by cause (`Cause as usize`).
     increments: [AtomicU64; 3],
+    lag: Lag,
 }
 
 /// The partial-order source. Cloning shares it.
@@ -72,20 +152,63 @@ pub(crate) struct PartialOrder {
 }
 
 impl PartialOrder {
+    /// With the paper's shared counters.
     pub(crate) fn new() -> Self {
+        Self::with(Counters::Shared(
+            (0..RING).map(|_| Counts::default()).collect(),
+        ))
+    }
+
+    /// With the counts in `slots` transaction-table slots (`join`'s `slot` is below it).
+    pub(crate) fn with_slots(slots: usize) -> Self {
+        Self::with(Counters::Slots {
+            words: (0..slots)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
+            used: CachePadded::new(AtomicUsize::new(0)),
+        })
+    }
+
+    fn with(counters: Counters) -> Self {
         PartialOrder {
             inner: Arc::new(Inner {
                 cts: CachePadded::new(AtomicU64::new(2)),
                 bts: CachePadded::new(AtomicU64::new(1)),
-                ring: (0..RING).map(|_| Counts::default()).collect(),
+                counters,
                 advance: Mutex::new((0, 0)),
                 increments: Default::default(),
+                lag: Lag {
+                    ts: AtomicU64::new(0),
+                    at_ns: AtomicU64::new(0),
+                    gap: AtomicU64::new(0),
+                    epoch: Instant::now(),
+                    hist: (0..LAG_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+                    gap_sum: AtomicU64::new(0),
+                    samples: AtomicU64::new(0),
+                },
             }),
         }
     }
 
-    fn counts(&self, t: u64) -> &Counts {
-        &self.inner.ring[(t % RING) as usize]
+    /// Whether the counts are kept in the slots.
+    pub(crate) fn slots(&self) -> bool {
+        matches!(self.inner.counters, Counters::Slots { .. })
+    }
+
+    /// The shared counters of `t`; `None` under `Slots`.
+    fn counts(&self, t: u64) -> Option<&Counts> {
+        match &self.inner.counters {
+            Counters::Shared(ring) => Some(&ring[(t % RING) as usize]),
+            Counters::Slots { .. } => None,
+        }
+    }
+
+    /// `Slots`: the word of slot `slot`.
+    fn word(&self, slot: usize) -> Option<&AtomicU64> {
+        match &self.inner.counters {
+            Counters::Shared(_) => None,
+            Counters::Slots { words, .. } => words.get(slot).map(|w| &**w),
+        }
     }
 
     /// `BTs`: the read time.
@@ -100,55 +223,108 @@ impl PartialOrder {
         self.inner.cts.load(Ordering::SeqCst)
     }
 
-    /// Joins the open group and returns its timestamp (`Allocate_CTs`). Returns the shared
-    /// read-modify-writes it took (one, more if `CTs` moved under it).
+    /// Joins the open group as the transaction in slot `slot` and returns its timestamp
+    /// (`Allocate_CTs`). Returns the shared read-modify-writes it took (`Shared`: one, more
+    /// if `CTs` moved under it; `Slots`: none, but one the first time a slot joins).
     #[inline]
-    pub(crate) fn join(&self) -> (u64, u64) {
+    pub(crate) fn join(&self, slot: usize) -> (u64, u64) {
         let mut rmw = 0;
-        loop {
-            let c = self.cts();
-            self.counts(c).pc.fetch_add(1, Ordering::SeqCst);
-            rmw += 1;
-            if self.cts() == c {
-                return (c, rmw);
+        match &self.inner.counters {
+            Counters::Slots { words, used } => {
+                let w = &words[slot];
+                if slot >= used.load(Ordering::Relaxed) {
+                    // Before the word's first store: a scan that must see it reads `used`
+                    // after.
+                    used.fetch_max(slot + 1, Ordering::SeqCst);
+                    rmw += 1;
+                }
+                loop {
+                    let c = self.cts();
+                    w.store(c << 1 | 1, Ordering::SeqCst);
+                    if self.cts() == c {
+                        return (c, rmw);
+                    }
+                    // Closed under us: a scan may already have missed us; join the next.
+                }
             }
-            // Closed under us: its advancer may already have judged it complete.
-            self.counts(c).pc.fetch_sub(1, Ordering::SeqCst);
-            rmw += 1;
+            Counters::Shared(ring) => loop {
+                let c = self.cts();
+                let e = &ring[(c % RING) as usize];
+                e.pc.fetch_add(1, Ordering::SeqCst);
+                rmw += 1;
+                if self.cts() == c {
+                    return (c, rmw);
+                }
+                // Closed under us: its advancer may already have judged it complete.
+                e.pc.fetch_sub(1, Ordering::SeqCst);
+                rmw += 1;
+            },
         }
     }
 
-    /// A member of group `c` is complete (`Increment_TsCC`); moves `BTs` if it can.
+    /// The member of group `c` in slot `slot` is complete (`Increment_TsCC`); `Shared`:
+    /// moves `BTs` if it can. Returns the shared read-modify-writes it took.
     #[inline]
-    pub(crate) fn release(&self, c: u64) {
-        self.counts(c).cc.fetch_add(1, Ordering::SeqCst);
-        self.try_advance_bts();
+    pub(crate) fn release(&self, c: u64, slot: usize) -> u64 {
+        let sampled = self.sample(c);
+        if let Some(w) = self.word(slot) {
+            w.store(c << 1, Ordering::SeqCst);
+            return sampled;
+        }
+        if let Some(e) = self.counts(c) {
+            e.cc.fetch_add(1, Ordering::SeqCst);
+        }
+        self.try_advance_bts() + 1 + sampled
     }
 
-    /// A member of group `c` aborted after joining (`Decrement_TsPC` with the timestamp it
-    /// joined, not the new `CTs`).
-    pub(crate) fn abandon(&self, c: u64) {
-        self.counts(c).pc.fetch_sub(1, Ordering::SeqCst);
+    /// A member of group `c` in slot `slot` aborted after joining (`Decrement_TsPC` with the
+    /// timestamp it joined, not the new `CTs`). `Slots`: its word still names `c` (done), so
+    /// the tick may close `c` for it.
+    pub(crate) fn abandon(&self, c: u64, slot: usize) {
+        if let Some(w) = self.word(slot) {
+            w.store(c << 1, Ordering::SeqCst);
+            return;
+        }
+        if let Some(e) = self.counts(c) {
+            e.pc.fetch_sub(1, Ordering::SeqCst);
+        }
         self.try_advance_bts();
     }
 
     /// Closes group `c` if it is still the open one (`Update_CTs`); true if this call moved
-    /// `CTs`. Refused (false) while `RING` groups are incomplete.
+    /// `CTs`. `Shared`: refused (false) while `RING` groups are incomplete.
     pub(crate) fn close(&self, c: u64, cause: Cause) -> bool {
         let mut base = self.inner.advance.lock();
         self.close_locked(&mut base, c, cause)
     }
 
     fn close_locked(&self, base: &mut (u64, u64), c: u64, cause: Cause) -> bool {
-        if self.cts() != c || c + 1 >= self.bts() + RING {
+        if self.cts() != c {
             return false;
         }
-        let e = self.counts(c + 1);
-        *base = (e.pc.load(Ordering::SeqCst), e.cc.load(Ordering::SeqCst));
+        if let Some(e) = self.counts(c + 1) {
+            if c + 1 >= self.bts() + RING {
+                return false;
+            }
+            *base = (e.pc.load(Ordering::SeqCst), e.cc.load(Ordering::SeqCst));
+        }
         self.inner.cts.store(c + 1, Ordering::SeqCst);
         self.inner.increments[cause as usize].fetch_add(1, Ordering::Relaxed);
         self.try_advance_bts();
         true
+    }
+
+    /// Whether anyone joined the open group `c` since it opened (`Shared`: its counters
+    /// moved from `base`; `Slots`: some slot's word names it).
+    fn joined_since_open(&self, base: (u64, u64), c: u64) -> bool {
+        match &self.inner.counters {
+            Counters::Shared(_) => self.counts(c).is_some_and(|e| {
+                (e.pc.load(Ordering::SeqCst), e.cc.load(Ordering::SeqCst)) != base
+            }),
+            Counters::Slots { words, used } => words[..used.load(Ordering::SeqCst)]
+                .iter()
+                .any(|w| w.load(Ordering::SeqCst) >> 1 == c),
+        }
     }
 
     /// The periodic tick: closes the open group if anyone joined it since it opened, so a
@@ -157,33 +333,133 @@ impl PartialOrder {
         {
             let mut base = self.inner.advance.lock();
             let c = self.cts();
-            let e = self.counts(c);
-            if (e.pc.load(Ordering::SeqCst), e.cc.load(Ordering::SeqCst)) != *base {
+            if self.joined_since_open(*base, c) {
                 self.close_locked(&mut base, c, Cause::Tick);
             }
         }
         self.try_advance_bts();
     }
 
-    /// Moves `BTs` over every complete closed group (`Update_BTs`, D6).
-    pub(crate) fn try_advance_bts(&self) {
+    /// `Slots`: a begin is about to read `BTs`; if a closed group is not readable yet, scan
+    /// the slots to move it (`Shared` moves it at every release). Returns the shared
+    /// read-modify-writes it took.
+    #[inline]
+    pub(crate) fn refresh(&self) -> u64 {
+        if self.slots() && self.bts() + 1 < self.cts() {
+            self.try_advance_bts()
+        } else {
+            0
+        }
+    }
+
+    /// Moves `BTs` over every complete closed group (`Update_BTs`, D6). Returns the shared
+    /// read-modify-writes it took.
+    pub(crate) fn try_advance_bts(&self) -> u64 {
+        match &self.inner.counters {
+            Counters::Shared(_) => self.advance_shared(),
+            Counters::Slots { words, used } => {
+                // CTs first, then the words: a member that joined a group below the CTs we
+                // read published its word before it re-read CTs (module docs).
+                let ct = self.cts();
+                let n = used.load(Ordering::SeqCst);
+                let lo = words[..n]
+                    .iter()
+                    .map(|w| w.load(Ordering::SeqCst))
+                    .filter(|v| v & 1 == 1)
+                    .map(|v| v >> 1)
+                    .fold(ct, u64::min);
+                let target = lo.saturating_sub(1);
+                if target <= self.bts() {
+                    return 0;
+                }
+                self.inner.bts.fetch_max(target, Ordering::SeqCst);
+                self.lag_check(target) + 1
+            }
+        }
+    }
+
+    /// `Shared`: `BTs` moves one timestamp at a time over complete closed groups.
+    fn advance_shared(&self) -> u64 {
+        let mut rmw = 0;
         loop {
             let b = self.bts();
             let next = b + 1;
             if next >= self.cts() {
-                return;
+                return rmw;
             }
-            let e = self.counts(next);
+            let Some(e) = self.counts(next) else {
+                return rmw;
+            };
             // PC first: every real member's raise precedes the CTs store we just saw.
             let pc = e.pc.load(Ordering::SeqCst);
             let cc = e.cc.load(Ordering::SeqCst);
             if pc != cc {
-                return;
+                return rmw;
             }
-            let _ = self
+            rmw += 1;
+            if self
                 .inner
                 .bts
-                .compare_exchange(b, next, Ordering::SeqCst, Ordering::SeqCst);
+                .compare_exchange(b, next, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                rmw += self.lag_check(next);
+            }
+        }
+    }
+
+    /// A release of group `c`: becomes the lag sample if none is pending. Returns the
+    /// shared read-modify-writes it took.
+    #[inline]
+    fn sample(&self, c: u64) -> u64 {
+        let lag = &self.inner.lag;
+        if lag.ts.load(Ordering::Relaxed) != 0 {
+            return 0;
+        }
+        lag.at_ns
+            .store(lag.epoch.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        lag.gap
+            .store(self.cts().saturating_sub(self.bts()), Ordering::Relaxed);
+        // Release: a checker that takes the sample reads the time and gap stored above
+        // (another release's, if two raced: they are as old).
+        let _ = lag
+            .ts
+            .compare_exchange(0, c, Ordering::Release, Ordering::Relaxed);
+        1
+    }
+
+    /// `BTs` reached `b`: records the pending sample's lag if it is readable now. Returns
+    /// the shared read-modify-writes it took.
+    fn lag_check(&self, b: u64) -> u64 {
+        let lag = &self.inner.lag;
+        let t = lag.ts.load(Ordering::Acquire);
+        if t == 0 || t > b {
+            return 0;
+        }
+        let (at, gap) = (
+            lag.at_ns.load(Ordering::Relaxed),
+            lag.gap.load(Ordering::Relaxed),
+        );
+        if lag
+            .ts
+            .compare_exchange(t, 0, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            let ns = (lag.epoch.elapsed().as_nanos() as u64).saturating_sub(at);
+            lag.hist[lag_bucket(ns)].fetch_add(1, Ordering::Relaxed);
+            lag.gap_sum.fetch_add(gap, Ordering::Relaxed);
+            lag.samples.fetch_add(1, Ordering::Relaxed);
+        }
+        1
+    }
+
+    /// The lag samples so far.
+    pub(crate) fn lag(&self) -> LagStats {
+        let lag = &self.inner.lag;
+        LagStats {
+            hist: lag.hist.iter().map(|h| h.load(Ordering::Relaxed)).collect(),
+            gap_sum: lag.gap_sum.load(Ordering::Relaxed),
+            samples: lag.samples.load(Ordering::Relaxed),
         }
     }
 
@@ -211,8 +487,9 @@ impl PartialOrder {
             self.inner.bts.store(ts, Ordering::SeqCst);
         }
         if self.cts() <= ts {
-            let e = self.counts(ts + 1);
-            *base = (e.pc.load(Ordering::SeqCst), e.cc.load(Ordering::SeqCst));
+            if let Some(e) = self.counts(ts + 1) {
+                *base = (e.pc.load(Ordering::SeqCst), e.cc.load(Ordering::SeqCst));
+            }
             self.inner.cts.store(ts + 1, Ordering::SeqCst);
         }
     }
@@ -227,81 +504,133 @@ impl PartialOrder {
 mod tests {
     use super::*;
 
+    /// Both kinds of counts: shared, and in 3 slots.
+    fn both() -> [PartialOrder; 2] {
+        [PartialOrder::new(), PartialOrder::with_slots(3)]
+    }
+
     /// Members of one group share its timestamp; it becomes readable only once it is closed
-    /// and every member is complete; an aborted member does not hold it back.
+    /// and every member is complete; an aborted member does not hold it back. (`Slots`
+    /// moves `BTs` when a begin refreshes it, not at the release.)
     #[test]
     fn groups_become_readable_when_closed_and_complete() {
-        let p = PartialOrder::new();
-        let (a, _) = p.join();
-        let (b, _) = p.join();
-        let (c, _) = p.join();
-        assert_eq!((a, b), (2, 2));
-        assert_eq!(c, 2);
-        p.release(a);
-        assert_eq!(p.bts(), 1, "the group is still open");
-        assert!(p.close(2, Cause::Conflict));
-        assert!(!p.close(2, Cause::Conflict), "closed once");
-        assert_eq!(p.cts(), 3);
-        assert_eq!(p.bts(), 1, "two members are in flight");
-        p.abandon(c);
-        assert_eq!(p.bts(), 1);
-        p.release(b);
-        assert_eq!(p.bts(), 2, "closed and complete");
-        let (d, _) = p.join();
-        assert_eq!(d, 3);
-        p.tick();
-        assert_eq!(p.cts(), 4, "a tick closes a group someone joined");
-        assert_eq!(p.bts(), 2);
-        p.release(d);
-        assert_eq!(p.bts(), 3);
-        p.tick();
-        assert_eq!(p.cts(), 4, "a tick leaves an empty group open");
-        p.wait_for(4);
-        assert_eq!((p.bts(), p.cts()), (4, 5), "a floor closes the open group");
-        assert_eq!(p.increments(Cause::Conflict), 1);
-        assert_eq!(p.increments(Cause::Tick), 1);
-        assert_eq!(p.increments(Cause::Floor), 1);
+        for p in both() {
+            let refresh = || {
+                p.refresh();
+            };
+            let (a, _) = p.join(0);
+            let (b, _) = p.join(1);
+            let (c, _) = p.join(2);
+            assert_eq!((a, b), (2, 2));
+            assert_eq!(c, 2);
+            p.release(a, 0);
+            refresh();
+            assert_eq!(p.bts(), 1, "the group is still open");
+            assert!(p.close(2, Cause::Conflict));
+            assert!(!p.close(2, Cause::Conflict), "closed once");
+            assert_eq!(p.cts(), 3);
+            refresh();
+            assert_eq!(p.bts(), 1, "two members are in flight");
+            p.abandon(c, 2);
+            refresh();
+            assert_eq!(p.bts(), 1);
+            p.release(b, 1);
+            refresh();
+            assert_eq!(p.bts(), 2, "closed and complete");
+            let (d, _) = p.join(0);
+            assert_eq!(d, 3);
+            p.tick();
+            assert_eq!(p.cts(), 4, "a tick closes a group someone joined");
+            assert_eq!(p.bts(), 2);
+            p.release(d, 0);
+            refresh();
+            assert_eq!(p.bts(), 3);
+            p.tick();
+            assert_eq!(p.cts(), 4, "a tick leaves an empty group open");
+            p.wait_for(4);
+            assert_eq!((p.bts(), p.cts()), (4, 5), "a floor closes the open group");
+            assert_eq!(p.increments(Cause::Conflict), 1);
+            assert_eq!(p.increments(Cause::Tick), 1);
+            assert_eq!(p.increments(Cause::Floor), 1);
+            // Released at 2 (a), readable when BTs passed 2; then d's, at 3.
+            let lag = p.lag();
+            assert_eq!(lag.samples, 2, "slots {}", p.slots());
+            assert_eq!(lag.hist.iter().sum::<u64>(), 2);
+            assert!(lag.gap_sum >= 2, "each sample saw CTs − BTs ≥ 1");
+        }
+    }
+
+    /// Under `Slots` a commit takes no shared read-modify-write (the first join of a slot
+    /// raises the scan bound once; a release that becomes the lag sample claims it).
+    #[test]
+    fn slot_counts_take_no_shared_rmw_per_commit() {
+        let p = PartialOrder::with_slots(2);
+        let mut rmw = 0;
+        for _ in 0..1000 {
+            let (c, r) = p.join(1);
+            rmw += r + p.release(c, 1);
+        }
+        assert_eq!(p.bts(), 1, "no close, no readable group");
+        assert!(rmw <= 2, "{rmw} shared RMW over 1000 commits");
+        let (c, _) = p.join(1);
+        assert_eq!(c, 2, "every commit shared the open timestamp");
     }
 
     /// Threads joining, releasing and closing at once: BTs never passes a group with a
     /// member still in flight.
     #[test]
     fn bts_never_passes_an_incomplete_group() {
-        let p = PartialOrder::new();
-        let stop = std::sync::atomic::AtomicBool::new(false);
-        std::thread::scope(|s| {
-            for _ in 0..2 {
-                s.spawn(|| {
-                    for i in 0..20_000u64 {
-                        let (c, _) = p.join();
-                        assert!(
-                            p.bts() < c,
-                            "BTs {} reached an open member's group {c}",
-                            p.bts()
-                        );
-                        if i % 7 == 0 {
-                            p.abandon(c);
-                        } else {
-                            p.release(c);
+        for p in both() {
+            let p = &p;
+            let stop = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s| {
+                for slot in 0..2 {
+                    s.spawn(move || {
+                        for i in 0..20_000u64 {
+                            p.refresh();
+                            let (c, _) = p.join(slot);
+                            assert!(
+                                p.bts() < c,
+                                "BTs {} reached an open member's group {c}",
+                                p.bts()
+                            );
+                            if i % 7 == 0 {
+                                p.abandon(c, slot);
+                            } else {
+                                p.release(c, slot);
+                            }
                         }
+                    });
+                }
+                s.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        p.tick();
+                        std::thread::yield_now();
                     }
                 });
-            }
-            s.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
-                    p.tick();
-                    std::thread::yield_now();
-                }
+                // Joined threads end the scope only after stop is set below; the tick
+                // thread loops until then.
+                s.spawn(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                    stop.store(true, Ordering::Relaxed);
+                });
             });
-            // Joined threads end the scope only after stop is set below; the tick thread
-            // loops until then.
-            s.spawn(|| {
-                std::thread::sleep(std::time::Duration::from_millis(300));
-                stop.store(true, Ordering::Relaxed);
-            });
-        });
-        p.tick();
-        p.try_advance_bts();
-        assert_eq!(p.bts() + 1, p.cts(), "every group completed");
+            p.tick();
+            p.try_advance_bts();
+            assert_eq!(p.bts() + 1, p.cts(), "every group completed");
+        }
+    }
+
+    /// The lag histogram's buckets cover every value, in order, within 1/8 of it.
+    #[test]
+    fn lag_buckets_are_ordered_and_tight() {
+        let mut last = 0;
+        for ns in (0..100_000u64).chain([1 << 30, (1 << 40) - 1]) {
+            let b = lag_bucket(ns);
+            assert!(b >= last && b < LAG_BUCKETS, "{ns} → {b}");
+            last = b;
+            let lo = lag_bucket_floor(b);
+            assert!(lo <= ns && ns - lo <= ns / 8, "{ns} in bucket from {lo}");
+        }
     }
 }

@@ -120,7 +120,7 @@ impl<'db> Transaction<'db> {
             None => {
                 // `locked-counter`: the commit lock is ours until `release`/`abandon`;
                 // `partial-order`: we are a member of the group at `end_ts` until then.
-                let (ts, rmw) = self.st.db.clock.join_end_ts();
+                let (ts, rmw) = self.st.db.clock.join_end_ts(self.st.slot_idx);
                 bump(&slot.stats.global_rmw, rmw);
                 bump(&slot.stats.end_ts_draws, 1);
                 self.joined = Some(ts);
@@ -159,7 +159,7 @@ impl<'db> Transaction<'db> {
     /// complete.
     fn release_end_ts(&mut self) {
         if let Some(ts) = self.joined.take() {
-            let rmw = self.st.db.clock.release(ts);
+            let rmw = self.st.db.clock.release(ts, self.st.slot_idx);
             bump(&self.slot().stats.global_rmw, rmw);
         }
     }
@@ -456,7 +456,7 @@ impl<'db> Transaction<'db> {
         self.st.sets.write_set = writes;
         // Undone: leave the commit group (or the commit lock) we joined, if any.
         if let Some(ts) = self.joined.take() {
-            self.st.db.clock.abandon(ts);
+            self.st.db.clock.abandon(ts, self.st.slot_idx);
         }
         cc::after_abort(
             &self.st,

@@ -279,6 +279,8 @@ impl<'db> Transaction<'db> {
         // SAFETY: we own the slot (acquired in Database::begin_with).
         let mut local = std::mem::take(unsafe { &mut *locals.get(slot_idx) });
         local.prefetched.clear();
+        // `partial-order` with slot counts: make the groups complete since readable.
+        bump(&slot.stats.global_rmw, db.clock.refresh());
         let read_time = db.clock.now();
         // A refused begin still builds the transaction, so that `fail` below ends it and
         // gives the slot back the one way every abort does.

@@ -526,65 +526,69 @@ fn whole_row_images_with_invalid_text_are_refused_and_change_nothing() {
     assert_eq!(name.as_deref(), Some("ok"));
 }
 
-/// Partial-order timestamps: two members of one commit group inserting the same unique key.
+/// Partial-order timestamps (either counts): two members of one commit group inserting the
+/// same unique key.
 /// A is held in Preparing at the shared timestamp while B commits; B must not wait for A
 /// (A, resumed, would wait for B in turn) but abort with a unique conflict, and A commits.
 #[test]
 fn same_group_unique_key_is_a_conflict_not_a_wait() {
     use crate::{IndexKind, Isolation, Protocol, TimestampPolicy};
-    let db = Database::open(
-        Config::new()
-            .protocol(Protocol::Si)
-            .isolation(Isolation::Snapshot)
-            .timestamps(TimestampPolicy::PartialOrder)
-            .po_tick(Duration::ZERO),
-    )
-    .unwrap();
-    let t = db
-        .create_table(
-            TableSchema::new("u")
-                .column("k", ColumnType::Int)
-                .column("u", ColumnType::Int)
-                .primary_key(&["k"])
-                .index("by_u", &["u"], IndexKind::Hash, true),
+    for &counters in crate::PoCounters::ALL {
+        let db = Database::open(
+            Config::new()
+                .protocol(Protocol::Si)
+                .isolation(Isolation::Snapshot)
+                .timestamps(TimestampPolicy::PartialOrder)
+                .po_tick(Duration::ZERO)
+                .po_counters(counters),
         )
         .unwrap();
-    let (a_prepared, a_prepared_rx) = channel::<()>();
-    let (b_done, b_done_rx) = channel::<Result<(), Error>>();
-    let (inserted, inserted_rx) = channel::<()>();
-    let (go, go_rx) = channel::<()>();
-    let a = std::thread::scope(|s| {
-        let (db, t) = (&db, &t);
-        let a = s.spawn(move || {
-            let mut tx = db.begin().unwrap();
-            tx.insert(t, &(1i64, 7i64)).unwrap();
-            inserted.send(()).unwrap();
-            go_rx.recv_timeout(WAIT).unwrap();
-            set_pause(Pause::Prepared, move || {
-                a_prepared.send(()).unwrap();
-                let b = b_done_rx
-                    .recv_timeout(WAIT)
-                    .expect("B waited for A, a member of its own commit group");
-                assert_eq!(
-                    b,
-                    Err(Error::SerializationFailure(AbortReason::UniqueConflict))
-                );
+        let t = db
+            .create_table(
+                TableSchema::new("u")
+                    .column("k", ColumnType::Int)
+                    .column("u", ColumnType::Int)
+                    .primary_key(&["k"])
+                    .index("by_u", &["u"], IndexKind::Hash, true),
+            )
+            .unwrap();
+        let (a_prepared, a_prepared_rx) = channel::<()>();
+        let (b_done, b_done_rx) = channel::<Result<(), Error>>();
+        let (inserted, inserted_rx) = channel::<()>();
+        let (go, go_rx) = channel::<()>();
+        let a = std::thread::scope(|s| {
+            let (db, t) = (&db, &t);
+            let a = s.spawn(move || {
+                let mut tx = db.begin().unwrap();
+                tx.insert(t, &(1i64, 7i64)).unwrap();
+                inserted.send(()).unwrap();
+                go_rx.recv_timeout(WAIT).unwrap();
+                set_pause(Pause::Prepared, move || {
+                    a_prepared.send(()).unwrap();
+                    let b = b_done_rx
+                        .recv_timeout(WAIT)
+                        .expect("B waited for A, a member of its own commit group");
+                    assert_eq!(
+                        b,
+                        Err(Error::SerializationFailure(AbortReason::UniqueConflict))
+                    );
+                });
+                let r = tx.commit_returning_ts();
+                clear_pause();
+                r
             });
-            let r = tx.commit_returning_ts();
-            clear_pause();
-            r
+            s.spawn(move || {
+                let mut tx = db.begin().unwrap();
+                tx.insert(t, &(2i64, 7i64)).unwrap();
+                inserted_rx.recv_timeout(WAIT).unwrap();
+                go.send(()).unwrap();
+                a_prepared_rx.recv_timeout(WAIT).unwrap();
+                let _ = b_done.send(tx.commit());
+            });
+            a.join().unwrap()
         });
-        s.spawn(move || {
-            let mut tx = db.begin().unwrap();
-            tx.insert(t, &(2i64, 7i64)).unwrap();
-            inserted_rx.recv_timeout(WAIT).unwrap();
-            go.send(()).unwrap();
-            a_prepared_rx.recv_timeout(WAIT).unwrap();
-            let _ = b_done.send(tx.commit());
-        });
-        a.join().unwrap()
-    });
-    assert!(a.is_ok(), "{a:?}");
+        assert!(a.is_ok(), "{a:?}");
+    }
 }
 
 /// `locked-counter`: a committer holding the commit lock may wait for a PreparingPending
