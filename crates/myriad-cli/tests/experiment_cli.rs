@@ -174,14 +174,12 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
     for s in f["panels"][0]["series"].as_array().unwrap() {
         let cmd = s["points"][0]["command"].as_str().unwrap();
         let source = cmd.split("--timestamps ").nth(1).unwrap_or("");
+        let label = s["label"].as_str().unwrap();
         assert!(
             cmd.contains("--mix new-order-fragment --protocol si --isolation si")
-                && s["label"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with(source.split(' ').next().unwrap()),
-            "{}: {cmd}",
-            s["label"]
+                && label.starts_with(source.split(' ').next().unwrap())
+                && label.ends_with("slots") == cmd.contains("--po-counters slots"),
+            "{label}: {cmd}"
         );
     }
     let het = read_json(&dir.join("protocols-heterogeneous.json"));

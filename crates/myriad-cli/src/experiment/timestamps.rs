@@ -10,24 +10,30 @@
 use super::protocols::thread_counts;
 use super::{Metric, Panel, Scale, Series};
 
-/// The timestamp sources, as series: (label, `--timestamps` value). `global-counter` is the
-/// engine's lock-free MVCC, `partial-order` POMVCC, `locked-counter` MPDB's MVCC.
-const SOURCES: [(&str, &str); 3] = [
-    ("global-counter", "global-counter"),
-    ("partial-order", "partial-order"),
-    ("locked-counter", "locked-counter"),
+/// The timestamp sources, as series: (label, flags). `global-counter` is the engine's
+/// lock-free MVCC, `partial-order` POMVCC with its shared counters and with the counts kept
+/// in the transaction-table slots, `locked-counter` MPDB's MVCC.
+const SOURCES: [(&str, &[&str]); 4] = [
+    ("global-counter", &["--timestamps", "global-counter"]),
+    ("partial-order", &["--timestamps", "partial-order"]),
+    (
+        "partial-order, slots",
+        &["--timestamps", "partial-order", "--po-counters", "slots"],
+    ),
+    ("locked-counter", &["--timestamps", "locked-counter"]),
 ];
 
 /// The fragment at `warehouses(t)` warehouses over threads `t`, one series per source.
 fn series(s: &Scale, warehouses: impl Fn(usize) -> usize) -> Vec<Series> {
     SOURCES
         .iter()
-        .map(|(label, source)| Series {
+        .map(|(label, flags)| Series {
             label: label.to_string(),
             points: thread_counts(s)
                 .into_iter()
                 .map(|t| {
-                    let args = [
+                    let (w, t_s) = (warehouses(t).to_string(), t.to_string());
+                    let head = [
                         "tpcc",
                         "--mix",
                         "new-order-fragment",
@@ -35,14 +41,10 @@ fn series(s: &Scale, warehouses: impl Fn(usize) -> usize) -> Vec<Series> {
                         "si",
                         "--isolation",
                         "si",
-                        "--timestamps",
-                        source,
-                        "--warehouses",
-                        &warehouses(t).to_string(),
-                        "--threads",
-                        &t.to_string(),
                     ];
-                    (t as f64, args.iter().map(|a| a.to_string()).collect())
+                    let tail = ["--warehouses", &w, "--threads", &t_s];
+                    let args = head.iter().chain(flags.iter()).chain(&tail);
+                    (t as f64, args.map(|a| a.to_string()).collect())
                 })
                 .collect(),
         })
