@@ -143,6 +143,35 @@ fn the_background_pruner_works_from_the_handed_over_tuples() {
     }
 }
 
+/// Two threads hammer one key (no snapshot held): once the writers stop, the background
+/// pruner brings the chain back to its newest version (within 10 s; it takes milliseconds).
+#[test]
+fn a_hot_key_written_by_two_threads_stays_pruned() {
+    for storage in ORDERS {
+        let db = open_dz(storage, GcPolicy::DeadZone);
+        let t = kv(&db);
+        load(&db, &t, 0..1);
+        std::thread::scope(|s| {
+            for th in 0..2i64 {
+                let (db, t) = (&db, &t);
+                s.spawn(move || {
+                    for i in 0..4_000 {
+                        set(db, t, 0, th * 10_000 + i);
+                    }
+                });
+            }
+        });
+        let waited = std::time::Instant::now();
+        let mut max = db.chain_stats(1).max_chain_len;
+        while max > 1 && waited.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            max = db.chain_stats(1).max_chain_len;
+        }
+        assert_eq!(max, 1, "{storage}: the hot chain after the writers stopped");
+        assert!(db.stats().versions_pruned_dead_zone > 0, "{storage}");
+    }
+}
+
 /// A Read Committed transaction reads at the clock per statement, so its registration
 /// stays provisional: the dead-zone pruner keeps every version from its start on (as the
 /// watermark would), and its reads see each newest value.

@@ -20,9 +20,9 @@
 //! notes each tuple it gave a new version in its slot's buffer and hands a batch of
 //! `HAND_OVER` to the queue of the thread owning each tuple's block (one lock per queue per
 //! batch, counted as a global RMW). A pass prunes exactly the tuples handed over since the
-//! last one (and, in a long pass, those handed over meanwhile after every `CHUNK`), starts
-//! again at once when it was busy, revisits every `REVISIT_PERIOD` the tuples whose chains
-//! kept an older version, and every `FULL_PERIOD` goes over all of its blocks (tuples a slot
+//! last one, starts again at once when it was busy, revisits every `REVISIT_PERIOD` the
+//! tuples whose chains kept an older version (`CHUNK` of them per pass, so that no pass is
+//! long while hot chains grow), and every `FULL_PERIOD` goes over all of its blocks (tuples a slot
 //! noted but had not handed over yet). A pass over the dirty blocks would walk every tuple
 //! of each 1,024-tuple block a commit touched: on `bench llt`'s 48 × 1,000 rows, every
 //! tuple, every 2 ms.
@@ -59,8 +59,7 @@ pub(crate) const HAND_OVER: usize = 64;
 /// not handed over yet).
 const REVISIT_PERIOD: Duration = Duration::from_millis(64);
 const FULL_PERIOD: Duration = Duration::from_secs(1);
-/// GC `dead-zone`: a pass longer than this many tuples prunes what was handed over
-/// meanwhile after each such chunk.
+/// GC `dead-zone`: a pass takes at most this many tuples of a revisit (module docs).
 const CHUNK: usize = 1024;
 /// GC `dead-zone`: a pass that visited at least this many tuples is followed by the next one
 /// at once, not after `PERIOD`.
@@ -247,10 +246,10 @@ struct ZonedPasses {
     last_full: Instant,
     last_revisit: Instant,
     work: Vec<(u32, TupleId)>,
-    /// Tuples handed over while a long pass runs, pruned between its chunks.
-    hot: Vec<(u32, TupleId)>,
     /// Tuples whose chains held more than one version after their last visit.
     retry: Vec<(u32, TupleId)>,
+    /// Entries at the front of `retry` the current revisit has still to take.
+    revisit_left: usize,
     zones: Zones,
 }
 
@@ -261,8 +260,8 @@ impl Default for ZonedPasses {
             last_full: now,
             last_revisit: now,
             work: Vec::new(),
-            hot: Vec::new(),
             retry: Vec::new(),
+            revisit_left: 0,
             zones: Zones::default(),
         }
     }
@@ -284,14 +283,22 @@ impl ZonedPasses {
             // Everything the queue and the retry list hold now is covered by the full pass.
             written.lock().clear();
             self.retry.clear();
+            self.revisit_left = 0;
             pass(shared, me, of, stats, true, true);
             return 0;
         }
         std::mem::swap(&mut *written.lock(), &mut self.work);
-        if now.duration_since(self.last_revisit) >= REVISIT_PERIOD {
+        if self.revisit_left == 0 && now.duration_since(self.last_revisit) >= REVISIT_PERIOD {
             self.last_revisit = now;
-            self.work.append(&mut self.retry);
+            self.retry.sort_unstable();
+            self.retry.dedup();
+            self.revisit_left = self.retry.len();
         }
+        // A revisit is spread over passes, `CHUNK` tuples each, so a pass stays short and
+        // the chains written meanwhile (the hot ones) wait at most one short pass.
+        let k = self.revisit_left.min(CHUNK);
+        self.work.extend(self.retry.drain(..k));
+        self.revisit_left -= k;
         if self.work.is_empty() {
             return 0;
         }
@@ -305,38 +312,18 @@ impl ZonedPasses {
         self.work.dedup();
         let guard = crossbeam_epoch::pin();
         let mut cut = Cut::default();
-        let (mut spliced, mut visited) = (0, 0);
-        let ZonedPasses {
-            work,
-            hot,
-            retry,
-            zones,
-            ..
-        } = self;
-        let mut prune = |(table, tid): (u32, TupleId), retry: &mut Vec<(u32, TupleId)>| {
+        let mut spliced = 0;
+        for &(table, tid) in &self.work {
             let Some(t) = shared.tables.get(table as usize).and_then(|t| t.get()) else {
-                return;
+                continue;
             };
-            spliced += dead_zone::prune(t, tid, zones, &mut cut);
-            visited += 1;
+            spliced += dead_zone::prune(t, tid, &self.zones, &mut cut);
             if has_older(t, tid) {
-                retry.push((table, tid));
-            }
-        };
-        for chunk in work.chunks(CHUNK) {
-            for &w in chunk {
-                prune(w, retry);
-            }
-            if work.len() > CHUNK {
-                // A long pass (a revisit, a burst): the chains written meanwhile, the hot
-                // ones among them, are not left to grow until it ends.
-                std::mem::swap(&mut *written.lock(), hot);
-                for w in hot.drain(..) {
-                    prune(w, retry);
-                }
+                self.retry.push((table, tid));
             }
         }
-        work.clear();
+        let visited = self.work.len();
+        self.work.clear();
         bump(&stats.versions_reclaimed, cut.versions.len() as u64);
         bump(&stats.version_bytes_reclaimed, cut.bytes);
         bump(&stats.versions_pruned_dead_zone, spliced);
