@@ -761,6 +761,14 @@ impl<'db> Transaction<'db> {
         // SAFETY: pinned; live_row_for_write returned a non-null head.
         let h = unsafe { &*head };
         let old = t.row(h, ob);
+        if !mine {
+            // An update reads the row it replaces (`SET bal = bal + v`; the WHERE that found
+            // it): the history says which version, so a lost update is a cycle the checker
+            // sees even when no SELECT read the row first.
+            if let Some(rec) = self.recording.as_mut() {
+                rec.note_read(&t.schema, t.id, h, old, &self.st.db.txns);
+            }
+        }
         if mine {
             let (row, r) = self.scratch_update(t, tid, old, f);
             let mut r = r;
@@ -957,6 +965,11 @@ impl<'db> Transaction<'db> {
                 );
             }
             return Ok(());
+        }
+        // A delete reads the row it removes (that it exists), as an update does.
+        if let Some(rec) = self.recording.as_mut() {
+            let mut rb = Vec::new();
+            rec.note_read(&t.schema, t.id, h, t.row(h, &mut rb), &self.st.db.txns);
         }
         let silo = self.st.protocol.single_version();
         if cc::locks_on_write(self.st.protocol) {
