@@ -250,7 +250,8 @@ pub(crate) struct BenchArgs {
     /// Where commit and read timestamps come from: global-counter (one fetch-add per update
     /// commit), locked-counter (MPDB's baseline: increment, stamp and unlock under one lock)
     /// or partial-order (POMVCC: non-conflicting updaters share one commit timestamp;
-    /// memory-only, with --protocol si, or mvocc at --isolation si or rc).
+    /// with --protocol si, or mvocc at --isolation si or rc; --log logical or physical makes
+    /// a commit readable once its log record is durable).
     #[arg(long, value_name = "SOURCE", default_value = "global-counter", value_parser = parse_choice::<TimestampPolicy>)]
     #[serde(serialize_with = "as_display")]
     pub(crate) timestamps: TimestampPolicy,

@@ -1271,13 +1271,13 @@ impl Config {
                     .into(),
             ));
         }
-        if self.log != LogPolicy::None {
-            return Err(Error::Unsupported(format!(
-                "timestamps `partial-order` with log `{}`: a commit visible only once its log \
-                 record is durable, and recovery in group order, are not implemented yet; \
-                 partial-order runs memory-only (log `none`)",
-                self.log
-            )));
+        if self.log == LogPolicy::Command {
+            return Err(Error::InvalidConfig(
+                "timestamps `partial-order` with log `command`: replaying calls needs one \
+                 serial order, and the members of a commit group share a timestamp (use log \
+                 `logical` or `physical`)"
+                    .into(),
+            ));
         }
         Ok(())
     }

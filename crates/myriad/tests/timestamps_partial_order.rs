@@ -320,12 +320,19 @@ fn partial_order_refuses_the_pairings_it_cannot_serve() {
                 .validate()
                 .unwrap();
         }
+        for log in [LogPolicy::Logical, LogPolicy::Physical] {
+            po().isolation(Isolation::Snapshot)
+                .log(log)
+                .data_dir(&dir)
+                .validate()
+                .unwrap();
+        }
         assert!(matches!(
             po().isolation(Isolation::Snapshot)
-                .log(LogPolicy::Logical)
+                .log(LogPolicy::Command)
                 .data_dir(&dir)
                 .validate(),
-            Err(Error::Unsupported(m)) if m.contains("partial-order") && m.contains("logical")
+            Err(Error::InvalidConfig(m)) if m.contains("partial-order") && m.contains("command")
         ));
     }
     assert!(matches!(
@@ -337,4 +344,229 @@ fn partial_order_refuses_the_pairings_it_cannot_serve() {
             .validate(),
         Err(Error::InvalidConfig(m)) if m.contains("locked-counter") && m.contains("ermia")
     ));
+}
+
+/// A temporary directory, removed on drop.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!("myriad-po-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A durable partial-order configuration: two loggers, `log`, and an epoch interval long
+/// enough (the longest allowed) that only a committer waiting for durability starts a
+/// group-commit round.
+fn durable_po(dir: &std::path::Path, counters: PoCounters, log: LogPolicy) -> Config {
+    Config::new()
+        .data_dir(dir)
+        .log(log)
+        .loggers(2)
+        .epoch_interval(Duration::from_secs(10))
+        .po_counters(counters)
+        .protocol(Protocol::Si)
+        .isolation(Isolation::Snapshot)
+        .timestamps(TimestampPolicy::PartialOrder)
+}
+
+/// Every `kv` row as (k, v), by k.
+fn kv_rows(db: &Database) -> Vec<(i64, i64)> {
+    let t = db.table("kv").unwrap();
+    let mut tx = db.begin().unwrap();
+    let mut out = Vec::new();
+    tx.scan_table(&t, |r| {
+        out.push((r.i64(0).unwrap(), r.i64(1).unwrap()));
+        true
+    })
+    .unwrap();
+    tx.commit().unwrap();
+    out
+}
+
+/// POMVCC §V on a durable database: a commit is readable only once its log record is
+/// durable. `commit_deferred` returns a ticket that is already durable (the commit waited
+/// for its round before its group could count it complete), and a reader's ticket waits for
+/// nothing. Under the global counter, with the same long epoch interval, the ticket is not
+/// durable when `commit_deferred` returns: the commit is readable before it is durable.
+#[test]
+fn a_partial_order_commit_is_readable_only_once_durable() {
+    for &counters in PoCounters::ALL {
+        let d = TempDir::new("readable");
+        let db = Database::open(durable_po(&d.0, counters, LogPolicy::Logical)).unwrap();
+        let t = kv(&db);
+        load(&db, &t, 0..4);
+        for k in 0..4 {
+            let mut tx = db.begin_with(si()).unwrap();
+            tx.update(&t, &k, &[(1, 100 + k)]).unwrap();
+            let ticket = tx.commit_deferred().unwrap();
+            assert!(ticket.epoch() > 0, "an update commit has a log epoch");
+            assert!(
+                db.is_durable(ticket),
+                "{counters:?}: commit {k} returned before it was durable"
+            );
+            let mut r = db.begin_after(si(), ticket.commit_ts()).unwrap();
+            assert_eq!(val(&mut r, &t, k), Some(100 + k));
+            let rt = r.commit_deferred().unwrap();
+            assert_eq!(
+                rt.epoch(),
+                0,
+                "a reader under partial-order waits for no epoch"
+            );
+        }
+    }
+    let d = TempDir::new("readable-gc");
+    let c = durable_po(&d.0, PoCounters::Shared, LogPolicy::Logical)
+        .timestamps(TimestampPolicy::GlobalCounter);
+    let db = Database::open(c).unwrap();
+    let t = kv(&db);
+    load(&db, &t, 0..1);
+    let mut tx = db.begin_with(si()).unwrap();
+    tx.update(&t, &0i64, &[(1, 7i64)]).unwrap();
+    let ticket = tx.commit_deferred().unwrap();
+    assert!(
+        !db.is_durable(ticket),
+        "global counter: a deferred commit is durable at once (the contrast above proves nothing)"
+    );
+    let mut r = db.begin_with(si()).unwrap();
+    assert_eq!(val(&mut r, &t, 0), Some(7), "readable before durable");
+    r.commit().unwrap();
+    db.wait_durable(ticket).unwrap();
+}
+
+/// A crash of a partial-order database, simulated by copying its files while it runs:
+/// two threads update shared and private keys (conflicts close groups, the tick closes the
+/// rest; many commits share a timestamp) and insert rows, while the main thread takes
+/// checkpoints. Every recovery scheme the log kind allows, from the copy, gives the rows
+/// every returned commit wrote; the recovered clock continues above them (a commit after
+/// recovery survives a reopen). With both counter kinds, under logical and physical logs.
+#[test]
+fn partial_order_commits_recover_after_a_crash() {
+    let per_thread: i64 = std::env::var("MYRIAD_PO_CRASH_TXNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    for &counters in PoCounters::ALL {
+        for log in [LogPolicy::Logical, LogPolicy::Physical] {
+            let d = TempDir::new(&format!("crash-{counters:?}-{log}"));
+            let c = durable_po(&d.0, counters, log)
+                .epoch_interval(Duration::from_millis(5))
+                .po_tick(Duration::from_millis(1));
+            let db = Database::open(c.clone()).unwrap();
+            let t = kv(&db);
+            load(&db, &t, 0..8);
+            let mut stamps = Vec::new();
+            std::thread::scope(|s| {
+                let mut hs = Vec::new();
+                for th in 0..2i64 {
+                    let (db, t) = (&db, &t);
+                    hs.push(s.spawn(move || {
+                        let mut seen = Vec::new();
+                        for i in 0..per_thread {
+                            // A private key, a shared one every third time, and every
+                            // tenth time a new row; retried after a conflict.
+                            let body = |tx: &mut Transaction<'_>| -> Result<()> {
+                                let own = 2 + th;
+                                let v = val(tx, t, own).unwrap_or(0);
+                                tx.update(t, &own, &[(1, v + 1)])?;
+                                if i % 3 == 0 {
+                                    let v = val(tx, t, 0).unwrap_or(0);
+                                    tx.update(t, &0i64, &[(1, v + 1)])?;
+                                }
+                                if i % 10 == 0 {
+                                    let k = 1000 + th * 100_000 + i;
+                                    tx.insert(t, &kv_row(t, k, i, k, 0))?;
+                                }
+                                Ok(())
+                            };
+                            let ts = loop {
+                                let mut tx = db.begin_with(si()).unwrap();
+                                match body(&mut tx) {
+                                    Ok(()) => {}
+                                    Err(e) if e.is_retryable() => continue,
+                                    Err(e) => panic!("{e}"),
+                                }
+                                match tx.commit_returning_ts() {
+                                    Ok(ts) => break ts,
+                                    Err(e) if e.is_retryable() => continue,
+                                    Err(e) => panic!("{e}"),
+                                }
+                            };
+                            seen.push(ts);
+                        }
+                        seen
+                    }));
+                }
+                let mut checkpoints = 0;
+                while !hs.iter().all(|h| h.is_finished()) {
+                    db.checkpoint().unwrap();
+                    checkpoints += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                assert!(checkpoints > 0);
+                for h in hs {
+                    stamps.extend(h.join().unwrap());
+                }
+            });
+            let n = stamps.len();
+            stamps.sort();
+            stamps.dedup();
+            assert!(
+                stamps.len() < n,
+                "{counters:?} {log}: no two commits shared a timestamp"
+            );
+            let expect = kv_rows(&db);
+            assert_eq!(
+                expect.iter().find(|r| r.0 == 2).map(|r| r.1),
+                Some(2 + per_thread),
+                "thread 0's private counter"
+            );
+            // Every commit returned is durable: the files hold all of them now.
+            let copy = TempDir::new(&format!("crash-{counters:?}-{log}-copy"));
+            copy_dir(&d.0, &copy.0);
+            drop(db);
+            let schemes: &[RecoveryScheme] = match log {
+                LogPolicy::Logical => &[
+                    RecoveryScheme::Serial,
+                    RecoveryScheme::ParallelLatched,
+                    RecoveryScheme::ParallelPartitioned,
+                ],
+                _ => &[RecoveryScheme::Physical],
+            };
+            for &scheme in schemes {
+                let again = TempDir::new(&format!("crash-{counters:?}-{log}-{scheme}"));
+                copy_dir(&copy.0, &again.0);
+                let db = Database::open(c.clone().data_dir(&again.0).recovery(scheme))
+                    .unwrap_or_else(|e| panic!("{counters:?} {log} {scheme}: {e}"));
+                assert_eq!(kv_rows(&db), expect, "{counters:?} {log} {scheme}");
+                let t = db.table("kv").unwrap();
+                db.run(|tx| tx.update(&t, &1i64, &[(1, -5i64)])).unwrap();
+                let after = kv_rows(&db);
+                drop(db);
+                let db = Database::open(c.clone().data_dir(&again.0)).unwrap();
+                assert_eq!(kv_rows(&db), after, "{counters:?} {log} {scheme}: reopened");
+            }
+        }
+    }
+}
+
+/// Copies a database directory's files (not its `LOCK`), checkpoint directories included.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else if e.file_name() != "LOCK" {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
 }

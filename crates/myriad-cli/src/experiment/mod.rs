@@ -354,9 +354,7 @@ const SPECS: &[Spec] = &[
         finding: "POMVCC Figs. 25-27, New-Order fragment under snapshot isolation: POMVCC \
                   1.36-1.60x MVCC at 16 warehouses and 1.36-1.74x with warehouses = threads \
                   (10-80 threads); MVCC's scalability falls past 40 threads, POMVCC's holds",
-        partial: Some(
-            "the logged runs (8 log files): partial-order timestamps are memory-only here",
-        ),
+        partial: Some("the logged runs (8 log files): the runs are in memory"),
         panels: timestamps::fragment,
     },
     Spec {

@@ -4,8 +4,8 @@
 //! counter (the engine's default: one fetch-add per update transaction), POMVCC's partial
 //! order (commit timestamps shared by non-conflicting updaters) and MPDB's locked counter
 //! (the paper's MVCC baseline), over threads. The paper runs 10–80 threads and logs to 8
-//! files; this machine has 2 cores and partial-order timestamps are memory-only, so the
-//! runs are in memory and the docs compare shapes.
+//! files; this machine has 2 cores, and the runs are in memory (logged partial-order runs
+//! are not an experiment yet), so the docs compare shapes.
 
 use super::protocols::thread_counts;
 use super::{Metric, Panel, Scale, Series};

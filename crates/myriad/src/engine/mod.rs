@@ -502,6 +502,13 @@ impl Database {
     /// replay applies records that already committed in a known order, and no protocol's
     /// read tracking may abort it (replay threads of different records share no row).
     pub(crate) fn begin_replay(&self, opts: TxnOptions) -> Result<Transaction<'_>> {
+        // `partial-order`: a plain begin reads at `BTs`, which may not hold the replay
+        // transaction just committed (its group is still open), and the next record of the
+        // same row would meet it as a write-write conflict. Begin after every commit so far.
+        let clock = &self.shared.clock;
+        if clock.is_partial_order() {
+            clock.floor(clock.newest_end_ts())?;
+        }
         let mut tx = self.start_txn(
             opts,
             crate::config::Protocol::Mvocc,

@@ -347,6 +347,15 @@ impl Database {
         }
         let _one = state.checkpoint_lock.lock();
         let first_seq = log.control().rotate()?;
+        // `partial-order`: a member of a commit group that appended its record before the
+        // rotation may not be readable yet (its group waits for it to become durable), and
+        // older log files are removed below: the snapshot must wait for every group open at
+        // the rotation. (Other sources' end timestamps are drawn before the append, below
+        // any read time drawn after it, and a snapshot waits for a Preparing writer.)
+        let clock = &self.shared.clock;
+        if clock.is_partial_order() {
+            clock.floor(clock.newest_end_ts())?;
+        }
         self.write_checkpoint(state, first_seq)
     }
 

@@ -245,6 +245,13 @@ impl Source {
         }
     }
 
+    /// `partial-order`: a commit is readable only once its group is complete (and, on a
+    /// durable database, its members' log records are durable: `txn/end.rs`).
+    #[inline]
+    pub(crate) fn is_partial_order(&self) -> bool {
+        matches!(self, Source::PartialOrder(_))
+    }
+
     /// Whether this source has a periodic tick to run (`Ticker`).
     pub(crate) fn ticks(&self) -> bool {
         matches!(self, Source::PartialOrder(_))

@@ -237,6 +237,19 @@ impl<'db> Transaction<'db> {
                 bump(&slot.stats.global_rmw, locks as u64);
             }
         }
+        // `partial-order` on a durable database: a commit becomes readable only once its
+        // log record is durable (POMVCC §V), so we count ourselves complete in the group, and
+        // `BTs` may pass it, only then. (A failed log still releases the group, or `BTs`
+        // would stop for good; the error is returned and later commits are refused.)
+        let durable = if self.joined.is_some() && ticket != 0 && db.clock.is_partial_order() {
+            db.log
+                .get()
+                .map_or(Ok(()), |l| l.control().wait_durable(ticket))
+        } else {
+            Ok(())
+        };
+        #[cfg(test)]
+        tests::pause_point(tests::Pause::Durable);
         // Stamped: `locked-counter`'s critical section ends, `partial-order`'s group counts
         // us complete.
         self.release_end_ts();
@@ -255,7 +268,7 @@ impl<'db> Transaction<'db> {
         // GC runs in `finish`, after our read time is unregistered, so the collector never
         // holds the watermark back while it works.
         self.finish();
-        Ok(ticket)
+        durable.map(|()| ticket)
     }
 
     /// Appends the commit record for `end_ts` to the log, before anyone can see the

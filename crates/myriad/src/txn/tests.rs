@@ -20,6 +20,9 @@ pub(crate) enum Pause {
     /// In an update transaction's commit, after Preparing with the end timestamp is
     /// published and before validation.
     Prepared,
+    /// In a multi-version update commit, once its log record is durable (under
+    /// `partial-order`: waited for) and before it hands back its end timestamp.
+    Durable,
 }
 
 /// A hook: where it runs and what it does.
@@ -657,4 +660,81 @@ fn locked_counter_takes_the_lock_before_preparing() {
     }
     got.sort_by_key(|r| r.0);
     assert_eq!(got, vec![('a', Ok(())), ('b', Ok(()))]);
+}
+
+/// `partial-order` on a durable database: a checkpoint that starts while a member of a
+/// commit group has its record in the current log file but is not yet readable (held after
+/// its record became durable, before its group counts it complete) waits for that group, so
+/// its snapshot holds the commit before the older log files are removed. Without the wait
+/// the snapshot misses it, the file holding its record is deleted, and after a crash the
+/// commit is gone.
+#[test]
+fn a_checkpoint_waits_for_a_partial_order_group_whose_record_it_may_delete() {
+    use crate::config::{Isolation, LogPolicy, Protocol, TimestampPolicy};
+    let dir = std::env::temp_dir().join(format!("myriad-po-ckpt-{}", std::process::id()));
+    let copy = dir.with_extension("copy");
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&copy);
+    let c = Config::new()
+        .data_dir(&dir)
+        .log(LogPolicy::Logical)
+        .protocol(Protocol::Si)
+        .isolation(Isolation::Snapshot)
+        .timestamps(TimestampPolicy::PartialOrder)
+        .po_tick(Duration::ZERO);
+    let db = Database::open(c.clone()).unwrap();
+    let t = kv_table(&db);
+    let mut tx = db.begin().unwrap();
+    tx.insert(&t, &(1i64, 0i64)).unwrap();
+    let loaded = tx.commit_returning_ts().unwrap();
+    let si = crate::TxnOptions {
+        isolation: Isolation::Snapshot,
+        read_only: false,
+    };
+    let (held, held_rx) = channel::<()>();
+    let (go, go_rx) = channel::<()>();
+    std::thread::scope(|s| {
+        let (db, t) = (&db, &t);
+        let w = s.spawn(move || {
+            let mut tx = db.begin_after(si, loaded).unwrap();
+            tx.update(t, &1i64, &[(1, 100i64)]).unwrap();
+            set_pause(Pause::Durable, move || {
+                held.send(()).unwrap();
+                go_rx.recv_timeout(WAIT).unwrap();
+            });
+            let r = tx.commit();
+            clear_pause();
+            r
+        });
+        held_rx.recv_timeout(WAIT).unwrap();
+        let ck = s.spawn(move || db.checkpoint().map(|i| i.ts));
+        std::thread::sleep(Duration::from_millis(200));
+        let waited = !ck.is_finished();
+        go.send(()).unwrap();
+        w.join().unwrap().unwrap();
+        ck.join().unwrap().unwrap();
+        assert!(waited, "the checkpoint did not wait for the held group");
+    });
+    // A crash: the files as they are, the database still open.
+    std::fs::create_dir_all(&copy).unwrap();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let e = e.unwrap();
+        let to = copy.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+            for f in std::fs::read_dir(e.path()).unwrap() {
+                let f = f.unwrap();
+                std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+            }
+        } else if e.file_name() != "LOCK" {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+    drop(db);
+    let db = Database::open(c.data_dir(&copy)).unwrap();
+    let t = db.table("t").unwrap();
+    assert_eq!(value(&db, &t, 1), Some(100), "the held commit survived");
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&copy);
 }
