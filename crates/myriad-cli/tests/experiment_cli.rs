@@ -24,7 +24,7 @@ fn read_json(p: &Path) -> Value {
     serde_json::from_str(&text).expect("valid JSON")
 }
 
-const RUNNABLE: [&str; 21] = [
+const RUNNABLE: [&str; 22] = [
     "non-inline",
     "chain-order",
     "footprint",
@@ -46,6 +46,7 @@ const RUNNABLE: [&str; 21] = [
     "hekaton-long-readers",
     "ermia-tpcc",
     "pomvcc-fragment",
+    "pomvcc-logs",
 ];
 
 /// A time-series panel's mean for the series `label`.
@@ -179,6 +180,22 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
             cmd.contains("--mix new-order-fragment --protocol si --isolation si")
                 && label.starts_with(source.split(' ').next().unwrap())
                 && label.ends_with("slots") == cmd.contains("--po-counters slots"),
+            "{label}: {cmd}"
+        );
+    }
+    // Figs. 22/24: every run is the fragment, durable, with its series' source and loggers.
+    let l = read_json(&dir.join("pomvcc-logs.json"));
+    for s in l["panels"][0]["series"].as_array().unwrap() {
+        let label = s["label"].as_str().unwrap();
+        let cmd = s["points"][0]["command"].as_str().unwrap();
+        let logs = if label.ends_with("2 logs") { "2" } else { "1" };
+        let source = label.split(',').next().unwrap();
+        assert!(
+            cmd.contains("--mix new-order-fragment")
+                && cmd.contains(&format!("--timestamps {source}"))
+                && cmd.contains(&format!("--loggers {logs}"))
+                && cmd.contains("--log logical")
+                && cmd.contains("--data-dir"),
             "{label}: {cmd}"
         );
     }

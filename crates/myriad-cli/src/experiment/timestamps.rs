@@ -27,26 +27,79 @@ const SOURCES: [(&str, &[&str]); 4] = [
 fn series(s: &Scale, warehouses: impl Fn(usize) -> usize) -> Vec<Series> {
     SOURCES
         .iter()
-        .map(|(label, flags)| Series {
-            label: label.to_string(),
-            points: thread_counts(s)
-                .into_iter()
-                .map(|t| {
-                    let (w, t_s) = (warehouses(t).to_string(), t.to_string());
-                    let head = [
-                        "tpcc",
-                        "--mix",
-                        "new-order-fragment",
-                        "--protocol",
-                        "si",
-                        "--isolation",
-                        "si",
-                    ];
-                    let tail = ["--warehouses", &w, "--threads", &t_s];
-                    let args = head.iter().chain(flags.iter()).chain(&tail);
-                    (t as f64, args.map(|a| a.to_string()).collect())
-                })
-                .collect(),
+        .map(|(label, flags)| fragment_series(s, label, flags, &[], &warehouses))
+        .collect()
+}
+
+/// One series of the fragment: `flags` and then `extra` (a durable run's) over threads.
+fn fragment_series(
+    s: &Scale,
+    label: &str,
+    flags: &[&str],
+    extra: &[&str],
+    warehouses: &impl Fn(usize) -> usize,
+) -> Series {
+    Series {
+        label: label.to_string(),
+        points: thread_counts(s)
+            .into_iter()
+            .map(|t| {
+                let (w, t_s) = (warehouses(t).to_string(), t.to_string());
+                let head = [
+                    "tpcc",
+                    "--mix",
+                    "new-order-fragment",
+                    "--protocol",
+                    "si",
+                    "--isolation",
+                    "si",
+                ];
+                let tail = ["--warehouses", &w, "--threads", &t_s];
+                let args = head.iter().chain(flags).chain(extra).chain(&tail);
+                (t as f64, args.map(|a| a.to_string()).collect())
+            })
+            .collect(),
+    }
+}
+
+/// Figs. 22 and 24 (log processing): the fragment at 16 warehouses (1 with `--quick`),
+/// durable (`--log logical`, `--fsync always`: a commit returns once its log record is
+/// durable, and under `partial-order` becomes readable only then), with one log file and
+/// with two (`--loggers`), under the global counter, the paper's MVCC (`locked-counter`) and
+/// `partial-order`; throughput and the abort rate over threads. Fig. 24 (throughput
+/// normalised to the first point) is read from it as ratios in the docs.
+pub(super) fn logs(s: &Scale) -> Vec<Panel> {
+    let fixed = if s.quick { 1 } else { 16 };
+    let sources = [SOURCES[0], SOURCES[3], SOURCES[1]];
+    let mut series = Vec::new();
+    for (label, flags) in sources {
+        for (n, logs) in [("1", "1 log"), ("2", "2 logs")] {
+            let extra = [
+                "--data-dir",
+                super::RUN_DIR,
+                "--log",
+                "logical",
+                "--loggers",
+                n,
+                "--fsync",
+                "always",
+            ];
+            series.push(fragment_series(
+                s,
+                &format!("{label}, {logs}"),
+                flags,
+                &extra,
+                &|_| fixed,
+            ));
+        }
+    }
+    [Metric::Throughput, Metric::AbortPct]
+        .into_iter()
+        .map(|metric| Panel {
+            title: format!("New-Order fragment, warehouses: {fixed}, SI, logged"),
+            x_label: "threads",
+            metric,
+            series: series.clone(),
         })
         .collect()
 }
