@@ -320,7 +320,7 @@ impl TimestampPolicy {
             TimestampPolicy::GlobalCounter => Ok(Source::GlobalCounter(GlobalCounter::new())),
             TimestampPolicy::LockedCounter => Ok(Source::LockedCounter(LockedCounter::new())),
             TimestampPolicy::PartialOrder => Ok(Source::PartialOrder(match counters {
-                PoCounters::Shared => PartialOrder::new(),
+                PoCounters::Shared => PartialOrder::new(slots),
                 PoCounters::Slots => PartialOrder::with_slots(slots),
             })),
             TimestampPolicy::SiloEpoch => Err(Error::Unsupported(format!(

@@ -100,6 +100,21 @@ impl Shared {
         ));
     }
 
+    /// Waits until a transaction beginning now reads at `floor` or later
+    /// (`timestamp::Source::floor`). Under `partial-order` with shared counters on a durable
+    /// database a member is released only once its log epoch is durable, so every epoch
+    /// logged so far is made durable first (a round at once, not at the next interval).
+    pub(crate) fn floor(&self, floor: crate::timestamp::Timestamp) -> Result<()> {
+        if let (Some(crate::log::LogManager::Epoch(l)), Some(_)) =
+            (self.log.get().map(|l| &**l), self.clock.deferring_ref())
+        {
+            if self.clock.now() < floor {
+                l.control.wait_durable(l.current_epoch())?;
+            }
+        }
+        self.clock.floor(floor)
+    }
+
     /// Waits until the commit of `ticket` is durable. Memory-only databases return at once.
     /// Fails with `Error::LogFailed` if the log failed before the commit became durable.
     pub(crate) fn wait_durable(&self, ticket: CommitTicket) -> Result<()> {

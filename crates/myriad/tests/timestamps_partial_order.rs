@@ -378,10 +378,14 @@ fn durable_po(dir: &std::path::Path, counters: PoCounters, log: LogPolicy) -> Co
         .timestamps(TimestampPolicy::PartialOrder)
 }
 
-/// Every `kv` row as (k, v), by k.
-fn kv_rows(db: &Database) -> Vec<(i64, i64)> {
+/// Every `kv` row as (k, v), by k, read after `floor` (a plain begin may not see the newest
+/// commits under `partial-order`).
+fn kv_rows(db: &Database, floor: Option<Timestamp>) -> Vec<(i64, i64)> {
     let t = db.table("kv").unwrap();
-    let mut tx = db.begin().unwrap();
+    let mut tx = match floor {
+        Some(f) => db.begin_after(si(), f).unwrap(),
+        None => db.begin().unwrap(),
+    };
     let mut out = Vec::new();
     tx.scan_table(&t, |r| {
         out.push((r.i64(0).unwrap(), r.i64(1).unwrap()));
@@ -389,14 +393,19 @@ fn kv_rows(db: &Database) -> Vec<(i64, i64)> {
     })
     .unwrap();
     tx.commit().unwrap();
+    out.sort();
     out
 }
 
 /// POMVCC §V on a durable database: a commit is readable only once its log record is
-/// durable. `commit_deferred` returns a ticket that is already durable (the commit waited
-/// for its round before its group could count it complete), and a reader's ticket waits for
-/// nothing. Under the global counter, with the same long epoch interval, the ticket is not
-/// durable when `commit_deferred` returns: the commit is readable before it is durable.
+/// durable. With shared counters the worker does not wait: `commit_deferred` returns before
+/// the record is durable (a 10 s epoch interval), a reader that begins after the group closed
+/// reads the old value whenever the ticket is not durable yet (and that is seen at least
+/// once; a round a waiter asked for may still run unasked by us); once it is durable, a
+/// reader with the commit's timestamp as its floor reads the new one. With slot counts the
+/// commit waits for its round, so its ticket is durable when it returns. A reader's ticket
+/// waits for nothing. Under the global counter, with the same long epoch interval, the commit
+/// is readable while its ticket is not durable (the contrast).
 #[test]
 fn a_partial_order_commit_is_readable_only_once_durable() {
     for &counters in PoCounters::ALL {
@@ -404,15 +413,36 @@ fn a_partial_order_commit_is_readable_only_once_durable() {
         let db = Database::open(durable_po(&d.0, counters, LogPolicy::Logical)).unwrap();
         let t = kv(&db);
         load(&db, &t, 0..4);
+        let mut hidden = 0;
         for k in 0..4 {
+            // Let any round a waiter asked for before run first.
+            std::thread::sleep(Duration::from_millis(100));
             let mut tx = db.begin_with(si()).unwrap();
             tx.update(&t, &k, &[(1, 100 + k)]).unwrap();
             let ticket = tx.commit_deferred().unwrap();
             assert!(ticket.epoch() > 0, "an update commit has a log epoch");
-            assert!(
-                db.is_durable(ticket),
-                "{counters:?}: commit {k} returned before it was durable"
-            );
+            if counters == PoCounters::Shared {
+                // The tick (100 µs) closes the group; only durability holds it back.
+                std::thread::sleep(Duration::from_millis(20));
+                let mut r = db.begin_with(si()).unwrap();
+                let seen = val(&mut r, &t, k);
+                r.commit().unwrap();
+                let durable = db.is_durable(ticket);
+                assert!(
+                    durable || seen == Some(k),
+                    "commit {k} readable before it is durable"
+                );
+                if !durable {
+                    hidden += 1;
+                }
+                db.wait_durable(ticket).unwrap();
+            } else {
+                assert!(
+                    db.is_durable(ticket),
+                    "slots: commit {k} returned before it was durable"
+                );
+                hidden += 1;
+            }
             let mut r = db.begin_after(si(), ticket.commit_ts()).unwrap();
             assert_eq!(val(&mut r, &t, k), Some(100 + k));
             let rt = r.commit_deferred().unwrap();
@@ -422,6 +452,20 @@ fn a_partial_order_commit_is_readable_only_once_durable() {
                 "a reader under partial-order waits for no epoch"
             );
         }
+        assert!(
+            hidden > 0,
+            "{counters:?}: no commit was seen hidden while not durable (a round ran each time)"
+        );
+        // A floor on a commit still waiting for its round asks for the round (a 10 s
+        // interval would otherwise hold the begin that long).
+        let mut tx = db.begin_with(si()).unwrap();
+        tx.update(&t, &0i64, &[(1, -1i64)]).unwrap();
+        let ticket = tx.commit_deferred().unwrap();
+        let started = std::time::Instant::now();
+        let mut r = db.begin_after(si(), ticket.commit_ts()).unwrap();
+        assert_eq!(val(&mut r, &t, 0), Some(-1));
+        r.commit().unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5), "{counters:?}");
     }
     let d = TempDir::new("readable-gc");
     let c = durable_po(&d.0, PoCounters::Shared, LogPolicy::Logical)
@@ -523,7 +567,7 @@ fn partial_order_commits_recover_after_a_crash() {
                 stamps.len() < n,
                 "{counters:?} {log}: no two commits shared a timestamp"
             );
-            let expect = kv_rows(&db);
+            let expect = kv_rows(&db, stamps.last().copied());
             assert_eq!(
                 expect.iter().find(|r| r.0 == 2).map(|r| r.1),
                 Some(2 + per_thread),
@@ -546,13 +590,18 @@ fn partial_order_commits_recover_after_a_crash() {
                 copy_dir(&copy.0, &again.0);
                 let db = Database::open(c.clone().data_dir(&again.0).recovery(scheme))
                     .unwrap_or_else(|e| panic!("{counters:?} {log} {scheme}: {e}"));
-                assert_eq!(kv_rows(&db), expect, "{counters:?} {log} {scheme}");
+                let got = kv_rows(&db, None);
+                assert_eq!(got, expect, "{counters:?} {log} {scheme}");
                 let t = db.table("kv").unwrap();
-                db.run(|tx| tx.update(&t, &1i64, &[(1, -5i64)])).unwrap();
-                let after = kv_rows(&db);
+                let mut tx = db.begin_with(si()).unwrap();
+                tx.update(&t, &1i64, &[(1, -5i64)]).unwrap();
+                let ts = tx.commit_returning_ts().unwrap();
+                let after = kv_rows(&db, Some(ts));
+                assert!(after.contains(&(1, -5)));
                 drop(db);
                 let db = Database::open(c.clone().data_dir(&again.0)).unwrap();
-                assert_eq!(kv_rows(&db), after, "{counters:?} {log} {scheme}: reopened");
+                let reopened = kv_rows(&db, None);
+                assert_eq!(reopened, after, "{counters:?} {log} {scheme}: reopened");
             }
         }
     }

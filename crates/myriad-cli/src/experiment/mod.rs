@@ -357,10 +357,8 @@ const SPECS: &[Spec] = &[
                   (I/O interrupts on one core), eight logs' keeps rising",
         partial: Some(
             "1 and 2 log files on one disk and 1-2 threads (the paper: 1 and 8 logs, 10-80 \
-             threads); the paper runs MPDB's MVCC only, partial-order is added here. The \
-             bench driver acknowledges commits once durable without waiting in the worker, \
-             but a partial-order commit waits in the worker for its round (it becomes readable \
-             only then): its series measure synchronous commits",
+             threads); the paper runs MPDB's MVCC only, partial-order (shared counters) is \
+             added here",
         ),
         panels: timestamps::logs,
     },

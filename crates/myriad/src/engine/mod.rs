@@ -474,7 +474,7 @@ impl Database {
     /// already hold every returned commit. `Error::FloorAhead` for a floor no commit returned.
     pub fn begin_after(&self, opts: TxnOptions, floor: Timestamp) -> Result<Transaction<'_>> {
         self.shared.config.check_isolation(opts.isolation)?;
-        self.shared.clock.floor(floor)?;
+        self.shared.floor(floor)?;
         self.begin_with(opts)
     }
 

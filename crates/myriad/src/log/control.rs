@@ -40,6 +40,9 @@ pub(crate) struct Control {
     done: Condvar,
     failed: OnceLock<String>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Called with each durable point once it is published (and with `u64::MAX` on a
+    /// failure): `partial-order`'s deferred releases (`timestamp/partial_order.rs`).
+    on_durable: OnceLock<Box<dyn Fn(u64) + Send + Sync>>,
     pub bytes_written: AtomicU64,
     pub blocks_written: AtomicU64,
     pub fsyncs: AtomicU64,
@@ -55,10 +58,16 @@ impl Control {
             done: Condvar::new(),
             failed: OnceLock::new(),
             thread: Mutex::new(None),
+            on_durable: OnceLock::new(),
             bytes_written: AtomicU64::new(0),
             blocks_written: AtomicU64::new(0),
             fsyncs: AtomicU64::new(0),
         }
+    }
+
+    /// Sets what runs after each durable point is published (once, before any commit).
+    pub(crate) fn set_on_durable(&self, f: Box<dyn Fn(u64) + Send + Sync>) {
+        let _ = self.on_durable.set(f);
     }
 
     /// The background thread that runs the rounds (joined by `shutdown`).
@@ -68,7 +77,7 @@ impl Control {
 
     #[inline]
     pub(crate) fn durable(&self) -> u64 {
-        self.durable.load(Ordering::Acquire)
+        self.durable.load(Ordering::SeqCst)
     }
 
     pub(crate) fn check_failed(&self) -> Result<()> {
@@ -181,6 +190,11 @@ impl Control {
     /// Latches the first failure: no durable point is published after it.
     pub(crate) fn fail(&self, e: &Error) {
         let _ = self.failed.set(e.to_string());
+        // Nothing becomes durable any more: what waited for it is released as it is (the
+        // commits stay in memory, later ones are refused), or readers would stop for good.
+        if let Some(f) = self.on_durable.get() {
+            f(u64::MAX);
+        }
         let _c = self.ctl.lock();
         self.done.notify_all();
     }
@@ -201,7 +215,12 @@ impl Control {
     pub(crate) fn end_round(&self, durable: u64, rotated_to: Option<Vec<u64>>) {
         // The durable point never goes back: a commit acknowledged stays acknowledged.
         debug_assert!(durable >= self.durable.load(Ordering::Acquire));
-        self.durable.store(durable, Ordering::Release);
+        self.durable.store(durable, Ordering::SeqCst);
+        // After the store: a member deferring its release after this reads the new point
+        // and releases itself (`PartialOrder::defer_release`).
+        if let Some(f) = self.on_durable.get() {
+            f(durable);
+        }
         let mut c = self.ctl.lock();
         c.rounds += 1;
         if let Some(r) = rotated_to {

@@ -297,16 +297,23 @@ impl LogManager {
         point: PointFile,
     ) -> Result<LogManager> {
         Ok(match config.log_manager {
-            crate::config::LogManagerKind::Epoch => LogManager::Epoch(epoch::EpochLog::start(
-                dir,
-                config,
-                slots,
-                first_epoch,
-                first_seq,
-                db,
-                extra,
-                point,
-            )?),
+            crate::config::LogManagerKind::Epoch => {
+                let l = epoch::EpochLog::start(
+                    dir,
+                    config,
+                    slots,
+                    first_epoch,
+                    first_seq,
+                    db,
+                    extra,
+                    point,
+                )?;
+                if let Some(p) = clock.deferring() {
+                    l.control
+                        .set_on_durable(Box::new(move |d| p.release_durable(d)));
+                }
+                LogManager::Epoch(l)
+            }
             crate::config::LogManagerKind::Ermia => LogManager::Ermia(ermia::ErmiaLog::start(
                 dir, config, slots, first_seq, clock, db, extra, point,
             )?),

@@ -354,7 +354,7 @@ impl Database {
         // any read time drawn after it, and a snapshot waits for a Preparing writer.)
         let clock = &self.shared.clock;
         if clock.is_partial_order() {
-            clock.floor(clock.newest_end_ts())?;
+            self.shared.floor(clock.newest_end_ts())?;
         }
         self.write_checkpoint(state, first_seq)
     }

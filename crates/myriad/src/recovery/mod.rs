@@ -719,9 +719,14 @@ fn recover(db: &Database, dir: &Path, id: DbId) -> Result<(RecoveryReport, Next)
         rep.index_build = t.elapsed();
     }
     rep.rows = by_id.values().map(live_rows).sum();
-    db.shared
-        .clock
-        .advance_to(crate::timestamp::Timestamp::new(max_ts + 1));
+    let clock = &db.shared.clock;
+    if clock.is_partial_order() {
+        // The last replay transactions' group may still be open (replay draws its own
+        // timestamps, one group per replay transaction at most): close it and wait, so a
+        // snapshot taken now holds every replayed row.
+        clock.floor(clock.newest_end_ts())?;
+    }
+    clock.advance_to(crate::timestamp::Timestamp::new(max_ts + 1));
     Ok((
         rep,
         Next {

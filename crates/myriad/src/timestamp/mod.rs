@@ -163,6 +163,26 @@ impl Source {
         }
     }
 
+    /// `partial-order` with shared counters on a durable database: lists the member of group
+    /// `ts` in slot `slot` for release once log epoch `epoch` is durable (`durable` reads the
+    /// durable epoch; `PartialOrder::defer_release`). Returns the shared read-modify-writes,
+    /// or `None` (nothing done) under any other source or slot counts.
+    #[inline]
+    pub(crate) fn defer_release(
+        &self,
+        ts: Timestamp,
+        slot: usize,
+        epoch: u64,
+        durable: impl Fn() -> u64,
+    ) -> Option<u64> {
+        match self {
+            Source::PartialOrder(p) if !p.slots() => {
+                Some(p.defer_release(ts.0, slot, epoch, durable))
+            }
+            _ => None,
+        }
+    }
+
     /// The commit at `ts` (slot `slot`) is complete (Committed, versions stamped). Returns
     /// the shared read-modify-writes it took.
     #[inline]
@@ -250,6 +270,22 @@ impl Source {
     #[inline]
     pub(crate) fn is_partial_order(&self) -> bool {
         matches!(self, Source::PartialOrder(_))
+    }
+
+    /// `partial-order` with shared counters: on a durable database a member releases its
+    /// group only once its log record is durable, without waiting for it
+    /// (`PartialOrder::defer_release`); the log calls `release_durable` per durable point.
+    /// `None` for the other sources and for slot counts (whose member waits in its commit).
+    pub(crate) fn deferring(&self) -> Option<PartialOrder> {
+        self.deferring_ref().cloned()
+    }
+
+    /// `deferring` without the clone.
+    pub(crate) fn deferring_ref(&self) -> Option<&PartialOrder> {
+        match self {
+            Source::PartialOrder(p) if !p.slots() => Some(p),
+            _ => None,
+        }
     }
 
     /// Whether this source has a periodic tick to run (`Ticker`).

@@ -41,6 +41,14 @@
 //! release, on the group's counters), plus one failed-or-not CAS on `BTs` per timestamp it
 //! moves; `Slots`, none on the commit path, one `fetch_max` on `BTs` per scan that moves it.
 //!
+//! On a durable database a member is complete only once its log record is durable (POMVCC
+//! §V). `Shared`: `defer_release` lists it with its log epoch in its slot's list and the
+//! committer goes on; the log's round that publishes the epoch durable calls
+//! `release_durable`, which releases every listed member at or below it (a member listed
+//! after that round's scan reads the new durable epoch and releases itself; a failed log
+//! releases all). `Slots`: a slot's word holds one member, so the committer waits for its
+//! round before `release` (`txn/end.rs`).
+//!
 //! Visibility lag (`lag`): one commit at a time is sampled — a release finding no sample
 //! pending records its timestamp, the time and `CTs − BTs`; the move of `BTs` over it records
 //! the time from release to readable. The sample is the first commit released after the last
@@ -132,6 +140,9 @@ pub(crate) struct LagStats {
     pub samples: u64,
 }
 
+/// A slot's members waiting for their log epoch to be durable: (epoch, timestamp).
+type Listed = Vec<(u64, u64)>;
+
 struct Inner {
     cts: CachePadded<AtomicU64>,
     bts: CachePadded<AtomicU64>,
@@ -142,6 +153,10 @@ struct Inner {
     advance: Mutex<(u64, u64)>,
     /// CTs increments by cause (`Cause as usize`).
     increments: [AtomicU64; 3],
+    /// `Shared` on a durable database: per transaction-table slot, the members that
+    /// committed but whose log record is not durable yet, as (epoch, timestamp)
+    /// (`defer_release`); empty under `Slots`.
+    pending: Box<[CachePadded<Mutex<Listed>>]>,
     lag: Lag,
 }
 
@@ -152,24 +167,29 @@ pub(crate) struct PartialOrder {
 }
 
 impl PartialOrder {
-    /// With the paper's shared counters.
-    pub(crate) fn new() -> Self {
-        Self::with(Counters::Shared(
-            (0..RING).map(|_| Counts::default()).collect(),
-        ))
+    /// With the paper's shared counters, for `slots` transaction-table slots.
+    pub(crate) fn new(slots: usize) -> Self {
+        Self::with(
+            Counters::Shared((0..RING).map(|_| Counts::default()).collect()),
+            slots,
+        )
     }
 
     /// With the counts in `slots` transaction-table slots (`join`'s `slot` is below it).
     pub(crate) fn with_slots(slots: usize) -> Self {
-        Self::with(Counters::Slots {
-            words: (0..slots)
-                .map(|_| CachePadded::new(AtomicU64::new(0)))
-                .collect(),
-            used: CachePadded::new(AtomicUsize::new(0)),
-        })
+        Self::with(
+            Counters::Slots {
+                words: (0..slots)
+                    .map(|_| CachePadded::new(AtomicU64::new(0)))
+                    .collect(),
+                used: CachePadded::new(AtomicUsize::new(0)),
+            },
+            0,
+        )
     }
 
-    fn with(counters: Counters) -> Self {
+    /// `pending` lists for `pending` slots.
+    fn with(counters: Counters, pending: usize) -> Self {
         PartialOrder {
             inner: Arc::new(Inner {
                 cts: CachePadded::new(AtomicU64::new(2)),
@@ -177,6 +197,9 @@ impl PartialOrder {
                 counters,
                 advance: Mutex::new((0, 0)),
                 increments: Default::default(),
+                pending: (0..pending)
+                    .map(|_| CachePadded::new(Mutex::new(Vec::new())))
+                    .collect(),
                 lag: Lag {
                     ts: AtomicU64::new(0),
                     at_ns: AtomicU64::new(0),
@@ -275,6 +298,55 @@ impl PartialOrder {
             e.cc.fetch_add(1, Ordering::SeqCst);
         }
         self.try_advance_bts() + 1 + sampled
+    }
+
+    /// `Shared` on a durable database: the member of group `c` in slot `slot`, committed
+    /// with its log record in epoch `epoch`, is complete once that epoch is durable; the
+    /// log's round that makes it so releases it (`release_durable`), so the worker does not
+    /// wait. `durable` is the durable epoch read after the member is listed: if it already
+    /// covers `epoch`, the round that published it may have scanned before the listing, and
+    /// the member releases itself. Returns the shared read-modify-writes it took (the CC
+    /// increment, wherever it happens).
+    pub(crate) fn defer_release(
+        &self,
+        c: u64,
+        slot: usize,
+        epoch: u64,
+        durable: impl Fn() -> u64,
+    ) -> u64 {
+        self.inner.pending[slot].lock().push((epoch, c));
+        let d = durable();
+        if d >= epoch {
+            self.release_listed(slot, d);
+        }
+        1
+    }
+
+    /// Releases every listed member whose epoch is at or below `durable` (`u64::MAX`: the
+    /// log failed, release everything).
+    pub(crate) fn release_durable(&self, durable: u64) {
+        for slot in 0..self.inner.pending.len() {
+            self.release_listed(slot, durable);
+        }
+    }
+
+    fn release_listed(&self, slot: usize, durable: u64) {
+        let mut ready = Vec::new();
+        {
+            let mut l = self.inner.pending[slot].lock();
+            if l.is_empty() {
+                return;
+            }
+            l.retain(|&(epoch, c)| {
+                if epoch <= durable {
+                    ready.push(c);
+                }
+                epoch > durable
+            });
+        }
+        for c in ready {
+            self.release(c, slot);
+        }
     }
 
     /// A member of group `c` in slot `slot` aborted after joining (`Decrement_TsPC` with the
@@ -506,7 +578,7 @@ mod tests {
 
     /// Both kinds of counts: shared, and in 3 slots.
     fn both() -> [PartialOrder; 2] {
-        [PartialOrder::new(), PartialOrder::with_slots(3)]
+        [PartialOrder::new(3), PartialOrder::with_slots(3)]
     }
 
     /// Members of one group share its timestamp; it becomes readable only once it is closed

@@ -239,15 +239,27 @@ impl<'db> Transaction<'db> {
         }
         // `partial-order` on a durable database: a commit becomes readable only once its
         // log record is durable (POMVCC §V), so we count ourselves complete in the group, and
-        // `BTs` may pass it, only then. (A failed log still releases the group, or `BTs`
+        // `BTs` may pass it, only then. Shared counters: the group-commit round that makes
+        // our epoch durable does it (we are listed and go on); slot counts: the slot's word
+        // holds one member, so we wait here. (A failed log releases what it held, or `BTs`
         // would stop for good; the error is returned and later commits are refused.)
-        let durable = if self.joined.is_some() && ticket != 0 && db.clock.is_partial_order() {
-            db.log
-                .get()
-                .map_or(Ok(()), |l| l.control().wait_durable(ticket))
-        } else {
-            Ok(())
-        };
+        let mut durable = Ok(());
+        if let (Some(ts), Some(l)) = (self.joined, db.log.get().filter(|_| ticket != 0)) {
+            let c = l.control();
+            let now = || {
+                if c.check_failed().is_err() {
+                    u64::MAX
+                } else {
+                    c.durable()
+                }
+            };
+            if let Some(rmw) = db.clock.defer_release(ts, self.st.slot_idx, ticket, now) {
+                self.joined = None;
+                bump(&slot.stats.global_rmw, rmw);
+            } else if db.clock.is_partial_order() {
+                durable = c.wait_durable(ticket);
+            }
+        }
         #[cfg(test)]
         tests::pause_point(tests::Pause::Durable);
         // Stamped: `locked-counter`'s critical section ends, `partial-order`'s group counts

@@ -670,7 +670,7 @@ fn locked_counter_takes_the_lock_before_preparing() {
 /// commit is gone.
 #[test]
 fn a_checkpoint_waits_for_a_partial_order_group_whose_record_it_may_delete() {
-    use crate::config::{Isolation, LogPolicy, Protocol, TimestampPolicy};
+    use crate::config::{Isolation, LogPolicy, PoCounters, Protocol, TimestampPolicy};
     let dir = std::env::temp_dir().join(format!("myriad-po-ckpt-{}", std::process::id()));
     let copy = dir.with_extension("copy");
     let _ = std::fs::remove_dir_all(&dir);
@@ -681,6 +681,9 @@ fn a_checkpoint_waits_for_a_partial_order_group_whose_record_it_may_delete() {
         .protocol(Protocol::Si)
         .isolation(Isolation::Snapshot)
         .timestamps(TimestampPolicy::PartialOrder)
+        // Slot counts: the member waits for its round in its commit, where the hook holds
+        // it (with shared counters the round releases it, `timestamps_partial_order`).
+        .po_counters(PoCounters::Slots)
         .po_tick(Duration::ZERO);
     let db = Database::open(c.clone()).unwrap();
     let t = kv_table(&db);
