@@ -4,7 +4,8 @@
 use clap::{ArgAction, Args, Parser, Subcommand};
 use myriad::{
     Error, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogManagerKind, LogPolicy, NonInline,
-    PoCounters, ProcedureExec, Protocol, RecoveryScheme, TimestampPolicy, VersionStorage,
+    PacmanMode, PoCounters, ProcedureExec, Protocol, RecoveryScheme, TimestampPolicy,
+    VersionStorage,
 };
 use serde::{Serialize, Serializer};
 use std::fmt::Display;
@@ -93,6 +94,14 @@ pub(crate) enum Command {
         /// checkpoint, no lock file); exit 1 on any problem recovery would refuse.
         #[arg(long)]
         verify: bool,
+        /// `--recovery pacman` only: sync (log batches one after another, default) or
+        /// pipelined (a block's piece-set of the next batch starts once its own piece-set of
+        /// this batch and its parent blocks' of the next are done; thesis Fig. 4.9).
+        #[arg(long, value_name = "MODE", value_parser = parse_choice::<PacmanMode>)]
+        pacman_mode: Option<PacmanMode>,
+        /// `--recovery pacman` only: epochs per log batch (default 100).
+        #[arg(long, value_name = "N")]
+        pacman_batch_epochs: Option<u64>,
     },
     /// Recover a data directory and check a workload's consistency conditions on it (exit 1
     /// on a violation).

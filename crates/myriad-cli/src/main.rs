@@ -98,7 +98,19 @@ fn main() -> ExitCode {
             recovery,
             threads,
             verify,
-        } => recover::recover(&dir, json.as_deref(), recovery, threads, verify),
+            pacman_mode,
+            pacman_batch_epochs,
+        } => recover::recover(
+            &dir,
+            json.as_deref(),
+            recovery,
+            threads,
+            verify,
+            recover::Pacman {
+                mode: pacman_mode,
+                batch_epochs: pacman_batch_epochs,
+            },
+        ),
         Command::Check {
             workload:
                 CheckWorkload::Tpcc {

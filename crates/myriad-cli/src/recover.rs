@@ -4,9 +4,15 @@
 use crate::bench::command::bench_load_state;
 use crate::bench::report;
 use crate::fatal;
-use myriad::{Config, Database, Error, RecoveryScheme};
+use myriad::{Config, Database, Error, PacmanMode, RecoveryScheme};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+
+/// `myriad recover`'s PACMAN options (`None`: not given).
+pub(crate) struct Pacman {
+    pub mode: Option<PacmanMode>,
+    pub batch_epochs: Option<u64>,
+}
 
 /// `myriad recover DIR`.
 pub(crate) fn recover(
@@ -15,6 +21,7 @@ pub(crate) fn recover(
     scheme: RecoveryScheme,
     threads: Option<usize>,
     verify: bool,
+    pacman: Pacman,
 ) -> ExitCode {
     let t = Instant::now();
     // `recover` never creates a database: a missing or empty directory is an error.
@@ -25,6 +32,21 @@ pub(crate) fn recover(
     if let Some(n) = threads {
         config = config.recovery_threads(n);
     }
+    if scheme != RecoveryScheme::Pacman && (pacman.mode.is_some() || pacman.batch_epochs.is_some())
+    {
+        eprintln!(
+            "myriad: --pacman-mode and --pacman-batch-epochs need --recovery pacman (got \
+             --recovery {scheme})"
+        );
+        return ExitCode::from(2);
+    }
+    if let Some(m) = pacman.mode {
+        config = config.pacman_mode(m);
+    }
+    if let Some(n) = pacman.batch_epochs {
+        config = config.pacman_batch_epochs(n);
+    }
+    let (pacman_mode, batch_epochs) = (config.get_pacman_mode(), config.get_pacman_batch_epochs());
     let what = if verify { "verifying" } else { "recovering" };
     let opened = if verify {
         Database::verify(config).map(|r| (None, r))
@@ -108,8 +130,9 @@ pub(crate) fn recover(
             ms(r.checkpoint_load), ms(r.log_load), ms(r.replay), ms(r.checkpoint_write), ms(r.total()), open_s * 1e3);
     }
     if r.scheme == "pacman" {
-        println!("  pacman (ms)       static analysis {:.1}; summed over workers: dynamic analysis {:.1}, scheduling wait {:.1}, execution {:.1}; {} batches, {} pieces",
-            ms(r.static_analysis), ms(r.dynamic_analysis), ms(r.schedule_wait), ms(r.execution), r.batches, report::thousands(r.pieces));
+        println!("  pacman            mode {pacman_mode}, {batch_epochs} epochs per batch");
+        println!("  pacman (ms)       static analysis {:.1}; summed over workers: dynamic analysis {:.1}, scheduling wait {:.1}, execution {:.1}; {} batches, {} pieces, {} piece-sets started before an earlier batch was done",
+            ms(r.static_analysis), ms(r.dynamic_analysis), ms(r.schedule_wait), ms(r.execution), r.batches, report::thousands(r.pieces), report::thousands(r.sets_overlapped));
     }
     if let Some(path) = json {
         let v = serde_json::json!({
@@ -146,6 +169,9 @@ pub(crate) fn recover(
             },
             "batches": r.batches,
             "pieces": r.pieces,
+            "sets_overlapped": r.sets_overlapped,
+            "pacman_mode": (r.scheme == "pacman").then(|| pacman_mode.to_string()),
+            "pacman_batch_epochs": (r.scheme == "pacman").then_some(batch_epochs),
         });
         let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
         if let Err(e) = std::fs::write(path, text) {

@@ -294,19 +294,30 @@ fn a_run_killed_while_loading_is_reported_as_an_incomplete_load() {
 }
 
 /// Every table of a copy of `dir` recovered by `scheme` on `threads` threads (sorted rows
-/// as text), and the scheme the report names.
-fn recovered_rows(dir: &Path, tag: &str, scheme: &str, threads: usize) -> (Vec<String>, String) {
-    use myriad::{Config, Database, RecoveryScheme};
+/// as text), and the recovery report. `pipelined`: PACMAN's pipelined mode, in batches of
+/// two epochs (so a short run's log holds many).
+fn recovered_rows(
+    dir: &Path,
+    tag: &str,
+    scheme: &str,
+    threads: usize,
+    pipelined: bool,
+) -> (Vec<String>, myriad::RecoveryReport) {
+    use myriad::{Config, Database, PacmanMode, RecoveryScheme};
     let c = tmp(tag);
     copy(dir, &c);
-    let db = Database::open(
-        Config::new()
-            .data_dir(&c)
-            .create_if_missing(false)
-            .recovery(scheme.parse::<RecoveryScheme>().unwrap())
-            .recovery_threads(threads),
-    )
-    .unwrap_or_else(|e| panic!("{tag}: {scheme} on {threads} threads: {e}"));
+    let mut config = Config::new()
+        .data_dir(&c)
+        .create_if_missing(false)
+        .recovery(scheme.parse::<RecoveryScheme>().unwrap())
+        .recovery_threads(threads);
+    if pipelined {
+        config = config
+            .pacman_mode(PacmanMode::Pipelined)
+            .pacman_batch_epochs(2);
+    }
+    let db = Database::open(config)
+        .unwrap_or_else(|e| panic!("{tag}: {scheme} on {threads} threads: {e}"));
     let rep = db.recovery_report().unwrap().clone();
     assert!(rep.calls_replayed > 0, "{tag}: {rep:?}");
     let mut names = db.table_names();
@@ -328,26 +339,47 @@ fn recovered_rows(dir: &Path, tag: &str, scheme: &str, threads: usize) -> (Vec<S
     }
     drop(db);
     let _ = std::fs::remove_dir_all(&c);
-    (out, rep.scheme)
+    (out, rep)
 }
 
-/// Recovers copies of `dir` by `serial` (1 thread) and `pacman` (1 and 2 threads) and
-/// compares every row.
+/// Recovers copies of `dir` by `serial` (1 thread) and `pacman` (1 and 2 threads, sync
+/// and pipelined) and compares every row.
 fn pacman_agrees_with_serial(dir: &Path, tag: &str) {
-    let (serial, s) = recovered_rows(dir, &format!("{tag}-serial"), "serial", 1);
-    assert_eq!(s, "serial");
+    let (serial, s) = recovered_rows(dir, &format!("{tag}-serial"), "serial", 1, false);
+    assert_eq!(s.scheme, "serial");
     assert!(serial.len() > 100, "{tag}: {} rows", serial.len());
-    for threads in [1, 2] {
-        let (got, s) = recovered_rows(dir, &format!("{tag}-pacman{threads}"), "pacman", threads);
-        assert_eq!(s, "pacman");
-        assert!(
-            got == serial,
-            "{tag}: pacman on {threads} threads differs from serial: {} vs {} rows, first \
-             difference {:?}",
-            got.len(),
-            serial.len(),
-            got.iter().zip(&serial).find(|(a, b)| a != b)
-        );
+    for pipelined in [false, true] {
+        for threads in [1, 2] {
+            let (got, rep) = recovered_rows(
+                dir,
+                &format!("{tag}-pacman{threads}-{pipelined}"),
+                "pacman",
+                threads,
+                pipelined,
+            );
+            assert_eq!(rep.scheme, "pacman");
+            assert!(
+                got == serial,
+                "{tag}: pacman (pipelined: {pipelined}) on {threads} threads differs from \
+                 serial: {} vs {} rows, first difference {:?}",
+                got.len(),
+                serial.len(),
+                got.iter().zip(&serial).find(|(a, b)| a != b)
+            );
+            if !pipelined {
+                assert_eq!(rep.sets_overlapped, 0, "{tag}: {rep:?}");
+            } else if threads == 1 {
+                // One worker takes the newest ready work: a block's next piece-set, once
+                // ready, starts before the rest of the batch (every one of these workloads
+                // has a block with a child).
+                assert!(rep.batches > 1 && rep.sets_overlapped > 0, "{tag}: {rep:?}");
+            }
+            eprintln!(
+                "{tag}: pacman pipelined {pipelined}, {threads} threads: {} batches, {} pieces, \
+                 {} piece-sets overlapped",
+                rep.batches, rep.pieces, rep.sets_overlapped
+            );
+        }
     }
 }
 
@@ -400,9 +432,29 @@ fn pacman_recovers_what_serial_recovers_on_tpcc_smallbank_and_tatp_command_logs(
             let c = tmp("pacman-tpcc-cli");
             copy(&d, &c);
             let cs = c.to_str().unwrap();
-            let o = myriad(&["recover", cs, "--recovery", "pacman", "--threads", "2"]);
+            // PACMAN's options without `--recovery pacman` are refused by name.
+            let o = myriad(&["recover", cs, "--pacman-mode", "pipelined"]);
+            assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+            assert!(text(&o).contains("need --recovery pacman"), "{}", text(&o));
+            let o = myriad(&[
+                "recover",
+                cs,
+                "--recovery",
+                "pacman",
+                "--threads",
+                "2",
+                "--pacman-mode",
+                "pipelined",
+                "--pacman-batch-epochs",
+                "3",
+            ]);
             assert!(o.status.success(), "{}", text(&o));
             assert!(text(&o).contains("pacman (ms)"), "{}", text(&o));
+            assert!(
+                text(&o).contains("mode pipelined, 3 epochs per batch"),
+                "{}",
+                text(&o)
+            );
             let o = myriad(&["check", "tpcc", "--data-dir", cs]);
             assert!(o.status.success(), "{}", text(&o));
             let _ = std::fs::remove_dir_all(&c);

@@ -461,8 +461,10 @@ choice_enum!(
     PacmanMode {
         /// Batches one after another, with a barrier between them.
         Sync = "sync",
-        /// A block's piece-set of batch k+1 may start once its dependencies in batch k+1
-        /// and the same block's piece-set of batch k are done (not supported yet: refused).
+        /// A block's piece-set of batch k+1 may start once its parent blocks' piece-sets of
+        /// batch k+1 and its own piece-set of batch k are done (Fig. 4.9). Batches are
+        /// pipelined in windows of at least 65,536 log records (or up to a row record that
+        /// must replay alone), with a barrier between windows.
         Pipelined = "pipelined",
     }
 );
@@ -513,6 +515,10 @@ pub struct Config {
     /// so a test can show its comparison with serial replay fails without them.
     #[cfg(test)]
     pub(crate) pacman_unordered: bool,
+    /// Test only: pipelined PACMAN drops the edge from a block's piece-set of batch k to its
+    /// piece-set of batch k+1, so a test can show the pipeline needs it.
+    #[cfg(test)]
+    pub(crate) pacman_unpipelined: bool,
     /// `None`: the protocol's own choice (on where it can speculate).
     pub(crate) commit_dependencies: Option<bool>,
     /// `ermia-ssi` only (`None`: on).
@@ -562,6 +568,8 @@ impl Default for Config {
             pacman_batch_epochs: 100,
             #[cfg(test)]
             pacman_unordered: false,
+            #[cfg(test)]
+            pacman_unpipelined: false,
             commit_dependencies: None,
             ermia_safe_retry: None,
             ermia_old_read_age: None,

@@ -9,8 +9,10 @@
 //! row (ad-hoc) record becomes a write-only piece in each block owning a table it writes
 //! (thesis §4.4.5).
 //!
-//! Schedule (sync mode, B.3–B.5): batches run one after another. In a batch a piece-set
-//! starts when the piece-sets of its parent blocks are done; it then computes each piece's
+//! Schedule (B.3–B.5): in sync mode batches run one after another; in pipelined mode
+//! (Fig. 4.9) a block's piece-set of batch k+1 also waits for its own piece-set of batch k,
+//! but not for the rest of batch k (`schedule.rs`). In a batch a piece-set starts when the
+//! piece-sets of its parent blocks are done; it then computes each piece's
 //! footprint (`procedure/piece.rs`) and queues the piece, in log order, behind the last
 //! earlier piece of the piece-set on each key of its footprint (Calvin-style; a `(table,
 //! *)` entry waits for every earlier piece on the table and blocks every later one). A piece
@@ -27,7 +29,8 @@
 //! between batches (a barrier); one writing a table no block touches gets a block of its
 //! own per table.
 //!
-//! Limits (V1): `pipelined` mode is refused (not supported yet); a piece is a transaction of
+//! Limits (V1): pipelining runs in windows of `PIPELINE_WINDOW_RECORDS` records with a
+//! barrier between windows (the thesis pipelines as batches load); a piece is a transaction of
 //! its own (no direct install); a procedure whose `RETURN` is not its last statement is
 //! refused (the replay view drops `RETURN`). Footprints and queues are computed by the
 //! worker that starts a piece-set, on one thread.
@@ -39,7 +42,7 @@ mod tests;
 use super::replay::Ctx;
 use super::{LogFile, RecoveryReport};
 use crate::config::PacmanMode;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::log::COMMAND;
 use crate::procedure::piece::{self, KeyPlan};
 use crate::procedure::slice::{self, Options};
@@ -164,6 +167,12 @@ impl Plan {
     }
 }
 
+/// Pipelined mode runs consecutive batches together until they hold at least this many log
+/// records (or a row record must replay alone): decoded calls and their frames stay in
+/// memory until their window ends, so the window bounds memory; a barrier between windows
+/// costs one piece-set's tail per block.
+const PIPELINE_WINDOW_RECORDS: usize = 1 << 16;
+
 /// A record to replay: (file, record index).
 pub(super) type RecId = (u32, u32);
 
@@ -176,13 +185,6 @@ enum Batch {
 /// Replays `logs` by PACMAN (recovery `pacman`), adding its phase times to `rep`.
 pub(super) fn replay(ctx: &Ctx<'_>, logs: &[LogFile], rep: &mut RecoveryReport) -> Result<()> {
     let config = &ctx.db.shared.config;
-    if config.pacman_mode == PacmanMode::Pipelined {
-        return Err(Error::Unsupported(
-            "pacman mode `pipelined` (batches overlapping) is not built yet; use pacman mode \
-             `sync`"
-                .into(),
-        ));
-    }
     let t = Instant::now();
     let mut plan = Plan::build(ctx.definitions);
     rep.static_analysis = t.elapsed();
@@ -248,10 +250,29 @@ pub(super) fn replay(ctx: &Ctx<'_>, logs: &[LogFile], rep: &mut RecoveryReport) 
     rep.dynamic_analysis += t.elapsed();
 
     let mut times = schedule::Times::default();
+    // Consecutive batches of pieces waiting to run: one at a time in sync mode, a window in
+    // pipelined mode.
+    let mut window: Vec<Vec<RecId>> = Vec::new();
+    let mut in_window = 0;
+    let flush = |window: &mut Vec<Vec<RecId>>,
+                 times: &mut schedule::Times,
+                 rep: &mut RecoveryReport|
+     -> Result<()> {
+        if window.is_empty() {
+            return Ok(());
+        }
+        let ran = schedule::run_batches(ctx, logs, &plan, window, times)?;
+        rep.pieces += ran.pieces;
+        rep.sets_overlapped += ran.overlapped;
+        window.clear();
+        Ok(())
+    };
     for b in batches {
         rep.batches += 1;
         match b {
             Batch::Alone((i, j)) => {
+                flush(&mut window, &mut times, rep)?;
+                in_window = 0;
                 let f = &logs[i as usize];
                 let r = &f.recs[j as usize];
                 let t = Instant::now();
@@ -267,11 +288,16 @@ pub(super) fn replay(ctx: &Ctx<'_>, logs: &[LogFile], rep: &mut RecoveryReport) 
                 times.execution += t.elapsed();
             }
             Batch::Pieces(recs) => {
-                let r = schedule::run_batch(ctx, logs, &plan, &recs, &mut times)?;
-                rep.pieces += r;
+                in_window += recs.len();
+                window.push(recs);
+                if config.pacman_mode == PacmanMode::Sync || in_window >= PIPELINE_WINDOW_RECORDS {
+                    flush(&mut window, &mut times, rep)?;
+                    in_window = 0;
+                }
             }
         }
     }
+    flush(&mut window, &mut times, rep)?;
     rep.dynamic_analysis += times.analysis;
     rep.schedule_wait = times.wait;
     rep.execution = times.execution;

@@ -1,11 +1,18 @@
-//! One batch of PACMAN replay (thesis §4.4.3–4.4.4, B.3–B.5 with one worker pool):
-//! piece-sets per block, started when their parent blocks' piece-sets are done; inside one,
-//! pieces queued by footprint key; workers run ready pieces.
+//! A run of PACMAN batches (thesis §4.4.3–4.4.4, B.3–B.5 with one worker pool): one
+//! piece-set per (batch, block), started when its parent blocks' piece-sets of the same
+//! batch are done and — the pipelining of Fig. 4.9 — its own block's piece-set of the
+//! previous batch is; inside one, pieces queued by footprint key; workers run ready pieces.
+//! Sync mode passes one batch at a time, so batches run one after another; pipelined mode
+//! passes a window of consecutive batches, so a block may run batch k+1 while another
+//! still runs batch k.
 //!
 //! Invariant: a piece runs only after every earlier piece of its piece-set that shares a
-//! footprint key (or its table, for a `(table, *)` entry) has committed, and after every
-//! piece-set of its block's parent blocks in the batch has; the caller runs batches one
-//! after another.
+//! footprint key (or its table, for a `(table, *)` entry) has committed, after every
+//! piece-set of its block's parent blocks in its batch has, and after its block's
+//! piece-set of the previous batch has. So each key of a block's tables sees its writes in
+//! log order, and a piece's imports (values its call's pieces in parent blocks exported)
+//! are set before it starts. Across blocks nothing but those values flows: a table some
+//! block writes is read by no other block (`slice.rs`: data-dependent slices share a block).
 
 use super::{Plan, RecId};
 use crate::error::{Error, Result};
@@ -44,6 +51,8 @@ struct Piece {
     /// Index into the batch's calls and the slice, or `None` for a row record.
     call: Option<(usize, usize)>,
     block: usize,
+    /// Its piece-set: `batch * plan.blocks + block`.
+    set: usize,
     /// The frame its footprint was computed in, handed to its run.
     frame: Mutex<Option<Frame>>,
 }
@@ -59,6 +68,12 @@ struct State {
     parents_left: Vec<usize>,
     set_left: Vec<usize>,
     sets_done: usize,
+    /// Per batch, its piece-sets not done yet.
+    batch_left: Vec<usize>,
+    /// The first batch with a piece-set not done.
+    oldest: usize,
+    /// Piece-sets started while an earlier batch was not done.
+    overlapped: u64,
     preds_left: Vec<usize>,
     succ: Vec<Vec<usize>>,
     /// Tasks being worked on.
@@ -73,34 +88,52 @@ struct Batch<'a, 'c> {
     plan: &'a Plan,
     calls: Vec<Call<'a>>,
     pieces: Vec<Piece>,
+    /// Pieces per piece-set (`batch * plan.blocks + block`), in log order.
     sets: Vec<Vec<usize>>,
+    /// How many batches this run holds.
+    batches: usize,
     state: Mutex<State>,
     wake: Condvar,
     unordered: bool,
+    unpipelined: bool,
 }
 
-/// Runs the pieces of `recs` (one batch, in log order); returns how many pieces ran.
-pub(super) fn run_batch(
+/// What a run of batches did.
+pub(super) struct Ran {
+    pub pieces: u64,
+    /// Piece-sets started while an earlier batch was not done.
+    pub overlapped: u64,
+}
+
+/// Runs the pieces of `batches` (consecutive batches, each in log order).
+pub(super) fn run_batches(
     ctx: &Ctx<'_>,
     logs: &[LogFile],
     plan: &Plan,
-    recs: &[RecId],
+    batches: &[Vec<RecId>],
     times: &mut Times,
-) -> Result<u64> {
+) -> Result<Ran> {
     let t = Instant::now();
     let mut calls = Vec::new();
     let mut pieces = Vec::new();
-    let mut sets: Vec<Vec<usize>> = vec![Vec::new(); plan.blocks];
+    let nsets = batches.len() * plan.blocks;
+    let mut sets: Vec<Vec<usize>> = vec![Vec::new(); nsets];
     let mut key = Vec::new();
-    for &(i, j) in recs {
+    for (k, &(i, j)) in batches
+        .iter()
+        .enumerate()
+        .flat_map(|(k, recs)| recs.iter().map(move |r| (k, r)))
+    {
         let f = &logs[i as usize];
         let r = &f.recs[j as usize];
         let mut add = |call, block: usize| {
-            sets[block].push(pieces.len());
+            let set = k * plan.blocks + block;
+            sets[set].push(pieces.len());
             pieces.push(Piece {
                 rec: (i, j),
                 call,
                 block,
+                set,
                 frame: Mutex::new(None),
             });
         };
@@ -154,10 +187,22 @@ pub(super) fn run_batch(
     }
     let n = pieces.len();
     let set_left: Vec<usize> = sets.iter().map(Vec::len).collect();
-    let ready: Vec<Task> = (0..plan.blocks)
-        .filter(|&b| plan.parents[b] == 0)
+    let unpipelined = unpipelined(ctx);
+    // A piece-set waits for its parent blocks in its batch and, after the first batch, for
+    // its own block in the batch before.
+    let parents_left: Vec<usize> = (0..nsets)
+        .map(|s| plan.parents[s % plan.blocks] + usize::from(s >= plan.blocks && !unpipelined))
+        .collect();
+    // Reversed, so that the worker taking newest first starts the first batch's sets first
+    // (the test-only `unpipelined` schedule starts the last batch first instead).
+    let mut ready: Vec<Task> = (0..nsets)
+        .rev()
+        .filter(|&s| parents_left[s] == 0)
         .map(Task::Start)
         .collect();
+    if unpipelined {
+        ready.reverse();
+    }
     let batch = Batch {
         ctx,
         logs,
@@ -165,11 +210,15 @@ pub(super) fn run_batch(
         calls,
         pieces,
         sets,
+        batches: batches.len(),
         state: Mutex::new(State {
             ready,
-            parents_left: plan.parents.clone(),
+            parents_left,
             set_left,
             sets_done: 0,
+            batch_left: vec![plan.blocks; batches.len()],
+            oldest: 0,
+            overlapped: 0,
             preds_left: vec![0; n],
             succ: vec![Vec::new(); n],
             running: 0,
@@ -177,6 +226,7 @@ pub(super) fn run_batch(
         }),
         wake: Condvar::new(),
         unordered: unordered(ctx),
+        unpipelined,
     };
     times.analysis += t.elapsed();
     let threads = ctx.threads.max(1);
@@ -195,17 +245,20 @@ pub(super) fn run_batch(
     if let Some(e) = st.error {
         return Err(e);
     }
-    if st.sets_done != plan.blocks {
+    if st.sets_done != nsets {
         return Err(Error::Corrupt {
             file: "command log".into(),
             offset: 0,
             message: format!(
-                "pacman replay stopped with {} of {} piece-sets done",
-                st.sets_done, plan.blocks
+                "pacman replay stopped with {} of {nsets} piece-sets done",
+                st.sets_done
             ),
         });
     }
-    Ok(n as u64)
+    Ok(Ran {
+        pieces: n as u64,
+        overlapped: st.overlapped,
+    })
 }
 
 #[cfg(test)]
@@ -215,6 +268,16 @@ fn unordered(ctx: &Ctx<'_>) -> bool {
 
 #[cfg(not(test))]
 fn unordered(_: &Ctx<'_>) -> bool {
+    false
+}
+
+#[cfg(test)]
+fn unpipelined(ctx: &Ctx<'_>) -> bool {
+    ctx.db.shared.config.pacman_unpipelined
+}
+
+#[cfg(not(test))]
+fn unpipelined(_: &Ctx<'_>) -> bool {
     false
 }
 
@@ -258,7 +321,7 @@ impl Batch<'_, '_> {
         let mut times = Times::default();
         let mut st = self.state.lock();
         loop {
-            if st.error.is_some() || st.sets_done == self.plan.blocks {
+            if st.error.is_some() || st.sets_done == self.sets.len() {
                 self.wake.notify_all();
                 return times;
             }
@@ -275,6 +338,11 @@ impl Batch<'_, '_> {
                 continue;
             };
             st.running += 1;
+            if let Task::Start(set) = task {
+                if set / self.plan.blocks > st.oldest {
+                    st.overlapped += 1;
+                }
+            }
             drop(st);
             let t = Instant::now();
             let r = match task {
@@ -295,9 +363,9 @@ impl Batch<'_, '_> {
                 (Err(e), _) => {
                     st.error.get_or_insert(e);
                 }
-                (Ok(ready), Task::Start(b)) => {
-                    if self.sets[b].is_empty() {
-                        self.set_done(&mut st, b);
+                (Ok(ready), Task::Start(set)) => {
+                    if self.sets[set].is_empty() {
+                        self.set_done(&mut st, set);
                     }
                     st.ready.extend(ready.into_iter().map(Task::Run));
                 }
@@ -309,10 +377,10 @@ impl Batch<'_, '_> {
                             st.ready.push(Task::Run(s));
                         }
                     }
-                    let b = self.pieces[q].block;
-                    st.set_left[b] -= 1;
-                    if st.set_left[b] == 0 {
-                        self.set_done(&mut st, b);
+                    let set = self.pieces[q].set;
+                    st.set_left[set] -= 1;
+                    if st.set_left[set] == 0 {
+                        self.set_done(&mut st, set);
                     }
                 }
             }
@@ -320,9 +388,22 @@ impl Batch<'_, '_> {
         }
     }
 
-    fn set_done(&self, st: &mut State, b: usize) {
+    /// Piece-set `set` is done: wake its children in its batch and its block's piece-set of
+    /// the next batch.
+    fn set_done(&self, st: &mut State, set: usize) {
         st.sets_done += 1;
-        for &c in &self.plan.children[b] {
+        let blocks = self.plan.blocks;
+        let (k, b) = (set / blocks, set % blocks);
+        st.batch_left[k] -= 1;
+        while st.oldest < self.batches && st.batch_left[st.oldest] == 0 {
+            st.oldest += 1;
+        }
+        let next = (k + 1 < self.batches && !self.unpipelined).then_some(set + blocks);
+        for c in self.plan.children[b]
+            .iter()
+            .map(|&c| k * blocks + c)
+            .chain(next)
+        {
             st.parents_left[c] -= 1;
             if st.parents_left[c] == 0 {
                 st.ready.push(Task::Start(c));
@@ -387,11 +468,12 @@ impl Batch<'_, '_> {
         Ok(keys)
     }
 
-    /// Starts block `b`'s piece-set: footprints (computed on `recovery_threads` threads when
-    /// there are many), then queues in log order; returns the pieces ready at once.
-    fn start(&self, b: usize) -> Result<Vec<usize>> {
+    /// Starts piece-set `set`: footprints (computed on `recovery_threads` threads when there
+    /// are many), then queues in log order; returns the pieces ready at once.
+    fn start(&self, set: usize) -> Result<Vec<usize>> {
         const PARALLEL_MIN: usize = 512;
-        let set = &self.sets[b];
+        let b = set % self.plan.blocks;
+        let set = &self.sets[set];
         let threads = self.ctx.threads.max(1);
         let feet: Vec<Vec<QueueKey>> = if threads == 1 || set.len() < PARALLEL_MIN {
             set.iter()

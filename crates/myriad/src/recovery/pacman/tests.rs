@@ -1,8 +1,10 @@
 //! PACMAN against serial replay on adversarial command logs: the same key in consecutive
-//! calls, across many one-epoch batches, values flowing between blocks; and the same log
-//! with the footprint queues dropped, which must then disagree.
+//! calls, across many one-epoch batches, values flowing between blocks, in sync and in
+//! pipelined mode; and the same log with the footprint queues dropped, or with pipelining's
+//! edge between a block's piece-sets of consecutive batches dropped, which must then
+//! disagree.
 
-use crate::config::{FsyncPolicy, LogPolicy, RecoveryScheme};
+use crate::config::{FsyncPolicy, LogPolicy, PacmanMode, RecoveryScheme};
 use crate::sql::Session;
 use crate::value::ToValueRef;
 use crate::{Config, Database};
@@ -141,22 +143,48 @@ fn pacman_matches_serial_on_one_key_in_consecutive_calls_across_batches() {
     let d = history("adversarial");
     let serial = recovered(&d.0, Config::new().recovery(RecoveryScheme::Serial)).expect("serial");
     assert!(serial.len() >= 8, "{serial:?}");
-    for threads in [1, 2] {
-        for epochs in [1, 3, 100] {
-            let (got, rep) = recovered_with_report(&d.0, pacman(threads, epochs)).expect("pacman");
-            assert_eq!(
-                got, serial,
-                "pacman, {threads} threads, {epochs} epochs per batch"
-            );
-            assert_eq!(rep.scheme, "pacman");
-            assert!(rep.calls_replayed > 300, "{rep:?}");
-            // `carry` is two pieces (kv, then tally), the ad-hoc update one.
-            assert!(rep.pieces > rep.records_replayed, "{rep:?}");
-            if epochs == 1 {
-                assert!(rep.batches > 10, "one-epoch batches: {rep:?}");
+    for mode in [PacmanMode::Sync, PacmanMode::Pipelined] {
+        for threads in [1, 2] {
+            for epochs in [1, 3, 100] {
+                let (got, rep) =
+                    recovered_with_report(&d.0, pacman(threads, epochs).pacman_mode(mode))
+                        .expect("pacman");
+                let what = format!("pacman {mode}, {threads} threads, {epochs} epochs per batch");
+                assert_eq!(got, serial, "{what}");
+                assert_eq!(rep.scheme, "pacman");
+                assert!(rep.calls_replayed > 300, "{what}: {rep:?}");
+                // `carry` is two pieces (kv, then tally), the ad-hoc update one.
+                assert!(rep.pieces > rep.records_replayed, "{what}: {rep:?}");
+                if epochs == 1 {
+                    assert!(rep.batches > 10, "one-epoch batches: {rep:?}");
+                }
+                if mode == PacmanMode::Sync {
+                    assert_eq!(rep.sets_overlapped, 0, "{what}: {rep:?}");
+                } else if epochs == 1 {
+                    // The kv block of batch k+1 starts while batch k's tally block waits
+                    // for it: on one worker, taking newest work first, every time.
+                    assert!(rep.sets_overlapped > 0, "{what}: {rep:?}");
+                }
             }
         }
     }
+}
+
+#[test]
+fn pipelined_pacman_without_its_edge_between_batches_disagrees_with_serial() {
+    let d = history("unpipelined");
+    let serial = recovered(&d.0, Config::new().recovery(RecoveryScheme::Serial)).expect("serial");
+    // One-epoch batches, the last started first: a later batch's bumps of a key run before
+    // an earlier batch's.
+    let mut c = pacman(1, 1).pacman_mode(PacmanMode::Pipelined);
+    c.pacman_unpipelined = true;
+    let got = recovered(&d.0, c).expect("unpipelined pacman");
+    assert_ne!(
+        got, serial,
+        "dropping the edge between batches must break the replay"
+    );
+    let got = recovered(&d.0, pacman(1, 1).pacman_mode(PacmanMode::Pipelined)).expect("pacman");
+    assert_eq!(got, serial);
 }
 
 #[test]
@@ -175,15 +203,7 @@ fn pacman_without_its_key_queues_disagrees_with_serial() {
 }
 
 #[test]
-fn pacman_refuses_pipelined_mode_and_a_procedure_returning_early() {
-    let d = history("refusals");
-    let e = recovered(
-        &d.0,
-        pacman(2, 100).pacman_mode(crate::config::PacmanMode::Pipelined),
-    )
-    .expect_err("pipelined is not built");
-    assert!(e.to_string().contains("pipelined"), "{e}");
-
+fn pacman_refuses_a_procedure_returning_early() {
     // A RETURN before the end decides whether what follows runs, which the slices do not
     // model: its calls are refused (and replay serially).
     let d = Dir(std::env::temp_dir().join(format!("myriad-pacman-early-{}", std::process::id())));
