@@ -15,7 +15,8 @@
 //! (a protocol whose commit order is not a serial order, `Protocol::command_log_refusal`,
 //! logs logically where the others log calls);
 //! recovery rotates through the schemes that can read the log (serial, parallel-latched,
-//! parallel-partitioned for a logical log; serial for calls; PLR for a physical log).
+//! parallel-partitioned for a logical log; serial, PACMAN sync and PACMAN pipelined for
+//! calls; PLR for a physical log).
 //! `MYRIAD_CRASH_KILLS` sets the number of kills (default six per protocol, so every protocol
 //! runs and the last generation is MVOCC's again), `MYRIAD_CRASH_SEED` the seed.
 //!
@@ -439,7 +440,15 @@ fn create(dir: &Path) {
 /// Recovers `dir` (whose last child was generation `generation`) and checks it against the
 /// acknowledged transfers.
 fn check(dir: &Path, acked: &Acked, round: usize, generation: i64) -> usize {
+    // A command log rotates through serial replay, PACMAN sync and PACMAN pipelined.
+    let pacman = (log_of(generation) == LogPolicy::Command)
+        .then(|| {
+            [None, Some(PacmanMode::Sync), Some(PacmanMode::Pipelined)]
+                [(generation as usize / 3) % 3]
+        })
+        .flatten();
     let scheme = match log_of(generation) {
+        LogPolicy::Command if pacman.is_some() => RecoveryScheme::Pacman,
         LogPolicy::Command => RecoveryScheme::Serial,
         LogPolicy::Physical => RecoveryScheme::Physical,
         _ => [
@@ -448,8 +457,14 @@ fn check(dir: &Path, acked: &Acked, round: usize, generation: i64) -> usize {
             RecoveryScheme::ParallelPartitioned,
         ][(generation as usize / 3) % 3],
     };
-    let db = Database::open(config_of(dir, generation).recovery(scheme))
-        .unwrap_or_else(|e| panic!("round {round}: recovery ({scheme}) failed: {e}"));
+    let mut config = config_of(dir, generation).recovery(scheme);
+    if let Some(m) = pacman {
+        // Batches of a few epochs, so a child's log of well under a second holds several.
+        config = config.pacman_mode(m).pacman_batch_epochs(5);
+    }
+    let db = Database::open(config).unwrap_or_else(|e| {
+        panic!("round {round}: recovery ({scheme}, pacman mode {pacman:?}) failed: {e}")
+    });
     let rep = db.recovery_report().unwrap();
     assert_eq!(rep.scheme, scheme.name());
     match log_of(generation) {
