@@ -130,10 +130,32 @@ fn open_err(c: Config) -> Error {
     }
 }
 
-fn tempdir(name: &str) -> std::path::PathBuf {
+/// A data directory under the system's temporary directory, removed when dropped (so a
+/// test run leaves nothing behind).
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl AsRef<std::path::Path> for TempDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl From<&TempDir> for std::path::PathBuf {
+    fn from(d: &TempDir) -> Self {
+        d.0.clone()
+    }
+}
+
+fn tempdir(name: &str) -> TempDir {
     let d = std::env::temp_dir().join(format!("myriad-cc-protocols-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
-    d
+    TempDir(d)
 }
 
 #[test]
