@@ -94,9 +94,11 @@ pub(crate) enum Command {
         /// checkpoint, no lock file); exit 1 on any problem recovery would refuse.
         #[arg(long)]
         verify: bool,
-        /// `--recovery pacman` only: sync (log batches one after another, default) or
-        /// pipelined (a block's piece-set of the next batch starts once its own piece-set of
-        /// this batch and its parent blocks' of the next are done; thesis Fig. 4.9).
+        /// `--recovery pacman` only: static (blocks in parallel, each block's pieces one
+        /// after another), sync (also pieces on disjoint keys in parallel; log batches one
+        /// after another; the default) or pipelined (a block's piece-set of the next batch
+        /// starts once its own piece-set of this batch and its parent blocks' of the next are
+        /// done; thesis Fig. 4.9).
         #[arg(long, value_name = "MODE", value_parser = parse_choice::<PacmanMode>)]
         pacman_mode: Option<PacmanMode>,
         /// `--recovery pacman` only: epochs per log batch (default 100).

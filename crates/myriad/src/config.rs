@@ -459,12 +459,16 @@ choice_enum!(
 choice_enum!(
     /// How PACMAN recovery coordinates log batches (thesis §4.4.3, Fig. 4.19).
     PacmanMode {
-        /// Batches one after another, with a barrier between them.
+        /// Static analysis only (Fig. 4.19's first bar): batches one after another, each
+        /// piece-set's pieces one after another in log order; only blocks run in parallel.
+        Static = "static",
+        /// Batches one after another, with a barrier between them; in a piece-set, pieces on
+        /// disjoint footprint keys run in parallel (dynamic analysis).
         Sync = "sync",
         /// A block's piece-set of batch k+1 may start once its parent blocks' piece-sets of
         /// batch k+1 and its own piece-set of batch k are done (Fig. 4.9). Batches are
-        /// pipelined in windows of at least 65,536 log records (or up to a row record that
-        /// must replay alone), with a barrier between windows.
+        /// pipelined in windows of at least 8 batches and 65,536 log records (or up to a row
+        /// record that must replay alone), with a barrier between windows.
         Pipelined = "pipelined",
     }
 );

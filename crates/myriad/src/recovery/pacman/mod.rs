@@ -29,8 +29,8 @@
 //! between batches (a barrier); one writing a table no block touches gets a block of its
 //! own per table.
 //!
-//! Limits (V1): pipelining runs in windows of `PIPELINE_WINDOW_RECORDS` records with a
-//! barrier between windows (the thesis pipelines as batches load); a piece is a transaction of
+//! Limits (V1): pipelining runs in windows of at least `PIPELINE_WINDOW_BATCHES` batches and
+//! `PIPELINE_WINDOW_RECORDS` records with a barrier between windows (the thesis pipelines as batches load); a piece is a transaction of
 //! its own (no direct install); a procedure whose `RETURN` is not its last statement is
 //! refused (the replay view drops `RETURN`). Footprints and queues are computed by the
 //! worker that starts a piece-set, on one thread.
@@ -167,11 +167,13 @@ impl Plan {
     }
 }
 
-/// Pipelined mode runs consecutive batches together until they hold at least this many log
-/// records (or a row record must replay alone): decoded calls and their frames stay in
-/// memory until their window ends, so the window bounds memory; a barrier between windows
-/// costs one piece-set's tail per block.
+/// Pipelined mode runs consecutive batches together until they hold at least
+/// `PIPELINE_WINDOW_BATCHES` batches and `PIPELINE_WINDOW_RECORDS` log records (or a row
+/// record must replay alone): decoded calls and their frames stay in memory until their
+/// window ends, so the window bounds memory; a barrier between windows costs one
+/// piece-set's tail per block, so a window pipelines all but one of its batch boundaries.
 const PIPELINE_WINDOW_RECORDS: usize = 1 << 16;
+const PIPELINE_WINDOW_BATCHES: usize = 8;
 
 /// A record to replay: (file, record index).
 pub(super) type RecId = (u32, u32);
@@ -290,7 +292,10 @@ pub(super) fn replay(ctx: &Ctx<'_>, logs: &[LogFile], rep: &mut RecoveryReport) 
             Batch::Pieces(recs) => {
                 in_window += recs.len();
                 window.push(recs);
-                if config.pacman_mode == PacmanMode::Sync || in_window >= PIPELINE_WINDOW_RECORDS {
+                if config.pacman_mode != PacmanMode::Pipelined
+                    || (in_window >= PIPELINE_WINDOW_RECORDS
+                        && window.len() >= PIPELINE_WINDOW_BATCHES)
+                {
                     flush(&mut window, &mut times, rep)?;
                     in_window = 0;
                 }

@@ -96,6 +96,8 @@ struct Batch<'a, 'c> {
     wake: Condvar,
     unordered: bool,
     unpipelined: bool,
+    /// Static mode: no footprints; a piece-set's pieces run one after another.
+    chained: bool,
 }
 
 /// What a run of batches did.
@@ -227,6 +229,7 @@ pub(super) fn run_batches(
         wake: Condvar::new(),
         unordered: unordered(ctx),
         unpipelined,
+        chained: ctx.db.shared.config.pacman_mode == crate::config::PacmanMode::Static,
     };
     times.analysis += t.elapsed();
     let threads = ctx.threads.max(1);
@@ -281,36 +284,39 @@ fn unpipelined(_: &Ctx<'_>) -> bool {
     false
 }
 
-/// A footprint key as a map key: the table's address and the encoded values.
-type QueueKey = (usize, Option<Vec<u8>>);
+/// A footprint key as a map key: the table's address and a hash of the key values (`None`
+/// for a whole table). Two keys whose hashes collide share a queue: their pieces run in log
+/// order although they need not, which costs parallelism, never correctness.
+type QueueKey = (usize, Option<u64>);
 
 fn queue_key((t, k): &FootKey) -> QueueKey {
+    use std::hash::Hasher;
     let id = std::sync::Arc::as_ptr(t) as usize;
     let k = k.as_ref().map(|vs| {
-        let mut b = Vec::new();
+        let mut h = rustc_hash::FxHasher::default();
         for v in vs {
             match v {
                 Value::Int(i) => {
-                    b.push(0);
-                    b.extend_from_slice(&i.to_le_bytes());
+                    h.write_u8(0);
+                    h.write_i64(*i);
                 }
                 Value::Float(x) => {
-                    b.push(1);
-                    b.extend_from_slice(&x.to_bits().to_le_bytes());
+                    h.write_u8(1);
+                    h.write_u64(x.to_bits());
                 }
                 Value::Str(s) => {
-                    b.push(2);
-                    b.extend_from_slice(&(s.len() as u64).to_le_bytes());
-                    b.extend_from_slice(s.as_bytes());
+                    h.write_u8(2);
+                    h.write_usize(s.len());
+                    h.write(s.as_bytes());
                 }
                 Value::Bytes(x) => {
-                    b.push(3);
-                    b.extend_from_slice(&(x.len() as u64).to_le_bytes());
-                    b.extend_from_slice(x);
+                    h.write_u8(3);
+                    h.write_usize(x.len());
+                    h.write(x);
                 }
             }
         }
-        b
+        h.finish()
     });
     (id, k)
 }
@@ -474,6 +480,15 @@ impl Batch<'_, '_> {
         const PARALLEL_MIN: usize = 512;
         let b = set % self.plan.blocks;
         let set = &self.sets[set];
+        if self.chained {
+            // Each piece waits for the one before it; its frame is built when it runs.
+            let mut st = self.state.lock();
+            for w in set.windows(2) {
+                st.preds_left[w[1]] = 1;
+                st.succ[w[0]].push(w[1]);
+            }
+            return Ok(set.first().copied().into_iter().collect());
+        }
         let threads = self.ctx.threads.max(1);
         let feet: Vec<Vec<QueueKey>> = if threads == 1 || set.len() < PARALLEL_MIN {
             set.iter()

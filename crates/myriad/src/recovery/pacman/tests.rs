@@ -143,7 +143,7 @@ fn pacman_matches_serial_on_one_key_in_consecutive_calls_across_batches() {
     let d = history("adversarial");
     let serial = recovered(&d.0, Config::new().recovery(RecoveryScheme::Serial)).expect("serial");
     assert!(serial.len() >= 8, "{serial:?}");
-    for mode in [PacmanMode::Sync, PacmanMode::Pipelined] {
+    for mode in [PacmanMode::Static, PacmanMode::Sync, PacmanMode::Pipelined] {
         for threads in [1, 2] {
             for epochs in [1, 3, 100] {
                 let (got, rep) =
@@ -158,7 +158,7 @@ fn pacman_matches_serial_on_one_key_in_consecutive_calls_across_batches() {
                 if epochs == 1 {
                     assert!(rep.batches > 10, "one-epoch batches: {rep:?}");
                 }
-                if mode == PacmanMode::Sync {
+                if mode != PacmanMode::Pipelined {
                     assert_eq!(rep.sets_overlapped, 0, "{what}: {rep:?}");
                 } else if epochs == 1 {
                     // The kv block of batch k+1 starts while batch k's tally block waits
