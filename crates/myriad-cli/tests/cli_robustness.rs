@@ -1,6 +1,6 @@
 //! Inputs that used to crash the CLI or make it fail needlessly: output into a closed pipe,
 //! loads that cannot fit in memory, `--protocol` without `--isolation`, `--data-dir` naming a
-//! file, and `recover --help`'s list of schemes.
+//! file, and `recover --help`'s list of schemes and PACMAN modes.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Output, Stdio};
@@ -258,7 +258,12 @@ fn recover_help_lists_every_scheme() {
         "parallel-latched",
         "parallel-partitioned",
         "physical",
+        "pacman",
     ] {
         assert!(help.contains(scheme), "{scheme} missing from:\n{help}");
+    }
+    // PACMAN's modes, from the enum: a new mode must be documented in the help.
+    for mode in myriad::PacmanMode::ALL {
+        assert!(help.contains(mode.name()), "{mode} missing from:\n{help}");
     }
 }

@@ -24,7 +24,7 @@ fn read_json(p: &Path) -> Value {
     serde_json::from_str(&text).expect("valid JSON")
 }
 
-const RUNNABLE: [&str; 22] = [
+const RUNNABLE: [&str; 23] = [
     "non-inline",
     "chain-order",
     "footprint",
@@ -47,6 +47,7 @@ const RUNNABLE: [&str; 22] = [
     "ermia-tpcc",
     "pomvcc-fragment",
     "pomvcc-logs",
+    "pacman-recovery",
 ];
 
 /// A time-series panel's mean for the series `label`.
@@ -104,8 +105,11 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
                         || name.contains("hekaton")
                         || name.starts_with("ermia-")
                         || name.starts_with("pomvcc-");
+                    // Recovery experiments replay a log one bench run wrote (`logs`).
+                    let recovery = name == "pacman-recovery";
                     assert!(
-                        cmd.starts_with("myriad bench ycsb --protocol mvto")
+                        (recovery && cmd.starts_with("myriad recover @log tpcc "))
+                            || cmd.starts_with("myriad bench ycsb --protocol mvto")
                             || cmd.starts_with("myriad bench tpcc --warehouses 1")
                             || (protocol_study
                                 && ["ycsb", "tpcc", "tatp", "llt"]
@@ -124,6 +128,32 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
             "wrote {}",
             dir.join(format!("{name}.json")).display()
         )));
+    }
+
+    // PACMAN recovery: the three logs were written once, every scheme recovered a
+    // non-empty log (a positive replay time), and the log directories are gone.
+    let r = read_json(&dir.join("pacman-recovery.json"));
+    let logs = r["logs"].as_array().unwrap();
+    assert_eq!(logs.len(), 3, "{logs:?}");
+    for kind in ["command", "logical", "physical"] {
+        assert!(
+            logs.iter()
+                .any(|l| l.as_str().unwrap().contains(&format!("--log {kind} "))),
+            "{logs:?}"
+        );
+    }
+    for p in r["panels"].as_array().unwrap() {
+        for se in p["series"].as_array().unwrap() {
+            for pt in se["points"].as_array().unwrap() {
+                let v = pt["median"].as_f64().unwrap();
+                assert!(v > 0.0, "{}: {}: {v}", p["title"], se["label"]);
+            }
+        }
+    }
+    let runs = dir.join("pacman-recovery-runs");
+    for e in std::fs::read_dir(&runs).unwrap() {
+        let n = e.unwrap().file_name().to_string_lossy().to_string();
+        assert!(!n.ends_with(".data"), "{n} left in {}", runs.display());
     }
 
     // Chain order: both orders at both quick thetas, from their own runs.

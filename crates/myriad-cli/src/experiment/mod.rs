@@ -13,6 +13,7 @@
 
 mod plot;
 mod protocols;
+mod recovery;
 mod timestamps;
 
 use crate::bench::{progress_bar, progress_enabled};
@@ -82,6 +83,7 @@ enum Name {
     ErmiaTpcc,
     PomvccFragment,
     PomvccLogs,
+    PacmanRecovery,
     Baselines,
 }
 
@@ -125,6 +127,9 @@ enum Metric {
     LongReaderTps,
     /// The long readers' aborted attempts as a percentage of theirs, against the point's x.
     LongReaderAbortPct,
+    /// Seconds of a recovery phase (`myriad recover --json`'s `ms.<key>`; `replay_and_index`
+    /// is replay plus index build), against the point's x.
+    RecoverySeconds(&'static str),
 }
 
 impl Metric {
@@ -147,6 +152,7 @@ impl Metric {
             },
             Metric::LongReaderTps => "long-reader txn/s",
             Metric::LongReaderAbortPct => "long-reader aborts (% of attempts)",
+            Metric::RecoverySeconds(_) => "recovery seconds",
         }
     }
 
@@ -162,6 +168,7 @@ impl Metric {
                 | Metric::PerTxn(_)
                 | Metric::LongReaderTps
                 | Metric::LongReaderAbortPct
+                | Metric::RecoverySeconds(_)
         )
     }
 }
@@ -169,7 +176,8 @@ impl Metric {
 #[derive(Clone)]
 struct Series {
     label: String,
-    /// (x, the command's arguments after `myriad bench`). Time-series panels have one point.
+    /// (x, the command's arguments after `myriad bench`, or after `myriad` when the first is
+    /// `recover`). Time-series panels have one point.
     points: Vec<(f64, Vec<String>)>,
 }
 
@@ -370,6 +378,19 @@ const SPECS: &[Spec] = &[
                   (10-80 threads); MVCC's scalability falls past 40 threads, POMVCC's holds",
         partial: Some("the logged runs (8 log files): the runs are in memory"),
         panels: timestamps::fragment,
+    },
+    Spec {
+        name: "pacman-recovery",
+        figure: "4.13-4.19",
+        finding: "Fig. 4.14: CLR-P 18x faster than CLR; Fig. 4.16: CLR worst, LLR-P best, \
+                  CLR-P slower than LLR-P (it re-executes reads); Fig. 4.19: synchronous > 4x \
+                  static-only at 40 threads, pipelined best",
+        partial: Some(
+            "Smallbank, Figs. 4.17-4.18 (ad-hoc share, chopping), Fig. 4.20's breakdown \
+             (in each run's JSON: ms.dynamic_analysis, schedule_wait, execution); 1-2 \
+             threads (the thesis: 1-40)",
+        ),
+        panels: recovery::pacman,
     },
     Spec {
         name: BASELINES,
@@ -1052,6 +1073,14 @@ fn settings_json(s: &Scale) -> Json {
 /// The common flags of every run of `panel` with arguments `args` (which may set their
 /// own `--threads`).
 fn common_flags(s: &Scale, metric: Metric, args: &[String], json: &Path) -> Vec<String> {
+    if args.first().is_some_and(|a| a == "recover") {
+        // Replay into memory, write nothing: every round recovers the same files.
+        return vec![
+            "--verify".into(),
+            "--json".into(),
+            json.display().to_string(),
+        ];
+    }
     let duration = match metric {
         Metric::Throughput
         | Metric::SpaceLocksPerTxn
@@ -1060,7 +1089,8 @@ fn common_flags(s: &Scale, metric: Metric, args: &[String], json: &Path) -> Vec<
         | Metric::TypeThroughput(_)
         | Metric::PerTxn(_)
         | Metric::LongReaderTps
-        | Metric::LongReaderAbortPct => s.duration,
+        | Metric::LongReaderAbortPct
+        | Metric::RecoverySeconds(_) => s.duration,
         Metric::ThroughputOverTime | Metric::LiveMibOverTime => s.series_duration,
     };
     let mut flags: Vec<String> = Vec::new();
@@ -1081,18 +1111,25 @@ fn common_flags(s: &Scale, metric: Metric, args: &[String], json: &Path) -> Vec<
     flags
 }
 
-/// One `myriad bench` run (a child process of this binary); its JSON report.
+/// One `myriad bench` run, or `myriad recover` when `args` starts with `recover` (a child
+/// process of this binary); its JSON report.
 fn bench(args: &[String], flags: &[String], json: &Path) -> Result<Json, String> {
     let exe = std::env::current_exe().map_err(|e| format!("finding this executable: {e}"))?;
+    let sub: &[&str] = if args.first().is_some_and(|a| a == "recover") {
+        &[]
+    } else {
+        &["bench"]
+    };
     let out = std::process::Command::new(exe)
-        .arg("bench")
+        .args(sub)
         .args(args)
         .args(flags)
         .output()
         .map_err(|e| format!("starting myriad bench: {e}"))?;
     if !out.status.success() {
         return Err(format!(
-            "`myriad bench {}` failed ({}): {}",
+            "`myriad {}{}` failed ({}): {}",
+            sub.first().map_or(String::new(), |b| format!("{b} ")),
             args.join(" "),
             out.status,
             String::from_utf8_lossy(&out.stderr).trim()
@@ -1120,6 +1157,14 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
         }
         Metric::AbortPct => return Ok(vec![(x, 100.0 * num(report, "abort_rate")?)]),
         Metric::PerTxn(key) => return Ok(vec![(x, num(report, key)?)]),
+        Metric::RecoverySeconds(key) => {
+            let ms = report.get("ms").ok_or("report lacks ms")?;
+            let v = match key {
+                "replay_and_index" => num(ms, "replay")? + num(ms, "index_build")?,
+                k => num(ms, k)?,
+            };
+            return Ok(vec![(x, v / 1000.0)]);
+        }
         Metric::TypeThroughput(t) => {
             // A type that never committed has no latency entry.
             let count = match report.pointer(&format!("/latency_us/{t}")) {
@@ -1199,7 +1244,84 @@ fn command_line(args: &[String], flags: &[String]) -> String {
         .map(String::as_str)
         .take_while(|f| *f != "--json")
         .collect();
-    format!("myriad bench {} {}", args.join(" "), keep.join(" "))
+    let sub = if args.first().is_some_and(|a| a == "recover") {
+        "myriad"
+    } else {
+        "myriad bench"
+    };
+    format!("{sub} {} {}", args.join(" "), keep.join(" "))
+}
+
+/// The `myriad bench` arguments of a `recover` point's log (after `recovery::LOG`, up to
+/// `--recovery`), if it has one.
+fn log_args(args: &[String]) -> Option<Vec<String>> {
+    let at = args.iter().position(|a| a == recovery::LOG)?;
+    Some(
+        args[at + 1..]
+            .iter()
+            .take_while(|a| *a != "--recovery")
+            .cloned()
+            .collect(),
+    )
+}
+
+/// `args` with `recovery::LOG` and the log's bench arguments replaced by `dir`.
+fn with_log_dir(args: &[String], dir: &Path) -> Vec<String> {
+    let Some(at) = args.iter().position(|a| a == recovery::LOG) else {
+        return args.to_vec();
+    };
+    let end = args[at..]
+        .iter()
+        .position(|a| a == "--recovery")
+        .map_or(args.len(), |e| at + e);
+    let mut out = args[..at].to_vec();
+    out.push(dir.display().to_string());
+    out.extend_from_slice(&args[end..]);
+    out
+}
+
+/// Runs each distinct log-writing `myriad bench` command of `commands` once, into
+/// `runs_dir/log-N.data`; returns (bench arguments, directory, the command as quoted).
+fn prepare_logs(
+    commands: &[(Vec<String>, Metric)],
+    s: &Scale,
+    runs_dir: &Path,
+) -> Result<Vec<(Vec<String>, PathBuf, String)>, String> {
+    let mut logs: Vec<(Vec<String>, PathBuf, String)> = Vec::new();
+    for (args, _) in commands {
+        let Some(bench_args) = log_args(args) else {
+            continue;
+        };
+        if logs.iter().any(|(a, _, _)| *a == bench_args) {
+            continue;
+        }
+        let dir = runs_dir.join(format!("log-{}.data", logs.len()));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| format!("removing {}: {e}", dir.display()))?;
+        }
+        let json = runs_dir.join(format!("log-{}.json", logs.len()));
+        let mut a = bench_args.clone();
+        a.extend(["--data-dir".to_string(), dir.display().to_string()]);
+        let mut flags = common_flags(s, Metric::Throughput, &a, &json);
+        // The log's own duration; no warm-up (the whole run is logged, the warm-up too).
+        for (flag, own) in [("--duration", None), ("--warmup", Some("0"))] {
+            if let Some(w) = flags.iter().position(|f| f == flag) {
+                match own {
+                    Some(v) => flags[w + 1] = v.into(),
+                    None if bench_args.iter().any(|a| a == flag) => {
+                        flags.drain(w..w + 2);
+                    }
+                    None => {}
+                }
+            }
+        }
+        let quoted = command_line(&bench_args, &flags);
+        println!("  writing a log: {quoted} --data-dir {}", dir.display());
+        bench(&a, &flags, &json)?;
+        logs.push((bench_args, dir, quoted));
+    }
+    Ok(logs)
 }
 
 fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), String> {
@@ -1226,6 +1348,8 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
             }
         }
     }
+    // Logs the `recover` points replay, written once before the rounds.
+    let logs = prepare_logs(&commands, s, &runs_dir)?;
     let total = commands.len() as u64 * s.runs as u64;
     let pb = progress_bar(
         progress,
@@ -1248,6 +1372,13 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
             }
             let run_dir = runs_dir.join(format!("r{round}-{i}.data"));
             let args = with_run_dir(args, &run_dir)?;
+            let args = match log_args(&args) {
+                Some(b) => match logs.iter().find(|(a, _, _)| *a == b) {
+                    Some((_, dir, _)) => with_log_dir(&args, dir),
+                    None => return Err("a recover point without its log".into()),
+                },
+                None => args,
+            };
             let report = bench(&args, &flags, &json_path);
             if run_dir.exists() {
                 std::fs::remove_dir_all(&run_dir)
@@ -1258,6 +1389,9 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
         }
     }
     pb.finish_and_clear();
+    for (_, dir, _) in &logs {
+        std::fs::remove_dir_all(dir).map_err(|e| format!("removing {}: {e}", dir.display()))?;
+    }
 
     let mut panels_json = Vec::new();
     let mut charts = Vec::new();
@@ -1344,6 +1478,7 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
         "settings": settings_json(s),
         "panels": panels_json,
         "runs_dir": runs_dir.display().to_string(),
+        "logs": logs.iter().map(|(_, _, q)| q.clone()).collect::<Vec<_>>(),
     });
     let json_path = out.join(format!("{}.json", spec.name));
     let text = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())? + "\n";
@@ -1496,6 +1631,64 @@ mod tests {
             vec![(0.0, 1.0), (1.0, 2.0), (1.5, 2.0)]
         );
         assert!(figures(&json!({}), Metric::Throughput, 0.0).is_err());
+    }
+
+    #[test]
+    fn a_recover_point_names_its_log_and_gets_its_directory() {
+        let a: Vec<String> = [
+            "recover",
+            recovery::LOG,
+            "tpcc",
+            "--log",
+            "command",
+            "--recovery",
+            "pacman",
+            "--threads",
+            "2",
+        ]
+        .map(String::from)
+        .into();
+        assert_eq!(
+            log_args(&a).unwrap(),
+            ["tpcc", "--log", "command"].map(String::from)
+        );
+        assert_eq!(
+            with_log_dir(&a, Path::new("/x/log-0.data")),
+            [
+                "recover",
+                "/x/log-0.data",
+                "--recovery",
+                "pacman",
+                "--threads",
+                "2"
+            ]
+            .map(String::from)
+        );
+        // A bench point has no log and is left alone.
+        let b: Vec<String> = ["ycsb", "--threads", "2"].map(String::from).into();
+        assert!(log_args(&b).is_none());
+        assert_eq!(with_log_dir(&b, Path::new("/x")), b);
+        let json = Path::new("/x/r.json");
+        assert_eq!(
+            common_flags(
+                &Scale {
+                    quick: true,
+                    rows: 100,
+                    threads: 2,
+                    duration: 0.5,
+                    series_duration: 1.0,
+                    warmup: 0.0,
+                    runs: 1,
+                    seed: 1,
+                },
+                Metric::RecoverySeconds("replay"),
+                &a,
+                json
+            ),
+            ["--verify", "--json", "/x/r.json"].map(String::from)
+        );
+        assert!(command_line(&a, &[]).starts_with("myriad recover @log tpcc"));
+        assert!(command_line(&b, &[]).starts_with("myriad bench ycsb"));
     }
 
     #[test]

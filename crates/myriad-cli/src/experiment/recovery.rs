@@ -1,0 +1,105 @@
+//! Recovery experiments (thesis ch. 4): each point is a `myriad recover --verify` of a log
+//! that one `myriad bench` run wrote before the rounds (`LOG`, prepared once per experiment
+//! and removed after it). `--verify` replays the whole log into memory and writes nothing,
+//! so every round recovers the same files.
+
+use super::{Metric, Panel, Scale, Series};
+
+/// In a `recover` point's arguments: `LOG` followed by the `myriad bench` arguments of the
+/// run that writes the log; the runner replaces both by the directory that run wrote.
+pub(super) const LOG: &str = "@log";
+
+/// The TPC-C run whose log the experiment recovers: 2 warehouses, `--no-inserts` (as the
+/// thesis's recovery experiments), on the scale's threads, twice the scale's duration (the
+/// thesis: 60 s), no checkpoint during the run, so all of it is replayed.
+fn tpcc_log(s: &Scale, kind: &str) -> Vec<String> {
+    let secs = if s.quick { 0.5 } else { 2.0 * s.duration };
+    [
+        "tpcc",
+        "--warehouses",
+        "2",
+        "--no-inserts",
+        "--duration",
+        &secs.to_string(),
+        "--log",
+        kind,
+    ]
+    .map(String::from)
+    .into()
+}
+
+/// `myriad recover @log BENCH... --recovery SCHEME --threads N [rest]`.
+fn recover(log: &[String], scheme: &str, threads: usize, rest: &[&str]) -> Vec<String> {
+    let mut a = vec!["recover".to_string(), LOG.to_string()];
+    a.extend(log.iter().cloned());
+    a.extend(
+        ["--recovery", scheme, "--threads", &threads.to_string()]
+            .into_iter()
+            .chain(rest.iter().copied())
+            .map(String::from),
+    );
+    a
+}
+
+/// Figs. 4.13/4.14/4.16 (log recovery time per scheme) and 4.19 (PACMAN's static, sync and
+/// pipelined modes), over recovery threads.
+pub(super) fn pacman(s: &Scale) -> Vec<Panel> {
+    let threads = super::protocols::thread_counts(s);
+    let command = tpcc_log(s, "command");
+    let series = |label: &str, log: &[String], scheme: &str, rest: &[&str]| Series {
+        label: label.to_string(),
+        points: threads
+            .iter()
+            .map(|&t| (t as f64, recover(log, scheme, t, rest)))
+            .collect(),
+    };
+    let modes = vec![
+        series("serial", &command, "serial", &[]),
+        series(
+            "pacman static",
+            &command,
+            "pacman",
+            &["--pacman-mode", "static"],
+        ),
+        series(
+            "pacman sync",
+            &command,
+            "pacman",
+            &["--pacman-mode", "sync"],
+        ),
+        series(
+            "pacman pipelined",
+            &command,
+            "pacman",
+            &["--pacman-mode", "pipelined"],
+        ),
+    ];
+    let logical = tpcc_log(s, "logical");
+    let physical = tpcc_log(s, "physical");
+    let schemes = vec![
+        series("command, serial (CLR)", &command, "serial", &[]),
+        series("command, pacman (CLR-P)", &command, "pacman", &[]),
+        series("logical, serial (LLR)", &logical, "serial", &[]),
+        series(
+            "logical, parallel-partitioned (LLR-P)",
+            &logical,
+            "parallel-partitioned",
+            &[],
+        ),
+        series("physical (PLR)", &physical, "physical", &[]),
+    ];
+    vec![
+        Panel {
+            title: "Fig. 4.19: PACMAN modes, TPC-C command log (replay)".into(),
+            x_label: "recovery threads",
+            metric: Metric::RecoverySeconds("replay"),
+            series: modes,
+        },
+        Panel {
+            title: "Figs. 4.13/4.16: log recovery by scheme, TPC-C (replay + index build)".into(),
+            x_label: "recovery threads",
+            metric: Metric::RecoverySeconds("replay_and_index"),
+            series: schemes,
+        },
+    ]
+}
