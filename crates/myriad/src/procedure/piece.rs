@@ -42,13 +42,6 @@ pub(crate) enum KeyPlan {
     },
 }
 
-impl KeyPlan {
-    /// Does computing this footprint change the frame (loop counters, assignments)?
-    pub(crate) fn changes_frame(&self) -> bool {
-        matches!(self, KeyPlan::Keys { pre, loops, .. } if !pre.is_empty() || !loops.is_empty())
-    }
-}
-
 /// One entry of a footprint: a table and the first p_T values of a key (`None`: `*`).
 pub(crate) type FootKey = (TableRef, Option<Vec<Value>>);
 
@@ -222,7 +215,7 @@ pub(crate) fn key_plans(
 
 /// Adds the footprint of `plans` in frame `f` (started, imports in) to `out`. Changes the
 /// slots of loop counters and of the assignments it evaluates: start `f` again before the
-/// piece runs (`KeyPlan::changes_frame`).
+/// piece runs (PACMAN's scheduler fills a frame afresh for each run).
 pub(crate) fn footprint(plans: &[KeyPlan], f: &mut Frame, out: &mut Vec<FootKey>) {
     for plan in plans {
         match plan {
