@@ -281,6 +281,9 @@ fn unpipelined(_: &Ctx<'_>) -> bool {
     false
 }
 
+/// Most pieces one replay transaction runs (serial replay runs 8 calls to one).
+const RUN_GROUP: usize = 8;
+
 /// A worker's frames, one per procedure definition, refilled for each piece.
 type Frames = FxHashMap<usize, Frame>;
 
@@ -326,6 +329,7 @@ impl Batch<'_, '_> {
     fn work(&self) -> Times {
         let mut times = Times::default();
         let mut frames = Frames::default();
+        let mut group = Vec::with_capacity(RUN_GROUP);
         let mut st = self.state.lock();
         loop {
             if st.error.is_some() || st.sets_done == self.sets.len() {
@@ -350,6 +354,23 @@ impl Batch<'_, '_> {
                     st.overlapped += 1;
                 }
             }
+            // Ready pieces on top of this one join its replay transaction, up to
+            // `RUN_GROUP` and an even share of what is ready among the workers: pieces ready
+            // together share no footprint key, so one transaction may run them in turn.
+            group.clear();
+            if let Task::Run(q) = task {
+                group.push(q);
+                let share = (st.ready.len() + 1) / self.ctx.threads.max(1);
+                while group.len() < RUN_GROUP.min(share) {
+                    match st.ready.last() {
+                        Some(&Task::Run(q)) => {
+                            st.ready.pop();
+                            group.push(q);
+                        }
+                        _ => break,
+                    }
+                }
+            }
             drop(st);
             let t = Instant::now();
             let r = match task {
@@ -358,8 +379,8 @@ impl Batch<'_, '_> {
                     times.analysis += t.elapsed();
                     r
                 }
-                Task::Run(q) => {
-                    let r = self.run(&mut frames, q);
+                Task::Run(_) => {
+                    let r = self.run(&mut frames, &group);
                     times.execution += t.elapsed();
                     r.map(|()| Vec::new())
                 }
@@ -376,18 +397,20 @@ impl Batch<'_, '_> {
                     }
                     st.ready.extend(ready.into_iter().map(Task::Run));
                 }
-                (Ok(_), Task::Run(q)) => {
-                    let succ = std::mem::take(&mut st.succ[q]);
-                    for s in succ {
-                        st.preds_left[s] -= 1;
-                        if st.preds_left[s] == 0 {
-                            st.ready.push(Task::Run(s));
+                (Ok(_), Task::Run(_)) => {
+                    for &q in &group {
+                        let succ = std::mem::take(&mut st.succ[q]);
+                        for s in succ {
+                            st.preds_left[s] -= 1;
+                            if st.preds_left[s] == 0 {
+                                st.ready.push(Task::Run(s));
+                            }
                         }
-                    }
-                    let set = self.pieces[q].set;
-                    st.set_left[set] -= 1;
-                    if st.set_left[set] == 0 {
-                        self.set_done(&mut st, set);
+                        let set = self.pieces[q].set;
+                        st.set_left[set] -= 1;
+                        if st.set_left[set] == 0 {
+                            self.set_done(&mut st, set);
+                        }
                     }
                 }
             }
@@ -563,40 +586,43 @@ impl Batch<'_, '_> {
         Ok(ready)
     }
 
-    /// Runs piece `q` as one replay transaction.
-    fn run(&self, frames: &mut Frames, q: usize) -> Result<()> {
-        let piece = &self.pieces[q];
-        let (i, j) = piece.rec;
-        let lf = &self.logs[i as usize];
-        let r = &lf.recs[j as usize];
+    /// Runs the pieces of `group` (ready together, in this order) as one replay
+    /// transaction.
+    fn run(&self, frames: &mut Frames, group: &[usize]) -> Result<()> {
         let mut tx = self.ctx.db.begin_replay(crate::txn::TxnOptions {
             isolation: crate::config::Isolation::Snapshot,
             read_only: false,
         })?;
-        match piece.call {
-            Some((c, s)) => {
-                let call = &self.calls[c];
-                let sp = self.slice(c, s)?;
-                let f = self.frame(frames, c, s)?;
-                call.p
-                    .p
-                    .run_slice(&mut tx, f, &sp.mask)
-                    .map_err(|e| replay_failed(call.p, &e))?;
-                if !sp.exports.is_empty() {
-                    let vals: Vec<V> = sp.exports.iter().map(|&v| f.vars[v].clone()).collect();
-                    let _ = call.exports[s].set(vals);
-                }
-            }
-            None => {
-                let mut key = Vec::new();
-                let b = piece.block;
-                self.ctx.writes(lf, r, &mut key, |t, op, k, data| {
-                    if self.plan.owner.get(&t.schema.name) == Some(&b) {
-                        apply(&mut tx, t, op, k, data)
-                    } else {
-                        Ok(())
+        for &q in group {
+            let piece = &self.pieces[q];
+            let (i, j) = piece.rec;
+            let lf = &self.logs[i as usize];
+            let r = &lf.recs[j as usize];
+            match piece.call {
+                Some((c, s)) => {
+                    let call = &self.calls[c];
+                    let sp = self.slice(c, s)?;
+                    let f = self.frame(frames, c, s)?;
+                    call.p
+                        .p
+                        .run_slice(&mut tx, f, &sp.mask)
+                        .map_err(|e| replay_failed(call.p, &e))?;
+                    if !sp.exports.is_empty() {
+                        let vals: Vec<V> = sp.exports.iter().map(|&v| f.vars[v].clone()).collect();
+                        let _ = call.exports[s].set(vals);
                     }
-                })?;
+                }
+                None => {
+                    let mut key = Vec::new();
+                    let b = piece.block;
+                    self.ctx.writes(lf, r, &mut key, |t, op, k, data| {
+                        if self.plan.owner.get(&t.schema.name) == Some(&b) {
+                            apply(&mut tx, t, op, k, data)
+                        } else {
+                            Ok(())
+                        }
+                    })?;
+                }
             }
         }
         tx.commit_deferred()?;
