@@ -89,10 +89,38 @@ impl Compiled {
     }
 }
 
+impl Compiled {
+    /// Runs a slice compiled by `compile_slice` in a frame already started (parameters,
+    /// initial values and imports in), as `Proc::run_slice` runs it.
+    pub(crate) fn run_slice(
+        &self,
+        tx: &mut Transaction<'_>,
+        f: &mut Frame,
+    ) -> crate::error::Result<()> {
+        (self.body)(tx, f).map(drop).map_err(|e| *e)
+    }
+}
+
+/// Compiles the slice of `p` that `mask` selects (operation ids), as `Proc::run_slice`
+/// interprets it: the statements of the body, of `IF` arms and of `FOR i IN lo..hi` bodies
+/// whose operation is in the mask; a `FOR r IN SELECT` loop in the mask runs whole, and
+/// loops warm nothing (a slice must touch no table outside its block). `None` when the
+/// slice has a form the compiler does not take.
+pub(crate) fn compile_slice(p: &Proc, mask: &[bool]) -> Option<Compiled> {
+    let c = Cx {
+        p,
+        mask: Some(mask),
+    };
+    Some(Compiled {
+        inits: Vec::new(),
+        body: c.block(&p.body)?,
+    })
+}
+
 /// Compiles `p`; `None` when it has a form the compiler does not take (then the whole
 /// procedure is interpreted).
 pub(crate) fn compile(p: &Proc) -> Option<Compiled> {
-    let c = Cx { p };
+    let c = Cx { p, mask: None };
     let inits = p
         .inits
         .iter()
@@ -376,6 +404,8 @@ impl PointRead {
 /// The compiler's view of the procedure being compiled.
 struct Cx<'a> {
     p: &'a Proc,
+    /// A slice's operations (`compile_slice`); `None`: the whole body.
+    mask: Option<&'a [bool]>,
 }
 
 impl Cx<'_> {
@@ -395,8 +425,12 @@ impl Cx<'_> {
     }
 
     fn block(&self, stmts: &[Stmt]) -> Option<Run> {
+        let mask = self.mask;
         let mut runs = stmts
             .iter()
+            .filter(|s| {
+                mask.is_none_or(|m| m.get(super::graph::op_of(s)).copied().unwrap_or(false))
+            })
             .map(|s| self.stmt(s))
             .collect::<Option<Vec<Run>>>()?;
         Some(match runs.len() {
@@ -475,7 +509,12 @@ impl Cx<'_> {
                 ..
             } => {
                 let (lo, hi, body, slot) = (val(lo), val(hi), self.block(body)?, *slot);
-                let prefetch = prefetch.clone();
+                // A slice warms nothing (`Proc::run_slice` does not).
+                let prefetch = if self.mask.is_some() {
+                    Vec::new()
+                } else {
+                    prefetch.clone()
+                };
                 Box::new(move |tx, f| {
                     let int = |v: V| match v {
                         V::Val(Value::Int(i)) => i,
@@ -917,7 +956,12 @@ impl Cx<'_> {
             return None;
         };
         let rows = self.rows(op, read, es);
-        let body = self.block(body)?;
+        // In a slice the loop runs whole, as `Proc::run_slice` runs it.
+        let body = Cx {
+            p: self.p,
+            mask: None,
+        }
+        .block(body)?;
         let (fields, prefetch) = (fields.to_vec(), prefetch.to_vec());
         Some(Box::new(move |tx, f| {
             // All rows are read before the body runs (`Proc::general`).

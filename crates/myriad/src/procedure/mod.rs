@@ -154,6 +154,16 @@ impl CallFrame {
     }
 }
 
+/// A procedure slice compiled to closures (`Procedure::compile_slice`).
+pub(crate) struct SliceCode(compile::Compiled);
+
+impl SliceCode {
+    /// Runs the slice in a frame already started (parameters, initial values, imports).
+    pub(crate) fn run(&self, tx: &mut crate::txn::Transaction<'_>, f: &mut Frame) -> Result<()> {
+        self.0.run_slice(tx, f)
+    }
+}
+
 /// A compiled stored procedure.
 pub struct Procedure {
     pub(crate) p: ir::Proc,
@@ -407,6 +417,14 @@ impl Procedure {
         frame: &mut CallFrame,
     ) -> Result<Vec<Value>> {
         self.run(tx, &mut frame.0)
+    }
+
+    /// The slice of this procedure that `mask` selects, compiled to closures
+    /// (`compile::compile_slice`) when the procedure itself runs compiled; `None` (run it
+    /// with `Proc::run_slice`) otherwise.
+    pub(crate) fn compile_slice(&self, mask: &[bool]) -> Option<SliceCode> {
+        self.compiled.as_ref()?;
+        compile::compile_slice(&self.p, mask).map(SliceCode)
     }
 
     /// Whether calls run the procedure compiled to closures (`Config::procedures`), not

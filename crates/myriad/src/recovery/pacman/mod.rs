@@ -60,6 +60,8 @@ pub(super) struct SlicePlan {
     /// Variable slots it exports.
     pub exports: Vec<usize>,
     pub keys: Vec<KeyPlan>,
+    /// The slice compiled to closures, when its procedure runs compiled (else interpreted).
+    pub code: Option<crate::procedure::SliceCode>,
 }
 
 /// What the static analysis gives recovery.
@@ -126,6 +128,7 @@ impl Plan {
                         });
                         SlicePlan {
                             block: s.block,
+                            code: p.compile_slice(&mask),
                             mask,
                             imports: s.import_slots.clone(),
                             exports: s.export_slots.clone(),

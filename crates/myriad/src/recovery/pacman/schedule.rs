@@ -449,7 +449,9 @@ impl Batch<'_, '_> {
     fn frame<'f>(&self, frames: &'f mut Frames, c: usize, s: usize) -> Result<&'f mut Frame> {
         let call = &self.calls[c];
         let f = frames.entry(call.def).or_insert_with(|| call.p.p.frame());
-        f.vars[..call.args.len()].clone_from_slice(&call.args);
+        for (to, from) in f.vars.iter_mut().zip(&call.args) {
+            assign(to, from);
+        }
         call.p.p.start(f)?;
         let sp = self.slice(c, s)?;
         for &(v, from) in &sp.imports {
@@ -603,10 +605,11 @@ impl Batch<'_, '_> {
                     let call = &self.calls[c];
                     let sp = self.slice(c, s)?;
                     let f = self.frame(frames, c, s)?;
-                    call.p
-                        .p
-                        .run_slice(&mut tx, f, &sp.mask)
-                        .map_err(|e| replay_failed(call.p, &e))?;
+                    match &sp.code {
+                        Some(code) => code.run(&mut tx, f),
+                        None => call.p.p.run_slice(&mut tx, f, &sp.mask),
+                    }
+                    .map_err(|e| replay_failed(call.p, &e))?;
                     if !sp.exports.is_empty() {
                         let vals: Vec<V> = sp.exports.iter().map(|&v| f.vars[v].clone()).collect();
                         let _ = call.exports[s].set(vals);
@@ -627,6 +630,19 @@ impl Batch<'_, '_> {
         }
         tx.commit_deferred()?;
         Ok(())
+    }
+}
+
+/// `*to = from.clone()`, reusing `to`'s storage for an INT or an INT array (a call's
+/// arguments are refilled into a kept frame for each of its pieces).
+fn assign(to: &mut V, from: &V) {
+    match (to, from) {
+        (V::Val(Value::Int(t)), V::Val(Value::Int(f))) => *t = *f,
+        (V::IntArr(t), V::IntArr(f)) => {
+            t.clear();
+            t.extend_from_slice(f);
+        }
+        (t, f) => *t = f.clone(),
     }
 }
 

@@ -4,7 +4,7 @@
 //! edge between a block's piece-sets of consecutive batches dropped, which must then
 //! disagree.
 
-use crate::config::{FsyncPolicy, LogPolicy, PacmanMode, RecoveryScheme};
+use crate::config::{FsyncPolicy, LogPolicy, PacmanMode, ProcedureExec, RecoveryScheme};
 use crate::sql::Session;
 use crate::value::ToValueRef;
 use crate::{Config, Database};
@@ -167,6 +167,44 @@ fn pacman_matches_serial_on_one_key_in_consecutive_calls_across_batches() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn pacman_slices_run_compiled_unless_procedures_are_interpreted() {
+    for (mode, compiled) in [
+        (ProcedureExec::Compiled, true),
+        (ProcedureExec::Interpreted, false),
+    ] {
+        let db = Database::open(Config::new().procedures(mode)).expect("open");
+        Session::new(&db).execute(SQL).expect("schema");
+        let defs: Vec<_> = ["put", "bump", "carry", "spread"]
+            .iter()
+            .map(|n| Some(db.procedure(n).expect("procedure")))
+            .collect();
+        let plan = super::Plan::build(&defs);
+        let slices: Vec<&super::SlicePlan> = plan
+            .defs
+            .iter()
+            .flatten()
+            .flat_map(|d| d.as_ref().expect("slices"))
+            .collect();
+        // put: kv and tally; bump; carry: kv and tally; spread.
+        assert_eq!(slices.len(), 6);
+        for sp in slices {
+            assert_eq!(sp.code.is_some(), compiled, "{mode}");
+        }
+    }
+    // The interpreted slices replay the adversarial log as serial does too.
+    let d = history("interpreted");
+    let serial = recovered(&d.0, Config::new().recovery(RecoveryScheme::Serial)).expect("serial");
+    for threads in [1, 2] {
+        let c = pacman(threads, 1).procedures(ProcedureExec::Interpreted);
+        assert_eq!(
+            recovered(&d.0, c).expect("pacman"),
+            serial,
+            "{threads} threads"
+        );
     }
 }
 
