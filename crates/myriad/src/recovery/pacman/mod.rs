@@ -17,8 +17,9 @@
 //! earlier piece of the piece-set on each key of its footprint (Calvin-style; a `(table,
 //! *)` entry waits for every earlier piece on the table and blocks every later one). A piece
 //! is ready when those predecessors are done. One pool of `recovery_threads` workers runs
-//! ready pieces, each as one replay transaction (`begin_replay`, `commit_deferred`), as
-//! `serial` runs a whole call.
+//! ready pieces in replay transactions (`begin_replay`, `commit_deferred`; pieces ready
+//! together share one, as `serial` runs 8 calls to one), each piece in a frame its worker
+//! keeps per definition, compiled (`procedure::compile_slice`) where its procedure is.
 //!
 //! Why it equals serial replay (B.7): every table some procedure writes belongs to exactly
 //! one block, and within a block's piece-set operations on one key prefix run in log order
@@ -30,10 +31,11 @@
 //! own per table.
 //!
 //! Limits (V1): pipelining runs in windows of at least `PIPELINE_WINDOW_BATCHES` batches and
-//! `PIPELINE_WINDOW_RECORDS` records with a barrier between windows (the thesis pipelines as batches load); a piece is a transaction of
-//! its own (no direct install); a procedure whose `RETURN` is not its last statement is
-//! refused (the replay view drops `RETURN`). Footprints and queues are computed by the
-//! worker that starts a piece-set, on one thread.
+//! `PIPELINE_WINDOW_RECORDS` records with a barrier between windows (the thesis pipelines as
+//! batches load); pieces run in replay transactions (up to 8 ready pieces to one), not
+//! installed directly; a procedure whose `RETURN` is not its last statement is refused (the
+//! replay view drops `RETURN`). The worker that starts a piece-set computes its footprints
+//! (on `recovery_threads` scoped threads when it has 512 pieces or more) and its queues.
 
 mod schedule;
 #[cfg(test)]
