@@ -414,7 +414,12 @@ impl Batch<'_, '_> {
                     }
                 }
             }
-            self.wake.notify_all();
+            // This worker takes the newest ready task itself at the top of the loop; wake
+            // the others only for more than that (or to stop). Waking them for every piece
+            // of a chain (static mode) cost each piece a futile wake-up on the other core.
+            if st.ready.len() > 1 || st.error.is_some() || st.sets_done == self.sets.len() {
+                self.wake.notify_all();
+            }
         }
     }
 
