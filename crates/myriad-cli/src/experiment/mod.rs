@@ -1633,6 +1633,20 @@ mod tests {
         assert!(figures(&json!({}), Metric::Throughput, 0.0).is_err());
     }
 
+    /// A `--quick` scale on 2 threads.
+    fn quick_scale() -> Scale {
+        Scale {
+            quick: true,
+            rows: 100,
+            threads: 2,
+            duration: 0.5,
+            series_duration: 1.0,
+            warmup: 0.0,
+            runs: 1,
+            seed: 1,
+        }
+    }
+
     #[test]
     fn a_recover_point_names_its_log_and_gets_its_directory() {
         let a: Vec<String> = [
@@ -1670,21 +1684,7 @@ mod tests {
         assert_eq!(with_log_dir(&b, Path::new("/x")), b);
         let json = Path::new("/x/r.json");
         assert_eq!(
-            common_flags(
-                &Scale {
-                    quick: true,
-                    rows: 100,
-                    threads: 2,
-                    duration: 0.5,
-                    series_duration: 1.0,
-                    warmup: 0.0,
-                    runs: 1,
-                    seed: 1,
-                },
-                Metric::RecoverySeconds("replay"),
-                &a,
-                json
-            ),
+            common_flags(&quick_scale(), Metric::RecoverySeconds("replay"), &a, json),
             ["--verify", "--json", "/x/r.json"].map(String::from)
         );
         assert!(command_line(&a, &[]).starts_with("myriad recover @log tpcc"));
@@ -1703,16 +1703,7 @@ mod tests {
 
     #[test]
     fn every_experiment_has_panels_of_two_or_more_series() {
-        let s = Scale {
-            quick: true,
-            rows: 100,
-            threads: 2,
-            duration: 0.5,
-            series_duration: 1.0,
-            warmup: 0.0,
-            runs: 1,
-            seed: 1,
-        };
+        let s = quick_scale();
         for spec in SPECS {
             let panels = (spec.panels)(&s);
             assert!(!panels.is_empty(), "{}", spec.name);
