@@ -1,6 +1,5 @@
 //! Every error case of the public API returns a typed error and leaves nothing behind.
-mod common;
-use common::*;
+use crate::common::*;
 use myriad::*;
 use std::ops::Bound;
 

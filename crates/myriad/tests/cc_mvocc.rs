@@ -1,7 +1,6 @@
 //! MVOCC behaviour: visibility of uncommitted writes, first-writer-wins, validation per
 //! isolation level, phantoms (requested ranges), unique secondary indexes.
-mod common;
-use common::*;
+use crate::common::*;
 use myriad::*;
 use std::ops::Bound;
 

@@ -1,7 +1,6 @@
 //! What distinguishes MVTO, MV2PL, SI and SSN from MVOCC (thesis §5.3): who aborts, and why.
 //! Each test runs two transactions of one thread in a chosen interleaving.
-mod common;
-use common::*;
+use crate::common::*;
 use myriad::*;
 use std::ops::Bound;
 

@@ -1,8 +1,7 @@
 //! Invariant workloads on several threads: bank transfers keep the total and every snapshot
 //! sees the total; read-modify-write counters lose no update. For every isolation level that
 //! forbids lost updates.
-mod common;
-use common::*;
+use crate::common::*;
 use myriad::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -3,8 +3,7 @@
 //! no snapshot sees; snapshots opened early keep reading theirs after the pruner ran; a
 //! long-lived snapshot no longer keeps every later version (it does under `vacuum`, the
 //! watermark GC on the same threads); Read Committed transactions act as a watermark.
-mod common;
-use common::*;
+use crate::common::*;
 use myriad::*;
 
 const ORDERS: [VersionStorage; 2] = [VersionStorage::AppendN2o, VersionStorage::AppendO2n];

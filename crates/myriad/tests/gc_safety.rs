@@ -4,8 +4,7 @@
 //! cleaning (`coop`, O2N only), on
 //! the in-place storages, and with non-inline attributes (`gc_setups`; every read checks the
 //! row's VARCHAR blob still holds its key's note).
-mod common;
-use common::*;
+use crate::common::*;
 use myriad::*;
 use std::time::{Duration, Instant};
 

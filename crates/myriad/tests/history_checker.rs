@@ -1,8 +1,7 @@
 //! The history checker on real multi-threaded histories: none of the anomalies a level forbids
 //! may appear; and the checker must be able to fail (write skew under SI, relabelled as
 //! Serializable, is reported with its transactions and keys).
-mod common;
-use common::*;
+use crate::common::*;
 use myriad::history::{check, Level, TxnRecord};
 use myriad::*;
 use std::ops::Bound;

@@ -3,8 +3,7 @@
 //! newest row is updated in place in the main table. Old snapshots must still read exactly
 //! their versions, a rollback must give the master its old values back, and no reader may
 //! ever see a row half-written.
-mod common;
-use common::*;
+use crate::common::*;
 use myriad::*;
 
 /// The in-place storages.

@@ -3,8 +3,7 @@
 //! reference count while unchanged (`shared`). Snapshots must read exactly their versions,
 //! rollback must leave the blocks of the versions it keeps intact, a block must outlive
 //! every version and reader that uses it, and `shared` must allocate only what changed.
-mod common;
-use common::*;
+use crate::common::*;
 use myriad::*;
 
 const HOW: [NonInline; 2] = [NonInline::Copy, NonInline::Shared];

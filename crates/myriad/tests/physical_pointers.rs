@@ -2,8 +2,7 @@
 //! secondary index, removed with it. (Its own test binary: an open snapshot here pins the
 //! process-wide memory epoch, which would hold back the frees `gc_safety`'s memory-space
 //! test counts on.)
-mod common;
-use common::*;
+use crate::common::*;
 use myriad::*;
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,6 @@
 //! `Transaction::prefetch` remembers the tuple ids it looked up; the operations that follow
 //! must give exactly the results they give without it.
-mod common;
-use common::*;
+use crate::common::*;
 use myriad::*;
 
 fn hash_table(db: &Database, name: &str) -> TableRef {

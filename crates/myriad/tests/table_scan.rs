@@ -1,8 +1,7 @@
 //! `Transaction::scan_table`: every visible row in insertion order, and under Serializable a
 //! predicate read of the whole table (phantoms abort at commit; the history checker sees it).
 
-mod common;
-use common::*;
+use crate::common::*;
 use myriad::*;
 
 /// A hash-keyed table (no ordered index at all: only a table scan reads it whole).

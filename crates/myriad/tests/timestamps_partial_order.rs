@@ -4,8 +4,7 @@
 //! group, GC keeps what readers at `BTs` need, and the pairings that cannot work are
 //! refused by name. (Two members of one group with one unique key: `txn/tests.rs`, which can
 //! hold one in Preparing.)
-mod common;
-use common::*;
+use crate::common::*;
 use myriad::*;
 use std::time::Duration;
 
