@@ -481,6 +481,11 @@ pub(crate) struct TpccArgs {
     /// ORDER_LINE insert, 5 to 15 lines; conflicts only on STOCK; no `--check`).
     #[arg(long, value_enum, default_value_t = TpccMix::Standard)]
     pub(crate) mix: TpccMix,
+    /// Percentage of transactions run ad hoc (thesis §4.7, Figs. 4.12 and 4.17): a command log
+    /// records their row writes instead of their calls, as it does for statements outside a
+    /// procedure; needs `--log command`.
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_pct)]
+    pub(crate) adhoc_pct: f64,
     /// Extra threads that repeatedly run StockScan (thesis §5.7.1: a read-only scan of STOCK
     /// counting each warehouse's items); its latency is reported as `stock_scan`, and its
     /// commits are not counted in the throughput.
@@ -575,6 +580,10 @@ pub(crate) struct SmallbankArgs {
     /// Zipfian skew θ in [0, 1) of the customers the transactions pick; 0 is uniform.
     #[arg(long, value_name = "F", default_value_t = 0.5, allow_negative_numbers = true, value_parser = parse_theta)]
     pub(crate) theta: f64,
+    /// Percentage of transactions run ad hoc (thesis §4.7, Fig. 4.17): a command log records
+    /// their row writes instead of their calls; needs `--log command`.
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_pct)]
+    pub(crate) adhoc_pct: f64,
     /// After the run, check that the money in SAVINGS and CHECKING changed by exactly what the
     /// committed transactions deposited and withdrew; exit 1 if not. (A baseline engine always
     /// checks.)

@@ -24,7 +24,7 @@ fn read_json(p: &Path) -> Value {
     serde_json::from_str(&text).expect("valid JSON")
 }
 
-const RUNNABLE: [&str; 23] = [
+const RUNNABLE: [&str; 24] = [
     "non-inline",
     "chain-order",
     "footprint",
@@ -48,6 +48,7 @@ const RUNNABLE: [&str; 23] = [
     "pomvcc-fragment",
     "pomvcc-logs",
     "pacman-recovery",
+    "command-logging",
 ];
 
 /// A time-series panel's mean for the series `label`.
@@ -107,10 +108,15 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
                         || name.starts_with("pomvcc-");
                     // Recovery experiments replay a log one bench run wrote (`logs`).
                     let recovery = name == "pacman-recovery";
+                    let logging = name == "command-logging";
                     assert!(
-                        (recovery && cmd.starts_with("myriad recover @log tpcc "))
+                        (recovery
+                            && ["tpcc", "smallbank"]
+                                .iter()
+                                .any(|w| cmd.starts_with(&format!("myriad recover @log {w} "))))
                             || cmd.starts_with("myriad bench ycsb --protocol mvto")
                             || cmd.starts_with("myriad bench tpcc --warehouses 1")
+                            || (logging && cmd.starts_with("myriad bench smallbank "))
                             || (protocol_study
                                 && ["ycsb", "tpcc", "tatp", "llt"]
                                     .iter()
@@ -130,17 +136,34 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
         )));
     }
 
-    // PACMAN recovery: the three logs were written once, every scheme recovered a
+    // PACMAN recovery: each log was written once (TPC-C command, logical, physical; TPC-C
+    // all ad hoc; Smallbank command without and all ad hoc), every scheme recovered a
     // non-empty log (a positive replay time), and the log directories are gone.
     let r = read_json(&dir.join("pacman-recovery.json"));
-    let logs = r["logs"].as_array().unwrap();
-    assert_eq!(logs.len(), 3, "{logs:?}");
-    for kind in ["command", "logical", "physical"] {
-        assert!(
-            logs.iter()
-                .any(|l| l.as_str().unwrap().contains(&format!("--log {kind} "))),
-            "{logs:?}"
-        );
+    let logs: Vec<&str> = r["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert_eq!(logs.len(), 6, "{logs:?}");
+    for (workload, kind, adhoc) in [
+        ("tpcc", "command", false),
+        ("tpcc", "logical", false),
+        ("tpcc", "physical", false),
+        ("tpcc", "command", true),
+        ("smallbank", "command", false),
+        ("smallbank", "command", true),
+    ] {
+        let n = logs
+            .iter()
+            .filter(|l| {
+                l.starts_with(&format!("myriad bench {workload} "))
+                    && l.contains(&format!("--log {kind}"))
+                    && l.contains("--adhoc-pct 100") == adhoc
+            })
+            .count();
+        assert_eq!(n, 1, "{workload} {kind} adhoc {adhoc}: {logs:?}");
     }
     for p in r["panels"].as_array().unwrap() {
         for se in p["series"].as_array().unwrap() {
@@ -154,6 +177,35 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
     for e in std::fs::read_dir(&runs).unwrap() {
         let n = e.unwrap().file_name().to_string_lossy().to_string();
         assert!(!n.ends_with(".data"), "{n} left in {}", runs.display());
+    }
+
+    // Command logging (Table 4.1): on TPC-C the command log is several times smaller per
+    // transaction than the logical and the physical log (the thesis: 10.8x and 11.4x).
+    let r = read_json(&dir.join("command-logging.json"));
+    let size = r["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["title"] == "Table 4.1: TPC-C log size")
+        .unwrap();
+    let bytes = |label: &str| {
+        size["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["label"] == label)
+            .unwrap()["points"][0]["median"]
+            .as_f64()
+            .unwrap()
+    };
+    let command = bytes("CL (command)");
+    assert!(command > 0.0);
+    for tuple in ["LL (logical)", "PL (physical)"] {
+        assert!(
+            bytes(tuple) > 3.0 * command,
+            "{tuple}: {} vs {command}",
+            bytes(tuple)
+        );
     }
 
     // Chain order: both orders at both quick thetas, from their own runs.

@@ -342,6 +342,20 @@ fn recovered_rows(
     (out, rep)
 }
 
+/// `myriad bench` arguments of a small two-thread run of `workload` (tpcc: 2 warehouses,
+/// smallbank: 300 accounts, tatp: 500 subscribers) for `duration` seconds.
+fn small_run(workload: &'static str, duration: &'static str) -> Vec<&'static str> {
+    let size = match workload {
+        "tpcc" => ["--warehouses", "2"],
+        "smallbank" => ["--accounts", "300"],
+        _ => ["--subscribers", "500"],
+    };
+    let mut a = vec![workload];
+    a.extend(size);
+    a.extend(["--threads", "2", "--duration", duration]);
+    a
+}
+
 /// Recovers copies of `dir` by `serial` (1 thread) and `pacman` (1 and 2 threads, sync
 /// and pipelined) and compares every row.
 fn pacman_agrees_with_serial(dir: &Path, tag: &str) {
@@ -385,45 +399,8 @@ fn pacman_agrees_with_serial(dir: &Path, tag: &str) {
 
 #[test]
 fn pacman_recovers_what_serial_recovers_on_tpcc_smallbank_and_tatp_command_logs() {
-    let runs: [(&str, Vec<&str>); 3] = [
-        (
-            "tpcc",
-            vec![
-                "tpcc",
-                "--warehouses",
-                "2",
-                "--threads",
-                "2",
-                "--duration",
-                "0.7",
-            ],
-        ),
-        (
-            "smallbank",
-            vec![
-                "smallbank",
-                "--accounts",
-                "300",
-                "--threads",
-                "2",
-                "--duration",
-                "0.5",
-            ],
-        ),
-        (
-            "tatp",
-            vec![
-                "tatp",
-                "--subscribers",
-                "500",
-                "--threads",
-                "2",
-                "--duration",
-                "0.5",
-            ],
-        ),
-    ];
-    for (tag, mut w) in runs {
+    for tag in ["tpcc", "smallbank", "tatp"] {
+        let mut w = small_run(tag, if tag == "tpcc" { "0.7" } else { "0.5" });
         w.extend_from_slice(&["--log", "command", "--loggers", "2"]);
         let d = bench_dir(&format!("pacman-{tag}"), &w);
         pacman_agrees_with_serial(&d, tag);
@@ -488,4 +465,76 @@ fn pacman_drops_a_torn_tail_as_serial_does() {
     pacman_agrees_with_serial(&d, "tpcc-torn");
     let _ = std::fs::remove_dir_all(&c);
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `--adhoc-pct P` (thesis Figs. 4.12, 4.17): about P% of the logged transactions are row
+/// records, the rest calls; PACMAN replays the mix to serial's rows; 100% leaves no call;
+/// without `--log command` the flag is refused by name.
+#[test]
+fn adhoc_transactions_are_logged_as_rows_and_pacman_replays_the_mix() {
+    for tag in ["tpcc", "smallbank"] {
+        let mut w = small_run(tag, if tag == "tpcc" { "0.5" } else { "0.4" });
+        w.extend_from_slice(&["--log", "command", "--adhoc-pct", "40"]);
+        let d = bench_dir(&format!("adhoc-{tag}"), &w);
+        let (_, rep) = recovered_rows(&d, &format!("adhoc-{tag}-count"), "serial", 1, false);
+        let rows = rep.records_replayed - rep.calls_replayed;
+        let share = rows as f64 / rep.records_replayed as f64;
+        assert!(
+            rep.records_replayed > 500 && (0.3..0.5).contains(&share),
+            "{tag}: {rows} row records of {} ({share:.3}) at --adhoc-pct 40",
+            rep.records_replayed
+        );
+        pacman_agrees_with_serial(&d, &format!("adhoc-{tag}"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    // All ad hoc: a command log of row records only (PACMAN then is LLR-P, §4.4.5).
+    let d = tpcc_dir("adhoc-all", &["--log", "command", "--adhoc-pct", "100"]);
+    let json = tmp("adhoc-all.json");
+    let o = myriad(&[
+        "recover",
+        "--verify",
+        d.to_str().unwrap(),
+        "--recovery",
+        "pacman",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["calls_replayed"], 0, "{r}");
+    assert!(r["records_replayed"].as_u64().unwrap() > 100, "{r}");
+    let _ = std::fs::remove_file(&json);
+    let _ = std::fs::remove_dir_all(&d);
+
+    for (args, needs) in [
+        (&["tpcc", "--adhoc-pct", "10"][..], "got no --log"),
+        (
+            &["smallbank", "--adhoc-pct", "10", "--log", "logical"][..],
+            "got --log logical",
+        ),
+        (
+            &[
+                "tpcc",
+                "--adhoc-pct",
+                "10",
+                "--log",
+                "command",
+                "--mix",
+                "new-order-fragment",
+            ][..],
+            "--mix new-order-fragment",
+        ),
+    ] {
+        let mut a = vec!["bench"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&["--duration", "0.1", "--warmup", "0", "--no-progress"]);
+        let o = myriad(&a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+        assert!(
+            text(&o).contains("--adhoc-pct") && text(&o).contains(needs),
+            "{args:?}: {}",
+            text(&o)
+        );
+    }
 }

@@ -414,6 +414,33 @@ impl TableSchema {
             .all(|&col| self.read_column(a, col) == self.read_column(b, col))
     }
 
+    /// The length in bytes of the first `n` components of `key`, an encoded key of index
+    /// `idx` (`encode_key`); `None` if `key` holds fewer or is malformed. The prefix is
+    /// byte-for-byte `encode_key_prefix` of those components' values.
+    pub(crate) fn key_prefix_len(&self, idx: usize, key: &[u8], n: usize) -> Option<usize> {
+        let mut at = 0;
+        for &col in self.indexes[idx].columns.get(..n)? {
+            match self.columns[col].ty {
+                ColumnType::Int | ColumnType::Float => at += 8,
+                ColumnType::Str(_) | ColumnType::Bytes(_) => {
+                    // Escaped bytes up to the terminator `0 0` (a data zero is `0 0xFF`).
+                    loop {
+                        let z = at + key.get(at..)?.iter().position(|&b| b == 0)?;
+                        let end = *key.get(z + 1)? == 0;
+                        at = z + 2;
+                        if end {
+                            break;
+                        }
+                    }
+                }
+            }
+            if at > key.len() {
+                return None;
+            }
+        }
+        Some(at)
+    }
+
     pub(crate) fn encode_key_from_row(&self, idx: usize, row: &[u8], out: &mut Vec<u8>) {
         out.clear();
         self.append_key_from_row(idx, row, out);
@@ -658,6 +685,34 @@ mod tests {
         fn visit(&self, f: &mut dyn FnMut(ValueRef<'_>) -> Result<()>) -> Result<()> {
             self.0.iter().try_for_each(|v| f(v.to_value_ref()))
         }
+    }
+
+    #[test]
+    fn a_key_prefix_length_cuts_the_encoded_key_where_the_prefix_encodes() {
+        let s = TableSchema::new("t")
+            .column("a", ColumnType::Int)
+            .column("b", ColumnType::Str(8))
+            .column("c", ColumnType::Bytes(8))
+            .column("d", ColumnType::Float)
+            .primary_key_with(&["a", "b", "c", "d"], IndexKind::Ordered)
+            .build()
+            .unwrap();
+        let key = [
+            Value::Int(-3),
+            Value::from("x\0\0y"),
+            Value::Bytes(vec![0, 0xFF, 0]),
+            Value::Float(2.5),
+        ];
+        let mut full = Vec::new();
+        s.encode_key_prefix(0, &key[..], &mut full).unwrap();
+        for n in 0..=4 {
+            let mut prefix = Vec::new();
+            s.encode_key_prefix(0, &key[..n], &mut prefix).unwrap();
+            assert_eq!(s.key_prefix_len(0, &full, n), Some(prefix.len()), "{n}");
+        }
+        // Cut short inside the string, or past the key's columns: no length.
+        assert_eq!(s.key_prefix_len(0, &full[..10], 2), None);
+        assert_eq!(s.key_prefix_len(0, &full, 5), None);
     }
 
     #[test]

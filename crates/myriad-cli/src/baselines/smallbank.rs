@@ -804,6 +804,7 @@ mod tests {
             accounts,
             theta: 0.9,
             isolation: Isolation::Serializable,
+            adhoc_pct: 0.0,
         };
         let db = Database::open(Config::new()).unwrap();
         let sb = Smallbank::create(&db, params.clone()).unwrap();

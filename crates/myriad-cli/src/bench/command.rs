@@ -294,6 +294,19 @@ fn baseline_args(b: &BenchArgs, config: serde_json::Value) -> baselines::Baselin
     }
 }
 
+/// `--adhoc-pct` only changes what a command log holds: refused (exit 2) without
+/// `--log command` rather than run as if it meant something.
+fn refuse_adhoc_without_command_log(pct: f64, b: &BenchArgs) {
+    if pct > 0.0 && b.log != Some(myriad::LogPolicy::Command) {
+        usage_error(format!(
+            "--adhoc-pct: ad-hoc transactions differ from calls only in a command log (they \
+             are logged as rows); it needs --log command, got {}",
+            b.log
+                .map_or("no --log".to_string(), |l| format!("--log {}", l.name()))
+        ));
+    }
+}
+
 /// `myriad bench smallbank`.
 pub(crate) fn bench_smallbank(a: SmallbankArgs) -> ExitCode {
     let b = &a.bench;
@@ -301,14 +314,16 @@ pub(crate) fn bench_smallbank(a: SmallbankArgs) -> ExitCode {
         accounts: a.accounts,
         theta: a.theta,
         isolation: b.isolation(),
+        adhoc_pct: a.adhoc_pct,
     };
     if let Err(m) = params.validate() {
         usage_error(m);
     }
+    refuse_adhoc_without_command_log(a.adhoc_pct, b);
     fits_in_memory(footprint::smallbank(a.accounts), b);
     let config = serde_json::to_value(&a).unwrap_or_default();
     if a.engine != Engine::Myriad {
-        refuse_for_baseline(a.engine, b, &[]);
+        refuse_for_baseline(a.engine, b, &[("--adhoc-pct", a.adhoc_pct > 0.0)]);
         #[cfg(feature = "baselines")]
         return baselines::bench_smallbank(a.engine, params, b.threads, baseline_args(b, config));
         #[cfg(not(feature = "baselines"))]
@@ -328,7 +343,9 @@ pub(crate) fn bench_tpcc(a: TpccArgs) -> ExitCode {
         remote_pct: a.remote_pct,
         no_inserts: a.no_inserts,
         isolation: b.isolation(),
+        adhoc_pct: a.adhoc_pct,
     };
+    refuse_adhoc_without_command_log(a.adhoc_pct, b);
     fits_in_memory(footprint::tpcc(a.warehouses.unsigned_abs()), b);
     let config = serde_json::to_value(&a).unwrap_or_default();
     if a.engine != Engine::Myriad {
@@ -347,7 +364,10 @@ pub(crate) fn bench_tpcc(a: TpccArgs) -> ExitCode {
         refuse_for_baseline(
             a.engine,
             b,
-            &[("--stock-scan-threads", a.stock_scan_threads != 0)],
+            &[
+                ("--stock-scan-threads", a.stock_scan_threads != 0),
+                ("--adhoc-pct", a.adhoc_pct > 0.0),
+            ],
         );
         #[cfg(feature = "baselines")]
         return baselines::bench_tpcc(
@@ -364,6 +384,7 @@ pub(crate) fn bench_tpcc(a: TpccArgs) -> ExitCode {
         for (flag, given) in [
             ("--check", a.check),
             ("--stock-scan-threads", a.stock_scan_threads != 0),
+            ("--adhoc-pct", a.adhoc_pct > 0.0),
         ] {
             if given {
                 usage_error(format!(

@@ -11,6 +11,7 @@
 //! Every experiment of the issue runs; an experiment that runs without some of the thesis's
 //! series says which (`Spec::partial`).
 
+mod logging;
 mod plot;
 mod protocols;
 mod recovery;
@@ -84,6 +85,7 @@ enum Name {
     PomvccFragment,
     PomvccLogs,
     PacmanRecovery,
+    CommandLogging,
     Baselines,
 }
 
@@ -130,6 +132,12 @@ enum Metric {
     /// Seconds of a recovery phase (`myriad recover --json`'s `ms.<key>`; `replay_and_index`
     /// is replay plus index build), against the point's x.
     RecoverySeconds(&'static str),
+    /// Log bytes written per committed transaction (`results.log.bytes_per_txn`), against
+    /// the point's x.
+    LogBytesPerTxn,
+    /// Mean latency of the committed transactions of every type (each type's mean weighted
+    /// by its count), against the point's x.
+    MeanLatencyUs,
 }
 
 impl Metric {
@@ -153,6 +161,8 @@ impl Metric {
             Metric::LongReaderTps => "long-reader txn/s",
             Metric::LongReaderAbortPct => "long-reader aborts (% of attempts)",
             Metric::RecoverySeconds(_) => "recovery seconds",
+            Metric::LogBytesPerTxn => "log bytes / txn",
+            Metric::MeanLatencyUs => "mean latency (us)",
         }
     }
 
@@ -169,6 +179,8 @@ impl Metric {
                 | Metric::LongReaderTps
                 | Metric::LongReaderAbortPct
                 | Metric::RecoverySeconds(_)
+                | Metric::LogBytesPerTxn
+                | Metric::MeanLatencyUs
         )
     }
 }
@@ -383,14 +395,28 @@ const SPECS: &[Spec] = &[
         name: "pacman-recovery",
         figure: "4.13-4.19",
         finding: "Fig. 4.14: CLR-P 18x faster than CLR; Fig. 4.16: CLR worst, LLR-P best, \
-                  CLR-P slower than LLR-P (it re-executes reads); Fig. 4.19: synchronous > 4x \
-                  static-only at 40 threads, pipelined best",
+                  CLR-P slower than LLR-P (it re-executes reads); Fig. 4.17: recovery time \
+                  falls smoothly as the ad-hoc share grows to 100% (LLR-P); Fig. 4.19: \
+                  synchronous > 4x static-only at 40 threads, pipelined best",
         partial: Some(
-            "Smallbank, Figs. 4.17-4.18 (ad-hoc share, chopping), Fig. 4.20's breakdown \
+            "Smallbank's scheme comparison, Fig. 4.18 (chopping), Fig. 4.20's breakdown \
              (in each run's JSON: ms.dynamic_analysis, schedule_wait, execution); 1-2 \
              threads (the thesis: 1-40)",
         ),
         panels: recovery::pacman,
+    },
+    Spec {
+        name: "command-logging",
+        figure: "4.12, T4.1, T4.3",
+        finding: "Table 4.1: TPC-C at 71 K (PL), 74 K (LL), 93 K (CL) tps, the logical log \
+                  10.8x the command log's size; Smallbank's logs alike in size. Table 4.3: \
+                  with fsync CL's latency under half of PL's and LL's, without fsync all \
+                  close. Fig. 4.12: throughput falls about linearly as the ad-hoc share grows",
+        partial: Some(
+            "Fig. 4.11 (throughput and latency over time with checkpoints) and Table 4.2 (SSD \
+             bandwidth); one log device; 1-2 threads (the thesis: 32)",
+        ),
+        panels: logging::logging,
     },
     Spec {
         name: BASELINES,
@@ -1090,7 +1116,9 @@ fn common_flags(s: &Scale, metric: Metric, args: &[String], json: &Path) -> Vec<
         | Metric::PerTxn(_)
         | Metric::LongReaderTps
         | Metric::LongReaderAbortPct
-        | Metric::RecoverySeconds(_) => s.duration,
+        | Metric::RecoverySeconds(_)
+        | Metric::LogBytesPerTxn
+        | Metric::MeanLatencyUs => s.duration,
         Metric::ThroughputOverTime | Metric::LiveMibOverTime => s.series_duration,
     };
     let mut flags: Vec<String> = Vec::new();
@@ -1157,6 +1185,28 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
         }
         Metric::AbortPct => return Ok(vec![(x, 100.0 * num(report, "abort_rate")?)]),
         Metric::PerTxn(key) => return Ok(vec![(x, num(report, key)?)]),
+        Metric::LogBytesPerTxn => {
+            let l = report
+                .pointer("/results/log")
+                .ok_or("report lacks results.log (a run without --log)")?;
+            return Ok(vec![(x, num(l, "bytes_per_txn")?)]);
+        }
+        Metric::MeanLatencyUs => {
+            let types = report
+                .get("latency_us")
+                .and_then(Json::as_object)
+                .ok_or("report lacks latency_us")?;
+            let (mut sum, mut count) = (0.0, 0.0);
+            for l in types.values() {
+                let n = num(l, "count")?;
+                sum += n * num(l, "mean")?;
+                count += n;
+            }
+            if count == 0.0 {
+                return Err("no transaction committed (latency_us is empty)".into());
+            }
+            return Ok(vec![(x, sum / count)]);
+        }
         Metric::RecoverySeconds(key) => {
             let ms = report.get("ms").ok_or("report lacks ms")?;
             let v = match key {

@@ -13,19 +13,21 @@ pub(super) const LOG: &str = "@log";
 /// thesis's recovery experiments), on the scale's threads, twice the scale's duration (the
 /// thesis: 60 s), no checkpoint during the run, so all of it is replayed.
 fn tpcc_log(s: &Scale, kind: &str) -> Vec<String> {
+    workload_log(s, &["tpcc", "--warehouses", "2", "--no-inserts"], kind)
+}
+
+/// The Smallbank run whose log Fig. 4.17 recovers: 1,000 accounts (thesis Table 3.2), the
+/// scale's threads and twice its duration, as `tpcc_log`.
+fn smallbank_log(s: &Scale, kind: &str) -> Vec<String> {
+    workload_log(s, &["smallbank", "--accounts", "1000"], kind)
+}
+
+/// `workload` (a bench subcommand and its flags) logged as `kind`.
+fn workload_log(s: &Scale, workload: &[&str], kind: &str) -> Vec<String> {
     let secs = if s.quick { 0.5 } else { 2.0 * s.duration };
-    [
-        "tpcc",
-        "--warehouses",
-        "2",
-        "--no-inserts",
-        "--duration",
-        &secs.to_string(),
-        "--log",
-        kind,
-    ]
-    .map(String::from)
-    .into()
+    let mut a: Vec<String> = workload.iter().map(|w| w.to_string()).collect();
+    a.extend(["--duration", &secs.to_string(), "--log", kind].map(String::from));
+    a
 }
 
 /// `myriad recover @log BENCH... --recovery SCHEME --threads N [rest]`.
@@ -88,6 +90,7 @@ pub(super) fn pacman(s: &Scale) -> Vec<Panel> {
         ),
         series("physical (PLR)", &physical, "physical", &[]),
     ];
+    let adhoc = adhoc_panel(s);
     vec![
         Panel {
             title: "Fig. 4.19: PACMAN modes, TPC-C command log (replay)".into(),
@@ -101,5 +104,54 @@ pub(super) fn pacman(s: &Scale) -> Vec<Panel> {
             metric: Metric::RecoverySeconds("replay_and_index"),
             series: schemes,
         },
+        adhoc,
     ]
+}
+
+/// Fig. 4.17: PACMAN's recovery of command logs with a share of ad-hoc transactions
+/// (`bench --adhoc-pct`, logged as rows), on the scale's threads, for TPC-C and Smallbank;
+/// at 100% the log holds no call and PACMAN is LLR-P (§4.4.5). Each share writes its own
+/// log. With `--quick` only 0% and 100%.
+fn adhoc_panel(s: &Scale) -> Panel {
+    let pcts: &[u32] = if s.quick {
+        &[0, 100]
+    } else {
+        &[0, 25, 50, 75, 100]
+    };
+    let series = |label: &str, log: &dyn Fn(&str) -> Vec<String>| Series {
+        label: label.to_string(),
+        points: pcts
+            .iter()
+            .map(|&p| {
+                let log = log(&p.to_string());
+                (f64::from(p), recover(&log, "pacman", s.threads, &[]))
+            })
+            .collect(),
+    };
+    // 0% is the plain command log (the other panels' TPC-C log: written once).
+    let flag = |p: &str| -> Vec<String> {
+        match p {
+            "0" => Vec::new(),
+            p => vec!["--adhoc-pct".into(), p.into()],
+        }
+    };
+    let tpcc = |p: &str| {
+        let mut a = tpcc_log(s, "command");
+        a.extend(flag(p));
+        a
+    };
+    let smallbank = |p: &str| {
+        let mut a = smallbank_log(s, "command");
+        a.extend(flag(p));
+        a
+    };
+    Panel {
+        title: format!(
+            "Fig. 4.17: PACMAN with ad-hoc transactions, {} threads (replay + index build)",
+            s.threads
+        ),
+        x_label: "ad-hoc transactions (%)",
+        metric: Metric::RecoverySeconds("replay_and_index"),
+        series: vec![series("TPC-C", &tpcc), series("Smallbank", &smallbank)],
+    }
 }

@@ -68,6 +68,13 @@ pub(crate) fn draw_type(rng: &mut Rng, mix_pct: &[u64]) -> usize {
     mix_pct.len() - 1
 }
 
+/// Whether the next transaction runs ad hoc, `pct` percent of them (`--adhoc-pct`): its
+/// commit is logged as row writes, not as its call (`Transaction::log_as_rows`). Draws
+/// nothing at 0, so a run without ad-hoc transactions draws the inputs it always did.
+pub(crate) fn adhoc(rng: &mut Rng, pct: f64) -> bool {
+    pct > 0.0 && rng.next_f64() * 100.0 < pct
+}
+
 /// One thread's source of transactions.
 ///
 /// The runner calls `next_txn` once per transaction, then `attempt` until it commits: the

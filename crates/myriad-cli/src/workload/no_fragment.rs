@@ -215,6 +215,7 @@ mod tests {
             remote_pct: Some(20.0),
             no_inserts: false,
             isolation: Isolation::Serializable,
+            adhoc_pct: 0.0,
         };
         let b = NoFragmentBench::create(&db, Tpcc::create(&db, params, 7).unwrap()).unwrap();
         b.load(&db, 2, 7, None).unwrap();

@@ -20,7 +20,7 @@
 
 use super::rng::Rng;
 use super::zipf::GrayZipf;
-use super::{draw_type, load_chunk, query_int, returned_int, Worker, Workload};
+use super::{adhoc, draw_type, load_chunk, query_int, returned_int, Worker, Workload};
 use crate::bench::parallel_chunks;
 use indicatif::ProgressBar;
 use myriad::procedure::{CallFrame, Procedure};
@@ -68,6 +68,9 @@ pub struct Params {
     pub accounts: u64,
     pub theta: f64,
     pub isolation: Isolation,
+    /// Percentage of transactions run ad hoc: logged as their row writes, not as the call,
+    /// when the log is a command log (thesis §4.7, Fig. 4.17).
+    pub adhoc_pct: f64,
 }
 
 impl Params {
@@ -178,6 +181,7 @@ impl Workload for Smallbank {
             rng: Rng::new(seed, thread as u64),
             frames: self.procs.iter().map(|p| p.frame()).collect(),
             d: Drawn::default(),
+            adhoc: false,
             delta_cents: 0,
         }
     }
@@ -335,6 +339,8 @@ pub struct SmallbankWorker<'a> {
     /// One reused call frame per procedure.
     frames: Vec<CallFrame>,
     d: Drawn,
+    /// The drawn transaction runs ad hoc (`Params::adhoc_pct`).
+    adhoc: bool,
     /// Net change of this worker's committed calls.
     delta_cents: i64,
 }
@@ -349,6 +355,7 @@ impl Drop for SmallbankWorker<'_> {
 
 impl Worker for SmallbankWorker<'_> {
     fn next_txn(&mut self) -> usize {
+        self.adhoc = adhoc(&mut self.rng, self.sb.params.adhoc_pct);
         self.d.next(&mut self.rng, &self.sb.zipf)
     }
 
@@ -363,6 +370,9 @@ impl Worker for SmallbankWorker<'_> {
             isolation: self.sb.params.isolation,
             read_only: ty == BALANCE,
         })?;
+        if self.adhoc {
+            tx.log_as_rows();
+        }
         let f = &mut self.frames[ty];
         f.set(0, Value::Int(c0));
         let amount = match ty {
@@ -410,6 +420,7 @@ mod tests {
                 accounts,
                 theta,
                 isolation,
+                adhoc_pct: 0.0,
             },
         )
         .unwrap();
@@ -422,6 +433,7 @@ mod tests {
             accounts: 50,
             theta: 0.5,
             isolation: Isolation::Serializable,
+            adhoc_pct: 0.0,
         };
         crate::workload::assert_compiled_matches_interpreted(
             Config::new(),

@@ -23,7 +23,7 @@
 //! `BIGINT[]` with `= ANY`.
 
 use super::rng::Rng;
-use super::Worker;
+use super::{adhoc, Worker};
 use crate::bench::parallel_chunks;
 use indicatif::ProgressBar;
 use myriad::procedure::{CallFrame, Procedure};
@@ -102,6 +102,9 @@ pub struct Params {
     /// Thesis §4.7.1: New-Order, Payment and Delivery without INSERT and DELETE.
     pub no_inserts: bool,
     pub isolation: Isolation,
+    /// Percentage of transactions run ad hoc: logged as their row writes, not as the call,
+    /// when the log is a command log (thesis §4.7, Figs. 4.12 and 4.17).
+    pub adhoc_pct: f64,
 }
 
 impl Params {
@@ -668,6 +671,7 @@ impl Tpcc {
             home: (thread % terminals.max(1)) as i64 % self.params.warehouses + 1,
             scan,
             ty: 0,
+            adhoc: false,
             frames: std::array::from_fn(|i| self.procs.by_type[i].frame()),
             rollback: false,
             h_seq: ((thread as i64) + 1) << 40,
@@ -956,6 +960,8 @@ pub struct TpccWorker<'a> {
     scan: bool,
     /// Type of the drawn transaction.
     ty: usize,
+    /// The drawn transaction runs ad hoc (`Params::adhoc_pct`).
+    adhoc: bool,
     /// One call frame per procedure, filled in place by `next_txn`.
     frames: [CallFrame; 6],
     /// The drawn New-Order ends on the unused item id (its rollback is expected).
@@ -1111,6 +1117,7 @@ impl TpccWorker<'_> {
 impl Worker for TpccWorker<'_> {
     fn next_txn(&mut self) -> usize {
         self.txns += 1;
+        self.adhoc = adhoc(&mut self.rng, self.t.params.adhoc_pct);
         if self.scan {
             self.frames[STOCK_SCAN].set(0, Value::Int(self.t.params.warehouses));
             self.ty = STOCK_SCAN;
@@ -1161,6 +1168,9 @@ impl Worker for TpccWorker<'_> {
             isolation: self.t.params.isolation,
             read_only,
         })?;
+        if self.adhoc {
+            tx.log_as_rows();
+        }
         let proc = &self.t.procs.by_type[self.ty];
         match proc.execute_bound(&mut tx, &mut self.frames[self.ty]) {
             Ok(out) => {
@@ -1223,6 +1233,7 @@ mod tests {
             remote_pct: None,
             no_inserts: false,
             isolation: Isolation::Serializable,
+            adhoc_pct: 0.0,
         };
         let t = Tpcc::create(&db, params, seed).unwrap();
         t.load(&db, threads, seed, None).unwrap();
@@ -1250,6 +1261,7 @@ mod tests {
             remote_pct: Some(20.0),
             no_inserts: false,
             isolation: Isolation::Serializable,
+            adhoc_pct: 0.0,
         };
         crate::workload::assert_compiled_matches_interpreted(
             Config::new(),

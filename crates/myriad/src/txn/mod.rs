@@ -410,6 +410,13 @@ impl<'db> Transaction<'db> {
         self.st.isolation
     }
 
+    /// Logs this transaction as its row writes even if it turns out to be one procedure
+    /// call: what an ad-hoc transaction (statements, not a call) leaves in a command log
+    /// (thesis §4.4.5; `bench --adhoc-pct`). A no-op unless command logging is on.
+    pub fn log_as_rows(&mut self) {
+        self.command = Command::Mixed;
+    }
+
     pub(crate) fn slot(&self) -> &'db Slot {
         self.st.db.txns.slot(self.st.slot_idx)
     }

@@ -7,7 +7,8 @@
 //! log, sorted by commit timestamp, is cut into *batches* at every `pacman_batch_epochs`-th
 //! epoch; the pieces of one block in one batch, in log order, are its *piece-set*. A
 //! row (ad-hoc) record becomes a write-only piece in each block owning a table it writes
-//! (thesis §4.4.5).
+//! (thesis §4.4.5), queued on the same keys as calls: the first p_T components of each
+//! written row's primary key.
 //!
 //! Schedule (B.3–B.5): in sync mode batches run one after another; in pipelined mode
 //! (Fig. 4.9) a block's piece-set of batch k+1 also waits for its own piece-set of batch k,
@@ -79,6 +80,9 @@ pub(super) struct Plan {
     pub defs: Vec<Option<std::result::Result<Vec<SlicePlan>, String>>>,
     /// Owning block of each table a procedure (or a row record) writes, by name.
     pub owner: FxHashMap<String, usize>,
+    /// p_T of each owned table: the leading primary-key columns its queues are keyed by
+    /// (0: the whole table; `usize::MAX`: the whole key, for a table only row records write).
+    pub prefix: FxHashMap<String, usize>,
     /// Tables some block reads.
     pub read: Vec<String>,
 }
@@ -93,11 +97,13 @@ impl Plan {
             .collect();
         let gdg = slice::analyze(&live, Options::default());
         let mut owner = FxHashMap::default();
+        let mut prefix = FxHashMap::default();
         let mut read = Vec::new();
         for (b, block) in gdg.blocks.iter().enumerate() {
             for t in &block.tables {
                 if t.written {
                     owner.insert(t.table.clone(), b);
+                    prefix.insert(t.table.clone(), t.key_prefix);
                 } else {
                     read.push(t.table.clone());
                 }
@@ -154,6 +160,7 @@ impl Plan {
             parents,
             defs,
             owner,
+            prefix,
             read,
         }
     }
@@ -168,6 +175,7 @@ impl Plan {
         self.children.push(Vec::new());
         self.parents.push(0);
         self.owner.insert(table.to_string(), b);
+        self.prefix.insert(table.to_string(), usize::MAX);
         b
     }
 }

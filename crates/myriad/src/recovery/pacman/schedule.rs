@@ -22,6 +22,7 @@ use crate::procedure::{decode_call, replay_failed, Frame, Procedure};
 use crate::query::expr::V;
 use crate::recovery::replay::{apply, Ctx};
 use crate::recovery::LogFile;
+use crate::storage::TableRef;
 use crate::value::Value;
 use parking_lot::{Condvar, Mutex};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -287,41 +288,43 @@ const RUN_GROUP: usize = 8;
 /// A worker's frames, one per procedure definition, refilled for each piece.
 type Frames = FxHashMap<usize, Frame>;
 
-/// A footprint key as a map key: the table's address and a hash of the key values (`None`
-/// for a whole table). Two keys whose hashes collide share a queue: their pieces run in log
-/// order although they need not, which costs parallelism, never correctness.
+/// A footprint key as a map key: the table's address and a hash of the encoded primary-key
+/// prefix (`None` for a whole table). A call's key values and a row record's encoded key
+/// meet in the encoding (`TableSchema::encode_key_prefix`, `key_prefix_len`), so the two
+/// kinds of piece share queues. Two keys whose hashes collide share a queue: their pieces
+/// run in log order although they need not, which costs parallelism, never correctness.
 type QueueKey = (usize, Option<u64>);
 
-fn queue_key((t, k): &FootKey) -> QueueKey {
+fn table_id(t: &TableRef) -> usize {
+    std::sync::Arc::as_ptr(t) as usize
+}
+
+fn hash_key(encoded: &[u8]) -> u64 {
     use std::hash::Hasher;
-    let id = std::sync::Arc::as_ptr(t) as usize;
-    let k = k.as_ref().map(|vs| {
-        let mut h = rustc_hash::FxHasher::default();
-        for v in vs {
-            match v {
-                Value::Int(i) => {
-                    h.write_u8(0);
-                    h.write_i64(*i);
-                }
-                Value::Float(x) => {
-                    h.write_u8(1);
-                    h.write_u64(x.to_bits());
-                }
-                Value::Str(s) => {
-                    h.write_u8(2);
-                    h.write_usize(s.len());
-                    h.write(s.as_bytes());
-                }
-                Value::Bytes(x) => {
-                    h.write_u8(3);
-                    h.write_usize(x.len());
-                    h.write(x);
-                }
-            }
-        }
-        h.finish()
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(encoded);
+    h.finish()
+}
+
+/// A call's footprint entry; a key whose values do not encode for the table (a type the
+/// column cannot take; the piece will fail as serial replay does) is the whole table.
+fn queue_key((t, k): &FootKey, buf: &mut Vec<u8>) -> QueueKey {
+    let k = k.as_ref().and_then(|vs| {
+        t.schema.encode_key_prefix(0, vs.as_slice(), buf).ok()?;
+        Some(hash_key(buf))
     });
-    (id, k)
+    (table_id(t), k)
+}
+
+/// A row record's write to `t` with encoded primary key `key`, in a table keyed by its
+/// first `p` components (`usize::MAX`: all of them; 0: the whole table).
+fn row_queue_key(t: &TableRef, key: &[u8], p: usize) -> QueueKey {
+    let len = match p {
+        0 => None,
+        usize::MAX => Some(key.len()),
+        p => t.schema.key_prefix_len(0, key, p),
+    };
+    (table_id(t), len.map(|n| hash_key(&key[..n])))
 }
 
 impl Batch<'_, '_> {
@@ -482,26 +485,29 @@ impl Batch<'_, '_> {
     /// frame of `frames`; the piece's run fills one afresh).
     fn footprint_of(&self, frames: &mut Frames, b: usize, q: usize) -> Result<Vec<QueueKey>> {
         let piece = &self.pieces[q];
-        let mut foot = Vec::new();
+        let mut buf = Vec::new();
+        let mut keys: Vec<QueueKey> = Vec::new();
         match piece.call {
             Some((c, s)) => {
-                let keys = &self.slice(c, s)?.keys;
-                footprint(keys, self.frame(frames, c, s)?, &mut foot);
+                let plans = &self.slice(c, s)?.keys;
+                let mut foot = Vec::new();
+                footprint(plans, self.frame(frames, c, s)?, &mut foot);
+                keys.extend(foot.iter().map(|k| queue_key(k, &mut buf)));
             }
             None => {
                 let (i, j) = piece.rec;
                 let lf = &self.logs[i as usize];
-                let mut key = Vec::new();
                 self.ctx
-                    .writes(lf, &lf.recs[j as usize], &mut key, |t, _, _, _| {
-                        if self.plan.owner.get(&t.schema.name) == Some(&b) {
-                            foot.push((t.clone(), None));
+                    .writes(lf, &lf.recs[j as usize], &mut buf, |t, _, key, _| {
+                        let name = &t.schema.name;
+                        if self.plan.owner.get(name) == Some(&b) {
+                            let p = self.plan.prefix.get(name).copied().unwrap_or(0);
+                            keys.push(row_queue_key(t, key, p));
                         }
                         Ok(())
                     })?;
             }
         }
-        let mut keys: Vec<QueueKey> = foot.iter().map(queue_key).collect();
         keys.sort_unstable();
         keys.dedup();
         Ok(keys)

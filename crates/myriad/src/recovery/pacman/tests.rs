@@ -71,15 +71,25 @@ fn history(tag: &str) -> Dir {
     // never fails on a missing row.
     db.checkpoint().expect("checkpoint");
     // The same keys in consecutive calls, from two threads (so the two loggers' files
-    // interleave in commit order), with epochs passing between them.
+    // interleave in commit order), with epochs passing between them; every fourth bump ad
+    // hoc (logged as its row write), on the keys the calls around it bump.
+    let bump = db.procedure("bump").expect("bump");
     std::thread::scope(|s| {
         for w in 0..2i64 {
-            let db = &db;
+            let (db, bump) = (&db, &bump);
             s.spawn(move || {
                 for n in 0..150i64 {
                     let a = (n + w) % 3;
-                    db.call("bump", &[a.into(), (n * 7 + w).into()])
-                        .expect("bump");
+                    let args = [a.into(), (n * 7 + w).into()];
+                    if n % 4 == 3 {
+                        db.run(|tx| {
+                            tx.log_as_rows();
+                            bump.execute(tx, &args)
+                        })
+                        .expect("ad-hoc bump");
+                    } else {
+                        bump.call(db, &args).expect("bump");
+                    }
                     db.call("carry", &[a.into(), ((n + 1) % 2).into()])
                         .expect("carry");
                     if n % 10 == 0 {
@@ -153,6 +163,11 @@ fn pacman_matches_serial_on_one_key_in_consecutive_calls_across_batches() {
                 assert_eq!(got, serial, "{what}");
                 assert_eq!(rep.scheme, "pacman");
                 assert!(rep.calls_replayed > 300, "{what}: {rep:?}");
+                // 37 ad-hoc bumps per thread and the ad-hoc update: row records.
+                assert!(
+                    rep.records_replayed - rep.calls_replayed >= 75,
+                    "{what}: {rep:?}"
+                );
                 // `carry` is two pieces (kv, then tally), the ad-hoc update one.
                 assert!(rep.pieces > rep.records_replayed, "{what}: {rep:?}");
                 if epochs == 1 {
