@@ -195,17 +195,24 @@ fn definition<'d>(
     Ok((def, p))
 }
 
-/// Decodes a logged call: its definition number, the procedure and a frame holding its
-/// arguments (the other variables not yet started).
-pub(crate) fn decode_call<'d>(
+/// A logged call's definition number and procedure (its arguments not decoded).
+pub(crate) fn call_procedure<'d>(
     definitions: &'d [Option<std::sync::Arc<Procedure>>],
     call: &[u8],
-) -> Result<(u32, &'d Procedure, Frame)> {
+) -> Result<(u32, &'d Procedure)> {
+    definition(definitions, &mut Get::new(call))
+}
+
+/// Decodes a logged call's arguments into `f`, a frame of its procedure (`call_procedure`): reuses the frame's storage, so refilling a kept frame
+/// from the record allocates nothing for integer arguments (PACMAN's pieces).
+pub(crate) fn decode_args_into(
+    definitions: &[Option<std::sync::Arc<Procedure>>],
+    call: &[u8],
+    f: &mut Frame,
+) -> Result<()> {
     let mut g = Get::new(call);
-    let (def, p) = definition(definitions, &mut g)?;
-    let mut f = p.p.frame();
-    decode_args(p, &mut g, &mut f)?;
-    Ok((def, p, f))
+    let (_, p) = definition(definitions, &mut g)?;
+    decode_args(p, &mut g, f)
 }
 
 /// Decodes a call's arguments into the parameter slots of `f` (a frame of `p`). An integer

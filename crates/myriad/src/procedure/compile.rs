@@ -103,9 +103,9 @@ impl Compiled {
 
 /// Compiles the slice of `p` that `mask` selects (operation ids), as `Proc::run_slice`
 /// interprets it: the statements of the body, of `IF` arms and of `FOR i IN lo..hi` bodies
-/// whose operation is in the mask; a `FOR r IN SELECT` loop in the mask runs whole, and
-/// loops warm nothing (a slice must touch no table outside its block). `None` when the
-/// slice has a form the compiler does not take.
+/// whose operation is in the mask; a `FOR r IN SELECT` loop in the mask runs whole, and a
+/// `FOR i` loop warms only the tables the slice's operations access (a slice must touch no
+/// table outside its block). `None` when the slice has a form the compiler does not take.
 pub(crate) fn compile_slice(p: &Proc, mask: &[bool]) -> Option<Compiled> {
     let c = Cx {
         p,
@@ -509,11 +509,20 @@ impl Cx<'_> {
                 ..
             } => {
                 let (lo, hi, body, slot) = (val(lo), val(hi), self.block(body)?, *slot);
-                // A slice warms nothing (`Proc::run_slice` does not).
-                let prefetch = if self.mask.is_some() {
-                    Vec::new()
-                } else {
-                    prefetch.clone()
+                // A slice warms only the tables its own operations access: the others belong
+                // to other blocks, which PACMAN may be replaying at the same time. (The
+                // interpreted `Proc::run_slice` warms nothing.)
+                let prefetch = match self.mask {
+                    None => prefetch.clone(),
+                    Some(mask) => prefetch
+                        .iter()
+                        .filter(|pf| {
+                            self.p.ops.iter().zip(mask).any(|(op, &m)| {
+                                m && op.table.as_deref() == Some(pf.table.schema.name.as_str())
+                            })
+                        })
+                        .cloned()
+                        .collect(),
                 };
                 Box::new(move |tx, f| {
                     let int = |v: V| match v {

@@ -42,8 +42,35 @@ pub(crate) enum KeyPlan {
     },
 }
 
-/// One entry of a footprint: a table and the first p_T values of a key (`None`: `*`).
-pub(crate) type FootKey = (TableRef, Option<Vec<Value>>);
+/// One entry of a footprint: the table (its address) and a hash of the first p_T components
+/// of a key as the table encodes them (`TableSchema::encode_key_prefix`; `None`: `*`). A
+/// call's key values and a row record's encoded key meet in the encoding, so calls and row
+/// records queue alike (`row_key`). Two keys whose hashes collide share a queue: their
+/// pieces run in log order although they need not, which costs parallelism, never
+/// correctness.
+pub(crate) type FootKey = (usize, Option<u64>);
+
+fn table_id(t: &TableRef) -> usize {
+    std::sync::Arc::as_ptr(t) as usize
+}
+
+fn hash_key(encoded: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(encoded);
+    h.finish()
+}
+
+/// The footprint entry of a row record's write to `t` with encoded primary key `key`, in a
+/// table keyed by its first `p` components (`usize::MAX`: all of them; 0: the whole table).
+pub(crate) fn row_key(t: &TableRef, key: &[u8], p: usize) -> FootKey {
+    let len = match p {
+        0 => None,
+        usize::MAX => Some(key.len()),
+        p => t.schema.key_prefix_len(0, key, p),
+    };
+    (table_id(t), len.map(|n| hash_key(&key[..n])))
+}
 
 /// Does `p` have a `RETURN` before its end (inside a block, or not its last statement)? The
 /// replay view drops `RETURN`, which is right only when nothing follows it.
@@ -216,17 +243,20 @@ pub(crate) fn key_plans(
 /// Adds the footprint of `plans` in frame `f` (started, imports in) to `out`. Changes the
 /// slots of loop counters and of the assignments it evaluates: start `f` again before the
 /// piece runs (PACMAN's scheduler fills a frame afresh for each run).
-pub(crate) fn footprint(plans: &[KeyPlan], f: &mut Frame, out: &mut Vec<FootKey>) {
+///
+/// Keys are hashed as they are enumerated (`Keys` holds the scratch), never kept as values:
+/// a TPC-C log has millions of pieces.
+pub(crate) fn footprint(plans: &[KeyPlan], f: &mut Frame, k: &mut Keys, out: &mut Vec<FootKey>) {
     for plan in plans {
         match plan {
-            KeyPlan::Whole(t) => out.push((t.clone(), None)),
+            KeyPlan::Whole(t) => out.push((table_id(t), None)),
             KeyPlan::Keys {
                 table,
                 pre,
                 loops,
                 key,
             } => {
-                let mut keys = Vec::new();
+                let mark = out.len();
                 let mut ok = true;
                 for (slot, e) in pre {
                     match value_of(e, None, &f.vars) {
@@ -234,35 +264,51 @@ pub(crate) fn footprint(plans: &[KeyPlan], f: &mut Frame, out: &mut Vec<FootKey>
                         Err(_) => ok = false,
                     }
                 }
-                if ok && enumerate(loops, key, table, &mut f.vars, &mut keys) {
-                    out.extend(keys.into_iter().map(|k| (table.clone(), Some(k))));
-                } else {
-                    out.push((table.clone(), None));
+                if !(ok && enumerate(loops, key, table, &mut f.vars, k, mark, out)) {
+                    out.truncate(mark);
+                    out.push((table_id(table), None));
                 }
             }
         }
     }
 }
 
-/// The keys for every value of the counters of `loops`; false if one does not evaluate or
-/// there are more than `KEYS_MAX`.
+/// Scratch space of `footprint`: one key's values and their encoding.
+#[derive(Default)]
+pub(crate) struct Keys {
+    values: Vec<Value>,
+    encoded: Vec<u8>,
+}
+
+/// Adds the key for every value of the counters of `loops` to `out` (which held `mark`
+/// entries before this operation); false if one does not evaluate, does not encode for the
+/// table, or there are more than `KEYS_MAX`.
 fn enumerate(
     loops: &[(usize, E, E)],
     key: &[(usize, E)],
     table: &TableRef,
     vars: &mut [V],
-    out: &mut Vec<Vec<Value>>,
+    k: &mut Keys,
+    mark: usize,
+    out: &mut Vec<FootKey>,
 ) -> bool {
     let Some(((slot, lo, hi), rest)) = loops.split_first() else {
-        let mut k = Vec::with_capacity(key.len());
+        k.values.clear();
         for (c, e) in key {
             match value_of(e, None, vars) {
-                Ok(V::Val(v)) => k.push(crate::query::coerce(&table.schema, *c, v)),
+                Ok(V::Val(v)) => k.values.push(crate::query::coerce(&table.schema, *c, v)),
                 _ => return false,
             }
         }
-        out.push(k);
-        return out.len() <= KEYS_MAX;
+        if table
+            .schema
+            .encode_key_prefix(0, k.values.as_slice(), &mut k.encoded)
+            .is_err()
+        {
+            return false;
+        }
+        out.push((table_id(table), Some(hash_key(&k.encoded))));
+        return out.len() - mark <= KEYS_MAX;
     };
     let (Ok(V::Val(Value::Int(lo))), Ok(V::Val(Value::Int(hi)))) =
         (value_of(lo, None, vars), value_of(hi, None, vars))
@@ -274,7 +320,7 @@ fn enumerate(
     }
     for i in lo..=hi {
         vars[*slot] = V::Val(Value::Int(i));
-        if !enumerate(rest, key, table, vars, out) {
+        if !enumerate(rest, key, table, vars, k, mark, out) {
             return false;
         }
     }

@@ -17,13 +17,11 @@
 use super::{Plan, RecId};
 use crate::error::{Error, Result};
 use crate::log::COMMAND;
-use crate::procedure::piece::{footprint, FootKey};
-use crate::procedure::{decode_call, replay_failed, Frame, Procedure};
+use crate::procedure::piece::{footprint, row_key, FootKey, Keys};
+use crate::procedure::{call_procedure, decode_args_into, replay_failed, Frame, Procedure};
 use crate::query::expr::V;
 use crate::recovery::replay::{apply, Ctx};
 use crate::recovery::LogFile;
-use crate::storage::TableRef;
-use crate::value::Value;
 use parking_lot::{Condvar, Mutex};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::OnceLock;
@@ -37,13 +35,15 @@ pub(super) struct Times {
     pub execution: Duration,
 }
 
-/// A decoded call of the batch.
+/// A call of the batch. Its arguments stay in the log record and are decoded into a
+/// worker's frame for each piece (`frame`): nothing is allocated per call but its exports.
 struct Call<'a> {
     p: &'a Procedure,
     def: usize,
-    args: Vec<V>,
-    /// Per slice, the values of its exports once its piece has run.
-    exports: Vec<OnceLock<Vec<V>>>,
+    /// The logged call (definition number and arguments).
+    body: &'a [u8],
+    /// Where its slices' exports start in `Batch::exports`.
+    exports_at: usize,
 }
 
 /// A piece: a slice of a call, or the writes of a row record to one block's tables.
@@ -74,10 +74,38 @@ struct State {
     /// Piece-sets started while an earlier batch was not done.
     overlapped: u64,
     preds_left: Vec<usize>,
-    succ: Vec<Vec<usize>>,
+    /// Per piece, the head of its list of successors in `succ` (`NONE`: none).
+    succ_head: Vec<usize>,
+    /// Successor lists: (piece, next entry). One vector for all pieces, not one per piece.
+    succ: Vec<(usize, usize)>,
     /// Tasks being worked on.
     running: usize,
     error: Option<Error>,
+}
+
+/// No successor (`State::succ_head`).
+const NONE: usize = usize::MAX;
+
+impl State {
+    /// Piece `q` waits for piece `x`.
+    fn add_succ(&mut self, x: usize, q: usize) {
+        self.succ.push((q, self.succ_head[x]));
+        self.succ_head[x] = self.succ.len() - 1;
+    }
+}
+
+/// Sorts `v[from..]` and keeps one of each value there, dropping those `drop` picks.
+fn sort_dedup_tail<T: Ord + Copy>(v: &mut Vec<T>, from: usize, drop: impl Fn(T) -> bool) {
+    let tail = &mut v[from..];
+    tail.sort_unstable();
+    let mut n = 0;
+    for x in 0..tail.len() {
+        if !drop(tail[x]) && (n == 0 || tail[x] != tail[n - 1]) {
+            tail[n] = tail[x];
+            n += 1;
+        }
+    }
+    v.truncate(from + n);
 }
 
 /// What the workers share.
@@ -86,6 +114,8 @@ struct Batch<'a, 'c> {
     logs: &'a [LogFile],
     plan: &'a Plan,
     calls: Vec<Call<'a>>,
+    /// Per (call, slice), the values of the slice's exports once its piece has run.
+    exports: Vec<OnceLock<Vec<V>>>,
     pieces: Vec<Piece>,
     /// Pieces per piece-set (`batch * plan.blocks + block`), in log order.
     sets: Vec<Vec<usize>>,
@@ -120,6 +150,8 @@ pub(super) fn run_batches(
     let nsets = batches.len() * plan.blocks;
     let mut sets: Vec<Vec<usize>> = vec![Vec::new(); nsets];
     let mut key = Vec::new();
+    let mut checked = Frames::default();
+    let mut exports = 0;
     for (k, &(i, j)) in batches
         .iter()
         .enumerate()
@@ -138,7 +170,11 @@ pub(super) fn run_batches(
             });
         };
         if r.n == COMMAND {
-            let (def, p, fr) = decode_call(ctx.definitions, f.body(r))?;
+            let body = f.body(r);
+            let (def, p) = call_procedure(ctx.definitions, body)?;
+            // Decoded once here to refuse a damaged record before anything runs.
+            let scratch = checked.entry(def as usize).or_insert_with(|| p.p.frame());
+            decode_args_into(ctx.definitions, body, scratch)?;
             let slices = match plan.defs.get(def as usize) {
                 Some(Some(Ok(s))) => s,
                 Some(Some(Err(name))) => {
@@ -167,9 +203,10 @@ pub(super) fn run_batches(
             calls.push(Call {
                 p,
                 def: def as usize,
-                args: fr.vars[..p.p.nparams].to_vec(),
-                exports: slices.iter().map(|_| OnceLock::new()).collect(),
+                body,
+                exports_at: exports,
             });
+            exports += slices.len();
         } else {
             let mut blocks = FxHashSet::default();
             ctx.writes(f, r, &mut key, |t, _, _, _| {
@@ -208,6 +245,7 @@ pub(super) fn run_batches(
         logs,
         plan,
         calls,
+        exports: (0..exports).map(|_| OnceLock::new()).collect(),
         pieces,
         sets,
         batches: batches.len(),
@@ -220,7 +258,8 @@ pub(super) fn run_batches(
             oldest: 0,
             overlapped: 0,
             preds_left: vec![0; n],
-            succ: vec![Vec::new(); n],
+            succ_head: vec![NONE; n],
+            succ: Vec::with_capacity(n),
             running: 0,
             error: None,
         }),
@@ -287,45 +326,6 @@ const RUN_GROUP: usize = 8;
 
 /// A worker's frames, one per procedure definition, refilled for each piece.
 type Frames = FxHashMap<usize, Frame>;
-
-/// A footprint key as a map key: the table's address and a hash of the encoded primary-key
-/// prefix (`None` for a whole table). A call's key values and a row record's encoded key
-/// meet in the encoding (`TableSchema::encode_key_prefix`, `key_prefix_len`), so the two
-/// kinds of piece share queues. Two keys whose hashes collide share a queue: their pieces
-/// run in log order although they need not, which costs parallelism, never correctness.
-type QueueKey = (usize, Option<u64>);
-
-fn table_id(t: &TableRef) -> usize {
-    std::sync::Arc::as_ptr(t) as usize
-}
-
-fn hash_key(encoded: &[u8]) -> u64 {
-    use std::hash::Hasher;
-    let mut h = rustc_hash::FxHasher::default();
-    h.write(encoded);
-    h.finish()
-}
-
-/// A call's footprint entry; a key whose values do not encode for the table (a type the
-/// column cannot take; the piece will fail as serial replay does) is the whole table.
-fn queue_key((t, k): &FootKey, buf: &mut Vec<u8>) -> QueueKey {
-    let k = k.as_ref().and_then(|vs| {
-        t.schema.encode_key_prefix(0, vs.as_slice(), buf).ok()?;
-        Some(hash_key(buf))
-    });
-    (table_id(t), k)
-}
-
-/// A row record's write to `t` with encoded primary key `key`, in a table keyed by its
-/// first `p` components (`usize::MAX`: all of them; 0: the whole table).
-fn row_queue_key(t: &TableRef, key: &[u8], p: usize) -> QueueKey {
-    let len = match p {
-        0 => None,
-        usize::MAX => Some(key.len()),
-        p => t.schema.key_prefix_len(0, key, p),
-    };
-    (table_id(t), len.map(|n| hash_key(&key[..n])))
-}
 
 impl Batch<'_, '_> {
     /// A worker: takes ready work until every piece-set is done or something failed.
@@ -402,8 +402,10 @@ impl Batch<'_, '_> {
                 }
                 (Ok(_), Task::Run(_)) => {
                     for &q in &group {
-                        let succ = std::mem::take(&mut st.succ[q]);
-                        for s in succ {
+                        let mut e = std::mem::replace(&mut st.succ_head[q], NONE);
+                        while e != NONE {
+                            let (s, next) = st.succ[e];
+                            e = next;
                             st.preds_left[s] -= 1;
                             if st.preds_left[s] == 0 {
                                 st.ready.push(Task::Run(s));
@@ -457,13 +459,15 @@ impl Batch<'_, '_> {
     fn frame<'f>(&self, frames: &'f mut Frames, c: usize, s: usize) -> Result<&'f mut Frame> {
         let call = &self.calls[c];
         let f = frames.entry(call.def).or_insert_with(|| call.p.p.frame());
-        for (to, from) in f.vars.iter_mut().zip(&call.args) {
-            assign(to, from);
-        }
+        decode_args_into(self.ctx.definitions, call.body, f)?;
         call.p.p.start(f)?;
         let sp = self.slice(c, s)?;
         for &(v, from) in &sp.imports {
-            let Some(exp) = call.exports.get(from).and_then(OnceLock::get) else {
+            let Some(exp) = self
+                .exports
+                .get(call.exports_at + from)
+                .and_then(OnceLock::get)
+            else {
                 return Err(internal("a piece started before the piece it imports from"));
             };
             let Some(at) = self.slice(c, from)?.exports.iter().position(|&x| x == v) else {
@@ -481,36 +485,58 @@ impl Batch<'_, '_> {
         }
     }
 
-    /// The footprint of piece `q` of block `b`'s piece-set as queue keys (computed in a
-    /// frame of `frames`; the piece's run fills one afresh).
-    fn footprint_of(&self, frames: &mut Frames, b: usize, q: usize) -> Result<Vec<QueueKey>> {
+    /// Appends the footprint of piece `q` of block `b`'s piece-set to `out`, sorted and
+    /// without repeats (computed in a frame of `frames`; the piece's run fills one afresh).
+    fn footprint_of(
+        &self,
+        frames: &mut Frames,
+        k: &mut Keys,
+        b: usize,
+        q: usize,
+        out: &mut Vec<FootKey>,
+    ) -> Result<()> {
         let piece = &self.pieces[q];
-        let mut buf = Vec::new();
-        let mut keys: Vec<QueueKey> = Vec::new();
+        let from = out.len();
         match piece.call {
             Some((c, s)) => {
                 let plans = &self.slice(c, s)?.keys;
-                let mut foot = Vec::new();
-                footprint(plans, self.frame(frames, c, s)?, &mut foot);
-                keys.extend(foot.iter().map(|k| queue_key(k, &mut buf)));
+                footprint(plans, self.frame(frames, c, s)?, k, out);
             }
             None => {
                 let (i, j) = piece.rec;
                 let lf = &self.logs[i as usize];
+                let mut buf = Vec::new();
                 self.ctx
                     .writes(lf, &lf.recs[j as usize], &mut buf, |t, _, key, _| {
                         let name = &t.schema.name;
                         if self.plan.owner.get(name) == Some(&b) {
                             let p = self.plan.prefix.get(name).copied().unwrap_or(0);
-                            keys.push(row_queue_key(t, key, p));
+                            out.push(row_key(t, key, p));
                         }
                         Ok(())
                     })?;
             }
         }
-        keys.sort_unstable();
-        keys.dedup();
-        Ok(keys)
+        sort_dedup_tail(out, from, |_| false);
+        Ok(())
+    }
+
+    /// The footprints of `qs`, pieces of block `b`: every key in one vector, and where each
+    /// piece's end (one allocation per piece-set, not per piece).
+    fn footprints(
+        &self,
+        frames: &mut Frames,
+        b: usize,
+        qs: &[usize],
+    ) -> Result<(Vec<FootKey>, Vec<usize>)> {
+        let mut k = Keys::default();
+        let mut keys = Vec::with_capacity(qs.len() * 2);
+        let mut ends = Vec::with_capacity(qs.len());
+        for &q in qs {
+            self.footprint_of(frames, &mut k, b, q, &mut keys)?;
+            ends.push(keys.len());
+        }
+        Ok((keys, ends))
     }
 
     /// Starts piece-set `set`: footprints (computed on `recovery_threads` threads when there
@@ -524,28 +550,19 @@ impl Batch<'_, '_> {
             let mut st = self.state.lock();
             for w in set.windows(2) {
                 st.preds_left[w[1]] = 1;
-                st.succ[w[0]].push(w[1]);
+                st.add_succ(w[0], w[1]);
             }
             return Ok(set.first().copied().into_iter().collect());
         }
         let threads = self.ctx.threads.max(1);
-        let feet: Vec<Vec<QueueKey>> = if threads == 1 || set.len() < PARALLEL_MIN {
-            set.iter()
-                .map(|&q| self.footprint_of(frames, b, q))
-                .collect::<Result<_>>()?
+        let (keys, ends) = if threads == 1 || set.len() < PARALLEL_MIN {
+            self.footprints(frames, b, set)?
         } else {
             let chunk = set.len().div_ceil(threads);
-            let parts: Vec<Result<Vec<Vec<QueueKey>>>> = std::thread::scope(|s| {
+            let parts: Vec<Result<(Vec<FootKey>, Vec<usize>)>> = std::thread::scope(|s| {
                 let hs: Vec<_> = set
                     .chunks(chunk)
-                    .map(|qs| {
-                        s.spawn(move || {
-                            let mut frames = Frames::default();
-                            qs.iter()
-                                .map(|&q| self.footprint_of(&mut frames, b, q))
-                                .collect::<Result<Vec<_>>>()
-                        })
-                    })
+                    .map(|qs| s.spawn(move || self.footprints(&mut Frames::default(), b, qs)))
                     .collect();
                 hs.into_iter()
                     .map(|h| {
@@ -554,47 +571,54 @@ impl Batch<'_, '_> {
                     })
                     .collect()
             });
-            let mut feet = Vec::with_capacity(set.len());
+            let (mut keys, mut ends) = (Vec::new(), Vec::with_capacity(set.len()));
             for part in parts {
-                feet.extend(part?);
+                let (k, e) = part?;
+                let base = keys.len();
+                keys.extend(k);
+                ends.extend(e.into_iter().map(|x| x + base));
             }
-            feet
+            (keys, ends)
         };
-        let mut preds: Vec<Vec<usize>> = Vec::with_capacity(set.len());
-        let mut last: FxHashMap<QueueKey, usize> = FxHashMap::default();
+        // Each piece's predecessors: the last earlier piece on each of its keys, every
+        // keyed piece of a table since its last `*`, and that `*`.
+        let mut preds: Vec<usize> = Vec::with_capacity(keys.len());
+        let mut pred_ends: Vec<usize> = Vec::with_capacity(set.len());
+        let mut last: FxHashMap<FootKey, usize> = FxHashMap::default();
         let mut since_star: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
         let mut star: FxHashMap<usize, usize> = FxHashMap::default();
-        for (&q, foot) in set.iter().zip(feet) {
-            let mut p: Vec<usize> = Vec::new();
+        let mut from = 0;
+        for (&q, &end) in set.iter().zip(&ends) {
+            let start = preds.len();
             if !self.unordered {
-                for k in foot {
+                for &k in &keys[from..end] {
                     let t = k.0;
-                    p.extend(star.get(&t).copied());
+                    preds.extend(star.get(&t).copied());
                     if k.1.is_some() {
-                        p.extend(last.get(&k).copied());
-                        last.insert(k, q);
+                        preds.extend(last.insert(k, q));
                         since_star.entry(t).or_default().push(q);
                     } else {
-                        p.extend(since_star.remove(&t).unwrap_or_default());
+                        preds.extend(since_star.remove(&t).unwrap_or_default());
                         star.insert(t, q);
                     }
                 }
-                p.retain(|&x| x != q);
-                p.sort_unstable();
-                p.dedup();
+                sort_dedup_tail(&mut preds, start, |x| x == q);
             }
-            preds.push(p);
+            pred_ends.push(preds.len());
+            from = end;
         }
         let mut st = self.state.lock();
         let mut ready = Vec::new();
-        for (&q, p) in set.iter().zip(preds) {
-            st.preds_left[q] = p.len();
-            for x in p {
-                st.succ[x].push(q);
+        let mut from = 0;
+        for (&q, &end) in set.iter().zip(&pred_ends) {
+            st.preds_left[q] = end - from;
+            for &x in &preds[from..end] {
+                st.add_succ(x, q);
             }
             if st.preds_left[q] == 0 {
                 ready.push(q);
             }
+            from = end;
         }
         Ok(ready)
     }
@@ -623,7 +647,7 @@ impl Batch<'_, '_> {
                     .map_err(|e| replay_failed(call.p, &e))?;
                     if !sp.exports.is_empty() {
                         let vals: Vec<V> = sp.exports.iter().map(|&v| f.vars[v].clone()).collect();
-                        let _ = call.exports[s].set(vals);
+                        let _ = self.exports[call.exports_at + s].set(vals);
                     }
                 }
                 None => {
@@ -641,19 +665,6 @@ impl Batch<'_, '_> {
         }
         tx.commit_deferred()?;
         Ok(())
-    }
-}
-
-/// `*to = from.clone()`, reusing `to`'s storage for an INT or an INT array (a call's
-/// arguments are refilled into a kept frame for each of its pieces).
-fn assign(to: &mut V, from: &V) {
-    match (to, from) {
-        (V::Val(Value::Int(t)), V::Val(Value::Int(f))) => *t = *f,
-        (V::IntArr(t), V::IntArr(f)) => {
-            t.clear();
-            t.extend_from_slice(f);
-        }
-        (t, f) => *t = f.clone(),
     }
 }
 
