@@ -280,6 +280,13 @@ pub(crate) struct Keys {
     encoded: Vec<u8>,
 }
 
+impl Keys {
+    /// The encoding buffer, for a caller encoding a row record's keys (`row_key`'s input).
+    pub(crate) fn buffer(&mut self) -> &mut Vec<u8> {
+        &mut self.encoded
+    }
+}
+
 /// Adds the key for every value of the counters of `loops` to `out` (which held `mark`
 /// entries before this operation); false if one does not evaluate, does not encode for the
 /// table, or there are more than `KEYS_MAX`.

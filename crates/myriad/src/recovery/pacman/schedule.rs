@@ -505,9 +505,8 @@ impl Batch<'_, '_> {
             None => {
                 let (i, j) = piece.rec;
                 let lf = &self.logs[i as usize];
-                let mut buf = Vec::new();
                 self.ctx
-                    .writes(lf, &lf.recs[j as usize], &mut buf, |t, _, key, _| {
+                    .writes(lf, &lf.recs[j as usize], k.buffer(), |t, _, key, _| {
                         let name = &t.schema.name;
                         if self.plan.owner.get(name) == Some(&b) {
                             let p = self.plan.prefix.get(name).copied().unwrap_or(0);
