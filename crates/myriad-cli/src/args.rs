@@ -219,7 +219,9 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "N", default_value_t = 42)]
     pub(crate) seed: u64,
     /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, mv2pl-wait, ssn, ssi, ermia-si,
-    /// ermia-ssi (multi-version) or silo, occ, 2pl, hybrid (single-version).
+    /// ermia-ssi (multi-version) or silo, occ, 2pl, hybrid, healing (single-version; under healing
+    /// a stored-procedure call heals a stale read at commit, every other transaction runs as
+    /// OCC).
     #[arg(long, value_name = "P", default_value = "mvocc", value_parser = parse_choice::<Protocol>)]
     #[serde(serialize_with = "as_display")]
     pub(crate) protocol: Protocol,
@@ -227,7 +229,7 @@ pub(crate) struct BenchArgs {
     /// time-travel or delta (the newest row updated in place; older versions as full copies
     /// or as before-images of the changed columns), all for the multi-version protocols; or
     /// single-version. Default: the
-    /// protocol's own (single-version for silo, occ, 2pl and hybrid, n2o for the others).
+    /// protocol's own (single-version for silo, occ, 2pl, hybrid and healing, n2o for the others).
     #[arg(long, value_name = "S", value_parser = parse_choice::<VersionStorage>)]
     #[serde(serialize_with = "opt_display")]
     pub(crate) storage: Option<VersionStorage>,
@@ -258,6 +260,12 @@ pub(crate) struct BenchArgs {
     /// report's fidelity block says `validation: UNSAFE ...`. Refused for other protocols.
     #[arg(long)]
     pub(crate) unsafe_no_validation: bool,
+    /// After the run, check that the history of every committed transaction (the load's
+    /// included) is serializable — no cycle of read, write and anti-dependencies (Adya's
+    /// G0–G2; DESIGN.md §5) — and exit 1 if not. The database records every read and write
+    /// to do it: slower, and memory grows with the run, so keep runs short.
+    #[arg(long)]
+    pub(crate) check_history: bool,
     /// Where commit and read timestamps come from: global-counter (one fetch-add per update
     /// commit), locked-counter (MPDB's baseline: increment, stamp and unlock under one lock)
     /// or partial-order (POMVCC: non-conflicting updaters share one commit timestamp;

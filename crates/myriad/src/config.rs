@@ -88,6 +88,14 @@ choice_enum!(
         /// `phantom`) the thread's next transaction — the retry — runs as `2pl`, and so do its
         /// retries until it commits. Needs version storage `single-version`.
         Hybrid = "hybrid",
+        /// Transaction Healing (thesis ch. 3, Wu et al. SIGMOD 2016): OCC whose validation
+        /// locks every record read or written in one global order — tables ranked by the
+        /// registered procedures' key dependencies (§3.4.5), then tuple id — and, when a
+        /// stored-procedure call finds a read stale, heals it under the locks already held
+        /// instead of aborting (`cc/healing.rs`). Other transactions (ad-hoc SQL, the native
+        /// API, a CALL inside BEGIN) run as OCC with the same lock order. Needs version
+        /// storage `single-version`.
+        Healing = "healing",
     }
 );
 
@@ -118,7 +126,8 @@ impl Protocol {
             | Protocol::Silo
             | Protocol::Occ
             | Protocol::TwoPl
-            | Protocol::Hybrid => false,
+            | Protocol::Hybrid
+            | Protocol::Healing => false,
         }
     }
 
@@ -126,7 +135,11 @@ impl Protocol {
     /// `single-version` only, and every other protocol on multi-version storage only.
     pub fn single_version(self) -> bool {
         match self {
-            Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid => true,
+            Protocol::Silo
+            | Protocol::Occ
+            | Protocol::TwoPl
+            | Protocol::Hybrid
+            | Protocol::Healing => true,
             Protocol::Mvocc
             | Protocol::Si
             | Protocol::ErmiaSi
@@ -166,7 +179,8 @@ impl Protocol {
             | Protocol::Silo
             | Protocol::Occ
             | Protocol::TwoPl
-            | Protocol::Hybrid => None,
+            | Protocol::Hybrid
+            | Protocol::Healing => None,
         }
     }
 
@@ -186,7 +200,8 @@ impl Protocol {
             | Protocol::Silo
             | Protocol::Occ
             | Protocol::TwoPl
-            | Protocol::Hybrid => LogManagerKind::Epoch,
+            | Protocol::Hybrid
+            | Protocol::Healing => LogManagerKind::Epoch,
         }
     }
 
@@ -531,6 +546,7 @@ pub struct Config {
     pub(crate) ermia_old_read_age: Option<u64>,
     pub(crate) procedures: ProcedureExec,
     pub(crate) unsafe_no_validation: bool,
+    pub(crate) unsafe_heal_skips_reads: bool,
 }
 
 impl Default for Config {
@@ -579,6 +595,7 @@ impl Default for Config {
             ermia_old_read_age: None,
             procedures: ProcedureExec::Compiled,
             unsafe_no_validation: false,
+            unsafe_heal_skips_reads: false,
         }
     }
 }
@@ -620,6 +637,16 @@ impl Config {
     /// Any other protocol is `Error::InvalidConfig` at open.
     pub fn unsafe_no_validation(mut self, on: bool) -> Self {
         self.unsafe_no_validation = on;
+        self
+    }
+    /// A deliberately broken `healing`, for tests only: a row the call only read and found
+    /// stale at validation is accepted as if current, so the operations that depend on it are
+    /// not restored (rows it wrote still heal). Not serializable: it exists to show that the
+    /// history checker catches a healing step left out. Any other protocol is
+    /// `Error::InvalidConfig` at open.
+    #[doc(hidden)]
+    pub fn unsafe_heal_skips_reads(mut self, on: bool) -> Self {
+        self.unsafe_heal_skips_reads = on;
         self
     }
     /// Default isolation level of `Database::begin` (a transaction may ask for another).
@@ -947,7 +974,8 @@ impl Config {
             | Protocol::Silo
             | Protocol::Occ
             | Protocol::TwoPl
-            | Protocol::Hybrid => false,
+            | Protocol::Hybrid
+            | Protocol::Healing => false,
         }
     }
 
@@ -974,9 +1002,11 @@ impl Config {
             // SSN makes snapshot isolation serializable; without it, it is `si`.
             Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => &[Isolation::Serializable],
             // Silo validates every read; it has no snapshot to offer weaker levels on.
-            Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid => {
-                &[Isolation::Serializable]
-            }
+            Protocol::Silo
+            | Protocol::Occ
+            | Protocol::TwoPl
+            | Protocol::Hybrid
+            | Protocol::Healing => &[Isolation::Serializable],
         }
     }
 
@@ -1016,6 +1046,12 @@ impl Config {
                     )));
                 }
             }
+        }
+        if self.unsafe_heal_skips_reads && self.protocol != Protocol::Healing {
+            return Err(Error::InvalidConfig(format!(
+                "unsafe-heal-skips-reads applies to protocol `healing` only, not `{}`",
+                self.protocol
+            )));
         }
         if self.unsafe_no_validation && !matches!(self.protocol, Protocol::Occ | Protocol::Silo) {
             return Err(Error::InvalidConfig(format!(
@@ -1264,9 +1300,11 @@ impl Config {
             Protocol::Mv2pl | Protocol::Mv2plWait => {
                 Some("its locking reads of the latest version need a distinct commit order")
             }
-            Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid => {
-                Some("it is single-version and orders commits by its own TIDs")
-            }
+            Protocol::Silo
+            | Protocol::Occ
+            | Protocol::TwoPl
+            | Protocol::Hybrid
+            | Protocol::Healing => Some("it is single-version and orders commits by its own TIDs"),
         };
         if let Some(why) = why {
             return Err(Error::InvalidConfig(format!(

@@ -44,11 +44,18 @@ pub enum AbortReason {
     /// still running when the wait (`mvto::SNAPSHOT_WAIT`) ran out. It fails rather than run
     /// as an ordinary, read-tracking MVTO reader it was not asked to be; retrying may succeed.
     SnapshotWait,
+    /// `healing` (thesis §3.4.2): healing a stored-procedure call needed a row ordered before
+    /// the validation cursor, and its one try-lock found another committer holding it (the
+    /// no-wait rule that keeps ordered validation deadlock-free).
+    HealLockConflict,
+    /// `healing`: a commit healed `cc::healing::HEAL_LIMIT` times and still found a stale
+    /// read or a phantom, and gave up.
+    HealGiveUp,
 }
 
 impl AbortReason {
     /// Every reason, in report order.
-    pub const ALL: [AbortReason; 11] = [
+    pub const ALL: [AbortReason; 13] = [
         AbortReason::WriteWriteConflict,
         AbortReason::ReadValidation,
         AbortReason::Phantom,
@@ -60,6 +67,8 @@ impl AbortReason {
         AbortReason::CommitDependency,
         AbortReason::Deadlock,
         AbortReason::SnapshotWait,
+        AbortReason::HealLockConflict,
+        AbortReason::HealGiveUp,
     ];
 
     /// Stable snake_case name used in reports and JSON.
@@ -76,6 +85,8 @@ impl AbortReason {
             AbortReason::CommitDependency => "commit_dependency",
             AbortReason::Deadlock => "deadlock",
             AbortReason::SnapshotWait => "snapshot_wait",
+            AbortReason::HealLockConflict => "heal_lock_conflict",
+            AbortReason::HealGiveUp => "heal_give_up",
         }
     }
 

@@ -57,6 +57,7 @@ const LEVELS: &[(Protocol, &[Isolation])] = &[
     (Protocol::Occ, &[Isolation::Serializable]),
     (Protocol::TwoPl, &[Isolation::Serializable]),
     (Protocol::Hybrid, &[Isolation::Serializable]),
+    (Protocol::Healing, &[Isolation::Serializable]),
 ];
 
 /// Every protocol of `Protocol::ALL` (a new one fails here until its levels are in

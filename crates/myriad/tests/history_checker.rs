@@ -6,7 +6,7 @@ use myriad::history::{check, Level, TxnRecord};
 use myriad::*;
 use std::ops::Bound;
 
-fn splitmix(s: &mut u64) -> u64 {
+pub(crate) fn splitmix(s: &mut u64) -> u64 {
     *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
     let mut z = *s;
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -309,7 +309,7 @@ fn interleaved_smallbank(c: Config, call: &str) -> Result<Vec<TxnRecord>> {
     Ok(db.take_history())
 }
 
-fn smallbank_db(c: Config) -> Database {
+pub(crate) fn smallbank_db(c: Config) -> Database {
     let db = Database::open(c.record_history(true).max_retries(100_000)).unwrap();
     let mut s = myriad::sql::Session::new(&db);
     s.execute(include_str!("../../myriad-cli/workloads/smallbank.sql"))
@@ -330,14 +330,21 @@ fn smallbank_db(c: Config) -> Database {
 /// calls, the accounts skewed towards the low ids; user aborts (RAISE) are part of the mix.
 fn smallbank_history(c: Config, seed: u64) -> Vec<TxnRecord> {
     let db = smallbank_db(c);
+    smallbank_calls(&db, 1500, seed);
+    db.take_history()
+}
+
+/// Smallbank on `smallbank_db`'s 100 accounts skewed towards the low ids, 2 threads ×
+/// `per_thread` calls; user aborts (RAISE) are part of the mix.
+pub(crate) fn smallbank_calls(db: &Database, per_thread: usize, seed: u64) {
     let start = std::sync::Barrier::new(2);
     std::thread::scope(|sc| {
         for th in 0..2u64 {
-            let (db, start) = (&db, &start);
+            let start = &start;
             sc.spawn(move || {
                 start.wait();
                 let mut rng = seed * 1000 + th;
-                for _ in 0..1500 {
+                for _ in 0..per_thread {
                     let mut account = || {
                         let (x, y) = (splitmix(&mut rng) % 100, splitmix(&mut rng) % 100);
                         (x * y / 100) as i64
@@ -361,7 +368,6 @@ fn smallbank_history(c: Config, seed: u64) -> Vec<TxnRecord> {
             });
         }
     });
-    db.take_history()
 }
 
 /// The read-modify-write and bank workloads on configuration `c()` at `level` leave no

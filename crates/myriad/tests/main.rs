@@ -15,6 +15,7 @@ mod durability;
 mod durability_faults;
 mod gc_dead_zone;
 mod gc_safety;
+mod healing;
 mod history_checker;
 mod in_place_storage;
 mod layering;

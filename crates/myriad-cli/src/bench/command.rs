@@ -42,6 +42,7 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .index_pointers(b.index_pointers)
         .non_inline(b.non_inline)
         .unsafe_no_validation(b.unsafe_no_validation)
+        .record_history(b.check_history)
         .timestamps(b.timestamps)
         .po_tick(Duration::from_micros(b.po_tick_us))
         .po_counters(b.po_counters)
@@ -250,6 +251,7 @@ fn refuse_for_baseline(engine: Engine, b: &BenchArgs, extra: &[(&str, bool)]) {
         ("--ermia-safe-retry", b.ermia_safe_retry.is_some()),
         ("--ermia-old-age", b.ermia_old_age.is_some()),
         ("--unsafe-no-validation", b.unsafe_no_validation),
+        ("--check-history", b.check_history),
         (
             "--timestamps",
             b.timestamps != myriad::TimestampPolicy::GlobalCounter,
@@ -559,6 +561,25 @@ pub(crate) fn bench_workload<W: Workload>(
             }
             Some(Err(e)) => return fatal("checking the invariant", e),
             None => {}
+        }
+    }
+    if b.check_history {
+        let h = db.take_history();
+        let r = myriad::history::check(&h);
+        let m = format!(
+            "{} committed transactions, {} dependency edges, {} anomalies{}",
+            h.len(),
+            r.edges,
+            r.anomalies.len(),
+            r.anomalies
+                .first()
+                .map_or(String::new(), |a| format!("; first: {a}"))
+        );
+        if r.anomalies.is_empty() {
+            results.push(("history", serde_json::json!(format!("ok: {m}"))));
+        } else {
+            results.push(("history", serde_json::json!(format!("FAILED: {m}"))));
+            failed_check.get_or_insert(m);
         }
     }
     let report = Report::new(ReportInput {

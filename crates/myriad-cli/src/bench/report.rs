@@ -87,6 +87,10 @@ pub struct Report {
     /// `hybrid`: transactions run under 2PL (retries of a validation failure) per committed
     /// transaction.
     pub hybrid_2pl_per_txn: f64,
+    /// `healing`: heals (re-executions of a call under its validation locks instead of an
+    /// abort) per committed transaction.
+    #[serde(default)]
+    pub heals_per_txn: f64,
     /// `ermia-ssi` (ERMIA §3.6), per committed transaction: pivots aborted by safe retry,
     /// READ ONLY reads of old versions left untracked, aborts those untracked reads caused.
     pub ssi_safe_retries_per_txn: f64,
@@ -563,6 +567,7 @@ impl Report {
             commit_deps_per_txn: per_txn(d(|s| s.commit_deps)),
             commit_dep_waits_per_txn: per_txn(d(|s| s.commit_dep_waits)),
             hybrid_2pl_per_txn: per_txn(d(|s| s.hybrid_2pl)),
+            heals_per_txn: per_txn(d(|s| s.heals)),
             ssi_safe_retries_per_txn: per_txn(d(|s| s.ssi_safe_retries)),
             ssi_untracked_reads_per_txn: per_txn(d(|s| s.ssi_untracked_reads)),
             ssi_old_read_aborts_per_txn: per_txn(d(|s| s.ssi_old_read_aborts)),
@@ -750,6 +755,13 @@ impl Report {
                 o,
                 "  hybrid       2PL retries/txn {:.4} (after a validation failure)",
                 self.hybrid_2pl_per_txn
+            )?;
+        }
+        if self.fidelity.protocol == "healing" {
+            writeln!(
+                o,
+                "  healing      heals/txn {:.4} (a stale read re-executes the call under its locks)",
+                self.heals_per_txn
             )?;
         }
         if self.fidelity.protocol == "ermia-ssi" {

@@ -42,11 +42,13 @@ pub struct IsolationArgs {
     #[arg(required = true, value_name = "SPEC")]
     specs: Vec<PathBuf>,
     /// Concurrency-control protocol: mvocc, si, mvto, mv2pl, mv2pl-wait, ssn, ssi, ermia-si,
-    /// ermia-ssi (multi-version) or silo, occ, 2pl, hybrid (single-version).
+    /// ermia-ssi (multi-version) or silo, occ, 2pl, hybrid, healing (single-version; under healing
+    /// a stored-procedure call heals a stale read at commit, every other transaction runs as
+    /// OCC).
     #[arg(long, value_name = "P", default_value = "mvocc", value_parser = crate::args::parse_choice::<Protocol>)]
     protocol: Protocol,
     /// Version storage: n2o, o2n, time-travel, delta or single-version (default: the
-    /// protocol's own, single-version for silo, occ, 2pl and hybrid, n2o for the others).
+    /// protocol's own, single-version for silo, occ, 2pl, hybrid and healing, n2o for the others).
     #[arg(long, value_name = "S", value_parser = crate::args::parse_choice::<VersionStorage>)]
     storage: Option<VersionStorage>,
     /// Garbage collection: txn, vacuum, coop (with --storage o2n), dead-zone (n2o or o2n) or

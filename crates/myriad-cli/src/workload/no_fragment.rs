@@ -167,12 +167,14 @@ impl super::Worker for NoFragmentWorker<'_> {
     }
 
     fn attempt(&mut self, db: &Database) -> Result<myriad::CommitTicket> {
-        let mut tx = db.begin_with(TxnOptions {
+        let tx = db.begin_with(TxnOptions {
             isolation: self.b.t.params.isolation,
             read_only: false,
         })?;
-        self.b.proc.execute_bound(&mut tx, &mut self.frame)?;
-        tx.commit_deferred()
+        self.b
+            .proc
+            .execute_commit(tx, &mut self.frame)
+            .map(|(_, ticket)| ticket)
     }
 }
 

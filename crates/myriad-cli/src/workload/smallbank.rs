@@ -396,8 +396,14 @@ impl Worker for SmallbankWorker<'_> {
         if let Some(v) = amount {
             f.set(1, Value::Int(v));
         }
-        let out = self.sb.procs[ty].execute_bound(&mut tx, f)?;
-        let ticket = tx.commit_deferred()?;
+        // An ad-hoc transaction (logged as rows) runs as plain OCC under `healing` (thesis
+        // §3.4.8); a call's commit may heal it, and `out` is then the healed run's.
+        let (out, ticket) = if self.adhoc {
+            let out = self.sb.procs[ty].execute_bound(&mut tx, f)?;
+            (out, tx.commit_deferred()?)
+        } else {
+            self.sb.procs[ty].execute_commit(tx, f)?
+        };
         if ty != BALANCE {
             self.delta_cents += returned_int(TXN_TYPES[ty], &out)?;
         }

@@ -452,7 +452,7 @@ impl Worker for TatpWorker<'_> {
 
     fn attempt(&mut self, db: &Database) -> Result<myriad::CommitTicket> {
         let ty = self.ty;
-        let mut tx = db.begin_with(TxnOptions {
+        let tx = db.begin_with(TxnOptions {
             isolation: self.t.params.isolation,
             read_only: matches!(
                 ty,
@@ -482,8 +482,8 @@ impl Worker for TatpWorker<'_> {
                 }
             }
         }
-        let out = match self.t.procs[ty].execute_bound(&mut tx, f) {
-            Ok(out) => out,
+        let (out, ticket) = match self.t.procs[ty].execute_commit(tx, f) {
+            Ok(r) => r,
             Err(e) => {
                 let user = matches!(e, Error::ProcedureAbort { .. } | Error::DuplicateKey { .. });
                 self.calls[ty] += user as u64;
@@ -496,7 +496,6 @@ impl Worker for TatpWorker<'_> {
                 });
             }
         };
-        let ticket = tx.commit_deferred()?;
         self.calls[ty] += 1;
         if returned_int(TXN_TYPES[ty], &out)? > 0 {
             self.succeeded[ty] += 1;

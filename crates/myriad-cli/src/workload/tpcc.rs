@@ -1172,9 +1172,17 @@ impl Worker for TpccWorker<'_> {
             tx.log_as_rows();
         }
         let proc = &self.t.procs.by_type[self.ty];
-        match proc.execute_bound(&mut tx, &mut self.frames[self.ty]) {
-            Ok(out) => {
-                let ticket = tx.commit_deferred()?;
+        let frame = &mut self.frames[self.ty];
+        // An ad-hoc transaction (logged as rows) runs as plain OCC under `healing`, whose
+        // commit heals only a transaction that is exactly one call (thesis §3.4.8).
+        let r = if self.adhoc {
+            proc.execute_bound(&mut tx, frame)
+                .and_then(|out| Ok((out, tx.commit_deferred()?)))
+        } else {
+            proc.execute_commit(tx, frame)
+        };
+        match r {
+            Ok((out, ticket)) => {
                 if self.ty == DELIVERY && !self.t.params.no_inserts {
                     // Orders up to the one delivered are gone for good: the next Delivery of
                     // this terminal starts its scans after them.
@@ -1188,8 +1196,8 @@ impl Worker for TpccWorker<'_> {
             }
             // The 1% New-Order on an unused item id rolls back as the spec wants: a user
             // abort, counted as such and not retried. Any other RAISE is a bug.
+            // (The call rolled the transaction back.)
             Err(Error::ProcedureAbort { .. }) if self.ty == NEW_ORDER && self.rollback => {
-                tx.abort();
                 Err(Error::SerializationFailure(AbortReason::UserAbort))
             }
             // Read Committed lets two New-Orders of a district read the same d_next_o_id
@@ -1199,7 +1207,6 @@ impl Worker for TpccWorker<'_> {
             Err(Error::DuplicateKey { .. })
                 if self.t.params.isolation == myriad::Isolation::ReadCommitted =>
             {
-                tx.abort();
                 Err(Error::SerializationFailure(AbortReason::UniqueConflict))
             }
             Err(e) => Err(e),

@@ -697,8 +697,7 @@ impl Worker for YcsbWorker<'_> {
             frame.set_ints(1, plan.iter().map(|o| o.update as i64));
             frame.set_ints(2, plan.iter().map(|o| o.attr as i64));
             frame.set_ints(3, plan.iter().map(|o| (o.value >> 3) as i64));
-            proc.execute_bound(&mut tx, frame)?;
-            return tx.commit_deferred();
+            return proc.execute_commit(tx, frame).map(|(_, ticket)| ticket);
         }
         for op in &planner.plan {
             if op.update {

@@ -41,6 +41,7 @@
 //! (`hybrid::SlotState::retry_2pl`).
 
 pub mod ermia_ssi;
+pub mod healing;
 pub mod hybrid;
 pub mod mv2pl;
 pub mod mvocc;
@@ -97,6 +98,8 @@ pub(crate) struct SlotCc {
     pub(crate) occ: occ::SlotState,
     /// `hybrid`: the retry flag.
     pub(crate) hybrid: hybrid::SlotState,
+    /// `healing`: the locks its commit holds, the validation cursor, the heals made.
+    pub(crate) healing: healing::SlotState,
 }
 
 impl SlotCc {
@@ -106,6 +109,7 @@ impl SlotCc {
         self.mv2pl.read_locks.is_empty()
             && self.mv2pl.range_locks.is_empty()
             && self.occ.locks.is_empty()
+            && self.healing.held.is_empty()
     }
 }
 
@@ -201,7 +205,7 @@ pub(crate) fn begin(
         Protocol::Mv2pl | Protocol::Mv2plWait => (begin_ts, !read_only),
         // Single-version protocols have no snapshot: every transaction is tracked.
         Protocol::TwoPl => (begin_ts, true),
-        Protocol::Silo | Protocol::Occ | Protocol::Hybrid => (begin_ts, false),
+        Protocol::Silo | Protocol::Occ | Protocol::Hybrid | Protocol::Healing => (begin_ts, false),
         Protocol::Mvocc | Protocol::Si | Protocol::ErmiaSi => (begin_ts, false),
     };
     Ok(Begin {
@@ -242,6 +246,9 @@ struct Traits {
     checks_index_entry: bool,
     /// A writer's end timestamp is its begin timestamp (MVTO, `ends_at_begin_ts`).
     ends_at_begin_ts: bool,
+    /// A stored-procedure call's stale read heals at commit (`healing`); each read-set entry
+    /// also records its row, `(table, tuple id)`, its lock-order key (`keys_reads`).
+    heals: bool,
 }
 
 /// The traits of no protocol in particular: every flag off.
@@ -253,6 +260,7 @@ const PLAIN: Traits = Traits {
     stale_reads_fail_early: false,
     checks_index_entry: false,
     ends_at_begin_ts: false,
+    heals: false,
 };
 
 /// The traits of `p`.
@@ -276,6 +284,14 @@ const fn traits(p: Protocol) -> Traits {
         Protocol::Silo | Protocol::Occ => Traits {
             validates_reads: ReadValidation::Always,
             stale_reads_fail_early: true,
+            ..PLAIN
+        },
+        // A healable call's stale read heals at commit (`Transaction::unless_stale_read`);
+        // every other transaction fails early like OCC's.
+        Protocol::Healing => Traits {
+            validates_reads: ReadValidation::Always,
+            stale_reads_fail_early: true,
+            heals: true,
             ..PLAIN
         },
         Protocol::TwoPl => Traits {
@@ -308,7 +324,8 @@ pub(crate) fn snapshot_protocol(p: Protocol) -> Protocol {
         | Protocol::ErmiaSi
         | Protocol::Silo
         | Protocol::Occ
-        | Protocol::TwoPl => p,
+        | Protocol::TwoPl
+        | Protocol::Healing => p,
     }
 }
 
@@ -325,6 +342,29 @@ pub(crate) fn validates_reads(p: Protocol, isolation: Isolation) -> bool {
         ),
         ReadValidation::Always => true,
     }
+}
+
+/// Whether each read-set entry also records its row, `Sets::read_keys` (`healing`).
+#[inline]
+pub(crate) fn keys_reads(p: Protocol) -> bool {
+    traits(p).heals
+}
+
+/// Whether a stored-procedure call's commit can heal it (`healing`, `heal_lock`).
+#[inline]
+pub(crate) fn heals(p: Protocol) -> bool {
+    traits(p).heals
+}
+
+/// Hook `heal_lock`, single-version step 1 of a commit that can heal (`heals`): locks the
+/// read and write sets in the global order from the validation cursor on; `Stale` when a
+/// row read is no longer current (the caller heals and calls again).
+pub(crate) fn heal_lock(
+    tx: &mut TxnCtx<'_>,
+    sc: &mut SlotCc,
+) -> std::result::Result<healing::Step, AbortReason> {
+    debug_assert!(heals(tx.protocol), "heal_lock under {}", tx.protocol);
+    healing::lock_in_order(tx, &mut sc.healing)
 }
 
 /// Whether serializable reads take range locks (`mv2pl-wait`, `mv2pl.rs`).
@@ -429,7 +469,8 @@ pub(crate) fn on_read(
         | Protocol::ErmiaSi
         | Protocol::Silo
         | Protocol::Occ
-        | Protocol::Hybrid => Ok(()),
+        | Protocol::Hybrid
+        | Protocol::Healing => Ok(()),
     }
 }
 
@@ -451,7 +492,8 @@ pub(crate) fn before_scan(tx: &TxnCtx<'_>, t: &Table, index: usize) {
         | Protocol::Silo
         | Protocol::Occ
         | Protocol::TwoPl
-        | Protocol::Hybrid => {}
+        | Protocol::Hybrid
+        | Protocol::Healing => {}
     }
 }
 
@@ -477,7 +519,8 @@ pub(crate) fn on_scan(tx: &TxnCtx<'_>, t: &Table, index: u16) -> bool {
         | Protocol::Silo
         | Protocol::Occ
         | Protocol::TwoPl
-        | Protocol::Hybrid => true,
+        | Protocol::Hybrid
+        | Protocol::Healing => true,
     }
 }
 
@@ -505,7 +548,8 @@ pub(crate) fn on_miss(
         | Protocol::Silo
         | Protocol::Occ
         | Protocol::TwoPl
-        | Protocol::Hybrid => Ok(()),
+        | Protocol::Hybrid
+        | Protocol::Healing => Ok(()),
     }
 }
 
@@ -534,7 +578,8 @@ pub(crate) fn may_write(
         | Protocol::Ssn
         | Protocol::Silo
         | Protocol::Occ
-        | Protocol::Hybrid => Ok(()),
+        | Protocol::Hybrid
+        | Protocol::Healing => Ok(()),
     }
 }
 
@@ -559,7 +604,8 @@ pub(crate) fn on_index_enter(
         | Protocol::Silo
         | Protocol::Occ
         | Protocol::TwoPl
-        | Protocol::Hybrid => Ok(()),
+        | Protocol::Hybrid
+        | Protocol::Healing => Ok(()),
     }
 }
 
@@ -602,7 +648,8 @@ pub(crate) fn commit_read_only(tx: &TxnCtx<'_>, ec: &EngineCc, sc: &mut SlotCc) 
         | Protocol::Silo
         | Protocol::Occ
         | Protocol::TwoPl
-        | Protocol::Hybrid => {}
+        | Protocol::Hybrid
+        | Protocol::Healing => {}
     }
 }
 
@@ -633,7 +680,8 @@ pub(crate) fn precommit(
         | Protocol::Silo
         | Protocol::Occ
         | Protocol::TwoPl
-        | Protocol::Hybrid => Ok(()),
+        | Protocol::Hybrid
+        | Protocol::Healing => Ok(()),
     }
 }
 
@@ -649,6 +697,11 @@ pub(crate) fn lock_for_commit(
     }
     match tx.protocol {
         Protocol::Occ => occ::lock_read_write_set(tx, &mut sc.occ),
+        // A transaction that cannot heal: a stale read is OCC's abort.
+        Protocol::Healing => match healing::lock_in_order(tx, &mut sc.healing)? {
+            healing::Step::Done => Ok(()),
+            healing::Step::Stale => Err(AbortReason::ReadValidation),
+        },
         Protocol::Silo | Protocol::TwoPl | Protocol::Hybrid => {
             silo::lock_write_set(tx, &mut sc.silo)
         }
@@ -689,7 +742,7 @@ pub(crate) fn validate(
         "multi-version validation of a transaction that is not Preparing at its end timestamp"
     );
     match tx.protocol {
-        Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid => {
+        Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid | Protocol::Healing => {
             silo::validate(tx, c, tx.id.word())
         }
         Protocol::Mvto => {
@@ -734,7 +787,8 @@ pub(crate) fn stamp_test(
         | Protocol::Silo
         | Protocol::Occ
         | Protocol::TwoPl
-        | Protocol::Hybrid => Ok(()),
+        | Protocol::Hybrid
+        | Protocol::Healing => Ok(()),
     }
 }
 
@@ -759,7 +813,8 @@ pub(crate) fn finalize(tx: &TxnCtx<'_>, c: &TxnCc, end_ts: Timestamp) {
         | Protocol::Silo
         | Protocol::Occ
         | Protocol::TwoPl
-        | Protocol::Hybrid => {}
+        | Protocol::Hybrid
+        | Protocol::Healing => {}
     }
 }
 
@@ -805,6 +860,7 @@ pub(crate) fn ordered_commit_tid(
 /// records it only read).
 pub(crate) fn release(tx: &TxnCtx<'_>, ec: &EngineCc, sc: &mut SlotCc) {
     occ::release_read_set_locks(&mut sc.occ, tx.id.word());
+    healing::release(&mut sc.healing, tx.id.word());
     mv2pl::release(tx, ec, &mut sc.mv2pl);
 }
 
@@ -814,6 +870,7 @@ pub(crate) fn on_abort(tx: &TxnCtx<'_>, sc: &mut SlotCc) {
         Protocol::Mv2plWait => mv2pl::reopen_read_locks(tx),
         // A commit that failed after it locked what it read.
         Protocol::Occ => occ::release_read_set_locks(&mut sc.occ, tx.id.word()),
+        Protocol::Healing => healing::release(&mut sc.healing, tx.id.word()),
         Protocol::Mvocc
         | Protocol::Mvto
         | Protocol::Mv2pl
@@ -853,6 +910,7 @@ pub(crate) fn after_abort(
         | Protocol::Ssn
         | Protocol::Silo
         | Protocol::Occ
-        | Protocol::TwoPl => {}
+        | Protocol::TwoPl
+        | Protocol::Healing => {}
     }
 }

@@ -210,11 +210,7 @@ pub(crate) fn lock(
     loop {
         let e = v.end.load(Ordering::Acquire);
         if e == INFINITY {
-            bump(&tx.slot().stats.record_rmw, 1);
-            if v.end
-                .compare_exchange(INFINITY, me, Ordering::SeqCst, Ordering::Acquire)
-                .is_ok()
-            {
+            if take_free_lock(tx, v, me) {
                 // Under `hybrid` a 2PL transaction may hold a read lock on the record: it
                 // counts itself in `aux`, then loads End; we took End, then load `aux` (both
                 // SeqCst), so one of the two sees the other. The reader never waits; we
@@ -234,6 +230,16 @@ pub(crate) fn lock(
             return Err(AbortReason::ReadValidation);
         }
     }
+}
+
+/// One attempt to take the lock on `v`, whose End was just seen free (`INFINITY`): a
+/// compare-and-swap to `me`, counted as a record read-modify-write.
+#[inline]
+pub(crate) fn take_free_lock(tx: &TxnCtx<'_>, v: &Version, me: u64) -> bool {
+    bump(&tx.slot().stats.record_rmw, 1);
+    v.end
+        .compare_exchange(INFINITY, me, Ordering::SeqCst, Ordering::Acquire)
+        .is_ok()
 }
 
 /// Silo's validation (step 3), with the write set locked.

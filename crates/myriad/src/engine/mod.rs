@@ -104,6 +104,9 @@ pub struct Stats {
     pub commit_dep_waits: u64,
     /// `hybrid`: transactions run under 2PL because they retried a validation failure.
     pub hybrid_2pl: u64,
+    /// `healing`: heals made — re-executions of a stored-procedure call under the locks its
+    /// validation holds, instead of an abort (`cc/healing.rs`).
+    pub heals: u64,
     /// `ermia-ssi`: would-be pivots aborted at pre-commit because they overwrote a version
     /// an in-flight transaction read (safe retry, `Config::ermia_safe_retry`).
     pub ssi_safe_retries: u64,
@@ -569,6 +572,19 @@ impl Database {
         opts: TxnOptions,
         mut f: impl FnMut(&mut Transaction<'_>) -> Result<T>,
     ) -> Result<T> {
+        self.attempts(opts, |tx| {
+            let v = f(tx)?;
+            tx.commit_in_place().map(|t| (v, t))
+        })
+    }
+
+    /// `run_with`'s retry loop: `run` runs and commits one transaction (`run_with`: `f`,
+    /// then the commit; `Procedure::call_with`: a call that may heal at commit).
+    pub(crate) fn attempts<T>(
+        &self,
+        opts: TxnOptions,
+        mut run: impl FnMut(&mut Transaction<'_>) -> Result<(T, CommitTicket)>,
+    ) -> Result<T> {
         let mut backoff_us = 1u64;
         let mut last = AbortReason::UserAbort;
         // After a write-write conflict with a commit at some timestamp, the retry begins at
@@ -583,7 +599,7 @@ impl Database {
             };
             let (r, retry_floor) = match begun {
                 Ok(mut tx) => {
-                    let r = f(&mut tx).and_then(|v| tx.commit_in_place().map(|t| (v, t)));
+                    let r = run(&mut tx);
                     let retry_floor = tx.retry_floor;
                     drop(tx);
                     (r, retry_floor)
@@ -638,6 +654,7 @@ impl Database {
             s.commit_deps += l(&st.commit_deps);
             s.commit_dep_waits += l(&st.commit_dep_waits);
             s.hybrid_2pl += l(&st.hybrid_2pl);
+            s.heals += l(&st.heals);
             s.ssi_safe_retries += l(&st.ssi_safe_retries);
             s.ssi_untracked_reads += l(&st.ssi_untracked_reads);
             s.ssi_old_read_aborts += l(&st.ssi_old_read_aborts);

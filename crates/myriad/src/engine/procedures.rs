@@ -26,7 +26,7 @@ impl Procedure {
     /// [`Procedure::call`] with explicit transaction options.
     pub fn call_with(&self, db: &Database, opts: TxnOptions, args: &[Arg]) -> Result<Vec<Value>> {
         let mut f = self.bound_frame(args)?;
-        db.run_with(opts, |tx| self.run_frame(tx, &mut f))
+        db.attempts(opts, |tx| self.call_in(tx, &mut f))
     }
 }
 
@@ -95,6 +95,19 @@ impl Database {
         }
         for (p, _) in ps {
             reg.insert(p.name().to_ascii_lowercase(), p.clone());
+        }
+        if crate::cc::heals(self.shared.config.protocol) {
+            // `healing` locks rows in the validation order of every registered procedure
+            // (thesis §3.4.5, `cc/healing.rs`). Ranked while the registry's lock is held,
+            // so registrations rank in turn.
+            let all: Vec<&Procedure> = reg.values().map(|p| &**p).collect();
+            let order = procedure::healing::validation_order(&all);
+            for (rank, name) in order.tables.iter().enumerate() {
+                if let Ok(t) = self.shared.table(name) {
+                    let rank = u16::try_from(rank).unwrap_or(crate::cc::healing::UNRANKED - 1);
+                    t.heal_rank.store(rank, Ordering::Relaxed);
+                }
+            }
         }
         Ok(())
     }

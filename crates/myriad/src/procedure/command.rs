@@ -98,7 +98,9 @@ impl Procedure {
     /// `Error::TransactionClosed`).
     pub(super) fn run(&self, tx: &mut Transaction<'_>, f: &mut Frame) -> Result<Vec<Value>> {
         let r = self.run_logged(tx, f);
-        if r.is_err() {
+        // A call whose commit heals it stays open after an error a stale read may have
+        // caused (`Transaction::heal_pending`).
+        if r.is_err() && !tx.heal_pending() {
             tx.rollback(crate::error::AbortReason::UserAbort);
         }
         r

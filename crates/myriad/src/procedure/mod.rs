@@ -390,6 +390,41 @@ impl Procedure {
         self.run(tx, f)
     }
 
+    /// Runs the procedure with the arguments in `frame` as the whole of `tx` and commits `tx`
+    /// (without waiting for durability, as [`Transaction::commit_deferred`]); returns the
+    /// values of its `RETURN` and the commit's ticket. Under protocol `healing` the commit
+    /// heals the call where validation finds a read stale — re-executes it under the locks
+    /// validation holds, thesis ch. 3 — and the values returned are the healed run's. Under
+    /// every other protocol it is `execute_bound`, then `commit_deferred`. On an error `tx` is
+    /// rolled back.
+    pub fn execute_commit(
+        &self,
+        mut tx: Transaction<'_>,
+        frame: &mut CallFrame,
+    ) -> Result<(Vec<Value>, crate::CommitTicket)> {
+        self.call_in(&mut tx, frame)
+    }
+
+    /// `execute_commit` on a borrowed transaction (`Database::run_with`'s attempts).
+    pub(crate) fn call_in(
+        &self,
+        tx: &mut Transaction<'_>,
+        frame: &mut CallFrame,
+    ) -> Result<(Vec<Value>, crate::CommitTicket)> {
+        tx.set_healable();
+        let (mut out, complete) = match self.execute_bound(tx, frame) {
+            Ok(out) => (out, true),
+            Err(_) if tx.heal_pending() => (Vec::new(), false),
+            Err(e) => return Err(e),
+        };
+        let f = &mut frame.0;
+        let ticket = tx.commit_healing(complete, &mut |tx| {
+            out = self.run(tx, f)?;
+            Ok(())
+        })?;
+        Ok((out, ticket))
+    }
+
     /// [`Procedure::execute`] with a caller-kept frame: after the first call, a call of a
     /// procedure that reads and writes integers allocates nothing.
     pub fn execute_in(
@@ -408,15 +443,6 @@ impl Procedure {
         let mut f = self.p.frame();
         self.bind(args, &mut f)?;
         Ok(CallFrame(f))
-    }
-
-    /// Runs the procedure inside `tx` with the arguments bound in `frame` by `bound_frame`.
-    pub(crate) fn run_frame(
-        &self,
-        tx: &mut Transaction<'_>,
-        frame: &mut CallFrame,
-    ) -> Result<Vec<Value>> {
-        self.run(tx, &mut frame.0)
     }
 
     /// The slice of this procedure that `mask` selects, compiled to closures

@@ -12,7 +12,7 @@ use crate::version::non_inline::NiLayout;
 use crate::version::{Order, Rows, Store, Version};
 use std::ops::Bound;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU16, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// Tuple ids per block of the dirty bitmap (one bit each), as a power of two; the GC
@@ -38,6 +38,9 @@ const DIR_LEN: usize = 1 << 16;
 type Segment = [AtomicPtr<Version>; SEG_LEN];
 type MasterSegment = [AtomicPtr<Master>; SEG_LEN];
 
+/// `Table::heal_rank` of a table no registered procedure accesses: after every ranked one.
+pub(crate) const UNRANKED: u16 = u16::MAX;
+
 /// A table's storage. Shared by handle (`TableRef`).
 pub struct Table {
     pub(crate) id: u32,
@@ -50,6 +53,10 @@ pub struct Table {
     /// more index) or `REPLACED` (the copy took over). Transactions refuse a table that is
     /// not live, so nothing is written where no lookup would find it.
     pub(crate) state: AtomicU8,
+    /// `healing`: the table's rank in the validation order of the registered procedures
+    /// (thesis §3.4.5, `cc/healing.rs`); `UNRANKED` until a procedure that accesses it is
+    /// registered.
+    pub(crate) heal_rank: AtomicU16,
     /// Per index, the largest timestamp of a transaction that scanned it (a range, a point
     /// lookup that found nothing, or for index 0 the whole table): MVTO's read-ts for what a
     /// scan observed as absent (`cc/mvto.rs`); under SSN the largest commit stamp of a
@@ -189,6 +196,7 @@ impl Table {
                 .collect(),
             next_tid: AtomicU64::new(0),
             state: AtomicU8::new(LIVE),
+            heal_rank: AtomicU16::new(UNRANKED),
             scan_ts,
             scanners,
             version_ext,

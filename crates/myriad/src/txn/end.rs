@@ -14,6 +14,9 @@ use super::*;
 use crate::config::GcPolicy;
 use crate::gc::Garbage;
 
+/// A healable call's body, run again by a heal (`Transaction::commit_healing`).
+pub(crate) type Rerun<'a, 'db> = &'a mut dyn FnMut(&mut Transaction<'db>) -> Result<()>;
+
 impl<'db> Transaction<'db> {
     /// Commits, and in a durable database waits until the commit is durable (group commit,
     /// `log/`). On a serialization failure the transaction is aborted and the error says why.
@@ -37,12 +40,89 @@ impl<'db> Transaction<'db> {
             return Err(Error::TransactionClosed);
         }
         let ticket = if self.st.protocol.single_version() {
-            self.commit_single_version()
+            self.commit_single_version(None)
         } else {
             self.commit_multi_version()
         };
         let ts = self.commit_ts;
         ticket.map(|epoch| CommitTicket { epoch, ts })
+    }
+
+    /// Marks the transaction as one stored-procedure call whose commit may heal it
+    /// (`commit_healing`): under `healing`, an error a stale read may have caused leaves it
+    /// open (`heal_pending`) instead of aborting it. Other protocols ignore it.
+    pub(crate) fn set_healable(&mut self) {
+        self.healable = cc::heals(self.st.protocol);
+        self.heal_command = self.command;
+        debug_assert_eq!(self.writes, 0, "a healable call after other writes");
+    }
+
+    /// Whether the call's last run stopped at an error a stale read may have caused, and the
+    /// transaction is open for `commit_healing` to heal it.
+    pub(crate) fn heal_pending(&self) -> bool {
+        self.heal_requested && self.status == Status::Active
+    }
+
+    /// Commits a healable call (`set_healable`; thesis ch. 3, `cc/healing.rs`): where
+    /// validation finds a read stale, `rerun` runs the call's body again under the locks
+    /// validation holds, instead of an abort. `complete`: whether the body's last run
+    /// finished (false after `heal_pending`: a heal runs first, whatever validation finds).
+    /// Returns the ticket as `commit_deferred`; the caller's results are those of the last
+    /// run. Without `healing` it is `commit_deferred`.
+    pub(crate) fn commit_healing(
+        &mut self,
+        complete: bool,
+        rerun: Rerun<'_, 'db>,
+    ) -> Result<CommitTicket> {
+        if self.status != Status::Active {
+            return Err(Error::TransactionClosed);
+        }
+        if !self.healable {
+            debug_assert!(
+                complete,
+                "an incomplete call under a protocol that cannot heal"
+            );
+            return self.commit_in_place();
+        }
+        let ticket = self.commit_single_version(Some((complete, rerun)));
+        let ts = self.commit_ts;
+        ticket.map(|epoch| CommitTicket { epoch, ts })
+    }
+
+    /// One heal: undoes the buffered writes and inserts (keeping every validation lock),
+    /// empties the read, scan and write sets and runs the body again. Ok(true): the run
+    /// finished; Ok(false): it stopped at an error a stale read may have caused (heal
+    /// again); Err: the transaction is rolled back, and this is why.
+    fn heal(&mut self, rerun: Rerun<'_, 'db>) -> Result<bool> {
+        if self.heals >= cc::healing::HEAL_LIMIT {
+            return Err(self.refuse(AbortReason::HealGiveUp));
+        }
+        self.heals += 1;
+        bump(&self.slot().stats.heals, 1);
+        self.undo_writes(false);
+        self.st.sets.clear();
+        if let Some(r) = self.recording.as_mut() {
+            **r = Recording::default();
+        }
+        self.doomed.set(None);
+        self.heal_requested = false;
+        // The call starts again: a command log logs the healed run, as one call.
+        self.command = self.heal_command;
+        self.writes = 0;
+        match rerun(self) {
+            Ok(()) => Ok(true),
+            Err(_) if self.heal_pending() => Ok(false),
+            Err(e) => {
+                if self.status == Status::Active {
+                    let reason = match e {
+                        Error::SerializationFailure(r) => r,
+                        _ => AbortReason::UserAbort,
+                    };
+                    self.rollback(reason);
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Commits like `commit` and returns the commit timestamp: a later transaction that
@@ -308,43 +388,66 @@ impl<'db> Transaction<'db> {
         logged.inspect_err(|_| self.rollback(AbortReason::UserAbort))
     }
 
-    /// The single-version commit (Silo's, shared by OCC and 2PL); returns the durability
-    /// ticket.
-    fn commit_single_version(&mut self) -> Result<u64> {
-        // 1. Lock the records written (OCC: and read) in the global order.
-        if let Err(reason) = cc::lock_for_commit(&mut self.st, &mut self.local.cc) {
-            return Err(self.refuse(reason));
-        }
-        // 2. The serialization point.
-        let epoch = cc::serialization_point(self.engine_cc);
+    /// The single-version commit (Silo's, shared by OCC, 2PL and `healing`); returns the
+    /// durability ticket. `heal`: a healable call (`commit_healing`), whether its last run
+    /// finished, and its body.
+    fn commit_single_version(&mut self, mut heal: Option<(bool, Rerun<'_, 'db>)>) -> Result<u64> {
         let db = self.st.db;
-        // The history checker orders transactions by commit timestamp: a recording database
-        // takes one from the global clock here, at the serialization point (`history/`).
-        // Without a recording no shared counter is touched.
-        let order_ts = self.recording.is_some().then(|| {
-            bump(&self.slot().stats.global_rmw, 1);
-            db.clock.next_end_ts()
-        });
-        // A command log is replayed in TID order, which must then be a serial order: the TID
-        // is drawn here, before validation (`cc::ordered_commit_tid`).
-        let ordered_tid = (db.config.log == crate::config::LogPolicy::Command
-            && !self.st.sets.write_set.is_empty())
-        .then(|| {
-            bump(&self.slot().stats.global_rmw, 1);
-            cc::ordered_commit_tid(
-                &self.st,
-                self.engine_cc,
-                &mut self.local.cc,
-                epoch,
-                db.clock.now(),
-            )
-        });
-        // 3. Validation.
-        if let Err(reason) =
-            cc::validate(&self.st, &mut self.cc, &mut self.local.cc, Timestamp::ZERO)
-        {
-            return Err(self.refuse(reason));
-        }
+        #[cfg(test)]
+        tests::pause_point(tests::Pause::SingleVersionCommit);
+        let (epoch, order_ts, ordered_tid) = loop {
+            // 1. Lock the records written (OCC, `healing`: and read) in the global order; a
+            // healable call heals a stale read (under the locks taken so far) and goes on.
+            match heal.as_mut() {
+                None => {
+                    if let Err(reason) = cc::lock_for_commit(&mut self.st, &mut self.local.cc) {
+                        return Err(self.refuse(reason));
+                    }
+                }
+                Some((complete, rerun)) => match cc::heal_lock(&mut self.st, &mut self.local.cc) {
+                    Ok(cc::healing::Step::Done) if *complete => {}
+                    Ok(_) => {
+                        *complete = self.heal(&mut **rerun)?;
+                        continue;
+                    }
+                    Err(reason) => return Err(self.refuse(reason)),
+                },
+            }
+            // 2. The serialization point.
+            let epoch = cc::serialization_point(self.engine_cc);
+            // The history checker orders transactions by commit timestamp: a recording database
+            // takes one from the global clock here, at the serialization point (`history/`).
+            // Without a recording no shared counter is touched.
+            let order_ts = self.recording.is_some().then(|| {
+                bump(&self.slot().stats.global_rmw, 1);
+                db.clock.next_end_ts()
+            });
+            // A command log is replayed in TID order, which must then be a serial order: the TID
+            // is drawn here, before validation (`cc::ordered_commit_tid`).
+            let ordered_tid = (db.config.log == crate::config::LogPolicy::Command
+                && !self.st.sets.write_set.is_empty())
+            .then(|| {
+                bump(&self.slot().stats.global_rmw, 1);
+                cc::ordered_commit_tid(
+                    &self.st,
+                    self.engine_cc,
+                    &mut self.local.cc,
+                    epoch,
+                    db.clock.now(),
+                )
+            });
+            // 3. Validation. A healable call heals a phantom too (its records stay locked;
+            // the TID and the history's stamp are drawn again after the heal).
+            match cc::validate(&self.st, &mut self.cc, &mut self.local.cc, Timestamp::ZERO) {
+                Ok(()) => break (epoch, order_ts, ordered_tid),
+                Err(AbortReason::Phantom) if heal.is_some() => {
+                    if let Some((complete, rerun)) = heal.as_mut() {
+                        *complete = self.heal(&mut **rerun)?;
+                    }
+                }
+                Err(reason) => return Err(self.refuse(reason)),
+            }
+        };
         if self.st.sets.write_set.is_empty() {
             if let Some(ts) = order_ts {
                 self.st.begin_ts = ts;
@@ -453,6 +556,27 @@ impl<'db> Transaction<'db> {
         }
         #[cfg(test)]
         tests::pause_point(tests::Pause::Rollback);
+        self.undo_writes(true);
+        // Undone: leave the commit group (or the commit lock) we joined, if any.
+        if let Some(ts) = self.joined.take() {
+            self.st.db.clock.abandon(ts, self.st.slot_idx);
+        }
+        cc::after_abort(
+            &self.st,
+            self.engine_cc,
+            &mut self.local.cc,
+            self.st.db.config.protocol,
+            reason,
+        );
+        bump(&slot.stats.aborted[reason.index()], 1);
+        self.finish();
+    }
+
+    /// Undoes the write set, newest first: our versions leave the chains and indexes and are
+    /// discarded; `unlock`: the locks on the records they replaced are released (a heal
+    /// keeps them, `heal`).
+    fn undo_writes(&mut self, unlock: bool) {
+        let slot = self.slot();
         let writes = std::mem::take(&mut self.st.sets.write_set);
         for w in writes.iter().rev() {
             let t = self.st.db.table_by_id(w.table);
@@ -471,7 +595,9 @@ impl<'db> Transaction<'db> {
                     // In place, the master gets the old values back before the lock is
                     // released (no writer takes over an aborted writer's lock there).
                     t.restore_row(old);
-                    self.unlock_version(old);
+                    if unlock {
+                        self.unlock_version(old);
+                    }
                 }
                 // `physical`: no entry may outlive the version it points at.
                 self.remove_entries(t, w.new, (*w.new).data());
@@ -479,19 +605,6 @@ impl<'db> Transaction<'db> {
             }
         }
         self.st.sets.write_set = writes;
-        // Undone: leave the commit group (or the commit lock) we joined, if any.
-        if let Some(ts) = self.joined.take() {
-            self.st.db.clock.abandon(ts, self.st.slot_idx);
-        }
-        cc::after_abort(
-            &self.st,
-            self.engine_cc,
-            &mut self.local.cc,
-            self.st.db.config.protocol,
-            reason,
-        );
-        bump(&slot.stats.aborted[reason.index()], 1);
-        self.finish();
     }
 
     /// Clears per-transaction state, gives the buffers back to the slot and ends the

@@ -252,6 +252,15 @@ pub struct Transaction<'db> {
     /// timestamp: that timestamp, the floor a retry begins at (`Database::run_with`).
     pub(crate) retry_floor: Option<Timestamp>,
     pub(crate) command: Command,
+    /// `healing`: a stored-procedure call whose commit can heal it (`commit_healing`).
+    healable: bool,
+    /// `healing`: the call's last run stopped at an error a stale read may have caused
+    /// (`unless_stale_read`); the transaction stays open for its commit to heal it.
+    heal_requested: bool,
+    /// `healing`: heals this commit made.
+    heals: u32,
+    /// `healing`: `command` when the call began (`set_healable`), what a heal starts from.
+    heal_command: Command,
 }
 
 /// Re-pin the memory epoch this often, so a long transaction never holds back reclamation
@@ -341,6 +350,10 @@ impl<'db> Transaction<'db> {
             status: Status::Active,
             writes: 0,
             command: Command::None,
+            healable: false,
+            heal_requested: false,
+            heals: 0,
+            heal_command: Command::None,
             joined: None,
             commit_ts: Timestamp::ZERO,
             retry_floor: None,

@@ -42,7 +42,11 @@ impl<'db> Transaction<'db> {
             let end = unsafe { v.as_ref() }.map_or(INFINITY, |v| v.end.load(Ordering::Acquire));
             end != INFINITY && end != me
         });
-        if stale {
+        if stale && self.healable {
+            // Its commit heals the call: locks what it read and re-executes it.
+            self.heal_requested = true;
+            Error::SerializationFailure(AbortReason::ReadValidation)
+        } else if stale {
             self.fail(AbortReason::ReadValidation)
         } else {
             e
@@ -72,10 +76,44 @@ impl<'db> Transaction<'db> {
             return ptr::null();
         }
         if crate::version::is_txn(b) && b != self.st.id.word() {
+            if self.awaits_inserts() && self.await_insert(v, b) {
+                return self.single_version_read(t, tid);
+            }
             self.doom(cc::read_conflict(self.st.protocol));
             return ptr::null();
         }
         h
+    }
+
+    /// `healing`, a healable call before its commit (it holds no lock, so waiting cannot
+    /// close a cycle): another transaction's uncommitted insert is waited out rather than
+    /// aborted for. Its commit then makes the call's earlier reads stale, which the commit
+    /// heals (TPC-C: two New-Orders that read one `d_next_o_id` insert the same order; the
+    /// thesis's Cavalia buffers inserts until validation, so the second never meets the
+    /// first's insert, §3.4.7).
+    #[inline]
+    pub(super) fn awaits_inserts(&self) -> bool {
+        self.healable && self.heals == 0 && !self.heal_requested
+    }
+
+    /// Waits, up to `INSERT_WAIT`, for `v` — inserted by the transaction whose id is `b`, not
+    /// yet committed — to be committed or aborted. True if it was.
+    pub(super) fn await_insert(&self, v: &Version, b: u64) -> bool {
+        const INSERT_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
+        let backoff = crossbeam_utils::Backoff::new();
+        let mut since = None;
+        loop {
+            if v.begin.load(Ordering::Acquire) != b {
+                return true;
+            }
+            if backoff.is_completed() {
+                let start = *since.get_or_insert_with(std::time::Instant::now);
+                if start.elapsed() > INSERT_WAIT {
+                    return false;
+                }
+            }
+            backoff.snooze();
+        }
     }
 
     /// The visible version of `tid` as of `rt`, or null.
@@ -118,7 +156,7 @@ impl<'db> Transaction<'db> {
 
     /// Records that we read `v` (for validation and the history).
     #[inline]
-    pub(super) fn note_read(&mut self, t: &Table, v: *const Version) {
+    pub(super) fn note_read(&mut self, t: &Table, tid: TupleId, v: *const Version) {
         // SAFETY: v is a visible version of a chain we are pinned on.
         let r = unsafe { &*v };
         if self.is_mine(r) {
@@ -134,6 +172,9 @@ impl<'db> Transaction<'db> {
                     .find(|w| std::ptr::eq(w.new, v));
                 if let Some(old) = base.map(|w| w.old).filter(|o| !o.is_null()) {
                     self.st.sets.read_set.push(old);
+                    if cc::keys_reads(self.st.protocol) {
+                        self.st.sets.read_keys.push((t.id, tid));
+                    }
                 }
             }
             return;
@@ -145,6 +186,9 @@ impl<'db> Transaction<'db> {
         }
         if self.validates_reads() {
             self.st.sets.read_set.push(v);
+            if cc::keys_reads(self.st.protocol) {
+                self.st.sets.read_keys.push((t.id, tid));
+            }
         }
         if let Some(rec) = self.recording.as_mut() {
             let mut rb = Vec::new();
@@ -245,20 +289,20 @@ impl<'db> Transaction<'db> {
             );
             self.local.key_buf = key;
         }
-        let v = match self.primary_tid(t) {
+        let (tid, v) = match self.primary_tid(t) {
             Some(tid) => {
                 let v = self.visible_version(t, tid, rt);
                 if v.is_null() {
                     self.unseen_row(t, tid);
                 }
-                v
+                (tid, v)
             }
-            None => ptr::null(),
+            None => (TupleId::default(), ptr::null()),
         };
         // SAFETY: visible versions stay allocated while we are active (watermark + pin).
         match unsafe { v.as_ref() } {
             Some(r) if !r.is_tombstone() => {
-                self.note_read(t, v);
+                self.note_read(t, tid, v);
                 self.raise()?;
                 let mut rb = std::mem::take(&mut self.local.read_buf);
                 let out = f(RowRef {
@@ -269,7 +313,7 @@ impl<'db> Transaction<'db> {
                 Ok(Some(out))
             }
             Some(_) => {
-                self.note_read(t, v);
+                self.note_read(t, tid, v);
                 self.note_miss(t, false);
                 self.raise()?;
                 Ok(None)
@@ -334,11 +378,11 @@ impl<'db> Transaction<'db> {
             // read). Multi-version protocols re-check against their snapshot, which does not
             // move.
             if self.st.protocol.single_version() {
-                self.note_read(t, v);
+                self.note_read(t, tid, v);
             }
             return None;
         }
-        self.note_read(t, v);
+        self.note_read(t, tid, v);
         if self.is_doomed() {
             return None;
         }
@@ -576,7 +620,7 @@ impl<'db> Transaction<'db> {
             if r.is_tombstone() {
                 continue;
             }
-            self.note_read(t, v);
+            self.note_read(t, tid, v);
             if self.is_doomed() {
                 break;
             }

@@ -35,6 +35,9 @@ pub(crate) const TABLE_SCAN: u16 = u16::MAX;
 #[derive(Default)]
 pub(crate) struct Sets {
     pub read_set: Vec<*const Version>,
+    /// `healing` (`cc::keys_reads`): the row of each `read_set` entry, `(table, tuple id)`
+    /// — its lock-order key (`cc/healing.rs`). Empty under the other protocols.
+    pub read_keys: Vec<(u32, TupleId)>,
     /// Length of `read_set` when the current operation began.
     pub op_reads: u32,
     pub scan_set: Vec<ScanRecord>,
@@ -47,6 +50,7 @@ impl Sets {
     /// Empties every set (their memory stays).
     pub(crate) fn clear(&mut self) {
         self.read_set.clear();
+        self.read_keys.clear();
         self.op_reads = 0;
         self.scan_set.clear();
         self.scan_keys.clear();

@@ -121,6 +121,8 @@ pub(crate) struct SlotStats {
     /// Commits (and aborts) that found a commit dependency unresolved and waited for it.
     pub commit_dep_waits: AtomicU64,
     pub hybrid_2pl: AtomicU64,
+    /// `healing`: heals made (re-executions of a call under its validation locks).
+    pub heals: AtomicU64,
     pub versions_cut_by_readers: AtomicU64,
     /// ERMIA-SSI (`cc/ermia_ssi.rs`): pivots aborted by safe retry, READ ONLY reads of old
     /// versions left untracked, and writers aborted by an old version's bstamp.

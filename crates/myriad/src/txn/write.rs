@@ -184,6 +184,11 @@ impl<'db> Transaction<'db> {
             // one is another transaction's insert, which holds the record (or, Begin =
             // INFINITY, has just aborted and is being unlinked: a conflict all the same).
             let b = h.begin.load(Ordering::Acquire);
+            if crate::version::is_txn(b) && self.awaits_inserts() && self.await_insert(h, b) {
+                // The insert is over (committed: a duplicate, maybe from a stale read, which
+                // the commit heals; aborted: the entry is free): judge the entry again.
+                return self.write_target(t, tid);
+            }
             if crate::version::is_txn(b) || b == INFINITY {
                 return Err(self.fail(cc::write_conflict(self.st.protocol)));
             }
@@ -353,11 +358,11 @@ impl<'db> Transaction<'db> {
                 }
                 Some(h) => {
                     if !h.is_tombstone() {
-                        self.note_read(t, head);
+                        self.note_read(t, tid, head);
                         self.raise()?;
                         return Err(self.unless_stale_read(dup()));
                     }
-                    self.note_read(t, head);
+                    self.note_read(t, tid, head);
                     self.raise()?;
                     if self.st.protocol.single_version() {
                         // Buffered like an update: installed over the tombstone at commit
@@ -661,7 +666,7 @@ impl<'db> Transaction<'db> {
             Some(h) if !h.is_tombstone() => Ok((tid, head, mine)),
             h => {
                 if h.is_some() && !mine {
-                    self.note_read(t, head);
+                    self.note_read(t, tid, head);
                 }
                 self.note_miss(t, false);
                 Err(self.unless_stale_read(not_found(t)))

@@ -1,0 +1,225 @@
+//! Transaction Healing (thesis ch. 3; Wu et al., SIGMOD 2016): `healing`, single-version
+//! OCC whose validation locks every record the transaction read or wrote in one global order
+//! and, when a stored-procedure call finds a read stale, heals the call under the locks it
+//! already holds instead of aborting it. The commit pipeline is Silo's (`silo.rs`,
+//! `txn/end.rs`); this file is its step 1 and the locks it holds.
+//!
+//! **Lock order** (thesis §3.4.5). An element is a row, `(table, tuple id)` — not a version
+//! address: a single-version record is replaced on every commit, so its address is neither a
+//! stable identity nor a stable order. Its key is `(rank, table id, tuple id)`; `rank` is
+//! the table's position in the validation order the registered procedures' key
+//! dependencies give (`procedure::healing::validation_order`, kept per table in
+//! `Table::heal_rank` when a procedure is registered), so that re-executing a key-dependent
+//! operation mostly needs rows *after* the validation cursor. Every committer under
+//! `healing` locks in this order — healed calls and the transactions that run as plain OCC
+//! alike — blocking on a lock another committer holds (ordered waits cannot form a cycle),
+//! except for a row ordered before the cursor, which gets one try-lock whose failure aborts
+//! (`HealLockConflict`, the thesis's no-wait rule, §3.4.2). A wait that outlasts
+//! `WAIT_LIMIT` aborts too (`LockConflict`): the rank of a table can change while commits
+//! run (a procedure registered mid-run), and a bounded wait keeps that from hanging.
+//!
+//! **Validation and healing** (Algorithm 1 and 2, `lock_in_order`). The elements are
+//! locked from the cursor on; a locked row whose current record is not the one read is
+//! inconsistent. For a transaction that cannot heal that is OCC's abort
+//! (`read_validation`). A healable stored-procedure call (`Transaction::commit_healing`)
+//! instead undoes its buffered writes and insert placeholders, keeps every lock, and
+//! re-executes the procedure body: rows it holds read their locked (hence current,
+//! consistent) records, rows after the cursor read optimistically and are validated when
+//! the cursor reaches them, rows before the cursor are try-locked. Validation then resumes
+//! at the cursor. A predicate re-check that fails (a phantom) heals the same way. The call
+//! returns the healed execution's results.
+//!
+//! What the thesis has and this does not (yet): the access cache. The thesis restores only
+//! the operations that depend on the stale read, reusing cached results of the others
+//! (§3.4.1–3.4.2); here a heal re-runs the whole body, reusing nothing (correct, and still
+//! no abort, but a heal costs a full execution rather than the affected operations).
+//! Reading another transaction's uncommitted insert aborts as under `occ` (the thesis's
+//! insert scenario 1 would read past it, §3.4.7).
+
+use crate::error::AbortReason;
+use crate::storage::{Table, TupleId};
+use crate::txn::state::TxnCtx;
+use crate::version::{is_txn, Version, INFINITY};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// An element's place in the global lock order: (table rank, table id, tuple id).
+pub(crate) type Key = (u16, u32, TupleId);
+
+/// How long a blocking lock wait may last before the commit gives up (see the module doc).
+const WAIT_LIMIT: Duration = Duration::from_millis(200);
+
+/// Heals one commit may make before it gives up (`HealGiveUp`): a re-executed range read can
+/// keep meeting new rows.
+pub(crate) const HEAL_LIMIT: u32 = 16;
+
+pub(crate) use crate::storage::table::UNRANKED;
+
+/// Per-slot state of `healing`, reused by the slot's transactions.
+#[derive(Default)]
+pub(crate) struct SlotState {
+    /// The records whose lock the commit holds, ascending by key, with the record locked.
+    pub(crate) held: Vec<(Key, *const Version)>,
+    /// Scratch: the elements of the read and write sets, with the record each read and its
+    /// read-set position (`WRITTEN` for a buffered write's).
+    elems: Vec<(Key, *const Version, u32)>,
+    /// The validation cursor: every element up to it is locked (or was, and left the sets).
+    cursor: Option<Key>,
+    /// Heals made by the current commit.
+    pub(crate) heals: u32,
+}
+
+/// What `lock_in_order` found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// Every element is locked and was read in its current record.
+    Done,
+    /// An element (locked now, if its row still exists) was read in a record that is no
+    /// longer current: heal, or abort.
+    Stale,
+}
+
+/// `SlotState::elems`: the element is a buffered write's.
+const WRITTEN: u32 = u32::MAX;
+
+/// The lock-order key of row `tid` of table `table`.
+#[inline]
+pub(crate) fn key(t: &Table, tid: TupleId) -> Key {
+    (t.heal_rank.load(Ordering::Relaxed), t.id, tid)
+}
+
+/// Step 1 of the commit (thesis Algorithm 1 with §3.4.5's order): locks the rows of the read
+/// and write sets from the cursor on, in key order; rows ordered before the cursor that are
+/// not held yet (the sets changed in a heal) get one try-lock. Returns at the first stale
+/// element, with its lock held, so that a heal resumes from there.
+pub(crate) fn lock_in_order(tx: &mut TxnCtx<'_>, st: &mut SlotState) -> Result<Step, AbortReason> {
+    let me = tx.id.word();
+    let mut elems = std::mem::take(&mut st.elems);
+    elems.clear();
+    let sets = &tx.sets;
+    debug_assert_eq!(sets.read_set.len(), sets.read_keys.len());
+    for (i, (&v, &(table, tid))) in sets.read_set.iter().zip(&sets.read_keys).enumerate() {
+        elems.push((key(tx.db.table_by_id(table), tid), v, i as u32));
+    }
+    for w in sets.write_set.iter().filter(|w| !w.old.is_null()) {
+        let k = key(tx.db.table_by_id(w.table), w.tid);
+        elems.push((k, w.old as *const Version, WRITTEN));
+    }
+    // A row's buffered write first: the broken mode below must know a row is written.
+    elems.sort_unstable_by_key(|e| (e.0, e.2));
+    let broken = tx.db.config.unsafe_heal_skips_reads;
+    let mut out = Ok(Step::Done);
+    for &(k, read, pos) in &elems {
+        let at = match st.held.binary_search_by_key(&k, |h| h.0) {
+            Ok(i) => {
+                if st.held[i].1 != read {
+                    if broken && pos != WRITTEN && !written(&elems, k) {
+                        tx.sets.read_set[pos as usize] = st.held[i].1;
+                        continue;
+                    }
+                    out = Ok(Step::Stale);
+                    break;
+                }
+                continue;
+            }
+            Err(at) => at,
+        };
+        let before_cursor = st.cursor.is_some_and(|c| k < c);
+        match lock_row(tx, k, me, !before_cursor) {
+            Ok(cur) => {
+                if !cur.is_null() {
+                    st.held.insert(at, (k, cur));
+                }
+                if !before_cursor {
+                    st.cursor = Some(k);
+                }
+                if cur != read {
+                    if broken && !cur.is_null() && pos != WRITTEN && !written(&elems, k) {
+                        tx.sets.read_set[pos as usize] = cur;
+                        continue;
+                    }
+                    out = Ok(Step::Stale);
+                    break;
+                }
+            }
+            Err(reason) => {
+                out = Err(reason);
+                break;
+            }
+        }
+    }
+    st.elems = elems;
+    out
+}
+
+/// Whether row `k` has a buffered write among `elems` (sorted, writes first per row).
+fn written(elems: &[(Key, *const Version, u32)], k: Key) -> bool {
+    let i = elems.partition_point(|e| e.0 < k);
+    elems.get(i).is_some_and(|e| e.0 == k && e.2 == WRITTEN)
+}
+
+/// Locks the current record of the row at `k` and returns it, or null when the row has no
+/// committed record (deleted, or an aborted insert being unlinked). `wait`: wait while
+/// another committer holds the lock (in order); else one try (`HealLockConflict`).
+fn lock_row(tx: &TxnCtx<'_>, k: Key, me: u64, wait: bool) -> Result<*const Version, AbortReason> {
+    let t = tx.db.table_by_id(k.1);
+    let backoff = crossbeam_utils::Backoff::new();
+    let mut since: Option<Instant> = None;
+    loop {
+        let cur = t
+            .entry(k.2)
+            .map_or(std::ptr::null_mut(), |e| e.load(Ordering::Acquire));
+        // SAFETY: a record reachable from the entry while we are pinned.
+        let Some(v) = (unsafe { cur.as_ref() }) else {
+            return Ok(std::ptr::null());
+        };
+        let b = v.begin.load(Ordering::Acquire);
+        if b == INFINITY {
+            return Ok(std::ptr::null());
+        }
+        if is_txn(b) {
+            // Another transaction's insert took the entry: the row we read is gone, and what
+            // is there cannot be locked until it commits. OCC's answer.
+            return Err(AbortReason::ReadValidation);
+        }
+        let e = v.end.load(Ordering::Acquire);
+        if e == INFINITY {
+            if crate::cc::silo::take_free_lock(tx, v, me) {
+                return Ok(cur);
+            }
+            continue;
+        }
+        if e == me {
+            return Ok(cur);
+        }
+        if !is_txn(e) {
+            // Replaced between the load and the lock: take the newer record.
+            continue;
+        }
+        if !wait {
+            return Err(AbortReason::HealLockConflict);
+        }
+        if backoff.is_completed() {
+            let start = *since.get_or_insert_with(Instant::now);
+            if start.elapsed() > WAIT_LIMIT {
+                return Err(AbortReason::LockConflict);
+            }
+        }
+        backoff.snooze();
+    }
+}
+
+/// Releases every lock the commit holds on a record it did not replace (a replaced record's
+/// End is the new TID already), and resets the slot's state for its next transaction.
+pub(crate) fn release(st: &mut SlotState, me: u64) {
+    for &(_, v) in &st.held {
+        // SAFETY: we hold its lock, so it is not reclaimed.
+        let _ =
+            unsafe { &*v }
+                .end
+                .compare_exchange(me, INFINITY, Ordering::Release, Ordering::Relaxed);
+    }
+    st.held.clear();
+    st.cursor = None;
+    st.heals = 0;
+}
