@@ -491,7 +491,9 @@ pub(crate) struct TpccArgs {
     pub(crate) mix: TpccMix,
     /// Percentage of transactions run ad hoc (thesis §4.7, Figs. 4.12 and 4.17): a command log
     /// records their row writes instead of their calls, as it does for statements outside a
-    /// procedure; needs `--log command`.
+    /// procedure; under `healing` they
+    /// run as OCC, never healed (thesis §3.4.8, Fig. 3.13). Needs `--log command` or
+    /// `--protocol healing`.
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_pct)]
     pub(crate) adhoc_pct: f64,
     /// Extra threads that repeatedly run StockScan (thesis §5.7.1: a read-only scan of STOCK
@@ -589,7 +591,9 @@ pub(crate) struct SmallbankArgs {
     #[arg(long, value_name = "F", default_value_t = 0.5, allow_negative_numbers = true, value_parser = parse_theta)]
     pub(crate) theta: f64,
     /// Percentage of transactions run ad hoc (thesis §4.7, Fig. 4.17): a command log records
-    /// their row writes instead of their calls; needs `--log command`.
+    /// their row writes instead of their calls; under `healing` they
+    /// run as OCC, never healed (thesis §3.4.8, Fig. 3.13). Needs `--log command` or
+    /// `--protocol healing`.
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = parse_pct)]
     pub(crate) adhoc_pct: f64,
     /// After the run, check that the money in SAVINGS and CHECKING changed by exactly what the

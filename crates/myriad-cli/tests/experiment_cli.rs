@@ -24,7 +24,7 @@ fn read_json(p: &Path) -> Value {
     serde_json::from_str(&text).expect("valid JSON")
 }
 
-const RUNNABLE: [&str; 24] = [
+const RUNNABLE: [&str; 25] = [
     "non-inline",
     "chain-order",
     "footprint",
@@ -49,6 +49,7 @@ const RUNNABLE: [&str; 24] = [
     "pomvcc-logs",
     "pacman-recovery",
     "command-logging",
+    "transaction-healing",
 ];
 
 /// A time-series panel's mean for the series `label`.
@@ -207,6 +208,33 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
             bytes(tuple)
         );
     }
+
+    // Transaction healing: Smallbank's calls heal, so healing aborts none for a conflict
+    // (thesis Table 3.2), and OCC⁻ is run as occ without validation.
+    let h = read_json(&dir.join("transaction-healing.json"));
+    let panels = h["panels"].as_array().unwrap();
+    let aborts = panels
+        .iter()
+        .find(|p| p["title"] == "Table 3.2: Smallbank conflict abort rate, 100 accounts, 2 threads")
+        .unwrap_or_else(|| panic!("no Table 3.2 panel in {h}"));
+    let healing = aborts["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["label"] == "healing")
+        .unwrap();
+    assert_eq!(
+        healing["points"][0]["median"].as_f64(),
+        Some(0.0),
+        "{aborts}"
+    );
+    let tpcc = &panels[0]["series"].as_array().unwrap();
+    let minus = tpcc.iter().find(|s| s["label"] == "occ-").unwrap();
+    let cmd = minus["points"][0]["command"].as_str().unwrap();
+    assert!(
+        cmd.contains("--protocol occ --unsafe-no-validation"),
+        "{cmd}"
+    );
 
     // Chain order: both orders at both quick thetas, from their own runs.
     let c = read_json(&dir.join("chain-order.json"));

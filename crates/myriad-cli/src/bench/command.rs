@@ -299,10 +299,11 @@ fn baseline_args(b: &BenchArgs, config: serde_json::Value) -> baselines::Baselin
 /// `--adhoc-pct` only changes what a command log holds: refused (exit 2) without
 /// `--log command` rather than run as if it meant something.
 fn refuse_adhoc_without_command_log(pct: f64, b: &BenchArgs) {
-    if pct > 0.0 && b.log != Some(myriad::LogPolicy::Command) {
+    if pct > 0.0 && b.log != Some(myriad::LogPolicy::Command) && b.protocol != Protocol::Healing {
         usage_error(format!(
             "--adhoc-pct: ad-hoc transactions differ from calls only in a command log (they \
-             are logged as rows); it needs --log command, got {}",
+             are logged as rows) or under --protocol healing (they run as OCC); it needs \
+             --log command or --protocol healing, got {}",
             b.log
                 .map_or("no --log".to_string(), |l| format!("--log {}", l.name()))
         ));

@@ -115,7 +115,10 @@ fn as_map<S: Serializer>(entries: &[(&'static str, Json)], s: S) -> Result<S::Ok
 #[derive(Clone, Debug, Serialize)]
 pub struct LatencySummary {
     pub count: u64,
+    /// Thesis Table 3.3's lower percentiles (25th, 80th) besides the usual ones.
+    pub p25: f64,
     pub p50: f64,
+    pub p80: f64,
     pub p95: f64,
     pub p99: f64,
     pub p999: f64,
@@ -137,7 +140,9 @@ impl LatencySummary {
         };
         LatencySummary {
             count: h.len(),
+            p25: q(0.25),
             p50: q(0.50),
+            p80: q(0.80),
             p95: q(0.95),
             p99: q(0.99),
             p999: q(0.999),

@@ -11,6 +11,7 @@
 //! Every experiment of the issue runs; an experiment that runs without some of the thesis's
 //! series says which (`Spec::partial`).
 
+mod healing;
 mod logging;
 mod plot;
 mod protocols;
@@ -86,6 +87,7 @@ enum Name {
     PomvccLogs,
     PacmanRecovery,
     CommandLogging,
+    TransactionHealing,
     Baselines,
 }
 
@@ -118,6 +120,9 @@ enum Metric {
     StockScanUs,
     /// Aborted attempts as a percentage of all attempts, against the point's x.
     AbortPct,
+    /// Attempts aborted for a conflict (any reason but `user_abort`: a RAISE or a spec's
+    /// rollback) as a percentage of all attempts, against the point's x.
+    ConflictAbortPct,
     /// Committed transactions of one type per second (its latency count over the measured
     /// time), against the point's x: the read-write or read-only half of a mixed run.
     TypeThroughput(&'static str),
@@ -138,6 +143,9 @@ enum Metric {
     /// Mean latency of the committed transactions of every type (each type's mean weighted
     /// by its count), against the point's x.
     MeanLatencyUs,
+    /// A latency figure of one transaction type (`latency_us.<type>.<key>`: `p25`, `p50`,
+    /// `p80`, `p95`, `mean`...), against the point's x.
+    TypeLatencyUs(&'static str, &'static str),
 }
 
 impl Metric {
@@ -148,6 +156,7 @@ impl Metric {
             Metric::SpaceLocksPerTxn => "space locks / txn",
             Metric::StockScanUs => "StockScan mean latency (us)",
             Metric::AbortPct => "aborts (% of attempts)",
+            Metric::ConflictAbortPct => "conflict aborts (% of attempts)",
             Metric::PerTxn(key) => match key {
                 "global_rmw_per_txn" => "global atomic RMW / txn",
                 "ts_increments_per_txn" => "timestamp increments / txn",
@@ -163,6 +172,7 @@ impl Metric {
             Metric::RecoverySeconds(_) => "recovery seconds",
             Metric::LogBytesPerTxn => "log bytes / txn",
             Metric::MeanLatencyUs => "mean latency (us)",
+            Metric::TypeLatencyUs(..) => "latency (us)",
         }
     }
 
@@ -174,6 +184,7 @@ impl Metric {
                 | Metric::SpaceLocksPerTxn
                 | Metric::StockScanUs
                 | Metric::AbortPct
+                | Metric::ConflictAbortPct
                 | Metric::TypeThroughput(_)
                 | Metric::PerTxn(_)
                 | Metric::LongReaderTps
@@ -181,6 +192,7 @@ impl Metric {
                 | Metric::RecoverySeconds(_)
                 | Metric::LogBytesPerTxn
                 | Metric::MeanLatencyUs
+                | Metric::TypeLatencyUs(..)
         )
     }
 }
@@ -417,6 +429,23 @@ const SPECS: &[Spec] = &[
              bandwidth); one log device; 1-2 threads (the thesis: 32)",
         ),
         panels: logging::logging,
+    },
+    Spec {
+        name: "transaction-healing",
+        figure: "3.8-3.14, T3.1-T3.3",
+        finding: "Fig. 3.10: at 2 warehouses (46 threads) healing sustains near OCC⁻'s \
+                  throughput while occ, silo, 2pl and hybrid fall sharply; Fig. 3.9b: OCC's \
+                  and Silo's abort rates rise with contention; Table 3.1: 95% of healing's \
+                  New-Orders within 80 us; Fig. 3.13: healing falls smoothly to OCC as the \
+                  ad-hoc share reaches 100%; Fig. 3.14: at theta 0.9 healing 4.5x the others \
+                  (24 threads); Table 3.2: healing aborts nothing at any theta",
+        partial: Some(
+            "DT (the partitioned deterministic protocol), Fig. 3.9a (time share of aborted \
+             attempts), Figs. 3.11-3.12 (thread scaling, cross-partition share), Table 3.4 \
+             (there is no access cache to switch off: a heal re-executes the whole call); \
+             Table 3.1 as p50/p95 instead of buckets; 1-2 threads (the thesis: 24-46)",
+        ),
+        panels: healing::healing,
     },
     Spec {
         name: BASELINES,
@@ -1112,13 +1141,15 @@ fn common_flags(s: &Scale, metric: Metric, args: &[String], json: &Path) -> Vec<
         | Metric::SpaceLocksPerTxn
         | Metric::StockScanUs
         | Metric::AbortPct
+        | Metric::ConflictAbortPct
         | Metric::TypeThroughput(_)
         | Metric::PerTxn(_)
         | Metric::LongReaderTps
         | Metric::LongReaderAbortPct
         | Metric::RecoverySeconds(_)
         | Metric::LogBytesPerTxn
-        | Metric::MeanLatencyUs => s.duration,
+        | Metric::MeanLatencyUs
+        | Metric::TypeLatencyUs(..) => s.duration,
         Metric::ThroughputOverTime | Metric::LiveMibOverTime => s.series_duration,
     };
     let mut flags: Vec<String> = Vec::new();
@@ -1184,6 +1215,20 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
             return Ok(vec![(x, num(l, "mean")?)]);
         }
         Metric::AbortPct => return Ok(vec![(x, 100.0 * num(report, "abort_rate")?)]),
+        Metric::ConflictAbortPct => {
+            let reasons = report
+                .get("abort_reasons")
+                .ok_or("report lacks abort_reasons")?;
+            let aborted = num(report, "aborted")?;
+            let attempts = num(report, "committed")? + aborted;
+            let conflicts = aborted - num(reasons, "user_abort")?;
+            let pct = if attempts > 0.0 {
+                100.0 * conflicts / attempts
+            } else {
+                0.0
+            };
+            return Ok(vec![(x, pct)]);
+        }
         Metric::PerTxn(key) => return Ok(vec![(x, num(report, key)?)]),
         Metric::LogBytesPerTxn => {
             let l = report
@@ -1206,6 +1251,12 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
                 return Err("no transaction committed (latency_us is empty)".into());
             }
             return Ok(vec![(x, sum / count)]);
+        }
+        Metric::TypeLatencyUs(t, key) => {
+            let l = report
+                .pointer(&format!("/latency_us/{t}"))
+                .ok_or_else(|| format!("report lacks latency_us.{t}"))?;
+            return Ok(vec![(x, num(l, key)?)]);
         }
         Metric::RecoverySeconds(key) => {
             let ms = report.get("ms").ok_or("report lacks ms")?;

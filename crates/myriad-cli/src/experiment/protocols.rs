@@ -34,7 +34,7 @@ fn cmd(workload: &str, protocol: &str, rest: &[&str]) -> Vec<String> {
 
 /// A panel whose series are `protocols` and whose points are `xs`, each run being
 /// `run(protocol, x)`.
-fn by_protocol(
+pub(super) fn by_protocol(
     title: String,
     x_label: &'static str,
     metric: Metric,
