@@ -10,6 +10,7 @@ mod cli_robustness;
 mod durability_cli;
 mod experiment_cli;
 mod explain_cli;
+mod healing_cli;
 mod isolation_suite;
 mod recovery_faults_cli;
 mod shell_cancel;
