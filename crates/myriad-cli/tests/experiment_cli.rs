@@ -106,7 +106,8 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
                     let protocol_study = name.starts_with("protocols-")
                         || name.contains("hekaton")
                         || name.starts_with("ermia-")
-                        || name.starts_with("pomvcc-");
+                        || name.starts_with("pomvcc-")
+                        || name == "transaction-healing";
                     // Recovery experiments replay a log one bench run wrote (`logs`).
                     let recovery = name == "pacman-recovery";
                     let logging = name == "command-logging";
@@ -119,7 +120,7 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
                             || cmd.starts_with("myriad bench tpcc --warehouses 1")
                             || (logging && cmd.starts_with("myriad bench smallbank "))
                             || (protocol_study
-                                && ["ycsb", "tpcc", "tatp", "llt"]
+                                && ["ycsb", "tpcc", "tatp", "llt", "smallbank"]
                                     .iter()
                                     .any(|w| cmd.starts_with(&format!("myriad bench {w} ")))),
                         "{cmd}"
