@@ -167,3 +167,27 @@ fn native_transactions_run_as_occ_under_healing() {
     assert_eq!(total, 400);
     assert_eq!(db.stats().heals, 0, "a native transaction healed");
 }
+
+/// A call after other writes in its transaction is not the whole transaction (a heal could
+/// not restore what came before it): `execute_commit` commits it as OCC, with the earlier
+/// write seen by the call.
+#[test]
+fn a_call_after_other_writes_commits_as_occ() {
+    let db = Database::open(healing()).unwrap();
+    myriad::sql::Session::new(&db).execute(WRITE_SKEW).unwrap();
+    let t = db.table("kv").unwrap();
+    let p = db.procedure("ws").unwrap();
+    let mut tx = db.begin().unwrap();
+    tx.update(&t, &0i64, &[(1, 5i64)]).unwrap();
+    let mut f = p.frame();
+    f.set(0, Value::Int(1));
+    f.set(1, Value::Int(0));
+    p.execute_commit(tx, &mut f).unwrap();
+    let v = db.run(|tx| try_val(tx, &t, 1)).unwrap();
+    assert_eq!(
+        v,
+        Some(6),
+        "ws(1, 0) read the transaction's own write of row 0"
+    );
+    assert_eq!(db.stats().heals, 0);
+}

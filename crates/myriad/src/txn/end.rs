@@ -52,9 +52,10 @@ impl<'db> Transaction<'db> {
     /// (`commit_healing`): under `healing`, an error a stale read may have caused leaves it
     /// open (`heal_pending`) instead of aborting it. Other protocols ignore it.
     pub(crate) fn set_healable(&mut self) {
-        self.healable = cc::heals(self.st.protocol);
+        // A call after other writes in the transaction is not the whole transaction: re-running
+        // it could not restore what came before, so it commits as OCC.
+        self.healable = cc::heals(self.st.protocol) && self.writes == 0;
         self.heal_command = self.command;
-        debug_assert_eq!(self.writes, 0, "a healable call after other writes");
     }
 
     /// Whether the call's last run stopped at an error a stale read may have caused, and the
