@@ -37,10 +37,12 @@
 //! an element ordered before the validation cursor, which the thesis takes with one
 //! try-lock (no-wait) and aborts on failure (§3.4.2), so an order with a dependency left out
 //! is still deadlock-free; only the abort rate depends on it. Tables no procedure touches
-//! have no rank ([`ValidationOrder::rank`] is `None`); the run-time plan (`docs/healing.md`)
-//! orders them after every ranked one, by creation order.
+//! have no rank ([`ValidationOrder::rank`] is `None`); protocol `healing` orders them after
+//! every ranked one, by table id.
 //!
-//! Nothing at run time uses this yet: there is no `healing` protocol.
+//! At run time protocol `healing` locks by this order (`cc/healing.rs`, `Table::heal_rank`,
+//! set whenever a procedure is registered); the dependency graph is not used at run time yet
+//! (a heal re-executes the whole call, `docs/healing.md`).
 
 use super::flow::{Flow, Kind};
 use super::graph::Source;
