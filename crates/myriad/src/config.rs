@@ -547,6 +547,8 @@ pub struct Config {
     pub(crate) procedures: ProcedureExec,
     pub(crate) unsafe_no_validation: bool,
     pub(crate) unsafe_heal_skips_reads: bool,
+    /// `healing` only (`None`: on).
+    pub(crate) heal_column_check: Option<bool>,
 }
 
 impl Default for Config {
@@ -596,6 +598,7 @@ impl Default for Config {
             procedures: ProcedureExec::Compiled,
             unsafe_no_validation: false,
             unsafe_heal_skips_reads: false,
+            heal_column_check: None,
         }
     }
 }
@@ -921,6 +924,21 @@ impl Config {
         self.ermia_safe_retry = Some(on);
         self
     }
+    /// Transaction Healing's false-invalidation check (thesis §3.4.5; `healing` only, default
+    /// on): at validation, a row a stored-procedure call read that another commit replaced
+    /// only in columns the procedure neither reads nor writes (`procedure::healing`'s column
+    /// masks; e.g. a Payment's `w_ytd` under a New-Order that read `w_tax`) is taken as read
+    /// in its current record, and a write the call buffered on it is rebased on that record,
+    /// instead of a heal. Counted as `Stats::false_invalidations`. Off: every replaced row
+    /// heals.
+    pub fn heal_column_check(mut self, on: bool) -> Self {
+        self.heal_column_check = Some(on);
+        self
+    }
+    /// Whether `healing`'s false-invalidation check is on (`heal_column_check`).
+    pub fn get_heal_column_check(&self) -> bool {
+        self.protocol == Protocol::Healing && self.heal_column_check.unwrap_or(true)
+    }
     /// Whether ERMIA-SSI's safe retry is on (`ermia_safe_retry`).
     pub fn get_ermia_safe_retry(&self) -> bool {
         self.protocol == Protocol::ErmiaSsi && self.ermia_safe_retry.unwrap_or(true)
@@ -1050,6 +1068,13 @@ impl Config {
         if self.unsafe_heal_skips_reads && self.protocol != Protocol::Healing {
             return Err(Error::InvalidConfig(format!(
                 "unsafe-heal-skips-reads applies to protocol `healing` only, not `{}`",
+                self.protocol
+            )));
+        }
+        if self.heal_column_check.is_some() && self.protocol != Protocol::Healing {
+            return Err(Error::InvalidConfig(format!(
+                "the false-invalidation check (thesis §3.4.5) belongs to protocol `healing`, \
+                 not `{}`",
                 self.protocol
             )));
         }

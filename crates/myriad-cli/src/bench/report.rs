@@ -91,6 +91,10 @@ pub struct Report {
     /// abort) per committed transaction.
     #[serde(default)]
     pub heals_per_txn: f64,
+    /// `healing`: replaced rows found to be false invalidations (changed only in columns the
+    /// call neither reads nor writes; taken as current, not healed) per committed transaction.
+    #[serde(default)]
+    pub false_invalidations_per_txn: f64,
     /// `ermia-ssi` (ERMIA §3.6), per committed transaction: pivots aborted by safe retry,
     /// READ ONLY reads of old versions left untracked, aborts those untracked reads caused.
     pub ssi_safe_retries_per_txn: f64,
@@ -363,6 +367,15 @@ impl Fidelity {
             },
             validation: if config.get_unsafe_no_validation() {
                 "UNSAFE: off (--unsafe-no-validation, OCC⁻/SILO⁻ of thesis §3.5; not serializable, updates can be lost)".into()
+            } else if config.get_protocol() == myriad::Protocol::Healing {
+                format!(
+                    "on; false-invalidation check {} (--heal-column-check)",
+                    if config.get_heal_column_check() {
+                        "on"
+                    } else {
+                        "off"
+                    }
+                )
             } else {
                 "on".into()
             },
@@ -573,6 +586,7 @@ impl Report {
             commit_dep_waits_per_txn: per_txn(d(|s| s.commit_dep_waits)),
             hybrid_2pl_per_txn: per_txn(d(|s| s.hybrid_2pl)),
             heals_per_txn: per_txn(d(|s| s.heals)),
+            false_invalidations_per_txn: per_txn(d(|s| s.false_invalidations)),
             ssi_safe_retries_per_txn: per_txn(d(|s| s.ssi_safe_retries)),
             ssi_untracked_reads_per_txn: per_txn(d(|s| s.ssi_untracked_reads)),
             ssi_old_read_aborts_per_txn: per_txn(d(|s| s.ssi_old_read_aborts)),
@@ -765,8 +779,9 @@ impl Report {
         if self.fidelity.protocol == "healing" {
             writeln!(
                 o,
-                "  healing      heals/txn {:.4} (a stale read re-executes the call under its locks)",
-                self.heals_per_txn
+                "  healing      heals/txn {:.4} (a stale read re-executes the call under its locks); \
+                 false invalidations/txn {:.4} (replaced only in columns the call does not use)",
+                self.heals_per_txn, self.false_invalidations_per_txn
             )?;
         }
         if self.fidelity.protocol == "ermia-ssi" {

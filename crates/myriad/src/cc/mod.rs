@@ -362,9 +362,10 @@ pub(crate) fn heals(p: Protocol) -> bool {
 pub(crate) fn heal_lock(
     tx: &mut TxnCtx<'_>,
     sc: &mut SlotCc,
+    cols: &[healing::TableCols],
 ) -> std::result::Result<healing::Step, AbortReason> {
     debug_assert!(heals(tx.protocol), "heal_lock under {}", tx.protocol);
-    healing::lock_in_order(tx, &mut sc.healing)
+    healing::lock_in_order(tx, &mut sc.healing, cols)
 }
 
 /// Whether serializable reads take range locks (`mv2pl-wait`, `mv2pl.rs`).
@@ -698,7 +699,7 @@ pub(crate) fn lock_for_commit(
     match tx.protocol {
         Protocol::Occ => occ::lock_read_write_set(tx, &mut sc.occ),
         // A transaction that cannot heal: a stale read is OCC's abort.
-        Protocol::Healing => match healing::lock_in_order(tx, &mut sc.healing)? {
+        Protocol::Healing => match healing::lock_in_order(tx, &mut sc.healing, &[])? {
             healing::Step::Done => Ok(()),
             healing::Step::Stale => Err(AbortReason::ReadValidation),
         },

@@ -107,6 +107,11 @@ pub struct Stats {
     /// `healing`: heals made — re-executions of a stored-procedure call under the locks its
     /// validation holds, instead of an abort (`cc/healing.rs`).
     pub heals: u64,
+    /// `healing`: rows validation found replaced since they were read, but only in columns
+    /// the call neither reads nor writes (thesis §3.4.5's false invalidations): taken as
+    /// read in their current record (a write to one rebased on it), not healed
+    /// (`Config::heal_column_check`).
+    pub false_invalidations: u64,
     /// `ermia-ssi`: would-be pivots aborted at pre-commit because they overwrote a version
     /// an in-flight transaction read (safe retry, `Config::ermia_safe_retry`).
     pub ssi_safe_retries: u64,
@@ -655,6 +660,7 @@ impl Database {
             s.commit_dep_waits += l(&st.commit_dep_waits);
             s.hybrid_2pl += l(&st.hybrid_2pl);
             s.heals += l(&st.heals);
+            s.false_invalidations += l(&st.false_invalidations);
             s.ssi_safe_retries += l(&st.ssi_safe_retries);
             s.ssi_untracked_reads += l(&st.ssi_untracked_reads);
             s.ssi_old_read_aborts += l(&st.ssi_old_read_aborts);

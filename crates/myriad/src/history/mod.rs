@@ -121,6 +121,27 @@ impl Recording {
             found: !v.is_tombstone(),
         });
     }
+    /// `healing`'s false invalidation (`cc/healing.rs`): the reads of row `row` (table
+    /// `table`) recorded from record `from` are reads of record `to`, which holds the same
+    /// values in every column the transaction reads.
+    pub(crate) fn repoint_read(
+        &mut self,
+        schema: &TableSchema,
+        table: u32,
+        row: &[u8],
+        from: &Version,
+        to: &Version,
+        txns: &TxnTable,
+    ) {
+        let mut key = Vec::new();
+        schema.encode_key_from_row(0, row, &mut key);
+        let (from, to) = (writer_of(from, txns), writer_of(to, txns));
+        for r in &mut self.reads {
+            if r.writer == from && r.key.table == table && r.key.key == key {
+                r.writer = to;
+            }
+        }
+    }
     pub fn note_absent(&mut self, table: u32, key: &[u8]) {
         let k = Key {
             table,

@@ -536,3 +536,160 @@ pub fn explain_healing_dot(db: &impl Registered) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// The columns one procedure reads and writes of one table, as bit masks (bit `c` for column
+/// `c`; a table of more than 64 columns has every column from the 64th on counted as read
+/// and written). Transaction Healing's false-invalidation check (thesis §3.4.5) compares only
+/// these: a row whose newer record differs from the one a call read only in columns the call
+/// neither read nor wrote has not invalidated the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TableCols {
+    /// `Table::id`.
+    pub table: u32,
+    /// Columns any statement of the procedure reads from the table: select items and
+    /// aggregates, `WHERE` conditions, `ORDER BY` index columns, `SET` expressions.
+    pub read: u64,
+    /// Columns any `UPDATE` of the procedure sets.
+    pub write: u64,
+}
+
+impl TableCols {
+    /// Whether column `c` is read or written (columns from the 64th on always are).
+    #[inline]
+    pub(crate) fn touches(&self, c: usize) -> bool {
+        c >= 64 || (self.read | self.write) >> c & 1 == 1
+    }
+
+    /// Whether column `c` is read (columns from the 64th on always are).
+    #[inline]
+    pub(crate) fn reads(&self, c: usize) -> bool {
+        c >= 64 || self.read >> c & 1 == 1
+    }
+
+    /// Whether column `c` is written (columns from the 64th on always are).
+    #[inline]
+    pub(crate) fn writes(&self, c: usize) -> bool {
+        c >= 64 || self.write >> c & 1 == 1
+    }
+}
+
+/// Every table `p` accesses with the columns it reads and writes there, sorted by table id
+/// (`TableCols`). An INSERT or DELETE adds its table with nothing read beyond its `WHERE`.
+pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
+    use super::ir::{Items, Read, Stmt};
+    use crate::query::expr::E;
+    fn cols(e: &E, m: &mut u64) {
+        match e {
+            E::Col(c) => *m |= 1u64.checked_shl(*c as u32).unwrap_or(0),
+            E::Var(_) | E::ElemVar(..) | E::Len(_) | E::Lit(_) | E::Bool(_) => {}
+            E::Elem(_, x, _) | E::Neg(x) | E::Not(x) | E::Append(_, x) | E::AnyEq(x, _) => {
+                cols(x, m)
+            }
+            E::Concat(a, b) | E::Bin(a, _, b, _) => {
+                cols(a, m);
+                cols(b, m);
+            }
+            E::Substr(a, b, c) => {
+                cols(a, m);
+                cols(b, m);
+                if let Some(c) = c {
+                    cols(c, m);
+                }
+            }
+        }
+    }
+    fn entry<'a>(out: &'a mut Vec<TableCols>, t: &crate::storage::TableRef) -> &'a mut TableCols {
+        let i = match out.iter().position(|c| c.table == t.id) {
+            Some(i) => i,
+            None => {
+                // Columns past the 64th cannot be told apart: count them read and written.
+                let wide = if t.schema.columns().len() > 64 { !0 } else { 0 };
+                out.push(TableCols {
+                    table: t.id,
+                    read: wide,
+                    write: wide,
+                });
+                out.len() - 1
+            }
+        };
+        &mut out[i]
+    }
+    fn read(r: &Read, out: &mut Vec<TableCols>) {
+        let mut m = 0;
+        match &r.items {
+            Items::Exprs(es) => es.iter().for_each(|e| cols(e, &mut m)),
+            Items::Aggs(aggs) => aggs
+                .iter()
+                .filter_map(|a| a.arg.as_ref())
+                .for_each(|e| cols(e, &mut m)),
+        }
+        for &c in r.cols.iter().flatten() {
+            m |= 1u64.checked_shl(c as u32).unwrap_or(0);
+        }
+        if let Some(f) = &r.access.filter {
+            cols(f, &mut m);
+        }
+        if let Some((idx, _)) = r.order {
+            for &c in &r.table.schema.indexes()[idx].columns {
+                m |= 1u64.checked_shl(c as u32).unwrap_or(0);
+            }
+        }
+        entry(out, &r.table).read |= m;
+    }
+    fn walk(body: &[Stmt], out: &mut Vec<TableCols>) {
+        for s in body {
+            match s {
+                Stmt::SelectInto { read: r, .. } => read(r, out),
+                Stmt::ForRows { read: r, body, .. } => {
+                    read(r, out);
+                    walk(body, out);
+                }
+                Stmt::Update {
+                    table,
+                    access,
+                    sets,
+                    ..
+                } => {
+                    let (mut rm, mut wm) = (0, 0);
+                    if let Some(f) = &access.filter {
+                        cols(f, &mut rm);
+                    }
+                    for (c, e) in sets {
+                        wm |= 1u64.checked_shl(*c as u32).unwrap_or(0);
+                        cols(e, &mut rm);
+                    }
+                    let t = entry(out, table);
+                    t.read |= rm;
+                    t.write |= wm;
+                }
+                Stmt::Delete { table, access, .. } => {
+                    let mut m = 0;
+                    if let Some(f) = &access.filter {
+                        cols(f, &mut m);
+                    }
+                    entry(out, table).read |= m;
+                }
+                Stmt::Insert { table, .. } => {
+                    entry(out, table);
+                }
+                Stmt::If {
+                    arms, otherwise, ..
+                } => {
+                    for (_, b) in arms {
+                        walk(b, out);
+                    }
+                    walk(otherwise, out);
+                }
+                Stmt::ForRange { body, .. } => walk(body, out),
+                Stmt::Assign { .. }
+                | Stmt::Return { .. }
+                | Stmt::Raise { .. }
+                | Stmt::Rollback { .. } => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&p.body, &mut out);
+    out.sort_unstable_by_key(|c| c.table);
+    out
+}

@@ -175,6 +175,9 @@ pub struct Procedure {
     source: String,
     /// Its definition number in a durable database's catalog (command-log records name it).
     logged_as: std::sync::OnceLock<u32>,
+    /// The columns it reads and writes per table: `healing`'s false-invalidation check
+    /// (`healing::column_masks`).
+    heal_cols: Vec<healing::TableCols>,
 }
 
 impl Procedure {
@@ -187,6 +190,7 @@ impl Procedure {
         };
         Procedure {
             compiled,
+            heal_cols: healing::column_masks(&p),
             p,
             source,
             logged_as: Default::default(),
@@ -418,7 +422,7 @@ impl Procedure {
             Err(e) => return Err(e),
         };
         let f = &mut frame.0;
-        let ticket = tx.commit_healing(complete, &mut |tx| {
+        let ticket = tx.commit_healing(complete, &self.heal_cols, &mut |tx| {
             out = self.run(tx, f)?;
             Ok(())
         })?;

@@ -13,6 +13,7 @@
 use super::*;
 use crate::config::GcPolicy;
 use crate::gc::Garbage;
+use crate::procedure::healing::TableCols;
 
 /// A healable call's body, run again by a heal (`Transaction::commit_healing`).
 pub(crate) type Rerun<'a, 'db> = &'a mut dyn FnMut(&mut Transaction<'db>) -> Result<()>;
@@ -70,9 +71,15 @@ impl<'db> Transaction<'db> {
     /// finished (false after `heal_pending`: a heal runs first, whatever validation finds).
     /// Returns the ticket as `commit_deferred`; the caller's results are those of the last
     /// run. Without `healing` it is `commit_deferred`.
+    ///
+    /// `cols`: the columns the procedure reads and writes per table
+    /// (`procedure::healing::column_masks`), for the false-invalidation check: a row whose
+    /// newer record differs only in other columns is taken as read (and a write to it is
+    /// rebased on the newer record) instead of healed (`cc/healing.rs`).
     pub(crate) fn commit_healing(
         &mut self,
         complete: bool,
+        cols: &[TableCols],
         rerun: Rerun<'_, 'db>,
     ) -> Result<CommitTicket> {
         if self.status != Status::Active {
@@ -85,9 +92,35 @@ impl<'db> Transaction<'db> {
             );
             return self.commit_in_place();
         }
-        let ticket = self.commit_single_version(Some((complete, rerun)));
+        let cols = if self.st.db.config.get_heal_column_check() {
+            cols
+        } else {
+            &[]
+        };
+        let ticket = self.commit_single_version(Some((complete, rerun, cols)));
         let ts = self.commit_ts;
         ticket.map(|epoch| CommitTicket { epoch, ts })
+    }
+
+    /// After `heal_lock`: counts the false invalidations it found and re-points the history's
+    /// reads of their rows to the current records (`cc/healing.rs`, `false_invalidation`).
+    fn repoint_recorded_reads(&mut self) {
+        if self.local.cc.healing.repointed.is_empty() {
+            return;
+        }
+        let n = self.local.cc.healing.repointed.len() as u64;
+        bump(&self.slot().stats.false_invalidations, n);
+        let repointed = &mut self.local.cc.healing.repointed;
+        if let Some(rec) = self.recording.as_mut() {
+            for &(table, from, to) in repointed.iter() {
+                let t = self.st.db.table_by_id(table);
+                // SAFETY: `to` is locked by us; `from` was read by this transaction, which
+                // has not re-pinned since (`may_repin`).
+                let (from, to) = unsafe { (&*from, &*to) };
+                rec.repoint_read(&t.schema, table, to.data(), from, to, &self.st.db.txns);
+            }
+        }
+        repointed.clear();
     }
 
     /// One heal: undoes the buffered writes and inserts (keeping every validation lock),
@@ -392,7 +425,10 @@ impl<'db> Transaction<'db> {
     /// The single-version commit (Silo's, shared by OCC, 2PL and `healing`); returns the
     /// durability ticket. `heal`: a healable call (`commit_healing`), whether its last run
     /// finished, and its body.
-    fn commit_single_version(&mut self, mut heal: Option<(bool, Rerun<'_, 'db>)>) -> Result<u64> {
+    fn commit_single_version(
+        &mut self,
+        mut heal: Option<(bool, Rerun<'_, 'db>, &[TableCols])>,
+    ) -> Result<u64> {
         let db = self.st.db;
         #[cfg(test)]
         tests::pause_point(tests::Pause::SingleVersionCommit);
@@ -405,14 +441,18 @@ impl<'db> Transaction<'db> {
                         return Err(self.refuse(reason));
                     }
                 }
-                Some((complete, rerun)) => match cc::heal_lock(&mut self.st, &mut self.local.cc) {
-                    Ok(cc::healing::Step::Done) if *complete => {}
-                    Ok(_) => {
-                        *complete = self.heal(&mut **rerun)?;
-                        continue;
+                Some((complete, rerun, cols)) => {
+                    let step = cc::heal_lock(&mut self.st, &mut self.local.cc, cols);
+                    self.repoint_recorded_reads();
+                    match step {
+                        Ok(cc::healing::Step::Done) if *complete => {}
+                        Ok(_) => {
+                            *complete = self.heal(&mut **rerun)?;
+                            continue;
+                        }
+                        Err(reason) => return Err(self.refuse(reason)),
                     }
-                    Err(reason) => return Err(self.refuse(reason)),
-                },
+                }
             }
             // 2. The serialization point.
             let epoch = cc::serialization_point(self.engine_cc);
@@ -442,7 +482,7 @@ impl<'db> Transaction<'db> {
             match cc::validate(&self.st, &mut self.cc, &mut self.local.cc, Timestamp::ZERO) {
                 Ok(()) => break (epoch, order_ts, ordered_tid),
                 Err(AbortReason::Phantom) if heal.is_some() => {
-                    if let Some((complete, rerun)) = heal.as_mut() {
+                    if let Some((complete, rerun, _)) = heal.as_mut() {
                         *complete = self.heal(&mut **rerun)?;
                     }
                 }

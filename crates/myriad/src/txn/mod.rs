@@ -460,10 +460,16 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    /// Whether the memory epoch may be re-pinned (see `took_deps`).
+    /// Whether the memory epoch may be re-pinned (see `took_deps`). Not while a
+    /// single-version transaction holds record addresses in its read or write set: it
+    /// validates by address (and `healing` compares the record read with the current one),
+    /// so a record replaced since it was read must not be freed, and its address reused,
+    /// before the commit.
     #[inline]
     fn may_repin(&self) -> bool {
         !self.st.took_deps.get()
+            && !(self.st.protocol.single_version()
+                && !(self.st.sets.read_set.is_empty() && self.st.sets.write_set.is_empty()))
     }
 
     /// Remembers an abort to raise when the current operation returns (`raise`).

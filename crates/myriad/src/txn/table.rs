@@ -123,6 +123,8 @@ pub(crate) struct SlotStats {
     pub hybrid_2pl: AtomicU64,
     /// `healing`: heals made (re-executions of a call under its validation locks).
     pub heals: AtomicU64,
+    /// `healing`: stale reads (and writes) found to be false invalidations, not healed.
+    pub false_invalidations: AtomicU64,
     pub versions_cut_by_readers: AtomicU64,
     /// ERMIA-SSI (`cc/ermia_ssi.rs`): pivots aborted by safe retry, READ ONLY reads of old
     /// versions left untracked, and writers aborted by an old version's bstamp.

@@ -744,26 +744,26 @@ fn a_checkpoint_waits_for_a_partial_order_group_whose_record_it_may_delete() {
     let _ = std::fs::remove_dir_all(&copy);
 }
 
-/// Thesis Fig. 3.5 under `healing`: a transfer reads the client's destination account, then
-/// moves money to it. Between its read phase and its commit another transaction changes the
-/// destination. Validation finds the read stale and heals the call instead of aborting it:
-/// the money goes to the new destination, the call returns the healed values, and the
-/// transaction commits at its first attempt with one heal.
-#[test]
-fn healing_moves_a_transfer_to_the_destination_a_concurrent_commit_set() {
+/// Transaction Healing's false-invalidation check (thesis §3.4.5, `cc/healing.rs`): a call
+/// reads `dst` of its client and reads and writes `bal` of its source account; between its
+/// read phase and its commit another transaction runs `concurrent`. Returns the call's
+/// results, the final row of client 1 and of accounts 1 to 3 (`bal, visits`), and the heals
+/// and false invalidations; asserts that nothing aborted.
+fn transfer_beside(check: bool, concurrent: &str) -> (Vec<Value>, String, Vec<String>, u64, u64) {
     let db = Database::open(
         Config::new()
             .protocol(crate::Protocol::Healing)
-            .version_storage(VersionStorage::SingleVersion),
+            .version_storage(VersionStorage::SingleVersion)
+            .heal_column_check(check),
     )
     .unwrap();
     let mut s = crate::sql::Session::new(&db);
     s.execute(
-        "CREATE TABLE clients (id INT PRIMARY KEY, dst INT); \
-         CREATE TABLE acct (id INT PRIMARY KEY, bal INT); \
-         INSERT INTO clients VALUES (1, 2); \
-         INSERT INTO acct VALUES (1, 100); INSERT INTO acct VALUES (2, 0); \
-         INSERT INTO acct VALUES (3, 0); \
+        "CREATE TABLE clients (id INT PRIMARY KEY, dst INT, note INT); \
+         CREATE TABLE acct (id INT PRIMARY KEY, bal INT, visits INT); \
+         INSERT INTO clients VALUES (1, 2, 0); \
+         INSERT INTO acct VALUES (1, 100, 0); INSERT INTO acct VALUES (2, 0, 0); \
+         INSERT INTO acct VALUES (3, 0, 0); \
          CREATE PROCEDURE transfer(src INT, amount INT) AS $$ \
            DECLARE d INT; b INT; \
            BEGIN \
@@ -779,14 +779,12 @@ fn healing_moves_a_transfer_to_the_destination_a_concurrent_commit_set() {
     let fired = std::rc::Rc::new(std::cell::Cell::new(false));
     let once = fired.clone();
     let db2 = &db;
-    std::thread::scope(|sc| {
+    let out = std::thread::scope(|sc| {
         let (go, go_rx) = channel::<()>();
         let (done, done_rx) = channel::<()>();
         let other = sc.spawn(move || {
             go_rx.recv_timeout(WAIT).unwrap();
-            let mut s = crate::sql::Session::new(db2);
-            s.execute("UPDATE clients SET dst = 3 WHERE id = 1")
-                .unwrap();
+            crate::sql::Session::new(db2).execute(concurrent).unwrap();
             done.send(()).unwrap();
         });
         set_pause(Pause::SingleVersionCommit, move || {
@@ -798,29 +796,73 @@ fn healing_moves_a_transfer_to_the_destination_a_concurrent_commit_set() {
         let out = p.call(&db, &[1i64.into(), 10i64.into()]).unwrap();
         clear_pause();
         other.join().unwrap();
-        assert_eq!(
-            out,
-            vec![Value::Int(3), Value::Int(100)],
-            "the healed results"
-        );
+        out
     });
     assert!(fired.get());
-    let bal = |id: i64| {
-        let mut s = crate::sql::Session::new(&db);
-        let r = s
-            .execute(&format!("SELECT bal FROM acct WHERE id = {id}"))
-            .unwrap();
-        format!("{r:?}")
-    };
-    assert!(bal(1).contains("Int(90)"), "{}", bal(1));
-    assert!(bal(2).contains("Int(0)"), "{}", bal(2));
-    assert!(bal(3).contains("Int(10)"), "{}", bal(3));
+    let row = |q: &str| format!("{:?}", crate::sql::Session::new(&db).execute(q).unwrap());
+    let client = row("SELECT dst, note FROM clients WHERE id = 1");
+    let accts = (1..=3)
+        .map(|i| row(&format!("SELECT bal, visits FROM acct WHERE id = {i}")))
+        .collect();
     let st = db.stats();
-    assert_eq!(st.heals, 1, "one heal");
+    assert_eq!(st.aborted.iter().sum::<u64>(), 0, "{:?}", st.aborted);
+    (out, client, accts, st.heals, st.false_invalidations)
+}
+
+/// A concurrent commit that changes only columns the call neither reads nor writes
+/// (`note`, `visits`) is a false invalidation: no heal, and the call's write to account 1
+/// is rebased on the newer record, so `visits` survives beside the new `bal`. With the check
+/// off the same run heals once, with the same outcome.
+#[test]
+fn healing_takes_a_change_to_columns_the_call_does_not_use_as_no_invalidation() {
+    let concurrent = "UPDATE clients SET note = 7 WHERE id = 1; \
+                      UPDATE acct SET visits = visits + 1 WHERE id = 1";
+    for check in [true, false] {
+        let (out, client, accts, heals, fi) = transfer_beside(check, concurrent);
+        assert_eq!(out, vec![Value::Int(2), Value::Int(100)], "check {check}");
+        assert!(client.contains("Int(2), Int(7)"), "check {check}: {client}");
+        assert!(
+            accts[0].contains("Int(90), Int(1)"),
+            "check {check}: {accts:?}"
+        );
+        assert!(
+            accts[1].contains("Int(10), Int(0)"),
+            "check {check}: {accts:?}"
+        );
+        if check {
+            // The client row read, account 1 read, account 1 written.
+            assert_eq!((heals, fi), (0, 3), "check {check}");
+        } else {
+            assert_eq!((heals, fi), (1, 0), "check {check}");
+        }
+    }
+}
+
+/// A change to a column the call reads is a real invalidation: the call heals.
+#[test]
+fn healing_heals_a_change_to_a_column_the_call_reads() {
+    let (out, _, accts, heals, _) = transfer_beside(true, "UPDATE acct SET bal = 50 WHERE id = 1");
+    assert_eq!(out, vec![Value::Int(2), Value::Int(50)]);
+    assert!(accts[0].contains("Int(40), Int(0)"), "{accts:?}");
+    assert_eq!(heals, 1);
+}
+
+/// Thesis Fig. 3.5 under `healing`: a transfer reads the client's destination account, then
+/// moves money to it. Between its read phase and its commit another transaction changes the
+/// destination. Validation finds the read stale and heals the call instead of aborting it:
+/// the money goes to the new destination, the call returns the healed values, and the
+/// transaction commits at its first attempt with one heal.
+#[test]
+fn healing_moves_a_transfer_to_the_destination_a_concurrent_commit_set() {
+    let (out, _, accts, heals, _) =
+        transfer_beside(true, "UPDATE clients SET dst = 3 WHERE id = 1");
     assert_eq!(
-        st.aborted.iter().sum::<u64>(),
-        0,
-        "no abort: {:?}",
-        st.aborted
+        out,
+        vec![Value::Int(3), Value::Int(100)],
+        "the healed results"
     );
+    for (i, want) in ["Int(90)", "Int(0)", "Int(10)"].iter().enumerate() {
+        assert!(accts[i].contains(want), "account {}: {accts:?}", i + 1);
+    }
+    assert_eq!(heals, 1, "one heal");
 }

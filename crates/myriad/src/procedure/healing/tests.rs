@@ -265,3 +265,55 @@ fn the_text_view_names_every_edge_kind_and_the_order() {
     let dot = explain_healing_dot(&db);
     assert_eq!(dot.matches("digraph").count(), db.procedure_names().len());
 }
+
+/// The columns of `t` that `masks` says `proc` reads (`true`) or writes (`false`), by name.
+fn mask_cols(db: &Database, proc: &str, t: &str, reads: bool) -> Vec<String> {
+    let p = db.procedure(proc).expect("registered");
+    let table = db.table(t).expect("table");
+    let m = column_masks(&p.p)
+        .into_iter()
+        .find(|c| c.table == table.id)
+        .unwrap_or_else(|| panic!("{proc} does not touch {t}"));
+    table
+        .schema
+        .columns()
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| if reads { m.reads(i) } else { m.writes(i) })
+        .map(|(_, c)| c.name.clone())
+        .collect()
+}
+
+/// TPC-C's column masks (thesis §3.4.5's false invalidations): New-Order reads `w_tax` of
+/// WAREHOUSE and writes nothing there, so a Payment's `w_ytd` does not invalidate it; it reads
+/// and writes `d_next_o_id` of DISTRICT, while Payment writes `d_ytd`.
+#[test]
+fn tpcc_column_masks_name_what_each_procedure_reads_and_writes() {
+    let db = load(TPCC);
+    assert_eq!(
+        mask_cols(&db, "new_order", "warehouse", true),
+        ["w_id", "w_tax"]
+    );
+    assert!(mask_cols(&db, "new_order", "warehouse", false).is_empty());
+    assert_eq!(
+        mask_cols(&db, "new_order", "district", true),
+        ["d_w_id", "d_id", "d_tax", "d_next_o_id"]
+    );
+    assert_eq!(
+        mask_cols(&db, "new_order", "district", false),
+        ["d_next_o_id"]
+    );
+    assert_eq!(
+        mask_cols(&db, "payment", "warehouse", true),
+        ["w_id", "w_name", "w_ytd"]
+    );
+    assert_eq!(mask_cols(&db, "payment", "warehouse", false), ["w_ytd"]);
+    // An INSERT's table is listed with nothing read or written by column.
+    assert!(mask_cols(&db, "new_order", "orders", true).is_empty());
+    // Only tables the procedure touches are listed, sorted by id.
+    let p = db.procedure("payment").unwrap();
+    let m = column_masks(&p.p);
+    assert!(m.windows(2).all(|w| w[0].table < w[1].table));
+    let stock = db.table("stock").unwrap();
+    assert!(m.iter().all(|c| c.table != stock.id));
+}
