@@ -229,6 +229,21 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
         Some(0.0),
         "{aborts}"
     );
+    // Fig. 3.9a: each run's share of worker time in abort-and-restart, a percentage.
+    let restart = panels
+        .iter()
+        .find(|p| {
+            p["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Fig. 3.9a: TPC-C time in abort-and-restart"))
+        })
+        .unwrap_or_else(|| panic!("no Fig. 3.9a panel in {h}"));
+    for s in restart["series"].as_array().unwrap() {
+        for pt in s["points"].as_array().unwrap() {
+            let v = pt["median"].as_f64().unwrap();
+            assert!((0.0..=100.0).contains(&v), "{restart}");
+        }
+    }
     let tpcc = &panels[0]["series"].as_array().unwrap();
     let minus = tpcc.iter().find(|s| s["label"] == "occ-").unwrap();
     let cmd = minus["points"][0]["command"].as_str().unwrap();

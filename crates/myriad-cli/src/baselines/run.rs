@@ -176,6 +176,7 @@ pub(crate) fn run<W: BaselineWorker>(
         aborted: [0; REASONS],
         abandoned: 0,
         user_aborted: vec![0; types],
+        restart_ns: 0,
         duration,
         latency: (0..types).map(|_| TypeLatency::new()).collect(),
         timeseries: Vec::new(),

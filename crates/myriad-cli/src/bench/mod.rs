@@ -109,6 +109,7 @@ impl RunResult {
     pub(crate) fn add(&mut self, t: &ThreadTally) {
         self.committed += t.committed;
         self.abandoned += t.abandoned;
+        self.restart_ns += t.restart_ns;
         for (a, b) in self.aborted.iter_mut().zip(t.aborted) {
             *a += b;
         }
@@ -130,6 +131,12 @@ pub(crate) struct ThreadTally {
     /// User aborts per transaction type.
     pub(crate) user_aborted: Vec<u64>,
     pub(crate) latency: Vec<TypeLatency>,
+    /// Nanoseconds measured transactions spent in abort-and-restart: from their start to the
+    /// start of the attempt that ended them (aborted attempts and backoffs), and the whole
+    /// time of an abandoned one (thesis Fig. 3.9a).
+    pub(crate) restart_ns: u64,
+    /// Of the current transaction's time, how much `restart_ns` has counted already.
+    counted_ns: u64,
 }
 
 impl ThreadTally {
@@ -147,12 +154,24 @@ impl ThreadTally {
         if measured {
             self.aborted[reason_index(reason)] += 1;
         }
-        if phase.load(Ordering::Relaxed) == STOP {
+        if *aborts == 0 {
+            self.counted_ns = 0;
+        }
+        let stop = phase.load(Ordering::Relaxed) == STOP;
+        if !stop {
+            *aborts += 1;
+            backoff(*aborts, start.elapsed().as_nanos() as u64 ^ self.committed);
+        }
+        // Everything up to here (the next attempt's start, or the end) was restart time.
+        let now = start.elapsed().as_nanos() as u64;
+        if measured {
+            self.restart_ns += now.saturating_sub(self.counted_ns);
+        }
+        self.counted_ns = now;
+        if stop {
             self.abandoned += measured as u64;
             return false;
         }
-        *aborts += 1;
-        backoff(*aborts, start.elapsed().as_nanos() as u64 ^ self.committed);
         true
     }
 
@@ -163,6 +182,8 @@ impl ThreadTally {
             abandoned: 0,
             user_aborted: vec![0; types],
             latency: (0..types).map(|_| TypeLatency::new()).collect(),
+            restart_ns: 0,
+            counted_ns: 0,
         }
     }
 }
@@ -272,6 +293,8 @@ pub struct RunResult {
     pub abandoned: u64,
     /// User aborts (the transaction's own decision, not retried) per transaction type.
     pub user_aborted: Vec<u64>,
+    /// Worker nanoseconds spent in abort-and-restart (`ThreadTally::restart_ns`, summed).
+    pub restart_ns: u64,
     pub duration: Duration,
     pub latency: Vec<TypeLatency>,
     pub timeseries: Vec<MemSample>,
@@ -418,6 +441,7 @@ pub fn run<W: Worker>(
         aborted: [0; REASONS],
         abandoned: 0,
         user_aborted: vec![0; types],
+        restart_ns: 0,
         duration,
         latency: (0..types).map(|_| TypeLatency::new()).collect(),
         timeseries,
@@ -646,6 +670,76 @@ fn worker_loop<W: Worker>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fig. 3.9a's accounting: a measured transaction's time up to each retry counts once,
+    /// an abandoned one's whole time counts, and a new transaction starts from zero.
+    #[test]
+    fn restart_time_counts_each_stretch_before_a_retry_once() {
+        let mut t = ThreadTally::new(1);
+        let phase = AtomicU8::new(MEASURE);
+        let start = Instant::now() - Duration::from_millis(5);
+        let mut aborts = 0;
+        assert!(t.abort_and_back_off(
+            AbortReason::ReadValidation,
+            true,
+            &phase,
+            &mut aborts,
+            start
+        ));
+        assert_eq!(aborts, 1);
+        assert!(t.restart_ns >= 5_000_000, "{}", t.restart_ns);
+        assert!(t.abort_and_back_off(
+            AbortReason::ReadValidation,
+            true,
+            &phase,
+            &mut aborts,
+            start
+        ));
+        let up_to_now = start.elapsed().as_nanos() as u64;
+        assert!(
+            t.restart_ns <= up_to_now,
+            "counted twice: {} > {up_to_now}",
+            t.restart_ns
+        );
+        phase.store(STOP, Ordering::Relaxed);
+        let before = t.restart_ns;
+        assert!(!t.abort_and_back_off(
+            AbortReason::ReadValidation,
+            true,
+            &phase,
+            &mut aborts,
+            start
+        ));
+        assert_eq!(t.abandoned, 1);
+        assert!(t.restart_ns >= before && t.restart_ns <= start.elapsed().as_nanos() as u64);
+        // The next transaction's first abort counts from its own start.
+        phase.store(MEASURE, Ordering::Relaxed);
+        let before = t.restart_ns;
+        let (start2, mut aborts2) = (Instant::now() - Duration::from_millis(2), 0);
+        assert!(t.abort_and_back_off(
+            AbortReason::ReadValidation,
+            true,
+            &phase,
+            &mut aborts2,
+            start2
+        ));
+        assert!(
+            t.restart_ns - before >= 2_000_000,
+            "{}",
+            t.restart_ns - before
+        );
+        // Unmeasured (warm-up) transactions count nothing.
+        let before = t.restart_ns;
+        let mut aborts3 = 0;
+        t.abort_and_back_off(
+            AbortReason::ReadValidation,
+            false,
+            &phase,
+            &mut aborts3,
+            start2,
+        );
+        assert_eq!(t.restart_ns, before);
+    }
 
     #[test]
     fn latency_buckets_follow_table_3_1() {

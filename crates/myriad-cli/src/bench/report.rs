@@ -34,6 +34,12 @@ pub struct Report {
     pub abandoned: u64,
     /// aborted / (committed + aborted).
     pub abort_rate: f64,
+    /// Share of the workers' measured time (threads × duration) that measured transactions
+    /// spent in abort-and-restart — aborted attempts and the backoffs before their retries,
+    /// and abandoned transactions — in percent (thesis Fig. 3.9a). A heal is not counted:
+    /// it is no abort.
+    #[serde(default)]
+    pub restart_time_pct: f64,
     /// Aborts by `AbortReason::name()`; every reason is present.
     pub abort_reasons: BTreeMap<&'static str, u64>,
     /// User aborts (counted in `abort_reasons.user_abort`, never retried) per transaction type.
@@ -531,6 +537,14 @@ impl Report {
             } else {
                 aborted as f64 / (committed + aborted) as f64
             },
+            restart_time_pct: {
+                let worker_ns = r.duration.as_nanos() as f64 * i.threads as f64;
+                if worker_ns > 0.0 {
+                    (100.0 * r.restart_ns as f64 / worker_ns).min(100.0)
+                } else {
+                    0.0
+                }
+            },
             abort_reasons: AbortReason::ALL
                 .iter()
                 .zip(r.aborted)
@@ -624,9 +638,10 @@ impl Report {
             .collect();
         writeln!(
             o,
-            "  aborted      {:>14}   ({:.2}% of attempts){}{}",
+            "  aborted      {:>14}   ({:.2}% of attempts, {:.1}% of worker time in abort-and-restart){}{}",
             thousands(self.aborted),
             self.abort_rate * 100.0,
+            self.restart_time_pct,
             if reasons.is_empty() {
                 String::new()
             } else {

@@ -56,10 +56,15 @@ pub(super) fn healing(s: &Scale) -> Vec<Panel> {
         &PROTOCOLS
     };
     let mut panels = Vec::new();
-    // Figs. 3.8 and 3.10 (throughput) and 3.9b (abort rate) over warehouses (each healing
-    // run's report has its heals per committed transaction, `heals_per_txn`).
+    // Figs. 3.8 and 3.10 (throughput), 3.9a (time in abort-and-restart) and 3.9b (abort
+    // rate) over warehouses (each healing run's report has its heals per committed
+    // transaction, `heals_per_txn`).
     for (fig, metric) in [
         ("Figs. 3.8/3.10: TPC-C throughput", Metric::Throughput),
+        (
+            "Fig. 3.9a: TPC-C time in abort-and-restart",
+            Metric::RestartTimePct,
+        ),
         (
             "Fig. 3.9b: TPC-C conflict abort rate",
             Metric::ConflictAbortPct,

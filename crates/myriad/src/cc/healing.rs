@@ -125,8 +125,8 @@ pub(crate) fn lock_in_order(
     elems.clear();
     let sets = &tx.sets;
     debug_assert_eq!(sets.read_set.len(), sets.read_keys.len());
-    for (i, (&v, &(table, tid))) in sets.read_set.iter().zip(&sets.read_keys).enumerate() {
-        elems.push((key(tx.db.table_by_id(table), tid), v, i as u32));
+    for (i, (&v, &k)) in sets.read_set.iter().zip(&sets.read_keys).enumerate() {
+        elems.push((k, v, i as u32));
     }
     for (i, w) in sets.write_set.iter().enumerate() {
         if !w.old.is_null() {

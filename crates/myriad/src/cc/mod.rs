@@ -247,7 +247,7 @@ struct Traits {
     /// A writer's end timestamp is its begin timestamp (MVTO, `ends_at_begin_ts`).
     ends_at_begin_ts: bool,
     /// A stored-procedure call's stale read heals at commit (`healing`); each read-set entry
-    /// also records its row, `(table, tuple id)`, its lock-order key (`keys_reads`).
+    /// also records its row's lock-order key (`Sets::read_keys`).
     heals: bool,
 }
 
@@ -344,13 +344,8 @@ pub(crate) fn validates_reads(p: Protocol, isolation: Isolation) -> bool {
     }
 }
 
-/// Whether each read-set entry also records its row, `Sets::read_keys` (`healing`).
-#[inline]
-pub(crate) fn keys_reads(p: Protocol) -> bool {
-    traits(p).heals
-}
-
-/// Whether a stored-procedure call's commit can heal it (`healing`, `heal_lock`).
+/// Whether a stored-procedure call's commit can heal it (`healing`, `heal_lock`); each
+/// read-set entry then also records its row's lock-order key (`Sets::read_keys`).
 #[inline]
 pub(crate) fn heals(p: Protocol) -> bool {
     traits(p).heals

@@ -172,8 +172,8 @@ impl<'db> Transaction<'db> {
                     .find(|w| std::ptr::eq(w.new, v));
                 if let Some(old) = base.map(|w| w.old).filter(|o| !o.is_null()) {
                     self.st.sets.read_set.push(old);
-                    if cc::keys_reads(self.st.protocol) {
-                        self.st.sets.read_keys.push((t.id, tid));
+                    if cc::heals(self.st.protocol) {
+                        self.st.sets.read_keys.push(cc::healing::key(t, tid));
                     }
                 }
             }
@@ -186,8 +186,8 @@ impl<'db> Transaction<'db> {
         }
         if self.validates_reads() {
             self.st.sets.read_set.push(v);
-            if cc::keys_reads(self.st.protocol) {
-                self.st.sets.read_keys.push((t.id, tid));
+            if cc::heals(self.st.protocol) {
+                self.st.sets.read_keys.push(cc::healing::key(t, tid));
             }
         }
         if let Some(rec) = self.recording.as_mut() {

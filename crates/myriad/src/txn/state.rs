@@ -35,9 +35,10 @@ pub(crate) const TABLE_SCAN: u16 = u16::MAX;
 #[derive(Default)]
 pub(crate) struct Sets {
     pub read_set: Vec<*const Version>,
-    /// `healing` (`cc::keys_reads`): the row of each `read_set` entry, `(table, tuple id)`
-    /// — its lock-order key (`cc/healing.rs`). Empty under the other protocols.
-    pub read_keys: Vec<(u32, TupleId)>,
+    /// `healing` (`cc::heals`): the lock-order key of each `read_set` entry's row,
+    /// `(table rank, table id, tuple id)` (`cc/healing.rs`), taken when it is read so the
+    /// commit need not look each table up. Empty under the other protocols.
+    pub read_keys: Vec<crate::cc::healing::Key>,
     /// Length of `read_set` when the current operation began.
     pub op_reads: u32,
     pub scan_set: Vec<ScanRecord>,
