@@ -99,6 +99,40 @@ fn tpcc_at_one_warehouse_heals_and_its_history_has_no_cycle() {
         "no heal at 1 warehouse: {text}"
     );
     assert!(text.contains("heals/txn"), "{text}");
+    // New-Order reads `w_tax` where Payment writes `w_ytd`: false invalidations (thesis
+    // §3.4.5) are found, and the history they stand for has no cycle.
+    assert!(
+        r["false_invalidations_per_txn"].as_f64().unwrap() > 0.0,
+        "no false invalidation at 1 warehouse: {text}"
+    );
+    assert!(
+        text.contains("false-invalidation check on"),
+        "the fidelity block names the check: {text}"
+    );
+}
+
+#[test]
+fn heal_column_check_is_refused_outside_healing() {
+    let out = Command::new(env!("CARGO_BIN_EXE_myriad"))
+        .args([
+            "bench",
+            "tpcc",
+            "--protocol",
+            "occ",
+            "--heal-column-check",
+            "false",
+            "--duration",
+            "1",
+            "--no-progress",
+        ])
+        .output()
+        .expect("run the myriad binary");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("false-invalidation check") && err.contains("`occ`"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -677,24 +677,15 @@ mod tests {
     fn restart_time_counts_each_stretch_before_a_retry_once() {
         let mut t = ThreadTally::new(1);
         let phase = AtomicU8::new(MEASURE);
+        let mut abort = |t: &mut ThreadTally, measured, aborts: &mut u32, start| {
+            t.abort_and_back_off(AbortReason::ReadValidation, measured, &phase, aborts, start)
+        };
         let start = Instant::now() - Duration::from_millis(5);
         let mut aborts = 0;
-        assert!(t.abort_and_back_off(
-            AbortReason::ReadValidation,
-            true,
-            &phase,
-            &mut aborts,
-            start
-        ));
+        assert!(abort(&mut t, true, &mut aborts, start));
         assert_eq!(aborts, 1);
         assert!(t.restart_ns >= 5_000_000, "{}", t.restart_ns);
-        assert!(t.abort_and_back_off(
-            AbortReason::ReadValidation,
-            true,
-            &phase,
-            &mut aborts,
-            start
-        ));
+        assert!(abort(&mut t, true, &mut aborts, start));
         let up_to_now = start.elapsed().as_nanos() as u64;
         assert!(
             t.restart_ns <= up_to_now,
@@ -703,26 +694,14 @@ mod tests {
         );
         phase.store(STOP, Ordering::Relaxed);
         let before = t.restart_ns;
-        assert!(!t.abort_and_back_off(
-            AbortReason::ReadValidation,
-            true,
-            &phase,
-            &mut aborts,
-            start
-        ));
+        assert!(!abort(&mut t, true, &mut aborts, start));
         assert_eq!(t.abandoned, 1);
         assert!(t.restart_ns >= before && t.restart_ns <= start.elapsed().as_nanos() as u64);
         // The next transaction's first abort counts from its own start.
         phase.store(MEASURE, Ordering::Relaxed);
         let before = t.restart_ns;
         let (start2, mut aborts2) = (Instant::now() - Duration::from_millis(2), 0);
-        assert!(t.abort_and_back_off(
-            AbortReason::ReadValidation,
-            true,
-            &phase,
-            &mut aborts2,
-            start2
-        ));
+        assert!(abort(&mut t, true, &mut aborts2, start2));
         assert!(
             t.restart_ns - before >= 2_000_000,
             "{}",
@@ -730,14 +709,7 @@ mod tests {
         );
         // Unmeasured (warm-up) transactions count nothing.
         let before = t.restart_ns;
-        let mut aborts3 = 0;
-        t.abort_and_back_off(
-            AbortReason::ReadValidation,
-            false,
-            &phase,
-            &mut aborts3,
-            start2,
-        );
+        abort(&mut t, false, &mut 0, start2);
         assert_eq!(t.restart_ns, before);
     }
 
