@@ -677,7 +677,7 @@ mod tests {
     fn restart_time_counts_each_stretch_before_a_retry_once() {
         let mut t = ThreadTally::new(1);
         let phase = AtomicU8::new(MEASURE);
-        let mut abort = |t: &mut ThreadTally, measured, aborts: &mut u32, start| {
+        let abort = |t: &mut ThreadTally, measured, aborts: &mut u32, start| {
             t.abort_and_back_off(AbortReason::ReadValidation, measured, &phase, aborts, start)
         };
         let start = Instant::now() - Duration::from_millis(5);
