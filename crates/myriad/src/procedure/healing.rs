@@ -41,8 +41,10 @@
 //! every ranked one, by table id.
 //!
 //! At run time protocol `healing` locks by this order (`cc/healing.rs`, `Table::heal_rank`,
-//! set whenever a procedure is registered); the dependency graph is not used at run time yet
-//! (a heal re-executes the whole call, `docs/healing.md`).
+//! set whenever a procedure is registered) and checks false invalidations (§3.4.5) against
+//! each procedure's **column masks** ([`column_masks`]: per table, the columns it reads and
+//! writes); the dependency graph is not used at run time yet (a heal re-executes the whole
+//! call, `docs/healing.md`).
 
 use super::flow::{Flow, Kind};
 use super::graph::Source;
