@@ -56,7 +56,7 @@ if ! valgrind --tool=callgrind \
     cat "$tmp/bench.log" >&2
     die "the benchmark failed under valgrind"
 fi
-ir=$(grep -h '^totals:' "$tmp"/cg.out* | awk '{s += $2} END {print s + 0}')
+ir=$(grep -h '^totals:' "$tmp"/cg.out* | awk '{s += $2} END {printf "%.0f\n", s}')
 committed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["committed"])' "$tmp/report.json") \
     || die "no committed count in the JSON report"
 [ "${ir:-0}" -gt 0 ] || die "callgrind counted no instructions inside worker_loop (inlined, or renamed?)"
