@@ -244,6 +244,32 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
             assert!((0.0..=100.0).contains(&v), "{restart}");
         }
     }
+    // Table 3.4: warehouses = threads, healing with and without its column check, and occ.
+    let t34 = panels
+        .iter()
+        .find(|p| {
+            p["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Table 3.4"))
+        })
+        .unwrap_or_else(|| panic!("no Table 3.4 panel in {h}"));
+    for s in t34["series"].as_array().unwrap() {
+        for pt in s["points"].as_array().unwrap() {
+            let cmd = pt["command"].as_str().unwrap();
+            let n = pt["x"].as_f64().unwrap() as u64;
+            assert!(
+                cmd.contains(&format!("--warehouses {n} "))
+                    && cmd.contains(&format!("--threads {n}"))
+                    && cmd.contains("--remote-pct 0"),
+                "{cmd}"
+            );
+            assert_eq!(
+                cmd.contains("--heal-column-check false"),
+                s["label"] == "healing, no column check",
+                "{cmd}"
+            );
+        }
+    }
     let tpcc = &panels[0]["series"].as_array().unwrap();
     let minus = tpcc.iter().find(|s| s["label"] == "occ-").unwrap();
     let cmd = minus["points"][0]["command"].as_str().unwrap();

@@ -4,7 +4,7 @@
 //! `2pl`, `hybrid` and the validation-free OCC⁻ and SILO⁻), New-Order and Delivery latency at
 //! 4 warehouses (Table 3.1, as percentiles), ad-hoc transactions (Fig. 3.13), and Smallbank
 //! over θ at 1,000 and 100 accounts (Fig. 3.14, Table 3.2's abort rates, Table 3.3's
-//! percentiles).
+//! percentiles), and healing's overhead at warehouses = threads (Table 3.4).
 
 use super::protocols::by_protocol;
 use super::{Metric, Panel, Scale};
@@ -12,12 +12,18 @@ use super::{Metric, Panel, Scale};
 /// The protocols of Figs. 3.8–3.10, with OCC⁻ and SILO⁻ as labels of their own.
 const PROTOCOLS: [&str; 7] = ["healing", "occ", "silo", "2pl", "hybrid", "occ-", "silo-"];
 
-/// `myriad bench WORKLOAD` under `protocol` (`occ-`, `silo-`: `--unsafe-no-validation`) and
-/// `rest`.
+/// Table 3.4's `healing` without the false-invalidation check (`--heal-column-check false`).
+const HEALING_NO_CHECK: &str = "healing, no column check";
+
+/// `myriad bench WORKLOAD` under `protocol` (`occ-`, `silo-`: `--unsafe-no-validation`;
+/// `HEALING_NO_CHECK`) and `rest`.
 fn run(workload: &str, protocol: &str, rest: &[String]) -> Vec<String> {
     let mut a = vec![workload.to_string(), "--protocol".into()];
     match protocol.strip_suffix('-') {
         Some(p) => a.extend([p.to_string(), "--unsafe-no-validation".into()]),
+        None if protocol == HEALING_NO_CHECK => {
+            a.extend(["healing", "--heal-column-check", "false"].map(String::from))
+        }
         None => a.push(protocol.to_string()),
     }
     a.extend_from_slice(rest);
@@ -156,5 +162,25 @@ pub(super) fn healing(s: &Scale) -> Vec<Panel> {
             |p, t| smallbank(p, 1000, t),
         ));
     }
+    // Table 3.4: healing's overhead without contention, warehouses = threads and every
+    // order line and payment home (`--remote-pct 0`), over threads. The thesis's "Normal"
+    // row is healing with neither access cache nor read copies; here: healing without the
+    // false-invalidation check, then with it (its "+Read Copy"), beside occ. There is no
+    // access cache to add ("+Access Cache").
+    let threads: Vec<f64> = (1..=s.threads.max(1)).map(|t| t as f64).collect();
+    panels.push(by_protocol(
+        "Table 3.4: TPC-C overhead, warehouses = threads, no remote accesses".into(),
+        "threads (= warehouses)",
+        Metric::Throughput,
+        &[HEALING_NO_CHECK, "healing", "occ"],
+        &threads,
+        |p, t| {
+            tpcc(
+                p,
+                t,
+                &["--remote-pct", "0", "--threads", &(t as u64).to_string()],
+            )
+        },
+    ));
     panels
 }
