@@ -611,6 +611,43 @@ impl TableBuilder {
     }
 }
 
+/// The columns one stored procedure reads and writes of one table, as bit masks (bit `c`
+/// for column `c`; a table of more than 64 columns has every column from the 64th on
+/// counted as read and written). Transaction Healing's false-invalidation check (thesis §3.4.5) compares only
+/// these: a row whose newer record differs from the one a call read only in columns the call
+/// neither read nor wrote has not invalidated the call. Made by
+/// `procedure::healing::column_masks`, read by `cc/healing.rs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TableCols {
+    /// `Table::id`.
+    pub table: u32,
+    /// Columns any statement of the procedure reads from the table: select items and
+    /// aggregates, `WHERE` conditions, `ORDER BY` index columns, `SET` expressions.
+    pub read: u64,
+    /// Columns any `UPDATE` of the procedure sets.
+    pub write: u64,
+}
+
+impl TableCols {
+    /// Whether column `c` is read or written (columns from the 64th on always are).
+    #[inline]
+    pub(crate) fn touches(&self, c: usize) -> bool {
+        c >= 64 || (self.read | self.write) >> c & 1 == 1
+    }
+
+    /// Whether column `c` is read (columns from the 64th on always are).
+    #[inline]
+    pub(crate) fn reads(&self, c: usize) -> bool {
+        c >= 64 || self.read >> c & 1 == 1
+    }
+
+    /// Whether column `c` is written (columns from the 64th on always are).
+    #[inline]
+    pub(crate) fn writes(&self, c: usize) -> bool {
+        c >= 64 || self.write >> c & 1 == 1
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -48,7 +48,7 @@
 //! insert scenario 1 would read past it, §3.4.7).
 
 use crate::error::AbortReason;
-pub(crate) use crate::procedure::healing::TableCols;
+pub(crate) use crate::schema::TableCols;
 use crate::storage::{Table, TupleId};
 use crate::txn::state::TxnCtx;
 use crate::version::{is_txn, Version, INFINITY};
@@ -56,7 +56,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// An element's place in the global lock order: (table rank, table id, tuple id).
-pub(crate) type Key = (u16, u32, TupleId);
+pub(crate) type Key = crate::txn::state::HealKey;
 
 /// How long a blocking lock wait may last before the commit gives up (see the module doc).
 const WAIT_LIMIT: Duration = Duration::from_millis(200);

@@ -13,7 +13,7 @@
 use super::*;
 use crate::config::GcPolicy;
 use crate::gc::Garbage;
-use crate::procedure::healing::TableCols;
+use crate::schema::TableCols;
 
 /// A healable call's body, run again by a heal (`Transaction::commit_healing`).
 pub(crate) type Rerun<'a, 'db> = &'a mut dyn FnMut(&mut Transaction<'db>) -> Result<()>;

@@ -12,6 +12,9 @@ use crate::txn::table::{Slot, TxnId};
 use crate::version::Version;
 use std::cell::Cell;
 
+/// `healing`'s lock-order key of a row: (table rank, table id, tuple id) (`cc/healing.rs`).
+pub(crate) type HealKey = (u16, u32, TupleId);
+
 /// A predicate read recorded for the phantom re-check (Hekaton §3.2).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ScanRecord {
@@ -38,7 +41,7 @@ pub(crate) struct Sets {
     /// `healing` (`cc::heals`): the lock-order key of each `read_set` entry's row,
     /// `(table rank, table id, tuple id)` (`cc/healing.rs`), taken when it is read so the
     /// commit need not look each table up. Empty under the other protocols.
-    pub read_keys: Vec<crate::cc::healing::Key>,
+    pub read_keys: Vec<HealKey>,
     /// Length of `read_set` when the current operation began.
     pub op_reads: u32,
     pub scan_set: Vec<ScanRecord>,
