@@ -230,14 +230,13 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
         "{aborts}"
     );
     // Fig. 3.9a: each run's share of worker time in abort-and-restart, a percentage.
-    let restart = panels
-        .iter()
-        .find(|p| {
-            p["title"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("Fig. 3.9a: TPC-C time in abort-and-restart"))
-        })
-        .unwrap_or_else(|| panic!("no Fig. 3.9a panel in {h}"));
+    let panel_titled = |prefix: &str| {
+        panels
+            .iter()
+            .find(|p| p["title"].as_str().is_some_and(|t| t.starts_with(prefix)))
+            .unwrap_or_else(|| panic!("no {prefix} panel in {h}"))
+    };
+    let restart = panel_titled("Fig. 3.9a: TPC-C time in abort-and-restart");
     for s in restart["series"].as_array().unwrap() {
         for pt in s["points"].as_array().unwrap() {
             let v = pt["median"].as_f64().unwrap();
@@ -245,14 +244,7 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
         }
     }
     // Table 3.4: warehouses = threads, healing with and without its column check, and occ.
-    let t34 = panels
-        .iter()
-        .find(|p| {
-            p["title"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("Table 3.4"))
-        })
-        .unwrap_or_else(|| panic!("no Table 3.4 panel in {h}"));
+    let t34 = panel_titled("Table 3.4");
     for s in t34["series"].as_array().unwrap() {
         for pt in s["points"].as_array().unwrap() {
             let cmd = pt["command"].as_str().unwrap();

@@ -547,24 +547,7 @@ pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
     use super::ir::{Items, Read, Stmt};
     use crate::query::expr::E;
     fn cols(e: &E, m: &mut u64) {
-        match e {
-            E::Col(c) => *m |= 1u64.checked_shl(*c as u32).unwrap_or(0),
-            E::Var(_) | E::ElemVar(..) | E::Len(_) | E::Lit(_) | E::Bool(_) => {}
-            E::Elem(_, x, _) | E::Neg(x) | E::Not(x) | E::Append(_, x) | E::AnyEq(x, _) => {
-                cols(x, m)
-            }
-            E::Concat(a, b) | E::Bin(a, _, b, _) => {
-                cols(a, m);
-                cols(b, m);
-            }
-            E::Substr(a, b, c) => {
-                cols(a, m);
-                cols(b, m);
-                if let Some(c) = c {
-                    cols(c, m);
-                }
-            }
-        }
+        e.for_each_col(&mut |c| *m |= 1u64.checked_shl(c as u32).unwrap_or(0));
     }
     fn entry<'a>(out: &'a mut Vec<TableCols>, t: &crate::storage::TableRef) -> &'a mut TableCols {
         let i = match out.iter().position(|c| c.table == t.id) {

@@ -130,6 +130,28 @@ impl E {
         }
     }
 
+    /// Calls `f` with every column of the current row this expression reads.
+    pub(crate) fn for_each_col(&self, f: &mut impl FnMut(usize)) {
+        match self {
+            E::Col(c) => f(*c),
+            E::Var(_) | E::ElemVar(..) | E::Len(_) | E::Lit(_) | E::Bool(_) => {}
+            E::Elem(_, x, _) | E::Neg(x) | E::Not(x) | E::Append(_, x) | E::AnyEq(x, _) => {
+                x.for_each_col(f)
+            }
+            E::Concat(a, b) | E::Bin(a, _, b, _) => {
+                a.for_each_col(f);
+                b.for_each_col(f);
+            }
+            E::Substr(a, b, c) => {
+                a.for_each_col(f);
+                b.for_each_col(f);
+                if let Some(c) = c {
+                    c.for_each_col(f);
+                }
+            }
+        }
+    }
+
     /// True if evaluating this expression reads a column of the current row.
     pub(crate) fn reads_row(&self) -> bool {
         match self {
