@@ -256,7 +256,7 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
                 "{cmd}"
             );
             assert_eq!(
-                cmd.contains("--heal-column-check false"),
+                cmd.contains("--column-check false"),
                 s["label"] == "healing, no column check",
                 "{cmd}"
             );

@@ -547,8 +547,8 @@ pub struct Config {
     pub(crate) procedures: ProcedureExec,
     pub(crate) unsafe_no_validation: bool,
     pub(crate) unsafe_heal_skips_reads: bool,
-    /// `healing` only (`None`: on).
-    pub(crate) heal_column_check: Option<bool>,
+    /// `healing` and `mvocc` only (`None`: on).
+    pub(crate) column_check: Option<bool>,
 }
 
 impl Default for Config {
@@ -598,7 +598,7 @@ impl Default for Config {
             procedures: ProcedureExec::Compiled,
             unsafe_no_validation: false,
             unsafe_heal_skips_reads: false,
-            heal_column_check: None,
+            column_check: None,
         }
     }
 }
@@ -924,20 +924,30 @@ impl Config {
         self.ermia_safe_retry = Some(on);
         self
     }
-    /// Transaction Healing's false-invalidation check (thesis §3.4.5; `healing` only, default
-    /// on): at validation, a row a stored-procedure call read that another commit replaced
-    /// only in columns the procedure neither reads nor writes (`procedure::healing`'s column
-    /// masks; e.g. a Payment's `w_ytd` under a New-Order that read `w_tax`) is taken as read
-    /// in its current record, and a write the call buffered on it is rebased on that record,
-    /// instead of a heal. Counted as `Stats::false_invalidations`. Off: every replaced row
-    /// heals.
-    pub fn heal_column_check(mut self, on: bool) -> Self {
-        self.heal_column_check = Some(on);
+    /// The column check of read validation (thesis §3.4.5's false-invalidation check;
+    /// protocols `healing` and `mvocc`, default on): at validation, a row a stored-procedure
+    /// call read that another commit replaced only in columns the procedure does not read
+    /// (`procedure::healing`'s column masks; e.g. a Payment's `w_ytd` under a New-Order that
+    /// read `w_tax`) is still a valid read. Counted as `Stats::false_invalidations`; the
+    /// history's read of the row is re-pointed to the record that stands at the commit.
+    /// - `healing`: the read is taken in the current record, and a write the call buffered
+    ///   on the row is rebased on it (unless the row changed in a column the call writes or
+    ///   an index covers), instead of a heal.
+    /// - `mvocc` (Repeatable Read and Serializable, the levels that validate reads): the read
+    ///   passes when the version visible at the end timestamp is a full row equal to the one
+    ///   read in every column the procedure reads, instead of a `read_validation` abort.
+    ///   Statements outside a procedure have no column masks and validate whole versions.
+    ///
+    /// Off: every replaced row heals (`healing`) or fails validation (`mvocc`), as in the
+    /// papers. Other protocols refuse it.
+    pub fn column_check(mut self, on: bool) -> Self {
+        self.column_check = Some(on);
         self
     }
-    /// Whether `healing`'s false-invalidation check is on (`heal_column_check`).
-    pub fn get_heal_column_check(&self) -> bool {
-        self.protocol == Protocol::Healing && self.heal_column_check.unwrap_or(true)
+    /// Whether the column check of read validation is on (`column_check`).
+    pub fn get_column_check(&self) -> bool {
+        matches!(self.protocol, Protocol::Healing | Protocol::Mvocc)
+            && self.column_check.unwrap_or(true)
     }
     /// Whether ERMIA-SSI's safe retry is on (`ermia_safe_retry`).
     pub fn get_ermia_safe_retry(&self) -> bool {
@@ -1071,10 +1081,12 @@ impl Config {
                 self.protocol
             )));
         }
-        if self.heal_column_check.is_some() && self.protocol != Protocol::Healing {
+        if self.column_check.is_some()
+            && !matches!(self.protocol, Protocol::Healing | Protocol::Mvocc)
+        {
             return Err(Error::InvalidConfig(format!(
-                "the false-invalidation check (thesis §3.4.5) belongs to protocol `healing`, \
-                 not `{}`",
+                "the column check of read validation (thesis §3.4.5) applies to protocols \
+                 `healing` and `mvocc` only, not `{}`",
                 self.protocol
             )));
         }

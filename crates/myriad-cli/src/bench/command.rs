@@ -65,8 +65,8 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
     if let Some(on) = b.commit_deps {
         config = config.commit_dependencies(on);
     }
-    if let Some(on) = b.heal_column_check {
-        config = config.heal_column_check(on);
+    if let Some(on) = b.column_check {
+        config = config.column_check(on);
     }
     if let Some(on) = b.ermia_safe_retry {
         config = config.ermia_safe_retry(on);
@@ -254,7 +254,7 @@ fn refuse_for_baseline(engine: Engine, b: &BenchArgs, extra: &[(&str, bool)]) {
         ("--ermia-safe-retry", b.ermia_safe_retry.is_some()),
         ("--ermia-old-age", b.ermia_old_age.is_some()),
         ("--unsafe-no-validation", b.unsafe_no_validation),
-        ("--heal-column-check", b.heal_column_check.is_some()),
+        ("--column-check", b.column_check.is_some()),
         ("--check-history", b.check_history),
         (
             "--timestamps",

@@ -12,7 +12,7 @@ use super::{Metric, Panel, Scale};
 /// The protocols of Figs. 3.8–3.10, with OCC⁻ and SILO⁻ as labels of their own.
 const PROTOCOLS: [&str; 7] = ["healing", "occ", "silo", "2pl", "hybrid", "occ-", "silo-"];
 
-/// Table 3.4's `healing` without the false-invalidation check (`--heal-column-check false`).
+/// Table 3.4's `healing` without the false-invalidation check (`--column-check false`).
 const HEALING_NO_CHECK: &str = "healing, no column check";
 
 /// `myriad bench WORKLOAD` under `protocol` (`occ-`, `silo-`: `--unsafe-no-validation`;
@@ -22,7 +22,7 @@ fn run(workload: &str, protocol: &str, rest: &[String]) -> Vec<String> {
     match protocol.strip_suffix('-') {
         Some(p) => a.extend([p.to_string(), "--unsafe-no-validation".into()]),
         None if protocol == HEALING_NO_CHECK => {
-            a.extend(["healing", "--heal-column-check", "false"].map(String::from))
+            a.extend(["healing", "--column-check", "false"].map(String::from))
         }
         None => a.push(protocol.to_string()),
     }

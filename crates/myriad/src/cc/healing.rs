@@ -29,7 +29,7 @@
 //! at the cursor. A predicate re-check that fails (a phantom) heals the same way. The call
 //! returns the healed execution's results.
 //!
-//! **False invalidations** (§3.4.5, `Config::heal_column_check`, default on). Before a
+//! **False invalidations** (§3.4.5, `Config::column_check`, default on). Before a
 //! stale element heals, a healable call compares the record it read with the current one in
 //! the columns its procedure reads and writes of that table (`TableCols`, from
 //! `procedure::healing::column_masks`). Equal there, the element is taken as current: a read

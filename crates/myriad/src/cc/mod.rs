@@ -100,6 +100,8 @@ pub(crate) struct SlotCc {
     pub(crate) hybrid: hybrid::SlotState,
     /// `healing`: the locks its commit holds, the validation cursor, the heals made.
     pub(crate) healing: healing::SlotState,
+    /// `mvocc`: the column check's masks and re-pointed reads.
+    pub(crate) mvocc: mvocc::SlotState,
 }
 
 impl SlotCc {
@@ -349,6 +351,14 @@ pub(crate) fn validates_reads(p: Protocol, isolation: Isolation) -> bool {
 #[inline]
 pub(crate) fn heals(p: Protocol) -> bool {
     traits(p).heals
+}
+
+/// Whether each read-set entry also records its row's key (`Sets::read_keys`): under
+/// `healing` (its lock order), and under `mvocc` with the column check on
+/// (`Config::column_check`: the row's version at the end timestamp is found by it).
+pub(crate) fn keys_reads(p: Protocol, config: &crate::config::Config) -> bool {
+    heals(p)
+        || (p == Protocol::Mvocc && config.protocol == Protocol::Mvocc && config.get_column_check())
 }
 
 /// Hook `heal_lock`, single-version step 1 of a commit that can heal (`heals`): locks the

@@ -25,6 +25,18 @@
 //! later end timestamp will itself see us and abort, and one with the same end timestamp (a
 //! member of our partial-order commit group, which may be waiting for us) is a conflict.
 //!
+//! **Column check** (`Config::column_check`, default on; thesis §3.4.5's false-invalidation
+//! check, which the thesis gives Transaction Healing, applied to Hekaton's read validation).
+//! A stored-procedure call's commit carries the columns the procedure reads per table
+//! (`procedure::healing::column_masks`, in `SlotState::cols`). A read whose version is no
+//! longer visible at the end timestamp still passes when the version that is visible then
+//! is a live row equal to the one read in every one of those columns: every value the
+//! transaction saw is the value it would see at its end timestamp, where it serialises, so
+//! the commit is the same as if it had read that version. Only inline tables (whose
+//! version data is the row) are judged so; the history's read is re-pointed to the newer
+//! version (`Transaction::repoint_recorded_reads`). Without masks (statements outside a
+//! procedure) reads are validated by version, as Hekaton does.
+//!
 //! The commit pipeline (`txn/end.rs`) is that of every multi-version protocol; `validate` here
 //! is its check for all of them (`cc::validate`): `si` is MVOCC at Snapshot Isolation; MV2PL
 //! validates only its scans (its reads are locked); MVTO drew its end timestamp at begin and
@@ -34,6 +46,7 @@ use super::visibility::Resolver;
 use crate::cc::{resolver, validates_reads, SlotCc, TxnCc};
 use crate::config::Isolation;
 use crate::error::AbortReason;
+use crate::schema::TableCols;
 use crate::storage::{Table, TupleId};
 use crate::timestamp::Timestamp;
 use crate::txn::state::{ScanRecord, TxnCtx, TABLE_SCAN};
@@ -53,10 +66,15 @@ pub(crate) fn validate(
 ) -> std::result::Result<(), AbortReason> {
     let r = resolver(tx, c);
     if validates_reads(tx.protocol, tx.isolation) {
-        for &v in &tx.sets.read_set {
+        let cols = &sc.mvocc.cols;
+        sc.mvocc.repointed.clear();
+        for (i, &v) in tx.sets.read_set.iter().enumerate() {
             // SAFETY: versions we read stay allocated while we are active (GC watermark).
             if !r.still_visible(unsafe { &*v }, end_ts) {
-                return Err(AbortReason::ReadValidation);
+                match same_columns_at(tx, &r, cols, i, v, end_ts) {
+                    Some(rp) => sc.mvocc.repointed.push(rp),
+                    None => return Err(AbortReason::ReadValidation),
+                }
             }
         }
     }
@@ -73,6 +91,51 @@ pub(crate) fn validate(
         crate::cc::stamp_test(tx, c, sc, end_ts)?;
     }
     Ok(())
+}
+
+/// `mvocc`'s per-slot state: the column check's masks and what it re-pointed.
+#[derive(Default)]
+pub(crate) struct SlotState {
+    /// The columns the committing call's procedure reads and writes per table, sorted by
+    /// table (empty: no column check, e.g. statements outside a procedure). Set for the
+    /// length of one commit (`Transaction::commit_healing`).
+    pub(crate) cols: Vec<TableCols>,
+    /// Reads the column check passed, `(table, read, visible at the end timestamp)`: the
+    /// history's reads follow (`Transaction::repoint_recorded_reads`).
+    pub(crate) repointed: Vec<(u32, *const Version, *const Version)>,
+}
+
+/// The column check (module docs) of read-set entry `i`, version `read`, which is no longer
+/// visible at `end_ts`: the row's version visible at `end_ts` when it is a live row of an
+/// inline table equal to `read` in every column `cols` says the procedure reads, as
+/// `(table, read, that version)`; `None` (the read fails validation) otherwise.
+fn same_columns_at(
+    tx: &TxnCtx<'_>,
+    r: &Resolver<'_>,
+    cols: &[TableCols],
+    i: usize,
+    read: *const Version,
+    end_ts: Timestamp,
+) -> Option<(u32, *const Version, *const Version)> {
+    let &(_, table, tid) = tx.sets.read_keys.get(i)?;
+    let tc = cols[cols.binary_search_by_key(&table, |c| c.table).ok()?];
+    let t = tx.db.table_by_id(table);
+    if t.rows_copied() {
+        return None;
+    }
+    let head = t.entry(tid)?.load(Ordering::Acquire);
+    let now = r.visible_in_chain(head, end_ts, true);
+    // SAFETY: pinned, and `read` was read by this transaction (GC watermark).
+    let (old, new) = unsafe { (&*read, now.as_ref()?) };
+    if old.is_tombstone() || new.is_tombstone() {
+        return None;
+    }
+    let (a, b) = (old.data(), new.data());
+    let same = t.schema.columns().iter().enumerate().all(|(k, col)| {
+        let range = col.offset..col.offset + col.ty.width();
+        !tc.reads(k) || a[range.clone()] == b[range]
+    });
+    same.then_some((table, read, now))
 }
 
 /// A `ScanRecord` bound as a byte bound into the scan-key arena.

@@ -107,10 +107,11 @@ pub struct Stats {
     /// `healing`: heals made — re-executions of a stored-procedure call under the locks its
     /// validation holds, instead of an abort (`cc/healing.rs`).
     pub heals: u64,
-    /// `healing`: rows validation found replaced since they were read, but only in columns
-    /// the call neither reads nor writes (thesis §3.4.5's false invalidations): taken as
-    /// read in their current record (a write to one rebased on it), not healed
-    /// (`Config::heal_column_check`).
+    /// `healing` and `mvocc`: rows validation found replaced since they were read, but only
+    /// in columns the call does not read (thesis §3.4.5's false invalidations,
+    /// `Config::column_check`): under `healing` taken as read in their current record (a
+    /// write to one rebased on it), not healed; under `mvocc` valid reads, not a
+    /// `read_validation` abort.
     pub false_invalidations: u64,
     /// `ermia-ssi`: would-be pivots aborted at pre-commit because they overwrote a version
     /// an in-flight transaction read (safe retry, `Config::ermia_safe_retry`).

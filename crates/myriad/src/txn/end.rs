@@ -90,9 +90,18 @@ impl<'db> Transaction<'db> {
                 complete,
                 "an incomplete call under a protocol that cannot heal"
             );
+            if !self.st.keys_reads || self.st.protocol.single_version() {
+                return self.commit_in_place();
+            }
+            // `mvocc`'s column check (`cc/mvocc.rs`): the masks of this commit. (They are
+            // cleared when the slot's next transaction begins: the slot's state is handed
+            // back when this one ends, so a clear here would miss it.)
+            let mine = &mut self.local.cc.mvocc.cols;
+            mine.clear();
+            mine.extend_from_slice(cols);
             return self.commit_in_place();
         }
-        let cols = if self.st.db.config.get_heal_column_check() {
+        let cols = if self.st.db.config.get_column_check() {
             cols
         } else {
             &[]
@@ -102,20 +111,27 @@ impl<'db> Transaction<'db> {
         ticket.map(|epoch| CommitTicket { epoch, ts })
     }
 
-    /// After `heal_lock`: counts the false invalidations it found and re-points the history's
-    /// reads of their rows to the current records (`cc/healing.rs`, `false_invalidation`).
+    /// After `heal_lock`, or `mvocc`'s validation: counts the false invalidations it found
+    /// and re-points the history's reads of their rows to the records that stand at the
+    /// commit (`cc/healing.rs`'s `false_invalidation`, `cc/mvocc.rs`'s column check).
     fn repoint_recorded_reads(&mut self) {
-        if self.local.cc.healing.repointed.is_empty() {
+        let cc = &mut self.local.cc;
+        let repointed = if cc.healing.repointed.is_empty() {
+            &mut cc.mvocc.repointed
+        } else {
+            &mut cc.healing.repointed
+        };
+        if repointed.is_empty() {
             return;
         }
-        let n = self.local.cc.healing.repointed.len() as u64;
-        bump(&self.slot().stats.false_invalidations, n);
-        let repointed = &mut self.local.cc.healing.repointed;
+        let n = repointed.len() as u64;
+        bump(&self.st.slot().stats.false_invalidations, n);
         if let Some(rec) = self.recording.as_mut() {
             for &(table, from, to) in repointed.iter() {
                 let t = self.st.db.table_by_id(table);
-                // SAFETY: `to` is locked by us; `from` was read by this transaction, which
-                // has not re-pinned since (`may_repin`).
+                // SAFETY: healing: `to` is locked by us, and `from` was read by this
+                // transaction, which has not re-pinned since (`may_repin`); mvocc: both are
+                // versions a transaction still active may see (GC watermark).
                 let (from, to) = unsafe { (&*from, &*to) };
                 rec.repoint_read(&t.schema, table, to.data(), from, to, &self.st.db.txns);
             }
@@ -179,6 +195,8 @@ impl<'db> Transaction<'db> {
     /// epoch of its log record, or with ERMIA's log manager the record's end LSN (0 for a
     /// memory-only database).
     fn commit_multi_version(&mut self) -> Result<u64> {
+        #[cfg(test)]
+        tests::pause_point(tests::Pause::MultiVersionCommit);
         let slot = self.slot();
         // SSN, SSI and ERMIA-SSI: every tracked transaction, readers too, draws a commit stamp.
         let stamped = self.st.protocol.stamped() && self.st.tracks_reads;
@@ -259,6 +277,7 @@ impl<'db> Transaction<'db> {
         if let Err(reason) = checked {
             return Err(self.refuse(reason));
         }
+        self.repoint_recorded_reads();
         cc::finalize(&self.st, &self.cc, end_ts);
         if read_only {
             // A stamped reader: nothing to log or post-process.

@@ -288,6 +288,8 @@ impl<'db> Transaction<'db> {
         // SAFETY: we own the slot (acquired in Database::begin_with).
         let mut local = std::mem::take(unsafe { &mut *locals.get(slot_idx) });
         local.prefetched.clear();
+        // `mvocc`'s column check: masks are set by a procedure call's commit, for it alone.
+        local.cc.mvocc.cols.clear();
         // `partial-order` with slot counts: make the groups complete since readable.
         bump(&slot.stats.global_rmw, db.clock.refresh());
         let read_time = db.clock.now();
@@ -337,6 +339,7 @@ impl<'db> Transaction<'db> {
                 tracks_reads,
                 speculates: db.config.speculates(),
                 took_deps: std::cell::Cell::new(false),
+                keys_reads: cc::keys_reads(protocol, &db.config),
                 sets,
             },
             engine_cc,

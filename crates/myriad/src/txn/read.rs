@@ -172,7 +172,7 @@ impl<'db> Transaction<'db> {
                     .find(|w| std::ptr::eq(w.new, v));
                 if let Some(old) = base.map(|w| w.old).filter(|o| !o.is_null()) {
                     self.st.sets.read_set.push(old);
-                    if cc::heals(self.st.protocol) {
+                    if self.st.keys_reads {
                         self.st.sets.read_keys.push(cc::healing::key(t, tid));
                     }
                 }
@@ -186,7 +186,7 @@ impl<'db> Transaction<'db> {
         }
         if self.validates_reads() {
             self.st.sets.read_set.push(v);
-            if cc::heals(self.st.protocol) {
+            if self.st.keys_reads {
                 self.st.sets.read_keys.push(cc::healing::key(t, tid));
             }
         }

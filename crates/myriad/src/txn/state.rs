@@ -38,9 +38,9 @@ pub(crate) const TABLE_SCAN: u16 = u16::MAX;
 #[derive(Default)]
 pub(crate) struct Sets {
     pub read_set: Vec<*const Version>,
-    /// `healing` (`cc::heals`): the lock-order key of each `read_set` entry's row,
-    /// `(table rank, table id, tuple id)` (`cc/healing.rs`), taken when it is read so the
-    /// commit need not look each table up. Empty under the other protocols.
+    /// The key of each `read_set` entry's row, `(table rank, table id, tuple id)`, taken
+    /// when it is read so the commit need not look each table up, where `TxnCtx::keys_reads`
+    /// (`healing`'s lock order, `mvocc`'s column check). Empty otherwise.
     pub read_keys: Vec<HealKey>,
     /// Length of `read_set` when the current operation began.
     pub op_reads: u32,
@@ -85,6 +85,9 @@ pub(crate) struct TxnCtx<'db> {
     /// re-pins its memory epoch: a version it read speculatively is freed by its creator's
     /// rollback, protected only by the pin, not by the visibility watermark.
     pub(crate) took_deps: Cell<bool>,
+    /// Each read-set entry also records its row's key in `Sets::read_keys`
+    /// (`cc::keys_reads`).
+    pub(crate) keys_reads: bool,
     pub(crate) sets: Sets,
 }
 

@@ -25,6 +25,8 @@ pub(crate) enum Pause {
     Durable,
     /// In a single-version commit, before it locks anything.
     SingleVersionCommit,
+    /// In a multi-version update commit, before it draws its end timestamp.
+    MultiVersionCommit,
 }
 
 /// A hook: where it runs and what it does.
@@ -749,12 +751,41 @@ fn a_checkpoint_waits_for_a_partial_order_group_whose_record_it_may_delete() {
 /// read phase and its commit another transaction runs `concurrent`. Returns the call's
 /// results, the final row of client 1 and of accounts 1 to 3 (`bal, visits`), and the heals
 /// and false invalidations; asserts that nothing aborted.
+/// Calls procedure `name` with (1, 10) on `db`; at `at` in its first commit another thread
+/// runs `concurrent` to its end before the call goes on. Returns the call's results.
+fn call_beside(db: &Database, name: &str, at: Pause, concurrent: &str) -> Vec<Value> {
+    let p = db.procedure(name).unwrap();
+    let fired = std::rc::Rc::new(std::cell::Cell::new(false));
+    let once = fired.clone();
+    let out = std::thread::scope(|sc| {
+        let (go, go_rx) = channel::<()>();
+        let (done, done_rx) = channel::<()>();
+        let other = sc.spawn(move || {
+            go_rx.recv_timeout(WAIT).unwrap();
+            crate::sql::Session::new(db).execute(concurrent).unwrap();
+            done.send(()).unwrap();
+        });
+        set_pause(at, move || {
+            if !once.replace(true) {
+                go.send(()).unwrap();
+                done_rx.recv_timeout(WAIT).unwrap();
+            }
+        });
+        let out = p.call(db, &[1i64.into(), 10i64.into()]).unwrap();
+        clear_pause();
+        other.join().unwrap();
+        out
+    });
+    assert!(fired.get());
+    out
+}
+
 fn transfer_beside(check: bool, concurrent: &str) -> (Vec<Value>, String, Vec<String>, u64, u64) {
     let db = Database::open(
         Config::new()
             .protocol(crate::Protocol::Healing)
             .version_storage(VersionStorage::SingleVersion)
-            .heal_column_check(check),
+            .column_check(check),
     )
     .unwrap();
     let mut s = crate::sql::Session::new(&db);
@@ -775,30 +806,7 @@ fn transfer_beside(check: bool, concurrent: &str) -> (Vec<Value>, String, Vec<St
            END $$;",
     )
     .unwrap();
-    let p = db.procedure("transfer").unwrap();
-    let fired = std::rc::Rc::new(std::cell::Cell::new(false));
-    let once = fired.clone();
-    let db2 = &db;
-    let out = std::thread::scope(|sc| {
-        let (go, go_rx) = channel::<()>();
-        let (done, done_rx) = channel::<()>();
-        let other = sc.spawn(move || {
-            go_rx.recv_timeout(WAIT).unwrap();
-            crate::sql::Session::new(db2).execute(concurrent).unwrap();
-            done.send(()).unwrap();
-        });
-        set_pause(Pause::SingleVersionCommit, move || {
-            if !once.replace(true) {
-                go.send(()).unwrap();
-                done_rx.recv_timeout(WAIT).unwrap();
-            }
-        });
-        let out = p.call(&db, &[1i64.into(), 10i64.into()]).unwrap();
-        clear_pause();
-        other.join().unwrap();
-        out
-    });
-    assert!(fired.get());
+    let out = call_beside(&db, "transfer", Pause::SingleVersionCommit, concurrent);
     let row = |q: &str| format!("{:?}", crate::sql::Session::new(&db).execute(q).unwrap());
     let client = row("SELECT dst, note FROM clients WHERE id = 1");
     let accts = (1..=3)
@@ -836,6 +844,119 @@ fn healing_takes_a_change_to_columns_the_call_does_not_use_as_no_invalidation() 
             assert_eq!((heals, fi), (1, 0), "check {check}");
         }
     }
+}
+
+/// `mvocc`'s column check (`cc/mvocc.rs`): a call reads `clients.dst` and `acct.bal` and
+/// writes `acct.bal`; `concurrent` commits on the `clients` row before the call draws its
+/// end timestamp. Returns the call's results, the client row, and the database's
+/// read-validation aborts and false invalidations.
+fn mvocc_call_beside(check: bool, concurrent: &str) -> (Vec<Value>, String, u64, u64) {
+    let db = Database::open(
+        Config::new()
+            .protocol(crate::Protocol::Mvocc)
+            .column_check(check),
+    )
+    .unwrap();
+    let mut s = crate::sql::Session::new(&db);
+    s.execute(
+        "CREATE TABLE clients (id INT PRIMARY KEY, dst INT, note INT); \
+         CREATE TABLE acct (id INT PRIMARY KEY, bal INT); \
+         INSERT INTO clients VALUES (1, 2, 0); INSERT INTO acct VALUES (1, 100); \
+         CREATE PROCEDURE debit(src INT, amount INT) AS $$ \
+           DECLARE d INT; b INT; \
+           BEGIN \
+             SELECT dst INTO d FROM clients WHERE id = src; \
+             SELECT bal INTO b FROM acct WHERE id = src; \
+             UPDATE acct SET bal = bal - amount WHERE id = src; \
+             RETURN d, b; \
+           END $$;",
+    )
+    .unwrap();
+    let out = call_beside(&db, "debit", Pause::MultiVersionCommit, concurrent);
+    let client = format!(
+        "{:?}",
+        crate::sql::Session::new(&db)
+            .execute("SELECT dst, note FROM clients WHERE id = 1")
+            .unwrap()
+    );
+    let st = db.stats();
+    let rv = st.aborted[crate::error::AbortReason::ReadValidation.index()];
+    assert_eq!(st.aborted.iter().sum::<u64>(), rv, "{:?}", st.aborted);
+    (out, client, rv, st.false_invalidations)
+}
+
+/// A commit that changes only a column the call does not read (`note`) leaves the call's read
+/// of the row valid under the column check: no abort, one false invalidation. With the check
+/// off the same read fails validation once (Hekaton's version check) and the retry commits.
+#[test]
+fn mvocc_column_check_keeps_a_read_whose_row_changed_only_elsewhere() {
+    for check in [true, false] {
+        let (out, client, rv, fi) =
+            mvocc_call_beside(check, "UPDATE clients SET note = 7 WHERE id = 1");
+        assert_eq!(out, vec![Value::Int(2), Value::Int(100)], "check {check}");
+        assert!(client.contains("Int(2), Int(7)"), "check {check}: {client}");
+        assert_eq!(
+            (rv, fi),
+            if check { (0, 1) } else { (1, 0) },
+            "check {check}"
+        );
+    }
+}
+
+/// A change to a column the call reads still fails read validation under the column check,
+/// and the retry reads the new value.
+#[test]
+fn mvocc_column_check_fails_a_read_whose_column_changed() {
+    let (out, _, rv, fi) = mvocc_call_beside(true, "UPDATE clients SET dst = 3 WHERE id = 1");
+    assert_eq!(out, vec![Value::Int(3), Value::Int(100)]);
+    assert_eq!((rv, fi), (1, 0));
+}
+
+/// The column check's masks belong to the procedure call whose commit set them: a SQL
+/// transaction the same thread runs next (on the same slot) has none, and its read of a row
+/// replaced in a column the call did not read still fails validation.
+#[test]
+fn mvocc_column_check_leaves_statements_outside_a_procedure_to_version_validation() {
+    // (A commit that writes a read column's value back unchanged leaves the read valid.)
+    let (_, _, rv, fi) = mvocc_call_beside(true, "UPDATE clients SET dst = 2 WHERE id = 1");
+    assert_eq!((rv, fi), (0, 1));
+    let db = Database::open(Config::new().protocol(crate::Protocol::Mvocc)).unwrap();
+    let mut s = crate::sql::Session::new(&db);
+    s.execute(
+        "CREATE TABLE clients (id INT PRIMARY KEY, dst INT, note INT); \
+         CREATE TABLE acct (id INT PRIMARY KEY, bal INT); \
+         INSERT INTO clients VALUES (1, 2, 0); INSERT INTO acct VALUES (1, 100); \
+         CREATE PROCEDURE peek(src INT) AS $$ \
+           DECLARE d INT; \
+           BEGIN \
+             SELECT dst INTO d FROM clients WHERE id = src; \
+             UPDATE acct SET bal = bal + 1 WHERE id = src; \
+             RETURN d; \
+           END $$;",
+    )
+    .unwrap();
+    let p = db.procedure("peek").unwrap();
+    p.call(&db, &[1i64.into()]).unwrap();
+    s.execute("BEGIN; SELECT note FROM clients WHERE id = 1; UPDATE acct SET bal = 0 WHERE id = 1")
+        .unwrap();
+    std::thread::scope(|sc| {
+        sc.spawn(|| {
+            crate::sql::Session::new(&db)
+                .execute("UPDATE clients SET note = 5 WHERE id = 1")
+                .unwrap()
+        })
+        .join()
+        .unwrap();
+    });
+    let err = s.execute("COMMIT").unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::SerializationFailure(crate::error::AbortReason::ReadValidation)
+        ),
+        "{err:?}"
+    );
+    assert_eq!(db.stats().false_invalidations, 0);
 }
 
 /// A change to a column the call reads is a real invalidation: the call heals.
