@@ -7,11 +7,14 @@
 # this), so the load, the bench driver and the report are left out and the total Ir is the
 # instructions the worker spent generating and running transactions (retries and aborts
 # included). A binary built before worker_loop was kept out of line has no such symbol:
-# the script then fails rather than report nothing. That total is divided by the
-# committed count of the JSON report (`--warmup 0`: every transaction the workers ran is
-# measured). One worker thread, so there is no lock waiting in the figure. Run to run it
-# moves by a few per cent (the mix and the data are seeded; timing decides where the run
-# stops).
+# the script then fails rather than report nothing. That total is divided by every commit
+# the worker made: the JSON report's `committed` plus `warmup_committed`. (Workers start in
+# the warm-up even with `--warmup 0`, until the main thread starts the measured interval;
+# valgrind runs one thread at a time, so the worker can run for a long slice before that,
+# and dividing by the measured commits alone gave outliers of up to 7x.) A report without
+# `warmup_committed` (an older binary) is divided by `committed` alone, with a warning.
+# One worker thread, so there is no lock waiting in the figure. Run to run it moves by a
+# few per cent (the mix and the data are seeded; timing decides where the run stops).
 #
 # Usage: scripts/instructions.sh [tpcc|ycsb] [BINARY] [-- extra bench options]
 #   tpcc (default): `bench tpcc --warehouses 1 --threads 1` (full mix, Serializable).
@@ -57,7 +60,12 @@ if ! valgrind --tool=callgrind \
     die "the benchmark failed under valgrind"
 fi
 ir=$(grep -h '^totals:' "$tmp"/cg.out* | awk '{s += $2} END {printf "%.0f\n", s}')
-committed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["committed"])' "$tmp/report.json") \
+committed=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+if "warmup_committed" not in r:
+    print("warning: no warmup_committed in the report (older binary): dividing by the measured commits alone", file=sys.stderr)
+print(r["committed"] + r.get("warmup_committed", 0))' "$tmp/report.json") \
     || die "no committed count in the JSON report"
 [ "${ir:-0}" -gt 0 ] || die "callgrind counted no instructions inside worker_loop (inlined, or renamed?)"
 [ "$committed" -gt 0 ] || die "the run committed nothing"

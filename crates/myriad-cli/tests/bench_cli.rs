@@ -85,6 +85,7 @@ fn check_report(r: &Value, mix: &str, layout: &str, dist: &str) {
         "threads",
         "duration_s",
         "committed",
+        "warmup_committed",
         "aborted",
         "abort_reasons",
         "throughput_tps",
@@ -223,6 +224,47 @@ fn every_layout_and_key_dist(mix: &str) {
             assert_eq!(r["fidelity"]["gc_interval_txns"], 16);
         }
     }
+}
+
+/// Commits made in the warm-up are reported apart (`warmup_committed`), not in `committed`:
+/// `scripts/instructions.sh` divides a worker's whole run by both.
+#[test]
+fn warmup_commits_are_reported_apart_from_the_measured_ones() {
+    let path = json_path();
+    let p = path.to_str().expect("utf-8 temp path");
+    let out = myriad(&[
+        "bench",
+        "ycsb",
+        "--rows",
+        "1000",
+        "--threads",
+        "1",
+        "--warmup",
+        "0.3",
+        "--duration",
+        "0.3",
+        "--no-progress",
+        "--json",
+        p,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("report")).expect("JSON");
+    let _ = std::fs::remove_file(&path);
+    let (warm, measured) = (
+        r["warmup_committed"].as_u64().expect("warmup_committed"),
+        r["committed"].as_u64().unwrap(),
+    );
+    assert!(
+        warm > 0 && measured > 0,
+        "warm-up {warm}, measured {measured}"
+    );
+    let tps = r["throughput_tps"].as_f64().unwrap();
+    let dur = r["duration_s"].as_f64().unwrap();
+    assert!(
+        (tps * dur - measured as f64).abs() <= 1.0,
+        "throughput counts the measured commits only: {tps} x {dur} vs {measured}"
+    );
 }
 
 #[test]

@@ -173,6 +173,7 @@ pub(crate) fn run<W: BaselineWorker>(
     });
     let mut result = RunResult {
         committed: 0,
+        warmup_committed: 0,
         aborted: [0; REASONS],
         abandoned: 0,
         user_aborted: vec![0; types],
@@ -225,6 +226,7 @@ fn worker_loop<W: BaselineWorker>(
         loop {
             match w.attempt() {
                 Ok(()) => {
+                    t.warmup_committed += !measured as u64;
                     if measured {
                         t.committed += 1;
                         t.latency[ty].record(start.elapsed().as_nanos() as u64);

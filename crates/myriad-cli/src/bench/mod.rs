@@ -108,6 +108,7 @@ impl RunResult {
     /// Adds one worker's counters.
     pub(crate) fn add(&mut self, t: &ThreadTally) {
         self.committed += t.committed;
+        self.warmup_committed += t.warmup_committed;
         self.abandoned += t.abandoned;
         self.restart_ns += t.restart_ns;
         for (a, b) in self.aborted.iter_mut().zip(t.aborted) {
@@ -125,6 +126,8 @@ impl RunResult {
 /// One worker's counters; merged into `RunResult` at the end.
 pub(crate) struct ThreadTally {
     pub(crate) committed: u64,
+    /// Transactions committed before the measured interval began (`RunResult`'s).
+    pub(crate) warmup_committed: u64,
     pub(crate) aborted: [u64; REASONS],
     /// Transactions given up because the run ended while they were being retried.
     pub(crate) abandoned: u64,
@@ -178,6 +181,7 @@ impl ThreadTally {
     pub(crate) fn new(types: usize) -> ThreadTally {
         ThreadTally {
             committed: 0,
+            warmup_committed: 0,
             aborted: [0; REASONS],
             abandoned: 0,
             user_aborted: vec![0; types],
@@ -289,6 +293,10 @@ pub(crate) fn max_and_p99(v: &mut [u64]) -> Option<(u64, u64)> {
 #[derive(Debug)]
 pub struct RunResult {
     pub committed: u64,
+    /// Transactions committed before the measured interval began: in the warm-up, which
+    /// workers start in even without one until the driver starts the interval. Not in the
+    /// throughput; `scripts/instructions.sh` needs it to divide a worker's whole run.
+    pub warmup_committed: u64,
     pub aborted: [u64; REASONS],
     pub abandoned: u64,
     /// User aborts (the transaction's own decision, not retried) per transaction type.
@@ -438,6 +446,7 @@ pub fn run<W: Worker>(
     let (duration, timeseries, stats_start, stats_end, memory_guard) = measured;
     let mut result = RunResult {
         committed: 0,
+        warmup_committed: 0,
         aborted: [0; REASONS],
         abandoned: 0,
         user_aborted: vec![0; types],
@@ -634,6 +643,9 @@ fn worker_loop<W: Worker>(
         loop {
             match w.attempt(db) {
                 Ok(ticket) => {
+                    if !measured {
+                        tally.warmup_committed += counted as u64;
+                    }
                     if measured {
                         tally.committed += counted as u64;
                         if pending.is_empty() && db.is_durable(ticket) {

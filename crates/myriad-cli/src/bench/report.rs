@@ -27,6 +27,10 @@ pub struct Report {
     pub duration_s: f64,
     pub warmup_s: f64,
     pub committed: u64,
+    /// Transactions committed before the measured interval began (the warm-up; workers are
+    /// in it even with `--warmup 0` until the driver starts the interval). Not in the
+    /// throughput.
+    pub warmup_committed: u64,
     /// Aborted attempts of measured transactions (each retry that failed counts once).
     pub aborted: u64,
     /// Measured transactions still being retried when the run ended (neither committed nor
@@ -534,6 +538,7 @@ impl Report {
             duration_s,
             warmup_s: i.warmup_s,
             committed,
+            warmup_committed: r.warmup_committed,
             aborted,
             abandoned: r.abandoned,
             abort_rate: if committed + aborted == 0 {
