@@ -70,6 +70,14 @@ pub struct Column {
     pub(crate) offset: usize,
 }
 
+impl Column {
+    /// Where the column's value lies in a row's bytes.
+    #[inline]
+    pub(crate) fn bytes(&self) -> std::ops::Range<usize> {
+        self.offset..self.offset + self.ty.width()
+    }
+}
+
 /// An index definition. Index 0 of a table is always its primary key.
 #[derive(Clone, Debug)]
 pub struct IndexDef {
@@ -613,10 +621,10 @@ impl TableBuilder {
 
 /// The columns one stored procedure reads and writes of one table, as bit masks (bit `c`
 /// for column `c`; a table of more than 64 columns has every column from the 64th on
-/// counted as read and written). Transaction Healing's false-invalidation check (thesis §3.4.5) compares only
-/// these: a row whose newer record differs from the one a call read only in columns the call
-/// neither read nor wrote has not invalidated the call. Made by
-/// `procedure::healing::column_masks`, read by `cc/healing.rs`.
+/// /// counted as read and written). The column check of read validation (thesis §3.4.5's
+/// false-invalidation check) compares only these: a row whose newer record differs from the
+/// one a call read only in columns the call did not read has not invalidated the read. Made
+/// by `procedure::healing::column_masks`, read by `cc/healing.rs` and `cc/mvocc.rs`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TableCols {
     /// `Table::id`.
@@ -645,6 +653,13 @@ impl TableCols {
     #[inline]
     pub(crate) fn writes(&self, c: usize) -> bool {
         c >= 64 || self.write >> c & 1 == 1
+    }
+    /// Whether rows `a` and `b` of a table with columns `cols` hold the same values in every
+    /// column read (the false-invalidation test of a read, thesis §3.4.5).
+    pub(crate) fn reads_same(&self, cols: &[Column], a: &[u8], b: &[u8]) -> bool {
+        cols.iter()
+            .enumerate()
+            .all(|(i, c)| !self.reads(i) || a[c.bytes()] == b[c.bytes()])
     }
 }
 

@@ -82,7 +82,7 @@ pub(crate) struct SlotState {
     /// Rows whose read was re-pointed from one record to the current one by a false
     /// invalidation, `(table, read, current)`: the history's reads follow
     /// (`Transaction::repoint_recorded_reads`).
-    pub(crate) repointed: Vec<(u32, *const Version, *const Version)>,
+    pub(crate) repointed: Vec<super::mvocc::Repoint>,
 }
 
 /// What `lock_in_order` found.
@@ -218,13 +218,8 @@ fn false_invalidation(
     }
     let (old, now) = (r.data(), c.data());
     let schema = &t.schema;
-    let differs = |i: usize| {
-        let col = &schema.columns()[i];
-        let range = col.offset..col.offset + col.ty.width();
-        old[range.clone()] != now[range]
-    };
     if pos < WRITTEN {
-        if (0..schema.columns().len()).any(|i| tc.reads(i) && differs(i)) {
+        if !tc.reads_same(schema.columns(), old, now) {
             return false;
         }
         tx.sets.read_set[pos as usize] = cur;
@@ -236,15 +231,16 @@ fn false_invalidation(
             return false;
         }
         let indexed = |i: usize| schema.indexes().iter().any(|ix| ix.columns.contains(&i));
-        if (0..schema.columns().len()).any(|i| differs(i) && (tc.touches(i) || indexed(i))) {
+        if (schema.columns().iter().enumerate())
+            .any(|(i, c)| old[c.bytes()] != now[c.bytes()] && (tc.touches(i) || indexed(i)))
+        {
             return false;
         }
         // SAFETY: unpublished until the commit installs it; only we reference it.
         let data = unsafe { new.data_mut() };
         for (i, col) in schema.columns().iter().enumerate() {
             if !tc.writes(i) {
-                let range = col.offset..col.offset + col.ty.width();
-                data[range.clone()].copy_from_slice(&now[range]);
+                data[col.bytes()].copy_from_slice(&now[col.bytes()]);
             }
         }
         w.old = cur as *mut Version;

@@ -361,6 +361,17 @@ pub(crate) fn keys_reads(p: Protocol, config: &crate::config::Config) -> bool {
         || (p == Protocol::Mvocc && config.protocol == Protocol::Mvocc && config.get_column_check())
 }
 
+/// The reads the column check re-pointed in the slot's commit (`Config::column_check`):
+/// `healing`'s, or `mvocc`'s. Each is `(table, version read, version that stands at the
+/// commit)`.
+pub(crate) fn repointed(p: Protocol, sc: &mut SlotCc) -> &mut Vec<mvocc::Repoint> {
+    if heals(p) {
+        &mut sc.healing.repointed
+    } else {
+        &mut sc.mvocc.repointed
+    }
+}
+
 /// Hook `heal_lock`, single-version step 1 of a commit that can heal (`heals`): locks the
 /// read and write sets in the global order from the validation cursor on; `Stale` when a
 /// row read is no longer current (the caller heals and calls again).

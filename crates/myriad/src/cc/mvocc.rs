@@ -93,6 +93,10 @@ pub(crate) fn validate(
     Ok(())
 }
 
+/// A read the column check re-pointed: `(table, version read, version that stands at the
+/// commit)`.
+pub(crate) type Repoint = (u32, *const Version, *const Version);
+
 /// `mvocc`'s per-slot state: the column check's masks and what it re-pointed.
 #[derive(Default)]
 pub(crate) struct SlotState {
@@ -102,7 +106,7 @@ pub(crate) struct SlotState {
     pub(crate) cols: Vec<TableCols>,
     /// Reads the column check passed, `(table, read, visible at the end timestamp)`: the
     /// history's reads follow (`Transaction::repoint_recorded_reads`).
-    pub(crate) repointed: Vec<(u32, *const Version, *const Version)>,
+    pub(crate) repointed: Vec<Repoint>,
 }
 
 /// The column check (module docs) of read-set entry `i`, version `read`, which is no longer
@@ -116,7 +120,7 @@ fn same_columns_at(
     i: usize,
     read: *const Version,
     end_ts: Timestamp,
-) -> Option<(u32, *const Version, *const Version)> {
+) -> Option<Repoint> {
     let &(_, table, tid) = tx.sets.read_keys.get(i)?;
     let tc = cols[cols.binary_search_by_key(&table, |c| c.table).ok()?];
     let t = tx.db.table_by_id(table);
@@ -130,12 +134,8 @@ fn same_columns_at(
     if old.is_tombstone() || new.is_tombstone() {
         return None;
     }
-    let (a, b) = (old.data(), new.data());
-    let same = t.schema.columns().iter().enumerate().all(|(k, col)| {
-        let range = col.offset..col.offset + col.ty.width();
-        !tc.reads(k) || a[range.clone()] == b[range]
-    });
-    same.then_some((table, read, now))
+    tc.reads_same(t.schema.columns(), old.data(), new.data())
+        .then_some((table, read, now))
 }
 
 /// A `ScanRecord` bound as a byte bound into the scan-key arena.

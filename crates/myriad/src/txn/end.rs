@@ -115,12 +115,7 @@ impl<'db> Transaction<'db> {
     /// and re-points the history's reads of their rows to the records that stand at the
     /// commit (`cc/healing.rs`'s `false_invalidation`, `cc/mvocc.rs`'s column check).
     fn repoint_recorded_reads(&mut self) {
-        let cc = &mut self.local.cc;
-        let repointed = if cc.healing.repointed.is_empty() {
-            &mut cc.mvocc.repointed
-        } else {
-            &mut cc.healing.repointed
-        };
+        let repointed = cc::repointed(self.st.protocol, &mut self.local.cc);
         if repointed.is_empty() {
             return;
         }
