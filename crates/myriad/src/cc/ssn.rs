@@ -362,9 +362,17 @@ pub(crate) fn for_overwritten_and_entered(
 /// takes η from it.
 pub(crate) fn finalize(tx: &TxnCtx<'_>, stamps: &Stamps, c: u64, creator_stamp: bool) {
     let mut rmw = 0;
+    let me = tx.id.word();
     for &v in &tx.sets.read_set {
         // SAFETY: as in `precommit`.
-        let p = unsafe { (*v).ext_word(PSTAMP) };
+        let v = unsafe { &*v };
+        // A version we also overwrote: its pstamp is read only by its overwriter's pre-commit
+        // test, and we are its one overwriter (we hold its End field until we turn
+        // Committed), past that test. Raising it would be a shared RMW for no reader.
+        if v.end.load(Ordering::Relaxed) == me {
+            continue;
+        }
+        let p = v.ext_word(PSTAMP);
         if p.load(Ordering::Relaxed) < c {
             p.fetch_max(c, Ordering::SeqCst);
             rmw += 1;
