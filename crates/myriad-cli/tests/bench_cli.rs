@@ -817,8 +817,9 @@ fn a_failed_run_leaves_an_earlier_report_untouched_and_no_partial_file() {
     let _ = std::fs::remove_file(&path);
 }
 
-/// The report of a stored-procedure workload: one latency row and one user-abort count per
-/// transaction type, user aborts inside `abort_reasons`, and a passing `--check` if asked.
+/// The report of a stored-procedure workload: one latency row, one user-abort count and one
+/// conflict-abort count per transaction type, each summing to its share of `abort_reasons`,
+/// and a passing `--check` if asked.
 fn check_procedure_report(r: &Value, workload: &str, types: &[&str]) {
     assert_eq!(r["workload"], workload);
     let committed = r["committed"].as_u64().expect("committed");
@@ -843,6 +844,19 @@ fn check_procedure_report(r: &Value, workload: &str, types: &[&str]) {
         user_total,
         r["abort_reasons"]["user_abort"].as_u64().unwrap()
     );
+    // Every other abort is a retried attempt of some transaction type.
+    let reasons = r["abort_reasons"].as_object().expect("abort_reasons");
+    let conflicts: u64 = reasons
+        .iter()
+        .filter(|(k, _)| *k != "user_abort")
+        .map(|(_, n)| n.as_u64().unwrap())
+        .sum();
+    let by_type = r["conflict_aborts_by_type"]
+        .as_object()
+        .expect("conflict_aborts_by_type");
+    assert_eq!(by_type.len(), types.len(), "{by_type:?}");
+    let typed: u64 = types.iter().map(|t| by_type[*t].as_u64().unwrap()).sum();
+    assert_eq!(typed, conflicts, "{by_type:?} against {reasons:?}");
     if r["config"]["check"].as_bool().expect("config.check") {
         let check = r["results"]["check"].as_str().expect("results.check");
         assert!(check.starts_with("ok: "), "{workload}: {check}");

@@ -177,6 +177,7 @@ pub(crate) fn run<W: BaselineWorker>(
         aborted: [0; REASONS],
         abandoned: 0,
         user_aborted: vec![0; types],
+        conflict_aborted: vec![0; types],
         restart_ns: 0,
         duration,
         latency: (0..types).map(|_| TypeLatency::new()).collect(),
@@ -241,7 +242,7 @@ fn worker_loop<W: BaselineWorker>(
                     break;
                 }
                 Err(Failure::Abort(reason)) => {
-                    if !t.abort_and_back_off(reason, measured, phase, &mut aborts, start) {
+                    if !t.abort_and_back_off(reason, ty, measured, phase, &mut aborts, start) {
                         break;
                     }
                 }

@@ -117,6 +117,9 @@ impl RunResult {
         for (a, b) in self.user_aborted.iter_mut().zip(&t.user_aborted) {
             *a += b;
         }
+        for (a, b) in self.conflict_aborted.iter_mut().zip(&t.conflict_aborted) {
+            *a += b;
+        }
         for (a, b) in self.latency.iter_mut().zip(&t.latency) {
             a.merge(b);
         }
@@ -133,6 +136,8 @@ pub(crate) struct ThreadTally {
     pub(crate) abandoned: u64,
     /// User aborts per transaction type.
     pub(crate) user_aborted: Vec<u64>,
+    /// Aborted attempts (serialization failures, retried) per transaction type.
+    pub(crate) conflict_aborted: Vec<u64>,
     pub(crate) latency: Vec<TypeLatency>,
     /// Nanoseconds measured transactions spent in abort-and-restart: from their start to the
     /// start of the attempt that ended them (aborted attempts and backoffs), and the whole
@@ -149,6 +154,7 @@ impl ThreadTally {
     pub(crate) fn abort_and_back_off(
         &mut self,
         reason: AbortReason,
+        ty: usize,
         measured: bool,
         phase: &AtomicU8,
         aborts: &mut u32,
@@ -156,6 +162,7 @@ impl ThreadTally {
     ) -> bool {
         if measured {
             self.aborted[reason_index(reason)] += 1;
+            self.conflict_aborted[ty] += 1;
         }
         if *aborts == 0 {
             self.counted_ns = 0;
@@ -185,6 +192,7 @@ impl ThreadTally {
             aborted: [0; REASONS],
             abandoned: 0,
             user_aborted: vec![0; types],
+            conflict_aborted: vec![0; types],
             latency: (0..types).map(|_| TypeLatency::new()).collect(),
             restart_ns: 0,
             counted_ns: 0,
@@ -301,6 +309,8 @@ pub struct RunResult {
     pub abandoned: u64,
     /// User aborts (the transaction's own decision, not retried) per transaction type.
     pub user_aborted: Vec<u64>,
+    /// Aborted attempts (serialization failures, retried) per transaction type.
+    pub conflict_aborted: Vec<u64>,
     /// Worker nanoseconds spent in abort-and-restart (`ThreadTally::restart_ns`, summed).
     pub restart_ns: u64,
     pub duration: Duration,
@@ -450,6 +460,7 @@ pub fn run<W: Worker>(
         aborted: [0; REASONS],
         abandoned: 0,
         user_aborted: vec![0; types],
+        conflict_aborted: vec![0; types],
         restart_ns: 0,
         duration,
         latency: (0..types).map(|_| TypeLatency::new()).collect(),
@@ -666,7 +677,7 @@ fn worker_loop<W: Worker>(
                     break;
                 }
                 Err(Error::SerializationFailure(reason)) => {
-                    if !tally.abort_and_back_off(reason, measured, phase, &mut aborts, start) {
+                    if !tally.abort_and_back_off(reason, ty, measured, phase, &mut aborts, start) {
                         break;
                     }
                 }
@@ -683,6 +694,60 @@ fn worker_loop<W: Worker>(
 mod tests {
     use super::*;
 
+    /// An aborted attempt counts under its reason and its transaction type, in the measured
+    /// interval only.
+    #[test]
+    fn aborted_attempts_count_by_reason_and_type_when_measured() {
+        let mut t = ThreadTally::new(3);
+        let phase = AtomicU8::new(MEASURE);
+        let start = Instant::now();
+        let mut aborts = 0;
+        assert!(t.abort_and_back_off(
+            AbortReason::ReadValidation,
+            2,
+            true,
+            &phase,
+            &mut aborts,
+            start
+        ));
+        assert!(t.abort_and_back_off(
+            AbortReason::WriteWriteConflict,
+            2,
+            true,
+            &phase,
+            &mut aborts,
+            start
+        ));
+        assert!(t.abort_and_back_off(
+            AbortReason::LockConflict,
+            0,
+            false,
+            &phase,
+            &mut aborts,
+            start
+        ));
+        assert_eq!(t.conflict_aborted, [0, 0, 2]);
+        assert_eq!(t.aborted.iter().sum::<u64>(), 2);
+        let mut r = RunResult {
+            committed: 0,
+            warmup_committed: 0,
+            aborted: [0; REASONS],
+            abandoned: 0,
+            user_aborted: vec![0; 3],
+            conflict_aborted: vec![0; 3],
+            restart_ns: 0,
+            duration: Duration::ZERO,
+            latency: (0..3).map(|_| TypeLatency::new()).collect(),
+            timeseries: Vec::new(),
+            stats_start: Stats::default(),
+            stats_end: Stats::default(),
+            memory_guard: None,
+        };
+        r.add(&t);
+        r.add(&t);
+        assert_eq!(r.conflict_aborted, [0, 0, 4]);
+    }
+
     /// Fig. 3.9a's accounting: a measured transaction's time up to each retry counts once,
     /// an abandoned one's whole time counts, and a new transaction starts from zero.
     #[test]
@@ -690,7 +755,14 @@ mod tests {
         let mut t = ThreadTally::new(1);
         let phase = AtomicU8::new(MEASURE);
         let abort = |t: &mut ThreadTally, measured, aborts: &mut u32, start| {
-            t.abort_and_back_off(AbortReason::ReadValidation, measured, &phase, aborts, start)
+            t.abort_and_back_off(
+                AbortReason::ReadValidation,
+                0,
+                measured,
+                &phase,
+                aborts,
+                start,
+            )
         };
         let start = Instant::now() - Duration::from_millis(5);
         let mut aborts = 0;

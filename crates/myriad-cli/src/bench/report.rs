@@ -48,6 +48,9 @@ pub struct Report {
     pub abort_reasons: BTreeMap<&'static str, u64>,
     /// User aborts (counted in `abort_reasons.user_abort`, never retried) per transaction type.
     pub user_aborts_by_type: BTreeMap<String, u64>,
+    /// Aborted attempts by a serialization failure (every reason of `abort_reasons` but
+    /// `user_abort`; retried) per transaction type.
+    pub conflict_aborts_by_type: BTreeMap<String, u64>,
     /// committed / duration_s.
     pub throughput_tps: f64,
     /// Per transaction type; latency runs from the first attempt's start to the commit.
@@ -530,6 +533,14 @@ impl Report {
                 tuples,
             })
             .collect();
+        // Per-type counts keyed by the workload's transaction type names.
+        let by_type = |counts: &[u64]| -> BTreeMap<String, u64> {
+            i.txn_types
+                .iter()
+                .zip(counts)
+                .map(|(t, n)| (t.to_string(), *n))
+                .collect()
+        };
         Report {
             workload: i.workload.to_string(),
             config: i.config,
@@ -559,12 +570,8 @@ impl Report {
                 .zip(r.aborted)
                 .map(|(reason, n)| (reason.name(), n))
                 .collect(),
-            user_aborts_by_type: i
-                .txn_types
-                .iter()
-                .zip(&r.user_aborted)
-                .map(|(t, n)| (t.to_string(), *n))
-                .collect(),
+            user_aborts_by_type: by_type(&r.user_aborted),
+            conflict_aborts_by_type: by_type(&r.conflict_aborted),
             throughput_tps: if duration_s > 0.0 {
                 committed as f64 / duration_s
             } else {
@@ -662,14 +669,18 @@ impl Report {
                 String::new()
             }
         )?;
-        let user: Vec<String> = self
-            .user_aborts_by_type
-            .iter()
-            .filter(|(_, &n)| n > 0)
-            .map(|(k, n)| format!("{k} {}", thousands(*n)))
-            .collect();
-        if !user.is_empty() {
-            writeln!(o, "  user aborts  {}", user.join(", "))?;
+        for (label, by_type) in [
+            ("conflicts by type", &self.conflict_aborts_by_type),
+            ("user aborts", &self.user_aborts_by_type),
+        ] {
+            let nonzero: Vec<String> = by_type
+                .iter()
+                .filter(|(_, &n)| n > 0)
+                .map(|(k, n)| format!("{k} {}", thousands(*n)))
+                .collect();
+            if !nonzero.is_empty() {
+                writeln!(o, "  {label}  {}", nonzero.join(", "))?;
+            }
         }
         writeln!(o)?;
         // The first column fits the longest transaction-type name.
