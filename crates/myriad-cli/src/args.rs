@@ -325,6 +325,19 @@ pub(crate) struct BenchArgs {
     /// With `--gc vacuum`, `dead-zone` or `coop`: background GC threads (beside the workers).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub(crate) gc_threads: u16,
+    /// With `--storage siro`: bytes of one version segment (vDriver's 64 KiB by default). A
+    /// segment is cut only once full, so larger ones hold dead versions longer (Fig. 19).
+    #[arg(long, value_name = "BYTES", default_value_t = 65536, value_parser = clap::value_parser!(u64).range(4096..=67_108_864))]
+    pub(crate) siro_segment_bytes: u64,
+    /// With `--storage siro`: a transaction older than this many mean transaction lengths
+    /// (in commit timestamps) is long-lived; versions it reads go to LLT segments (vDriver's
+    /// δ_LLT; the artifact's 200 by default, 40000 for Fig. 16's "huge" threshold).
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub(crate) siro_llt_multiple: u64,
+    /// With `--storage siro`: a relocated version that lived longer than this many mean
+    /// lifetimes is cold, else hot (vDriver's δ_hot; the artifact's 10 by default).
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub(crate) siro_cold_multiple: u64,
     /// Memory spaces new versions are carved from (thesis Fig. 5.16): N shared arenas growing
     /// in 512 KiB increments, worker i allocating from space i mod N; every allocation and
     /// free takes its space's lock (reported per transaction). 0: none, each thread recycles
@@ -839,6 +852,9 @@ mod tests {
             "gc",
             "gc_interval",
             "gc_threads",
+            "siro_segment_bytes",
+            "siro_llt_multiple",
+            "siro_cold_multiple",
             "memory_spaces",
             "commit_deps",
             "unsafe_no_validation",

@@ -971,12 +971,16 @@ fn smallbank_and_tatp_reject_bad_sizes_by_flag() {
 /// series is non-empty and consistent (time and commits rise, the sampled p99 chain is at
 /// most the max, dead-zone prunes are a part of the reclaimed versions); the LLT held its
 /// snapshot; under `dead-zone` the dead-zone test pruned versions and under `txn` it did not.
+/// Also on `siro` storage (with `dead-zone`): its report says versions were relocated into
+/// segments, the LLT's among them, and some dropped; no other run has a `siro` section.
 #[test]
 fn llt_runs_and_reports_a_consistent_series() {
-    for gc in ["txn", "dead-zone"] {
+    for (gc, storage) in [("txn", "n2o"), ("dead-zone", "n2o"), ("dead-zone", "siro")] {
         let r = bench(
             "llt",
             &[
+                "--storage",
+                storage,
                 "--tables",
                 "2",
                 "--rows",
@@ -1040,6 +1044,27 @@ fn llt_runs_and_reports_a_consistent_series() {
         } else {
             assert_eq!(pruned, 0, "{r}");
         }
+        if storage == "siro" {
+            let v = &r["siro"];
+            let sum = |k: &str| -> u64 {
+                v[k].as_array()
+                    .expect("per class")
+                    .iter()
+                    .map(|n| n.as_u64().expect("count"))
+                    .sum()
+            };
+            assert!(sum("relocated") > 0, "{v}");
+            assert!(
+                v["relocated"][2].as_u64() > Some(0),
+                "the LLT's versions: {v}"
+            );
+            assert!(
+                v["pruned_first"].as_u64() > Some(0) || sum("pruned_seal") + sum("cut") > 0,
+                "{v}"
+            );
+        } else {
+            assert!(r.get("siro").is_none(), "{r}");
+        }
     }
 }
 
@@ -1061,6 +1086,32 @@ fn llt_refuses_bad_parameters_and_its_memory_guard_stops_the_run() {
             stderr(&out)
         );
         assert!(stderr(&out).contains(flag), "{flag}: {}", stderr(&out));
+    }
+    // siro's knobs: out of range (clap names the flag), or without `--storage siro`, or
+    // siro without the dead-zone GC it needs (the engine names both).
+    for (args, needle) in [
+        (
+            &[
+                "--storage",
+                "siro",
+                "--gc",
+                "dead-zone",
+                "--siro-segment-bytes",
+                "100",
+            ][..],
+            "--siro-segment-bytes",
+        ),
+        (
+            &["--siro-llt-multiple", "400"][..],
+            "apply to version storage `siro` only",
+        ),
+        (&["--storage", "siro"][..], "needs gc `dead-zone`"),
+    ] {
+        let mut a = vec!["bench", "llt", "--no-progress", "--duration", "1"];
+        a.extend_from_slice(args);
+        let out = myriad(&a);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
     }
     let out = myriad(&[
         "bench",

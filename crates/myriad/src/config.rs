@@ -279,7 +279,9 @@ choice_enum!(
     /// ones; in place for the multi-version protocols (`version/master.rs`): `time-travel`
     /// (the newest row in the main table, a full copy of each older version in the
     /// time-travel store) and `delta` (the newest row in the main table, older versions as
-    /// before-images of the columns their successor changed).
+    /// before-images of the columns their successor changed), and vDriver's `siro` (two
+    /// in-record slots per row, older versions in classified segments; `version/siro.rs`,
+    /// with GC `dead-zone`).
     VersionStorage {
         /// Append-only, newest to oldest: the indirection entry points at the newest version.
         AppendN2o = "n2o",
@@ -289,6 +291,9 @@ choice_enum!(
         TimeTravel = "time-travel",
         /// In place: the newest row in the main table, older versions as column before-images.
         Delta = "delta",
+        /// In place, vDriver's SIRO (§3.3): the newest two rows of a tuple in two slots of its
+        /// record, older ones relocated into hot, cold and LLT segments (GC `dead-zone` only).
+        Siro = "siro",
         /// One version per row, replaced at commit (the single-version protocols).
         SingleVersion = "single-version",
     }
@@ -303,9 +308,13 @@ impl GcPolicy {
 }
 
 impl VersionStorage {
-    /// `time-travel` and `delta`: the newest row is updated in place (`version/master.rs`).
+    /// `time-travel`, `delta` and `siro`: the newest row lives in the main table
+    /// (`version/master.rs`, `version/siro.rs`).
     pub fn in_place(self) -> bool {
-        matches!(self, VersionStorage::TimeTravel | VersionStorage::Delta)
+        matches!(
+            self,
+            VersionStorage::TimeTravel | VersionStorage::Delta | VersionStorage::Siro
+        )
     }
 
     /// The version store a table on this storage holds (`version::Store`).
@@ -316,6 +325,7 @@ impl VersionStorage {
             VersionStorage::AppendO2n => Store::AppendO2n,
             VersionStorage::TimeTravel => Store::TimeTravel,
             VersionStorage::Delta => Store::Delta,
+            VersionStorage::Siro => Store::Siro,
             VersionStorage::SingleVersion => Store::SingleVersion,
         }
     }
@@ -499,6 +509,48 @@ choice_enum!(
     }
 );
 
+/// Version storage `siro`'s knobs (`Config::siro_segment_bytes`, `siro_llt_multiple`,
+/// `siro_cold_multiple`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SiroKnobs {
+    pub segment_bytes: usize,
+    pub llt_multiple: u64,
+    pub cold_multiple: u64,
+}
+
+impl Default for SiroKnobs {
+    fn default() -> Self {
+        // The vDriver artifact's defaults (`vcluster.c`).
+        SiroKnobs {
+            segment_bytes: 64 << 10,
+            llt_multiple: 200,
+            cold_multiple: 10,
+        }
+    }
+}
+
+impl SiroKnobs {
+    fn check(&self) -> Result<()> {
+        if !(4 << 10..=64 << 20).contains(&self.segment_bytes) {
+            return Err(Error::InvalidConfig(format!(
+                "siro segment bytes must be in 4096..=67108864, got {}",
+                self.segment_bytes
+            )));
+        }
+        for (name, v) in [
+            ("siro LLT multiple", self.llt_multiple),
+            ("siro cold multiple", self.cold_multiple),
+        ] {
+            if !(1..=1_000_000_000).contains(&v) {
+                return Err(Error::InvalidConfig(format!(
+                    "{name} must be in 1..=1000000000, got {v}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Engine configuration: a builder with defaults, validated at `Database::open`.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -518,6 +570,7 @@ pub struct Config {
     pub(crate) record_history: bool,
     pub(crate) gc_interval_txns: u32,
     pub(crate) gc_threads: usize,
+    pub(crate) siro: SiroKnobs,
     pub(crate) memory_spaces: usize,
     pub(crate) ddl_wait: std::time::Duration,
     pub(crate) data_dir: Option<std::path::PathBuf>,
@@ -573,6 +626,7 @@ impl Default for Config {
             // faster in 5 of 6 alternating pairs, and no different at θ 0 (docs/benchmarks.md).
             gc_interval_txns: 16,
             gc_threads: 1,
+            siro: SiroKnobs::default(),
             memory_spaces: 0,
             ddl_wait: std::time::Duration::from_secs(10),
             data_dir: None,
@@ -704,6 +758,27 @@ impl Config {
     /// 20 ms).
     pub fn gc_threads(mut self, n: usize) -> Self {
         self.gc_threads = n;
+        self
+    }
+    /// Version storage `siro`: the bytes of one version segment (default 64 KiB, the
+    /// vDriver artifact's `VCLUSTER_SEGSIZE`; 4 KiB..=64 MiB). A segment is cut only once it
+    /// is full, so larger segments keep dead versions longer (vDriver Fig. 19).
+    pub fn siro_segment_bytes(mut self, n: usize) -> Self {
+        self.siro.segment_bytes = n;
+        self
+    }
+    /// Version storage `siro`: a transaction is long-lived (its versions go to LLT segments)
+    /// once it is older than this many average transaction lengths, counted in commit
+    /// timestamps (default 200, the artifact's `CLASSIFICATION_THRESHOLD_LLT`; 1..=10^9).
+    pub fn siro_llt_multiple(mut self, n: u64) -> Self {
+        self.siro.llt_multiple = n;
+        self
+    }
+    /// Version storage `siro`: a relocated version is cold when its lifetime (End − Begin)
+    /// exceeds this many average lifetimes, else hot (default 10, the artifact's
+    /// `CLASSIFICATION_THRESHOLD_COLD`; 1..=10^9).
+    pub fn siro_cold_multiple(mut self, n: u64) -> Self {
+        self.siro.cold_multiple = n;
         self
     }
     /// Memory spaces versions are allocated from (thesis §5.4, Fig. 5.16; `version/space.rs`):
@@ -876,6 +951,14 @@ impl Config {
     /// Background GC threads (`gc_threads`).
     pub fn get_gc_threads(&self) -> usize {
         self.gc_threads
+    }
+    /// Version storage `siro`'s segment bytes, LLT multiple and cold multiple.
+    pub fn get_siro(&self) -> (usize, u64, u64) {
+        (
+            self.siro.segment_bytes,
+            self.siro.llt_multiple,
+            self.siro.cold_multiple,
+        )
     }
     /// Memory spaces versions are allocated from, 0 for none (`memory_spaces`).
     pub fn get_memory_spaces(&self) -> usize {
@@ -1135,17 +1218,33 @@ impl Config {
             )));
         }
 
+        if self.storage == VersionStorage::Siro && self.gc != GcPolicy::DeadZone {
+            return Err(Error::InvalidConfig(format!(
+                "version storage `siro` needs gc `dead-zone` (its pruning publishes the dead \
+                 zones relocations are tested against, and its threads cut dead segments), \
+                 not `{}`",
+                self.gc
+            )));
+        }
+        self.siro.check()?;
+        if self.storage != VersionStorage::Siro && self.siro != SiroKnobs::default() {
+            return Err(Error::InvalidConfig(format!(
+                "the siro segment bytes, LLT multiple and cold multiple apply to version \
+                 storage `siro` only, not `{}`",
+                self.storage
+            )));
+        }
         if self.gc == GcPolicy::DeadZone
             && !matches!(
                 self.storage,
-                VersionStorage::AppendN2o | VersionStorage::AppendO2n
+                VersionStorage::AppendN2o | VersionStorage::AppendO2n | VersionStorage::Siro
             )
         {
             // In-place stores keep before-images that older versions need (`delta` applies
             // them newest-first), and single-version storage has no chains to splice.
             return Err(Error::InvalidConfig(format!(
                 "gc `dead-zone` splices versions out of append-only chains and is not \
-                 supported on version storage `{}` (use `n2o` or `o2n`)",
+                 supported on version storage `{}` (use `n2o`, `o2n` or `siro`)",
                 self.storage
             )));
         }

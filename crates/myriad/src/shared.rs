@@ -49,12 +49,25 @@ pub(crate) struct Shared {
     /// The periodic tick of `partial-order` timestamps (`timestamp::Ticker`), started with
     /// the GC threads; stopped and joined on drop.
     pub(crate) ticker: OnceLock<crate::timestamp::Ticker>,
+    /// Version storage `siro`: the segment pool and published zones every table shares
+    /// (`version/siro.rs`).
+    pub(crate) siro: Option<Arc<crate::version::siro::SiroStore>>,
 }
 
 impl Shared {
     /// The state of an engine without a log (the recovery path attaches one when it is
     /// done) and without tables.
     pub(crate) fn new(config: Config, durable: Option<DurableState>) -> Shared {
+        let txns = Arc::new(TxnTable::new(config.max_concurrent_txns));
+        let siro = (config.storage == crate::config::VersionStorage::Siro).then(|| {
+            let k = config.siro;
+            Arc::new(crate::version::siro::SiroStore::new(
+                k.segment_bytes,
+                k.llt_multiple,
+                k.cold_multiple,
+                txns.len(),
+            ))
+        });
         Shared {
             id: NEXT_DB_ID.fetch_add(1, Ordering::Relaxed),
             // `Config::validate`, which every open runs before this, refuses the timestamp
@@ -63,7 +76,8 @@ impl Shared {
                 .timestamps
                 .source(config.po_counters, config.max_concurrent_txns)
                 .unwrap_or_default(),
-            txns: Arc::new(TxnTable::new(config.max_concurrent_txns)),
+            txns,
+            siro,
             tables: (0..MAX_TABLES).map(|_| OnceLock::new()).collect(),
             names: Mutex::new(HashMap::new()),
             history: config.record_history.then(HistoryLog::default),
@@ -94,6 +108,7 @@ impl Shared {
                 txns: self.txns.clone(),
                 tables: self.tables.clone(),
                 watermark: Default::default(),
+                siro: self.siro.clone(),
             },
             self.config.gc == GcPolicy::Coop,
             self.config.gc == GcPolicy::DeadZone,

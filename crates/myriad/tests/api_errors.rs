@@ -159,6 +159,32 @@ fn config_errors() {
             Err(Error::InvalidConfig(m)) if m.contains("dead-zone") && m.contains(storage.name())
         ));
     }
+    // siro needs dead-zone's zones and cutter; its knobs apply to it alone and are bounded.
+    assert!(matches!(
+        Database::open(Config::new().version_storage(VersionStorage::Siro)),
+        Err(Error::InvalidConfig(m)) if m.contains("siro") && m.contains("dead-zone") && m.contains("txn")
+    ));
+    assert!(matches!(
+        Database::open(Config::new().siro_segment_bytes(1 << 20)),
+        Err(Error::InvalidConfig(m)) if m.contains("siro") && m.contains("n2o")
+    ));
+    let siro = || {
+        Config::new()
+            .version_storage(VersionStorage::Siro)
+            .gc(GcPolicy::DeadZone)
+    };
+    for (c, what) in [
+        (siro().siro_segment_bytes(100), "segment bytes"),
+        (siro().siro_segment_bytes(128 << 20), "segment bytes"),
+        (siro().siro_llt_multiple(0), "LLT multiple"),
+        (siro().siro_cold_multiple(0), "cold multiple"),
+    ] {
+        assert!(matches!(
+            Database::open(c),
+            Err(Error::InvalidConfig(m)) if m.contains(what)
+        ));
+    }
+    assert!(Database::open(siro().siro_segment_bytes(4096).siro_llt_multiple(40_000)).is_ok());
     assert!(matches!(
         Database::open(
             Config::new()

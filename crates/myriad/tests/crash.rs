@@ -12,7 +12,8 @@
 //! then three with ERMIA's (the epoch manager alone for the protocols `Config::validate`
 //! keeps off ERMIA's: MVTO and the single-version ones); each protocol of `Protocol::ALL` runs
 //! six generations in turn, at its strongest isolation level, on its natural version storage
-//! (a protocol whose commit order is not a serial order, `Protocol::command_log_refusal`,
+//! (on `n2o`, the logical-log generations with dead-zone pruning and the physical-log ones on
+//! `siro` storage; `storage_of`) (a protocol whose commit order is not a serial order, `Protocol::command_log_refusal`,
 //! logs logically where the others log calls);
 //! recovery rotates through the schemes that can read the log (serial, parallel-latched,
 //! parallel-partitioned for a logical log; serial, PACMAN sync and PACMAN pipelined for
@@ -153,10 +154,25 @@ fn takes_commands(generation: i64) -> bool {
 /// The configuration of child generation `g` (and of the recovery after it).
 fn config_of(dir: &Path, generation: i64) -> Config {
     let p = protocol_of(generation);
+    let (storage, gc) = storage_of(generation);
     config(dir, manager_of(generation))
         .protocol(p)
         .isolation(isolation_of(generation))
-        .version_storage(p.natural_storage())
+        .version_storage(storage)
+        .gc(gc)
+}
+
+/// The version storage and GC of child generation `g`: the protocol's natural storage with
+/// transaction-level GC, except that a protocol on `n2o` runs its logical-log generations
+/// with dead-zone pruning and its physical-log ones on vDriver's `siro` storage (also
+/// dead-zone), so both are killed mid-run and recovered.
+fn storage_of(generation: i64) -> (VersionStorage, GcPolicy) {
+    let natural = protocol_of(generation).natural_storage();
+    match generation % 3 {
+        1 if natural == VersionStorage::AppendN2o => (natural, GcPolicy::DeadZone),
+        2 if natural == VersionStorage::AppendN2o => (VersionStorage::Siro, GcPolicy::DeadZone),
+        _ => (natural, GcPolicy::Txn),
+    }
 }
 
 /// The log manager of child generation `g`: three generations (command, logical, physical)

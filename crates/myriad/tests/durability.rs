@@ -200,7 +200,8 @@ fn commits_survive_reopen_through_the_log_and_through_checkpoints() {
 }
 
 /// Oldest-to-newest chains (`o2n`, with transaction-level GC and with cooperative
-/// cleaning), background vacuuming, dead-zone pruning and the in-place storages (`time-travel`, `delta`), under
+/// cleaning), background vacuuming, dead-zone pruning and the in-place storages (`time-travel`, `delta`,
+/// `siro`), under
 /// every log kind: the history (updates, deletes,
 /// a row revived over its tombstone, an abort, CREATE INDEX) recovers to the same rows and
 /// indexes, in the same configuration and on n2o with transaction-level GC (the log does not
@@ -214,6 +215,7 @@ fn o2n_chains_log_and_recover_under_every_log_kind() {
         (VersionStorage::AppendN2o, GcPolicy::DeadZone),
         (VersionStorage::TimeTravel, GcPolicy::Txn),
         (VersionStorage::Delta, GcPolicy::Vacuum),
+        (VersionStorage::Siro, GcPolicy::DeadZone),
     ];
     for log in [LogPolicy::Logical, LogPolicy::Physical, LogPolicy::Command] {
         for (storage, gc) in setups {

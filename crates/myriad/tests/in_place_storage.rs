@@ -11,6 +11,16 @@ fn in_place() -> impl Iterator<Item = VersionStorage> {
     VersionStorage::ALL.iter().copied().filter(|s| s.in_place())
 }
 
+/// A configuration on `storage`, with the GC it needs (`siro`: `dead-zone`).
+fn on(storage: VersionStorage) -> Config {
+    let c = Config::new().version_storage(storage);
+    if storage == VersionStorage::Siro {
+        c.gc(GcPolicy::DeadZone)
+    } else {
+        c
+    }
+}
+
 /// `wide(k INT primary key, c0..c{n-1} INT, s VARCHAR(16))`.
 fn wide(db: &Database, n: usize) -> TableRef {
     let mut s = TableSchema::new("wide").column("k", ColumnType::Int);
@@ -119,7 +129,7 @@ fn snapshots_read_their_own_versions() {
 #[test]
 fn rollback_restores_the_master() {
     for storage in in_place() {
-        let db = Database::open(Config::new().version_storage(storage)).unwrap();
+        let db = Database::open(on(storage)).unwrap();
         let t = kv(&db);
         load(&db, &t, 0..3);
         let mut before = db.begin().unwrap();
@@ -170,8 +180,7 @@ fn readers_never_see_a_half_written_row() {
     const COLS: usize = 64;
     for storage in in_place() {
         let db = Database::open(
-            Config::new()
-                .version_storage(storage)
+            on(storage)
                 .isolation(Isolation::Snapshot)
                 .gc_interval_txns(8)
                 .max_retries(1_000_000),
@@ -290,13 +299,9 @@ fn delta_allocates_only_the_changed_columns() {
 fn impossible_pairings_are_refused() {
     for storage in in_place() {
         let cases = [
-            Config::new()
-                .version_storage(storage)
-                .index_pointers(IndexPointers::Physical),
-            Config::new().version_storage(storage).gc(GcPolicy::Coop),
-            Config::new()
-                .version_storage(storage)
-                .protocol(Protocol::Silo),
+            on(storage).index_pointers(IndexPointers::Physical),
+            on(storage).gc(GcPolicy::Coop),
+            on(storage).protocol(Protocol::Silo),
         ];
         for c in cases {
             match Database::open(c) {

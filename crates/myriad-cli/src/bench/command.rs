@@ -38,6 +38,9 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
         .gc(b.gc)
         .gc_interval_txns(b.gc_interval)
         .gc_threads(b.gc_threads as usize)
+        .siro_segment_bytes(b.siro_segment_bytes as usize)
+        .siro_llt_multiple(b.siro_llt_multiple)
+        .siro_cold_multiple(b.siro_cold_multiple)
         .memory_spaces(b.memory_spaces as usize)
         .index_pointers(b.index_pointers)
         .non_inline(b.non_inline)
@@ -263,6 +266,9 @@ fn refuse_for_baseline(engine: Engine, b: &BenchArgs, extra: &[(&str, bool)]) {
         ("--procedures", b.procedures != ProcedureExec::Compiled),
         ("--gc", b.gc != GcPolicy::Txn),
         ("--gc-threads", b.gc_threads != 1),
+        ("--siro-segment-bytes", b.siro_segment_bytes != 65536),
+        ("--siro-llt-multiple", b.siro_llt_multiple != 200),
+        ("--siro-cold-multiple", b.siro_cold_multiple != 10),
         ("--gc-interval", b.gc_interval != 16),
         ("--memory-spaces", b.memory_spaces != 0),
         (

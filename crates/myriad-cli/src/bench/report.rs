@@ -113,12 +113,61 @@ pub struct Report {
     pub ssi_safe_retries_per_txn: f64,
     pub ssi_untracked_reads_per_txn: f64,
     pub ssi_old_read_aborts_per_txn: f64,
+    /// Version storage `siro` (vDriver §3.3–3.4): what happened to the versions writers
+    /// moved out of their records, over the measured interval; absent under other storage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub siro: Option<SiroReport>,
     /// Time to create and load the tables.
     pub load_s: f64,
     /// What the workload itself observed (outcome counts, its invariant check), in its order.
     #[serde(serialize_with = "as_map")]
     pub results: Vec<(&'static str, Json)>,
     pub fidelity: Fidelity,
+}
+
+/// `siro`'s counters over the measured interval, per class `[hot, cold, llt]` where
+/// per class (vDriver Fig. 15's prune stages, Fig. 16's cut delay).
+#[derive(Clone, Debug, Serialize)]
+pub struct SiroReport {
+    /// Versions copied from their record slot into a segment of the class.
+    pub relocated: [u64; 3],
+    /// Versions dropped when their slot was taken, dead by the zones (1st prune).
+    pub pruned_first: u64,
+    /// Relocated versions dropped with their segment at its seal (2nd prune).
+    pub pruned_seal: [u64; 3],
+    /// Relocated versions dropped later with a segment the cutter found dead.
+    pub cut: [u64; 3],
+    /// Segments the cutter freed, and their mean time from seal to cut (ms).
+    pub segments_cut: [u64; 3],
+    pub mean_cut_delay_ms: [f64; 3],
+    /// Segment bytes live at the end.
+    pub segment_bytes_live: u64,
+}
+
+impl SiroReport {
+    fn of(s0: &Stats, s1: &Stats) -> SiroReport {
+        let d3 = |f: fn(&Stats) -> [u64; 3]| {
+            let (a, b) = (f(s0), f(s1));
+            [0, 1, 2].map(|c| b[c].saturating_sub(a[c]))
+        };
+        let segments_cut = d3(|s| s.siro_segments_cut);
+        let delay = d3(|s| s.siro_cut_delay_ns);
+        SiroReport {
+            relocated: d3(|s| s.siro_relocated),
+            pruned_first: s1.siro_pruned_first.saturating_sub(s0.siro_pruned_first),
+            pruned_seal: d3(|s| s.siro_pruned_seal),
+            cut: d3(|s| s.siro_cut),
+            segments_cut,
+            mean_cut_delay_ms: [0, 1, 2].map(|c| {
+                if segments_cut[c] == 0 {
+                    0.0
+                } else {
+                    delay[c] as f64 / segments_cut[c] as f64 / 1e6
+                }
+            }),
+            segment_bytes_live: s1.siro_segment_bytes_live(),
+        }
+    }
 }
 
 fn as_map<S: Serializer>(entries: &[(&'static str, Json)], s: S) -> Result<S::Ok, S::Error> {
@@ -620,6 +669,7 @@ impl Report {
             ssi_safe_retries_per_txn: per_txn(d(|s| s.ssi_safe_retries)),
             ssi_untracked_reads_per_txn: per_txn(d(|s| s.ssi_untracked_reads)),
             ssi_old_read_aborts_per_txn: per_txn(d(|s| s.ssi_old_read_aborts)),
+            siro: (i.fidelity.version_storage == "siro").then(|| SiroReport::of(s0, s1)),
             load_s: i.load_s,
             results: i.results,
             fidelity: i.fidelity,
@@ -825,6 +875,28 @@ impl Report {
                 o,
                 "  validation   false invalidations/txn {:.4} (reads of rows replaced only in columns the call does not read: valid)",
                 self.false_invalidations_per_txn
+            )?;
+        }
+        if let Some(v) = &self.siro {
+            let per = |a: [u64; 3]| {
+                format!(
+                    "hot {} / cold {} / llt {}",
+                    thousands(a[0]),
+                    thousands(a[1]),
+                    thousands(a[2])
+                )
+            };
+            writeln!(
+                o,
+                "  siro         relocated {}; 1st prune {}; 2nd prune at seal {}; cut {} (mean delay ms {:.1} / {:.1} / {:.1}); segments {} live",
+                per(v.relocated),
+                thousands(v.pruned_first),
+                per(v.pruned_seal),
+                per(v.cut),
+                v.mean_cut_delay_ms[0],
+                v.mean_cut_delay_ms[1],
+                v.mean_cut_delay_ms[2],
+                bytes(v.segment_bytes_live),
             )?;
         }
         if self.fidelity.protocol == "ermia-ssi" {

@@ -128,6 +128,29 @@ pub struct Stats {
     /// GC `dead-zone`: versions spliced out of the middle of chains by vDriver's dead-zone
     /// test (a part of `versions_reclaimed`; the rest was cut below the watermark).
     pub versions_pruned_dead_zone: u64,
+    /// Version storage `siro` (vDriver §3.3), per class `[hot, cold, LLT]`: versions
+    /// relocated from their record into a segment of the class.
+    pub siro_relocated: [u64; 3],
+    /// `siro`: versions dropped from their record slot without being copied to a segment
+    /// (vDriver's 1st prune): dead by the dead zones when a writer took the slot, or cut by
+    /// the dead-zone pruner while they still held it.
+    pub siro_pruned_first: u64,
+    /// `siro`, per class: relocated versions dropped with their segment when it was sealed
+    /// (full) and already dead (vDriver's 2nd prune, at "hardening").
+    pub siro_pruned_seal: [u64; 3],
+    /// `siro`, per class: relocated versions dropped later, with a sealed segment the
+    /// cutter found dead (vDriver's vCutter).
+    pub siro_cut: [u64; 3],
+    /// `siro`, per class: segments the cutter freed, and the nanoseconds from each one's
+    /// seal to its cut, summed (vDriver Fig. 16's cut delay: divide by the count).
+    pub siro_segments_cut: [u64; 3],
+    /// `siro`, per class: see `siro_segments_cut`.
+    pub siro_cut_delay_ns: [u64; 3],
+    /// `siro`: bytes of the segments allocated, and of those freed (both also in the
+    /// version byte counts; `siro_segment_bytes_live`).
+    pub siro_segment_bytes: u64,
+    /// `siro`: see `siro_segment_bytes`.
+    pub siro_segment_bytes_freed: u64,
     /// Acquisitions of memory-space locks (`Config::memory_spaces`; allocations and frees).
     /// Process-wide: spaces are shared by every database of the process.
     pub space_locks: u64,
@@ -174,6 +197,11 @@ impl Stats {
         self.versions_allocated
             .saturating_sub(self.versions_reclaimed)
     }
+    /// `siro`: bytes of the segments allocated and not yet freed.
+    pub fn siro_segment_bytes_live(&self) -> u64 {
+        self.siro_segment_bytes
+            .saturating_sub(self.siro_segment_bytes_freed)
+    }
     /// Bytes of versions allocated and not yet reclaimed.
     pub fn live_version_bytes(&self) -> u64 {
         self.version_bytes_allocated
@@ -190,6 +218,26 @@ pub struct ChainStats {
     pub max_chain_len: u64,
     /// `histogram[i]` = tuples whose chain has `i` versions (last bucket: that many or more).
     pub histogram: Vec<u64>,
+}
+
+/// Adds one slot's (or vacuum thread's) `siro` counters to `s`: segment bytes count as
+/// version bytes, sealed-list locks as global read-modify-writes.
+fn add_siro(s: &mut Stats, st: &crate::txn::table::SlotStats) {
+    let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let c = &st.siro;
+    for k in 0..3 {
+        s.siro_relocated[k] += l(&c.relocated[k]);
+        s.siro_pruned_seal[k] += l(&c.pruned_seal[k]);
+        s.siro_cut[k] += l(&c.cut[k]);
+        s.siro_segments_cut[k] += l(&c.segments_cut[k]);
+        s.siro_cut_delay_ns[k] += l(&c.cut_delay_ns[k]);
+    }
+    s.siro_pruned_first += l(&c.pruned_first);
+    s.siro_segment_bytes += l(&c.segment_bytes);
+    s.siro_segment_bytes_freed += l(&c.segment_bytes_freed);
+    s.version_bytes_allocated += l(&c.segment_bytes);
+    s.version_bytes_reclaimed += l(&c.segment_bytes_freed);
+    s.global_rmw += l(&c.seal_locks);
 }
 
 impl Database {
@@ -276,6 +324,7 @@ impl Database {
             self.shared.config.gc.marks_dirty(),
             self.shared.config.index_pointers,
             self.shared.config.non_inline,
+            self.shared.siro.clone(),
         ))
     }
 
@@ -666,6 +715,7 @@ impl Database {
             s.ssi_untracked_reads += l(&st.ssi_untracked_reads);
             s.ssi_old_read_aborts += l(&st.ssi_old_read_aborts);
             s.versions_cut_by_readers += l(&st.versions_cut_by_readers);
+            add_siro(&mut s, st);
         }
         let clock = &self.shared.clock;
         match clock.increments() {
@@ -701,6 +751,7 @@ impl Database {
             s.version_bytes_reclaimed += l(&st.version_bytes_reclaimed);
             s.gc_ns += l(&st.gc_ns);
             s.versions_pruned_dead_zone += l(&st.versions_pruned_dead_zone);
+            add_siro(&mut s, st);
         }
         s
     }

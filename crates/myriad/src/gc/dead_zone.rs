@@ -37,7 +37,7 @@
 //!   still reach it was pinned before the splice, and so keeps every version spliced later
 //!   alive as well.
 //!
-//! Key operations. `Zones::build` scans the transaction table once per pass (at most
+//! Key operations. `build` scans the transaction table once per pass (at most
 //! `max_concurrent_txns` loads and a sort); `Zones::is_dead` is one binary search;
 //! `prune` cuts the tail below the watermark as `epoch::prune` does, then splices the dead
 //! versions out of the rest of the chain.
@@ -49,19 +49,14 @@ use crate::txn::table::{TxnTable, Validating, PROV_BIT};
 use crate::version::{is_txn, Order, Version};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-/// The sorted read points of the live transactions and the clock bound (module docs).
-#[derive(Default, Debug)]
-pub(crate) struct Zones {
-    points: Vec<u64>,
-    ct: u64,
-}
+pub(crate) use crate::version::zones::Zones;
 
-impl Zones {
-    /// Rebuilds the list from the clock and the transaction table (the buffer is reused).
-    pub(crate) fn build(&mut self, clock: &Source, txns: &TxnTable) {
+/// Rebuilds `z` from the clock and the transaction table (module docs; the buffer is
+/// reused).
+pub(crate) fn build(z: &mut Zones, clock: &Source, txns: &TxnTable) {
+    z.fill(|points| {
         // The clock first: see the module's "stale list" argument.
         let mut ct = clock.now().get();
-        self.points.clear();
         for s in txns.slots() {
             let b = s.begin_ts.load(Ordering::SeqCst);
             if b == u64::MAX {
@@ -71,40 +66,16 @@ impl Zones {
                 ct = ct.min(b & !PROV_BIT);
                 continue;
             }
-            self.points.push(b);
+            points.push(b);
             match s.validating() {
                 Validating::No => {}
                 // Its end timestamp may already be drawn and below `ct`; it is above `b`.
                 Validating::Pending => ct = ct.min(b),
-                Validating::At(ts) => self.points.push(ts),
+                Validating::At(ts) => points.push(ts),
             }
         }
-        self.points.sort_unstable();
-        self.ct = ct;
-    }
-
-    /// Zones from explicit read points and clock bound (tests).
-    #[cfg(test)]
-    pub(crate) fn from_points(mut points: Vec<u64>, ct: u64) -> Zones {
-        points.sort_unstable();
-        Zones { points, ct }
-    }
-
-    /// The visibility watermark these zones imply: no transaction reads below it.
-    pub(crate) fn watermark(&self) -> u64 {
-        self.points.first().map_or(self.ct, |&p| p.min(self.ct))
-    }
-
-    /// Theorem 3.5: is a committed version with Begin `b` and End `e` visible at no read
-    /// point, now or later?
-    #[inline]
-    pub(crate) fn is_dead(&self, b: u64, e: u64) -> bool {
-        if e > self.ct || b >= e {
-            return false;
-        }
-        let i = self.points.partition_point(|&s| s < b);
-        self.points.get(i).is_none_or(|&s| s >= e)
-    }
+        ct
+    });
 }
 
 /// Prunes `tid`'s chain: the tail below the watermark as `epoch::prune` does (counted by
@@ -197,9 +168,9 @@ mod tests {
         txns.slot(0).begin_ts.store(40 | PROV_BIT, Ordering::SeqCst);
         txns.slot(1).begin_ts.store(20, Ordering::SeqCst);
         let mut z = Zones::default();
-        z.build(&clock, &txns);
-        assert_eq!(z.points, vec![20]);
-        assert_eq!(z.ct, 40);
+        build(&mut z, &clock, &txns);
+        assert_eq!(z.points(), vec![20]);
+        assert_eq!(z.ct(), 40);
         assert!(z.is_dead(30, 40));
         assert!(
             !z.is_dead(30, 41),
@@ -209,13 +180,14 @@ mod tests {
         // Preparing at 70: validation reads there.
         txns.slot(0).begin_ts.store(50, Ordering::SeqCst);
         txns.slot(0).set_preparing(Timestamp::new(70));
-        z.build(&clock, &txns);
-        assert_eq!(z.points, vec![20, 50, 70]);
+        build(&mut z, &clock, &txns);
+        assert_eq!(z.points(), vec![20, 50, 70]);
         assert!(z.is_dead(60, 70) && !z.is_dead(60, 71) && !z.is_dead(70, 80));
         txns.slot(0).set_preparing_pending();
-        z.build(&clock, &txns);
+        build(&mut z, &clock, &txns);
         assert_eq!(
-            z.ct, 50,
+            z.ct(),
+            50,
             "a pending end timestamp may be anywhere above the read time"
         );
     }
@@ -229,12 +201,12 @@ mod tests {
         let txns = TxnTable::new(2);
         txns.slot(0).begin_ts.store(10, Ordering::SeqCst);
         let mut z = Zones::default();
-        z.build(&clock, &txns);
+        build(&mut z, &clock, &txns);
         // Later: the clock moves on, a new transaction registers at the clock, the old one
         // ends. The stale list must call nothing dead that the new one can see.
         clock.advance_to(Timestamp::new(80));
         let rt = clock.now().get();
-        assert!(rt >= z.ct);
+        assert!(rt >= z.ct());
         for b in 0..100 {
             for e in b + 1..101 {
                 let visible_to_new = b <= rt && rt < e;

@@ -102,6 +102,9 @@ pub(crate) struct Cut {
     /// Bytes the cut versions free: their blocks, before-images and the non-inline blobs
     /// they held the last references to.
     pub bytes: u64,
+    /// Version storage `siro`: cut versions that still held a record slot (their rows were
+    /// never relocated: vDriver's 1st prune, done by the pruner).
+    pub siro_in_slot: u64,
     /// Those blobs (the references are dropped at the cut, so that a blob two versions of
     /// one batch share is counted once, by whichever drops the last reference).
     blobs: Vec<usize>,
@@ -177,6 +180,9 @@ impl Cut {
         self.versions
             .push((p as usize, (*p).token() | Version::BLOBS_DROPPED));
         self.bytes += ((*p).size() + (*p).image_size() + blobs) as u64;
+        if t.siro.is_some() && crate::version::siro::in_slot(&*p) {
+            self.siro_in_slot += 1;
+        }
     }
 
     /// Hands the batch (and its blobs) to the memory epoch, leaving the cut empty for reuse.

@@ -59,6 +59,9 @@ pub(crate) const HAND_OVER: usize = 64;
 /// not handed over yet).
 const REVISIT_PERIOD: Duration = Duration::from_millis(64);
 const FULL_PERIOD: Duration = Duration::from_secs(1);
+/// Version storage `siro`: the first thread publishes zones and cuts dead segments this
+/// often (`siro_step`).
+const SIRO_PERIOD: Duration = Duration::from_millis(1);
 /// GC `dead-zone`: a pass takes at most this many tuples of a revisit (module docs).
 const CHUNK: usize = 1024;
 /// GC `dead-zone`: a pass that visited at least this many tuples is followed by the next one
@@ -93,6 +96,9 @@ pub(crate) struct Shared {
     /// The latest watermark a pass or a worker computed (`coop.rs` prunes against it: an
     /// older watermark is still safe, since read times only grow).
     pub watermark: Arc<crossbeam_utils::CachePadded<AtomicU64>>,
+    /// Version storage `siro`: the store whose zones the first thread publishes and whose
+    /// dead segments it cuts (`siro_step`).
+    pub siro: Option<Arc<crate::version::siro::SiroStore>>,
 }
 
 impl Vacuum {
@@ -173,7 +179,10 @@ impl Vacuum {
     pub(crate) fn pass_now(&self) {
         let _alone = self.passes.write();
         if let Some(stats) = self.stats.last() {
+            siro_step(&self.shared, stats, &mut Zones::default(), true);
             pass(&self.shared, 0, 1, stats, true, self.zones);
+            // Versions the pass spliced may have been the last to pin a segment's interval.
+            siro_step(&self.shared, stats, &mut Zones::default(), true);
         }
     }
 }
@@ -187,6 +196,20 @@ impl Drop for Vacuum {
     }
 }
 
+/// Version storage `siro`: publishes fresh dead zones for the writers' relocations and cuts
+/// the sealed segments dead by them (`SiroStore::step`; at most every millisecond unless
+/// `force`). `zones` is a buffer.
+fn siro_step(shared: &Shared, stats: &SlotStats, zones: &mut Zones, force: bool) {
+    if let Some(store) = &shared.siro {
+        dead_zone::build(zones, &shared.clock, &shared.txns);
+        let mut totals = crate::version::siro::Totals::default();
+        for s in shared.txns.slots() {
+            totals.add(&s.stats.siro);
+        }
+        store.step(zones, totals, &stats.siro, force);
+    }
+}
+
 /// One pass over the dirty blocks numbered `me` modulo `of` of every table, or over all of
 /// its blocks if `full` (with or without a bitmap). Publishes the watermark it used.
 /// With `zones`, the pass builds the dead zones once and prunes every visited chain by them
@@ -195,7 +218,7 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool, zo
     let start = Instant::now();
     let mut dz = Zones::default();
     let w = if zones {
-        dz.build(&shared.clock, &shared.txns);
+        dead_zone::build(&mut dz, &shared.clock, &shared.txns);
         dz.watermark()
     } else {
         watermark_of(&shared.clock, &shared.txns)
@@ -229,6 +252,10 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool, zo
     bump(&stats.versions_reclaimed, cut.versions.len() as u64);
     bump(&stats.version_bytes_reclaimed, cut.bytes);
     bump(&stats.versions_pruned_dead_zone, spliced);
+    bump(
+        &stats.siro.pruned_first,
+        std::mem::take(&mut cut.siro_in_slot),
+    );
     // SAFETY: every version in the batch was unlinked under `guard` (as in
     // `epoch::collect`), so no thread pinned later can reach it.
     unsafe { cut.free_after_epoch(&guard) };
@@ -251,6 +278,9 @@ struct ZonedPasses {
     /// Entries at the front of `retry` the current revisit has still to take.
     revisit_left: usize,
     zones: Zones,
+    /// `siro`: the last cutter step (`siro_step`) and its zones buffer.
+    last_siro: Instant,
+    siro_zones: Zones,
 }
 
 impl Default for ZonedPasses {
@@ -263,6 +293,8 @@ impl Default for ZonedPasses {
             retry: Vec::new(),
             revisit_left: 0,
             zones: Zones::default(),
+            last_siro: now,
+            siro_zones: Zones::default(),
         }
     }
 }
@@ -278,6 +310,10 @@ impl ZonedPasses {
         written: &Written,
     ) -> usize {
         let now = Instant::now();
+        if me == 0 && now.duration_since(self.last_siro) >= SIRO_PERIOD {
+            self.last_siro = now;
+            siro_step(shared, stats, &mut self.siro_zones, false);
+        }
         if now.duration_since(self.last_full) >= FULL_PERIOD {
             self.last_full = now;
             // Everything the queue and the retry list hold now is covered by the full pass.
@@ -304,7 +340,7 @@ impl ZonedPasses {
         }
         // Any chain may be pruned by a list built now (`dead_zone.rs`); building it after
         // taking the queue lets the pass cut the versions the queued commits ended.
-        self.zones.build(&shared.clock, &shared.txns);
+        dead_zone::build(&mut self.zones, &shared.clock, &shared.txns);
         shared
             .watermark
             .fetch_max(self.zones.watermark(), Ordering::AcqRel);
@@ -327,6 +363,10 @@ impl ZonedPasses {
         bump(&stats.versions_reclaimed, cut.versions.len() as u64);
         bump(&stats.version_bytes_reclaimed, cut.bytes);
         bump(&stats.versions_pruned_dead_zone, spliced);
+        bump(
+            &stats.siro.pruned_first,
+            std::mem::take(&mut cut.siro_in_slot),
+        );
         // SAFETY: as in `pass`.
         unsafe { cut.free_after_epoch(&guard) };
         bump(&stats.gc_ns, now.elapsed().as_nanos() as u64);

@@ -91,6 +91,9 @@ pub struct Table {
     masters: Box<[AtomicPtr<MasterSegment>]>,
     /// Offset and width of every column (what a delta's before-images are cut along).
     pub(crate) columns: Box<[(usize, usize)]>,
+    /// Version storage `siro`: the database's segment pool and published zones
+    /// (`version/siro.rs`); `None` under other stores.
+    pub(crate) siro: Option<std::sync::Arc<crate::version::siro::SiroStore>>,
     /// Non-inline attributes `copy` or `shared` on a table with variable-length columns
     /// (`version/non_inline.rs`): versions hold the stored form, rows are read through
     /// `row`. `None`: rows inline.
@@ -138,11 +141,17 @@ impl Table {
         vacuums: bool,
         pointers: crate::config::IndexPointers,
         non_inline: crate::config::NonInline,
+        siro: Option<std::sync::Arc<crate::version::siro::SiroStore>>,
     ) -> Self {
         let store = storage.store();
         let in_place = match store.rows() {
-            Rows::InPlace(_) => true,
+            Rows::InPlace(_) | Rows::Siro => true,
             Rows::Inline => false,
+        };
+        let siro = if store.rows() == Rows::Siro {
+            siro
+        } else {
+            None
         };
         // In-place versions carry the master and image words after the protocol's.
         let version_ext = version_ext + if in_place { 2 } else { 0 };
@@ -206,7 +215,16 @@ impl Table {
             dirty: dirty_bitmap(vacuums, (DIR_LEN * SEG_LEN) as u64),
             masters,
             columns,
+            siro,
             ni,
+        }
+    }
+
+    /// Bytes of row data in a master: two slots under `siro`, one row otherwise.
+    fn master_len(&self) -> usize {
+        match self.store.rows() {
+            Rows::Siro => 2 * self.schema.row_size,
+            Rows::InPlace(_) | Rows::Inline => self.schema.row_size,
         }
     }
 
@@ -363,7 +381,7 @@ impl Table {
         let slot = unsafe { &(*seg)[(tid.get() as usize) & (SEG_LEN - 1)] };
         let mut m = slot.load(Ordering::Acquire);
         if m.is_null() {
-            let fresh = Master::alloc(tid, self.schema.row_size);
+            let fresh = Master::alloc(tid, self.master_len());
             m = match slot.compare_exchange(
                 ptr::null_mut(),
                 fresh,
@@ -400,7 +418,7 @@ impl Table {
         prev: *const Version,
     ) -> (*mut Version, usize) {
         match (self.store.rows(), &self.ni) {
-            (Rows::InPlace(_), _) => {
+            (Rows::InPlace(_) | Rows::Siro, _) => {
                 let m = self.master(tid).map_or(ptr::null(), |m| m as *const Master);
                 let v = Version::alloc_in_place(begin, next, self.version_ext, space, m);
                 (v.as_ptr(), 0)
@@ -426,18 +444,21 @@ impl Table {
     /// keep); else the version's data. Returns the bytes allocated (before-images,
     /// non-inline blobs) and the bytes of replaced blobs no version refers to any more
     /// (freed after the epoch). `scratch` is a buffer.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn rewrite_own(
         &self,
         tid: TupleId,
         v: &Version,
         row: &[u8],
         scratch: &mut Vec<u8>,
+        w: crate::version::siro::Writer<'_>,
         guard: &crossbeam_epoch::Guard,
     ) -> (usize, usize) {
         match self.store.rows() {
-            Rows::InPlace(_) => {
+            Rows::InPlace(_) | Rows::Siro => {
                 let prev = v.next.load(Ordering::Acquire);
-                return (self.place_row(tid, prev, Some(row), scratch, guard), 0);
+                let placed = self.place_row(tid, v, prev, Some(row), scratch, w, guard);
+                return (placed, 0);
             }
             Rows::Inline => {}
         }
@@ -469,17 +490,42 @@ impl Table {
     /// versions (`None`: leaves it, a delete). In place that is the master, after giving
     /// `prev`, the version the newest supersedes (null: none), the image that keeps its
     /// values (`master::cover`); the other stores keep rows in the versions, and this does
-    /// nothing. Returns the bytes of images allocated. `scratch` is a buffer.
+    /// nothing. Under `siro` the row goes into a slot of the master and `new` (the version
+    /// that holds it) names the slot (`SiroStore::place`: the slot's older owners are
+    /// relocated first; by the writer `w`, whose counters take the segment bytes). Returns the bytes of images
+    /// allocated. `scratch` is a buffer.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn place_row(
         &self,
         tid: TupleId,
+        new: *const Version,
         prev: *const Version,
         row: Option<&[u8]>,
         scratch: &mut Vec<u8>,
+        w: crate::version::siro::Writer<'_>,
         guard: &crossbeam_epoch::Guard,
     ) -> usize {
         let kind = match self.store.rows() {
             Rows::InPlace(kind) => kind,
+            Rows::Siro => {
+                let (Some(m), Some(store)) = (self.master(tid), self.siro.as_ref()) else {
+                    return 0;
+                };
+                // SAFETY: the caller is pinned and holds the lock `prev` is superseded under
+                // (or owns the fresh tuple); `new` is its own version.
+                if let Some(n) = unsafe { new.as_ref() } {
+                    store.place(
+                        w,
+                        m,
+                        self.schema.row_size,
+                        n,
+                        unsafe { prev.as_ref() },
+                        row,
+                        guard,
+                    );
+                }
+                return 0;
+            }
             Rows::Inline => return 0,
         };
         let Some(m) = self.master(tid) else { return 0 };
@@ -505,7 +551,8 @@ impl Table {
     pub(crate) fn restore_row(&self, prev: &Version) {
         match self.store.rows() {
             Rows::InPlace(kind) => crate::version::master::restore(kind, prev),
-            Rows::Inline => {}
+            // The superseded version's slot was never written (vDriver's undo by toggle).
+            Rows::Siro | Rows::Inline => {}
         }
     }
 
@@ -527,6 +574,13 @@ impl Table {
                     m.write(|d| d.copy_from_slice(row));
                 }
             }
+            Rows::Siro => {
+                if let Some(m) = self.master(tid) {
+                    // SAFETY: just allocated, unpublished.
+                    let n = unsafe { &*v };
+                    crate::version::siro::SiroStore::place_recovered(m, row.len(), n, row);
+                }
+            }
             Rows::Inline => {}
         }
         Ok(v)
@@ -536,7 +590,7 @@ impl Table {
     /// where they are made).
     pub(crate) fn version_bytes(&self) -> usize {
         let data = match (self.store.rows(), &self.ni) {
-            (Rows::InPlace(_), _) => 0,
+            (Rows::InPlace(_) | Rows::Siro, _) => 0,
             (Rows::Inline, Some(ni)) => ni.stored_size(),
             (Rows::Inline, None) => self.schema.row_size,
         };
@@ -549,7 +603,7 @@ impl Table {
     #[inline]
     pub(crate) fn rows_copied(&self) -> bool {
         match self.store.rows() {
-            Rows::InPlace(_) => true,
+            Rows::InPlace(_) | Rows::Siro => true,
             Rows::Inline => self.ni.is_some(),
         }
     }
@@ -575,6 +629,10 @@ impl Table {
                         .map_or(ptr::null_mut(), |e| e.load(Ordering::Acquire))
                 };
                 crate::version::master::read_into(kind, v, head, buf);
+                buf
+            }
+            Rows::Siro => {
+                crate::version::siro::read_into(v, v.master(), self.schema.row_size, buf);
                 buf
             }
         }

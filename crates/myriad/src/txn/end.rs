@@ -358,6 +358,14 @@ impl<'db> Transaction<'db> {
                 }
             }
         }
+        if db.siro.is_some() {
+            // `siro`'s LLT bound is a multiple of the mean update-transaction length.
+            crate::version::siro::SiroStore::note_commit(
+                &slot.stats.siro,
+                self.st.begin_ts.get(),
+                end_ts.get(),
+            );
+        }
         if self.local.written.len() >= crate::gc::vacuum::HAND_OVER {
             if let Some(v) = db.vacuum.get() {
                 // One lock acquisition per queue the batch went to.

@@ -134,6 +134,8 @@ pub(crate) struct SlotStats {
     /// GC `dead-zone`: versions spliced out of the middle of chains (a part of
     /// `versions_reclaimed`; the rest was cut below the watermark).
     pub versions_pruned_dead_zone: AtomicU64,
+    /// Version storage `siro` (`version/siro.rs`): relocations, prunes, cuts.
+    pub siro: crate::version::siro::SiroCounters,
 }
 
 /// Hekaton's register-and-report commit dependencies (§2.7), per slot.
@@ -290,6 +292,16 @@ impl TxnTable {
             ST_PREPARING => TxnState::Preparing(Timestamp::new(ts)),
             ST_COMMITTED => TxnState::Committed(Timestamp::new(ts)),
             _ => TxnState::Aborted,
+        }
+    }
+
+    /// The end timestamp of the transaction whose id a Begin or End word holds: committed
+    /// or Preparing; `None` while it has none (active, drawing one, aborted). A word whose
+    /// slot moved on is read again by the caller's field, so this takes the id only.
+    pub fn end_ts_of(&self, word: u64) -> Option<u64> {
+        match self.state_of(TxnId::from_word(word)) {
+            TxnState::Committed(ts) | TxnState::Preparing(ts) => Some(ts.get()),
+            _ => None,
         }
     }
 

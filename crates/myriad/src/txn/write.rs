@@ -302,7 +302,7 @@ impl<'db> Transaction<'db> {
                         return Err(Error::Unsupported("tuple id space exhausted".into()));
                     };
                     // A fresh tuple id: no one reads its row yet.
-                    self.place_row(t, tid, ptr::null(), Some(row));
+                    self.place_row(t, tid, n, ptr::null(), Some(row));
                     e.store(n, Ordering::Release);
                     bump(&slot.stats.record_rmw, 1);
                     match t.indexes[0].insert_unique(key, tid) {
@@ -333,7 +333,7 @@ impl<'db> Transaction<'db> {
                     {
                         // The claim makes us the row's only writer (no version of the
                         // tuple is visible to anyone).
-                        self.place_row(t, tid, ptr::null(), Some(row));
+                        self.place_row(t, tid, n, ptr::null(), Some(row));
                         return self.finish_write(t, tid, n, ptr::null_mut(), None, row, None);
                     }
                     // SAFETY: never published.
@@ -401,7 +401,7 @@ impl<'db> Transaction<'db> {
                         unsafe { self.discard_version(t, n, false) };
                         return Err(self.fail(AbortReason::WriteWriteConflict));
                     }
-                    self.place_row(t, tid, head, Some(row));
+                    self.place_row(t, tid, n, head, Some(row));
                     return self.finish_write(
                         t,
                         tid,
@@ -441,26 +441,41 @@ impl<'db> Transaction<'db> {
 
     /// `Table::place_row` (as the owner of the lock on `tid`'s newest version, `row` becomes
     /// the row the store keeps apart from the versions, if it does) with the transaction's
-    /// scratch buffer, counting the images it makes. `prev`: the version the newest
-    /// supersedes (null: none), locked by us.
+    /// scratch buffer, counting the images it makes. `new`: our version that holds `row`;
+    /// `prev`: the version it supersedes (null: none), locked by us.
     pub(super) fn place_row(
         &mut self,
         t: &Table,
         tid: TupleId,
+        new: *const Version,
         prev: *const Version,
         row: Option<&[u8]>,
     ) {
         let mut scratch = std::mem::take(&mut self.local.image_buf);
-        let bytes = t.place_row(tid, prev, row, &mut scratch, &self.guard);
+        let bytes =
+            self.as_writer(|w| t.place_row(tid, new, prev, row, &mut scratch, w, &self.guard));
         self.local.image_buf = scratch;
         self.account_extra(bytes);
+    }
+
+    /// This transaction as a writer of `siro` storage (`version::siro::Writer`: its slot's
+    /// open segments and counters, and Begin/End words resolved through the transaction
+    /// table), for `f`.
+    fn as_writer<R>(&self, f: impl FnOnce(crate::version::siro::Writer<'_>) -> R) -> R {
+        let txns = &self.st.db.txns;
+        let resolve = |w: u64| txns.end_ts_of(w);
+        f(crate::version::siro::Writer {
+            slot: self.st.slot_idx,
+            stats: &self.slot().stats.siro,
+            resolve: &resolve,
+        })
     }
 
     /// `Table::rewrite_own` (our own newest version `h` of `tid` gets `row`) with the
     /// transaction's scratch buffer, counting what it allocates and frees.
     pub(super) fn rewrite_own(&mut self, t: &Table, tid: TupleId, h: &Version, row: &[u8]) {
         let mut scratch = std::mem::take(&mut self.local.image_buf);
-        let extra = t.rewrite_own(tid, h, row, &mut scratch, &self.guard);
+        let extra = self.as_writer(|w| t.rewrite_own(tid, h, row, &mut scratch, w, &self.guard));
         self.local.image_buf = scratch;
         self.account_blobs(extra);
     }
@@ -873,7 +888,7 @@ impl<'db> Transaction<'db> {
         if let Some(e) = t.entry(tid) {
             t.publish(e, head, n);
         }
-        self.place_row(t, tid, head, Some(&row));
+        self.place_row(t, tid, n, head, Some(&row));
         let r = self.finish_write(
             t,
             tid,
@@ -992,7 +1007,7 @@ impl<'db> Transaction<'db> {
             }
         }
         // The deleted version keeps its values (the master does not change).
-        self.place_row(t, tid, head, None);
+        self.place_row(t, tid, n, head, None);
         self.st.sets.write_set.push(WriteRecord {
             table: t.id,
             tid,

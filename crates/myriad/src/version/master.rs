@@ -114,9 +114,27 @@ impl Master {
         self.seq.store(s + 2, Ordering::Release);
     }
 
+    /// The `len` bytes at `off` of the row data, for the lock owner (as `owned`).
+    pub(crate) fn owned_at(&self, off: usize, len: usize) -> &[u8] {
+        &self.owned()[off..off + len]
+    }
+
+    /// Writes the `len` bytes at `off` through `f`, under the sequence word (as `write`).
+    pub(crate) fn write_at(&self, off: usize, len: usize, f: impl FnOnce(&mut [u8])) {
+        self.write(|d| f(&mut d[off..off + len]));
+    }
+
     /// A consistent copy of the row into `buf` (retries while a writer is at work).
     pub(crate) fn snapshot(&self, buf: &mut Vec<u8>) {
-        let len = self.len as usize;
+        self.snapshot_at(0, self.len as usize, buf)
+    }
+
+    /// A consistent copy of the `len` bytes at `off` into `buf` (as `snapshot`).
+    pub(crate) fn snapshot_at(&self, off: usize, len: usize, buf: &mut Vec<u8>) {
+        assert!(
+            off + len <= self.len as usize,
+            "a master read past its row data"
+        );
         buf.clear();
         buf.reserve(len);
         loop {
@@ -129,7 +147,7 @@ impl Master {
             // makes the copy garbage, which the sequence check below discards (the seqlock
             // pattern: the racing bytes are never interpreted before the check).
             unsafe {
-                ptr::copy_nonoverlapping(self.data_ptr(), buf.as_mut_ptr(), len);
+                ptr::copy_nonoverlapping(self.data_ptr().add(off), buf.as_mut_ptr(), len);
                 buf.set_len(len);
             }
             fence(Ordering::Acquire);
@@ -222,8 +240,20 @@ impl Version {
         self.master_word()
             .store(m as usize as u64, Ordering::Relaxed);
     }
+    /// The image word itself (`siro` keeps tags and segment entries there, never an
+    /// `Image`: see `is_image`).
+    #[inline]
+    pub(crate) fn image_word_ref(&self) -> &AtomicU64 {
+        self.image_word()
+    }
+    /// The version's `Image`, or null: none, or a `siro` word (a slot tag or a tagged
+    /// segment entry, never 8-aligned: `siro.rs`), which owns no image.
     fn image(&self) -> *mut u8 {
-        self.image_word().load(Ordering::Acquire) as usize as *mut u8
+        let w = self.image_word().load(Ordering::Acquire);
+        if w & 7 != 0 {
+            return ptr::null_mut();
+        }
+        w as usize as *mut u8
     }
     /// Bytes of the version's image (0 without one, or outside in-place storage): what
     /// freeing the version reclaims besides its header.

@@ -19,7 +19,9 @@ pub mod append_n2o;
 pub(crate) mod master;
 pub(crate) mod non_inline;
 mod pool;
+pub mod siro;
 pub mod space;
+pub(crate) mod zones;
 
 pub use append_n2o::Version;
 
@@ -49,6 +51,9 @@ pub(crate) enum Store {
     TimeTravel,
     /// In place, older versions as column before-images (`master`).
     Delta,
+    /// vDriver's SIRO (`siro`): the newest two rows in two slots of the tuple's master,
+    /// older ones relocated into classified segments.
+    Siro,
     /// One version per row, rows inline: the single-version protocols buffer a write's
     /// version and install it in place of the old one at commit (`cc/silo.rs`), so chains
     /// hold one version, except while recovery's replay (MVOCC, `Database::begin_replay`)
@@ -67,6 +72,8 @@ pub(crate) enum Rows {
     Inline,
     /// The newest row in a master per tuple, older ones as images (`master`).
     InPlace(master::InPlace),
+    /// Two rows in a master per tuple, older ones in segments (`siro`).
+    Siro,
 }
 
 /// The order of a chain from its indirection entry.
@@ -85,9 +92,11 @@ impl Store {
     pub(crate) fn order(self) -> Order {
         match self {
             Store::AppendO2n => Order::OldestFirst,
-            Store::AppendN2o | Store::TimeTravel | Store::Delta | Store::SingleVersion => {
-                Order::NewestFirst
-            }
+            Store::AppendN2o
+            | Store::TimeTravel
+            | Store::Delta
+            | Store::Siro
+            | Store::SingleVersion => Order::NewestFirst,
         }
     }
 
@@ -97,6 +106,7 @@ impl Store {
         match self {
             Store::TimeTravel => Rows::InPlace(master::InPlace::TimeTravel),
             Store::Delta => Rows::InPlace(master::InPlace::Delta),
+            Store::Siro => Rows::Siro,
             Store::AppendN2o | Store::AppendO2n | Store::SingleVersion => Rows::Inline,
         }
     }
@@ -107,7 +117,7 @@ impl Store {
     #[inline]
     pub(crate) fn takes_over_aborted_locks(self) -> bool {
         match self {
-            Store::TimeTravel | Store::Delta => false,
+            Store::TimeTravel | Store::Delta | Store::Siro => false,
             Store::AppendN2o | Store::AppendO2n | Store::SingleVersion => true,
         }
     }
@@ -120,7 +130,7 @@ impl Store {
     #[inline]
     pub(crate) fn gc_cuts_deleted_chains(self) -> bool {
         match self {
-            Store::AppendN2o | Store::TimeTravel | Store::Delta => true,
+            Store::AppendN2o | Store::TimeTravel | Store::Delta | Store::Siro => true,
             Store::AppendO2n | Store::SingleVersion => false,
         }
     }
@@ -138,7 +148,7 @@ mod tests {
     fn every_storage_maps_to_a_store_with_its_properties() {
         for &s in VersionStorage::ALL {
             let store = s.store();
-            let in_place = matches!(store.rows(), Rows::InPlace(_));
+            let in_place = matches!(store.rows(), Rows::InPlace(_) | Rows::Siro);
             assert_eq!(in_place, s.in_place(), "{s:?}");
             assert_eq!(
                 store.order() == Order::OldestFirst,
