@@ -24,7 +24,7 @@ fn read_json(p: &Path) -> Value {
     serde_json::from_str(&text).expect("valid JSON")
 }
 
-const RUNNABLE: [&str; 25] = [
+const RUNNABLE: [&str; 27] = [
     "non-inline",
     "chain-order",
     "footprint",
@@ -44,6 +44,8 @@ const RUNNABLE: [&str; 25] = [
     "hekaton-isolation",
     "hekaton-tatp",
     "hekaton-long-readers",
+    "vdriver-space",
+    "vdriver-siro",
     "ermia-tpcc",
     "pomvcc-fragment",
     "pomvcc-logs",
@@ -119,6 +121,8 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
                             || cmd.starts_with("myriad bench ycsb --protocol mvto")
                             || cmd.starts_with("myriad bench tpcc --warehouses 1")
                             || (logging && cmd.starts_with("myriad bench smallbank "))
+                            || (name.starts_with("vdriver-")
+                                && cmd.starts_with("myriad bench llt "))
                             || (protocol_study
                                 && ["ycsb", "tpcc", "tatp", "llt", "smallbank"]
                                     .iter()

@@ -191,12 +191,13 @@ fn the_suite_matches_its_expected_output_for_every_protocol_and_level() {
         &["--gc", "none", "--index-pointers", "logical-pk"],
         &["--gc", "txn", "--index-pointers", "physical"],
     ];
-    // Fourth: the in-place storages. Fifth: non-inline attributes (every spec's table has a
+    // Fourth: the in-place storages (`siro` with the dead-zone GC it needs). Fifth: non-inline attributes (every spec's table has a
     // VARCHAR column, so each row has a blob its versions copy or share, and the integer
     // columns are read from behind the blob pointers).
-    let in_place: [&[&str]; 3] = [
+    let in_place: [&[&str]; 4] = [
         &["--storage", "time-travel"],
         &["--storage", "delta", "--gc", "vacuum"],
+        &["--storage", "siro", "--gc", "dead-zone"],
         &["--storage", "delta", "--index-pointers", "logical-pk"],
     ];
     let non_inline: [&[&str]; 3] = [

@@ -17,6 +17,7 @@ mod plot;
 mod protocols;
 mod recovery;
 mod timestamps;
+mod vdriver;
 
 use crate::bench::{progress_bar, progress_enabled};
 use clap::{Args, ValueEnum};
@@ -82,6 +83,8 @@ enum Name {
     HekatonIsolation,
     HekatonTatp,
     HekatonLongReaders,
+    VdriverSpace,
+    VdriverSiro,
     ErmiaTpcc,
     PomvccFragment,
     PomvccLogs,
@@ -149,6 +152,16 @@ enum Metric {
     /// A latency figure of one transaction type (`latency_us.<type>.<key>`: `p25`, `p50`,
     /// `p80`, `p95`, `mean`...), against the point's x.
     TypeLatencyUs(&'static str, &'static str),
+    /// The longest sampled chain at each sample (`chain_len_max`), against time.
+    MaxChainOverTime,
+    /// The longest chain any sample of the run saw, against the point's x.
+    MaxChain,
+    /// `siro`: a share (%) of the versions that left a record slot (1st prune plus
+    /// relocated): stage `pruned_first`, or `pruned_seal`, `cut` or `kept` (relocated and
+    /// not dropped) of one class (0 hot, 1 cold, 2 LLT; `None` with `kept`: hot and cold).
+    SiroPct(&'static str, Option<usize>),
+    /// `siro`: the mean time from a segment's seal to its cut (ms) in one class.
+    SiroCutDelayMs(usize),
 }
 
 impl Metric {
@@ -177,6 +190,9 @@ impl Metric {
             Metric::LogBytesPerTxn => "log bytes / txn",
             Metric::MeanLatencyUs => "mean latency (us)",
             Metric::TypeLatencyUs(..) => "latency (us)",
+            Metric::MaxChainOverTime | Metric::MaxChain => "longest chain (versions)",
+            Metric::SiroPct(..) => "% of versions leaving record slots",
+            Metric::SiroCutDelayMs(_) => "mean cut delay (ms)",
         }
     }
 
@@ -198,6 +214,9 @@ impl Metric {
                 | Metric::LogBytesPerTxn
                 | Metric::MeanLatencyUs
                 | Metric::TypeLatencyUs(..)
+                | Metric::MaxChain
+                | Metric::SiroPct(..)
+                | Metric::SiroCutDelayMs(_)
         )
     }
 }
@@ -376,6 +395,33 @@ const SPECS: &[Spec] = &[
                   throughput is above 1V's throughout",
         partial: None,
         panels: protocols::hekaton_long_readers,
+    },
+    Spec {
+        name: "vdriver-space",
+        figure: "V13, V18",
+        finding: "vDriver Fig. 13: the vanilla engines' throughput falls while an LLT lives, \
+                  sharply under skew, and their space and max chain (to 10^4) keep growing; \
+                  with vDriver throughput holds, space stays low and the max chain stays \
+                  below 100 even under Zipf 1.2. Fig. 18: vDriver unchanged with the record \
+                  size (128 B or 1 KiB); vanilla PostgreSQL worse at 1 KiB",
+        partial: Some(
+            "Fig. 14 (the chain-length CDF) and Fig. 17 (24-96 cores); PostgreSQL and MySQL \
+             are replaced by o2n and n2o chains with the watermark GC",
+        ),
+        panels: vdriver::space,
+    },
+    Spec {
+        name: "vdriver-siro",
+        figure: "V15, V16, V19",
+        finding: "vDriver Fig. 15: over 92% of the versions leaving records are dropped at the \
+                  1st prune up to Zipf 1.1, with or without LLTs; under skew most survivors go \
+                  at the 2nd prune, and LLT-class leftovers shrink as hot ones grow. Fig. 16: \
+                  LLT segments are cut over the LLT's life, hot ones at once (a few stay \
+                  under skew); with a huge LLT threshold hot segments holding LLT versions \
+                  stay until the LLT ends. Fig. 19: chains stay short at every segment size \
+                  under uniform keys; under skew a 16 MiB segment lets the max chain pass 10^3",
+        partial: None,
+        panels: vdriver::siro,
     },
     Spec {
         name: "ermia-tpcc",
@@ -1158,8 +1204,13 @@ fn common_flags(s: &Scale, metric: Metric, args: &[String], json: &Path) -> Vec<
         | Metric::RecoverySeconds(_)
         | Metric::LogBytesPerTxn
         | Metric::MeanLatencyUs
-        | Metric::TypeLatencyUs(..) => s.duration,
-        Metric::ThroughputOverTime | Metric::LiveMibOverTime => s.series_duration,
+        | Metric::TypeLatencyUs(..)
+        | Metric::MaxChain
+        | Metric::SiroPct(..)
+        | Metric::SiroCutDelayMs(_) => s.duration,
+        Metric::ThroughputOverTime | Metric::LiveMibOverTime | Metric::MaxChainOverTime => {
+            s.series_duration
+        }
     };
     let mut flags: Vec<String> = Vec::new();
     if !args.iter().any(|a| a == "--threads") {
@@ -1284,6 +1335,48 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
             };
             return Ok(vec![(x, count / num(report, "duration_s")?)]);
         }
+        Metric::MaxChain => {
+            let samples = report
+                .pointer("/memory/timeseries")
+                .and_then(Json::as_array)
+                .ok_or("report lacks memory.timeseries")?;
+            let max = samples
+                .iter()
+                .filter_map(|s| s.get("chain_len_max").and_then(Json::as_f64))
+                .fold(0.0, f64::max);
+            return Ok(vec![(x, max)]);
+        }
+        Metric::SiroPct(stage, class) => {
+            let v = report.get("siro").ok_or("report lacks siro (not siro storage)")?;
+            let arr = |k: &str| -> Result<Vec<f64>, String> {
+                v.get(k)
+                    .and_then(Json::as_array)
+                    .map(|a| a.iter().filter_map(Json::as_f64).collect())
+                    .ok_or_else(|| format!("report lacks siro.{k}"))
+            };
+            let (relocated, seal, cut) = (arr("relocated")?, arr("pruned_seal")?, arr("cut")?);
+            let first = num(v, "pruned_first")?;
+            let total = first + relocated.iter().sum::<f64>();
+            let kept = |c: usize| relocated[c] - seal[c] - cut[c];
+            let n = match (stage, class) {
+                ("pruned_first", _) => first,
+                ("pruned_seal", Some(c)) => seal[c],
+                ("cut", Some(c)) => cut[c],
+                ("kept", Some(c)) => kept(c),
+                ("kept", None) => kept(0) + kept(1),
+                _ => return Err(format!("no siro stage {stage} {class:?}")),
+            };
+            let pct = if total > 0.0 { 100.0 * n / total } else { 0.0 };
+            return Ok(vec![(x, pct)]);
+        }
+        Metric::SiroCutDelayMs(c) => {
+            let v = report.get("siro").ok_or("report lacks siro (not siro storage)")?;
+            let d = v
+                .pointer(&format!("/mean_cut_delay_ms/{c}"))
+                .and_then(Json::as_f64)
+                .ok_or("report lacks siro.mean_cut_delay_ms")?;
+            return Ok(vec![(x, d)]);
+        }
         Metric::LongReaderTps | Metric::LongReaderAbortPct => {
             let l = report
                 .pointer("/results/long_readers")
@@ -1304,6 +1397,12 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
         let t = num(s, "t_s")?;
         match metric {
             Metric::LiveMibOverTime => out.push((t, num(s, "version_bytes")? / 1048576.0)),
+            // Samples before the first chain sample have none.
+            Metric::MaxChainOverTime => {
+                if let Some(m) = s.get("chain_len_max").and_then(Json::as_f64) {
+                    out.push((t, m));
+                }
+            }
             _ if i == 0 => {}
             _ => {
                 let p = &samples[i - 1];
