@@ -1347,7 +1347,9 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
             return Ok(vec![(x, max)]);
         }
         Metric::SiroPct(stage, class) => {
-            let v = report.get("siro").ok_or("report lacks siro (not siro storage)")?;
+            let v = report
+                .get("siro")
+                .ok_or("report lacks siro (not siro storage)")?;
             let arr = |k: &str| -> Result<Vec<f64>, String> {
                 v.get(k)
                     .and_then(Json::as_array)
@@ -1370,7 +1372,9 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
             return Ok(vec![(x, pct)]);
         }
         Metric::SiroCutDelayMs(c) => {
-            let v = report.get("siro").ok_or("report lacks siro (not siro storage)")?;
+            let v = report
+                .get("siro")
+                .ok_or("report lacks siro (not siro storage)")?;
             let d = v
                 .pointer(&format!("/mean_cut_delay_ms/{c}"))
                 .and_then(Json::as_f64)

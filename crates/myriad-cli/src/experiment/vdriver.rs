@@ -18,10 +18,22 @@ use super::{Metric, Panel, Scale, Series};
 
 /// The paper's baselines' analogues and the two treatments, as `bench llt` flags.
 const DESIGNS: [(&str, &[&str]); 4] = [
-    ("PostgreSQL-like (o2n, txn GC)", &["--storage", "o2n", "--gc", "txn"]),
-    ("InnoDB-like (n2o, txn GC)", &["--storage", "n2o", "--gc", "txn"]),
-    ("dead-zone (n2o)", &["--storage", "n2o", "--gc", "dead-zone"]),
-    ("SIRO (siro, dead-zone)", &["--storage", "siro", "--gc", "dead-zone"]),
+    (
+        "PostgreSQL-like (o2n, txn GC)",
+        &["--storage", "o2n", "--gc", "txn"],
+    ),
+    (
+        "InnoDB-like (n2o, txn GC)",
+        &["--storage", "n2o", "--gc", "txn"],
+    ),
+    (
+        "dead-zone (n2o)",
+        &["--storage", "n2o", "--gc", "dead-zone"],
+    ),
+    (
+        "SIRO (siro, dead-zone)",
+        &["--storage", "siro", "--gc", "dead-zone"],
+    ),
 ];
 
 /// SIRO's flags.
@@ -130,23 +142,28 @@ pub(super) fn siro(s: &Scale) -> Vec<Panel> {
     // Fig. 16: mean cut delay per class, normal and huge LLT threshold.
     for (c, class) in ["hot", "cold", "LLT"].iter().enumerate() {
         panels.push(Panel {
-            title: format!("Fig. 16: mean cut delay of {class} segments, 48 x 10,000 rows, one LLT"),
+            title: format!(
+                "Fig. 16: mean cut delay of {class} segments, 48 x 10,000 rows, one LLT"
+            ),
             x_label: "Zipf exponent",
             metric: Metric::SiroCutDelayMs(c),
-            series: [("normal LLT threshold (x200)", "200"), ("huge (x40000)", "40000")]
-                .iter()
-                .map(|&(label, multiple)| Series {
-                    label: label.into(),
-                    points: [0.0, 1.2]
-                        .iter()
-                        .map(|&z| {
-                            let mut rest = SIRO.to_vec();
-                            rest.extend(["--rows", "10000", "--siro-llt-multiple", multiple]);
-                            (z, llt(1, secs, z, &rest))
-                        })
-                        .collect(),
-                })
-                .collect(),
+            series: [
+                ("normal LLT threshold (x200)", "200"),
+                ("huge (x40000)", "40000"),
+            ]
+            .iter()
+            .map(|&(label, multiple)| Series {
+                label: label.into(),
+                points: [0.0, 1.2]
+                    .iter()
+                    .map(|&z| {
+                        let mut rest = SIRO.to_vec();
+                        rest.extend(["--rows", "10000", "--siro-llt-multiple", multiple]);
+                        (z, llt(1, secs, z, &rest))
+                    })
+                    .collect(),
+            })
+            .collect(),
         });
     }
     // Fig. 19: the longest chain over the segment size.

@@ -467,13 +467,19 @@ impl SiroStore {
     ) {
         let (slot, stats) = (w.slot, w.stats);
         let word = x.image_word_ref();
+        // A transaction id whose transaction has finished post-processing resolves to
+        // nothing (its slot moved on), but then the field holds the timestamp: read again.
         let field = |f: &AtomicU64| {
-            let v = f.load(Ordering::Acquire);
-            if is_txn(v) {
-                (w.resolve)(v)
-            } else {
-                Some(v)
+            for _ in 0..3 {
+                let v = f.load(Ordering::Acquire);
+                if !is_txn(v) {
+                    return Some(v);
+                }
+                if let Some(ts) = (w.resolve)(v) {
+                    return Some(ts);
+                }
             }
+            None
         };
         let (b, e) = (field(&x.begin), field(&x.end));
         let (b, e) = match (b, e) {
@@ -483,8 +489,10 @@ impl SiroStore {
                 return;
             }
             (Some(b), Some(e)) if b < e => (b, e),
-            // A bound not known yet (its transaction is still deciding): kept, cold, with an
-            // End no zone ends below, so its segment is never cut early.
+            // A bound not known (its transaction has no end timestamp: not expected of a
+            // version below the newest committed one, whose lock the caller holds): kept,
+            // cold, with an End no zone ends below, so its segment is never cut — safe, at
+            // the cost of that segment's memory.
             (b, _) => (b.unwrap_or(0), u64::MAX >> 2),
         };
         let class = if e == u64::MAX >> 2 {
