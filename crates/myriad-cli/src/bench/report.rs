@@ -879,10 +879,14 @@ impl Report {
         }
         if let Some(v) = &self.siro {
             let per = |a: [u64; 3]| {
+                let c = myriad::version::siro::CLASSES;
                 format!(
-                    "hot {} / cold {} / llt {}",
+                    "{} {} / {} {} / {} {}",
+                    c[0],
                     thousands(a[0]),
+                    c[1],
                     thousands(a[1]),
+                    c[2],
                     thousands(a[2])
                 )
             };

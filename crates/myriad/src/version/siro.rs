@@ -481,24 +481,18 @@ impl SiroStore {
             }
             None
         };
-        let (b, e) = (field(&x.begin), field(&x.end));
-        let (b, e) = match (b, e) {
+        let (b, e, class) = match (field(&x.begin), field(&x.end)) {
             (Some(b), Some(e)) if published.zones.is_dead(b, e) => {
                 word.store(PRUNED, Ordering::Release);
                 bump(&stats.pruned_first, 1);
                 return;
             }
-            (Some(b), Some(e)) if b < e => (b, e),
+            (Some(b), Some(e)) if b < e => (b, e, published.classify(b, e)),
             // A bound not known (its transaction has no end timestamp: not expected of a
             // version below the newest committed one, whose lock the caller holds): kept,
             // cold, with an End no zone ends below, so its segment is never cut — safe, at
             // the cost of that segment's memory.
-            (b, _) => (b.unwrap_or(0), u64::MAX >> 2),
-        };
-        let class = if e == u64::MAX >> 2 {
-            COLD
-        } else {
-            published.classify(b, e)
+            (b, _) => (b.unwrap_or(0), u64::MAX >> 2, COLD),
         };
         let row = m.owned_at(k * row_len, row_len);
         let p = self.append(slot, class, b, e, row, stats, published);
@@ -530,23 +524,20 @@ impl SiroStore {
             word.store(w, Ordering::Release);
             return;
         };
-        let cur = word.load(Ordering::Acquire);
-        let owners_below = |k: usize| {
+        // The versions below `new` that own a slot, with it: a prefix of the chain (module
+        // invariants).
+        let owners = || {
             let mut x = prev.map_or(ptr::null(), |p| p as *const Version);
-            // SAFETY: the caller is pinned and holds the chain's lock; slot owners are a
-            // prefix of the chain (module invariants).
-            while let Some(v) = unsafe { x.as_ref() } {
-                let w = v.image_word_ref().load(Ordering::Acquire);
-                let Some(s) = slot_of(w) else { break };
-                if s == k {
-                    return true;
-                }
+            std::iter::from_fn(move || {
+                // SAFETY: the caller is pinned and holds the chain's lock.
+                let v = unsafe { x.as_ref() }?;
+                let s = slot_of(v.image_word_ref().load(Ordering::Acquire))?;
                 x = v.next.load(Ordering::Acquire);
-            }
-            false
+                Some((v, s))
+            })
         };
-        if let Some(k) = slot_of(cur) {
-            if !owners_below(k) {
+        if let Some(k) = slot_of(word.load(Ordering::Acquire)) {
+            if !owners().any(|(_, s)| s == k) {
                 m.write_at(k * row_len, row_len, |d| d.copy_from_slice(row));
                 return;
             }
@@ -555,22 +546,13 @@ impl SiroStore {
             Some(a) => 1 - a,
             None => 0,
         };
-        let shared = guard;
-        let published = self.published.load(Ordering::Acquire, shared);
+        let published = self.published.load(Ordering::Acquire, guard);
         // SAFETY: published values are freed after the epoch; we are pinned.
         let published = unsafe { published.as_ref() }.unwrap_or_else(|| {
             unreachable!("the store is created with a published value and never unset")
         });
-        let mut x = prev.map_or(ptr::null(), |p| p as *const Version);
-        // SAFETY: as in `owners_below`.
-        while let Some(v) = unsafe { x.as_ref() } {
-            let Some(s) = slot_of(v.image_word_ref().load(Ordering::Acquire)) else {
-                break;
-            };
-            if s == k {
-                self.relocate(w, v, m, k, row_len, published);
-            }
-            x = v.next.load(Ordering::Acquire);
+        for (v, _) in owners().filter(|&(_, s)| s == k) {
+            self.relocate(w, v, m, k, row_len, published);
         }
         m.write_at(k * row_len, row_len, |d| d.copy_from_slice(row));
         word.store(SLOT[k], Ordering::Release);
