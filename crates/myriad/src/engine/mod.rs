@@ -715,6 +715,7 @@ impl Database {
             s.ssi_untracked_reads += l(&st.ssi_untracked_reads);
             s.ssi_old_read_aborts += l(&st.ssi_old_read_aborts);
             s.versions_cut_by_readers += l(&st.versions_cut_by_readers);
+            s.versions_pruned_dead_zone += l(&st.versions_pruned_dead_zone);
             add_siro(&mut s, st);
         }
         let clock = &self.shared.clock;
@@ -840,7 +841,18 @@ impl Database {
             }
             // SAFETY: we own the slot until release.
             let local = unsafe { &mut *self.locals.get(i) };
-            crate::gc::collect(&self.shared, slot, &mut local.garbage, &guard);
+            if self.shared.config.gc == crate::config::GcPolicy::DeadZone {
+                crate::gc::dead_zone::collect(
+                    &self.shared,
+                    slot,
+                    &mut local.garbage,
+                    &mut local.zones,
+                    &mut local.written,
+                    &guard,
+                );
+            } else {
+                crate::gc::collect(&self.shared, slot, &mut local.garbage, &guard);
+            }
             self.shared.txns.release(i);
         }
         drop(guard);

@@ -37,6 +37,9 @@ pub(crate) struct Garbage {
     pub end_ts: u64,
     pub table: u32,
     pub tid: TupleId,
+    /// GC `dead-zone`: a worker's collect visited it once and its chain kept an older
+    /// version (`dead_zone::collect`).
+    pub retried: bool,
 }
 
 /// The visibility watermark (see module docs).
@@ -150,7 +153,11 @@ fn prune_n2o(t: &Table, e: &std::sync::atomic::AtomicPtr<Version>, w: u64, cut: 
             }
             return;
         }
-        cut_chain(t, x.take_next(), w, cut);
+        // Most chains a pass visits hold nothing to cut: load before swapping, so a pass over
+        // them (a vacuum thread's full pass) dirties no line a worker holds.
+        if !x.next.load(Ordering::Acquire).is_null() {
+            cut_chain(t, x.take_next(), w, cut);
+        }
     }
 }
 

@@ -16,21 +16,23 @@
 //! - A block whose chains still hold more than one version after its pass (garbage that an
 //!   open snapshot still sees) is marked dirty again, so it is visited until it is clean.
 //!
-//! GC `dead-zone` runs on the same threads without the bitmap (`ZonedPasses`): a commit
-//! notes each tuple it gave a new version in its slot's buffer and hands a batch of
-//! `HAND_OVER` to the queue of the thread owning each tuple's block (one lock per queue per
-//! batch, counted as a global RMW). A pass prunes exactly the tuples handed over since the
-//! last one, starts again at once when it was busy, revisits every `REVISIT_PERIOD` the
-//! tuples whose chains kept an older version (`CHUNK` of them per pass, so that no pass is
-//! long while hot chains grow), and every `FULL_PERIOD` goes over all of its blocks (tuples a slot
-//! noted but had not handed over yet). A pass over the dirty blocks would walk every tuple
-//! of each 1,024-tuple block a commit touched: on `bench llt`'s 48 × 1,000 rows, every
-//! tuple, every 2 ms.
+//! GC `dead-zone` runs on the same threads without the bitmap (`ZonedPasses`). The workers
+//! prune the tuples they wrote (`dead_zone::collect`) and hand a batch of `HAND_OVER`
+//! tuples their collects could not leave clean to the queue of the thread owning each
+//! tuple's block (one lock per queue per batch, counted as a global RMW). A thread adds what
+//! was handed over to its revisit list, revisits the list every `REVISIT_PERIOD` (`CHUNK`
+//! tuples per pass, a busy pass followed by the next at once, so that no pass is long), and
+//! goes over all of its blocks once nothing committed for a `FULL_PERIOD` (the queues of
+//! workers that stopped committing; while any commits, a full pass would cost a cache miss
+//! per tuple of the database each time — 5 % of a YCSB run's cycles every second — for
+//! garbage bounded per worker, as `txn`'s idle queues are). A pass over the dirty blocks would walk every tuple of each
+//! 1,024-tuple block a commit touched: on `bench llt`'s 48 × 1,000 rows, every tuple, every
+//! 2 ms.
 //!
 //! The threads share the clock, the transaction table and the table directory with the
 //! `Database` (by `Arc`); `Vacuum`'s drop stops and joins them before those go away.
 
-use super::dead_zone::{self, Zones};
+use super::dead_zone::{self, has_older, PruneLocks, Zones};
 use super::epoch::{prune, watermark_of, Cut};
 use crate::storage::table::DIRTY_BLOCK_BITS as BLOCK_BITS;
 use crate::storage::{TableRef, TupleId};
@@ -54,9 +56,9 @@ type Written = parking_lot::Mutex<Vec<(u32, TupleId)>>;
 pub(crate) const HAND_OVER: usize = 64;
 
 /// GC `dead-zone`: this often a thread revisits the tuples whose chains kept an older
-/// version at their last visit (a reader still saw it; a tuple written again is handed over
-/// anyway), and this often it passes over all of its blocks (tuples a slot noted but has
-/// not handed over yet).
+/// version at their last visit (a reader still saw it), and this often it checks whether
+/// anything committed since the last check, passing over all of its blocks if not (module
+/// docs).
 const REVISIT_PERIOD: Duration = Duration::from_millis(64);
 const FULL_PERIOD: Duration = Duration::from_secs(1);
 /// Version storage `siro`: the first thread publishes zones and cuts dead segments this
@@ -82,9 +84,11 @@ pub(crate) struct Vacuum {
     pub(crate) shared: Shared,
     /// GC `dead-zone`: passes prune by the dead zones, not only below the watermark.
     zones: bool,
-    /// GC `dead-zone`: per thread, the tuples commits gave new versions since its last pass
+    /// GC `dead-zone`: per thread, the tuples workers handed over since its last pass
     /// (the thread owning a tuple's block: its index modulo the thread count).
     written: Arc<[Written]>,
+    /// GC `dead-zone`: every chain's pruner holds its stripe (`dead_zone.rs`).
+    pub(crate) locks: Arc<PruneLocks>,
 }
 
 /// What a vacuum pass reads: shared with the `Database`.
@@ -112,10 +116,11 @@ impl Vacuum {
         let passes = Arc::new(parking_lot::RwLock::new(()));
         let stats: Vec<Arc<SlotStats>> = (0..=n).map(|_| Arc::default()).collect();
         let written: Arc<[Written]> = (0..n).map(|_| Default::default()).collect();
+        let locks = Arc::new(PruneLocks::default());
         let threads = (0..n)
             .map(|i| {
                 let (stop, shared, stats) = (stop.clone(), shared.clone(), stats[i].clone());
-                let (passes, written) = (passes.clone(), written.clone());
+                let (passes, written, locks) = (passes.clone(), written.clone(), locks.clone());
                 std::thread::Builder::new()
                     .name(format!("myriad-vacuum-{i}"))
                     .spawn(move || {
@@ -124,9 +129,9 @@ impl Vacuum {
                             let busy = {
                                 let _shared = passes.read();
                                 if zones {
-                                    zoned.pass(&shared, i, n, &stats, &written[i]) >= BUSY
+                                    zoned.pass(&shared, i, n, &stats, &written[i], &locks) >= BUSY
                                 } else {
-                                    pass(&shared, i, n, &stats, full, zones);
+                                    pass(&shared, i, n, &stats, full, None);
                                     false
                                 }
                             };
@@ -150,6 +155,7 @@ impl Vacuum {
             shared,
             zones,
             written,
+            locks,
         }
     }
 
@@ -180,7 +186,8 @@ impl Vacuum {
         let _alone = self.passes.write();
         if let Some(stats) = self.stats.last() {
             siro_step(&self.shared, stats, &mut Zones::default(), true);
-            pass(&self.shared, 0, 1, stats, true, self.zones);
+            let locks = self.zones.then_some(&*self.locks);
+            pass(&self.shared, 0, 1, stats, true, locks);
             // Versions the pass spliced may have been the last to pin a segment's interval.
             siro_step(&self.shared, stats, &mut Zones::default(), true);
         }
@@ -212,9 +219,18 @@ fn siro_step(shared: &Shared, stats: &SlotStats, zones: &mut Zones, force: bool)
 
 /// One pass over the dirty blocks numbered `me` modulo `of` of every table, or over all of
 /// its blocks if `full` (with or without a bitmap). Publishes the watermark it used.
-/// With `zones`, the pass builds the dead zones once and prunes every visited chain by them
-/// (a list built at the start stays safe for the whole pass, `dead_zone.rs`).
-fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool, zones: bool) {
+/// With `locks` (GC `dead-zone`), the pass builds the dead zones once and prunes every
+/// visited chain by them (a list built at the start stays safe for the whole pass,
+/// `dead_zone.rs`), holding the chain's stripe.
+fn pass(
+    shared: &Shared,
+    me: usize,
+    of: usize,
+    stats: &SlotStats,
+    full: bool,
+    locks: Option<&PruneLocks>,
+) {
+    let zones = locks.is_some();
     let start = Instant::now();
     let mut dz = Zones::default();
     let w = if zones {
@@ -227,7 +243,8 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool, zo
     let mut spliced = 0;
     let guard = crossbeam_epoch::pin();
     let mut cut = Cut::default();
-    for t in shared.tables.iter().filter_map(|t| t.get()) {
+    for (id, t) in shared.tables.iter().enumerate() {
+        let Some(t) = t.get() else { continue };
         let blocks = (t.tid_count() >> BLOCK_BITS) + 1;
         for block in (me as u64..blocks).step_by(of) {
             if !full && !t.take_dirty(block) {
@@ -237,7 +254,8 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool, zo
             let end = (first + (1 << BLOCK_BITS)).min(t.tid_count());
             let mut again = false;
             for tid in (first..end).map(TupleId::new) {
-                if zones {
+                if let Some(locks) = locks {
+                    let _held = locks.lock(id as u32, tid);
                     spliced += dead_zone::prune(t, tid, &dz, &mut cut);
                 } else {
                     prune(t, tid, w, &mut cut);
@@ -262,15 +280,16 @@ fn pass(shared: &Shared, me: usize, of: usize, stats: &SlotStats, full: bool, zo
     bump(&stats.gc_ns, start.elapsed().as_nanos() as u64);
 }
 
-/// A `dead-zone` vacuum thread's passes: each prunes the tuples handed to it since the last
-/// one (`Vacuum::hand_over`), not every tuple of a dirty block, so a pass costs what was
-/// written, and a busy pass (`BUSY` tuples or more) is followed by the next at once; tuples
-/// whose chains kept an older version are revisited every `REVISIT_PERIOD`, and every
-/// `FULL_PERIOD` a pass goes over all of the thread's blocks. Which thread
-/// prunes a tuple is decided as for the full pass (block number modulo the thread count),
-/// so each chain keeps one pruner.
+/// A `dead-zone` vacuum thread's passes: the tuples handed to it (`Vacuum::hand_over`:
+/// chains a worker could not leave clean) join its revisit list, which it goes over every
+/// `REVISIT_PERIOD`, `CHUNK` tuples a pass, keeping those whose chains still hold an older
+/// version; a busy pass (`BUSY` tuples or more) is followed by the next at once. Every
+/// `FULL_PERIOD` a pass goes over all of the thread's blocks. Which thread revisits a tuple
+/// is decided as for the full pass (block number modulo the thread count).
 struct ZonedPasses {
     last_full: Instant,
+    /// Commits counted at the last full-pass check.
+    commits: u64,
     last_revisit: Instant,
     work: Vec<(u32, TupleId)>,
     /// Tuples whose chains held more than one version after their last visit.
@@ -288,6 +307,7 @@ impl Default for ZonedPasses {
         let now = Instant::now();
         ZonedPasses {
             last_full: now,
+            commits: 0,
             last_revisit: now,
             work: Vec::new(),
             retry: Vec::new(),
@@ -308,6 +328,7 @@ impl ZonedPasses {
         of: usize,
         stats: &SlotStats,
         written: &Written,
+        locks: &PruneLocks,
     ) -> usize {
         let now = Instant::now();
         if me == 0 && now.duration_since(self.last_siro) >= SIRO_PERIOD {
@@ -316,14 +337,22 @@ impl ZonedPasses {
         }
         if now.duration_since(self.last_full) >= FULL_PERIOD {
             self.last_full = now;
-            // Everything the queue and the retry list hold now is covered by the full pass.
-            written.lock().clear();
-            self.retry.clear();
-            self.revisit_left = 0;
-            pass(shared, me, of, stats, true, true);
-            return 0;
+            let commits = shared
+                .txns
+                .slots()
+                .map(|s| s.stats.committed.load(Ordering::Relaxed))
+                .sum();
+            if std::mem::replace(&mut self.commits, commits) == commits {
+                // Everything the queue and the retry list hold now is covered by the pass.
+                written.lock().clear();
+                self.retry.clear();
+                self.revisit_left = 0;
+                pass(shared, me, of, stats, true, Some(locks));
+                return 0;
+            }
         }
-        std::mem::swap(&mut *written.lock(), &mut self.work);
+        // The workers pruned what they hand over just before: it waits for the revisit.
+        self.retry.append(&mut written.lock());
         if self.revisit_left == 0 && now.duration_since(self.last_revisit) >= REVISIT_PERIOD {
             self.last_revisit = now;
             self.retry.sort_unstable();
@@ -338,8 +367,7 @@ impl ZonedPasses {
         if self.work.is_empty() {
             return 0;
         }
-        // Any chain may be pruned by a list built now (`dead_zone.rs`); building it after
-        // taking the queue lets the pass cut the versions the queued commits ended.
+        // Any chain may be pruned by a list built now (`dead_zone.rs`).
         dead_zone::build(&mut self.zones, &shared.clock, &shared.txns);
         shared
             .watermark
@@ -351,6 +379,11 @@ impl ZonedPasses {
         let mut spliced = 0;
         for &(table, tid) in &self.work {
             let Some(t) = shared.tables.get(table as usize).and_then(|t| t.get()) else {
+                continue;
+            };
+            // Another pruner holds the stripe (this chain's or another's): next revisit.
+            let Some(_held) = locks.try_lock(table, tid) else {
+                self.retry.push((table, tid));
                 continue;
             };
             spliced += dead_zone::prune(t, tid, &self.zones, &mut cut);
@@ -371,16 +404,5 @@ impl ZonedPasses {
         unsafe { cut.free_after_epoch(&guard) };
         bump(&stats.gc_ns, now.elapsed().as_nanos() as u64);
         visited
-    }
-}
-
-/// True if `tid`'s chain holds more than one version (something a later pass may cut).
-fn has_older(t: &crate::storage::Table, tid: TupleId) -> bool {
-    let Some(e) = t.entry(tid) else { return false };
-    // SAFETY: the caller is pinned.
-    unsafe {
-        e.load(Ordering::Acquire)
-            .as_ref()
-            .is_some_and(|v| !v.next.load(Ordering::Acquire).is_null())
     }
 }

@@ -325,9 +325,9 @@ impl<'db> Transaction<'db> {
         }
 
         // Post-processing (Hekaton §2.4): replace our id by the end timestamp in every field
-        // we wrote. GC `vacuum`: mark the tuple's block dirty; `dead-zone`: note the tuple for
-        // the vacuum thread that owns it (handed over in batches); `coop`: nothing (readers
-        // and the full passes find the garbage); `txn` (and `none`, which drops it): queue it.
+        // we wrote. GC `vacuum`: mark the tuple's block dirty; `coop`: nothing (readers and
+        // the full passes find the garbage); `txn`, `dead-zone` (and `none`, which drops it):
+        // queue it for this worker's next collect.
         let gc = db.config.gc;
         for w in &self.st.sets.write_set {
             // SAFETY: our own versions and versions we hold the write lock on; pinned.
@@ -342,9 +342,7 @@ impl<'db> Transaction<'db> {
                     old.end.store(end_ts.get(), Ordering::Release);
                 }
                 if !w.old.is_null() || (*w.new).is_tombstone() {
-                    if gc == GcPolicy::DeadZone {
-                        self.local.written.push((w.table, w.tid));
-                    } else if gc.marks_dirty() {
+                    if gc.marks_dirty() {
                         if db.table_by_id(w.table).mark_dirty(w.tid) {
                             bump(&slot.stats.record_rmw, 1);
                         }
@@ -353,6 +351,7 @@ impl<'db> Transaction<'db> {
                             end_ts: end_ts.get(),
                             table: w.table,
                             tid: w.tid,
+                            retried: false,
                         });
                     }
                 }
@@ -365,13 +364,6 @@ impl<'db> Transaction<'db> {
                 self.st.begin_ts.get(),
                 end_ts.get(),
             );
-        }
-        if self.local.written.len() >= crate::gc::vacuum::HAND_OVER {
-            if let Some(v) = db.vacuum.get() {
-                // One lock acquisition per queue the batch went to.
-                let locks = v.hand_over(&mut self.local.written);
-                bump(&slot.stats.global_rmw, locks as u64);
-            }
         }
         // `partial-order` on a durable database: a commit becomes readable only once its
         // log record is durable (POMVCC §V), so we count ourselves complete in the group, and
@@ -694,7 +686,19 @@ impl<'db> Transaction<'db> {
             if self.st.db.config.gc == crate::config::GcPolicy::Coop {
                 crate::gc::coop::refresh_watermark(self.st.db);
             }
-            crate::gc::collect(self.st.db, slot, &mut self.local.garbage, &self.guard);
+            if self.st.db.config.gc == crate::config::GcPolicy::DeadZone {
+                let l = &mut self.local;
+                crate::gc::dead_zone::collect(
+                    self.st.db,
+                    slot,
+                    &mut l.garbage,
+                    &mut l.zones,
+                    &mut l.written,
+                    &self.guard,
+                );
+            } else {
+                crate::gc::collect(self.st.db, slot, &mut self.local.garbage, &self.guard);
+            }
         }
         // SAFETY: we own the slot until release below.
         unsafe { std::ptr::swap(self.locals.get(self.st.slot_idx), &mut self.local) };

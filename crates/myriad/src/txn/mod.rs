@@ -89,9 +89,11 @@ pub(crate) struct SlotLocal {
     /// Delta storage: scratch for a version's before-images.
     pub image_buf: Vec<u8>,
     pub garbage: VecDeque<Garbage>,
-    /// GC `dead-zone`: tuples this slot's commits gave a new version, not yet handed to the
-    /// vacuum thread that owns them (`gc::vacuum::Vacuum::hand_over`).
+    /// GC `dead-zone`: tuples this slot's collects could not leave clean, not yet handed to
+    /// the vacuum thread that owns them (`gc::vacuum::Vacuum::hand_over`).
     pub written: Vec<(u32, TupleId)>,
+    /// GC `dead-zone`: the zones buffer of this slot's collects (`gc::dead_zone::collect`).
+    pub zones: crate::version::zones::Zones,
     /// The protocol's per-slot state (`cc::SlotCc`: held locks, commit scratch, Silo's
     /// last TID, `hybrid`'s retry flag).
     pub cc: cc::SlotCc,
