@@ -1031,6 +1031,18 @@ fn llt_runs_and_reports_a_consistent_series() {
             ts.iter().filter(|s| s["chain_len_max"].is_u64()).count() >= 2,
             "{gc}: no chain samples: {ts:?}"
         );
+        // Fig. 14: the worst sample's lengths by percentile, 0..=100, sorted, topped by a
+        // longest chain no sample in the series exceeds.
+        let pct: Vec<u64> = r["memory"]["chain_len_percentiles"]
+            .as_array()
+            .expect("chain_len_percentiles")
+            .iter()
+            .map(|v| v.as_u64().expect("a length"))
+            .collect();
+        assert_eq!(pct.len(), 101, "{gc}: {pct:?}");
+        assert!(pct[0] >= 1 && pct.is_sorted(), "{gc}: {pct:?}");
+        let series_max = ts.iter().filter_map(|s| s["chain_len_max"].as_u64()).max();
+        assert!(series_max <= Some(pct[100]), "{gc}: {pct:?} {ts:?}");
         assert_eq!(r["results"]["long_lived"]["snapshots_held"], 1, "{r}");
         assert!(
             r["results"]["long_lived"]["reads"].as_u64() > Some(0),

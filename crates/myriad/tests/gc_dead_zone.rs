@@ -151,6 +151,52 @@ fn pruning_needs_no_full_pass() {
     }
 }
 
+/// The chains a long-lived snapshot pinned are cleaned by the background once it ends, while
+/// commits go on elsewhere (so no idle full pass runs): 200 keys updated 3 times each under
+/// the snapshot keep its versions (the workers hand them over to be parked); once it ends,
+/// updates of one other key go on, and within 5 s the 200 chains are back to one version
+/// each. (With parked tuples never revisited the chains keep the snapshot's version: 400
+/// live versions.)
+#[test]
+fn chains_a_long_snapshot_pinned_are_cleaned_after_it_ends() {
+    for storage in ORDERS {
+        let db = open_dz(storage, GcPolicy::DeadZone);
+        let t = kv(&db);
+        load(&db, &t, 0..201);
+        let mut llt = db.begin().unwrap();
+        assert_eq!(val(&mut llt, &t, 7), Some(7));
+        for round in 0..3 {
+            for k in 0..200 {
+                set(&db, &t, k, 1_000 * (round + 1) + k);
+            }
+        }
+        assert_eq!(val(&mut llt, &t, 7), Some(7), "{storage}");
+        assert!(
+            db.stats().live_versions() >= 400,
+            "{storage}: the snapshot pins 200"
+        );
+        drop(llt);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut i = 0;
+        let live = loop {
+            set(&db, &t, 200, i);
+            i += 1;
+            let live = db.stats().live_versions();
+            if live <= 201 + 16 || std::time::Instant::now() > deadline {
+                break live;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        assert!(
+            live <= 201 + 16,
+            "{storage}: {live} live versions 5 s after the snapshot ended"
+        );
+        for k in [0, 7, 199] {
+            assert_eq!(val(&mut db.begin().unwrap(), &t, k), Some(3_000 + k));
+        }
+    }
+}
+
 /// Two threads hammer one key (no snapshot held): once the writers stop, the background
 /// pruner brings the chain back to its newest version (within 10 s; it takes milliseconds).
 #[test]

@@ -258,6 +258,9 @@ impl MemSample {
 pub(crate) struct ChainSampler {
     max: std::sync::atomic::AtomicU64,
     p99: std::sync::atomic::AtomicU64,
+    /// The sorted lengths of the sample whose longest chain was the run's longest so far
+    /// (the latest such): vDriver Fig. 14's distribution at the run's worst moment.
+    worst: std::sync::Mutex<Vec<u64>>,
 }
 
 impl ChainSampler {
@@ -265,7 +268,20 @@ impl ChainSampler {
         ChainSampler {
             max: std::sync::atomic::AtomicU64::new(u64::MAX),
             p99: std::sync::atomic::AtomicU64::new(0),
+            worst: Default::default(),
         }
+    }
+
+    /// The chain length at each percentile 0, 1, ..., 100 (nearest rank) of the worst sample
+    /// (`worst`); empty before the first sample.
+    fn worst_percentiles(&self) -> Vec<u64> {
+        let w = self.worst.lock().unwrap_or_else(|p| p.into_inner());
+        if w.is_empty() {
+            return Vec::new();
+        }
+        (0..=100usize)
+            .map(|q| w[(w.len() * q).div_ceil(100).max(1) - 1])
+            .collect()
     }
 
     fn latest(&self) -> Option<(u64, u64)> {
@@ -281,6 +297,10 @@ impl ChainSampler {
             if let Some((max, p99)) = max_and_p99(&mut lens) {
                 self.p99.store(p99, Ordering::Release);
                 self.max.store(max, Ordering::Release);
+                let mut w = self.worst.lock().unwrap_or_else(|p| p.into_inner());
+                if w.last().is_none_or(|&m| max >= m) {
+                    *w = lens;
+                }
             }
             std::thread::sleep(Duration::from_millis(200));
         }
@@ -316,6 +336,9 @@ pub struct RunResult {
     pub duration: Duration,
     pub latency: Vec<TypeLatency>,
     pub timeseries: Vec<MemSample>,
+    /// With `RunOptions::chain_sample`: the chain length at each percentile 0..=100 of the
+    /// sample whose longest chain was the run's longest (`ChainSampler::worst`).
+    pub chain_percentiles: Vec<u64>,
     /// Engine counters at the start and the end of the measured interval.
     pub stats_start: Stats,
     pub stats_end: Stats,
@@ -465,6 +488,7 @@ pub fn run<W: Worker>(
         duration,
         latency: (0..types).map(|_| TypeLatency::new()).collect(),
         timeseries,
+        chain_percentiles: chains.worst_percentiles(),
         stats_start,
         stats_end,
         memory_guard,
@@ -739,6 +763,7 @@ mod tests {
             duration: Duration::ZERO,
             latency: (0..3).map(|_| TypeLatency::new()).collect(),
             timeseries: Vec::new(),
+            chain_percentiles: Vec::new(),
             stats_start: Stats::default(),
             stats_end: Stats::default(),
             memory_guard: None,

@@ -268,6 +268,10 @@ pub struct Memory {
     pub chain_len_histogram: Vec<ChainBucket>,
     /// One sample per second of the measured interval, plus one at its end.
     pub timeseries: Vec<MemSample>,
+    /// With a chain sampler (`bench llt`): the chain length at each percentile 0, 1, ...,
+    /// 100 of the sample whose longest chain was the run's longest (vDriver Fig. 14).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub chain_len_percentiles: Vec<u64>,
     /// Version bytes allocated during the measured interval per committed transaction.
     pub version_bytes_per_txn: f64,
     pub versions_per_txn: f64,
@@ -644,6 +648,7 @@ impl Report {
                 max_chain_len: i.chains.max_chain_len,
                 chain_len_histogram,
                 timeseries: r.timeseries.clone(),
+                chain_len_percentiles: r.chain_percentiles.clone(),
                 version_bytes_per_txn: per_txn(d(|s| s.version_bytes_allocated)),
                 versions_per_txn: per_txn(d(|s| s.versions_allocated)),
             },
@@ -807,6 +812,16 @@ impl Report {
             m.max_chain_len,
             chains.join(", ")
         )?;
+        if let [p0, .., p100] = m.chain_len_percentiles[..] {
+            let p = |q: usize| m.chain_len_percentiles[q];
+            writeln!(
+                o,
+                "  worst sample chains by percentile: p0 {p0}, p50 {}, p90 {}, p99 {}, max {p100}",
+                p(50),
+                p(90),
+                p(99),
+            )?;
+        }
         if let (Some(first), Some(peak)) = (
             m.timeseries.first(),
             m.timeseries.iter().max_by_key(|s| s.version_bytes),

@@ -156,6 +156,10 @@ enum Metric {
     MaxChainOverTime,
     /// The longest chain any sample of the run saw, against the point's x.
     MaxChain,
+    /// The chain length at each percentile of the run's worst chain sample
+    /// (`memory.chain_len_percentiles`), against the percentile: vDriver Fig. 14's CDF with
+    /// its axes swapped (the percentiles are the same in every round, so rounds align).
+    ChainPercentiles,
     /// `siro`: a share (%) of the versions that left a record slot (1st prune plus
     /// relocated): stage `pruned_first`, or `pruned_seal`, `cut` or `kept` (relocated and
     /// not dropped) of one class (0 hot, 1 cold, 2 LLT; `None` with `kept`: hot and cold).
@@ -191,6 +195,7 @@ impl Metric {
             Metric::MeanLatencyUs => "mean latency (us)",
             Metric::TypeLatencyUs(..) => "latency (us)",
             Metric::MaxChainOverTime | Metric::MaxChain => "longest chain (versions)",
+            Metric::ChainPercentiles => "chain length (versions)",
             Metric::SiroPct(..) => "% of versions leaving record slots",
             Metric::SiroCutDelayMs(_) => "mean cut delay (ms)",
         }
@@ -398,15 +403,16 @@ const SPECS: &[Spec] = &[
     },
     Spec {
         name: "vdriver-space",
-        figure: "V13, V18",
+        figure: "V13, V14, V18",
         finding: "vDriver Fig. 13: the vanilla engines' throughput falls while an LLT lives, \
                   sharply under skew, and their space and max chain (to 10^4) keep growing; \
                   with vDriver throughput holds, space stays low and the max chain stays \
-                  below 100 even under Zipf 1.2. Fig. 18: vDriver unchanged with the record \
+                  below 100 even under Zipf 1.2. Fig. 14: under skew with an LLT most records \
+                  keep short chains (at most 35) with vDriver, a wide spread without. Fig. 18: vDriver unchanged with the record \
                   size (128 B or 1 KiB); vanilla PostgreSQL worse at 1 KiB",
         partial: Some(
-            "Fig. 14 (the chain-length CDF) and Fig. 17 (24-96 cores); PostgreSQL and MySQL \
-             are replaced by o2n and n2o chains with the watermark GC",
+            "Fig. 17 (24-96 cores); PostgreSQL and MySQL are replaced by o2n and n2o chains \
+             with the watermark GC; Fig. 14's CDF is drawn as percentiles (axes swapped)",
         ),
         panels: vdriver::space,
     },
@@ -1208,9 +1214,10 @@ fn common_flags(s: &Scale, metric: Metric, args: &[String], json: &Path) -> Vec<
         | Metric::MaxChain
         | Metric::SiroPct(..)
         | Metric::SiroCutDelayMs(_) => s.duration,
-        Metric::ThroughputOverTime | Metric::LiveMibOverTime | Metric::MaxChainOverTime => {
-            s.series_duration
-        }
+        Metric::ThroughputOverTime
+        | Metric::LiveMibOverTime
+        | Metric::MaxChainOverTime
+        | Metric::ChainPercentiles => s.series_duration,
     };
     let mut flags: Vec<String> = Vec::new();
     if !args.iter().any(|a| a == "--threads") {
@@ -1391,6 +1398,21 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
             }]);
         }
         _ => {}
+    }
+    if metric == Metric::ChainPercentiles {
+        let p = report
+            .pointer("/memory/chain_len_percentiles")
+            .and_then(Json::as_array)
+            .ok_or("report lacks memory.chain_len_percentiles")?;
+        return p
+            .iter()
+            .enumerate()
+            .map(|(q, v)| {
+                v.as_f64()
+                    .map(|v| (q as f64, v))
+                    .ok_or_else(|| "a chain percentile is not a number".to_string())
+            })
+            .collect();
     }
     let samples = report
         .pointer("/memory/timeseries")

@@ -7,8 +7,9 @@
 //! (`n2o` + `txn`, InnoDB-like), against dead-zone pruning and SIRO storage.
 //!
 //! Time series (`vdriver-space`): Fig. 13 (throughput, live version memory and the longest
-//! chain over time; uniform, then Zipf 1.2, one LLT from 20% to 80% of the run) and Fig. 18
-//! (128 and 1,024-byte rows, Zipf 1.1). Sweeps (`vdriver-siro`, SIRO only): Fig. 15 (where
+//! chain over time; uniform, then Zipf 1.2, one LLT from 20% to 80% of the run), Fig. 14
+//! (the chain-length distribution of the Zipf 1.2 runs at their longest-chain sample, as
+//! percentiles) and Fig. 18 (128 and 1,024-byte rows, Zipf 1.1). Sweeps (`vdriver-siro`, SIRO only): Fig. 15 (where
 //! the versions that leave a record slot go, by stage and class, over the Zipf exponent,
 //! with and without 4 LLTs), Fig. 16 (mean cut delay per class, normal and huge LLT
 //! threshold, uniform and Zipf 1.2, 48 × 10,000 rows) and Fig. 19 (the longest chain over
@@ -57,7 +58,7 @@ fn llt(n: usize, secs: f64, zipf: f64, rest: &[&str]) -> Vec<String> {
     a
 }
 
-/// Figs. 13 and 18: time series of the four designs.
+/// Figs. 13, 14 and 18: time series (and Fig. 14's distribution) of the four designs.
 pub(super) fn space(s: &Scale) -> Vec<Panel> {
     let secs = s.series_duration;
     let mut panels = Vec::new();
@@ -84,6 +85,21 @@ pub(super) fn space(s: &Scale) -> Vec<Panel> {
             });
         }
     }
+    panels.push(Panel {
+        title: "Fig. 14: chain length by percentile of the sampled records, at the run's \
+                longest-chain sample; Zipf 1.2, one LLT"
+            .into(),
+        x_label: "percentile of sampled records",
+        metric: Metric::ChainPercentiles,
+        // The same runs as Fig. 13's Zipf panels (one run per command and round).
+        series: DESIGNS
+            .iter()
+            .map(|(label, d)| Series {
+                label: label.to_string(),
+                points: vec![(0.0, llt(1, secs, 1.2, d))],
+            })
+            .collect(),
+    });
     for bytes in ["128", "1024"] {
         panels.push(Panel {
             title: format!("Fig. 18: {bytes}-byte rows, Zipf 1.1, one LLT"),

@@ -35,8 +35,9 @@
 //!   them (`collect`), while its cache still holds the chains (a vacuum thread pruning them
 //!   instead fetched every one from the other core: 35 % of a YCSB run's cycles went to
 //!   those misses). A tuple whose stripe is taken, or whose chain keeps an older version two
-//!   collects running (a live snapshot still sees it), is handed to the vacuum thread owning
-//!   its block, which revisits it until it is clean (`vacuum.rs`).
+//!   collects running (a live snapshot still sees it) or at once when the oldest read point
+//!   predates the worker's previous collect (a long-lived reader pins it), is handed to the
+//!   vacuum thread owning its block, which revisits it until it is clean (`vacuum.rs`).
 //! - A spliced version keeps its `next`, so a reader standing on it continues down the chain;
 //!   its memory is freed after the memory epoch (`Cut::free_after_epoch`): a reader that can
 //!   still reach it was pinned before the splice, and so keeps every version spliced later
@@ -150,7 +151,7 @@ pub(crate) fn collect(
     slot: &Slot,
     queue: &mut VecDeque<Garbage>,
     zones: &mut Zones,
-    handover: &mut Vec<(u32, TupleId)>,
+    handover: &mut Vec<(u32, TupleId, bool)>,
     guard: &Guard,
 ) {
     let Some(vacuum) = db.vacuum() else {
@@ -160,9 +161,14 @@ pub(crate) fn collect(
         return;
     }
     let start = Instant::now();
+    let previous = zones.ct();
     build(zones, db.clock(), db.txns());
+    // The oldest read point predates our previous collect: a long-lived reader pins what
+    // stays, and a second look in `gc_interval_txns` commits would find it pinned again.
+    let long = zones.watermark() < previous;
     let mut cut = Cut::default();
     let (mut spliced, mut locks) = (0, 0);
+    let waiting = handover.len();
     // Entries seen once already and kept an older version go to the back, once.
     for _ in 0..queue.len() {
         let Some(g) = queue.front().copied() else {
@@ -175,19 +181,23 @@ pub(crate) fn collect(
         let t = db.table_by_id(g.table);
         locks += 1;
         let Some(_held) = vacuum.locks.try_lock(g.table, g.tid) else {
-            handover.push((g.table, g.tid));
+            handover.push((g.table, g.tid, false));
             continue;
         };
         spliced += prune(t, g.tid, zones, &mut cut);
         if has_older(t, g.tid) {
-            if g.retried {
-                handover.push((g.table, g.tid));
+            if long || g.retried {
+                handover.push((g.table, g.tid, long));
             } else {
                 queue.push_back(Garbage { retried: true, ..g });
             }
         }
     }
-    if handover.len() >= crate::gc::vacuum::HAND_OVER {
+    // A full batch goes now; so does what is left once a collect adds nothing to it (the
+    // tail of a burst would otherwise wait for the next one).
+    if !handover.is_empty()
+        && (handover.len() >= crate::gc::vacuum::HAND_OVER || handover.len() == waiting)
+    {
         // One lock acquisition per queue the batch went to.
         bump(&slot.stats.global_rmw, vacuum.hand_over(handover) as u64);
     }

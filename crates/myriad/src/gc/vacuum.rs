@@ -48,8 +48,9 @@ const PERIOD: Duration = Duration::from_millis(2);
 /// Time between two full passes under cooperative cleaning.
 const COOP_PERIOD: Duration = Duration::from_millis(20);
 
-/// GC `dead-zone`: the tuples commits handed to one vacuum thread, (table id, tuple id).
-type Written = parking_lot::Mutex<Vec<(u32, TupleId)>>;
+/// GC `dead-zone`: the tuples workers handed to one vacuum thread, (table id, tuple id,
+/// pinned by a long-lived reader: park it).
+type Written = parking_lot::Mutex<Vec<(u32, TupleId, bool)>>;
 
 /// GC `dead-zone`: a slot hands the tuples its commits wrote to their vacuum threads once it
 /// has noted this many (`Vacuum::hand_over`).
@@ -60,6 +61,9 @@ pub(crate) const HAND_OVER: usize = 64;
 /// anything committed since the last check, passing over all of its blocks if not (module
 /// docs).
 const REVISIT_PERIOD: Duration = Duration::from_millis(64);
+/// GC `dead-zone`: parked tuples wait at most this long for their next visit (module docs
+/// of `ZonedPasses`).
+const PARKED_PERIOD: Duration = Duration::from_secs(1);
 const FULL_PERIOD: Duration = Duration::from_secs(1);
 /// Version storage `siro`: the first thread publishes zones and cuts dead segments this
 /// often (`siro_step`).
@@ -161,7 +165,7 @@ impl Vacuum {
 
     /// GC `dead-zone`: hands the tuples in `batch` (emptied) to the threads that own them;
     /// returns the queue locks taken.
-    pub(crate) fn hand_over(&self, batch: &mut Vec<(u32, TupleId)>) -> usize {
+    pub(crate) fn hand_over(&self, batch: &mut Vec<(u32, TupleId, bool)>) -> usize {
         let n = self.written.len();
         if n == 1 {
             self.written[0].lock().append(batch);
@@ -170,9 +174,9 @@ impl Vacuum {
         let owner = |tid: TupleId| ((tid.get() >> BLOCK_BITS) % n as u64) as usize;
         let mut locks = 0;
         for (i, q) in self.written.iter().enumerate() {
-            if batch.iter().any(|&(_, tid)| owner(tid) == i) {
+            if batch.iter().any(|&(_, tid, _)| owner(tid) == i) {
                 q.lock()
-                    .extend(batch.iter().filter(|&&(_, tid)| owner(tid) == i));
+                    .extend(batch.iter().filter(|&&(_, tid, _)| owner(tid) == i));
                 locks += 1;
             }
         }
@@ -280,22 +284,36 @@ fn pass(
     bump(&stats.gc_ns, start.elapsed().as_nanos() as u64);
 }
 
-/// A `dead-zone` vacuum thread's passes: the tuples handed to it (`Vacuum::hand_over`:
-/// chains a worker could not leave clean) join its revisit list, which it goes over every
-/// `REVISIT_PERIOD`, `CHUNK` tuples a pass, keeping those whose chains still hold an older
-/// version; a busy pass (`BUSY` tuples or more) is followed by the next at once. Every
-/// `FULL_PERIOD` a pass goes over all of the thread's blocks. Which thread revisits a tuple
-/// is decided as for the full pass (block number modulo the thread count).
+/// A `dead-zone` vacuum thread's passes. The tuples handed to it (`Vacuum::hand_over`:
+/// chains a worker could not leave clean) wait for the next revisit, every
+/// `REVISIT_PERIOD`, when a live reader briefly pinned them; when the worker found them
+/// pinned by a reader older than its previous collect (a long-lived one), they are
+/// *parked*. Parked tuples are revisited once the oldest read point moves past the one they
+/// were parked under, or `PARKED_PERIOD` after they were: while an LLT lives, every chain
+/// written holds its version, and revisiting them all every 64 ms took 16 % of a
+/// `bench llt` run's cycles to cut nothing (the writers prune the chains they write). A
+/// revisit is spread over passes, `CHUNK` tuples each, a busy pass (`BUSY` tuples or more)
+/// followed by the next at once; a tuple still unclean after its revisit is parked. Once
+/// nothing committed for `FULL_PERIOD` a pass goes over all of the thread's blocks. Which
+/// thread revisits a tuple is decided as for the full pass (block number modulo the thread
+/// count).
 struct ZonedPasses {
     last_full: Instant,
     /// Commits counted at the last full-pass check.
     commits: u64,
     last_revisit: Instant,
     work: Vec<(u32, TupleId)>,
-    /// Tuples whose chains held more than one version after their last visit.
-    retry: Vec<(u32, TupleId)>,
-    /// Entries at the front of `retry` the current revisit has still to take.
-    revisit_left: usize,
+    /// Handed over since the last revisit began.
+    fresh: Vec<(u32, TupleId)>,
+    /// The current revisit's tuples not visited yet (taken from the back).
+    revisit: Vec<(u32, TupleId)>,
+    /// Parked tuples, the oldest read point when the first of them was parked, when that
+    /// was, and the length after the last dedup (a worker hands a hot chain over again at
+    /// every collect while an LLT pins it).
+    parked: Vec<(u32, TupleId)>,
+    parked_w: u64,
+    parked_at: Instant,
+    parked_deduped: usize,
     zones: Zones,
     /// `siro`: the last cutter step (`siro_step`) and its zones buffer.
     last_siro: Instant,
@@ -310,8 +328,12 @@ impl Default for ZonedPasses {
             commits: 0,
             last_revisit: now,
             work: Vec::new(),
-            retry: Vec::new(),
-            revisit_left: 0,
+            fresh: Vec::new(),
+            revisit: Vec::new(),
+            parked: Vec::new(),
+            parked_w: 0,
+            parked_at: now,
+            parked_deduped: 0,
             zones: Zones::default(),
             last_siro: now,
             siro_zones: Zones::default(),
@@ -343,27 +365,47 @@ impl ZonedPasses {
                 .map(|s| s.stats.committed.load(Ordering::Relaxed))
                 .sum();
             if std::mem::replace(&mut self.commits, commits) == commits {
-                // Everything the queue and the retry list hold now is covered by the pass.
+                // Everything handed over, revisited or parked is covered by the pass.
                 written.lock().clear();
-                self.retry.clear();
-                self.revisit_left = 0;
+                self.fresh.clear();
+                self.revisit.clear();
+                self.parked.clear();
                 pass(shared, me, of, stats, true, Some(locks));
                 return 0;
             }
         }
         // The workers pruned what they hand over just before: it waits for the revisit.
-        self.retry.append(&mut written.lock());
-        if self.revisit_left == 0 && now.duration_since(self.last_revisit) >= REVISIT_PERIOD {
+        for (table, tid, long) in written.lock().drain(..) {
+            if long {
+                self.park(table, tid, shared.watermark.load(Ordering::Acquire), now);
+            } else {
+                self.fresh.push((table, tid));
+            }
+        }
+        if self.parked.len() > 2 * self.parked_deduped + CHUNK {
+            self.parked.sort_unstable();
+            self.parked.dedup();
+            self.parked_deduped = self.parked.len();
+        }
+        if self.revisit.is_empty() && now.duration_since(self.last_revisit) >= REVISIT_PERIOD {
             self.last_revisit = now;
-            self.retry.sort_unstable();
-            self.retry.dedup();
-            self.revisit_left = self.retry.len();
+            dead_zone::build(&mut self.zones, &shared.clock, &shared.txns);
+            std::mem::swap(&mut self.revisit, &mut self.fresh);
+            if !self.parked.is_empty()
+                && (self.zones.watermark() > self.parked_w
+                    || now.duration_since(self.parked_at) >= PARKED_PERIOD)
+            {
+                self.revisit.append(&mut self.parked);
+                self.parked_deduped = 0;
+            }
+            self.revisit.sort_unstable();
+            self.revisit.dedup();
         }
         // A revisit is spread over passes, `CHUNK` tuples each, so a pass stays short and
         // the chains written meanwhile (the hot ones) wait at most one short pass.
-        let k = self.revisit_left.min(CHUNK);
-        self.work.extend(self.retry.drain(..k));
-        self.revisit_left -= k;
+        let k = self.revisit.len().min(CHUNK);
+        self.work
+            .extend(self.revisit.drain(self.revisit.len() - k..));
         if self.work.is_empty() {
             return 0;
         }
@@ -372,26 +414,26 @@ impl ZonedPasses {
         shared
             .watermark
             .fetch_max(self.zones.watermark(), Ordering::AcqRel);
-        self.work.sort_unstable();
-        self.work.dedup();
         let guard = crossbeam_epoch::pin();
         let mut cut = Cut::default();
         let mut spliced = 0;
-        for &(table, tid) in &self.work {
+        let work = std::mem::take(&mut self.work);
+        for &(table, tid) in &work {
             let Some(t) = shared.tables.get(table as usize).and_then(|t| t.get()) else {
                 continue;
             };
             // Another pruner holds the stripe (this chain's or another's): next revisit.
             let Some(_held) = locks.try_lock(table, tid) else {
-                self.retry.push((table, tid));
+                self.fresh.push((table, tid));
                 continue;
             };
             spliced += dead_zone::prune(t, tid, &self.zones, &mut cut);
             if has_older(t, tid) {
-                self.retry.push((table, tid));
+                self.park(table, tid, self.zones.watermark(), now);
             }
         }
-        let visited = self.work.len();
+        let visited = work.len();
+        self.work = work;
         self.work.clear();
         bump(&stats.versions_reclaimed, cut.versions.len() as u64);
         bump(&stats.version_bytes_reclaimed, cut.bytes);
@@ -404,5 +446,13 @@ impl ZonedPasses {
         unsafe { cut.free_after_epoch(&guard) };
         bump(&stats.gc_ns, now.elapsed().as_nanos() as u64);
         visited
+    }
+
+    /// Parks a tuple found unclean while `w` was the oldest read point.
+    fn park(&mut self, table: u32, tid: TupleId, w: u64, now: Instant) {
+        if self.parked.is_empty() {
+            (self.parked_w, self.parked_at) = (w, now);
+        }
+        self.parked.push((table, tid));
     }
 }

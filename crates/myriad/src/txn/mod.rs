@@ -91,7 +91,7 @@ pub(crate) struct SlotLocal {
     pub garbage: VecDeque<Garbage>,
     /// GC `dead-zone`: tuples this slot's collects could not leave clean, not yet handed to
     /// the vacuum thread that owns them (`gc::vacuum::Vacuum::hand_over`).
-    pub written: Vec<(u32, TupleId)>,
+    pub written: Vec<(u32, TupleId, bool)>,
     /// GC `dead-zone`: the zones buffer of this slot's collects (`gc::dead_zone::collect`).
     pub zones: crate::version::zones::Zones,
     /// The protocol's per-slot state (`cc::SlotCc`: held locks, commit scratch, Silo's
