@@ -182,6 +182,7 @@ pub(crate) fn run<W: BaselineWorker>(
         duration,
         latency: (0..types).map(|_| TypeLatency::new()).collect(),
         timeseries: Vec::new(),
+        chain_percentiles: Vec::new(),
         stats_start: Stats::default(),
         stats_end: Stats::default(),
         memory_guard: None,

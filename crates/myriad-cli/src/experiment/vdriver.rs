@@ -86,8 +86,8 @@ pub(super) fn space(s: &Scale) -> Vec<Panel> {
         }
     }
     panels.push(Panel {
-        title: "Fig. 14: chain length by percentile of the sampled records, at the run's \
-                longest-chain sample; Zipf 1.2, one LLT"
+        title: "Fig. 14: chain length by percentile of the sampled records, at the \
+                longest-chain sample of each run; Zipf 1.2, one LLT"
             .into(),
         x_label: "percentile of sampled records",
         metric: Metric::ChainPercentiles,
