@@ -841,18 +841,14 @@ impl Database {
             }
             // SAFETY: we own the slot until release.
             let local = unsafe { &mut *self.locals.get(i) };
-            if self.shared.config.gc == crate::config::GcPolicy::DeadZone {
-                crate::gc::dead_zone::collect(
-                    &self.shared,
-                    slot,
-                    &mut local.garbage,
-                    &mut local.zones,
-                    &mut local.written,
-                    &guard,
-                );
-            } else {
-                crate::gc::collect(&self.shared, slot, &mut local.garbage, &guard);
-            }
+            crate::gc::collect_slot(
+                &self.shared,
+                slot,
+                &mut local.garbage,
+                &mut local.zones,
+                &mut local.written,
+                &guard,
+            );
             self.shared.txns.release(i);
         }
         drop(guard);

@@ -12,6 +12,25 @@ pub(crate) mod vacuum;
 
 pub(crate) use epoch::{collect, watermark, Garbage};
 
+/// A worker slot's GC pass over its queue (`gc_interval_txns` commits, or
+/// `Database::collect_garbage` for an idle slot): dead-zone pruning under `dead-zone`
+/// (`handover` holds the tuples for the vacuum threads, `zones` is a buffer), the
+/// watermark's otherwise.
+pub(crate) fn collect_slot(
+    db: &impl GcHost,
+    slot: &crate::txn::table::Slot,
+    queue: &mut std::collections::VecDeque<Garbage>,
+    zones: &mut crate::version::zones::Zones,
+    handover: &mut Vec<(u32, crate::storage::TupleId, bool)>,
+    guard: &crossbeam_epoch::Guard,
+) {
+    if db.gc_policy() == GcPolicy::DeadZone {
+        dead_zone::collect(db, slot, queue, zones, handover, guard);
+    } else {
+        collect(db, slot, queue, guard);
+    }
+}
+
 use crate::config::GcPolicy;
 use crate::storage::Table;
 use crate::timestamp::Source;

@@ -686,19 +686,15 @@ impl<'db> Transaction<'db> {
             if self.st.db.config.gc == crate::config::GcPolicy::Coop {
                 crate::gc::coop::refresh_watermark(self.st.db);
             }
-            if self.st.db.config.gc == crate::config::GcPolicy::DeadZone {
-                let l = &mut self.local;
-                crate::gc::dead_zone::collect(
-                    self.st.db,
-                    slot,
-                    &mut l.garbage,
-                    &mut l.zones,
-                    &mut l.written,
-                    &self.guard,
-                );
-            } else {
-                crate::gc::collect(self.st.db, slot, &mut self.local.garbage, &self.guard);
-            }
+            let l = &mut self.local;
+            crate::gc::collect_slot(
+                self.st.db,
+                slot,
+                &mut l.garbage,
+                &mut l.zones,
+                &mut l.written,
+                &self.guard,
+            );
         }
         // SAFETY: we own the slot until release below.
         unsafe { std::ptr::swap(self.locals.get(self.st.slot_idx), &mut self.local) };
