@@ -485,6 +485,55 @@ fn a_partial_order_commit_is_readable_only_once_durable() {
     db.wait_durable(ticket).unwrap();
 }
 
+/// `take_retry_floor` names the commit a write-write conflict met, once, for a retry loop
+/// that no longer holds the failed transaction (the bench runner); `wait_for_floor` then lets
+/// a plain begin see it. In memory (no tick) and durable with shared counters, where the
+/// winner is not readable until its log round is durable (10 s epoch interval): the wait
+/// asks for the round.
+#[test]
+fn a_retry_floor_names_the_winner_and_waiting_for_it_makes_it_readable() {
+    let conflict = |db: &Database, t: &TableRef, floor: Timestamp| {
+        let mut x = db.begin_after(si(), floor).unwrap();
+        let mut y = db.begin_after(si(), floor).unwrap();
+        x.update(t, &0i64, &[(1, 7i64)]).unwrap();
+        let ticket = x.commit_deferred().unwrap();
+        assert_eq!(db.take_retry_floor(), None, "no conflict yet");
+        assert_eq!(
+            y.update(t, &0i64, &[(1, 8i64)]).unwrap_err(),
+            Error::SerializationFailure(AbortReason::WriteWriteConflict)
+        );
+        drop(y);
+        assert_eq!(db.take_retry_floor(), Some(ticket.commit_ts()));
+        assert_eq!(db.take_retry_floor(), None, "taken");
+        ticket
+    };
+    for &counters in PoCounters::ALL {
+        let (db, t) = po_db(counters);
+        let loaded = load_ts(&db, &t, 1);
+        let ticket = conflict(&db, &t, loaded);
+        db.wait_for_floor(ticket.commit_ts()).unwrap();
+        let mut r = db.begin().unwrap();
+        assert_eq!(val(&mut r, &t, 0), Some(7));
+        r.commit().unwrap();
+        // Another database's floor is not this one's.
+        let (other, _) = po_db(counters);
+        conflict(&db, &t, ticket.commit_ts());
+        assert_eq!(other.take_retry_floor(), None);
+    }
+    let d = TempDir::new("retry-floor");
+    let db = Database::open(durable_po(&d.0, PoCounters::Shared, LogPolicy::Logical)).unwrap();
+    let t = kv(&db);
+    let loaded = load_ts(&db, &t, 1);
+    let ticket = conflict(&db, &t, loaded);
+    let started = std::time::Instant::now();
+    db.wait_for_floor(ticket.commit_ts()).unwrap();
+    assert!(db.is_durable(ticket), "readable only once durable");
+    let mut r = db.begin().unwrap();
+    assert_eq!(val(&mut r, &t, 0), Some(7));
+    r.commit().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
 /// A crash of a partial-order database, simulated by copying its files while it runs:
 /// two threads update shared and private keys (conflicts close groups, the tick closes the
 /// rest; many commits share a timestamp) and insert rows, while the main thread takes

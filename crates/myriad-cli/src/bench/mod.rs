@@ -607,7 +607,7 @@ fn watchdog(db: &Database, opts: &RunOptions, running: &AtomicUsize, stopped: &R
 
 /// How an aborted transaction is retried (stated in every report's fidelity block).
 pub const RETRY_POLICY: &str =
-    "same transaction again after a randomized exponential backoff: uniform in [0, 2 us * 2^k), k = aborts so far, capped at 0.5 ms";
+    "same transaction again after a randomized exponential backoff: uniform in [0, 2 us * 2^k), k = aborts so far, capped at 0.5 ms; after a write-write conflict with a commit, first waits until that commit is readable (Database::take_retry_floor, wait_for_floor; at once under the counters)";
 
 /// Waits before the `k`-th retry (k ≥ 1): uniform in [0, 2 µs · 2^k), at most 0.5 ms. Without it,
 /// two workers that abort each other retry in lock step and can livelock on hot keys.
@@ -701,6 +701,16 @@ fn worker_loop<W: Worker>(
                     break;
                 }
                 Err(Error::SerializationFailure(reason)) => {
+                    // A write-write conflict with a commit: the retry begins only once that
+                    // commit is readable, so it does not meet it again (a no-op under the
+                    // counters; under `partial-order` the winner's group may still be open,
+                    // or, durable, not yet logged). Counted as restart time below.
+                    if let Some(ts) = db.take_retry_floor() {
+                        if let Err(e) = db.wait_for_floor(ts) {
+                            phase.store(STOP, Ordering::SeqCst);
+                            return Err(e);
+                        }
+                    }
                     if !tally.abort_and_back_off(reason, ty, measured, phase, &mut aborts, start) {
                         break;
                     }

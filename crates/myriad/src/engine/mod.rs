@@ -536,6 +536,27 @@ impl Database {
         self.begin_with(opts)
     }
 
+    /// Waits until a transaction begun now sees every commit whose commit timestamp is at
+    /// or below `floor`: what `begin_after` waits for before it begins. Under the counters
+    /// every returned commit is already seen, so it returns at once; under `partial-order`
+    /// it may close the open commit timestamp and waits for the groups up to `floor` (and,
+    /// durable, for their log round). `Error::FloorAhead` for a floor no commit returned.
+    pub fn wait_for_floor(&self, floor: Timestamp) -> Result<()> {
+        self.shared.floor(floor)
+    }
+
+    /// The floor a retry of this thread's last failed transaction should begin at
+    /// (`begin_after`, or `wait_for_floor` then `begin`): the commit timestamp of the writer
+    /// it met in a write-write conflict, when that writer had one (committed, or committing).
+    /// Without it a retry under `partial-order` may begin at a snapshot that still lacks the
+    /// winner and meet the same conflict again (POMVCC §VI.C). Taken: a second call returns
+    /// `None`; `None` too when no transaction of this thread on this database has failed
+    /// that way since the last call. `run` does this itself; it is for retry loops that do
+    /// not hold the failed transaction, such as a benchmark driver's.
+    pub fn take_retry_floor(&self) -> Option<Timestamp> {
+        crate::txn::take_retry_floor(&self.shared)
+    }
+
     /// A READ ONLY transaction that reads a snapshot under every protocol, waiting as long
     /// as `Config::ddl_wait` for MVTO's older writers (checkpoints: a cut that misses a
     /// transaction ordered before it would lose it). Under SSN and ERMIA-SSI it is an MVOCC

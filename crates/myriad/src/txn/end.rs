@@ -707,6 +707,10 @@ impl Drop for Transaction<'_> {
         if self.status == Status::Active {
             self.rollback(AbortReason::UserAbort);
         }
+        if let Some(ts) = self.retry_floor {
+            let key = self.st.db as *const crate::shared::Shared as usize;
+            RETRY_FLOOR.with(|c| c.set(Some((key, ts))));
+        }
     }
 }
 

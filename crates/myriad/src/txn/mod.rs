@@ -46,6 +46,24 @@ use std::ptr;
 use std::sync::atomic::Ordering;
 use table::{bump, Slot, TxnId, PROV_BIT};
 
+thread_local! {
+    /// The retry floor of the last transaction this thread ended after a write-write
+    /// conflict with a commit (`Transaction::retry_floor`), with the address of its
+    /// database's `Shared`: read by `Database::take_retry_floor`, for retry loops that do
+    /// not hold the failed transaction (the bench runner).
+    static RETRY_FLOOR: std::cell::Cell<Option<(usize, Timestamp)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Takes the floor `RETRY_FLOOR` holds for `db`, if any.
+pub(crate) fn take_retry_floor(db: &Shared) -> Option<Timestamp> {
+    let key = db as *const Shared as usize;
+    RETRY_FLOOR.with(|c| match c.take() {
+        Some((k, ts)) if k == key => Some(ts),
+        _ => None,
+    })
+}
+
 /// Options for one transaction.
 #[derive(Clone, Copy, Debug)]
 pub struct TxnOptions {
