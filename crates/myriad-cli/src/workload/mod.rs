@@ -13,7 +13,8 @@
 //! transaction. A `RAISE` in a procedure (a spec's expected failure: insufficient funds, a
 //! missing or duplicate row) is a *user abort*: the runner counts it under `user_abort` and per
 //! transaction type and does not retry it; every other serialization failure is retried with
-//! backoff. Workers keep their outcome counters (money moved, rows inserted) privately and add
+//! backoff (after a write-write conflict with a commit, once that commit is readable:
+//! `Database::take_retry_floor`). Workers keep their outcome counters (money moved, rows inserted) privately and add
 //! them to the workload's atomics when they are dropped, so the invariant checks cost nothing
 //! on the transaction path.
 
