@@ -64,7 +64,7 @@ fn a_durable_run_recovers_with_every_row_and_the_log_reads_back() {
         "--threads",
         "2",
         "--duration",
-        "0.5",
+        "1.2",
         "--warmup",
         "0",
         "--no-progress",
@@ -86,6 +86,46 @@ fn a_durable_run_recovers_with_every_row_and_the_log_reads_back() {
     assert!(log["fsyncs"].as_u64().unwrap() > 0, "{log}");
     assert!(log["checkpoints"].as_u64().unwrap() >= 1, "{log}");
     assert!(r["committed"].as_u64().unwrap() > 0);
+    // Thesis Fig. 4.11 and Table 4.2's inputs: when each checkpoint ran, the log's bytes at
+    // each sample, and the latency of the transactions acknowledged in each second.
+    let spans = log["checkpoint_spans"].as_array().unwrap();
+    assert_eq!(spans.len() as u64, log["checkpoints"].as_u64().unwrap());
+    for sp in spans {
+        let (a, b) = (
+            sp["start_s"].as_f64().unwrap(),
+            sp["end_s"].as_f64().unwrap(),
+        );
+        assert!(a <= b && b < 5.0 && sp["bytes"].as_u64() > Some(0), "{sp}");
+    }
+    let samples = r["memory"]["timeseries"].as_array().unwrap();
+    assert!(
+        samples.len() >= 3,
+        "samples at 0 s, 1 s and the end: {samples:?}"
+    );
+    let bytes: Vec<u64> = samples
+        .iter()
+        .map(|s| {
+            s["log_bytes"]
+                .as_u64()
+                .expect("a durable sample has log_bytes")
+        })
+        .collect();
+    assert!(bytes.windows(2).all(|w| w[0] <= w[1]), "{bytes:?}");
+    assert!(*bytes.last().unwrap() > 0, "{bytes:?}");
+    let lat = r["latency_timeseries"].as_array().unwrap();
+    let counted: u64 = lat.iter().map(|l| l["count"].as_u64().unwrap()).sum();
+    let by_type: u64 = r["latency_us"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|l| l["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, by_type, "{lat:?}");
+    let end = r["duration_s"].as_f64().unwrap();
+    for l in lat {
+        assert!(l["mean_us"].as_f64().unwrap() > 0.0, "{l}");
+        assert!(l["t_s"].as_f64().unwrap() <= end + 1e-3, "{l} after {end}");
+    }
 
     let inspect = ok(&myriad(&["log", "inspect", d]), "log inspect");
     assert!(inspect.contains("persistent epoch"), "{inspect}");

@@ -8,9 +8,7 @@ use super::redb_engine::REDB_FSYNC_NEVER;
 use super::Engine;
 use crate::bench::command::JsonOut;
 use crate::bench::report::{Fidelity, Report, ReportInput};
-use crate::bench::{
-    reason_index, RunOptions, RunResult, ThreadTally, TypeLatency, MEASURE, REASONS, STOP, WARMUP,
-};
+use crate::bench::{reason_index, RunOptions, RunResult, ThreadTally, MEASURE, STOP, WARMUP};
 use myriad::{AbortReason, ChainStats, Config, Stats};
 use serde_json::Value as Json;
 use std::path::PathBuf;
@@ -171,22 +169,7 @@ pub(crate) fn run<W: BaselineWorker>(
             .collect();
         (tallies, duration)
     });
-    let mut result = RunResult {
-        committed: 0,
-        warmup_committed: 0,
-        aborted: [0; REASONS],
-        abandoned: 0,
-        user_aborted: vec![0; types],
-        conflict_aborted: vec![0; types],
-        restart_ns: 0,
-        duration,
-        latency: (0..types).map(|_| TypeLatency::new()).collect(),
-        timeseries: Vec::new(),
-        chain_percentiles: Vec::new(),
-        stats_start: Stats::default(),
-        stats_end: Stats::default(),
-        memory_guard: None,
-    };
+    let mut result = RunResult::empty(types, duration);
     for t in tallies {
         result.add(&t?);
     }

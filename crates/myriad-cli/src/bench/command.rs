@@ -559,6 +559,7 @@ pub(crate) fn bench_workload<W: Workload>(
                 "group_commits": l1.rounds - l0.rounds,
                 "checkpoints": ckpt.taken.load(std::sync::atomic::Ordering::Relaxed),
                 "checkpoint_ms": ckpt.ms.load(std::sync::atomic::Ordering::Relaxed),
+                "checkpoint_spans": ckpt.spans_json(run.measure_start),
             }),
         ));
     }
@@ -664,6 +665,8 @@ pub(crate) struct Checkpointer {
     taken: std::sync::atomic::AtomicU64,
     ms: std::sync::atomic::AtomicU64,
     error: std::sync::Mutex<Option<Error>>,
+    /// Each checkpoint's start, end and bytes written (thesis Fig. 4.11's grey intervals).
+    spans: std::sync::Mutex<Vec<(Instant, Instant, u64)>>,
 }
 
 impl Checkpointer {
@@ -677,10 +680,14 @@ impl Checkpointer {
                 std::thread::sleep(Duration::from_millis(10));
                 continue;
             }
+            let start = Instant::now();
             match db.checkpoint() {
                 Ok(info) => {
                     self.taken.fetch_add(1, Relaxed);
                     self.ms.fetch_add(info.elapsed.as_millis() as u64, Relaxed);
+                    if let Ok(mut spans) = self.spans.lock() {
+                        spans.push((start, Instant::now(), info.bytes));
+                    }
                 }
                 Err(e) => {
                     if let Ok(mut g) = self.error.lock() {
@@ -691,6 +698,30 @@ impl Checkpointer {
             }
             next = Instant::now() + every;
         }
+    }
+}
+
+impl Checkpointer {
+    /// The checkpoints taken, as `{start_s, end_s, bytes}` in seconds from `m0` (the start of
+    /// the measured interval; negative for one begun in the warm-up).
+    fn spans_json(&self, m0: Option<Instant>) -> serde_json::Value {
+        let spans = self.spans.lock().map(|s| s.clone()).unwrap_or_default();
+        let Some(m0) = m0 else {
+            return serde_json::Value::Array(Vec::new());
+        };
+        let secs = |t: Instant| {
+            let s = match t.checked_duration_since(m0) {
+                Some(d) => d.as_secs_f64(),
+                None => -m0.duration_since(t).as_secs_f64(),
+            };
+            (s * 1e3).round() / 1e3
+        };
+        spans
+            .iter()
+            .map(|&(a, b, bytes)| {
+                serde_json::json!({"start_s": secs(a), "end_s": secs(b), "bytes": bytes})
+            })
+            .collect()
     }
 }
 

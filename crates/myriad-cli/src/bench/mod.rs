@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 pub(crate) const WARMUP: u8 = 0;
@@ -123,6 +123,13 @@ impl RunResult {
         for (a, b) in self.latency.iter_mut().zip(&t.latency) {
             a.merge(b);
         }
+        if self.latency_by_s.len() < t.latency_by_s.len() {
+            self.latency_by_s.resize(t.latency_by_s.len(), (0, 0));
+        }
+        for (a, b) in self.latency_by_s.iter_mut().zip(&t.latency_by_s) {
+            a.0 += b.0;
+            a.1 += b.1;
+        }
     }
 }
 
@@ -145,6 +152,8 @@ pub(crate) struct ThreadTally {
     pub(crate) restart_ns: u64,
     /// Of the current transaction's time, how much `restart_ns` has counted already.
     counted_ns: u64,
+    /// Measured latencies by the second of the measured interval they ended in (`RunResult`'s).
+    pub(crate) latency_by_s: Vec<(u64, u64)>,
 }
 
 impl ThreadTally {
@@ -196,6 +205,23 @@ impl ThreadTally {
             latency: (0..types).map(|_| TypeLatency::new()).collect(),
             restart_ns: 0,
             counted_ns: 0,
+            latency_by_s: Vec::new(),
+        }
+    }
+
+    /// Records a measured transaction's latency under its type and under the second of the
+    /// measured interval (begun at `m0`) in which it ended, at `end`.
+    #[inline]
+    fn record_latency(&mut self, ty: usize, ns: u64, end: Instant, m0: Option<&Instant>) {
+        self.latency[ty].record(ns);
+        if let Some(m0) = m0 {
+            let sec = end.saturating_duration_since(*m0).as_secs() as usize;
+            if self.latency_by_s.len() <= sec {
+                self.latency_by_s.resize(sec + 1, (0, 0));
+            }
+            let b = &mut self.latency_by_s[sec];
+            b.0 += ns;
+            b.1 += 1;
         }
     }
 }
@@ -223,6 +249,10 @@ pub struct MemSample {
     pub chain_len_max: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chain_len_p99: Option<u64>,
+    /// A durable database: bytes written to the log since the start of the measured
+    /// interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_bytes: Option<u64>,
 }
 
 impl MemSample {
@@ -241,7 +271,17 @@ impl MemSample {
                 .saturating_sub(s0.versions_pruned_dead_zone),
             chain_len_max: None,
             chain_len_p99: None,
+            log_bytes: None,
         }
+    }
+
+    /// Adds the log bytes written since `log0` (a durable database's count at the start of
+    /// the measured interval).
+    fn with_log(mut self, db: &Database, log0: Option<u64>) -> MemSample {
+        if let (Some(l0), Some(l)) = (log0, db.log_stats()) {
+            self.log_bytes = Some(l.bytes_written.saturating_sub(l0));
+        }
+        self
     }
 
     /// Adds the sampler's latest chain lengths, if it has a sample.
@@ -344,9 +384,49 @@ pub struct RunResult {
     pub stats_end: Stats,
     /// Why the memory guard stopped the run (`RunOptions::max_version_bytes`), if it did.
     pub memory_guard: Option<String>,
+    /// Latency of measured transactions by the second of the measured interval they ended
+    /// in (acknowledged, for a durable commit): (nanoseconds summed, count) per second.
+    pub latency_by_s: Vec<(u64, u64)>,
+    /// When the measured interval began (`None` if it never did).
+    pub measure_start: Option<Instant>,
 }
 
 impl RunResult {
+    /// A result with nothing counted yet, for `types` transaction types.
+    pub(crate) fn empty(types: usize, duration: Duration) -> RunResult {
+        RunResult {
+            committed: 0,
+            warmup_committed: 0,
+            aborted: [0; REASONS],
+            abandoned: 0,
+            user_aborted: vec![0; types],
+            conflict_aborted: vec![0; types],
+            restart_ns: 0,
+            duration,
+            latency: (0..types).map(|_| TypeLatency::new()).collect(),
+            timeseries: Vec::new(),
+            chain_percentiles: Vec::new(),
+            stats_start: Stats::default(),
+            stats_end: Stats::default(),
+            memory_guard: None,
+            latency_by_s: Vec::new(),
+            measure_start: None,
+        }
+    }
+
+    /// Mean latency (µs) and count of each whole or final partial second of the measured
+    /// interval: `(t_s, mean_us, count)` with `t_s` the second's end (the interval's end for
+    /// the last), seconds without a commit left out.
+    pub fn latency_series(&self) -> Vec<(f64, f64, u64)> {
+        let end = self.duration.as_secs_f64();
+        self.latency_by_s
+            .iter()
+            .enumerate()
+            .filter(|(_, &(_, n))| n > 0)
+            .map(|(i, &(ns, n))| (((i + 1) as f64).min(end), ns as f64 / n as f64 / 1e3, n))
+            .collect()
+    }
+
     pub fn aborted_total(&self) -> u64 {
         self.aborted.iter().sum()
     }
@@ -448,12 +528,14 @@ pub fn run<W: Worker>(
 
     let running = AtomicUsize::new(opts.threads);
     let chains = ChainSampler::new();
+    let measure_start = OnceLock::new();
     let (tallies, measured) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..opts.threads)
             .map(|i| {
                 let (phase, make_worker, running) = (&phase, &make_worker, &running);
+                let m0 = &measure_start;
                 s.spawn(move || {
-                    let r = worker_loop(db, phase, types, make_worker(i));
+                    let r = worker_loop(db, phase, m0, types, make_worker(i));
                     running.fetch_sub(1, Ordering::SeqCst);
                     r
                 })
@@ -463,7 +545,7 @@ pub fn run<W: Worker>(
             let (chains, phase) = (&chains, &phase);
             s.spawn(move || chains.run(db, n, phase));
         }
-        let measured = drive(db, opts, &phase, &pb, &chains);
+        let measured = drive(db, opts, &phase, &pb, &chains, &measure_start);
         let (done, stopped) = std::sync::mpsc::channel::<()>();
         let running = &running;
         s.spawn(move || watchdog(db, opts, running, &stopped));
@@ -478,20 +560,13 @@ pub fn run<W: Worker>(
 
     let (duration, timeseries, stats_start, stats_end, memory_guard) = measured;
     let mut result = RunResult {
-        committed: 0,
-        warmup_committed: 0,
-        aborted: [0; REASONS],
-        abandoned: 0,
-        user_aborted: vec![0; types],
-        conflict_aborted: vec![0; types],
-        restart_ns: 0,
-        duration,
-        latency: (0..types).map(|_| TypeLatency::new()).collect(),
         timeseries,
         chain_percentiles: chains.worst_percentiles(),
         stats_start,
         stats_end,
         memory_guard,
+        measure_start: measure_start.get().copied(),
+        ..RunResult::empty(types, duration)
     };
     for t in tallies {
         result.add(&t?);
@@ -511,6 +586,7 @@ fn drive(
     phase: &AtomicU8,
     pb: &ProgressBar,
     chains: &ChainSampler,
+    measure_start: &OnceLock<Instant>,
 ) -> Measured {
     const TICK: Duration = Duration::from_millis(100);
     let start = Instant::now();
@@ -525,11 +601,18 @@ fn drive(
             opts.warmup.as_secs_f64()
         ));
     }
+    // Set before the workers see MEASURE, so every measured commit has the interval's start.
+    let m0 = *measure_start.get_or_init(Instant::now);
     let _ = phase.compare_exchange(WARMUP, MEASURE, Ordering::SeqCst, Ordering::SeqCst);
-    let m0 = Instant::now();
     let s0 = db.stats();
+    let log0 = db.log_stats().map(|l| l.bytes_written);
     pb.set_prefix("run");
-    let mut series = vec![MemSample::of(0.0, &s0, &s0).with_chains(chains)];
+    let sample = |t: f64, s: &Stats| {
+        MemSample::of(t, s, &s0)
+            .with_chains(chains)
+            .with_log(db, log0)
+    };
+    let mut series = vec![sample(0.0, &s0)];
     let mut next_sample = Duration::from_secs(1);
     let mut guard = None;
     loop {
@@ -558,7 +641,7 @@ fn drive(
         let elapsed = m0.elapsed();
         if elapsed >= next_sample {
             let s = db.stats();
-            series.push(MemSample::of(elapsed.as_secs_f64(), &s, &s0).with_chains(chains));
+            series.push(sample(elapsed.as_secs_f64(), &s));
             next_sample += Duration::from_secs(1);
         }
         if opts.progress {
@@ -579,7 +662,7 @@ fn drive(
         .last()
         .is_some_and(|l| duration.as_secs_f64() - l.t_s > 0.05)
     {
-        series.push(MemSample::of(duration.as_secs_f64(), &s1, &s0).with_chains(chains));
+        series.push(sample(duration.as_secs_f64(), &s1));
     }
     (duration, series, s0, s1, guard)
 }
@@ -640,6 +723,7 @@ fn is_user_abort(e: &Error) -> bool {
 fn worker_loop<W: Worker>(
     db: &Database,
     phase: &AtomicU8,
+    measure_start: &OnceLock<Instant>,
     types: usize,
     mut w: W,
 ) -> Result<ThreadTally, Error> {
@@ -653,7 +737,9 @@ fn worker_loop<W: Worker>(
             if !db.is_durable(k) {
                 break;
             }
-            tally.latency[ty].record(start.elapsed().as_nanos() as u64);
+            let now = Instant::now();
+            let ns = now.duration_since(start).as_nanos() as u64;
+            tally.record_latency(ty, ns, now, measure_start.get());
             pending.pop_front();
         }
         let ph = phase.load(Ordering::Relaxed);
@@ -662,7 +748,8 @@ fn worker_loop<W: Worker>(
                 db.wait_durable(k)?;
                 let now = Instant::now();
                 for (_, start, ty) in pending.drain(..) {
-                    tally.latency[ty].record(now.duration_since(start).as_nanos() as u64);
+                    let ns = now.duration_since(start).as_nanos() as u64;
+                    tally.record_latency(ty, ns, now, measure_start.get());
                 }
             }
             return Ok(tally);
@@ -684,7 +771,9 @@ fn worker_loop<W: Worker>(
                     if measured {
                         tally.committed += counted as u64;
                         if pending.is_empty() && db.is_durable(ticket) {
-                            tally.latency[ty].record(start.elapsed().as_nanos() as u64);
+                            let now = Instant::now();
+                            let ns = now.duration_since(start).as_nanos() as u64;
+                            tally.record_latency(ty, ns, now, measure_start.get());
                         } else {
                             pending.push_back((ticket, start, ty));
                         }
@@ -762,22 +851,7 @@ mod tests {
         ));
         assert_eq!(t.conflict_aborted, [0, 0, 2]);
         assert_eq!(t.aborted.iter().sum::<u64>(), 2);
-        let mut r = RunResult {
-            committed: 0,
-            warmup_committed: 0,
-            aborted: [0; REASONS],
-            abandoned: 0,
-            user_aborted: vec![0; 3],
-            conflict_aborted: vec![0; 3],
-            restart_ns: 0,
-            duration: Duration::ZERO,
-            latency: (0..3).map(|_| TypeLatency::new()).collect(),
-            timeseries: Vec::new(),
-            chain_percentiles: Vec::new(),
-            stats_start: Stats::default(),
-            stats_end: Stats::default(),
-            memory_guard: None,
-        };
+        let mut r = RunResult::empty(3, Duration::ZERO);
         r.add(&t);
         r.add(&t);
         assert_eq!(r.conflict_aborted, [0, 0, 4]);

@@ -57,6 +57,9 @@ pub struct Report {
     pub latency_us: BTreeMap<String, LatencySummary>,
     /// Per transaction type: counts in the ranges of thesis Table 3.1.
     pub latency_buckets: BTreeMap<String, LatencyBuckets>,
+    /// Over all types, per second of the measured interval in which transactions ended
+    /// (were acknowledged, for durable commits): their mean latency (thesis Fig. 4.11).
+    pub latency_timeseries: Vec<LatencySample>,
     pub memory: Memory,
     /// Time spent in garbage collection during the measured interval, summed over threads.
     pub gc_ms: f64,
@@ -256,6 +259,15 @@ impl LatencyBuckets {
             self.ge_100ms,
         ]
     }
+}
+
+/// One second of `Report::latency_timeseries`.
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencySample {
+    /// The end of the second (of the measured interval, for its last, partial second).
+    pub t_s: f64,
+    pub mean_us: f64,
+    pub count: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -641,6 +653,15 @@ impl Report {
                 .iter()
                 .zip(&r.latency)
                 .map(|(t, l)| (t.to_string(), LatencyBuckets::of(l.buckets)))
+                .collect(),
+            latency_timeseries: r
+                .latency_series()
+                .into_iter()
+                .map(|(t_s, mean_us, count)| LatencySample {
+                    t_s: (t_s * 1e3).round() / 1e3,
+                    mean_us: (mean_us * 10.0).round() / 10.0,
+                    count,
+                })
                 .collect(),
             memory: Memory {
                 version_bytes: i.end.live_version_bytes(),

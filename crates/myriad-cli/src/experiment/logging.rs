@@ -1,6 +1,8 @@
 //! Logging experiments (thesis §4.7.1): what each log kind costs a running workload —
-//! Table 4.1 (throughput and log size per transaction), Table 4.3 (latency with and
-//! without fsync) and Fig. 4.12 (command logging with a share of ad-hoc transactions).
+//! Table 4.1 (throughput and log size per transaction), Fig. 4.11 (throughput and latency
+//! over time with checkpoints running), Table 4.2 (log bandwidth with and without a
+//! checkpoint running), Table 4.3 (latency with and without fsync) and Fig. 4.12 (command
+//! logging with a share of ad-hoc transactions).
 //! Every logged run is durable in its own directory (`RUN_DIR`), on one logger, with the
 //! run's default epoch and group commit.
 
@@ -77,8 +79,61 @@ pub(super) fn logging(s: &Scale) -> Vec<Panel> {
             series: by_kind(true),
         });
     }
-    // Table 4.3: mean latency of TPC-C's transactions per log kind, fsync always and never.
     let workload = tpcc(s);
+    // Fig. 4.11 and Table 4.2: one run per log kind on the scale's threads for the time-series
+    // length, a checkpoint every quarter of it (none for OFF, which has no data directory):
+    // throughput and mean latency per second, and from the same runs the log's bandwidth
+    // while a checkpoint runs and while none does, and the checkpoints' own.
+    let every = format!("{}", (s.series_duration / 4.0).max(0.5));
+    let threads_s = t(s.threads);
+    let timed = |log: Option<&str>| {
+        let mut extra = vec!["--threads", threads_s.as_str()];
+        if log.is_some() {
+            extra.extend(["--checkpoint-interval", every.as_str()]);
+        }
+        run(&workload, log, "always", &extra)
+    };
+    for (title, metric) in [
+        ("throughput", Metric::ThroughputOverTime),
+        ("mean latency", Metric::LatencyOverTime),
+    ] {
+        panels.push(Panel {
+            title: format!(
+                "Fig. 4.11: TPC-C {title} over time by log, a checkpoint every {every} s"
+            ),
+            x_label: "seconds",
+            metric,
+            series: KINDS
+                .iter()
+                .map(|&(label, log)| Series {
+                    label: label.to_string(),
+                    points: vec![(0.0, timed(log))],
+                })
+                .collect(),
+        });
+    }
+    for (title, metric) in [
+        (
+            "log bandwidth while a checkpoint runs",
+            Metric::LogMibPerSec(true),
+        ),
+        ("log bandwidth while none runs", Metric::LogMibPerSec(false)),
+        ("checkpoint bandwidth", Metric::CheckpointMibPerSec),
+    ] {
+        panels.push(Panel {
+            title: format!("Table 4.2: TPC-C {title}"),
+            x_label: "threads",
+            metric,
+            series: KINDS[1..]
+                .iter()
+                .map(|&(label, log)| Series {
+                    label: label.to_string(),
+                    points: vec![(s.threads as f64, timed(log))],
+                })
+                .collect(),
+        });
+    }
+    // Table 4.3: mean latency of TPC-C's transactions per log kind, fsync always and never.
     let mut latency = Vec::new();
     for fsync in ["always", "never"] {
         for &(label, log) in &KINDS[1..] {

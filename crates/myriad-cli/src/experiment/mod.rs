@@ -166,6 +166,16 @@ enum Metric {
     SiroPct(&'static str, Option<usize>),
     /// `siro`: the mean time from a segment's seal to its cut (ms) in one class.
     SiroCutDelayMs(usize),
+    /// Mean latency of the transactions that ended in each second (`latency_timeseries`),
+    /// against time (thesis Fig. 4.11's lower half).
+    LatencyOverTime,
+    /// Log MiB written per second over the seconds of the run during which a checkpoint
+    /// was running (`true`: the middle of the second inside a `checkpoint_spans` entry) or
+    /// none was (`false`), against the point's x (thesis Table 4.2).
+    LogMibPerSec(bool),
+    /// Checkpoint MiB written per second of checkpointing (bytes over the spans' time),
+    /// against the point's x (thesis Table 4.2's checkpoint share).
+    CheckpointMibPerSec,
 }
 
 impl Metric {
@@ -198,6 +208,9 @@ impl Metric {
             Metric::ChainPercentiles => "chain length (versions)",
             Metric::SiroPct(..) => "% of versions leaving record slots",
             Metric::SiroCutDelayMs(_) => "mean cut delay (ms)",
+            Metric::LatencyOverTime => "mean latency (us)",
+            Metric::LogMibPerSec(_) => "log MiB/s",
+            Metric::CheckpointMibPerSec => "checkpoint MiB/s",
         }
     }
 
@@ -222,6 +235,8 @@ impl Metric {
                 | Metric::MaxChain
                 | Metric::SiroPct(..)
                 | Metric::SiroCutDelayMs(_)
+                | Metric::LogMibPerSec(_)
+                | Metric::CheckpointMibPerSec
         )
     }
 }
@@ -476,14 +491,19 @@ const SPECS: &[Spec] = &[
     },
     Spec {
         name: "command-logging",
-        figure: "4.12, T4.1, T4.3",
+        figure: "4.11-4.12, T4.1-T4.3",
         finding: "Table 4.1: TPC-C at 71 K (PL), 74 K (LL), 93 K (CL) tps, the logical log \
-                  10.8x the command log's size; Smallbank's logs alike in size. Table 4.3: \
+                  10.8x the command log's size; Smallbank's logs alike in size. Fig. 4.11: \
+                  OFF steady at ~95 K tps; on one SSD PL and LL drop ~25% while checkpoints \
+                  run, with latency spikes past 300 ms; CL's drop under 6%. Table 4.2: \
+                  tuple-level logs write ~260 MB/s, ~350 MB/s with checkpoints running; \
+                  CL's bandwidth is small either way. Table 4.3: \
                   with fsync CL's latency under half of PL's and LL's, without fsync all \
                   close. Fig. 4.12: throughput falls about linearly as the ad-hoc share grows",
         partial: Some(
-            "Fig. 4.11 (throughput and latency over time with checkpoints) and Table 4.2 (SSD \
-             bandwidth); one log device; 1-2 threads (the thesis: 32)",
+            "one log device shared with the checkpoints (the thesis: one or two SSDs); Fig. \
+             4.11's checkpoint intervals are in each run's JSON (results.log.checkpoint_spans), \
+             not shaded in the SVG; 1-2 threads (the thesis: 32)",
         ),
         panels: logging::logging,
     },
@@ -1217,7 +1237,10 @@ fn common_flags(s: &Scale, metric: Metric, args: &[String], json: &Path) -> Vec<
         Metric::ThroughputOverTime
         | Metric::LiveMibOverTime
         | Metric::MaxChainOverTime
-        | Metric::ChainPercentiles => s.series_duration,
+        | Metric::ChainPercentiles
+        | Metric::LatencyOverTime
+        | Metric::LogMibPerSec(_)
+        | Metric::CheckpointMibPerSec => s.series_duration,
     };
     let mut flags: Vec<String> = Vec::new();
     if !args.iter().any(|a| a == "--threads") {
@@ -1388,6 +1411,28 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
                 .ok_or("report lacks siro.mean_cut_delay_ms")?;
             return Ok(vec![(x, d)]);
         }
+        Metric::LatencyOverTime => {
+            let l = report
+                .get("latency_timeseries")
+                .and_then(Json::as_array)
+                .ok_or("report lacks latency_timeseries")?;
+            return l
+                .iter()
+                .map(|v| Ok((num(v, "t_s")?, num(v, "mean_us")?)))
+                .collect();
+        }
+        Metric::LogMibPerSec(during) => {
+            return log_rate(report, during).map(|r| vec![(x, r)]);
+        }
+        Metric::CheckpointMibPerSec => {
+            let spans = checkpoint_spans(report)?;
+            let secs: f64 = spans.iter().map(|&(a, b, _)| b - a).sum();
+            let bytes: f64 = spans.iter().map(|&(_, _, n)| n).sum();
+            if secs <= 0.0 {
+                return Err("no checkpoint ran (results.log.checkpoint_spans is empty)".into());
+            }
+            return Ok(vec![(x, bytes / secs / 1048576.0)]);
+        }
         Metric::LongReaderTps | Metric::LongReaderAbortPct => {
             let l = report
                 .pointer("/results/long_readers")
@@ -1441,6 +1486,66 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
         }
     }
     Ok(out)
+}
+
+/// A report's checkpoints, `(start_s, end_s, bytes)` (`results.log.checkpoint_spans`).
+fn checkpoint_spans(report: &Json) -> Result<Vec<(f64, f64, f64)>, String> {
+    let spans = report
+        .pointer("/results/log/checkpoint_spans")
+        .and_then(Json::as_array)
+        .ok_or("report lacks results.log.checkpoint_spans (a run without --log)")?;
+    spans
+        .iter()
+        .map(|v| {
+            let f = |k: &str| {
+                v.get(k)
+                    .and_then(Json::as_f64)
+                    .ok_or_else(|| format!("a checkpoint span lacks {k}"))
+            };
+            Ok((f("start_s")?, f("end_s")?, f("bytes")?))
+        })
+        .collect()
+}
+
+/// `Metric::LogMibPerSec`: log MiB per second while a checkpoint ran (`during`) or while
+/// none did. The log bytes are sampled once a second (`memory.timeseries`, `log_bytes`);
+/// within a sample interval they are taken to grow evenly, so an interval a checkpoint
+/// overlapped for a fraction f gives f of its bytes and of its time to `during`.
+fn log_rate(report: &Json, during: bool) -> Result<f64, String> {
+    let spans = checkpoint_spans(report)?;
+    let samples = report
+        .pointer("/memory/timeseries")
+        .and_then(Json::as_array)
+        .ok_or("report lacks memory.timeseries")?;
+    let point = |v: &Json| -> Result<(f64, f64), String> {
+        let t = v.get("t_s").and_then(Json::as_f64);
+        let b = v.get("log_bytes").and_then(Json::as_f64);
+        t.zip(b)
+            .ok_or_else(|| "a sample lacks t_s or log_bytes (a run without --log)".into())
+    };
+    let (mut bytes, mut secs) = (0.0, 0.0);
+    for w in samples.windows(2) {
+        let ((t0, b0), (t1, b1)) = (point(&w[0])?, point(&w[1])?);
+        if t1 <= t0 {
+            continue;
+        }
+        // Checkpoints run one after another, so their overlaps add up.
+        let overlap: f64 = spans
+            .iter()
+            .map(|&(a, b, _)| (t1.min(b) - t0.max(a)).max(0.0))
+            .sum::<f64>()
+            .min(t1 - t0);
+        let share = if during { overlap } else { t1 - t0 - overlap };
+        bytes += (b1 - b0) * share / (t1 - t0);
+        secs += share;
+    }
+    if secs < 1e-3 {
+        return Err(format!(
+            "no time of the measured interval {} a checkpoint",
+            if during { "during" } else { "outside" }
+        ));
+    }
+    Ok(bytes / secs / 1048576.0)
 }
 
 /// `args` with `RUN_DIR` replaced by `dir`, which must not exist yet (a left-over from an
@@ -1849,6 +1954,44 @@ mod tests {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!(median(&mut []).is_nan());
+    }
+
+    /// Table 4.2's rates: a checkpoint from 0.5 s to 1.5 s overlaps half of each of two
+    /// 1 s intervals, which wrote 2 and 4 MiB; it gets half of each (3 MiB in 1 s), the rest
+    /// (3 MiB in 1 s) is outside. The checkpoint wrote 8 MiB in 1 s. Fig. 4.11's latency is
+    /// the report's per-second means.
+    #[test]
+    fn log_bandwidth_splits_each_interval_by_its_overlap_with_checkpoints() {
+        const MIB: u64 = 1048576;
+        let r = json!({
+            "memory": {"timeseries": [
+                {"t_s": 0.0, "log_bytes": 0},
+                {"t_s": 1.0, "log_bytes": 2 * MIB},
+                {"t_s": 2.0, "log_bytes": 6 * MIB},
+            ]},
+            "results": {"log": {"checkpoint_spans": [
+                {"start_s": -0.2, "end_s": -0.1, "bytes": MIB},
+                {"start_s": 0.5, "end_s": 1.5, "bytes": 7 * MIB},
+            ]}},
+            "latency_timeseries": [
+                {"t_s": 1.0, "mean_us": 10.5, "count": 3},
+                {"t_s": 1.7, "mean_us": 20.0, "count": 1},
+            ],
+        });
+        let rate = |m| figures(&r, m, 2.0).unwrap();
+        assert_eq!(rate(Metric::LogMibPerSec(true)), vec![(2.0, 3.0)]);
+        assert_eq!(rate(Metric::LogMibPerSec(false)), vec![(2.0, 3.0)]);
+        assert_eq!(rate(Metric::CheckpointMibPerSec), vec![(2.0, 8.0 / 1.1)]);
+        assert_eq!(
+            rate(Metric::LatencyOverTime),
+            vec![(1.0, 10.5), (1.7, 20.0)]
+        );
+        // A run without checkpoints or without a log has no bandwidth to split.
+        let bare = json!({"memory": {"timeseries": [{"t_s": 0.0}, {"t_s": 1.0}]},
+                          "results": {"log": {"checkpoint_spans": []}}});
+        assert!(figures(&bare, Metric::LogMibPerSec(true), 1.0).is_err());
+        assert!(figures(&bare, Metric::CheckpointMibPerSec, 1.0).is_err());
+        assert!(figures(&json!({}), Metric::LogMibPerSec(false), 1.0).is_err());
     }
 
     #[test]
