@@ -142,8 +142,8 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
         )));
     }
 
-    // PACMAN recovery: each log was written once (TPC-C command, logical, physical; TPC-C
-    // all ad hoc; Smallbank command without and all ad hoc), every scheme recovered a
+    // PACMAN recovery: each log was written once (TPC-C and Smallbank command, logical,
+    // physical; each all ad hoc too), every scheme recovered a
     // non-empty log (a positive replay time), and the log directories are gone.
     let r = read_json(&dir.join("pacman-recovery.json"));
     let logs: Vec<&str> = r["logs"]
@@ -152,13 +152,15 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
         .iter()
         .map(|l| l.as_str().unwrap())
         .collect();
-    assert_eq!(logs.len(), 6, "{logs:?}");
+    assert_eq!(logs.len(), 8, "{logs:?}");
     for (workload, kind, adhoc) in [
         ("tpcc", "command", false),
         ("tpcc", "logical", false),
         ("tpcc", "physical", false),
         ("tpcc", "command", true),
         ("smallbank", "command", false),
+        ("smallbank", "logical", false),
+        ("smallbank", "physical", false),
         ("smallbank", "command", true),
     ] {
         let n = logs

@@ -483,7 +483,7 @@ const SPECS: &[Spec] = &[
                   falls smoothly as the ad-hoc share grows to 100% (LLR-P); Fig. 4.19: \
                   synchronous > 4x static-only at 40 threads, pipelined best",
         partial: Some(
-            "Smallbank's scheme comparison, Fig. 4.18 (chopping), Fig. 4.20's breakdown \
+            "Fig. 4.18 (chopping), Fig. 4.20's breakdown \
              (in each run's JSON: ms.dynamic_analysis, schedule_wait, execution); 1-2 \
              threads (the thesis: 1-40)",
         ),
