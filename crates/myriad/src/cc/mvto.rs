@@ -11,9 +11,11 @@
 //!   readers resolve with the no-wait `Resolver` (`cc/visibility.rs`).
 //! - **Writes** go to the latest version only, under its write lock (the End field), and only
 //!   if no later transaction read it: after locking, the version's read-ts must be ≤ `ts`.
-//!   The lock is a CAS and the read-ts a `fetch_max`, each followed by a load of the other
-//!   word, so of a racing reader and writer at least one sees the other (the reader re-checks
-//!   the End field after raising the read-ts).
+//!   The lock is a CAS and the read-ts a `fetch_max`, each followed by a fence and a load of
+//!   the other word, so of a racing reader and writer at least one sees the other. The reader
+//!   re-checks the End field also when it finds the read-ts already at or past its `ts` (a
+//!   later reader's, which may have landed after an older writer's check): skipping the
+//!   check there let a read miss an older writer's commit (a lost update).
 //! - **Phantoms.** The thesis leaves ranges out; a serializable engine cannot. What a scan
 //!   observed as absent has no version to carry a read-ts, so each index carries one
 //!   (`Table::scan_ts`): a range scan, a point lookup that finds nothing, or a whole-table
@@ -90,13 +92,19 @@ pub(crate) fn on_read(
         resolver.blocked.is_some(),
         "MVTO reads resolve without waiting"
     );
-    if v.aux.load(Ordering::Acquire) >= ts.get() {
-        return Ok(());
+    if v.aux.load(Ordering::Acquire) < ts.get() {
+        bump(&slot.stats.record_rmw, 1);
+        v.aux.fetch_max(ts.get(), Ordering::SeqCst);
     }
-    bump(&slot.stats.record_rmw, 1);
-    v.aux.fetch_max(ts.get(), Ordering::SeqCst);
-    // A writer older than us may have locked v before our read-ts landed: it did not see us,
-    // so we must see it.
+    // Pairs with `may_write`'s fence: of this fence and the writer's, whichever comes first,
+    // the other side sees its store (our read-ts, or a later reader's read-ts we loaded; the
+    // writer's lock).
+    fence(Ordering::SeqCst);
+    // A writer older than us may have locked v before the read-ts landed: it did not see it,
+    // so we must see the writer. That holds when a later reader raised the read-ts past ours
+    // too (the check above then skips the RMW, never this check): that reader may have
+    // landed after the older writer's check and aborted, and the writer can have committed
+    // since we found v visible.
     if !resolver.still_visible(v, ts) || resolver.blocked.is_some_and(|b| b.get()) {
         return Err(AbortReason::TimestampOrder);
     }

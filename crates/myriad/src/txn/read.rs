@@ -299,6 +299,8 @@ impl<'db> Transaction<'db> {
             }
             None => (TupleId::default(), ptr::null()),
         };
+        #[cfg(test)]
+        tests::pause_point(tests::Pause::Found);
         // SAFETY: visible versions stay allocated while we are active (watermark + pin).
         match unsafe { v.as_ref() } {
             Some(r) if !r.is_tombstone() => {

@@ -27,6 +27,9 @@ pub(crate) enum Pause {
     SingleVersionCommit,
     /// In a multi-version update commit, before it draws its end timestamp.
     MultiVersionCommit,
+    /// In a point read by primary key, after the version it reads is found and before the
+    /// read is recorded (MVTO: its read-ts raised).
+    Found,
 }
 
 /// A hook: where it runs and what it does.
@@ -986,4 +989,75 @@ fn healing_moves_a_transfer_to_the_destination_a_concurrent_commit_set() {
         assert!(accts[i].contains(want), "account {}: {accts:?}", i + 1);
     }
     assert_eq!(heals, 1, "one heal");
+}
+
+/// MVTO (thesis §5.3.1): T1 finds version v0 of row 1 visible; before its read-ts lands,
+/// T2 (an older timestamp) locks v0 and writes, T4 (a newer one) reads v0, raises its read-ts
+/// past T1's and aborts on T2's lock, and T2 commits. T1's read must now fail: T2 serializes
+/// before it, so T1 must read T2's version. It used to skip its check of v0's End field
+/// because the read-ts was already past its timestamp, read v0, and later write over T2's
+/// version: a lost update (a G-single the history checker found on the bank workload).
+#[test]
+fn mvto_read_fails_when_an_older_writer_committed_over_it_before_its_read_ts_landed() {
+    let (db, t) = kv_db(Config::new().protocol(crate::Protocol::Mvto), 1);
+    let (t2_begun, t2_begun_rx) = channel::<()>();
+    let (t1_begun, t1_begun_rx) = channel::<()>();
+    let (t4_begun, t4_begun_rx) = channel::<()>();
+    let (to_t2, t2_rx) = channel::<&str>();
+    let (to_t4, t4_rx) = channel::<()>();
+    let (done, done_rx) = channel::<&str>();
+    let done2 = done.clone();
+    std::thread::scope(|s| {
+        let (db, t) = (&db, &t);
+        let t2 = s.spawn(move || {
+            let mut tx = db.begin().unwrap();
+            t2_begun.send(()).unwrap();
+            assert_eq!(t2_rx.recv_timeout(WAIT).unwrap(), "write");
+            tx.update(t, &1i64, &[(1, 100i64)]).unwrap();
+            done.send("written").unwrap();
+            assert_eq!(t2_rx.recv_timeout(WAIT).unwrap(), "commit");
+            tx.commit().unwrap();
+            done.send("committed").unwrap();
+        });
+        let t4 = s.spawn(move || {
+            t1_begun_rx.recv_timeout(WAIT).unwrap();
+            let mut tx = db.begin().unwrap();
+            t4_begun.send(()).unwrap();
+            t4_rx.recv_timeout(WAIT).unwrap();
+            let r = tx.get_with(t, &1i64, |r| r.i64(1).unwrap());
+            assert_eq!(
+                r,
+                Err(Error::SerializationFailure(AbortReason::TimestampOrder)),
+                "T4 met T2's lock"
+            );
+            done2.send("read").unwrap();
+        });
+        t2_begun_rx.recv_timeout(WAIT).unwrap();
+        let mut tx = db.begin().unwrap();
+        t1_begun.send(()).unwrap();
+        t4_begun_rx.recv_timeout(WAIT).unwrap();
+        let (to_t2, to_t4) = (to_t2.clone(), to_t4.clone());
+        let mut fired = false;
+        set_pause(Pause::Found, move || {
+            if std::mem::replace(&mut fired, true) {
+                return;
+            }
+            to_t2.send("write").unwrap();
+            assert_eq!(done_rx.recv_timeout(WAIT).unwrap(), "written");
+            to_t4.send(()).unwrap();
+            assert_eq!(done_rx.recv_timeout(WAIT).unwrap(), "read");
+            to_t2.send("commit").unwrap();
+            assert_eq!(done_rx.recv_timeout(WAIT).unwrap(), "committed");
+        });
+        let r = tx.get_with(t, &1i64, |r| r.i64(1).unwrap());
+        clear_pause();
+        assert_eq!(
+            r,
+            Err(Error::SerializationFailure(AbortReason::TimestampOrder)),
+            "T1 must not read the version T2 (older) superseded"
+        );
+        t2.join().unwrap();
+        t4.join().unwrap();
+    });
+    assert_eq!(value(&db, &t, 1), Some(100));
 }
