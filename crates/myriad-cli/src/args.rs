@@ -4,8 +4,8 @@
 use clap::{ArgAction, Args, Parser, Subcommand};
 use myriad::{
     Error, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogManagerKind, LogPolicy, NonInline,
-    PacmanMode, PoCounters, ProcedureExec, Protocol, RecoveryScheme, TimestampPolicy,
-    VersionStorage,
+    PacmanMode, PacmanSlicing, PoCounters, ProcedureExec, Protocol, RecoveryScheme,
+    TimestampPolicy, VersionStorage,
 };
 use serde::{Serialize, Serializer};
 use std::fmt::Display;
@@ -64,6 +64,11 @@ pub(crate) enum Command {
         /// Graphviz dot).
         #[arg(long)]
         slices: bool,
+        /// With `--slices`: the decomposition — pacman (its slices; the default), chopping
+        /// (transaction chopping, thesis Fig. 4.18's baseline) or whole (one piece per
+        /// procedure).
+        #[arg(long, value_name = "S", value_parser = parse_choice::<PacmanSlicing>, requires = "slices")]
+        pacman_slicing: Option<PacmanSlicing>,
         /// Print Transaction Healing's static analysis instead (thesis §3.3, §3.4.5): each
         /// procedure's dependency graph (key, value, condition, control and own-write edges,
         /// UPDATEs that read their row, the loops around each operation) and the global
@@ -101,6 +106,11 @@ pub(crate) enum Command {
         /// done; thesis Fig. 4.9).
         #[arg(long, value_name = "MODE", value_parser = parse_choice::<PacmanMode>)]
         pacman_mode: Option<PacmanMode>,
+        /// `--recovery pacman` only: how each logged call is cut into pieces — pacman (its
+        /// procedure slices; the default), chopping (transaction chopping, the coarser
+        /// baseline of thesis Fig. 4.18) or whole (one piece per call).
+        #[arg(long, value_name = "S", value_parser = parse_choice::<PacmanSlicing>)]
+        pacman_slicing: Option<PacmanSlicing>,
         /// `--recovery pacman` only: epochs per log batch (default 100).
         #[arg(long, value_name = "N")]
         pacman_batch_epochs: Option<u64>,

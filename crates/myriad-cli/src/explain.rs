@@ -2,15 +2,22 @@
 //! `--slices` PACMAN's slices and block graph over all of them, or with `--healing`
 //! Transaction Healing's dependency graphs and validation order.
 
-use myriad::{Config, Database, Error};
+use myriad::procedure::slice::{registered_with, Options};
+use myriad::{Config, Database, Error, PacmanSlicing};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// `myriad explain FILE...`: runs the files' statements in order on an empty in-memory
 /// database (so the tables exist) and prints every procedure they define, in order; with
-/// `slices`, the slices and blocks of all of them together; with `healing`, their healing
-/// dependency graphs and the validation order over all of them.
-pub(crate) fn explain(files: &[PathBuf], dot: bool, slices: bool, healing: bool) -> ExitCode {
+/// `slices`, the slices (or the pieces of that decomposition) and blocks of all of them
+/// together; with `healing`, their healing dependency graphs and the validation order over
+/// all of them.
+pub(crate) fn explain(
+    files: &[PathBuf],
+    dot: bool,
+    slices: Option<PacmanSlicing>,
+    healing: bool,
+) -> ExitCode {
     let db = match Database::open(Config::default()) {
         Ok(db) => db,
         Err(e) => {
@@ -44,12 +51,15 @@ pub(crate) fn explain(files: &[PathBuf], dot: bool, slices: bool, healing: bool)
         eprintln!("error: no CREATE PROCEDURE in the files");
         return ExitCode::FAILURE;
     }
-    if slices {
-        out = if dot {
-            myriad::procedure::slice::explain_slices_dot(&db)
-        } else {
-            myriad::procedure::slice::explain_slices(&db)
-        };
+    if let Some(slicing) = slices {
+        let gdg = registered_with(
+            &db,
+            Options {
+                slicing,
+                ..Options::default()
+            },
+        );
+        out = if dot { gdg.dot() } else { gdg.text() };
     } else if healing {
         out = if dot {
             myriad::procedure::healing::explain_healing_dot(&db)

@@ -40,7 +40,7 @@ use args::{BenchWorkload, CheckWorkload, Cli, Command, LogCommand};
 use bench::footprint;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
-use myriad::{Config, Isolation, Protocol};
+use myriad::{Config, Isolation, PacmanSlicing, Protocol};
 use std::fmt::Display;
 use std::process::ExitCode;
 
@@ -88,8 +88,14 @@ fn main() -> ExitCode {
             files,
             dot,
             slices,
+            pacman_slicing,
             healing,
-        } => explain::explain(&files, dot, slices, healing),
+        } => explain::explain(
+            &files,
+            dot,
+            slices.then(|| pacman_slicing.unwrap_or(PacmanSlicing::Pacman)),
+            healing,
+        ),
         Command::IsolationTest(a) => isolation::run(a),
         Command::Experiment(a) => experiment::run(a),
         Command::Recover {
@@ -99,6 +105,7 @@ fn main() -> ExitCode {
             threads,
             verify,
             pacman_mode,
+            pacman_slicing,
             pacman_batch_epochs,
         } => recover::recover(
             &dir,
@@ -108,6 +115,7 @@ fn main() -> ExitCode {
             verify,
             recover::Pacman {
                 mode: pacman_mode,
+                slicing: pacman_slicing,
                 batch_epochs: pacman_batch_epochs,
             },
         ),

@@ -4,13 +4,14 @@
 use crate::bench::command::bench_load_state;
 use crate::bench::report;
 use crate::fatal;
-use myriad::{Config, Database, Error, PacmanMode, RecoveryScheme};
+use myriad::{Config, Database, Error, PacmanMode, PacmanSlicing, RecoveryScheme};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// `myriad recover`'s PACMAN options (`None`: not given).
 pub(crate) struct Pacman {
     pub mode: Option<PacmanMode>,
+    pub slicing: Option<PacmanSlicing>,
     pub batch_epochs: Option<u64>,
 }
 
@@ -32,21 +33,26 @@ pub(crate) fn recover(
     if let Some(n) = threads {
         config = config.recovery_threads(n);
     }
-    if scheme != RecoveryScheme::Pacman && (pacman.mode.is_some() || pacman.batch_epochs.is_some())
+    if scheme != RecoveryScheme::Pacman
+        && (pacman.mode.is_some() || pacman.slicing.is_some() || pacman.batch_epochs.is_some())
     {
         eprintln!(
-            "myriad: --pacman-mode and --pacman-batch-epochs need --recovery pacman (got \
-             --recovery {scheme})"
+            "myriad: --pacman-mode, --pacman-slicing and --pacman-batch-epochs need --recovery \
+             pacman (got --recovery {scheme})"
         );
         return ExitCode::from(2);
     }
     if let Some(m) = pacman.mode {
         config = config.pacman_mode(m);
     }
+    if let Some(s) = pacman.slicing {
+        config = config.pacman_slicing(s);
+    }
     if let Some(n) = pacman.batch_epochs {
         config = config.pacman_batch_epochs(n);
     }
     let (pacman_mode, batch_epochs) = (config.get_pacman_mode(), config.get_pacman_batch_epochs());
+    let slicing = config.get_pacman_slicing();
     let what = if verify { "verifying" } else { "recovering" };
     let opened = if verify {
         Database::verify(config).map(|r| (None, r))
@@ -130,7 +136,10 @@ pub(crate) fn recover(
             ms(r.checkpoint_load), ms(r.log_load), ms(r.replay), ms(r.checkpoint_write), ms(r.total()), open_s * 1e3);
     }
     if r.scheme == "pacman" {
-        println!("  pacman            mode {pacman_mode}, {batch_epochs} epochs per batch");
+        println!(
+            "  pacman            mode {pacman_mode}, pieces by {slicing}, {batch_epochs} epochs \
+             per batch"
+        );
         println!("  pacman (ms)       static analysis {:.1}; summed over workers: dynamic analysis {:.1}, scheduling wait {:.1}, execution {:.1}; {} batches, {} pieces, {} piece-sets started before an earlier batch was done",
             ms(r.static_analysis), ms(r.dynamic_analysis), ms(r.schedule_wait), ms(r.execution), r.batches, report::thousands(r.pieces), report::thousands(r.sets_overlapped));
     }
@@ -171,6 +180,7 @@ pub(crate) fn recover(
             "pieces": r.pieces,
             "sets_overlapped": r.sets_overlapped,
             "pacman_mode": (r.scheme == "pacman").then(|| pacman_mode.to_string()),
+            "pacman_slicing": (r.scheme == "pacman").then(|| slicing.to_string()),
             "pacman_batch_epochs": (r.scheme == "pacman").then_some(batch_epochs),
         });
         let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";

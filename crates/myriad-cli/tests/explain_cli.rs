@@ -126,6 +126,15 @@ fn slices_print_the_blocks_of_all_procedures() {
     let dot = run(&["--dot"]);
     assert!(dot.starts_with("digraph"), "{dot}");
     assert_eq!(dot.matches("subgraph cluster_b").count(), 2, "{dot}");
+    // Transaction chopping (thesis Fig. 4.18): every Smallbank procedure conflicts with the
+    // others through savings or checking, so each is one piece and all share one block.
+    let chopped = run(&["--pacman-slicing", "chopping"]);
+    assert!(
+        chopped.contains("5 procedures that write, 1 blocks"),
+        "{chopped}"
+    );
+    assert!(chopped.contains("pieces: chopping"), "{chopped}");
+    assert!(!chopped.contains("/1 in B"), "one slice each: {chopped}");
 }
 
 /// `--healing` prints Transaction Healing's analysis: Fig. 3.3's key and value edges, the

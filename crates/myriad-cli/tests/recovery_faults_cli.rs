@@ -295,13 +295,15 @@ fn a_run_killed_while_loading_is_reported_as_an_incomplete_load() {
 
 /// Every table of a copy of `dir` recovered by `scheme` on `threads` threads (sorted rows
 /// as text), and the recovery report. `pipelined`: PACMAN's pipelined mode, in batches of
-/// two epochs (so a short run's log holds many).
-fn recovered_rows(
+/// two epochs (so a short run's log holds many). `slicing`: PACMAN's pieces, if not its
+/// slices (in its static mode, as thesis Fig. 4.18 runs the baselines).
+fn recovered_rows_with(
     dir: &Path,
     tag: &str,
     scheme: &str,
     threads: usize,
     pipelined: bool,
+    slicing: Option<myriad::PacmanSlicing>,
 ) -> (Vec<String>, myriad::RecoveryReport) {
     use myriad::{Config, Database, PacmanMode, RecoveryScheme};
     let c = tmp(tag);
@@ -315,6 +317,9 @@ fn recovered_rows(
         config = config
             .pacman_mode(PacmanMode::Pipelined)
             .pacman_batch_epochs(2);
+    }
+    if let Some(s) = slicing {
+        config = config.pacman_slicing(s).pacman_mode(PacmanMode::Static);
     }
     let db = Database::open(config)
         .unwrap_or_else(|e| panic!("{tag}: {scheme} on {threads} threads: {e}"));
@@ -342,6 +347,17 @@ fn recovered_rows(
     (out, rep)
 }
 
+/// `recovered_rows_with` PACMAN's own slices.
+fn recovered_rows(
+    dir: &Path,
+    tag: &str,
+    scheme: &str,
+    threads: usize,
+    pipelined: bool,
+) -> (Vec<String>, myriad::RecoveryReport) {
+    recovered_rows_with(dir, tag, scheme, threads, pipelined, None)
+}
+
 /// `myriad bench` arguments of a small two-thread run of `workload` (tpcc: 2 warehouses,
 /// smallbank: 300 accounts, tatp: 500 subscribers) for `duration` seconds.
 fn small_run(workload: &'static str, duration: &'static str) -> Vec<&'static str> {
@@ -357,11 +373,35 @@ fn small_run(workload: &'static str, duration: &'static str) -> Vec<&'static str
 }
 
 /// Recovers copies of `dir` by `serial` (1 thread) and `pacman` (1 and 2 threads, sync
-/// and pipelined) and compares every row.
+/// and pipelined; and static on 2 threads with the pieces of transaction chopping and of
+/// whole calls) and compares every row.
 fn pacman_agrees_with_serial(dir: &Path, tag: &str) {
     let (serial, s) = recovered_rows(dir, &format!("{tag}-serial"), "serial", 1, false);
     assert_eq!(s.scheme, "serial");
     assert!(serial.len() > 100, "{tag}: {} rows", serial.len());
+    let (_, slices) = recovered_rows(dir, &format!("{tag}-slices"), "pacman", 2, false);
+    for slicing in [
+        myriad::PacmanSlicing::Chopping,
+        myriad::PacmanSlicing::Whole,
+    ] {
+        let what = format!("{tag}: pacman static, pieces by {slicing}");
+        let (got, rep) = recovered_rows_with(
+            dir,
+            &format!("{tag}-{slicing}"),
+            "pacman",
+            2,
+            false,
+            Some(slicing),
+        );
+        assert!(got == serial, "{what} differs from serial");
+        // Coarser pieces: no more of them than PACMAN's slices make, and at most one per
+        // record under `whole` (a row record writing several blocks' tables is one each).
+        assert!(rep.pieces <= slices.pieces, "{what}: {rep:?} vs {slices:?}");
+        assert!(rep.pieces > 0, "{what}");
+        if slicing == myriad::PacmanSlicing::Whole {
+            assert_eq!(rep.pieces, rep.records_replayed, "{what}: {rep:?}");
+        }
+    }
     for pipelined in [false, true] {
         for threads in [1, 2] {
             let (got, rep) = recovered_rows(
@@ -428,12 +468,43 @@ fn pacman_recovers_what_serial_recovers_on_tpcc_smallbank_and_tatp_command_logs(
             assert!(o.status.success(), "{}", text(&o));
             assert!(text(&o).contains("pacman (ms)"), "{}", text(&o));
             assert!(
-                text(&o).contains("mode pipelined, 3 epochs per batch"),
+                text(&o).contains("mode pipelined, pieces by pacman, 3 epochs per batch"),
                 "{}",
                 text(&o)
             );
             let o = myriad(&["check", "tpcc", "--data-dir", cs]);
             assert!(o.status.success(), "{}", text(&o));
+            // Thesis Fig. 4.18's baseline by name, and a decomposition that does not exist.
+            let o = myriad(&[
+                "recover",
+                "--verify",
+                cs,
+                "--recovery",
+                "pacman",
+                "--pacman-mode",
+                "static",
+                "--pacman-slicing",
+                "chopping",
+            ]);
+            assert!(o.status.success(), "{}", text(&o));
+            assert!(
+                text(&o).contains("mode static, pieces by chopping"),
+                "{}",
+                text(&o)
+            );
+            let o = myriad(&[
+                "recover",
+                cs,
+                "--recovery",
+                "pacman",
+                "--pacman-slicing",
+                "tiny",
+            ]);
+            assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+            assert!(text(&o).contains("chopping"), "{}", text(&o));
+            let o = myriad(&["recover", cs, "--pacman-slicing", "whole"]);
+            assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+            assert!(text(&o).contains("need --recovery pacman"), "{}", text(&o));
             let _ = std::fs::remove_dir_all(&c);
         }
         let _ = std::fs::remove_dir_all(&d);

@@ -499,6 +499,22 @@ choice_enum!(
 );
 
 choice_enum!(
+    /// How PACMAN recovery decomposes each logged procedure into pieces (thesis §4.7.3,
+    /// Fig. 4.18).
+    PacmanSlicing {
+        /// PACMAN's procedure slices (thesis §4.4.1): the finest partition keeping the
+        /// operations on a table the procedure writes, and flow paths, together.
+        Pacman = "pacman",
+        /// Transaction chopping (Shasha et al., TODS 1995) as the thesis's baseline: PACMAN's
+        /// slices, then, in each procedure, every two pieces that conflict with one same
+        /// procedure (another call of itself included) merge, until no SC-cycle is left.
+        Chopping = "chopping",
+        /// One piece per call: the whole procedure.
+        Whole = "whole",
+    }
+);
+
+choice_enum!(
     /// Whether loggers `fsync` each group commit. `never` is for measuring the rest of the
     /// logging path: a commit is then acknowledged once written to the OS, not to the disk.
     FsyncPolicy {
@@ -582,6 +598,7 @@ pub struct Config {
     pub(crate) recovery: RecoveryScheme,
     pub(crate) recovery_threads: usize,
     pub(crate) pacman_mode: PacmanMode,
+    pub(crate) pacman_slicing: PacmanSlicing,
     pub(crate) pacman_batch_epochs: u64,
     /// Test only: PACMAN ignores key footprints and runs a piece-set's pieces newest first,
     /// so a test can show its comparison with serial replay fails without them.
@@ -640,6 +657,7 @@ impl Default for Config {
             recovery: RecoveryScheme::Auto,
             recovery_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             pacman_mode: PacmanMode::Sync,
+            pacman_slicing: PacmanSlicing::Pacman,
             // "the batch size to 100 epochs" (thesis §4.6.1).
             pacman_batch_epochs: 100,
             #[cfg(test)]
@@ -887,6 +905,12 @@ impl Config {
         self.pacman_mode = m;
         self
     }
+    /// How PACMAN recovery decomposes logged calls into pieces (default `pacman`: its
+    /// slices; `chopping` and `whole` are the coarser baselines of thesis Fig. 4.18).
+    pub fn pacman_slicing(mut self, s: PacmanSlicing) -> Self {
+        self.pacman_slicing = s;
+        self
+    }
     /// Epochs per PACMAN log batch (default 100, thesis §4.6.1); ERMIA's log has no epochs,
     /// so there a record's epoch is its LSN / 64 KiB.
     pub fn pacman_batch_epochs(mut self, n: u64) -> Self {
@@ -896,6 +920,10 @@ impl Config {
     /// The PACMAN batch coordination (`pacman_mode`).
     pub fn get_pacman_mode(&self) -> PacmanMode {
         self.pacman_mode
+    }
+    /// The PACMAN decomposition (`pacman_slicing`).
+    pub fn get_pacman_slicing(&self) -> PacmanSlicing {
+        self.pacman_slicing
     }
     /// Epochs per PACMAN log batch (`pacman_batch_epochs`).
     pub fn get_pacman_batch_epochs(&self) -> u64 {

@@ -33,8 +33,8 @@ pub mod version;
 
 pub use config::{
     Config, FsyncPolicy, GcPolicy, IndexPointers, Isolation, LogManagerKind, LogPolicy, NonInline,
-    PacmanMode, PoCounters, ProcedureExec, Protocol, RecoveryScheme, TimestampPolicy,
-    VersionStorage,
+    PacmanMode, PacmanSlicing, PoCounters, ProcedureExec, Protocol, RecoveryScheme,
+    TimestampPolicy, VersionStorage,
 };
 pub use engine::{ChainStats, Database, Stats};
 pub use error::{AbortReason, Error, Result};

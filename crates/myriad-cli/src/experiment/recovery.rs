@@ -43,8 +43,9 @@ fn recover(log: &[String], scheme: &str, threads: usize, rest: &[&str]) -> Vec<S
     a
 }
 
-/// Figs. 4.13/4.14/4.16 (log recovery time per scheme) and 4.19 (PACMAN's static, sync and
-/// pipelined modes), over recovery threads.
+/// Figs. 4.13/4.14/4.16 (log recovery time per scheme), 4.18 (PACMAN's slices against
+/// transaction chopping, both static) and 4.19 (PACMAN's static, sync and pipelined modes),
+/// over recovery threads.
 pub(super) fn pacman(s: &Scale) -> Vec<Panel> {
     let threads = super::protocols::thread_counts(s);
     let command = tpcc_log(s, "command");
@@ -76,6 +77,21 @@ pub(super) fn pacman(s: &Scale) -> Vec<Panel> {
             &["--pacman-mode", "pipelined"],
         ),
     ];
+    // Fig. 4.18: the static decompositions alone (dynamic analysis off: `static` mode).
+    let decompositions = vec![
+        series(
+            "pacman static (slices)",
+            &command,
+            "pacman",
+            &["--pacman-mode", "static"],
+        ),
+        series(
+            "transaction chopping",
+            &command,
+            "pacman",
+            &["--pacman-mode", "static", "--pacman-slicing", "chopping"],
+        ),
+    ];
     // Fig. 4.16 compares the schemes "in both benchmarks": each workload's three logs.
     let schemes = |log: &dyn Fn(&str) -> Vec<String>| {
         let (command, logical, physical) = (log("command"), log("logical"), log("physical"));
@@ -101,6 +117,14 @@ pub(super) fn pacman(s: &Scale) -> Vec<Panel> {
             x_label: "recovery threads",
             metric: Metric::RecoverySeconds("replay"),
             series: modes,
+        },
+        Panel {
+            title: "Fig. 4.18: PACMAN's static analysis vs transaction chopping, TPC-C command \
+                    log (replay)"
+                .into(),
+            x_label: "recovery threads",
+            metric: Metric::RecoverySeconds("replay"),
+            series: decompositions,
         },
         Panel {
             title: "Figs. 4.13/4.16: log recovery by scheme, TPC-C (replay + index build)".into(),

@@ -31,6 +31,7 @@ use super::flow::{Flow, Kind};
 use super::graph::Source;
 use super::ir::{vars_of, Proc, Stmt};
 use super::Procedure;
+use crate::config::PacmanSlicing;
 use crate::query::expr::E;
 use crate::storage::TableRef;
 use std::collections::{BTreeMap, BTreeSet};
@@ -42,11 +43,17 @@ use std::sync::Arc;
 pub struct Options {
     /// Keep only operations a write depends on (S0's dead-code elimination).
     pub dce: bool,
+    /// The decomposition: PACMAN's slices, or the coarser baselines of thesis Fig. 4.18
+    /// (`coarsen`).
+    pub slicing: PacmanSlicing,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { dce: true }
+        Options {
+            dce: true,
+            slicing: PacmanSlicing::Pacman,
+        }
     }
 }
 
@@ -85,6 +92,8 @@ pub struct ProcSlices {
     ops: Vec<String>,
     /// The table each operation accesses.
     op_tables: Vec<Option<String>>,
+    /// Whether each operation writes its table.
+    op_writes: Vec<bool>,
 }
 
 impl ProcSlices {
@@ -96,6 +105,11 @@ impl ProcSlices {
     /// The table operation `op` accesses, if any.
     pub fn table_of(&self, op: usize) -> Option<&str> {
         self.op_tables.get(op)?.as_deref()
+    }
+
+    /// Whether operation `op` writes its table.
+    pub fn writes(&self, op: usize) -> bool {
+        self.op_writes.get(op).copied().unwrap_or(false)
     }
 }
 
@@ -132,6 +146,8 @@ pub struct Gdg {
     pub blocks: Vec<Block>,
     /// Block edges (from, to), from < to.
     pub edges: Vec<(usize, usize)>,
+    /// The decomposition it was built with ([`Options::slicing`]).
+    pub slicing: PacmanSlicing,
 }
 
 /// Union-find over operation ids; the smaller id is the root, so results do not depend on
@@ -625,6 +641,9 @@ pub fn analyze(procs: &[&Procedure], opts: Options) -> Gdg {
     let mut forced: Vec<((usize, usize), (usize, usize))> = Vec::new();
     loop {
         let pieces: Vec<BTreeMap<usize, Piece>> = progs.iter_mut().map(|g| g.settle()).collect();
+        if coarsen(&mut progs, opts.slicing) {
+            continue;
+        }
         // Slices, globally numbered.
         let slices: Vec<(usize, usize)> = pieces
             .iter()
@@ -683,12 +702,92 @@ pub fn analyze(procs: &[&Procedure], opts: Options) -> Gdg {
             }
             continue;
         }
-        let mut gdg = output(&mut progs, pieces, &slices, &mut blocks, &bedges, read_only);
+        let mut gdg = output(
+            &mut progs,
+            pieces,
+            &slices,
+            &mut blocks,
+            &bedges,
+            read_only,
+            opts.slicing,
+        );
         for (p, i) in gdg.procedures.iter_mut().zip(&inputs) {
             p.input = *i;
         }
         return gdg;
     }
+}
+
+/// The baselines of thesis Fig. 4.18 on the settled partitions: whether any slice merged.
+///
+/// `whole`: each procedure one slice. `chopping` (Shasha et al., TODS 1995, adapted as the
+/// thesis's baseline): a chopping is correct when its SC-graph has no cycle that holds an
+/// S-edge (between pieces of one call) and a C-edge (pieces of two calls that access one
+/// table, one of them writing it; table-level, like the analysis). The finest correct
+/// chopping of a procedure P, the others unchopped, merges two of P's pieces when each
+/// conflicts with a procedure of one connected component of the procedures' conflict graph
+/// (a C-path between them through other calls closes an SC-cycle with their S-edge). A log
+/// holds many calls of each procedure, so P's other calls are among those procedures.
+fn coarsen(progs: &mut [Prog<'_>], slicing: PacmanSlicing) -> bool {
+    let mut changed = false;
+    match slicing {
+        PacmanSlicing::Pacman => {}
+        PacmanSlicing::Whole => {
+            for g in progs.iter_mut() {
+                let ops = g.db_ops();
+                for w in ops.windows(2) {
+                    changed |= g.uf.union(w[0], w[1]);
+                }
+            }
+        }
+        PacmanSlicing::Chopping => {
+            // Each procedure's tables (table → written), and each slice's.
+            let access = |g: &mut Prog<'_>, slice: Option<usize>| {
+                let mut m: BTreeMap<String, bool> = BTreeMap::new();
+                for x in g.db_ops() {
+                    if slice.is_some_and(|r| g.uf.find(x) != r) {
+                        continue;
+                    }
+                    if let Some(t) = &g.p.ops[x].table {
+                        *m.entry(t.clone()).or_default() |= g.f.kind[x] == Kind::Write;
+                    }
+                }
+                m
+            };
+            let conflict = |a: &BTreeMap<String, bool>, b: &BTreeMap<String, bool>| {
+                a.iter().any(|(t, &w)| b.get(t).is_some_and(|&bw| w || bw))
+            };
+            let procs: Vec<BTreeMap<String, bool>> =
+                progs.iter_mut().map(|g| access(g, None)).collect();
+            let mut comp = Uf::new(procs.len());
+            for i in 0..procs.len() {
+                for j in i + 1..procs.len() {
+                    if conflict(&procs[i], &procs[j]) {
+                        comp.union(i, j);
+                    }
+                }
+            }
+            for g in progs.iter_mut() {
+                let roots: BTreeSet<usize> = g.db_ops().into_iter().map(|x| g.uf.find(x)).collect();
+                let mut first: BTreeMap<usize, usize> = BTreeMap::new();
+                for r in roots {
+                    let tables = access(g, Some(r));
+                    for (q, qt) in procs.iter().enumerate() {
+                        if !conflict(&tables, qt) {
+                            continue;
+                        }
+                        match first.get(&comp.find(q)) {
+                            Some(&r0) => changed |= g.uf.union(r0, r),
+                            None => {
+                                first.insert(comp.find(q), r);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    changed
 }
 
 /// G4: unions, in each procedure, its slices that share a block; whether any did.
@@ -719,6 +818,7 @@ fn output(
     blocks: &mut Uf,
     bedges: &BTreeSet<(usize, usize)>,
     read_only: Vec<String>,
+    slicing: PacmanSlicing,
 ) -> Gdg {
     // Topological order, ties by the smallest global slice id (procedure name, first op).
     let roots: BTreeSet<usize> = (0..slices.len()).map(|g| blocks.find(g)).collect();
@@ -818,6 +918,7 @@ fn output(
                 .map(|(i, o)| format!("#{i} line {}: {}", o.line, o.text))
                 .collect(),
             op_tables: g.p.ops.iter().map(|o| o.table.clone()).collect(),
+            op_writes: g.f.kind.iter().map(|k| *k == Kind::Write).collect(),
         });
     }
     for (b, info) in out_blocks.iter_mut().zip(table_info) {
@@ -841,6 +942,7 @@ fn output(
         read_only,
         blocks: out_blocks,
         edges,
+        slicing,
     }
 }
 
@@ -859,6 +961,13 @@ impl Gdg {
             self.procedures.len(),
             self.blocks.len()
         );
+        if self.slicing != PacmanSlicing::Pacman {
+            let _ = writeln!(
+                s,
+                "pieces: {} (thesis Fig. 4.18's baseline), not PACMAN's slices",
+                self.slicing
+            );
+        }
         if !self.read_only.is_empty() {
             let _ = writeln!(
                 s,
@@ -975,9 +1084,15 @@ pub fn explain_slices_dot(db: &impl Registered) -> String {
 
 /// The GDG over every procedure registered in `db`, by name, with dead-code elimination.
 pub fn registered(db: &impl Registered) -> Gdg {
+    registered_with(db, Options::default())
+}
+
+/// The GDG over every procedure registered in `db`, by name, with `opts`
+/// (`myriad explain --slices --pacman-slicing S`).
+pub fn registered_with(db: &impl Registered, opts: Options) -> Gdg {
     let procs = db.registered_procedures();
     let refs: Vec<&Procedure> = procs.iter().map(|p| p.as_ref()).collect();
-    analyze(&refs, Options::default())
+    analyze(&refs, opts)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use super::*;
 use crate::sql::Session;
 use crate::Database;
+use crate::PacmanSlicing;
 
 /// A database with `sql`'s tables and procedures registered.
 fn load(sql: &str) -> Database {
@@ -234,7 +235,13 @@ fn tpcc_slices_and_blocks_match_the_specification() {
 
 #[test]
 fn tpcc_without_dead_code_elimination_keeps_new_orders_reads() {
-    let g = analyze_all(&load(TPCC), Options { dce: false });
+    let g = analyze_all(
+        &load(TPCC),
+        Options {
+            dce: false,
+            ..Options::default()
+        },
+    );
     let (blocks, _) = shape(&g);
     assert!(
         blocks.contains(&"new_order[warehouse] payment[warehouse]".to_string()),
@@ -409,9 +416,11 @@ fn every_workload_satisfies_the_graph_properties() {
     for sql in [TPCC, SMALLBANK, TATP, BANK] {
         let db = load(sql);
         for dce in [true, false] {
-            let g = analyze_all(&db, Options { dce });
-            assert!(!g.blocks.is_empty());
-            check_invariants(&g);
+            for slicing in PacmanSlicing::ALL.iter().copied() {
+                let g = analyze_all(&db, Options { dce, slicing });
+                assert!(!g.blocks.is_empty());
+                check_invariants(&g);
+            }
         }
     }
 }
@@ -452,4 +461,124 @@ fn dot_has_a_cluster_per_block_and_every_edge() {
     let local: usize = g.procedures.iter().map(|p| p.edges.len()).sum();
     assert_eq!(dot.matches(" -> s").count(), local);
     assert!(dot.starts_with("digraph gdg {") && dot.ends_with("}\n"));
+}
+
+/// Each slice of `g` as its tables (table → written), per procedure.
+fn slice_tables(g: &Gdg) -> Vec<Vec<BTreeMap<String, bool>>> {
+    g.procedures
+        .iter()
+        .map(|ps| {
+            ps.slices
+                .iter()
+                .map(|sl| {
+                    let mut m: BTreeMap<String, bool> = BTreeMap::new();
+                    for &o in &sl.ops {
+                        if let Some(t) = ps.table_of(o) {
+                            *m.entry(t.to_string()).or_default() |= ps.writes(o);
+                        }
+                    }
+                    m
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The SC-cycles of `g`'s decomposition (Shasha et al., TODS 1995), checked directly: three
+/// calls of every procedure, each call one node per slice; S-edges join the slices of one
+/// call, C-edges slices of two calls on one table that one of them writes. A cycle with an
+/// S-edge and a C-edge exists iff two slices of one call are connected once that call's own
+/// S-edges are taken out. Returns one such pair per procedure that has one.
+fn sc_cycles(g: &Gdg) -> Vec<String> {
+    const CALLS: usize = 3;
+    let tables = slice_tables(g);
+    let mut nodes: Vec<(usize, usize, usize)> = Vec::new();
+    for (p, ts) in tables.iter().enumerate() {
+        for c in 0..CALLS {
+            for k in 0..ts.len() {
+                nodes.push((p, c, k));
+            }
+        }
+    }
+    let conflict = |a: &BTreeMap<String, bool>, b: &BTreeMap<String, bool>| {
+        a.iter().any(|(t, &w)| b.get(t).is_some_and(|&bw| w || bw))
+    };
+    let mut found = Vec::new();
+    for p in 0..tables.len() {
+        // The call (p, 0) loses its S-edges.
+        let mut uf = Uf::new(nodes.len());
+        for (i, &(pa, ca, ka)) in nodes.iter().enumerate() {
+            for (j, &(pb, cb, kb)) in nodes.iter().enumerate().skip(i + 1) {
+                let same_call = (pa, ca) == (pb, cb);
+                let edge = if same_call {
+                    (pa, ca) != (p, 0)
+                } else {
+                    conflict(&tables[pa][ka], &tables[pb][kb])
+                };
+                if edge {
+                    uf.union(i, j);
+                }
+            }
+        }
+        let mine: Vec<usize> = (0..nodes.len())
+            .filter(|&i| (nodes[i].0, nodes[i].1) == (p, 0))
+            .collect();
+        for (x, &a) in mine.iter().enumerate() {
+            for &b in &mine[x + 1..] {
+                if uf.find(a) == uf.find(b) {
+                    found.push(format!(
+                        "{}: slices {} and {}",
+                        g.procedures[p].procedure, nodes[a].2, nodes[b].2
+                    ));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Transaction chopping (thesis Fig. 4.18's baseline): on every workload its pieces leave no
+/// SC-cycle (checked by `sc_cycles`, not by the analysis), each is a union of PACMAN's
+/// slices, and `whole` is one slice per procedure. PACMAN's own slices do have SC-cycles on
+/// TPC-C (its blocks order them instead), so the check can fail.
+#[test]
+fn chopping_leaves_no_sc_cycle_and_only_merges_pacman_slices() {
+    let opts = |slicing| Options {
+        slicing,
+        ..Options::default()
+    };
+    for (name, sql) in [
+        ("tpcc", TPCC),
+        ("smallbank", SMALLBANK),
+        ("tatp", TATP),
+        ("bank", BANK),
+    ] {
+        let db = load(sql);
+        let pacman = analyze_all(&db, opts(PacmanSlicing::Pacman));
+        let chopped = analyze_all(&db, opts(PacmanSlicing::Chopping));
+        let whole = analyze_all(&db, opts(PacmanSlicing::Whole));
+        assert_eq!(sc_cycles(&chopped), Vec::<String>::new(), "{name}");
+        assert!(chopped.blocks.len() <= pacman.blocks.len(), "{name}");
+        for ((p, c), w) in pacman
+            .procedures
+            .iter()
+            .zip(&chopped.procedures)
+            .zip(&whole.procedures)
+        {
+            assert_eq!(p.procedure, c.procedure);
+            assert_eq!(w.slices.len(), 1, "{name} {}", w.procedure);
+            assert!(c.slices.len() <= p.slices.len(), "{name} {}", p.procedure);
+            for s in &p.slices {
+                let home = c
+                    .slices
+                    .iter()
+                    .filter(|cs| s.ops.iter().all(|o| cs.ops.contains(o)));
+                assert_eq!(home.count(), 1, "{name} {}: {:?}", p.procedure, s.ops);
+            }
+        }
+        if name == "tpcc" {
+            assert!(!sc_cycles(&pacman).is_empty(), "PACMAN's slices are finer");
+            assert!(chopped.blocks.len() < pacman.blocks.len());
+        }
+    }
 }

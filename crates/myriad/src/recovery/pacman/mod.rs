@@ -3,7 +3,8 @@
 //!
 //! Definitions. The static analysis (`procedure/slice.rs`) splits every procedure
 //! definition of the catalog into *slices* and groups them into *blocks* (the GDG), in
-//! topological order. A logged call becomes one *piece* per slice of its procedure; the
+//! topological order (`pacman_slicing`: PACMAN's slices, or the coarser pieces of thesis
+//! Fig. 4.18's baselines, transaction chopping and whole procedures). A logged call becomes one *piece* per slice of its procedure; the
 //! log, sorted by commit timestamp, is cut into *batches* at every `pacman_batch_epochs`-th
 //! epoch; the pieces of one block in one batch, in log order, are its *piece-set*. A
 //! row (ad-hoc) record becomes a write-only piece in each block owning a table it writes
@@ -44,7 +45,7 @@ mod tests;
 
 use super::replay::Ctx;
 use super::{LogFile, RecoveryReport};
-use crate::config::PacmanMode;
+use crate::config::{PacmanMode, PacmanSlicing};
 use crate::error::Result;
 use crate::log::COMMAND;
 use crate::procedure::piece::{self, KeyPlan};
@@ -88,14 +89,20 @@ pub(super) struct Plan {
 }
 
 impl Plan {
-    fn build(definitions: &[Option<std::sync::Arc<Procedure>>]) -> Plan {
+    fn build(definitions: &[Option<std::sync::Arc<Procedure>>], slicing: PacmanSlicing) -> Plan {
         let live: Vec<&Procedure> = definitions.iter().flatten().map(|p| p.as_ref()).collect();
         let numbers: Vec<usize> = definitions
             .iter()
             .enumerate()
             .filter_map(|(i, p)| p.as_ref().map(|_| i))
             .collect();
-        let gdg = slice::analyze(&live, Options::default());
+        let gdg = slice::analyze(
+            &live,
+            Options {
+                slicing,
+                ..Options::default()
+            },
+        );
         let mut owner = FxHashMap::default();
         let mut prefix = FxHashMap::default();
         let mut read = Vec::new();
@@ -201,7 +208,7 @@ enum Batch {
 pub(super) fn replay(ctx: &Ctx<'_>, logs: &[LogFile], rep: &mut RecoveryReport) -> Result<()> {
     let config = &ctx.db.shared.config;
     let t = Instant::now();
-    let mut plan = Plan::build(ctx.definitions);
+    let mut plan = Plan::build(ctx.definitions, config.pacman_slicing);
     rep.static_analysis = t.elapsed();
 
     let t = Instant::now();

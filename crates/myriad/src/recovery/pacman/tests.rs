@@ -4,7 +4,9 @@
 //! edge between a block's piece-sets of consecutive batches dropped, which must then
 //! disagree.
 
-use crate::config::{FsyncPolicy, LogPolicy, PacmanMode, ProcedureExec, RecoveryScheme};
+use crate::config::{
+    FsyncPolicy, LogPolicy, PacmanMode, PacmanSlicing, ProcedureExec, RecoveryScheme,
+};
 use crate::sql::Session;
 use crate::value::ToValueRef;
 use crate::{Config, Database};
@@ -185,6 +187,27 @@ fn pacman_matches_serial_on_one_key_in_consecutive_calls_across_batches() {
     }
 }
 
+/// Thesis Fig. 4.18's baselines: transaction chopping merges `carry`'s two slices (both
+/// conflict with `bump`, whose calls conflict with other `carry` calls), and `put`'s, so
+/// every record is one piece, as with whole calls; recovery still equals serial replay.
+#[test]
+fn chopping_and_whole_pieces_recover_what_serial_recovers() {
+    let d = history("chopping");
+    let serial = recovered(&d.0, Config::new().recovery(RecoveryScheme::Serial)).expect("serial");
+    for slicing in [PacmanSlicing::Chopping, PacmanSlicing::Whole] {
+        for mode in [PacmanMode::Static, PacmanMode::Sync] {
+            for threads in [1, 2] {
+                let c = pacman(threads, 3).pacman_mode(mode).pacman_slicing(slicing);
+                let (got, rep) = recovered_with_report(&d.0, c).expect("pacman");
+                let what = format!("pieces by {slicing}, {mode}, {threads} threads");
+                assert_eq!(got, serial, "{what}");
+                assert!(rep.calls_replayed > 300, "{what}: {rep:?}");
+                assert_eq!(rep.pieces, rep.records_replayed, "{what}: {rep:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn pacman_slices_run_compiled_unless_procedures_are_interpreted() {
     for (mode, compiled) in [
@@ -197,7 +220,7 @@ fn pacman_slices_run_compiled_unless_procedures_are_interpreted() {
             .iter()
             .map(|n| Some(db.procedure(n).expect("procedure")))
             .collect();
-        let plan = super::Plan::build(&defs);
+        let plan = super::Plan::build(&defs, crate::PacmanSlicing::Pacman);
         let slices: Vec<&super::SlicePlan> = plan
             .defs
             .iter()
