@@ -208,6 +208,28 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
     };
     let command = bytes("CL (command)");
     assert!(command > 0.0);
+    // Fig. 4.11: the logged runs' checkpoints, shaded in the SVG, are listed with their
+    // time series (none for the run without a log).
+    let fig = r["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| {
+            p["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Fig. 4.11: TPC-C throughput"))
+        })
+        .unwrap();
+    for se in fig["series"].as_array().unwrap() {
+        let spans = se["points"][0]["checkpoints_first_round"]
+            .as_array()
+            .unwrap();
+        let logged = se["label"] != "OFF";
+        assert_eq!(!spans.is_empty(), logged, "{}: {spans:?}", se["label"]);
+        for sp in spans {
+            assert!(sp[0].as_f64().unwrap() <= sp[1].as_f64().unwrap(), "{sp}");
+        }
+    }
     for tuple in ["LL (logical)", "PL (physical)"] {
         assert!(
             bytes(tuple) > 3.0 * command,

@@ -9,6 +9,9 @@ pub struct Chart {
     pub x_label: String,
     pub y_label: String,
     pub series: Vec<(String, Vec<(f64, f64)>)>,
+    /// Intervals of x shaded in a series's colour: (series index, from, to) — the
+    /// checkpoints of a time series (thesis Fig. 4.11).
+    pub bands: Vec<(usize, f64, f64)>,
 }
 
 /// Line colours, in series order (distinct in print and for common colour blindness).
@@ -77,6 +80,16 @@ fn draw_chart<DB: DrawingBackend>(
         .y_desc(chart.y_label.as_str())
         .y_label_formatter(&|v| short(*v))
         .draw()?;
+    for &(i, a, b) in &chart.bands {
+        let color = COLORS[i % COLORS.len()];
+        let (a, b) = (a.max(x0), b.min(x1));
+        if a < b {
+            c.draw_series(std::iter::once(Rectangle::new(
+                [(a, 0.0), (b, y1)],
+                color.mix(0.12).filled(),
+            )))?;
+        }
+    }
     for (i, (label, points)) in chart.series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         c.draw_series(LineSeries::new(
@@ -139,13 +152,16 @@ mod tests {
                     ("N2O".into(), vec![(0.2, 10.0), (0.9, 30.0)]),
                     ("O2N".into(), vec![(0.2, 8.0), (0.9, 5.0)]),
                 ],
+                bands: Vec::new(),
             },
             // A chart with one x value and only zeros still draws.
             Chart {
                 title: "flat".into(),
                 x_label: "s".into(),
                 y_label: "MiB".into(),
-                series: vec![("none".into(), vec![(1.0, 0.0)])],
+                series: vec![("none".into(), vec![(1.0, 0.0), (4.0, 1.0)])],
+                // A checkpoint shaded, one cut at the axis's end.
+                bands: vec![(0, 2.0, 3.0), (0, 3.5, 9.0)],
             },
         ];
         write_svg(&path, "chain-order", &charts).unwrap();
@@ -160,6 +176,12 @@ mod tests {
         ] {
             assert!(svg.contains(text), "{text} missing from the SVG");
         }
+        // The two checkpoint bands, translucent in the first series's colour.
+        let bands = svg
+            .lines()
+            .filter(|l| l.contains("opacity=\"0.12\""))
+            .count();
+        assert_eq!(bands, 2, "{svg}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -119,7 +119,7 @@ pub(super) fn pacman(s: &Scale) -> Vec<Panel> {
             series: modes,
         },
         Panel {
-            title: "Fig. 4.18: PACMAN's static analysis vs transaction chopping, TPC-C command \
+            title: "Fig. 4.18: PACMAN static analysis vs transaction chopping, TPC-C command \
                     log (replay)"
                 .into(),
             x_label: "recovery threads",
