@@ -44,8 +44,8 @@ fn recover(log: &[String], scheme: &str, threads: usize, rest: &[&str]) -> Vec<S
 }
 
 /// Figs. 4.13/4.14/4.16 (log recovery time per scheme), 4.18 (PACMAN's slices against
-/// transaction chopping, both static) and 4.19 (PACMAN's static, sync and pipelined modes),
-/// over recovery threads.
+/// transaction chopping, both static), 4.19 (PACMAN's static, sync and pipelined modes) and
+/// 4.20 (the dynamic modes' dynamic analysis and execution), over recovery threads.
 pub(super) fn pacman(s: &Scale) -> Vec<Panel> {
     let threads = super::protocols::thread_counts(s);
     let command = tpcc_log(s, "command");
@@ -56,27 +56,22 @@ pub(super) fn pacman(s: &Scale) -> Vec<Panel> {
             .map(|&t| (t as f64, recover(log, scheme, t, rest)))
             .collect(),
     };
-    let modes = vec![
+    let pacman_mode = |mode: &str| {
+        series(
+            &format!("pacman {mode}"),
+            &command,
+            "pacman",
+            &["--pacman-mode", mode],
+        )
+    };
+    // Fig. 4.20: where the dynamic modes' time goes, summed over workers, from the same
+    // runs as Fig. 4.19 (static computes no footprints, so it has no dynamic analysis).
+    let dynamic_modes = || vec![pacman_mode("sync"), pacman_mode("pipelined")];
+    let mut modes = vec![
         series("serial", &command, "serial", &[]),
-        series(
-            "pacman static",
-            &command,
-            "pacman",
-            &["--pacman-mode", "static"],
-        ),
-        series(
-            "pacman sync",
-            &command,
-            "pacman",
-            &["--pacman-mode", "sync"],
-        ),
-        series(
-            "pacman pipelined",
-            &command,
-            "pacman",
-            &["--pacman-mode", "pipelined"],
-        ),
+        pacman_mode("static"),
     ];
+    modes.extend(dynamic_modes());
     // Fig. 4.18: the static decompositions alone (dynamic analysis off: `static` mode).
     let decompositions = vec![
         series(
@@ -125,6 +120,18 @@ pub(super) fn pacman(s: &Scale) -> Vec<Panel> {
             x_label: "recovery threads",
             metric: Metric::RecoverySeconds("replay"),
             series: decompositions,
+        },
+        Panel {
+            title: "Fig. 4.20: PACMAN dynamic analysis, worker-seconds, TPC-C command log".into(),
+            x_label: "recovery threads",
+            metric: Metric::RecoverySeconds("dynamic_analysis"),
+            series: dynamic_modes(),
+        },
+        Panel {
+            title: "Fig. 4.20: PACMAN execution, worker-seconds, TPC-C command log".into(),
+            x_label: "recovery threads",
+            metric: Metric::RecoverySeconds("execution"),
+            series: dynamic_modes(),
         },
         Panel {
             title: "Figs. 4.13/4.16: log recovery by scheme, TPC-C (replay + index build)".into(),
