@@ -177,11 +177,22 @@ impl PersistentEpoch {
         id: identity::DbId,
     ) -> Result<(Option<PersistentEpoch>, Vec<String>)> {
         let mirror = mirror_of(path);
-        let a = Self::read_one(path, id)?;
-        let b = Self::read_one(&mirror, id)?;
         let mut notes = Vec::new();
+        let (a, b) = match (Self::read_one(path, id), Self::read_one(&mirror, id)) {
+            (Ok(a), Ok(b)) => (a, b),
+            // Damage in one file: the other holds every record (each is written to both).
+            (Err(e @ Error::Corrupt { .. }), Ok(Some(b))) => {
+                notes.push(format!("{e}; its copy {} was used", mirror.display()));
+                (None, Some(b))
+            }
+            (Ok(Some(a)), Err(e @ Error::Corrupt { .. })) => {
+                notes.push(format!("{e}; its copy {} was used", path.display()));
+                (Some(a), None)
+            }
+            (Err(e), _) | (_, Err(e)) => return Err(e),
+        };
         for (x, p, other) in [(&a, path, mirror.as_path()), (&b, mirror.as_path(), path)] {
-            if x.is_none() && other.exists() {
+            if x.is_none() && other.exists() && notes.is_empty() {
                 notes.push(format!(
                     "{} is missing or empty; its copy {} was used",
                     p.display(),
@@ -470,7 +481,23 @@ impl PointFile {
     pub(crate) fn open(path: &Path, fsync: bool) -> Result<PointFile> {
         let one = |p: PathBuf| -> Result<(PathBuf, File, u64)> {
             let f = open_append(&p)?;
-            let n = f.metadata().map_err(|e| Error::io(&p, &e))?.len();
+            let mut n = f.metadata().map_err(|e| Error::io(&p, &e))?.len();
+            if n > 0 {
+                // A record torn by the previous session's stop is harmless only while it is
+                // the last one (`read_one` skips it); appending after it would put it mid-file
+                // and make the file unreadable at the next open. Cut it first.
+                let data = std::fs::read(&p).map_err(|e| Error::io(&p, &e))?;
+                let (_, end, why) = format::read_blocks(&data, PEPOCH_MAGIC);
+                // A record damaged earlier in the file (recovery then used the other file,
+                // which holds every record) is cut the same way: the later records it hides
+                // are in the other file.
+                if why.is_some() {
+                    f.set_len(end as u64)
+                        .and_then(|_| f.sync_data())
+                        .map_err(|e| Error::io(&p, &e))?;
+                    n = end as u64;
+                }
+            }
             Ok((p, f, n))
         };
         Ok(PointFile {
@@ -587,5 +614,93 @@ mod tests {
         b.bytes(&[1, 2, 3]);
         let mut r = row(1, "x", 1);
         assert!(apply_patch(&mut format::Get::new(&b), &mut r).is_none());
+    }
+
+    fn point(id: identity::DbId, epoch: u64) -> PersistentEpoch {
+        PersistentEpoch {
+            id,
+            epoch,
+            positions: vec![LogPos {
+                seq: 1,
+                offset: epoch * 10,
+            }],
+            first: vec![1],
+            checkpoint: None,
+            catalog_bytes: 0,
+        }
+    }
+
+    /// A fresh directory whose point file and mirror hold epochs 1–3.
+    fn three_points(tag: &str) -> (PathBuf, PathBuf, identity::DbId) {
+        let dir = std::env::temp_dir().join(format!("myriad-point-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(PEPOCH_FILE);
+        let id = identity::DbId::fresh();
+        let mut f = PointFile::open(&path, false).unwrap();
+        for e in 1..=3 {
+            f.publish(&point(id, e)).unwrap();
+        }
+        (dir, path, id)
+    }
+
+    /// A record torn by a crash is cut when the file is next opened, so that records appended
+    /// after it stay readable (before this, the torn record ended up mid-file and the next
+    /// open failed with `Corrupt`).
+    #[test]
+    fn a_torn_last_point_record_is_cut_before_the_next_session_appends() {
+        let (dir, path, id) = three_points("torn");
+        // The crash: half of epoch 4's record reached each file.
+        let rec = point(id, 4).encode();
+        for p in [path.clone(), mirror_of(&path)] {
+            use std::io::Write;
+            let mut file = open_append(&p).unwrap();
+            file.write_all(&rec[..rec.len() / 2]).unwrap();
+        }
+        let (last, notes) = PersistentEpoch::read_last_of(&path, id).unwrap();
+        assert_eq!(last.map(|p| p.epoch), Some(3));
+        assert!(notes.is_empty(), "{notes:?}");
+        // The next session publishes more.
+        let mut f = PointFile::open(&path, false).unwrap();
+        for e in 5..=6 {
+            f.publish(&point(id, e)).unwrap();
+        }
+        drop(f);
+        let (last, notes) = PersistentEpoch::read_last_of(&path, id).unwrap();
+        assert_eq!(last.map(|p| p.epoch), Some(6));
+        assert!(notes.is_empty(), "{notes:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Damage inside one file (not at its end) is not a torn write; the other file holds every
+    /// record, so the newest point is still found, with a note naming the damage.
+    #[test]
+    fn damage_inside_one_point_file_falls_back_to_its_copy() {
+        let (dir, path, id) = three_points("bad");
+        for (damaged, copy) in [
+            (path.clone(), mirror_of(&path)),
+            (mirror_of(&path), path.clone()),
+        ] {
+            let good = std::fs::read(&copy).unwrap();
+            let mut data = good.clone();
+            data[format::BLOCK_HEADER + 2] ^= 0xff; // inside the first record's payload
+            std::fs::write(&damaged, &data).unwrap();
+            let (last, notes) = PersistentEpoch::read_last_of(&path, id).unwrap();
+            assert_eq!(last.map(|p| p.epoch), Some(3));
+            assert_eq!(notes.len(), 1, "{notes:?}");
+            assert!(notes[0].contains("damaged"), "{notes:?}");
+            std::fs::write(&damaged, &good).unwrap();
+        }
+        // Both damaged: an error, not a silently older point.
+        for p in [path.clone(), mirror_of(&path)] {
+            let mut data = std::fs::read(&p).unwrap();
+            data[format::BLOCK_HEADER + 2] ^= 0xff;
+            std::fs::write(&p, &data).unwrap();
+        }
+        assert!(matches!(
+            PersistentEpoch::read_last_of(&path, id),
+            Err(Error::Corrupt { .. })
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
