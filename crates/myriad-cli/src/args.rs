@@ -277,6 +277,12 @@ pub(crate) struct BenchArgs {
     /// read validation instead of aborting. Default: on; other protocols refuse it.
     #[arg(long, alias = "heal-column-check", value_name = "BOOL", action = ArgAction::Set)]
     pub(crate) column_check: Option<bool>,
+    /// healing: the access cache's tuple ids (thesis §3.4.1). A call records the row each of
+    /// its primary-key lookups found; a heal re-running it reaches the rows of keys it looked
+    /// up before without an index lookup. Default: on (thesis Table 3.4 compares both);
+    /// other protocols refuse it.
+    #[arg(long, value_name = "BOOL", action = ArgAction::Set)]
+    pub(crate) heal_access_cache: Option<bool>,
     /// After the run, check that the history of every committed transaction (the load's
     /// included) is serializable — no cycle of read, write and anti-dependencies (Adya's
     /// G0–G2; DESIGN.md §5) — and exit 1 if not. The database records every read and write

@@ -271,7 +271,8 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
             assert!((0.0..=100.0).contains(&v), "{restart}");
         }
     }
-    // Table 3.4: warehouses = threads, healing with and without its column check, and occ.
+    // Table 3.4: warehouses = threads; healing without the access cache and the column check
+    // ("Normal"), with the cache, with both; and occ.
     let t34 = panel_titled("Table 3.4");
     for s in t34["series"].as_array().unwrap() {
         for pt in s["points"].as_array().unwrap() {
@@ -283,9 +284,15 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
                     && cmd.contains("--remote-pct 0"),
                 "{cmd}"
             );
+            let label = s["label"].as_str().unwrap();
             assert_eq!(
                 cmd.contains("--column-check false"),
-                s["label"] == "healing, no column check",
+                label == "healing, normal" || label == "healing, +access cache",
+                "{cmd}"
+            );
+            assert_eq!(
+                cmd.contains("--heal-access-cache false"),
+                label == "healing, normal",
                 "{cmd}"
             );
         }

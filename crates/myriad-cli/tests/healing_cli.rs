@@ -111,6 +111,14 @@ fn tpcc_at_one_warehouse_heals_and_its_history_has_no_cycle() {
         text.contains("column check on"),
         "the fidelity block names the check: {text}"
     );
+    // The access cache (thesis §3.4.1, on by default): heals reach rows of keys the call
+    // looked up before without an index lookup, in a run whose history has no cycle.
+    assert!(
+        r["heal_cache_hits_per_txn"].as_f64().unwrap() > 0.0,
+        "no heal lookup answered by the access cache: {text}"
+    );
+    assert!(text.contains("access cache on"), "{text}");
+    assert!(text.contains("heal lookups access cache/txn"), "{text}");
 }
 
 /// `mvocc` with the column check (on by default): a New-Order whose `w_tax` read meets a
@@ -168,10 +176,15 @@ fn tpcc_at_one_warehouse_under_mvocc_column_check_has_no_cycle() {
 }
 
 /// The column check is healing's and mvocc's: another protocol refuses it by name, under
-/// its new name and the old one (`--heal-column-check`, an alias).
+/// its new name and the old one (`--heal-column-check`, an alias). The access cache is
+/// healing's alone.
 #[test]
 fn column_check_is_refused_outside_healing_and_mvocc() {
-    for flag in ["--column-check", "--heal-column-check"] {
+    for (flag, named) in [
+        ("--column-check", "column check"),
+        ("--heal-column-check", "column check"),
+        ("--heal-access-cache", "access cache"),
+    ] {
         let out = Command::new(env!("CARGO_BIN_EXE_myriad"))
             .args([
                 "bench",
@@ -189,7 +202,7 @@ fn column_check_is_refused_outside_healing_and_mvocc() {
         assert_eq!(out.status.code(), Some(2), "{flag}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("column check") && err.contains("`occ`"),
+            err.contains(named) && err.contains("`occ`"),
             "{flag}: {err}"
         );
     }

@@ -619,6 +619,7 @@ pub struct Config {
     pub(crate) unsafe_heal_skips_reads: bool,
     /// `healing` and `mvocc` only (`None`: on).
     pub(crate) column_check: Option<bool>,
+    pub(crate) heal_access_cache: Option<bool>,
 }
 
 impl Default for Config {
@@ -671,6 +672,7 @@ impl Default for Config {
             unsafe_no_validation: false,
             unsafe_heal_skips_reads: false,
             column_check: None,
+            heal_access_cache: None,
         }
     }
 }
@@ -1055,6 +1057,19 @@ impl Config {
         self.column_check = Some(on);
         self
     }
+    /// `healing`: the access cache's tuple ids (thesis §3.4.1; `cc/healing.rs`). A healable
+    /// call records the tuple each of its primary-key lookups found; a heal re-running it
+    /// reaches the rows of keys already looked up without an index lookup
+    /// (`Stats::heal_cache_hits`). Default on; off, every heal looks every key up again (the
+    /// thesis's Table 3.4 compares the two). Other protocols refuse it.
+    pub fn heal_access_cache(mut self, on: bool) -> Self {
+        self.heal_access_cache = Some(on);
+        self
+    }
+    /// Whether `healing`'s access cache is on (`heal_access_cache`).
+    pub fn get_heal_access_cache(&self) -> bool {
+        self.protocol == Protocol::Healing && self.heal_access_cache.unwrap_or(true)
+    }
     /// Whether the column check of read validation is on (`column_check`).
     pub fn get_column_check(&self) -> bool {
         matches!(self.protocol, Protocol::Healing | Protocol::Mvocc)
@@ -1198,6 +1213,12 @@ impl Config {
             return Err(Error::InvalidConfig(format!(
                 "the column check of read validation (thesis §3.4.5) applies to protocols \
                  `healing` and `mvocc` only, not `{}`",
+                self.protocol
+            )));
+        }
+        if self.heal_access_cache.is_some() && self.protocol != Protocol::Healing {
+            return Err(Error::InvalidConfig(format!(
+                "the access cache (thesis §3.4.1) applies to protocol `healing` only, not `{}`",
                 self.protocol
             )));
         }

@@ -68,6 +68,9 @@ pub(crate) fn open(b: &BenchArgs) -> Result<Database, ExitCode> {
     if let Some(on) = b.commit_deps {
         config = config.commit_dependencies(on);
     }
+    if let Some(on) = b.heal_access_cache {
+        config = config.heal_access_cache(on);
+    }
     if let Some(on) = b.column_check {
         config = config.column_check(on);
     }
@@ -258,6 +261,7 @@ fn refuse_for_baseline(engine: Engine, b: &BenchArgs, extra: &[(&str, bool)]) {
         ("--ermia-old-age", b.ermia_old_age.is_some()),
         ("--unsafe-no-validation", b.unsafe_no_validation),
         ("--column-check", b.column_check.is_some()),
+        ("--heal-access-cache", b.heal_access_cache.is_some()),
         ("--check-history", b.check_history),
         (
             "--timestamps",

@@ -111,6 +111,12 @@ pub struct Report {
     /// call neither reads nor writes; taken as current, not healed) per committed transaction.
     #[serde(default)]
     pub false_invalidations_per_txn: f64,
+    /// `healing`: primary-key lookups of heals answered by the access cache, and those that
+    /// went to the index, per committed transaction.
+    #[serde(default)]
+    pub heal_cache_hits_per_txn: f64,
+    #[serde(default)]
+    pub heal_index_lookups_per_txn: f64,
     /// `ermia-ssi` (ERMIA §3.6), per committed transaction: pivots aborted by safe retry,
     /// READ ONLY reads of old versions left untracked, aborts those untracked reads caused.
     pub ssi_safe_retries_per_txn: f64,
@@ -449,14 +455,19 @@ impl Fidelity {
                 config.get_protocol(),
                 myriad::Protocol::Healing | myriad::Protocol::Mvocc
             ) {
+                let on_off = |b: bool| if b { "on" } else { "off" };
+                let cache = if config.get_protocol() == myriad::Protocol::Healing {
+                    format!(
+                        "; access cache {} (--heal-access-cache: heals reach rows of keys looked up before without an index lookup)",
+                        on_off(config.get_heal_access_cache())
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
                     "on; column check {} (--column-check: a procedure's read of a row replaced \
-                     only in columns it does not read is valid)",
-                    if config.get_column_check() {
-                        "on"
-                    } else {
-                        "off"
-                    }
+                     only in columns it does not read is valid){cache}",
+                    on_off(config.get_column_check())
                 )
             } else {
                 "on".into()
@@ -692,6 +703,8 @@ impl Report {
             hybrid_2pl_per_txn: per_txn(d(|s| s.hybrid_2pl)),
             heals_per_txn: per_txn(d(|s| s.heals)),
             false_invalidations_per_txn: per_txn(d(|s| s.false_invalidations)),
+            heal_cache_hits_per_txn: per_txn(d(|s| s.heal_cache_hits)),
+            heal_index_lookups_per_txn: per_txn(d(|s| s.heal_index_lookups)),
             ssi_safe_retries_per_txn: per_txn(d(|s| s.ssi_safe_retries)),
             ssi_untracked_reads_per_txn: per_txn(d(|s| s.ssi_untracked_reads)),
             ssi_old_read_aborts_per_txn: per_txn(d(|s| s.ssi_old_read_aborts)),
@@ -903,6 +916,11 @@ impl Report {
                 "  healing      heals/txn {:.4} (a stale read re-executes the call under its locks); \
                  false invalidations/txn {:.4} (replaced only in columns the call does not use)",
                 self.heals_per_txn, self.false_invalidations_per_txn
+            )?;
+            writeln!(
+                o,
+                "  heal lookups access cache/txn {:.4}, index/txn {:.4} (primary-key lookups of heals)",
+                self.heal_cache_hits_per_txn, self.heal_index_lookups_per_txn
             )?;
         }
         if self.fidelity.protocol == "mvocc" && self.fidelity.validation.contains("column check on")

@@ -12,19 +12,29 @@ use super::{Metric, Panel, Scale};
 /// The protocols of Figs. 3.8–3.10, with OCC⁻ and SILO⁻ as labels of their own.
 const PROTOCOLS: [&str; 7] = ["healing", "occ", "silo", "2pl", "hybrid", "occ-", "silo-"];
 
-/// Table 3.4's `healing` without the false-invalidation check (`--column-check false`).
-const HEALING_NO_CHECK: &str = "healing, no column check";
+/// Table 3.4's rows of `healing`: "Normal" (neither the access cache nor read copies, i.e.
+/// the false-invalidation check), "+Access Cache", then "+Read Copy" (plain `healing`),
+/// with the flags each adds to `--protocol healing`.
+const TABLE_3_4: [(&str, &[&str]); 2] = [
+    (
+        "healing, normal",
+        &["--column-check", "false", "--heal-access-cache", "false"],
+    ),
+    ("healing, +access cache", &["--column-check", "false"]),
+];
 
 /// `myriad bench WORKLOAD` under `protocol` (`occ-`, `silo-`: `--unsafe-no-validation`;
-/// `HEALING_NO_CHECK`) and `rest`.
+/// a `TABLE_3_4` label) and `rest`.
 fn run(workload: &str, protocol: &str, rest: &[String]) -> Vec<String> {
     let mut a = vec![workload.to_string(), "--protocol".into()];
-    match protocol.strip_suffix('-') {
-        Some(p) => a.extend([p.to_string(), "--unsafe-no-validation".into()]),
-        None if protocol == HEALING_NO_CHECK => {
-            a.extend(["healing", "--column-check", "false"].map(String::from))
+    let row = TABLE_3_4.iter().find(|(label, _)| *label == protocol);
+    match (protocol.strip_suffix('-'), row) {
+        (Some(p), _) => a.extend([p.to_string(), "--unsafe-no-validation".into()]),
+        (None, Some((_, flags))) => {
+            a.push("healing".into());
+            a.extend(flags.iter().map(|f| f.to_string()));
         }
-        None => a.push(protocol.to_string()),
+        (None, None) => a.push(protocol.to_string()),
     }
     a.extend_from_slice(rest);
     a
@@ -163,16 +173,16 @@ pub(super) fn healing(s: &Scale) -> Vec<Panel> {
         ));
     }
     // Table 3.4: healing's overhead without contention, warehouses = threads and every
-    // order line and payment home (`--remote-pct 0`), over threads. The thesis's "Normal"
-    // row is healing with neither access cache nor read copies; here: healing without the
-    // false-invalidation check, then with it (its "+Read Copy"), beside occ. There is no
-    // access cache to add ("+Access Cache").
+    // order line and payment home (`--remote-pct 0`), over threads: "Normal" (neither the
+    // access cache nor the false-invalidation check's read copies), "+Access Cache", then
+    // "+Read Copy" (plain healing), beside occ. Our access cache keeps tuple ids only
+    // (`cc::healing::AccessCache`).
     let threads: Vec<f64> = (1..=s.threads.max(1)).map(|t| t as f64).collect();
     panels.push(by_protocol(
         "Table 3.4: TPC-C overhead, warehouses = threads, no remote accesses".into(),
         "threads (= warehouses)",
         Metric::Throughput,
-        &[HEALING_NO_CHECK, "healing", "occ"],
+        &[TABLE_3_4[0].0, TABLE_3_4[1].0, "healing", "occ"],
         &threads,
         |p, t| {
             tpcc(

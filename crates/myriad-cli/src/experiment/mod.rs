@@ -524,8 +524,9 @@ const SPECS: &[Spec] = &[
                   read copies and the access cache cost under 5% without contention",
         partial: Some(
             "DT (the partitioned deterministic protocol), Figs. 3.11-3.12 (thread scaling, \
-             cross-partition share), Table 3.4's +Access Cache row (there is no access cache: \
-             a heal re-executes the whole call); \
+             cross-partition share), the access cache's cached outputs and effects (it keeps \
+             tuple ids only: a heal re-executes the whole call, without the index lookups of \
+             keys looked up before); \
              Table 3.1 as p50/p95 instead of buckets; 1-2 threads (the thesis: 24-46)",
         ),
         panels: healing::healing,

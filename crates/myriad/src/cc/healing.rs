@@ -40,10 +40,14 @@
 //! recorded reads follow the re-pointing (the call read the same values from the current
 //! record), so the checker judges the history the commit stands for.
 //!
-//! What the thesis has and this does not (yet): the access cache. The thesis restores only
-//! the operations that depend on the stale read, reusing cached results of the others
-//! (§3.4.1–3.4.2); here a heal re-runs the whole body, reusing nothing (correct, and still
-//! no abort, but a heal costs a full execution rather than the affected operations).
+//! **Access cache** (§3.4.1, `Config::heal_access_cache`, default on; `AccessCache`): the
+//! tuple each primary-key lookup of the call found, so that a heal reaches the rows of
+//! unchanged keys without index lookups. What the thesis has and this does not (yet): the
+//! rest of the cache. The thesis restores only the operations that depend on the stale read,
+//! reusing the cached outputs and write effects of the others (§3.4.1–3.4.2); here a heal
+//! re-runs the whole body and recomputes every operation (correct, and still no abort, but
+//! a heal costs a full execution, less its index lookups, rather than the affected
+//! operations).
 //! Reading another transaction's uncommitted insert aborts as under `occ` (the thesis's
 //! insert scenario 1 would read past it, §3.4.7).
 
@@ -83,6 +87,98 @@ pub(crate) struct SlotState {
     /// invalidation, `(table, read, current)`: the history's reads follow
     /// (`Transaction::repoint_recorded_reads`).
     pub(crate) repointed: Vec<super::mvocc::Repoint>,
+    /// The access cache's tuple ids (`AccessCache`).
+    pub(crate) cache: AccessCache,
+}
+
+/// The part of the thesis's access cache (§3.4.1) that a heal by re-execution can use: the
+/// tuple each primary-key lookup of the call found, so that a heal re-running an operation
+/// whose access key did not change reaches its row without an index lookup (the thesis's
+/// "skips index lookups while an operation's access key is unchanged"). Keyed by
+/// `(table, encoded key)`, not by operation: the same key in any operation is the same row.
+/// Sound for the same reason as `txn::Prefetched`: a primary index entry maps its key to
+/// one tuple id for the life of the table (entries are never removed or re-pointed), so a
+/// cached id is never wrong, only possibly a row deleted since — which the record read from
+/// it shows, as after an index lookup. Misses are not cached (a concurrent insert may add
+/// the key). The cached operations' outputs and write effects are not kept: a heal re-reads
+/// every row (held rows in their locked records) and recomputes every operation.
+#[derive(Default)]
+pub(crate) struct AccessCache {
+    /// The call's lookups are recorded (a healable call with `Config::heal_access_cache`).
+    on: bool,
+    /// A heal is running: lookups are answered from the cache first.
+    answering: bool,
+    /// Encoded keys back to back; entry `i`'s key ends at `entries[i].1`.
+    keys: Vec<u8>,
+    /// `(table id, end of its key in keys, tuple id)`, in the order the call looked them up.
+    entries: Vec<(u32, u32, TupleId)>,
+    /// Where `lookup` starts: one past its last hit (a heal mostly repeats the first run's
+    /// order, so the search is one comparison).
+    cursor: usize,
+}
+
+/// Entries one call may record: beyond it (a call scanning thousands of rows) new lookups
+/// are not cached, which costs a heal only index lookups.
+const CACHE_LIMIT: usize = 4096;
+
+impl AccessCache {
+    /// Starts a call: recording if `on`, nothing cached.
+    pub(crate) fn start(&mut self, on: bool) {
+        self.on = on;
+        self.answering = false;
+        self.keys.clear();
+        self.entries.clear();
+        self.cursor = 0;
+    }
+
+    /// A heal starts: answer lookups from what the call recorded.
+    pub(crate) fn heal(&mut self) {
+        self.answering = self.on;
+        self.cursor = 0;
+    }
+
+    /// The call's primary-key lookup of `key` in table `table` found row `tid`.
+    #[inline]
+    pub(crate) fn record(&mut self, table: u32, key: &[u8], tid: TupleId) {
+        if !self.on || self.entries.len() >= CACHE_LIMIT {
+            return;
+        }
+        // During a heal the key may be cached already (`lookup` answered it); only new ones.
+        if self.answering && self.find(table, key).is_some() {
+            return;
+        }
+        self.keys.extend_from_slice(key);
+        self.entries.push((table, self.keys.len() as u32, tid));
+    }
+
+    /// Whether a heal is running (`lookup` answers).
+    #[inline]
+    pub(crate) fn answering(&self) -> bool {
+        self.answering
+    }
+
+    /// During a heal: the row the call's earlier lookup of `key` in `table` found.
+    #[inline]
+    pub(crate) fn lookup(&mut self, table: u32, key: &[u8]) -> Option<TupleId> {
+        if !self.answering {
+            return None;
+        }
+        let i = self.find(table, key)?;
+        self.cursor = i + 1;
+        Some(self.entries[i].2)
+    }
+
+    fn find(&self, table: u32, key: &[u8]) -> Option<usize> {
+        let n = self.entries.len();
+        let hit = |i: usize| {
+            let (t, end, _) = self.entries[i];
+            let start = if i == 0 { 0 } else { self.entries[i - 1].1 };
+            t == table && crate::txn::same_key(&self.keys[start as usize..end as usize], key)
+        };
+        (self.cursor..n)
+            .chain(0..self.cursor.min(n))
+            .find(|&i| hit(i))
+    }
 }
 
 /// What `lock_in_order` found.

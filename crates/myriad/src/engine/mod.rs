@@ -113,6 +113,12 @@ pub struct Stats {
     /// write to one rebased on it), not healed; under `mvocc` valid reads, not a
     /// `read_validation` abort.
     pub false_invalidations: u64,
+    /// `healing`: primary-key lookups made by heals that the access cache answered with the
+    /// tuple the call's earlier lookup of the same key found (`Config::heal_access_cache`),
+    /// and those that went to the index (a key the call had not looked up, or the cache off).
+    pub heal_cache_hits: u64,
+    /// `healing`: primary-key lookups made by heals that went to the index.
+    pub heal_index_lookups: u64,
     /// `ermia-ssi`: would-be pivots aborted at pre-commit because they overwrote a version
     /// an in-flight transaction read (safe retry, `Config::ermia_safe_retry`).
     pub ssi_safe_retries: u64,
@@ -732,6 +738,8 @@ impl Database {
             s.hybrid_2pl += l(&st.hybrid_2pl);
             s.heals += l(&st.heals);
             s.false_invalidations += l(&st.false_invalidations);
+            s.heal_cache_hits += l(&st.heal_cache_hits);
+            s.heal_index_lookups += l(&st.heal_index_lookups);
             s.ssi_safe_retries += l(&st.ssi_safe_retries);
             s.ssi_untracked_reads += l(&st.ssi_untracked_reads);
             s.ssi_old_read_aborts += l(&st.ssi_old_read_aborts);

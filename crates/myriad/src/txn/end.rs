@@ -57,6 +57,8 @@ impl<'db> Transaction<'db> {
         // it could not restore what came before, so it commits as OCC.
         self.healable = cc::heals(self.st.protocol) && self.writes == 0;
         self.heal_command = self.command;
+        let cache = self.healable && self.st.db.config.get_heal_access_cache();
+        self.local.cc.healing.cache.start(cache);
     }
 
     /// Whether the call's last run stopped at an error a stale read may have caused, and the
@@ -144,6 +146,7 @@ impl<'db> Transaction<'db> {
         }
         self.heals += 1;
         bump(&self.slot().stats.heals, 1);
+        self.local.cc.healing.cache.heal();
         self.undo_writes(false);
         self.st.sets.clear();
         if let Some(r) = self.recording.as_mut() {

@@ -229,7 +229,7 @@ impl Prefetched {
 /// Byte equality of two encoded keys, one word compare for the common 8-byte key (an
 /// integer primary key) instead of a `memcmp` call.
 #[inline]
-fn same_key(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn same_key(a: &[u8], b: &[u8]) -> bool {
     match (<[u8; 8]>::try_from(a), <[u8; 8]>::try_from(b)) {
         (Ok(x), Ok(y)) => u64::from_ne_bytes(x) == u64::from_ne_bytes(y),
         _ => a == b,
@@ -308,6 +308,7 @@ impl<'db> Transaction<'db> {
         // SAFETY: we own the slot (acquired in Database::begin_with).
         let mut local = std::mem::take(unsafe { &mut *locals.get(slot_idx) });
         local.prefetched.clear();
+        local.cc.healing.cache.start(false);
         // `mvocc`'s column check: masks are set by a procedure call's commit, for it alone.
         local.cc.mvocc.cols.clear();
         // `partial-order` with slot counts: make the groups complete since readable.

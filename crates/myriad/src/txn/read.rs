@@ -701,9 +701,31 @@ impl<'db> Transaction<'db> {
         for &h in &pf.hashes {
             idx.prefetch_hashed(h);
         }
+        // `healing`'s access cache: a heal's keys the call looked up before need no lookup.
+        let cache = &mut self.local.cc.healing.cache;
+        let (mut hits, mut lookups) = (0, 0);
         for i in 0..pf.hashes.len() {
-            let tid = idx.get_unique_hashed(pf.hashes[i], pf.key(i));
+            let key = pf.key(i);
+            let tid = match cache.lookup(t.id, key) {
+                Some(tid) => {
+                    debug_assert_eq!(idx.get_unique(key), Some(tid));
+                    hits += 1;
+                    Some(tid)
+                }
+                None => {
+                    lookups += u64::from(cache.answering());
+                    let tid = idx.get_unique_hashed(pf.hashes[i], key);
+                    if let Some(tid) = tid {
+                        cache.record(t.id, key, tid);
+                    }
+                    tid
+                }
+            };
             pf.tids.push(tid.unwrap_or(NO_TID));
+        }
+        if hits + lookups > 0 {
+            bump(&self.st.slot().stats.heal_cache_hits, hits);
+            bump(&self.st.slot().stats.heal_index_lookups, lookups);
         }
         for &tid in &pf.tids {
             if let Some(e) = t.entry(tid) {
@@ -745,14 +767,25 @@ impl<'db> Transaction<'db> {
     /// The tuple id of the primary key encoded in `local.key_buf`: from the last `prefetch`
     /// if it looked the key up, else from the primary index.
     #[inline]
-    pub(super) fn primary_tid(&self, t: &Table) -> Option<TupleId> {
+    pub(super) fn primary_tid(&mut self, t: &Table) -> Option<TupleId> {
         let key = &self.local.key_buf;
-        match self.local.prefetched.tid_of(t.id, key) {
-            Some(tid) => {
-                debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
-                Some(tid)
-            }
-            None => t.indexes[0].get_unique(key),
+        if let Some(tid) = self.local.prefetched.tid_of(t.id, key) {
+            debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
+            return Some(tid);
         }
+        let cache = &mut self.local.cc.healing.cache;
+        if cache.answering() {
+            if let Some(tid) = cache.lookup(t.id, key) {
+                debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
+                bump(&self.st.slot().stats.heal_cache_hits, 1);
+                return Some(tid);
+            }
+            bump(&self.st.slot().stats.heal_index_lookups, 1);
+        }
+        let tid = t.indexes[0].get_unique(key);
+        if let Some(tid) = tid {
+            cache.record(t.id, key, tid);
+        }
+        tid
     }
 }

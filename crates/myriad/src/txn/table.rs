@@ -125,6 +125,11 @@ pub(crate) struct SlotStats {
     pub heals: AtomicU64,
     /// `healing`: stale reads (and writes) found to be false invalidations, not healed.
     pub false_invalidations: AtomicU64,
+    /// `healing`: primary-key lookups of heals answered by the access cache, and those that
+    /// went to the index.
+    pub heal_cache_hits: AtomicU64,
+    /// (See `heal_cache_hits`.)
+    pub heal_index_lookups: AtomicU64,
     pub versions_cut_by_readers: AtomicU64,
     /// ERMIA-SSI (`cc/ermia_ssi.rs`): pivots aborted by safe retry, READ ONLY reads of old
     /// versions left untracked, and writers aborted by an old version's bstamp.

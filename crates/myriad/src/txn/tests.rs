@@ -784,13 +784,21 @@ fn call_beside(db: &Database, name: &str, at: Pause, concurrent: &str) -> Vec<Va
 }
 
 fn transfer_beside(check: bool, concurrent: &str) -> (Vec<Value>, String, Vec<String>, u64, u64) {
-    let db = Database::open(
+    let (out, client, accts, st) = transfer_beside_with(
         Config::new()
             .protocol(crate::Protocol::Healing)
-            .version_storage(VersionStorage::SingleVersion)
             .column_check(check),
-    )
-    .unwrap();
+        concurrent,
+    );
+    (out, client, accts, st.heals, st.false_invalidations)
+}
+
+/// `transfer_beside` under `config` (single-version storage added), returning the stats.
+fn transfer_beside_with(
+    config: Config,
+    concurrent: &str,
+) -> (Vec<Value>, String, Vec<String>, crate::Stats) {
+    let db = Database::open(config.version_storage(VersionStorage::SingleVersion)).unwrap();
     let mut s = crate::sql::Session::new(&db);
     s.execute(
         "CREATE TABLE clients (id INT PRIMARY KEY, dst INT, note INT); \
@@ -817,7 +825,7 @@ fn transfer_beside(check: bool, concurrent: &str) -> (Vec<Value>, String, Vec<St
         .collect();
     let st = db.stats();
     assert_eq!(st.aborted.iter().sum::<u64>(), 0, "{:?}", st.aborted);
-    (out, client, accts, st.heals, st.false_invalidations)
+    (out, client, accts, st)
 }
 
 /// A concurrent commit that changes only columns the call neither reads nor writes
@@ -989,6 +997,37 @@ fn healing_moves_a_transfer_to_the_destination_a_concurrent_commit_set() {
         assert!(accts[i].contains(want), "account {}: {accts:?}", i + 1);
     }
     assert_eq!(heals, 1, "one heal");
+}
+
+/// The access cache (thesis §3.4.1, `cc::healing::AccessCache`): the transfer's first run
+/// looks up client 1, account 1 (read, then update) and account 2. Its heal after the
+/// destination moved to 3 finds client 1 and account 1 (twice) in the cache and looks only
+/// account 3 up in the index. With the cache off the heal looks every key up (no hit), and
+/// the outcome is the same.
+#[test]
+fn healing_reaches_the_rows_of_unchanged_keys_through_the_access_cache() {
+    let config = |on: bool| {
+        Config::new()
+            .protocol(crate::Protocol::Healing)
+            .heal_access_cache(on)
+    };
+    let moved = "UPDATE clients SET dst = 3 WHERE id = 1";
+    let (out, client, accts, st) = transfer_beside_with(config(true), moved);
+    assert_eq!(st.heals, 1);
+    assert_eq!((st.heal_cache_hits, st.heal_index_lookups), (3, 1));
+    let (out_off, client_off, accts_off, st_off) = transfer_beside_with(config(false), moved);
+    assert_eq!(st_off.heals, 1);
+    assert_eq!((st_off.heal_cache_hits, st_off.heal_index_lookups), (0, 0));
+    assert_eq!((out, client, accts), (out_off, client_off, accts_off));
+    // Outside `healing` the switch is refused by name.
+    let err = Database::open(
+        Config::new()
+            .protocol(crate::Protocol::Occ)
+            .heal_access_cache(true),
+    )
+    .err()
+    .expect("refused");
+    assert!(format!("{err}").contains("access cache"), "{err}");
 }
 
 /// MVTO (thesis §5.3.1): T1 finds version v0 of row 1 visible; before its read-ts lands,
