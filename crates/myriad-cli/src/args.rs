@@ -520,7 +520,8 @@ pub(crate) struct TpccArgs {
     /// does not grow).
     #[arg(long)]
     pub(crate) no_inserts: bool,
-    /// The transactions: `standard` (the five of clause 5.2.3) or `new-order-fragment`
+    /// The transactions: `standard` (the five of clause 5.2.3), `updates` (New-Order, Payment
+    /// and Delivery at 45:43:4, the calls a command log holds) or `new-order-fragment`
     /// (POMVCC §VII-B: per order line an ITEM read, a STOCK read and update and an
     /// ORDER_LINE insert, 5 to 15 lines; conflicts only on STOCK; no `--check`).
     #[arg(long, value_enum, default_value_t = TpccMix::Standard)]
@@ -559,6 +560,10 @@ pub(crate) enum TpccMix {
     Standard,
     /// POMVCC's New-Order fragment (`workloads/tpcc-fragment.sql`).
     NewOrderFragment,
+    /// New-Order, Payment and Delivery in the standard's proportions (45:43:4), without the
+    /// read-only Order-Status and Stock-Level: the calls a command log holds, to compare a
+    /// worker's forward throughput with serial command replay.
+    Updates,
 }
 
 /// `myriad bench llt`.

@@ -127,6 +127,40 @@ fn no_inserts_keeps_the_database_size_and_remote_zero_keeps_warehouses_apart() {
     );
 }
 
+/// `--mix updates`: only New-Order, Payment and Delivery run (the calls a command log holds),
+/// roughly at 45:43:4, and the consistency conditions hold.
+#[test]
+fn the_updates_mix_runs_no_read_only_transaction() {
+    let (r, human) = tpcc("updates", &["--mix", "updates", "--warehouses", "1"]);
+    assert!(human.contains("consistency conditions 1-4 hold"), "{human}");
+    assert!(
+        r["fidelity"]["mix"]
+            .as_str()
+            .unwrap()
+            .starts_with("updates"),
+        "{}",
+        r["fidelity"]
+    );
+    let count = |t: &str| r["latency_us"][t]["count"].as_u64().unwrap_or(0);
+    assert_eq!(
+        (count("order_status"), count("stock_level")),
+        (0, 0),
+        "{human}"
+    );
+    let (no, pay, del) = (count("new_order"), count("payment"), count("delivery"));
+    assert!(no > 0 && pay > 0 && del > 0, "{human}");
+    // 45:43 within a wide margin for a short run; Delivery ~4/92 of all.
+    let all = (no + pay + del) as f64;
+    assert!(
+        (0.40..0.58).contains(&(no as f64 / all)),
+        "{no} {pay} {del}"
+    );
+    assert!(
+        (0.01..0.10).contains(&(del as f64 / all)),
+        "{no} {pay} {del}"
+    );
+}
+
 #[test]
 fn invalid_flags_are_usage_errors() {
     for args in [

@@ -359,6 +359,7 @@ pub(crate) fn bench_tpcc(a: TpccArgs) -> ExitCode {
         scale: tpcc::Scale::standard(),
         remote_pct: a.remote_pct,
         no_inserts: a.no_inserts,
+        updates_only: a.mix == TpccMix::Updates,
         isolation: b.isolation(),
         adhoc_pct: a.adhoc_pct,
     };

@@ -216,6 +216,7 @@ mod tests {
             },
             remote_pct: Some(20.0),
             no_inserts: false,
+            updates_only: false,
             isolation: Isolation::Serializable,
             adhoc_pct: 0.0,
         };

@@ -105,6 +105,8 @@ pub struct Params {
     /// Percentage of transactions run ad hoc: logged as their row writes, not as the call,
     /// when the log is a command log (thesis §4.7, Figs. 4.12 and 4.17).
     pub adhoc_pct: f64,
+    /// `--mix updates`: New-Order, Payment and Delivery only, at the standard's 45:43:4.
+    pub updates_only: bool,
 }
 
 impl Params {
@@ -696,7 +698,11 @@ impl Tpcc {
         vec![
             (
                 "mix",
-                json!("new_order 45%, payment 43%, order_status 4%, delivery 4%, stock_level 4%"),
+                json!(if p.updates_only {
+                    "updates: new_order 45/92, payment 43/92, delivery 4/92 (no read-only transactions)"
+                } else {
+                    "new_order 45%, payment 43%, order_status 4%, delivery 4%, stock_level 4%"
+                }),
             ),
             ("warehouses", json!(p.warehouses)),
             (
@@ -1123,10 +1129,13 @@ impl Worker for TpccWorker<'_> {
             self.ty = STOCK_SCAN;
             return STOCK_SCAN;
         }
-        let x = uniform(&mut self.rng, 1, 100);
+        // `updates_only`: 89..=92 is Delivery's 4%, and nothing is drawn above it.
+        let updates = self.t.params.updates_only;
+        let x = uniform(&mut self.rng, 1, if updates { 92 } else { 100 });
         self.ty = match x {
             1..=45 => NEW_ORDER,
             46..=88 => PAYMENT,
+            89..=92 if updates => DELIVERY,
             89..=92 => ORDER_STATUS,
             93..=96 => DELIVERY,
             _ => STOCK_LEVEL,
@@ -1242,6 +1251,7 @@ mod tests {
             scale: tiny(),
             remote_pct: None,
             no_inserts: false,
+            updates_only: false,
             isolation: Isolation::Serializable,
             adhoc_pct: 0.0,
         };
@@ -1270,6 +1280,7 @@ mod tests {
             scale: tiny(),
             remote_pct: Some(20.0),
             no_inserts: false,
+            updates_only: false,
             isolation: Isolation::Serializable,
             adhoc_pct: 0.0,
         };
