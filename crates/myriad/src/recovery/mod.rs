@@ -25,7 +25,7 @@
 //! 4. the checkpoint's rows are inserted through the normal write path, tables split among
 //!    the threads (every index is built on the way: only PLR has a separate index phase);
 //! 5. the log is replayed (`replay.rs`): `serial` runs every record in commit order on one
-//!    thread, 8 records to a replay transaction (a call runs compiled, as it ran forward;
+//!    thread, one record to a replay transaction (a call runs compiled, as it ran forward;
 //!    with `pacman`, the schemes that replay procedure calls);
 //!    `parallel-latched` lets threads apply records in any order to a latched table of row
 //!    images where the newest write of each column wins; `parallel-partitioned` shuffles the
