@@ -173,7 +173,8 @@ impl AccessCache {
         let hit = |i: usize| {
             let (t, end, _) = self.entries[i];
             let start = if i == 0 { 0 } else { self.entries[i - 1].1 };
-            t == table && crate::txn::same_key(&self.keys[start as usize..end as usize], key)
+            t == table
+                && crate::schema::same_encoded_key(&self.keys[start as usize..end as usize], key)
         };
         (self.cursor..n)
             .chain(0..self.cursor.min(n))

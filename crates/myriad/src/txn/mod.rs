@@ -226,15 +226,7 @@ impl Prefetched {
     }
 }
 
-/// Byte equality of two encoded keys, one word compare for the common 8-byte key (an
-/// integer primary key) instead of a `memcmp` call.
-#[inline]
-pub(crate) fn same_key(a: &[u8], b: &[u8]) -> bool {
-    match (<[u8; 8]>::try_from(a), <[u8; 8]>::try_from(b)) {
-        (Ok(x), Ok(y)) => u64::from_ne_bytes(x) == u64::from_ne_bytes(y),
-        _ => a == b,
-    }
-}
+use crate::schema::same_encoded_key as same_key;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Status {
