@@ -169,37 +169,37 @@ impl PersistentEpoch {
     }
 
     /// The newest durable point of `path` (`pepoch` or `durable-lsn`) and of its mirror
-    /// (`PointFile` writes every record to both, so that losing or cutting either file loses
-    /// no acknowledged commit), with a note for each file that was missing while the other
-    /// was there. Each record must be `id`'s.
+    /// (`PointFile` writes every record to both, so that losing, cutting or damaging either
+    /// file loses no acknowledged commit), with a note for a file that was missing or damaged
+    /// while the other was there. Each record must be `id`'s.
     pub(crate) fn read_last_of(
         path: &Path,
         id: identity::DbId,
     ) -> Result<(Option<PersistentEpoch>, Vec<String>)> {
         let mirror = mirror_of(path);
         let mut notes = Vec::new();
+        let used =
+            |why: String, copy: &Path| format!("{why}; its copy {} was used", copy.display());
         let (a, b) = match (Self::read_one(path, id), Self::read_one(&mirror, id)) {
-            (Ok(a), Ok(b)) => (a, b),
+            (Ok(a), Ok(b)) => {
+                for (x, p, other) in [(&a, path, mirror.as_path()), (&b, mirror.as_path(), path)] {
+                    if x.is_none() && other.exists() {
+                        notes.push(used(format!("{} is missing or empty", p.display()), other));
+                    }
+                }
+                (a, b)
+            }
             // Damage in one file: the other holds every record (each is written to both).
             (Err(e @ Error::Corrupt { .. }), Ok(Some(b))) => {
-                notes.push(format!("{e}; its copy {} was used", mirror.display()));
+                notes.push(used(e.to_string(), &mirror));
                 (None, Some(b))
             }
             (Ok(Some(a)), Err(e @ Error::Corrupt { .. })) => {
-                notes.push(format!("{e}; its copy {} was used", path.display()));
+                notes.push(used(e.to_string(), path));
                 (Some(a), None)
             }
             (Err(e), _) | (_, Err(e)) => return Err(e),
         };
-        for (x, p, other) in [(&a, path, mirror.as_path()), (&b, mirror.as_path(), path)] {
-            if x.is_none() && other.exists() && notes.is_empty() {
-                notes.push(format!(
-                    "{} is missing or empty; its copy {} was used",
-                    p.display(),
-                    other.display()
-                ));
-            }
-        }
         let best = match (a, b) {
             (Some(a), Some(b)) => Some(if b.epoch > a.epoch { b } else { a }),
             (a, b) => a.or(b),

@@ -157,7 +157,12 @@ fn patch_row<'p>(
 
 /// CLR: every record in commit order on one thread; a procedure call is run again (the
 /// only way to replay a command log). Replay runs alone and in order, so nothing can
-/// conflict; `SERIAL_RECORDS_PER_TXN` records share a replay transaction.
+/// conflict. Each record is its own replay transaction. Batching saves commits (8 records:
+/// 3% fewer instructions per call), but on a 10 s TPC-C command log (1.39 M calls,
+/// docs/benchmarks.md) 8 per transaction replayed in 15.1–15.6 s against 13.7–13.8 s with 1
+/// (why was not isolated: the batched replay's profile had the update closure at 6.3% of
+/// samples against 2.4% forward, and more GC and fresh-page allocation); a logical log
+/// replays as fast either way (7.9–8.4 s).
 pub(super) fn serial(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
     let mut order: Vec<(u64, u32, u32)> = Vec::new();
     for (i, f) in logs.iter().enumerate() {
@@ -168,44 +173,24 @@ pub(super) fn serial(ctx: &Ctx<'_>, logs: &[LogFile]) -> Result<()> {
     order.sort_unstable();
     let mut key = Vec::new();
     let mut calls = crate::procedure::Replayer::new(ctx.definitions);
-    let mut tx = None;
-    let mut in_tx = 0;
     for (_, i, j) in order {
         let f = &logs[i as usize];
         let r = &f.recs[j as usize];
-        let open = match &mut tx {
-            Some(open) => open,
-            None => tx.insert(ctx.db.begin_replay(crate::txn::TxnOptions {
-                isolation: crate::config::Isolation::Snapshot,
-                read_only: false,
-            })?),
-        };
+        let mut tx = ctx.db.begin_replay(crate::txn::TxnOptions {
+            isolation: crate::config::Isolation::Snapshot,
+            read_only: false,
+        })?;
         if r.n == COMMAND {
-            calls.replay(open, f.body(r))?;
+            calls.replay(&mut tx, f.body(r))?;
         } else {
-            ctx.writes(f, r, &mut key, |t, op, k, data| apply(open, t, op, k, data))?;
+            ctx.writes(f, r, &mut key, |t, op, k, data| {
+                apply(&mut tx, t, op, k, data)
+            })?;
         }
-        in_tx += 1;
-        if in_tx >= SERIAL_RECORDS_PER_TXN {
-            in_tx = 0;
-            if let Some(tx) = tx.take() {
-                tx.commit_deferred()?;
-            }
-        }
-    }
-    if let Some(tx) = tx {
         tx.commit_deferred()?;
     }
     Ok(())
 }
-
-/// Records serial replay applies in one replay transaction: one. Batching saves commits
-/// (8 records: 3% fewer instructions per call), but on a 10 s TPC-C command log (1.39 M
-/// calls, docs/benchmarks.md) 8 per transaction replayed in 15.1–15.6 s against 13.7–13.8 s
-/// with 1 (why was not isolated: the profile of the batched replay had the update closure
-/// at 6.3% of samples against 2.4% forward, and more GC and fresh-page allocation). A
-/// logical log replays as fast either way (7.9–8.4 s).
-const SERIAL_RECORDS_PER_TXN: usize = 1;
 
 /// One change of a key, as the shuffle hands it to its partition.
 struct Change<'a> {
