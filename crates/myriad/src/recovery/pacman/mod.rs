@@ -20,7 +20,7 @@
 //! *)` entry waits for every earlier piece on the table and blocks every later one). A piece
 //! is ready when those predecessors are done. One pool of `recovery_threads` workers runs
 //! ready pieces in replay transactions (`begin_replay`, `commit_deferred`; pieces ready
-//! together share one, as `serial` runs 8 calls to one), each piece in a frame its worker
+//! together share one, up to `RUN_GROUP`), each piece in a frame its worker
 //! keeps per definition, compiled (`procedure::compile_slice`) where its procedure is.
 //!
 //! Why it equals serial replay (B.7): every table some procedure writes belongs to exactly
