@@ -677,6 +677,15 @@ pub(crate) fn ends_at_begin_ts(p: Protocol) -> bool {
     traits(p).ends_at_begin_ts
 }
 
+/// Whether a version a read found visible can still turn invisible until `on_read` accepts
+/// it (MVTO: an older writer, whose end timestamp is its begin timestamp, may commit over it
+/// first; the version is then dead at every read point, and `siro` may drop its row at
+/// once). Such a read copies the row only after `on_read`.
+#[inline]
+pub(crate) fn settles_at_on_read(p: Protocol) -> bool {
+    traits(p).ends_at_begin_ts
+}
+
 /// Hook `precommit`, multi-version: before the end timestamp is drawn. Err: abort
 /// (`mv2pl-wait` waits out its wait-for dependencies here, `mv2pl.rs`).
 pub(crate) fn precommit(

@@ -187,7 +187,7 @@ impl Cut {
         self.versions
             .push((p as usize, (*p).token() | Version::BLOBS_DROPPED));
         self.bytes += ((*p).size() + (*p).image_size() + blobs) as u64;
-        if t.siro.is_some() && crate::version::siro::in_slot(&*p) {
+        if t.siro.is_some() && crate::version::siro::drop_slot_row(&*p) {
             self.siro_in_slot += 1;
         }
     }

@@ -181,7 +181,10 @@ impl<'db> Transaction<'db> {
         }
         if self.st.tracks_reads {
             if let Err(reason) = cc::on_read(&mut self.st, &mut self.cc, &mut self.local.cc, v) {
+                // The read fails: nothing of it is kept (MVTO: `v` may already be dead, and
+                // `siro` may have dropped its row).
                 self.doom(reason);
+                return;
             }
         }
         if self.validates_reads() {
@@ -361,10 +364,22 @@ impl<'db> Transaction<'db> {
         } else {
             self.exact_version(t, tid, exact, rt)
         };
+        #[cfg(test)]
+        tests::pause_point(tests::Pause::Found);
         // SAFETY: visible versions stay allocated while we are active (watermark + pin).
         let r: &'db Version = unsafe { v.as_ref() }?;
         if r.is_tombstone() {
             return None;
+        }
+        // MVTO: the version is ours only once `on_read` accepts it (`cc::settles_at_on_read`),
+        // so that comes before its row is copied; for a stale entry it is a read too many,
+        // which can only fail an older writer of this row.
+        let settles = cc::settles_at_on_read(self.st.protocol);
+        if settles {
+            self.note_read(t, tid, v);
+            if self.is_doomed() {
+                return None;
+            }
         }
         if index != 0 || t.rows_copied() {
             let row = t.row(r, rb);
@@ -384,9 +399,11 @@ impl<'db> Transaction<'db> {
             }
             return None;
         }
-        self.note_read(t, tid, v);
-        if self.is_doomed() {
-            return None;
+        if !settles {
+            self.note_read(t, tid, v);
+            if self.is_doomed() {
+                return None;
+            }
         }
         Some(r)
     }

@@ -27,8 +27,9 @@ pub(crate) enum Pause {
     SingleVersionCommit,
     /// In a multi-version update commit, before it draws its end timestamp.
     MultiVersionCommit,
-    /// In a point read by primary key, after the version it reads is found and before the
-    /// read is recorded (MVTO: its read-ts raised).
+    /// In a point read by primary key or a read of an index entry's row, after the version
+    /// it reads is found and before the read is recorded (MVTO: its read-ts raised) or its
+    /// row copied.
     Found,
 }
 
@@ -1099,4 +1100,88 @@ fn mvto_read_fails_when_an_older_writer_committed_over_it_before_its_read_ts_lan
         t4.join().unwrap();
     });
     assert_eq!(value(&db, &t, 1), Some(100));
+}
+
+/// MVTO under `siro` storage and `dead-zone` GC: T1 (younger) finds version v0 of row 1 and,
+/// before it reads the row, T2 (older) commits over v0, which then ends below T1's timestamp
+/// and is dead at every read point. A GC pass cuts v0 from its chain, dropping its row (1st
+/// prune), and T3's update (moving row 1 from g = 5 to 6) overwrites v0's slot. T1's read
+/// must fail (T2 precedes it in timestamp order) without copying v0's row. Through a
+/// secondary index it used to copy the slot (before the cut marked dropped rows: T3's row),
+/// take the entry for a stale one (the key no longer matched) and go on as if row 1 had
+/// never had g = 5; by primary key with history recording on, the recording copied the row
+/// after the read had failed (in debug builds: the "read without a row" assertion).
+#[test]
+fn mvto_read_fails_without_copying_a_row_siro_dropped_under_it() {
+    for (by_index, record) in [(true, false), (false, true)] {
+        let db = Database::open(
+            Config::new()
+                .protocol(crate::Protocol::Mvto)
+                .version_storage(VersionStorage::Siro)
+                .gc(crate::GcPolicy::DeadZone)
+                .gc_threads(1)
+                .record_history(record),
+        )
+        .unwrap();
+        let t = db
+            .create_table(
+                TableSchema::new("t")
+                    .column("k", ColumnType::Int)
+                    .column("v", ColumnType::Int)
+                    .column("g", ColumnType::Int)
+                    .primary_key(&["k"])
+                    .index("by_g", &["g"], crate::IndexKind::Hash, false),
+            )
+            .unwrap();
+        db.run(|tx| tx.insert(&t, &(1i64, 0i64, 5i64))).unwrap();
+        let (t2_begun, t2_begun_rx) = channel::<()>();
+        let (to_t2, t2_rx) = channel::<&str>();
+        let (done, done_rx) = channel::<()>();
+        let before = db.stats().siro_pruned_first;
+        std::thread::scope(|s| {
+            let (db, t) = (&db, &t);
+            s.spawn(move || {
+                let mut tx = db.begin().unwrap();
+                t2_begun.send(()).unwrap();
+                assert_eq!(t2_rx.recv_timeout(WAIT).unwrap(), "write");
+                tx.update(t, &1i64, &[(1, 100i64)]).unwrap();
+                tx.commit().unwrap();
+                db.collect_garbage();
+                db.run(|tx| tx.update(t, &1i64, &[(1, 200i64), (2, 6i64)]))
+                    .unwrap();
+                done.send(()).unwrap();
+            });
+            t2_begun_rx.recv_timeout(WAIT).unwrap();
+            let mut tx = db.begin().unwrap();
+            let mut fired = false;
+            set_pause(Pause::Found, move || {
+                if std::mem::replace(&mut fired, true) {
+                    return;
+                }
+                to_t2.send("write").unwrap();
+                done_rx.recv_timeout(WAIT).unwrap();
+            });
+            let r = if by_index {
+                tx.get_by(t, 1, &5i64, |r| {
+                    assert_eq!(r.i64(0).unwrap(), 1, "the row T1 reads is row 1");
+                    true
+                })
+                .map(|n| n as i64)
+            } else {
+                tx.get_with(t, &1i64, |r| r.i64(1).unwrap())
+                    .map(|v| v.unwrap_or(-1))
+            };
+            clear_pause();
+            assert_eq!(
+                r,
+                Err(Error::SerializationFailure(AbortReason::TimestampOrder)),
+                "T1 (by index: {by_index}) must not read the version T2 (older) superseded"
+            );
+        });
+        assert!(
+            db.stats().siro_pruned_first > before,
+            "T3's update dropped v0's row (the case under test)"
+        );
+        assert_eq!(value(&db, &t, 1), Some(200));
+    }
 }

@@ -44,7 +44,11 @@
 //! - A version dropped (1st prune) or whose segment was freed is dead by the dead zones:
 //!   no live read point sees it, and a transaction registering later reads at or above the
 //!   zones' `ct`, past its End (`dead_zone.rs`'s "a stale list is safe"). No reader asks
-//!   for its row. Segment memory is freed after the memory epoch.
+//!   for its row: under MVTO, where an older writer can end a version below the read point
+//!   of a reader that already found it, a read copies the row only once `on_read` has
+//!   accepted the version (`cc::settles_at_on_read`). A version the pruner cuts while it
+//!   still holds a slot is marked dropped too (`drop_slot_row`). Segment memory is freed
+//!   after the memory epoch.
 //! - A segment entry is written once, by the slot that owns the open segment, before its
 //!   version is re-tagged to it, and never changes; a segment is sealed by that slot and
 //!   freed only once sealed (and dead, or the store is dropped).
@@ -595,9 +599,20 @@ impl Drop for SiroStore {
     }
 }
 
-/// Whether `v` still holds a record slot (its row was never relocated).
-pub(crate) fn in_slot(v: &Version) -> bool {
-    slot_of(v.image_word_ref().load(Ordering::Acquire)).is_some()
+/// For a version the pruner cut from its chain: if it still holds a record slot (its row
+/// was never relocated), marks its row dropped (1st prune) and returns true. Writers no
+/// longer find it among the slot's owners and overwrite the slot, so a reader that still
+/// asked for its row would otherwise copy another version's row; no reader does (module
+/// invariants), and `read_into` catches one that would in debug builds.
+pub(crate) fn drop_slot_row(v: &Version) -> bool {
+    let word = v.image_word_ref();
+    let w = word.load(Ordering::Acquire);
+    // A writer relocating it at this moment (it found it in the chain before the cut) wins:
+    // its entry is then dead and goes with its segment.
+    slot_of(w).is_some()
+        && word
+            .compare_exchange(w, PRUNED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
 }
 
 /// The row of version `v` (its tuple's master `m`, `row_len` bytes a slot) into `buf`: from
