@@ -157,6 +157,9 @@ pub struct Stats {
     pub siro_segment_bytes: u64,
     /// `siro`: see `siro_segment_bytes`.
     pub siro_segment_bytes_freed: u64,
+    /// In-place (`time-travel`, `delta`) and `siro` storage: bytes of the tuples' master
+    /// records, one per tuple for the table's life (counted in `live_version_bytes`).
+    pub record_bytes: u64,
     /// Acquisitions of memory-space locks (`Config::memory_spaces`; allocations and frees).
     /// Process-wide: spaces are shared by every database of the process.
     pub space_locks: u64,
@@ -208,10 +211,14 @@ impl Stats {
         self.siro_segment_bytes
             .saturating_sub(self.siro_segment_bytes_freed)
     }
-    /// Bytes of versions allocated and not yet reclaimed.
+    /// Bytes holding versions: version blocks (with their images and blobs) allocated and
+    /// not yet reclaimed, `siro` segments among them, plus `record_bytes` (the master
+    /// records of in-place and `siro` storage hold the newest version's row, or the newest
+    /// two: versions too, where append storage counts them as version blocks).
     pub fn live_version_bytes(&self) -> u64 {
         self.version_bytes_allocated
             .saturating_sub(self.version_bytes_reclaimed)
+            + self.record_bytes
     }
 }
 
@@ -747,6 +754,13 @@ impl Database {
             s.versions_pruned_dead_zone += l(&st.versions_pruned_dead_zone);
             add_siro(&mut s, st);
         }
+        s.record_bytes = self
+            .shared
+            .tables
+            .iter()
+            .filter_map(|t| t.get())
+            .map(|t| t.record_bytes())
+            .sum();
         let clock = &self.shared.clock;
         match clock.increments() {
             Some(by) => {

@@ -36,8 +36,10 @@
 //!   instead fetched every one from the other core: 35 % of a YCSB run's cycles went to
 //!   those misses). A tuple whose stripe is taken, or whose chain keeps an older version two
 //!   collects running (a live snapshot still sees it) or at once when the oldest read point
-//!   predates the worker's previous collect (a long-lived reader pins it), is handed to the
-//!   vacuum thread owning its block, which revisits it until it is clean (`vacuum.rs`).
+//!   predates the worker's previous collect and every version it keeps beside the newest
+//!   ended before that collect (a long-lived reader pins it: the tuple is *parked*), is
+//!   handed to the vacuum thread owning its block, which revisits it until it is clean
+//!   (`vacuum.rs`).
 //! - A spliced version keeps its `next`, so a reader standing on it continues down the chain;
 //!   its memory is freed after the memory epoch (`Cut::free_after_epoch`): a reader that can
 //!   still reach it was pinned before the splice, and so keeps every version spliced later
@@ -57,6 +59,7 @@ use crate::version::{is_txn, Order, Version};
 use crossbeam_epoch::Guard;
 use crossbeam_utils::CachePadded;
 use std::collections::VecDeque;
+use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::time::Instant;
 
@@ -186,8 +189,12 @@ pub(crate) fn collect(
         };
         spliced += prune(t, g.tid, zones, &mut cut);
         if has_older(t, g.tid) {
-            if long || g.retried {
-                handover.push((g.table, g.tid, long));
+            // Parked only if what stays ended before our previous collect (the long-lived
+            // reader's version): a version superseded since is likely kept by a short reader
+            // and is worth another look soon.
+            let parked = long && !keeps_recent(t, g.tid, previous);
+            if parked || g.retried {
+                handover.push((g.table, g.tid, parked));
             } else {
                 queue.push_back(Garbage { retried: true, ..g });
             }
@@ -224,6 +231,34 @@ pub(crate) fn has_older(t: &Table, tid: TupleId) -> bool {
             .as_ref()
             .is_some_and(|v| !v.next.load(Ordering::Acquire).is_null())
     }
+}
+
+/// Whether `tid`'s chain keeps a version other than its newest that ended at or after
+/// `since`, or whose End is still a transaction's (the caller is pinned).
+fn keeps_recent(t: &Table, tid: TupleId, since: u64) -> bool {
+    let Some(e) = t.entry(tid) else { return false };
+    let oldest_first = t.store.order() == Order::OldestFirst;
+    // SAFETY: the caller is pinned.
+    unsafe {
+        let mut v = e.load(Ordering::Acquire);
+        if !oldest_first {
+            v = v
+                .as_ref()
+                .map_or(ptr::null_mut(), |h| h.next.load(Ordering::Acquire));
+        }
+        while let Some(x) = v.as_ref() {
+            let n = x.next.load(Ordering::Acquire);
+            if oldest_first && n.is_null() {
+                break;
+            }
+            let end = x.end.load(Ordering::Acquire);
+            if is_txn(end) || end >= since {
+                return true;
+            }
+            v = n;
+        }
+    }
+    false
 }
 
 /// Prunes `tid`'s chain: the tail below the watermark as `epoch::prune` does (counted by

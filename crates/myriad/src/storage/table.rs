@@ -49,6 +49,8 @@ pub struct Table {
     pub(crate) indexes: Vec<Index>,
     directory: Box<[AtomicPtr<Segment>]>,
     next_tid: AtomicU64,
+    /// Master records allocated (in-place and `siro` storage; `record_bytes`).
+    master_count: AtomicU64,
     /// `LIVE`, `BUILDING` (`Database::create_index` is moving its rows into a copy with one
     /// more index) or `REPLACED` (the copy took over). Transactions refuse a table that is
     /// not live, so nothing is written where no lookup would find it.
@@ -204,6 +206,7 @@ impl Table {
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),
             next_tid: AtomicU64::new(0),
+            master_count: AtomicU64::new(0),
             state: AtomicU8::new(LIVE),
             heal_rank: AtomicU16::new(UNRANKED),
             scan_ts,
@@ -325,6 +328,12 @@ impl Table {
         self.next_tid.load(Ordering::Acquire)
     }
 
+    /// Bytes of the master records (in-place and `siro` storage: the newest row, or two,
+    /// of each tuple; they live as long as the table).
+    pub(crate) fn record_bytes(&self) -> u64 {
+        self.master_count.load(Ordering::Relaxed) * Master::size(self.master_len()) as u64
+    }
+
     /// Every tuple id handed out so far, in order.
     pub(crate) fn tids(&self) -> impl Iterator<Item = TupleId> {
         (0..self.tid_count()).map(TupleId::new)
@@ -388,7 +397,11 @@ impl Table {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => fresh,
+                Ok(_) => {
+                    // Once per tuple, beside the insert's own tuple-id and index RMWs.
+                    self.master_count.fetch_add(1, Ordering::Relaxed);
+                    fresh
+                }
                 Err(cur) => {
                     // SAFETY: never published.
                     unsafe { Master::free(fresh) };

@@ -62,6 +62,11 @@ fn layout(size: usize) -> Layout {
 }
 
 impl Master {
+    /// Bytes a master with `len` bytes of row data occupies.
+    pub(crate) fn size(len: usize) -> usize {
+        MASTER_HEADER + len
+    }
+
     /// A zeroed master for `tid` with `len` bytes of row data.
     pub(crate) fn alloc(tid: crate::ids::TupleId, len: usize) -> *mut Master {
         let l = layout(MASTER_HEADER + len);
