@@ -173,14 +173,59 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
             .count();
         assert_eq!(n, 1, "{workload} {kind} adhoc {adhoc}: {logs:?}");
     }
+    let mut breakdowns = 0;
     for p in r["panels"].as_array().unwrap() {
-        for se in p["series"].as_array().unwrap() {
+        let series = p["series"].as_array().unwrap();
+        if p["title"].as_str().unwrap().starts_with("Fig. 4.20") {
+            // Stacked bars (sync, pipelined): one layer per phase, bottom up; a phase may
+            // take no time (no waits at one thread), execution always does, and the layers'
+            // shares of each bar sum to 1.
+            breakdowns += 1;
+            let labels: Vec<&str> = series
+                .iter()
+                .map(|s| s["label"].as_str().unwrap())
+                .collect();
+            assert_eq!(
+                labels,
+                [
+                    "log loading",
+                    "static analysis",
+                    "dynamic analysis",
+                    "scheduling waits",
+                    "execution"
+                ]
+            );
+            let points = series[0]["points"].as_array().unwrap().len();
+            for j in 0..points {
+                let mut share = 0.0;
+                for se in series {
+                    let pt = &se["points"][j];
+                    let v = pt["median"].as_f64().unwrap();
+                    assert!(v >= 0.0, "{}: {}: {v}", p["title"], se["label"]);
+                    if se["label"] == "execution" {
+                        assert!(v > 0.0, "{}: execution {v}", p["title"]);
+                    }
+                    share += pt["share_of_bar"].as_f64().unwrap();
+                }
+                assert!(
+                    (share - 1.0).abs() < 1e-9,
+                    "{}: shares sum to {share}",
+                    p["title"]
+                );
+            }
+            continue;
+        }
+        for se in series {
             for pt in se["points"].as_array().unwrap() {
                 let v = pt["median"].as_f64().unwrap();
                 assert!(v > 0.0, "{}: {}: {v}", p["title"], se["label"]);
             }
         }
     }
+    assert_eq!(
+        breakdowns, 2,
+        "Fig. 4.20: a breakdown for the sync and pipelined modes"
+    );
     let runs = dir.join("pacman-recovery-runs");
     for e in std::fs::read_dir(&runs).unwrap() {
         let n = e.unwrap().file_name().to_string_lossy().to_string();

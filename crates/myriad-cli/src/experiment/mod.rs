@@ -108,6 +108,17 @@ struct Scale {
     seed: u64,
 }
 
+/// The layers of a `RecoveryPhases` panel, bottom up: (series label, key of `myriad recover
+/// --json`'s `ms`). Thesis Fig. 4.20's breakdown: log loading, PACMAN's analyses, the time
+/// workers wait for a piece to be schedulable, and execution.
+const RECOVERY_PHASES: [(&str, &str); 5] = [
+    ("log loading", "log_load"),
+    ("static analysis", "static_analysis"),
+    ("dynamic analysis", "dynamic_analysis"),
+    ("scheduling waits", "schedule_wait"),
+    ("execution", "execution"),
+];
+
 /// What a panel plots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Metric {
@@ -143,6 +154,10 @@ enum Metric {
     /// Seconds of a recovery phase (`myriad recover --json`'s `ms.<key>`; `replay_and_index`
     /// is replay plus index build), against the point's x.
     RecoverySeconds(&'static str),
+    /// A stacked bar per x (thesis Fig. 4.20): each series is one layer, the recovery phase
+    /// its label names in `RECOVERY_PHASES` (`ms.<key>`, seconds; the parallel phases are
+    /// summed over workers), all layers read from the same runs.
+    RecoveryPhases,
     /// Log bytes written per committed transaction (`results.log.bytes_per_txn`), against
     /// the point's x.
     LogBytesPerTxn,
@@ -201,6 +216,7 @@ impl Metric {
             Metric::LongReaderTps => "long-reader txn/s",
             Metric::LongReaderAbortPct => "long-reader aborts (% of attempts)",
             Metric::RecoverySeconds(_) => "recovery seconds",
+            Metric::RecoveryPhases => "seconds (parallel phases: summed over workers)",
             Metric::LogBytesPerTxn => "log bytes / txn",
             Metric::MeanLatencyUs => "mean latency (us)",
             Metric::TypeLatencyUs(..) => "latency (us)",
@@ -212,6 +228,24 @@ impl Metric {
             Metric::LogMibPerSec(_) => "log MiB/s",
             Metric::CheckpointMibPerSec => "checkpoint MiB/s",
         }
+    }
+
+    /// The metric of one series of a panel: a `RecoveryPhases` layer reads the phase its
+    /// label names.
+    fn of_series(self, label: &str) -> Result<Metric, String> {
+        match self {
+            Metric::RecoveryPhases => RECOVERY_PHASES
+                .iter()
+                .find(|(l, _)| *l == label)
+                .map(|&(_, key)| Metric::RecoverySeconds(key))
+                .ok_or_else(|| format!("'{label}' is not a recovery phase")),
+            m => Ok(m),
+        }
+    }
+
+    /// Drawn as stacked bars, one layer per series.
+    fn stacked(self) -> bool {
+        self == Metric::RecoveryPhases
     }
 
     /// One figure per run, against the point's x (not a time series).
@@ -229,6 +263,7 @@ impl Metric {
                 | Metric::LongReaderTps
                 | Metric::LongReaderAbortPct
                 | Metric::RecoverySeconds(_)
+                | Metric::RecoveryPhases
                 | Metric::LogBytesPerTxn
                 | Metric::MeanLatencyUs
                 | Metric::TypeLatencyUs(..)
@@ -486,9 +521,7 @@ const SPECS: &[Spec] = &[
                   best; Fig. 4.20: at 40 threads scheduling takes ~30% of the recovery time, log \
                   loading and dynamic analysis are light",
         partial: Some(
-            "Fig. 4.20's stacked bars (here two panels: dynamic analysis and execution, \
-             worker-seconds) and its scheduling share (in each run's JSON: \
-             ms.schedule_wait); 1-2 threads (the thesis: 1-40)",
+            "1-2 threads (the thesis: 1-40)",
         ),
         panels: recovery::pacman,
     },
@@ -1232,6 +1265,7 @@ fn common_flags(s: &Scale, metric: Metric, args: &[String], json: &Path) -> Vec<
         | Metric::LongReaderTps
         | Metric::LongReaderAbortPct
         | Metric::RecoverySeconds(_)
+        | Metric::RecoveryPhases
         | Metric::LogBytesPerTxn
         | Metric::MeanLatencyUs
         | Metric::TypeLatencyUs(..)
@@ -1352,6 +1386,9 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
                 .pointer(&format!("/latency_us/{t}"))
                 .ok_or_else(|| format!("report lacks latency_us.{t}"))?;
             return Ok(vec![(x, num(l, key)?)]);
+        }
+        Metric::RecoveryPhases => {
+            return Err("a stacked panel's figures are read per series (`of_series`)".into())
         }
         Metric::RecoverySeconds(key) => {
             let ms = report.get("ms").ok_or("report lacks ms")?;
@@ -1754,7 +1791,7 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
                 let runs = &reports[index[args]];
                 let per_round: Vec<Vec<(f64, f64)>> = runs
                     .iter()
-                    .map(|r| figures(r, p.metric, *x))
+                    .map(|r| figures(r, p.metric.of_series(&se.label)?, *x))
                     .collect::<Result<_, _>>()?;
                 let flags = common_flags(s, p.metric, args, Path::new(""));
                 let command = command_line(args, &flags);
@@ -1809,6 +1846,9 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
             series_json.push(json!({ "label": se.label, "points": points_json }));
             chart_series.push((se.label.clone(), line));
         }
+        if p.metric.stacked() {
+            share_of_bar(&mut series_json);
+        }
         print_panel(p, &series_json);
         panels_json.push(json!({
             "title": p.title,
@@ -1822,6 +1862,7 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
             y_label: p.metric.y_label().to_string(),
             series: chart_series,
             bands,
+            stacked: p.metric.stacked(),
         });
     }
     let result = json!({
@@ -1854,6 +1895,47 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
 }
 
 /// The panel as a table: one row per x (sweeps) or one per series (time series: the mean).
+/// A stacked panel's points: each layer's share of its bar (`share_of_bar`, the layer's
+/// median over the sum of the layers' medians at that x) replaces the ratio to the first
+/// series, which compares nothing there.
+fn share_of_bar(series: &mut [Json]) {
+    let median_at = |s: &Json, x: &Json| {
+        s["points"].as_array().and_then(|ps| {
+            ps.iter()
+                .find(|p| &p["x"] == x)
+                .and_then(|p| p["median"].as_f64())
+        })
+    };
+    let xs: Vec<Json> = series
+        .iter()
+        .flat_map(|s| s["points"].as_array().into_iter().flatten())
+        .map(|p| p["x"].clone())
+        .collect();
+    let totals: Vec<(Json, f64)> = xs
+        .into_iter()
+        .map(|x| {
+            let t = series.iter().filter_map(|s| median_at(s, &x)).sum();
+            (x, t)
+        })
+        .collect();
+    for s in series.iter_mut() {
+        for p in s["points"].as_array_mut().into_iter().flatten() {
+            let total = totals
+                .iter()
+                .find(|(x, _)| x == &p["x"])
+                .map_or(0.0, |(_, t)| *t);
+            let share = p["median"]
+                .as_f64()
+                .filter(|_| total > 0.0)
+                .map(|m| m / total);
+            if let Some(o) = p.as_object_mut() {
+                o.remove("ratio_to_first_series");
+                o.insert("share_of_bar".into(), json!(share));
+            }
+        }
+    }
+}
+
 fn print_panel(p: &Panel, series: &[Json]) {
     let y = p.metric.y_label();
     println!("  {} — {y}", p.title);
@@ -1869,12 +1951,16 @@ fn print_panel(p: &Panel, series: &[Json]) {
             .zip(&widths)
             .map(|(s, &w)| format!("{:>w$}", s["label"].as_str().unwrap_or("")))
             .collect();
-        println!(
-            "    {:>14}{}   (ratio to {})",
-            p.x_label,
-            head.join(""),
-            series[0]["label"]
-        );
+        // A stacked panel's layers are parts of one bar: each one's share of it.
+        let (rel, rel_key) = if p.metric.stacked() {
+            ("share of the bar".to_string(), "share_of_bar")
+        } else {
+            (
+                format!("ratio to {}", series[0]["label"]),
+                "ratio_to_first_series",
+            )
+        };
+        println!("    {:>14}{}   ({rel})", p.x_label, head.join(""));
         let n = series[0]["points"].as_array().map_or(0, Vec::len);
         for j in 0..n {
             let x = f(&series[0]["points"][j], "x");
@@ -1891,10 +1977,7 @@ fn print_panel(p: &Panel, series: &[Json]) {
                     let median = f(pt, "median");
                     // Small figures (per-transaction counts, percentages) keep two decimals.
                     let prec = if median.abs() < 100.0 { 2 } else { 0 };
-                    format!(
-                        "{:>w$}",
-                        format!("{median:.prec$} ({:.2})", f(pt, "ratio_to_first_series"))
-                    )
+                    format!("{:>w$}", format!("{median:.prec$} ({:.2})", f(pt, rel_key)))
                 })
                 .collect();
             println!("    {x:>14}{}", cells.join(""));
@@ -1916,6 +1999,35 @@ fn print_panel(p: &Panel, series: &[Json]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Layers 1 and 3 at x = 1, 0 and 2 at x = 2: shares 0.25/0.75 and 0/1; the ratio to the
+    /// first series is gone.
+    #[test]
+    fn a_stacked_panel_reports_each_layers_share_of_its_bar() {
+        let point = |x: f64, m: f64| json!({"x": x, "median": m, "ratio_to_first_series": 1.0});
+        let mut series = vec![
+            json!({"label": "a", "points": [point(1.0, 1.0), point(2.0, 0.0)]}),
+            json!({"label": "b", "points": [point(1.0, 3.0), point(2.0, 2.0)]}),
+        ];
+        share_of_bar(&mut series);
+        let share = |s: usize, j: usize| series[s]["points"][j]["share_of_bar"].as_f64();
+        assert_eq!(
+            (share(0, 0), share(1, 0), share(0, 1), share(1, 1)),
+            (Some(0.25), Some(0.75), Some(0.0), Some(1.0))
+        );
+        assert!(series[0]["points"][0]
+            .get("ratio_to_first_series")
+            .is_none());
+        // Every layer's label names a recovery phase; anything else is an error.
+        for (label, key) in RECOVERY_PHASES {
+            assert_eq!(
+                Metric::RecoveryPhases.of_series(label),
+                Ok(Metric::RecoverySeconds(key))
+            );
+        }
+        assert!(Metric::RecoveryPhases.of_series("replay").is_err());
+        assert_eq!(Metric::Throughput.of_series("x"), Ok(Metric::Throughput));
+    }
 
     #[test]
     fn run_dir_is_substituted_only_where_asked() {

@@ -3,7 +3,7 @@
 //! and removed after it). `--verify` replays the whole log into memory and writes nothing,
 //! so every round recovers the same files.
 
-use super::{Metric, Panel, Scale, Series};
+use super::{Metric, Panel, Scale, Series, RECOVERY_PHASES};
 
 /// In a `recover` point's arguments: `LOG` followed by the `myriad bench` arguments of the
 /// run that writes the log; the runner replaces both by the directory that run wrote.
@@ -64,14 +64,29 @@ pub(super) fn pacman(s: &Scale) -> Vec<Panel> {
             &["--pacman-mode", mode],
         )
     };
-    // Fig. 4.20: where the dynamic modes' time goes, summed over workers, from the same
-    // runs as Fig. 4.19 (static computes no footprints, so it has no dynamic analysis).
-    let dynamic_modes = || vec![pacman_mode("sync"), pacman_mode("pipelined")];
-    let mut modes = vec![
+    let modes = vec![
         series("serial", &command, "serial", &[]),
         pacman_mode("static"),
+        pacman_mode("sync"),
+        pacman_mode("pipelined"),
     ];
-    modes.extend(dynamic_modes());
+    // Fig. 4.20: where a dynamic mode's time goes (static computes no footprints, so it has
+    // no dynamic analysis), one layer per phase, read from the same runs as Fig. 4.19.
+    let breakdown = |mode: &str| {
+        let runs = pacman_mode(mode);
+        Panel {
+            title: format!("Fig. 4.20: PACMAN {mode}, recovery time breakdown, TPC-C command log"),
+            x_label: "recovery threads",
+            metric: Metric::RecoveryPhases,
+            series: RECOVERY_PHASES
+                .iter()
+                .map(|&(label, _)| Series {
+                    label: label.to_string(),
+                    points: runs.points.clone(),
+                })
+                .collect(),
+        }
+    };
     // Fig. 4.18: the static decompositions alone (dynamic analysis off: `static` mode).
     let decompositions = vec![
         series(
@@ -121,18 +136,8 @@ pub(super) fn pacman(s: &Scale) -> Vec<Panel> {
             metric: Metric::RecoverySeconds("replay"),
             series: decompositions,
         },
-        Panel {
-            title: "Fig. 4.20: PACMAN dynamic analysis, worker-seconds, TPC-C command log".into(),
-            x_label: "recovery threads",
-            metric: Metric::RecoverySeconds("dynamic_analysis"),
-            series: dynamic_modes(),
-        },
-        Panel {
-            title: "Fig. 4.20: PACMAN execution, worker-seconds, TPC-C command log".into(),
-            x_label: "recovery threads",
-            metric: Metric::RecoverySeconds("execution"),
-            series: dynamic_modes(),
-        },
+        breakdown("sync"),
+        breakdown("pipelined"),
         Panel {
             title: "Figs. 4.13/4.16: log recovery by scheme, TPC-C (replay + index build)".into(),
             x_label: "recovery threads",
