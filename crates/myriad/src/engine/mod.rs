@@ -158,7 +158,9 @@ pub struct Stats {
     /// `siro`: see `siro_segment_bytes`.
     pub siro_segment_bytes_freed: u64,
     /// In-place (`time-travel`, `delta`) and `siro` storage: bytes of the tuples' master
-    /// records, one per tuple for the table's life (counted in `live_version_bytes`).
+    /// records, one per tuple for the table's life, allocated by transactions (counted in
+    /// `live_version_bytes`; masters physical-log recovery places directly are not, as their
+    /// version blocks are not).
     pub record_bytes: u64,
     /// Acquisitions of memory-space locks (`Config::memory_spaces`; allocations and frees).
     /// Process-wide: spaces are shared by every database of the process.
@@ -736,6 +738,7 @@ impl Database {
             s.end_ts_draws += l(&st.end_ts_draws);
             s.versions_allocated += l(&st.versions_allocated);
             s.version_bytes_allocated += l(&st.version_bytes_allocated);
+            s.record_bytes += l(&st.record_bytes);
             s.versions_reclaimed += l(&st.versions_reclaimed);
             s.version_bytes_reclaimed += l(&st.version_bytes_reclaimed);
             s.gc_ns += l(&st.gc_ns);
@@ -754,13 +757,6 @@ impl Database {
             s.versions_pruned_dead_zone += l(&st.versions_pruned_dead_zone);
             add_siro(&mut s, st);
         }
-        s.record_bytes = self
-            .shared
-            .tables
-            .iter()
-            .filter_map(|t| t.get())
-            .map(|t| t.record_bytes())
-            .sum();
         let clock = &self.shared.clock;
         match clock.increments() {
             Some(by) => {

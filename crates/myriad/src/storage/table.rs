@@ -49,8 +49,6 @@ pub struct Table {
     pub(crate) indexes: Vec<Index>,
     directory: Box<[AtomicPtr<Segment>]>,
     next_tid: AtomicU64,
-    /// Master records allocated (in-place and `siro` storage; `record_bytes`).
-    master_count: AtomicU64,
     /// `LIVE`, `BUILDING` (`Database::create_index` is moving its rows into a copy with one
     /// more index) or `REPLACED` (the copy took over). Transactions refuse a table that is
     /// not live, so nothing is written where no lookup would find it.
@@ -206,7 +204,6 @@ impl Table {
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),
             next_tid: AtomicU64::new(0),
-            master_count: AtomicU64::new(0),
             state: AtomicU8::new(LIVE),
             heal_rank: AtomicU16::new(UNRANKED),
             scan_ts,
@@ -328,12 +325,6 @@ impl Table {
         self.next_tid.load(Ordering::Acquire)
     }
 
-    /// Bytes of the master records (in-place and `siro` storage: the newest row, or two,
-    /// of each tuple; they live as long as the table).
-    pub(crate) fn record_bytes(&self) -> u64 {
-        self.master_count.load(Ordering::Relaxed) * Master::size(self.master_len()) as u64
-    }
-
     /// Every tuple id handed out so far, in order.
     pub(crate) fn tids(&self) -> impl Iterator<Item = TupleId> {
         (0..self.tid_count()).map(TupleId::new)
@@ -362,6 +353,11 @@ impl Table {
     /// The master of `tid` (in-place storage), allocated on first use; `None` past the
     /// directory or under other storage.
     pub(crate) fn master(&self, tid: TupleId) -> Option<&Master> {
+        self.master_fresh(tid).map(|(m, _)| m)
+    }
+
+    /// `master`, and whether this call allocated it.
+    fn master_fresh(&self, tid: TupleId) -> Option<(&Master, bool)> {
         let dir = self.masters.get((tid.get() >> SEG_BITS) as usize)?;
         let mut seg = dir.load(Ordering::Acquire);
         if seg.is_null() {
@@ -389,6 +385,7 @@ impl Table {
         // SAFETY: published segments live until the table is dropped.
         let slot = unsafe { &(*seg)[(tid.get() as usize) & (SEG_LEN - 1)] };
         let mut m = slot.load(Ordering::Acquire);
+        let mut made = false;
         if m.is_null() {
             let fresh = Master::alloc(tid, self.master_len());
             m = match slot.compare_exchange(
@@ -398,8 +395,7 @@ impl Table {
                 Ordering::Acquire,
             ) {
                 Ok(_) => {
-                    // Once per tuple, beside the insert's own tuple-id and index RMWs.
-                    self.master_count.fetch_add(1, Ordering::Relaxed);
+                    made = true;
                     fresh
                 }
                 Err(cur) => {
@@ -410,7 +406,7 @@ impl Table {
             };
         }
         // SAFETY: masters live until the table is dropped.
-        Some(unsafe { &*m })
+        Some((unsafe { &*m }, made))
     }
 
     /// A new version of `tid` holding `row`, created by `begin`, followed by `next`. Under
@@ -419,8 +415,9 @@ impl Table {
     ///
     /// `prev`: the version the new one supersedes, if any, kept from being freed by the
     /// caller (pinned, and its lock held or the table unreachable); under non-inline
-    /// `shared` the new version shares its unchanged blobs. Returns the version and the
-    /// bytes it allocated besides its block (blobs).
+    /// `shared` the new version shares its unchanged blobs. Returns the version, the bytes
+    /// it allocated besides its block (blobs), and the bytes of the master record it
+    /// allocated (in-place and `siro` storage, a tuple's first version: `Stats::record_bytes`).
     pub(crate) fn alloc_version(
         &self,
         begin: u64,
@@ -429,12 +426,19 @@ impl Table {
         next: *mut Version,
         space: u8,
         prev: *const Version,
-    ) -> (*mut Version, usize) {
+    ) -> (*mut Version, usize, usize) {
         match (self.store.rows(), &self.ni) {
             (Rows::InPlace(_) | Rows::Siro, _) => {
-                let m = self.master(tid).map_or(ptr::null(), |m| m as *const Master);
+                let (m, made) = self
+                    .master_fresh(tid)
+                    .map_or((ptr::null(), false), |(m, made)| (m as *const Master, made));
                 let v = Version::alloc_in_place(begin, next, self.version_ext, space, m);
-                (v.as_ptr(), 0)
+                let record = if made {
+                    Master::size(self.master_len())
+                } else {
+                    0
+                };
+                (v.as_ptr(), 0, record)
             }
             (Rows::Inline, Some(ni)) => {
                 // SAFETY: as documented; `prev` is a version of this table, so in its
@@ -443,11 +447,11 @@ impl Table {
                 let (v, made) = unsafe {
                     Version::alloc_non_inline(begin, row, next, self.version_ext, space, ni, prev)
                 };
-                (v.as_ptr(), made)
+                (v.as_ptr(), made, 0)
             }
             (Rows::Inline, None) => {
                 let v = Version::alloc_copy(begin, row, next, self.version_ext, space);
-                (v.as_ptr(), 0)
+                (v.as_ptr(), 0, 0)
             }
         }
     }
@@ -580,7 +584,7 @@ impl Table {
         row: &[u8],
     ) -> crate::Result<*mut Version> {
         self.schema.check_row(row)?;
-        let (v, _) = self.alloc_version(ts, tid, row, ptr::null_mut(), 0, ptr::null());
+        let (v, ..) = self.alloc_version(ts, tid, row, ptr::null_mut(), 0, ptr::null());
         match self.store.rows() {
             Rows::InPlace(_) => {
                 if let Some(m) = self.master(tid) {

@@ -113,6 +113,8 @@ pub(crate) struct SlotStats {
     pub version_bytes_allocated: AtomicU64,
     pub versions_reclaimed: AtomicU64,
     pub version_bytes_reclaimed: AtomicU64,
+    /// Master records allocated by this slot's writes (`Stats::record_bytes`).
+    pub record_bytes: AtomicU64,
     pub gc_ns: AtomicU64,
     /// Field reads that waited for a Preparing writer's outcome (visibility or validation).
     pub preparing_waits: AtomicU64,

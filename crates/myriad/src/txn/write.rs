@@ -429,13 +429,16 @@ impl<'db> Transaction<'db> {
     ) -> *mut Version {
         let space =
             crate::version::space::for_slot(self.st.db.config.memory_spaces, self.st.slot_idx);
-        let (n, extra) = t.alloc_version(self.st.id.word(), tid, row, next, space, prev);
+        let (n, extra, record) = t.alloc_version(self.st.id.word(), tid, row, next, space, prev);
         let slot = self.slot();
         bump(&slot.stats.versions_allocated, 1);
         bump(
             &slot.stats.version_bytes_allocated,
             (t.version_bytes() + extra) as u64,
         );
+        if record > 0 {
+            bump(&slot.stats.record_bytes, record as u64);
+        }
         n
     }
 
