@@ -16,12 +16,19 @@
 # One worker thread, so there is no lock waiting in the figure. Run to run it moves by a
 # few per cent (the mix and the data are seeded; timing decides where the run stops).
 #
+# A fixed amount of work: the worker stops after TXNS transactions (`--stop-after`, default
+# 20000 for tpcc, 100000 for ycsb; committed or rolled back by the procedure, warm-up
+# included), so two binaries run the same seeded transactions on the same data and their
+# figures compare to a fraction of a per cent. DURATION (seconds, default 600) is only the
+# upper bound. TXNS=0 falls back to a timed run of DURATION seconds (a binary without
+# `--stop-after`); such runs grow the database by different amounts and move by a few per
+# cent.
+#
 # Usage: scripts/instructions.sh [tpcc|ycsb] [BINARY] [-- extra bench options]
 #   tpcc (default): `bench tpcc --warehouses 1 --threads 1` (full mix, Serializable).
 #   ycsb: `bench ycsb --as-procedure --rows 100000 --threads 1` (the procedure path).
 # BINARY defaults to target/release/myriad (built with `cargo build --release -p myriad-cli`
-# if absent). DURATION (seconds of run under valgrind, default 5) may be set in the
-# environment. Exits non-zero when valgrind is missing, the bench fails, or the report has
+# if absent). Exits non-zero when valgrind is missing, the bench fails, or the report has
 # no commits.
 set -euo pipefail
 
@@ -30,7 +37,17 @@ workload=${1:-tpcc}
 bin=${1:-}
 [ $# -gt 0 ] && [ "${1:-}" != "--" ] && shift
 [ "${1:-}" = "--" ] && shift
-duration=${DURATION:-5}
+case "$workload" in
+    ycsb) txns=${TXNS:-100000} ;;
+    *) txns=${TXNS:-20000} ;;
+esac
+if [ "$txns" -gt 0 ]; then
+    duration=${DURATION:-600}
+    limit=(--stop-after "$txns")
+else
+    duration=${DURATION:-5}
+    limit=()
+fi
 
 die() { echo "instructions.sh: $*" >&2; exit 1; }
 
@@ -55,7 +72,7 @@ if ! valgrind --tool=callgrind \
         --toggle-collect='*bench::worker_loop*' \
         --callgrind-out-file="$tmp/cg.out" \
         "$bin" "${args[@]}" --duration "$duration" --warmup 0 --seed 42 --no-progress \
-        --json "$tmp/report.json" "$@" >"$tmp/bench.log" 2>&1; then
+        --json "$tmp/report.json" "${limit[@]}" "$@" >"$tmp/bench.log" 2>&1; then
     cat "$tmp/bench.log" >&2
     die "the benchmark failed under valgrind"
 fi

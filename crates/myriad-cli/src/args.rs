@@ -225,6 +225,12 @@ pub(crate) struct BenchArgs {
     /// Warm-up seconds, run but not counted.
     #[arg(long, value_name = "SECS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = parse_warmup)]
     pub(crate) warmup: f64,
+    /// End the run once a worker has finished N transactions (committed or rolled back by
+    /// the transaction itself, warm-up included), or at --duration, whichever comes first.
+    /// With one thread and a seed this runs the same transactions every time: a fixed amount
+    /// of work for counting instructions (`scripts/instructions.sh`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) stop_after: Option<u64>,
     /// Seed of every random choice (data and transactions).
     #[arg(long, value_name = "N", default_value_t = 42)]
     pub(crate) seed: u64,

@@ -267,6 +267,50 @@ fn warmup_commits_are_reported_apart_from_the_measured_ones() {
     );
 }
 
+/// `--stop-after N` ends the run once the worker has finished N transactions, warm-up
+/// included, long before `--duration`: the fixed amount of work `scripts/instructions.sh`
+/// counts. YCSB has no user aborts, so the commits are exactly N.
+#[test]
+fn stop_after_ends_the_run_after_n_transactions() {
+    let path = json_path();
+    let p = path.to_str().expect("utf-8 temp path");
+    let start = std::time::Instant::now();
+    let out = myriad(&[
+        "bench",
+        "ycsb",
+        "--rows",
+        "1000",
+        "--threads",
+        "1",
+        "--warmup",
+        "0",
+        "--duration",
+        "60",
+        "--stop-after",
+        "2000",
+        "--no-progress",
+        "--json",
+        p,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("report")).expect("JSON");
+    let _ = std::fs::remove_file(&path);
+    let done = r["committed"].as_u64().unwrap() + r["warmup_committed"].as_u64().unwrap();
+    assert_eq!(
+        done, 2000,
+        "commits of a run stopped after 2000 transactions"
+    );
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(50),
+        "the run waited for --duration: {:?}",
+        start.elapsed()
+    );
+    let bad = myriad(&["bench", "ycsb", "--stop-after", "0", "--no-progress"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("--stop-after"), "{}", stderr(&bad));
+}
+
 #[test]
 fn ycsb_read_only() {
     every_layout_and_key_dist("read-only");

@@ -22,6 +22,7 @@ mod layering;
 mod non_inline;
 mod physical_pointers;
 mod prefetch;
+mod range_conditions;
 mod siro_storage;
 mod sql_fuzz;
 mod sql_transactions;

@@ -146,6 +146,7 @@ pub(crate) fn run<W: BaselineWorker>(
         stop_grace: Duration::ZERO,
         chain_sample: None,
         max_version_bytes: None,
+        stop_after: None,
     };
     let phase = AtomicU8::new(WARMUP);
     let types = opts.txn_types.len();

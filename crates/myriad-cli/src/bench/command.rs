@@ -286,6 +286,7 @@ fn refuse_for_baseline(engine: Engine, b: &BenchArgs, extra: &[(&str, bool)]) {
         ("--epoch-ms", b.epoch_ms != 10),
         ("--log-file-mib", b.log_file_mib != 64),
         ("--checkpoint-interval", b.checkpoint_interval.is_some()),
+        ("--stop-after", b.stop_after.is_some()),
     ];
     flags.extend_from_slice(extra);
     if let Err(m) = baselines::refuse_myriad_flags(engine, &flags) {
@@ -523,6 +524,7 @@ pub(crate) fn bench_workload<W: Workload>(
         stop_grace: Duration::from_secs_f64(b.duration.max(STOP_GRACE_MIN_S)),
         chain_sample: w.chain_sample(),
         max_version_bytes: w.max_version_bytes(),
+        stop_after: b.stop_after,
     };
     let log0 = db.log_stats();
     let (c0, t0) = (db.stats().committed, Instant::now());

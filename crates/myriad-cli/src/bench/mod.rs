@@ -64,6 +64,9 @@ pub struct RunOptions {
     /// The memory guard: the run stops, and `RunResult::memory_guard` says why, once live
     /// version bytes exceed this.
     pub max_version_bytes: Option<u64>,
+    /// The run ends once a worker has finished this many transactions, warm-up included
+    /// (`--stop-after`).
+    pub stop_after: Option<u64>,
 }
 
 /// Latency of one transaction type.
@@ -514,6 +517,7 @@ pub fn run<W: Worker>(
     // driver says so, not when the first thread happens to be scheduled.
     let phase = AtomicU8::new(WARMUP);
     let types = opts.txn_types.len();
+    let limit = opts.stop_after.unwrap_or(u64::MAX);
     let total_ms = (opts.warmup + opts.duration).as_millis() as u64;
     let pb = progress_bar(
         opts.progress,
@@ -535,7 +539,7 @@ pub fn run<W: Worker>(
                 let (phase, make_worker, running) = (&phase, &make_worker, &running);
                 let m0 = &measure_start;
                 s.spawn(move || {
-                    let r = worker_loop(db, phase, m0, types, make_worker(i));
+                    let r = worker_loop(db, phase, m0, types, limit, make_worker(i));
                     running.fetch_sub(1, Ordering::SeqCst);
                     r
                 })
@@ -725,9 +729,12 @@ fn worker_loop<W: Worker>(
     phase: &AtomicU8,
     measure_start: &OnceLock<Instant>,
     types: usize,
+    limit: u64,
     mut w: W,
 ) -> Result<ThreadTally, Error> {
     let mut tally = ThreadTally::new(types);
+    // Transactions finished (committed or rolled back by themselves), for `limit`.
+    let mut finished = 0u64;
     let counted = w.counts_as_throughput();
     // Measured commits not yet durable, oldest first (a worker's tickets come in epoch
     // order): their latency ends when the group commit acknowledges them, as in SiloR.
@@ -741,6 +748,10 @@ fn worker_loop<W: Worker>(
             let ns = now.duration_since(start).as_nanos() as u64;
             tally.record_latency(ty, ns, now, measure_start.get());
             pending.pop_front();
+        }
+        if finished >= limit {
+            // `--stop-after`: this worker ends the run (the driver sees STOP and stops).
+            phase.store(STOP, Ordering::SeqCst);
         }
         let ph = phase.load(Ordering::Relaxed);
         if ph == STOP {
@@ -765,6 +776,7 @@ fn worker_loop<W: Worker>(
         loop {
             match w.attempt(db) {
                 Ok(ticket) => {
+                    finished += 1;
                     if !measured {
                         tally.warmup_committed += counted as u64;
                     }
@@ -783,6 +795,7 @@ fn worker_loop<W: Worker>(
                 Err(e) if is_user_abort(&e) => {
                     // The transaction's own decision (a RAISE, a missing row the workload
                     // treats as a failure): counted, never retried.
+                    finished += 1;
                     if measured {
                         tally.aborted[reason_index(AbortReason::UserAbort)] += 1;
                         tally.user_aborted[ty] += 1;

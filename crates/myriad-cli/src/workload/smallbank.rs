@@ -499,6 +499,7 @@ mod tests {
                 stop_grace: Duration::from_secs(10),
                 chain_sample: None,
                 max_version_bytes: None,
+                stop_after: None,
             };
             let r = run(&db, &opts, |i| sb.worker(i, 5)).unwrap();
             assert!(r.committed > 100, "{isolation:?}: {}", r.committed);

@@ -605,6 +605,7 @@ mod tests {
                 stop_grace: Duration::from_secs(10),
                 chain_sample: None,
                 max_version_bytes: None,
+                stop_after: None,
             };
             let r = run(&db, &opts, |i| t.worker(i, 9)).unwrap();
             assert!(r.committed > 1000, "{isolation:?}: {}", r.committed);

@@ -46,7 +46,9 @@ type Val = Box<dyn Fn(Option<RowRef<'_>>, &[V]) -> crate::error::Result<V> + Sen
 /// A condition's typed path (`None`: ask the general evaluator).
 type Cond = Box<dyn Fn(Option<&RowRef<'_>>, &[V]) -> Option<bool> + Send + Sync>;
 /// A read's condition on a row, as `Access::passes` decides it.
-type Filter = Box<dyn Fn(RowRef<'_>, &[V]) -> crate::error::Result<bool> + Send + Sync>;
+type Filter = Box<dyn Fn(RowRef<'_>, &[V], bool) -> crate::error::Result<bool> + Send + Sync>;
+/// A condition on one row.
+type RowCond = Box<dyn Fn(RowRef<'_>, &[V]) -> crate::error::Result<bool> + Send + Sync>;
 /// A condition's truth (typed path, else the general evaluator).
 type Holds = Box<dyn Fn(&[V]) -> crate::error::Result<bool> + Send + Sync>;
 /// The rows of a read: calls its third argument with each row's item values until it
@@ -294,9 +296,23 @@ fn cond(e: &E) -> Option<Cond> {
     })
 }
 
-/// The condition of `a` on a row, as `Access::passes` decides it (`expr::holds`).
+/// The condition of `a` on a row, as `Access::passes` decides it (`expr::holds`): the
+/// whole condition, or with `ranged` the part the key range leaves (`Access::condition`).
 fn filter(a: &Access) -> Filter {
-    let Some(e) = a.filter.clone() else {
+    let whole = row_filter(a.condition(false));
+    let rest = row_filter(a.condition(true));
+    Box::new(move |r, vars, ranged| {
+        if ranged {
+            rest(r, vars)
+        } else {
+            whole(r, vars)
+        }
+    })
+}
+
+/// Condition `e` (none: every row passes) on a row, as `expr::holds` decides it.
+fn row_filter(e: Option<&E>) -> RowCond {
+    let Some(e) = e.cloned() else {
         return Box::new(|_, _| Ok(true));
     };
     match cond(&e) {

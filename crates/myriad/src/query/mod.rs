@@ -154,7 +154,11 @@ impl Access {
             a.residual = cs.len() > s.indexes()[0].columns.len();
             if a.point.is_none() {
                 a.index = index_key(&cs, s);
-                a.range = key_range(&cs, s);
+                let at = match c {
+                    E::Bin(_, Op::And, _, at) => *at,
+                    _ => SqlPos::default(),
+                };
+                a.range = key_range(&cs, s, at);
             }
         }
         a.filter = filter;
@@ -198,11 +202,21 @@ impl Access {
         Ok(true)
     }
 
-    /// Does the (compiled) condition hold on `r`?
-    pub(crate) fn passes(&self, r: RowRef<'_>, vars: &[V]) -> Result<bool> {
-        match &self.filter {
+    /// Does the (compiled) condition hold on `r`? `ranged`: `r` came from the key range,
+    /// every bound a key, so only the conjuncts it does not decide are left
+    /// (`KeyRange::rest`).
+    pub(crate) fn passes(&self, r: RowRef<'_>, vars: &[V], ranged: bool) -> Result<bool> {
+        match self.condition(ranged) {
             Some(c) => expr::holds(c, Some(r), vars),
             None => Ok(true),
+        }
+    }
+
+    /// The condition a row must still pass: the range's `rest` if `ranged`, else the whole.
+    pub(crate) fn condition(&self, ranged: bool) -> Option<&E> {
+        match (&self.range, ranged) {
+            (Some(r), true) => r.rest.as_ref(),
+            _ => self.filter.as_ref(),
         }
     }
 
@@ -221,6 +235,12 @@ pub(crate) struct KeyRange {
     pub prefix: usize,
     pub lo: Bound<Vec<E>>,
     pub hi: Bound<Vec<E>>,
+    /// The conjuncts of the condition the range does not decide (`None`: it decides them
+    /// all), for rows the range scan returns when every bound value became a key: a row
+    /// in the range holds exactly the prefix's values and lies within its column's bounds.
+    /// Sound because no column holds NULL (the SQL front end refuses it): with NULLs, a
+    /// NULL sorting inside a one-sided range would pass a comparison that is not true.
+    pub rest: Option<E>,
 }
 
 impl Access {
@@ -248,17 +268,30 @@ pub(crate) fn visit_plan(
     order: Option<(usize, bool)>,
     f: &mut dyn FnMut(RowRef<'_>) -> Result<bool>,
 ) -> Result<()> {
-    visit_plan_with(tx, t, a, &|r, vars| a.passes(r, vars), vars, key, order, f)
+    visit_plan_with(
+        tx,
+        t,
+        a,
+        &|r, vars, ranged| a.passes(r, vars, ranged),
+        vars,
+        key,
+        order,
+        f,
+    )
 }
 
+/// Whether a row passes a plan's condition; the flag says it came from the exact key range
+/// (`Access::passes`).
+pub(crate) type Passes<'a> = dyn Fn(RowRef<'_>, &[V], bool) -> Result<bool> + 'a;
+
 /// [`visit_plan`] with the condition decided by `passes` (a compiled procedure's own form
-/// of `a.filter`, which must decide as `Access::passes` does).
+/// of `a.filter`, which must decide as `Access::passes` does, given the same `ranged`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn visit_plan_with(
     tx: &mut Transaction<'_>,
     t: &TableRef,
     a: &Access,
-    passes: &dyn Fn(RowRef<'_>, &[V]) -> Result<bool>,
+    passes: &Passes<'_>,
     vars: &[V],
     key: &mut Vec<Value>,
     order: Option<(usize, bool)>,
@@ -266,7 +299,7 @@ pub(crate) fn visit_plan_with(
 ) -> Result<()> {
     if a.point_values(&t.schema, vars, key)? {
         tx.get_with(t, key.as_slice(), |r| -> Result<()> {
-            if !a.residual || passes(r, vars)? {
+            if !a.residual || passes(r, vars, false)? {
                 f(r)?;
             }
             Ok(())
@@ -275,7 +308,10 @@ pub(crate) fn visit_plan_with(
         return Ok(());
     }
     let mut err = Ok(());
-    let mut each = |r: RowRef<'_>| match cancel::tick().and_then(|()| passes(r, vars)) {
+    // Whether the rows come from the key range with every bound a key (set below).
+    let ranged = std::cell::Cell::new(false);
+    let mut each = |r: RowRef<'_>| match cancel::tick().and_then(|()| passes(r, vars, ranged.get()))
+    {
         Ok(false) => true,
         Ok(true) => match f(r) {
             Ok(go) => go,
@@ -305,6 +341,8 @@ pub(crate) fn visit_plan_with(
     let range = match &a.range {
         Some(r) if order.is_none_or(|(i, _)| i == r.index) => {
             let cols = &t.schema.indexes()[r.index].columns;
+            // Every bound value became a key (else the range is wider than the condition).
+            let exact = std::cell::Cell::new(true);
             let bound = |b: &Bound<Vec<E>>| -> Result<Bound<Vec<Value>>> {
                 let key = |es: &Vec<E>| -> Result<Option<Vec<Value>>> {
                     let mut k = Vec::with_capacity(es.len());
@@ -313,7 +351,10 @@ pub(crate) fn visit_plan_with(
                             Some(v) => k.push(v),
                             // A value that fits no key of the column: no bound from it (the
                             // condition still filters every row).
-                            None => return Ok(None),
+                            None => {
+                                exact.set(false);
+                                return Ok(None);
+                            }
                         }
                     }
                     Ok(Some(k))
@@ -324,7 +365,9 @@ pub(crate) fn visit_plan_with(
                     Bound::Unbounded => Bound::Unbounded,
                 })
             };
-            Some((r.index, bound(&r.lo)?, bound(&r.hi)?))
+            let (lo, hi) = (bound(&r.lo)?, bound(&r.hi)?);
+            ranged.set(exact.get());
+            Some((r.index, lo, hi))
         }
         _ => None,
     };
@@ -448,7 +491,7 @@ fn index_key(cs: &[&E], s: &TableSchema) -> Option<(usize, Vec<E>)> {
 /// column's bounds (`k > 3 AND k <= 9`, either side) counting too; `None` if no ordered index
 /// has a fixed or bounded first column. Any implied range is sound: the full condition is
 /// still applied to every row it yields.
-fn key_range(cs: &[&E], s: &TableSchema) -> Option<KeyRange> {
+fn key_range(cs: &[&E], s: &TableSchema, at: SqlPos) -> Option<KeyRange> {
     let mut best: Option<(usize, KeyRange)> = None;
     for (i, def) in s.indexes().iter().enumerate() {
         // A hash index (primary or secondary) cannot scan a range.
@@ -456,12 +499,18 @@ fn key_range(cs: &[&E], s: &TableSchema) -> Option<KeyRange> {
             continue;
         }
         let mut prefix = Vec::new();
+        // Positions in `cs` of the conjuncts the range decides.
+        let mut decided = Vec::new();
         for &col in &def.columns {
             match cs
                 .iter()
-                .find_map(|e| equality(e).filter(|(c, _)| *c == col))
+                .enumerate()
+                .find_map(|(j, e)| equality(e).filter(|(c, _)| *c == col).map(|(_, x)| (j, x)))
             {
-                Some((_, x)) => prefix.push(x.clone()),
+                Some((j, x)) => {
+                    decided.push(j);
+                    prefix.push(x.clone());
+                }
                 None => break,
             }
         }
@@ -470,12 +519,13 @@ fn key_range(cs: &[&E], s: &TableSchema) -> Option<KeyRange> {
             Some(&col) => column_bounds(cs, col),
             None => (None, None),
         };
+        decided.extend(lo.iter().chain(&hi).map(|b| b.2));
         let score = 2 * k + usize::from(lo.is_some() || hi.is_some());
         if score == 0 || best.as_ref().is_some_and(|(b, _)| *b >= score) {
             continue;
         }
-        let with = |b: Option<(bool, E)>| match b {
-            Some((inclusive, x)) => {
+        let with = |b: Option<(bool, E, usize)>| match b {
+            Some((inclusive, x, _)) => {
                 let mut key = prefix.clone();
                 key.push(x);
                 if inclusive {
@@ -492,18 +542,30 @@ fn key_range(cs: &[&E], s: &TableSchema) -> Option<KeyRange> {
             prefix: k,
             lo: with(lo),
             hi: with(hi),
+            rest: and_all(
+                cs.iter()
+                    .enumerate()
+                    .filter(|(j, _)| !decided.contains(j))
+                    .map(|(_, e)| (*e).clone()),
+                at,
+            ),
         };
         best = Some((score, range));
     }
     best.map(|(_, r)| r)
 }
 
+/// `parts` joined by AND (`None`: no part), `at` the position of each AND.
+fn and_all(parts: impl Iterator<Item = E>, at: SqlPos) -> Option<E> {
+    parts.reduce(|l, r| E::Bin(Box::new(l), Op::And, Box::new(r), at))
+}
+
 /// The first lower and upper bound the conjuncts put on column `col`, each as
-/// (inclusive, bound expression).
-type ColBound = Option<(bool, E)>;
+/// (inclusive, bound expression, position of the conjunct).
+type ColBound = Option<(bool, E, usize)>;
 fn column_bounds(cs: &[&E], col: usize) -> (ColBound, ColBound) {
     let (mut lo, mut hi) = (None, None);
-    for e in cs {
+    for (j, e) in cs.iter().enumerate() {
         let E::Bin(l, op, r, _) = e else { continue };
         // Normalise to `col op x`.
         let (op, v) = match (l.as_ref(), r.as_ref()) {
@@ -518,10 +580,10 @@ fn column_bounds(cs: &[&E], col: usize) -> (ColBound, ColBound) {
             _ => continue,
         };
         match op {
-            Op::Gt if lo.is_none() => lo = Some((false, v.clone())),
-            Op::Ge if lo.is_none() => lo = Some((true, v.clone())),
-            Op::Lt if hi.is_none() => hi = Some((false, v.clone())),
-            Op::Le if hi.is_none() => hi = Some((true, v.clone())),
+            Op::Gt if lo.is_none() => lo = Some((false, v.clone(), j)),
+            Op::Ge if lo.is_none() => lo = Some((true, v.clone(), j)),
+            Op::Lt if hi.is_none() => hi = Some((false, v.clone(), j)),
+            Op::Le if hi.is_none() => hi = Some((true, v.clone(), j)),
             _ => {}
         }
     }

@@ -98,6 +98,8 @@ pub(crate) struct SlotLocal {
     pub sets: Sets,
     pub key_buf: Vec<u8>,
     pub prefetched: Prefetched,
+    /// The transaction's latest primary-key lookups (`Recent`).
+    pub recent: Recent,
     pub entry_buf: Vec<u8>,
     pub key_buf2: Vec<u8>,
     pub row_buf: Vec<u8>,
@@ -182,8 +184,9 @@ pub(crate) struct Prefetched {
     /// `NO_TID` where the index had no entry.
     tids: Vec<TupleId>,
     heads: Vec<*const u8>,
-    /// Where `tid_of` looks first: one past its last hit (operations usually follow the
-    /// prefetch order, so the search is one comparison instead of a scan).
+    /// Where `tid_of` looks first: one past its last hit, then the last hit itself
+    /// (operations usually follow the prefetch order, reading a row and then updating it,
+    /// so the search is one or two comparisons instead of a scan).
     cursor: std::cell::Cell<usize>,
 }
 
@@ -218,6 +221,9 @@ impl Prefetched {
         let c = self.cursor.get();
         let i = if c < self.tids.len() && hit(c) {
             c
+        } else if c > 0 && c <= self.tids.len() && hit(c - 1) {
+            // The row the last hit found, again (read, then updated).
+            c - 1
         } else {
             (0..self.tids.len()).find(|&i| hit(i))?
         };
@@ -227,6 +233,59 @@ impl Prefetched {
 }
 
 use crate::schema::same_encoded_key as same_key;
+
+/// The last few primary-key lookups the transaction made through the index, so that a row
+/// read and then updated (TPC-C's district, customer and stock rows; the read-modify-write
+/// of every benchmark) is looked up once, not twice.
+///
+/// Sound for the reason `Prefetched` is: a primary index entry maps its key to one tuple id
+/// for the life of the table. Only hits are kept. Cleared when a transaction starts.
+#[derive(Default)]
+pub(crate) struct Recent {
+    /// `(table id, key length, tid)` per entry; length 0 marks an empty entry.
+    meta: [(u32, u32, TupleId); RECENT],
+    keys: [[u8; RECENT_KEY]; RECENT],
+    /// The entry the next `keep` overwrites.
+    next: usize,
+}
+
+/// Lookups `Recent` keeps, and the longest encoded key it keeps (TPC-C's longest primary
+/// key, ORDER_LINE's four integers, is 32 bytes).
+const RECENT: usize = 4;
+const RECENT_KEY: usize = 32;
+
+impl Recent {
+    fn clear(&mut self) {
+        self.meta = [(0, 0, NO_TID); RECENT];
+    }
+
+    /// The tuple id a recent lookup found for encoded primary key `key` of table `table`.
+    #[inline]
+    fn tid_of(&self, table: u32, key: &[u8]) -> Option<TupleId> {
+        if key.is_empty() {
+            return None;
+        }
+        let len = key.len() as u32;
+        (0..RECENT)
+            .find(|&i| {
+                let (t, l, _) = self.meta[i];
+                t == table && l == len && same_key(&self.keys[i][..key.len()], key)
+            })
+            .map(|i| self.meta[i].2)
+    }
+
+    /// Keeps a lookup that found `tid` (keys longer than `RECENT_KEY` are not kept).
+    #[inline]
+    fn keep(&mut self, table: u32, key: &[u8], tid: TupleId) {
+        if key.is_empty() || key.len() > RECENT_KEY {
+            return;
+        }
+        let i = self.next;
+        self.next = (i + 1) % RECENT;
+        self.meta[i] = (table, key.len() as u32, tid);
+        self.keys[i][..key.len()].copy_from_slice(key);
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Status {
@@ -300,6 +359,7 @@ impl<'db> Transaction<'db> {
         // SAFETY: we own the slot (acquired in Database::begin_with).
         let mut local = std::mem::take(unsafe { &mut *locals.get(slot_idx) });
         local.prefetched.clear();
+        local.recent.clear();
         local.cc.healing.cache.start(false);
         // `mvocc`'s column check: masks are set by a procedure call's commit, for it alone.
         local.cc.mvocc.cols.clear();

@@ -790,6 +790,10 @@ impl<'db> Transaction<'db> {
             debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
             return Some(tid);
         }
+        if let Some(tid) = self.local.recent.tid_of(t.id, key) {
+            debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
+            return Some(tid);
+        }
         let cache = &mut self.local.cc.healing.cache;
         if cache.answering() {
             if let Some(tid) = cache.lookup(t.id, key) {
@@ -802,6 +806,7 @@ impl<'db> Transaction<'db> {
         let tid = t.indexes[0].get_unique(key);
         if let Some(tid) = tid {
             cache.record(t.id, key, tid);
+            self.local.recent.keep(t.id, key, tid);
         }
         tid
     }
