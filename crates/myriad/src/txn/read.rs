@@ -790,10 +790,6 @@ impl<'db> Transaction<'db> {
             debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
             return Some(tid);
         }
-        if let Some(tid) = self.local.recent.tid_of(t.id, key) {
-            debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
-            return Some(tid);
-        }
         let cache = &mut self.local.cc.healing.cache;
         if cache.answering() {
             if let Some(tid) = cache.lookup(t.id, key) {
@@ -801,6 +797,14 @@ impl<'db> Transaction<'db> {
                 bump(&self.st.slot().stats.heal_cache_hits, 1);
                 return Some(tid);
             }
+        }
+        // After the heal's access cache, so that its hits are counted as the thesis's.
+        if let Some(tid) = self.local.recent.tid_of(t.id, key) {
+            debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
+            return Some(tid);
+        }
+        let cache = &mut self.local.cc.healing.cache;
+        if cache.answering() {
             bump(&self.st.slot().stats.heal_index_lookups, 1);
         }
         let tid = t.indexes[0].get_unique(key);
