@@ -1185,3 +1185,68 @@ fn mvto_read_fails_without_copying_a_row_siro_dropped_under_it() {
         assert_eq!(value(&db, &t, 1), Some(200));
     }
 }
+
+/// An insert into an ordered primary index of a table whose versions hold their rows goes to
+/// the index first (`insert_keyed`, no lookup before it). A key already there must still
+/// fail as a duplicate, a deleted row's key must revive the row, and the fresh tuple id each
+/// of those made must go back to the slot's range: 300 duplicates later, the table has not
+/// handed out 300 more ids. Under in-place storage (rows placed outside the versions) the
+/// lookup comes first, with the same outcomes.
+#[test]
+fn inserts_of_existing_keys_into_an_ordered_primary_fail_without_using_tuple_ids() {
+    use crate::IndexKind;
+    for storage in [VersionStorage::AppendN2o, VersionStorage::TimeTravel] {
+        let db = Database::open(Config::new().version_storage(storage)).unwrap();
+        let t = db
+            .create_table(
+                TableSchema::new("t")
+                    .column("k", ColumnType::Int)
+                    .column("v", ColumnType::Int)
+                    .primary_key_with(&["k"], IndexKind::Ordered),
+            )
+            .unwrap();
+        for k in 1..=3i64 {
+            db.run(|tx| tx.insert(&t, &(k, k))).unwrap();
+        }
+        for _ in 0..300 {
+            let e = db.run(|tx| tx.insert(&t, &(2i64, 9i64))).unwrap_err();
+            assert!(
+                matches!(e, Error::DuplicateKey { .. }),
+                "{storage:?}: {e:?}"
+            );
+        }
+        assert_eq!(
+            value(&db, &t, 2),
+            Some(2),
+            "{storage:?}: the row is unchanged"
+        );
+        db.run(|tx| tx.delete(&t, &2i64)).unwrap();
+        db.run(|tx| tx.insert(&t, &(2i64, 7i64))).unwrap();
+        assert_eq!(
+            value(&db, &t, 2),
+            Some(7),
+            "{storage:?}: the deleted row revived"
+        );
+        db.run(|tx| tx.insert(&t, &(4i64, 4i64))).unwrap();
+        assert_eq!(value(&db, &t, 4), Some(4));
+        let rows = db
+            .run(|tx| {
+                tx.scan(
+                    &t,
+                    std::ops::Bound::<&i64>::Unbounded,
+                    std::ops::Bound::Unbounded,
+                    Default::default(),
+                    |_| true,
+                )
+            })
+            .unwrap();
+        assert_eq!(rows, 4, "{storage:?}");
+        if storage == VersionStorage::AppendN2o {
+            assert!(
+                t.tid_count() < 300,
+                "{storage:?}: {} tuple ids handed out for 4 rows",
+                t.tid_count()
+            );
+        }
+    }
+}

@@ -280,6 +280,16 @@ impl<'db> Transaction<'db> {
         t.claim_tid(tid)
     }
 
+    /// Hands `tid`, the last id `fresh_tid` gave out for `t`, back to the slot's range, so
+    /// that the next insert uses it: its entry is null again and no index names it.
+    fn give_back_tid(&mut self, t: &Table, tid: TupleId) {
+        if let Some(r) = self.local.tid_ranges.iter_mut().find(|r| r.0 == t.id) {
+            if r.1 == tid.offset(1) {
+                r.1 = tid;
+            }
+        }
+    }
+
     pub(super) fn insert_keyed(&mut self, t: &Table, row: &[u8], key: &[u8]) -> Result<()> {
         let dup = || Error::DuplicateKey {
             table: t.schema.name.clone(),
@@ -287,8 +297,21 @@ impl<'db> Transaction<'db> {
         };
         self.check_unique(t, row, None)?;
         let slot = self.slot();
+        // Where a key is new, its lookup in an ordered primary index is a descent as long as
+        // the insert's own: with rows whole in their versions (nothing placed outside them)
+        // the insert goes first, and a key it finds already there (a revived row, a lost
+        // race) costs a version made and discarded and the tuple id handed back. A hash
+        // lookup is cheap, and placed rows cannot be undone that simply: look first.
+        let mut look = !t.indexes[0].is_ordered() || t.rows_copied();
+        let mut known = None;
         loop {
-            let tid = match t.indexes[0].get_unique(key) {
+            let found = if look {
+                t.indexes[0].get_unique(key)
+            } else {
+                known.take()
+            };
+            look = true;
+            let tid = match found {
                 Some(tid) => tid,
                 None => {
                     let Some(tid) = self.fresh_tid(t) else {
@@ -309,12 +332,19 @@ impl<'db> Transaction<'db> {
                         Ok(()) => {
                             return self.finish_write(t, tid, n, ptr::null_mut(), None, row, None);
                         }
-                        Err(_) => {
-                            // Lost a race to insert this key: the tuple id stays unused.
+                        Err(existing) => {
+                            // The key is there (inserted before, or by a racing insert):
+                            // go on with its tuple. Ours stays unused, handed back to this
+                            // slot's range when nothing was placed outside the version.
                             e.store(ptr::null_mut(), Ordering::Release);
                             // SAFETY: n was reachable only through this unindexed tuple id;
                             // only whole-table walks (chain_stats, pinned) can have seen it.
                             unsafe { self.discard_version(t, n, true) };
+                            if !t.rows_copied() {
+                                self.give_back_tid(t, tid);
+                            }
+                            known = Some(existing);
+                            look = false;
                             continue;
                         }
                     }
