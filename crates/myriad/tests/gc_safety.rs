@@ -296,14 +296,26 @@ fn memory_spaces_keep_snapshots_and_reuse_freed_versions() {
         assert!(s1.space_reserved_bytes > 0);
         churn(20_000);
         db.collect_garbage();
-        let s2 = db.stats();
-        churn(20_000);
-        let s3 = db.stats();
-        let made = s3.version_bytes_allocated - s2.version_bytes_allocated;
-        let grown = s3.space_reserved_bytes - s2.space_reserved_bytes;
+        // Freed blocks come back through the process-wide memory epoch, which another test
+        // running beside this one can hold back for a while (a CI run once saw a round grow
+        // by half): the spaces must stop growing within three rounds. Without reuse every
+        // round grows by about what it allocates.
+        let mut rounds = Vec::new();
+        for _ in 0..3 {
+            let s2 = db.stats();
+            churn(20_000);
+            let s3 = db.stats();
+            let made = s3.version_bytes_allocated - s2.version_bytes_allocated;
+            let grown = s3.space_reserved_bytes - s2.space_reserved_bytes;
+            rounds.push((grown, made));
+            if grown < made / 2 {
+                break;
+            }
+        }
         assert!(
-            grown < made / 2,
-            "spaces {spaces}: the spaces grew by {grown} bytes for {made} bytes of versions"
+            rounds.iter().any(|&(grown, made)| grown < made / 2),
+            "spaces {spaces}: the spaces grew in every round, (bytes grown, bytes of versions) \
+             {rounds:?}"
         );
         for k in 0..4 {
             let last = 20_000 - k % 2; // even keys take the even i, odd keys the odd ones
