@@ -785,13 +785,15 @@ impl<'db> Transaction<'db> {
     /// if it looked the key up, else from the primary index.
     #[inline]
     pub(super) fn primary_tid(&mut self, t: &Table) -> Option<TupleId> {
-        let key = &self.local.key_buf;
-        if let Some(tid) = self.local.prefetched.tid_of(t.id, key) {
+        let local = &mut self.local;
+        let key = &local.key_buf;
+        if let Some(tid) = local.prefetched.tid_of(t.id, key) {
             debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
             return Some(tid);
         }
-        let cache = &mut self.local.cc.healing.cache;
-        if cache.answering() {
+        let cache = &mut local.cc.healing.cache;
+        let healing = cache.answering();
+        if healing {
             if let Some(tid) = cache.lookup(t.id, key) {
                 debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
                 bump(&self.st.slot().stats.heal_cache_hits, 1);
@@ -799,18 +801,17 @@ impl<'db> Transaction<'db> {
             }
         }
         // After the heal's access cache, so that its hits are counted as the thesis's.
-        if let Some(tid) = self.local.recent.tid_of(t.id, key) {
+        if let Some(tid) = local.recent.tid_of(t.id, key) {
             debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
             return Some(tid);
         }
-        let cache = &mut self.local.cc.healing.cache;
-        if cache.answering() {
+        if healing {
             bump(&self.st.slot().stats.heal_index_lookups, 1);
         }
         let tid = t.indexes[0].get_unique(key);
         if let Some(tid) = tid {
-            cache.record(t.id, key, tid);
-            self.local.recent.keep(t.id, key, tid);
+            local.cc.healing.cache.record(t.id, key, tid);
+            local.recent.keep(t.id, key, tid);
         }
         tid
     }
