@@ -100,6 +100,8 @@ pub struct TableSchema {
     pub(crate) indexes: Vec<IndexDef>,
     pub(crate) row_size: usize,
     pub(crate) expected_rows: usize,
+    /// Per index: whether every key column is INT (`encode_key_prefix`'s fast path).
+    int_keys: Vec<bool>,
 }
 
 /// Builder for a `TableSchema`; errors are reported by `build` (and `Database::create_table`).
@@ -378,6 +380,21 @@ impl TableSchema {
             return Err(self.key_arity(idx, key.count()));
         }
         let n = key.count();
+        if self.int_keys[idx] {
+            // Every key column INT (TPC-C's, YCSB's keys): one reservation, then eight bytes
+            // a value; a value of another kind falls through to the general loop (which
+            // coerces or rejects it).
+            out.reserve(8 * n);
+            let mut i = 0;
+            while let Some(ValueRef::Int(x)) = key.at(i) {
+                encode_int(x, out);
+                i += 1;
+                if i == n {
+                    return Ok(n);
+                }
+            }
+            out.clear();
+        }
         if n > 0 && key.at(0).is_some() {
             // Indexable values: a plain loop, integers encoded inline.
             for (i, &col) in def.columns[..n].iter().enumerate() {
@@ -609,10 +626,15 @@ impl TableBuilder {
                 unique: *unique,
             });
         }
+        let int_keys = indexes
+            .iter()
+            .map(|i| i.columns.iter().all(|&c| columns[c].ty == ColumnType::Int))
+            .collect();
         Ok(TableSchema {
             name: self.name,
             columns,
             indexes,
+            int_keys,
             row_size,
             expected_rows: self.expected_rows.max(16),
         })
@@ -825,6 +847,54 @@ mod tests {
         )
         .unwrap();
         assert_eq!(t, o);
+    }
+
+    #[test]
+    fn all_int_keys_encode_as_the_general_path_does() {
+        // Every key column INT: `encode_key_prefix` takes its fast path for indexable values;
+        // `VisitOnly` always takes the general one.
+        let s = TableSchema::new("t")
+            .column("a", ColumnType::Int)
+            .column("b", ColumnType::Int)
+            .column("c", ColumnType::Int)
+            .column("v", ColumnType::Str(4))
+            .primary_key_with(&["a", "b", "c"], IndexKind::Ordered)
+            .build()
+            .unwrap();
+        let keys: [&[Value]; 6] = [
+            &[Value::Int(-3), Value::Int(0), Value::Int(i64::MIN)],
+            &[Value::Int(i64::MAX), Value::Int(1)],
+            &[Value::Int(5)],
+            &[],
+            // A FLOAT for an INT column is refused, wherever it comes.
+            &[Value::Int(1), Value::Float(2.0)],
+            &[Value::Float(2.0), Value::Int(1)],
+        ];
+        for k in keys {
+            let (mut a, mut b) = (vec![9u8; 3], vec![7u8; 5]);
+            let fast = s.encode_key_prefix(0, &k, &mut a).map(|n| (n, a));
+            let general = s
+                .encode_key_prefix(0, &VisitOnly(k), &mut b)
+                .map(|n| (n, b));
+            match (fast, general) {
+                (Ok(x), Ok(y)) => assert_eq!(x, y, "{k:?}"),
+                (Err(Error::TypeMismatch { .. }), Err(Error::TypeMismatch { .. })) => {}
+                (x, y) => panic!("{k:?}: fast {x:?}, general {y:?}"),
+            }
+        }
+        let mut o = Vec::new();
+        assert_eq!(
+            s.encode_key_prefix(0, &[Value::Int(1), Value::Int(2)].as_slice(), &mut o)
+                .unwrap(),
+            2
+        );
+        assert_eq!(o.len(), 16);
+        // More values than key columns: refused before either path.
+        let four = [Value::Int(1), Value::Int(2), Value::Int(3), Value::Int(4)];
+        assert!(matches!(
+            s.encode_key_prefix(0, &four.as_slice(), &mut o),
+            Err(Error::KeyArity { .. })
+        ));
     }
 
     #[test]

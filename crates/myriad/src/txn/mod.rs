@@ -102,6 +102,10 @@ pub(crate) struct SlotLocal {
     pub recent: Recent,
     pub entry_buf: Vec<u8>,
     pub key_buf2: Vec<u8>,
+    /// A range scan's encoded bounds, and the key it stopped at (`Transaction::scan`).
+    pub bound_lo: Vec<u8>,
+    pub bound_hi: Vec<u8>,
+    pub stop_buf: Vec<u8>,
     pub row_buf: Vec<u8>,
     /// In-place storage: the row a read returns (`Table::row`), and the row a write replaces.
     pub read_buf: Vec<u8>,
@@ -646,58 +650,79 @@ impl<'db> Transaction<'db> {
     }
 }
 
-type OwnedBound = Bound<Vec<u8>>;
+/// Where a scan bound's bytes are: in its buffer (`Included`/`Excluded` of `()`), or none.
+type BoundIn = Bound<()>;
 
-fn as_ref_bound(b: &OwnedBound) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(k.as_slice()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
+/// Bound `b` with its bytes in `buf`.
+fn bound_in(b: BoundIn, buf: &[u8]) -> Bound<&[u8]> {
+    b.map(|()| buf)
 }
 
-/// Encodes scan bounds given as key prefixes into byte bounds on the index.
+/// Makes prefix `p` the smallest key above every key it prefixes (`index::prefix_end`, in
+/// place); false if there is none (`p` is all 0xFF).
+fn into_prefix_end(p: &mut Vec<u8>) -> bool {
+    while let Some(last) = p.pop() {
+        if last < 0xFF {
+            p.push(last + 1);
+            return true;
+        }
+    }
+    false
+}
+
+/// Encodes scan bounds given as key prefixes into byte bounds on the index, their bytes in
+/// `lo_buf` and `hi_buf` (the slot's buffers: a scan allocates nothing for its bounds).
 fn encode_bounds<K: Values + ?Sized>(
     schema: &TableSchema,
     index: usize,
     lo: Bound<&K>,
     hi: Bound<&K>,
-) -> Result<(OwnedBound, OwnedBound)> {
+    lo_buf: &mut Vec<u8>,
+    hi_buf: &mut Vec<u8>,
+) -> Result<(BoundIn, BoundIn)> {
     let width = schema.indexes[index].columns.len();
     let secondary = index != 0;
-    let enc = |k: &K| -> Result<(Vec<u8>, bool)> {
-        let mut b = Vec::new();
-        let n = schema.encode_key_prefix(index, k, &mut b)?;
+    // Whether the encoded key is a prefix of the index's entries.
+    let enc = |k: &K, b: &mut Vec<u8>| -> Result<bool> {
+        let n = schema.encode_key_prefix(index, k, b)?;
         // A full key of a secondary index is still a prefix of its entries (tuple-id suffix).
-        Ok((b, n < width || secondary))
+        Ok(n < width || secondary)
     };
     let lo = match lo {
         Bound::Unbounded => Bound::Unbounded,
-        Bound::Included(k) => Bound::Included(enc(k)?.0),
+        Bound::Included(k) => {
+            enc(k, lo_buf)?;
+            Bound::Included(())
+        }
         Bound::Excluded(k) => {
-            let (b, prefix) = enc(k)?;
-            if prefix {
-                match prefix_end(&b) {
-                    Some(e) => Bound::Included(e),
-                    None => Bound::Excluded(vec![0xFF; b.len() + 1]),
-                }
+            if !enc(k, lo_buf)? {
+                Bound::Excluded(())
             } else {
-                Bound::Excluded(b)
+                let len = lo_buf.len();
+                if into_prefix_end(lo_buf) {
+                    Bound::Included(())
+                } else {
+                    // All 0xFF: above every key with that prefix.
+                    lo_buf.clear();
+                    lo_buf.resize(len + 1, 0xFF);
+                    Bound::Excluded(())
+                }
             }
         }
     };
     let hi = match hi {
         Bound::Unbounded => Bound::Unbounded,
-        Bound::Excluded(k) => Bound::Excluded(enc(k)?.0),
+        Bound::Excluded(k) => {
+            enc(k, hi_buf)?;
+            Bound::Excluded(())
+        }
         Bound::Included(k) => {
-            let (b, prefix) = enc(k)?;
-            if prefix {
-                match prefix_end(&b) {
-                    Some(e) => Bound::Excluded(e),
-                    None => Bound::Unbounded,
-                }
+            if !enc(k, hi_buf)? {
+                Bound::Included(())
+            } else if into_prefix_end(hi_buf) {
+                Bound::Excluded(())
             } else {
-                Bound::Included(b)
+                Bound::Unbounded
             }
         }
     };

@@ -499,7 +499,16 @@ impl<'db> Transaction<'db> {
                 t.schema.indexes[index].name, t.schema.name
             )));
         }
-        let (lo_b, hi_b) = encode_bounds(&t.schema, index, lo, hi)?;
+        let mut lo_buf = std::mem::take(&mut self.local.bound_lo);
+        let mut hi_buf = std::mem::take(&mut self.local.bound_hi);
+        let bounds = encode_bounds(&t.schema, index, lo, hi, &mut lo_buf, &mut hi_buf);
+        let (lo_b, hi_b) = match bounds {
+            Ok((l, h)) => (bound_in(l, &lo_buf), bound_in(h, &hi_buf)),
+            Err(e) => {
+                (self.local.bound_lo, self.local.bound_hi) = (lo_buf, hi_buf);
+                return Err(e);
+            }
+        };
         let rt = self.stmt_ts();
         cc::before_scan(&self.st, t, index);
         if self.range_locking() {
@@ -511,8 +520,8 @@ impl<'db> Transaction<'db> {
                 t,
                 index,
                 None,
-                as_ref_bound(&lo_b),
-                as_ref_bound(&hi_b),
+                lo_b,
+                hi_b,
             );
         }
         let dir = if opts.descending {
@@ -522,34 +531,32 @@ impl<'db> Transaction<'db> {
         };
         let limit = opts.limit.unwrap_or(usize::MAX);
         let mut n = 0usize;
-        let mut stopped_at: Option<Vec<u8>> = None;
+        // The key of the row the scan stopped at, if it stopped early.
+        let mut stop = std::mem::take(&mut self.local.stop_buf);
+        let mut stopped = false;
         let mut check = std::mem::take(&mut self.local.key_buf2);
         let mut rb = std::mem::take(&mut self.local.read_buf);
         if limit > 0 {
             let this = &mut *self;
             // The B+tree calls back only with validated entries and holds no latch meanwhile.
-            t.scan_index(
-                index,
-                as_ref_bound(&lo_b),
-                as_ref_bound(&hi_b),
-                dir,
-                &mut |k, tid, exact| {
-                    let Some(r) = this.index_hit(t, index, tid, exact, k, rt, &mut check, &mut rb)
-                    else {
-                        return !this.is_doomed();
-                    };
-                    n += 1;
-                    let go_on = f(RowRef {
-                        schema: &t.schema,
-                        data: hit_row(t, r, &rb),
-                    });
-                    if !go_on || n >= limit {
-                        stopped_at = Some(k.to_vec());
-                        return false;
-                    }
-                    true
-                },
-            );
+            t.scan_index(index, lo_b, hi_b, dir, &mut |k, tid, exact| {
+                let Some(r) = this.index_hit(t, index, tid, exact, k, rt, &mut check, &mut rb)
+                else {
+                    return !this.is_doomed();
+                };
+                n += 1;
+                let go_on = f(RowRef {
+                    schema: &t.schema,
+                    data: hit_row(t, r, &rb),
+                });
+                if !go_on || n >= limit {
+                    stop.clear();
+                    stop.extend_from_slice(k);
+                    stopped = true;
+                    return false;
+                }
+                true
+            });
         }
         self.local.key_buf2 = check;
         self.local.read_buf = rb;
@@ -557,26 +564,29 @@ impl<'db> Transaction<'db> {
         // secondary index that includes every entry of the stop key (entries are the key
         // plus a suffix, so `Included(key)` alone would leave out the entries of rows
         // before ours under the same key: conservative for those after it).
-        let stop_end = match (&stopped_at, opts.descending) {
+        let stopped_at = stopped.then_some(stop.as_slice());
+        let stop_end = match (stopped_at, opts.descending) {
             (Some(k), false) if index != 0 => Some(prefix_end(k)),
             _ => None,
         };
-        let (plo, phi) = match (&stopped_at, opts.descending) {
+        let (plo, phi) = match (stopped_at, opts.descending) {
             (Some(_), false) if stop_end.is_some() => (
-                as_ref_bound(&lo_b),
+                lo_b,
                 match stop_end.as_ref().and_then(|e| e.as_deref()) {
                     Some(e) => Bound::Excluded(e),
                     None => Bound::Unbounded,
                 },
             ),
-            (Some(k), false) => (as_ref_bound(&lo_b), Bound::Included(k.as_slice())),
-            (Some(k), true) => (Bound::Included(k.as_slice()), as_ref_bound(&hi_b)),
-            (None, _) => (as_ref_bound(&lo_b), as_ref_bound(&hi_b)),
+            (Some(k), false) => (lo_b, Bound::Included(k)),
+            (Some(k), true) => (Bound::Included(k), hi_b),
+            (None, _) => (lo_b, hi_b),
         };
         self.push_scan(t, index, plo, phi, false);
         if let Some(rec) = self.recording.as_mut() {
             rec.note_scan(t.id, index, plo, phi);
         }
+        (self.local.bound_lo, self.local.bound_hi) = (lo_buf, hi_buf);
+        self.local.stop_buf = stop;
         self.raise()?;
         Ok(n)
     }

@@ -1250,3 +1250,62 @@ fn inserts_of_existing_keys_into_an_ordered_primary_fail_without_using_tuple_ids
         }
     }
 }
+
+#[test]
+fn scan_bounds_encode_prefixes_as_ranges_into_the_slot_buffers() {
+    use std::ops::Bound::{self, Excluded, Included, Unbounded};
+    let s = TableSchema::new("t")
+        .column("a", ColumnType::Int)
+        .column("b", ColumnType::Int)
+        .primary_key(&["a", "b"])
+        .build()
+        .unwrap();
+    let enc = |k: &[Value]| {
+        let mut b = Vec::new();
+        s.encode_key_prefix(0, &k, &mut b).unwrap();
+        b
+    };
+    let owned = |b: Bound<&[u8]>| b.map(<[u8]>::to_vec);
+    let bounds = |lo: Bound<&[Value]>, hi: Bound<&[Value]>| {
+        // Stale bytes in the buffers must not leak into the bounds.
+        let (mut l, mut h) = (vec![1u8; 20], vec![2u8; 3]);
+        let (lk, hk) = super::encode_bounds(&s, 0, lo, hi, &mut l, &mut h).unwrap();
+        (
+            owned(super::bound_in(lk, &l)),
+            owned(super::bound_in(hk, &h)),
+        )
+    };
+    let five = [Value::Int(5)];
+    let after_five = crate::index::prefix_end(&enc(&five)).unwrap();
+    // A prefix: included from its first key, excluded past its last.
+    assert_eq!(
+        bounds(Included(&five), Included(&five)),
+        (Included(enc(&five)), Excluded(after_five.clone()))
+    );
+    assert_eq!(
+        bounds(Excluded(&five), Unbounded),
+        (Included(after_five), Unbounded)
+    );
+    // A full primary key is a key, not a prefix.
+    let full = [Value::Int(5), Value::Int(6)];
+    assert_eq!(
+        bounds(Excluded(&full), Excluded(&full)),
+        (Excluded(enc(&full)), Excluded(enc(&full)))
+    );
+    assert_eq!(
+        bounds(Included(&full), Included(&full)).1,
+        Included(enc(&full))
+    );
+    // A prefix encoded as all 0xFF (i64::MAX) has no key past it: the low bound lies above
+    // every key with it, the high bound is open.
+    let max = [Value::Int(i64::MAX)];
+    assert_eq!(enc(&max), vec![0xFF; 8]);
+    assert_eq!(
+        bounds(Excluded(&max), Included(&max)),
+        (Excluded(vec![0xFF; 9]), Unbounded)
+    );
+    // A value the column cannot hold is an error, and the buffers stay usable.
+    let (mut l, mut h) = (Vec::new(), Vec::new());
+    let bad = [Value::from("x")];
+    assert!(super::encode_bounds(&s, 0, Included(&bad[..]), Unbounded, &mut l, &mut h).is_err());
+}
