@@ -89,12 +89,19 @@ impl Index {
         }
     }
 
-    /// `get_unique` for a key whose `hash_of` the caller already has.
+    /// `get_unique` for a key whose `hash_of` the caller already has, one of a run of
+    /// lookups: an ordered index first tries the leaf `hint` keeps from the run's previous
+    /// lookup (`BTree::get_near`).
     #[inline]
-    pub fn get_unique_hashed(&self, hash: u64, key: &[u8]) -> Option<TupleId> {
+    pub fn get_unique_near<'t>(
+        &'t self,
+        hash: u64,
+        key: &[u8],
+        hint: &mut btree::GetHint<'t>,
+    ) -> Option<TupleId> {
         match self {
             Index::Hash(h) => h.get_hashed(hash, key),
-            Index::Ordered(b) => b.get(key),
+            Index::Ordered(b) => b.get_near(key, hint),
         }
         .map(TupleId::new)
     }

@@ -337,28 +337,70 @@ fn holds(e: &E) -> Holds {
     }
 }
 
+/// One INT component of a compiled point key: the common leaves (a variable, an element of
+/// an array variable at a variable index, a literal) read in place, anything else through
+/// its compiled closure (`int`). A TPC-C key is two to four leaves: a dynamic call each
+/// was a third of the key's cost.
+enum KeyPart {
+    Var(usize),
+    /// `arr[i]`: the array's slot and the index variable's.
+    Elem(usize, usize),
+    Lit(i64),
+    Other(Int),
+}
+
+impl KeyPart {
+    fn of(e: &E) -> Option<KeyPart> {
+        Some(match e {
+            &E::Var(v) => KeyPart::Var(v),
+            &E::ElemVar(a, iv, _) => KeyPart::Elem(a, iv),
+            E::Lit(Value::Int(i)) => KeyPart::Lit(*i),
+            e => KeyPart::Other(int(e)?),
+        })
+    }
+
+    /// The value `int(e)` gives.
+    #[inline]
+    fn eval(&self, vars: &[V]) -> Option<i64> {
+        match *self {
+            KeyPart::Var(v) => match &vars[v] {
+                V::Val(Value::Int(i)) => Some(*i),
+                _ => None,
+            },
+            KeyPart::Elem(a, iv) => match vars[iv] {
+                V::Val(Value::Int(i)) => int_elem(&vars[a], i),
+                _ => None,
+            },
+            KeyPart::Lit(i) => Some(i),
+            KeyPart::Other(ref k) => k(None, vars),
+        }
+    }
+}
+
 /// The point key of `a` on `t`, as `Access::point_values` computes it: when every key
 /// column is INT and every key expression has an INT path, the INTs are written in place
 /// and `point_values` runs only when one of them does not evaluate.
 fn point_key(t: &TableRef, a: &Access) -> Key {
     let s = &t.schema;
     let pk = &s.indexes()[0].columns;
-    let fast: Option<Vec<Int>> = a.point.as_ref().and_then(|keys| {
+    let fast: Option<Vec<KeyPart>> = a.point.as_ref().and_then(|keys| {
         keys.iter()
             .zip(pk)
             .map(|(e, &c)| {
                 (s.columns()[c].ty == ColumnType::Int)
-                    .then(|| int(e))
+                    .then(|| KeyPart::of(e))
                     .flatten()
             })
             .collect()
     });
     let (t, a) = (t.clone(), a.clone());
     match fast {
-        Some(ints) => Box::new(move |vars, out| {
-            out.resize(ints.len(), Value::Int(0));
-            for (k, slot) in ints.iter().zip(out.iter_mut()) {
-                match (k(None, vars), slot) {
+        Some(parts) => Box::new(move |vars, out| {
+            if out.len() != parts.len() {
+                out.resize(parts.len(), Value::Int(0));
+            }
+            for (k, slot) in parts.iter().zip(out.iter_mut()) {
+                match (k.eval(vars), slot) {
                     (Some(i), Value::Int(x)) => *x = i,
                     (Some(i), slot) => *slot = Value::Int(i),
                     (None, _) => return a.point_values(&t.schema, vars, out),

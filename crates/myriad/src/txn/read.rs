@@ -731,6 +731,7 @@ impl<'db> Transaction<'db> {
         // `healing`'s access cache: a heal's keys the call looked up before need no lookup.
         let cache = &mut self.local.cc.healing.cache;
         let (mut hits, mut lookups) = (0, 0);
+        let mut near = crate::index::btree::GetHint::default();
         for i in 0..pf.hashes.len() {
             let key = pf.key(i);
             let tid = match cache.lookup(t.id, key) {
@@ -741,7 +742,7 @@ impl<'db> Transaction<'db> {
                 }
                 None => {
                     lookups += u64::from(cache.answering());
-                    let tid = idx.get_unique_hashed(pf.hashes[i], key);
+                    let tid = idx.get_unique_near(pf.hashes[i], key, &mut near);
                     if let Some(tid) = tid {
                         cache.record(t.id, key, tid);
                     }
