@@ -689,7 +689,7 @@ impl<'db> Transaction<'db> {
             if self.st.db.config.gc == crate::config::GcPolicy::Coop {
                 crate::gc::coop::refresh_watermark(self.st.db);
             }
-            let l = &mut self.local;
+            let l: &mut SlotLocal = &mut self.local;
             crate::gc::collect_slot(
                 self.st.db,
                 slot,
@@ -699,8 +699,7 @@ impl<'db> Transaction<'db> {
                 &self.guard,
             );
         }
-        // SAFETY: we own the slot until release below.
-        unsafe { std::ptr::swap(self.locals.get(self.st.slot_idx), &mut self.local) };
+        self.local.release();
         self.st.db.txns.release(self.st.slot_idx);
     }
 }

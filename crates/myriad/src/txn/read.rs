@@ -796,7 +796,7 @@ impl<'db> Transaction<'db> {
     /// if it looked the key up, else from the primary index.
     #[inline]
     pub(super) fn primary_tid(&mut self, t: &Table) -> Option<TupleId> {
-        let local = &mut self.local;
+        let local: &mut SlotLocal = &mut self.local;
         let key = &local.key_buf;
         if let Some(tid) = local.prefetched.tid_of(t.id, key) {
             debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
