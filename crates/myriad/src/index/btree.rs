@@ -888,7 +888,7 @@ impl BTree {
     /// range holds the key; a descent leaves its leaf in `hint`. A run of gets of nearby
     /// keys (TPC-C Delivery's order lines of one order) then descends once. The hint is the
     /// caller's own: unlike the insert hints, a get writes no shared memory.
-    pub fn get_near(&self, key: &[u8], hint: &mut GetHint<'_>) -> Option<u64> {
+    pub fn get_near<'t>(&'t self, key: &[u8], hint: &mut GetHint<'t>) -> Option<u64> {
         let _pin = self.pin();
         let probe = self.probe(key);
         if ptr::eq(hint.tree, self) && !hint.leaf.is_null() {
@@ -896,26 +896,10 @@ impl BTree {
                 return r;
             }
         }
-        let backoff = Backoff::new();
-        loop {
-            if let Some((lp, v)) = self.try_find_leaf(Target::Le(probe)) {
-                // SAFETY: see the note above `node`; `lp` is a leaf.
-                let lf = unsafe { &*lp };
-                let n = lf.hdr.count.load(Ordering::Relaxed).min(LEAF_CAP);
-                let (pos, found) = search(&lf.prefixes, &lf.shorts, &lf.keys, n, probe);
-                let value = if found {
-                    lf.values[pos].load(Ordering::Relaxed)
-                } else {
-                    0
-                };
-                if lf.hdr.validate(v) {
-                    hint.tree = self;
-                    hint.leaf = lp;
-                    return found.then_some(value);
-                }
-            }
-            backoff.snooze();
-        }
+        let (value, lp) = self.descend_get(probe);
+        hint.tree = self;
+        hint.leaf = lp;
+        value
     }
 
     /// `get`'s answer from leaf `lp` alone, if its range holds `probe`: its first key is at
@@ -957,7 +941,12 @@ impl BTree {
     /// The value stored under `key`, if any.
     pub fn get(&self, key: &[u8]) -> Option<u64> {
         let _pin = self.pin();
-        let probe = self.probe(key);
+        self.descend_get(self.probe(key)).0
+    }
+
+    /// `get` by a descent from the root: the value, and the leaf that answered.
+    #[inline]
+    fn descend_get(&self, probe: Probe<'_>) -> (Option<u64>, *const Leaf) {
         let backoff = Backoff::new();
         loop {
             if let Some((lp, v)) = self.try_find_leaf(Target::Le(probe)) {
@@ -971,7 +960,7 @@ impl BTree {
                     0
                 };
                 if lf.hdr.validate(v) {
-                    return found.then_some(value);
+                    return (found.then_some(value), lp);
                 }
             }
             backoff.snooze();
