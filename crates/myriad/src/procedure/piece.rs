@@ -211,9 +211,9 @@ pub(crate) fn key_plans(
                             })
                             .collect();
                         KeyPlan::Keys {
-                            ints: key.iter().all(|(c, _)| {
-                                table.schema.columns()[*c].ty == ColumnType::Int
-                            }),
+                            ints: key
+                                .iter()
+                                .all(|(c, _)| table.schema.columns()[*c].ty == ColumnType::Int),
                             table: table.clone(),
                             pre,
                             loops,
@@ -248,9 +248,9 @@ pub(crate) fn key_plans(
     out
 }
 
-/// Adds the footprint of `plans` in frame `f` (started, imports in) to `out`. Changes the
-/// slots of loop counters and of the assignments it evaluates: start `f` again before the
-/// piece runs (PACMAN's scheduler fills a frame afresh for each run).
+/// Adds the footprint of `plans` in frame `f` (filled as `fill_of(plans)` says) to `out`.
+/// Changes the slots of loop counters and of the assignments it evaluates: start `f` again
+/// before the piece runs (PACMAN's scheduler fills a frame afresh for each run).
 ///
 /// Keys are hashed as they are enumerated (`Keys` holds the scratch), never kept as values:
 /// a TPC-C log has millions of pieces.
@@ -319,6 +319,83 @@ fn footprint_by(
     }
 }
 
+/// The footprint of `plans` when none is keyed (`fill_of(plans).args` is false): their
+/// tables, for which no frame is read. (A keyed plan, which `fill_of` rules out, would be
+/// taken whole: more order, never less.)
+pub(crate) fn tables_only(plans: &[KeyPlan], out: &mut Vec<FootKey>) {
+    for plan in plans {
+        debug_assert!(
+            matches!(plan, KeyPlan::Whole(_)),
+            "tables_only of a keyed plan"
+        );
+        match plan {
+            KeyPlan::Whole(t) | KeyPlan::Keys { table: t, .. } => out.push((table_id(t), None)),
+        }
+    }
+}
+
+/// What a piece's footprint reads of its starting frame, so that the scheduler fills only
+/// that much of it before `footprint` (the piece's run fills the whole frame again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fill {
+    /// The arguments (every keyed plan; without one the frame is not touched at all).
+    pub args: bool,
+    /// The declared variables' initial values (`Proc::start`): some expression reads a
+    /// local before `footprint` itself has set it.
+    pub locals: bool,
+    /// The slice's imports: some expression reads an imported slot.
+    pub imports: bool,
+}
+
+/// The `Fill` `footprint(plans, ..)` needs, for a procedure with `nparams` parameters and
+/// a slice importing the slots `imports`. A local counts as set only where `footprint`
+/// always sets it first within the same plan: an earlier assignment of `pre` for later
+/// `pre` entries, loop bounds and the key; the counter of an outer loop for an inner
+/// loop's bounds and the key. Anything else a plan reads of a local — the value left by an
+/// earlier plan, a loop's own or an inner counter, an assignment that comes later — is the
+/// started frame's, and asks for `locals`.
+pub(crate) fn fill_of(plans: &[KeyPlan], nparams: usize, imports: &[usize]) -> Fill {
+    let mut fill = Fill {
+        args: false,
+        locals: false,
+        imports: false,
+    };
+    for plan in plans {
+        let KeyPlan::Keys {
+            pre, loops, key, ..
+        } = plan
+        else {
+            continue;
+        };
+        fill.args = true;
+        let mut set: Vec<usize> = Vec::new();
+        let reads = |e: &E, set: &[usize], fill: &mut Fill| {
+            let mut vs = Vec::new();
+            vars_of(e, &mut vs);
+            for v in vs {
+                if imports.contains(&v) {
+                    fill.imports = true;
+                } else if v >= nparams && !set.contains(&v) {
+                    fill.locals = true;
+                }
+            }
+        };
+        for (slot, e) in pre {
+            reads(e, &set, &mut fill);
+            set.push(*slot);
+        }
+        for (slot, lo, hi) in loops {
+            reads(lo, &set, &mut fill);
+            reads(hi, &set, &mut fill);
+            set.push(*slot);
+        }
+        for (_, e) in key {
+            reads(e, &set, &mut fill);
+        }
+    }
+    fill
+}
+
 /// Scratch space of `footprint`: one key's values and their encoding.
 #[derive(Default)]
 pub(crate) struct Keys {
@@ -358,7 +435,8 @@ impl Enumerate<'_> {
                 for (c, e) in self.key {
                     match value_of(e, None, vars) {
                         Ok(V::Val(v)) => {
-                            k.values.push(crate::query::coerce(&self.table.schema, *c, v))
+                            k.values
+                                .push(crate::query::coerce(&self.table.schema, *c, v))
                         }
                         _ => return false,
                     }

@@ -1,7 +1,8 @@
 //! A piece's footprint by its fast paths against the general path, on the shipped TPC-C and
 //! Smallbank procedures with random arguments: the INT path of all-INT keys
 //! (`int_key`) hashes what `value_of`, `coerce` and `encode_key_prefix` hash, and what
-//! `row_key` hashes for a row record's key.
+//! `row_key` hashes for a row record's key; a frame filled only as `fill_of` asks (the
+//! rest left over from other calls) gives the footprint of a frame filled whole.
 
 use super::*;
 use crate::procedure::slice::{analyze, Options};
@@ -68,6 +69,7 @@ struct Planned {
     proc: Arc<Procedure>,
     name: String,
     keys: Vec<KeyPlan>,
+    imports: Vec<usize>,
 }
 
 /// Every slice of every writing procedure of `sql`, with its key plans.
@@ -96,6 +98,7 @@ fn plans(sql: &str) -> (Database, Vec<Planned>) {
                 proc: p.clone(),
                 name: ps.procedure.clone(),
                 keys,
+                imports: s.import_slots.iter().map(|&(v, _)| v).collect(),
             });
         }
     }
@@ -152,7 +155,10 @@ fn piece_int_keys_hash_as_the_general_path_on_tpcc_and_smallbank() {
         int_keys += fast.iter().filter(|k| k.1.is_some()).count();
     });
     // The INT path was taken: TPC-C's and Smallbank's keys are INT columns.
-    assert!(keyed_plans > 0 && int_keys > 1000, "{keyed_plans} {int_keys}");
+    assert!(
+        keyed_plans > 0 && int_keys > 1000,
+        "{keyed_plans} {int_keys}"
+    );
 }
 
 /// A row record's write to the row of a footprint's key (the key padded with zeros to the
@@ -208,10 +214,154 @@ fn piece_int_keys_meet_row_records_on_tpcc_and_smallbank() {
                 key.len()
             };
             let mut out = Vec::new();
-            footprint(std::slice::from_ref(plan), &mut f, &mut Keys::default(), &mut out);
+            footprint(
+                std::slice::from_ref(plan),
+                &mut f,
+                &mut Keys::default(),
+                &mut out,
+            );
             assert_eq!(out, vec![row_key(table, &enc, p)], "{}", s.name);
             met += 1;
         }
     });
     assert!(met > 1000, "{met}");
+}
+
+/// Fills `f` as the scheduler does for `fill` (arguments `args`, imports `imports`'s
+/// values `imported`).
+fn fill_frame(p: &Procedure, f: &mut Frame, fill: Fill, args: &[V], imports: &[(usize, V)]) {
+    if fill.args {
+        f.vars[..args.len()].clone_from_slice(args);
+    }
+    if fill.locals {
+        p.p.start(f).expect("started once already");
+    }
+    if fill.imports {
+        for (slot, v) in imports {
+            f.vars[*slot] = v.clone();
+        }
+    }
+}
+
+/// A frame holding what other calls left: every slot random (of its type).
+fn stale(p: &Procedure, rng: &mut Rng) -> Frame {
+    let mut f = p.p.frame();
+    for (slot, v) in f.vars.iter_mut().enumerate() {
+        *v = rng.value(p.p.vars[slot].1);
+    }
+    f
+}
+
+/// The footprint of slice `s` from a frame filled as `fill` says, over a stale frame.
+fn footprint_filled(
+    s: &Planned,
+    fill: Fill,
+    args: &[V],
+    imports: &[(usize, V)],
+    rng: &mut Rng,
+) -> Vec<FootKey> {
+    let mut out = Vec::new();
+    if !fill.args {
+        tables_only(&s.keys, &mut out);
+        return out;
+    }
+    let mut f = stale(&s.proc, rng);
+    fill_frame(&s.proc, &mut f, fill, args, imports);
+    footprint(&s.keys, &mut f, &mut Keys::default(), &mut out);
+    out
+}
+
+const ALL: Fill = Fill {
+    args: true,
+    locals: true,
+    imports: true,
+};
+
+#[test]
+fn piece_footprint_from_a_partly_filled_frame_is_the_whole_frames() {
+    let mut partial = 0;
+    each_slice(|s, rng| {
+        let Some(f) = started(&s.proc, rng) else {
+            return;
+        };
+        let args = f.vars[..s.proc.p.nparams].to_vec();
+        let imports: Vec<(usize, V)> = s
+            .imports
+            .iter()
+            .map(|&v| (v, rng.value(s.proc.p.vars[v].1)))
+            .collect();
+        let fill = fill_of(&s.keys, s.proc.p.nparams, &s.imports);
+        let whole = footprint_filled(s, ALL, &args, &imports, rng);
+        let part = footprint_filled(s, fill, &args, &imports, rng);
+        assert_eq!(part, whole, "{}: {fill:?}", s.name);
+        partial += usize::from(fill != ALL);
+    });
+    // The shortcut is taken on these workloads.
+    assert!(partial > 0, "{partial}");
+}
+
+/// `fill_of` asks for the initial values where a key reads a declared variable's (and the
+/// test above would see a stale frame's otherwise), not where an assignment the footprint
+/// evaluates sets it first; for nothing where no key is known before the piece runs.
+#[test]
+fn piece_fill_asks_for_locals_only_where_a_key_reads_a_started_one() {
+    let sql = "
+CREATE TABLE kv (k BIGINT PRIMARY KEY, v BIGINT);
+CREATE TABLE kw (k BIGINT PRIMARY KEY, v BIGINT);
+CREATE PROCEDURE by_init(a BIGINT) AS $$
+DECLARE x BIGINT := a + 1;
+BEGIN
+  UPDATE kv SET v = v + 1 WHERE k = x;
+END $$;
+CREATE PROCEDURE by_assign(a BIGINT) AS $$
+DECLARE x BIGINT;
+BEGIN
+  x := a + 1;
+  UPDATE kv SET v = v + 1 WHERE k = x;
+END $$;
+CREATE PROCEDURE by_read(a BIGINT) AS $$
+DECLARE x BIGINT;
+BEGIN
+  SELECT v INTO x FROM kw WHERE k = a;
+  UPDATE kw SET v = v + 1 WHERE k = x;
+END $$;
+";
+    let (_db, planned) = plans(sql);
+    let mut rng = Rng(7);
+    for s in &planned {
+        let fill = fill_of(&s.keys, s.proc.p.nparams, &s.imports);
+        let args = vec![V::Val(Value::Int(5))];
+        let whole = footprint_filled(s, ALL, &args, &[], &mut rng);
+        let unstarted = Fill {
+            locals: false,
+            ..ALL
+        };
+        match s.name.as_str() {
+            "by_init" => {
+                assert!(whole.iter().all(|k| k.1.is_some()), "by_init is keyed");
+                assert!(fill.locals, "by_init reads x's initial value");
+                let stale = (0..20)
+                    .map(|_| footprint_filled(s, unstarted, &args, &[], &mut rng))
+                    .filter(|got| got != &whole)
+                    .count();
+                assert!(stale > 0, "a stale x gives another key");
+            }
+            "by_assign" => {
+                assert!(whole.iter().all(|k| k.1.is_some()), "by_assign is keyed");
+                assert!(
+                    fill.args && !fill.locals,
+                    "by_assign sets x first: {fill:?}"
+                );
+                let got = footprint_filled(s, fill, &args, &[], &mut rng);
+                assert_eq!(got, whole);
+            }
+            "by_read" => {
+                assert!(whole.iter().all(|k| k.1.is_none()), "by_read's key is read");
+                assert!(!fill.args, "by_read needs no frame: {fill:?}");
+                let got = footprint_filled(s, fill, &args, &[], &mut rng);
+                assert_eq!(got, whole);
+            }
+            other => panic!("unexpected procedure {other}"),
+        }
+    }
 }

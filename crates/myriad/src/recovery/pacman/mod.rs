@@ -65,6 +65,8 @@ pub(super) struct SlicePlan {
     /// Variable slots it exports.
     pub exports: Vec<usize>,
     pub keys: Vec<KeyPlan>,
+    /// What of a piece's starting frame `keys` read (the footprint fills only that).
+    pub fill: piece::Fill,
     /// The slice compiled to closures, when its procedure runs compiled (else interpreted).
     pub code: Option<crate::procedure::SliceCode>,
 }
@@ -142,8 +144,10 @@ impl Plan {
                                 .find(|bt| bt.table == t && bt.written)
                                 .map(|bt| bt.key_prefix)
                         });
+                        let imported: Vec<usize> = s.import_slots.iter().map(|&(v, _)| v).collect();
                         SlicePlan {
                             block: s.block,
+                            fill: piece::fill_of(&keys, p.p.nparams, &imported),
                             code: p.compile_slice(&mask),
                             mask,
                             imports: s.import_slots.clone(),

@@ -17,8 +17,10 @@
 use super::{Plan, RecId};
 use crate::error::{Error, Result};
 use crate::log::COMMAND;
-use crate::procedure::piece::{footprint, row_key, FootKey, Keys};
-use crate::procedure::{call_procedure, decode_args_into, replay_failed, Frame, Procedure};
+use crate::procedure::piece::{footprint, row_key, tables_only, Fill, FootKey, Keys};
+use crate::procedure::{
+    call_procedure, decode_args_into, decode_args_of, replay_failed, Frame, Procedure,
+};
 use crate::query::expr::V;
 use crate::recovery::replay::{apply, Ctx};
 use crate::recovery::LogFile;
@@ -329,6 +331,13 @@ const RUN_GROUP: usize = 8;
 /// A worker's frames, one per procedure definition, refilled for each piece.
 type Frames = FxHashMap<usize, Frame>;
 
+/// Fills a frame whole, as a piece runs from it.
+const FILL_ALL: Fill = Fill {
+    args: true,
+    locals: true,
+    imports: true,
+};
+
 /// What a worker keeps from one piece-set it starts to the next: its frames and the
 /// vectors and maps of the footprints and queues, cleared but not freed. Allocated afresh
 /// per piece-set, they grew by doubling each time, faulting in new pages.
@@ -478,16 +487,32 @@ impl Batch<'_, '_> {
         }
     }
 
-    /// Fills `frames`' frame of call `c`'s definition as slice `s` starts from: arguments,
-    /// initial values, imports; returns it. Each worker keeps one frame per definition and
-    /// refills it for every piece: a frame per piece, built at its footprint and kept until
-    /// it ran, held a piece-set's worth of frames at once, and the allocator gave their
-    /// pages back and faulted them in again (700 K page faults on a 10 s TPC-C log).
-    fn frame<'f>(&self, frames: &'f mut Frames, c: usize, s: usize) -> Result<&'f mut Frame> {
+    /// Fills `frames`' frame of call `c`'s definition as slice `s` starts from, as far as
+    /// `fill` asks: arguments, initial values, imports; returns it. Each worker keeps one
+    /// frame per definition and refills it for every piece: a frame per piece, built at its
+    /// footprint and kept until it ran, held a piece-set's worth of frames at once, and the
+    /// allocator gave their pages back and faulted them in again (700 K page faults on a
+    /// 10 s TPC-C log). A footprint asks only for what its keys read (`piece::fill_of`);
+    /// a run asks for everything (`FILL_ALL`), so what a partial fill left is never run.
+    fn frame<'f>(
+        &self,
+        frames: &'f mut Frames,
+        c: usize,
+        s: usize,
+        fill: Fill,
+    ) -> Result<&'f mut Frame> {
         let call = &self.calls[c];
         let f = frames.entry(call.def).or_insert_with(|| call.p.p.frame());
-        decode_args_into(self.ctx.definitions, call.body, f)?;
-        call.p.p.start(f)?;
+        if fill.args {
+            // `run_batches` found `call.p` from this record and decoded it once already.
+            decode_args_of(call.p, call.body, f)?;
+        }
+        if fill.locals {
+            call.p.p.start(f)?;
+        }
+        if !fill.imports {
+            return Ok(f);
+        }
         let sp = self.slice(c, s)?;
         for &(v, from) in &sp.imports {
             let Some(exp) = self
@@ -526,8 +551,12 @@ impl Batch<'_, '_> {
         let from = out.len();
         match piece.call {
             Some((c, s)) => {
-                let plans = &self.slice(c, s)?.keys;
-                footprint(plans, self.frame(frames, c, s)?, k, out);
+                let sp = self.slice(c, s)?;
+                if sp.fill.args {
+                    footprint(&sp.keys, self.frame(frames, c, s, sp.fill)?, k, out);
+                } else {
+                    tables_only(&sp.keys, out);
+                }
             }
             None => {
                 let (i, j) = piece.rec;
@@ -693,7 +722,7 @@ impl Batch<'_, '_> {
                 Some((c, s)) => {
                     let call = &self.calls[c];
                     let sp = self.slice(c, s)?;
-                    let f = self.frame(frames, c, s)?;
+                    let f = self.frame(frames, c, s, FILL_ALL)?;
                     match &sp.code {
                         Some(code) => code.run(&mut tx, f),
                         None => call.p.p.run_slice(&mut tx, f, &sp.mask),
