@@ -217,6 +217,15 @@ pub(crate) fn decode_args_into(
     decode_args(p, &mut g, f)
 }
 
+/// `decode_args_into` for a call whose procedure is known to be `p` (`call_procedure` of
+/// the same record gave it): skips finding the definition again.
+pub(crate) fn decode_args_of(p: &Procedure, call: &[u8], f: &mut Frame) -> Result<()> {
+    let mut g = Get::new(call);
+    g.u32()
+        .ok_or_else(|| bad("a call record cut short".into()))?;
+    decode_args(p, &mut g, f)
+}
+
 /// Decodes a call's arguments into the parameter slots of `f` (a frame of `p`). An integer
 /// array argument reuses the array the slot holds.
 fn decode_args(p: &Procedure, g: &mut Get<'_>, f: &mut Frame) -> Result<()> {

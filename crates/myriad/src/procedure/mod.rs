@@ -76,7 +76,9 @@ pub mod slice;
 mod surface;
 
 pub use build::{Block, Ex, ProcedureBuilder, VarType};
-pub(crate) use command::{call_procedure, decode_args_into, replay_failed, Replayer};
+pub(crate) use command::{
+    call_procedure, decode_args_into, decode_args_of, replay_failed, Replayer,
+};
 pub(crate) use exec::Frame;
 pub use graph::{Edge, Source};
 pub use ir::{OpInfo, UseKind};

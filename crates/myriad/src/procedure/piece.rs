@@ -14,15 +14,16 @@
 //! more. Anything else — a key read inside the piece, a row loop's field, a table whose
 //! p_T is 0 — is the whole table, `(table, *)`.
 
-use super::exec::Frame;
+use super::exec::{set_int, Frame};
 use super::flow::Flow;
 use super::graph::Source;
 use super::ir::{vars_of, Stmt};
 use super::slice::Slice;
 use super::Procedure;
-use crate::query::expr::{value_of, E, V};
+use crate::query::expr::{eval_int, value_of, E, V};
+use crate::schema::{encode_component, ColumnType};
 use crate::storage::TableRef;
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
 
 /// Keys a footprint enumerates for one operation before it gives up and takes the table.
 const KEYS_MAX: usize = 4096;
@@ -39,6 +40,9 @@ pub(crate) enum KeyPlan {
         pre: Vec<(usize, E)>,
         loops: Vec<(usize, E, E)>,
         key: Vec<(usize, E)>,
+        /// Every key column is INT: a key whose expressions all take the INT path
+        /// (`eval_int`) is encoded straight from the integers (`int_key`).
+        ints: bool,
     },
 }
 
@@ -207,6 +211,9 @@ pub(crate) fn key_plans(
                             })
                             .collect();
                         KeyPlan::Keys {
+                            ints: key
+                                .iter()
+                                .all(|(c, _)| table.schema.columns()[*c].ty == ColumnType::Int),
                             table: table.clone(),
                             pre,
                             loops,
@@ -226,6 +233,7 @@ pub(crate) fn key_plans(
                     pre,
                     loops,
                     key,
+                    ..
                 } => format!(
                     "{:p} {pre:?} {loops:?} {key:?}",
                     std::sync::Arc::as_ptr(table)
@@ -240,13 +248,43 @@ pub(crate) fn key_plans(
     out
 }
 
-/// Adds the footprint of `plans` in frame `f` (started, imports in) to `out`. Changes the
-/// slots of loop counters and of the assignments it evaluates: start `f` again before the
-/// piece runs (PACMAN's scheduler fills a frame afresh for each run).
+/// Adds the footprint of `plans` in frame `f` (filled as `fill_of(plans)` says) to `out`.
+/// Changes the slots of loop counters and of the assignments it evaluates: start `f` again
+/// before the piece runs (PACMAN's scheduler fills a frame afresh for each run).
 ///
 /// Keys are hashed as they are enumerated (`Keys` holds the scratch), never kept as values:
 /// a TPC-C log has millions of pieces.
 pub(crate) fn footprint(plans: &[KeyPlan], f: &mut Frame, k: &mut Keys, out: &mut Vec<FootKey>) {
+    footprint_by(plans, f, k, out, Path::Int);
+}
+
+/// How `Enumerate` encodes a key of all-INT columns.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Path {
+    /// `int_key` when every expression takes the INT path, else `General`.
+    Int,
+    /// Values, `coerce`, `encode_key_prefix` (the reference the INT path must equal).
+    General,
+}
+
+/// `footprint` by the general path only: the reference its INT path is tested against.
+#[cfg(test)]
+pub(crate) fn footprint_general(
+    plans: &[KeyPlan],
+    f: &mut Frame,
+    k: &mut Keys,
+    out: &mut Vec<FootKey>,
+) {
+    footprint_by(plans, f, k, out, Path::General);
+}
+
+fn footprint_by(
+    plans: &[KeyPlan],
+    f: &mut Frame,
+    k: &mut Keys,
+    out: &mut Vec<FootKey>,
+    path: Path,
+) {
     for plan in plans {
         match plan {
             KeyPlan::Whole(t) => out.push((table_id(t), None)),
@@ -255,6 +293,7 @@ pub(crate) fn footprint(plans: &[KeyPlan], f: &mut Frame, k: &mut Keys, out: &mu
                 pre,
                 loops,
                 key,
+                ints,
             } => {
                 let mark = out.len();
                 let mut ok = true;
@@ -264,13 +303,97 @@ pub(crate) fn footprint(plans: &[KeyPlan], f: &mut Frame, k: &mut Keys, out: &mu
                         Err(_) => ok = false,
                     }
                 }
-                if !(ok && enumerate(loops, key, table, &mut f.vars, k, mark, out)) {
+                let path = if *ints { path } else { Path::General };
+                let e = Enumerate {
+                    key,
+                    table,
+                    path,
+                    mark,
+                };
+                if !(ok && e.run(loops, &mut f.vars, k, out)) {
                     out.truncate(mark);
                     out.push((table_id(table), None));
                 }
             }
         }
     }
+}
+
+/// The footprint of `plans` when none is keyed (`fill_of(plans).args` is false): their
+/// tables, for which no frame is read. (A keyed plan, which `fill_of` rules out, would be
+/// taken whole: more order, never less.)
+pub(crate) fn tables_only(plans: &[KeyPlan], out: &mut Vec<FootKey>) {
+    for plan in plans {
+        debug_assert!(
+            matches!(plan, KeyPlan::Whole(_)),
+            "tables_only of a keyed plan"
+        );
+        match plan {
+            KeyPlan::Whole(t) | KeyPlan::Keys { table: t, .. } => out.push((table_id(t), None)),
+        }
+    }
+}
+
+/// What a piece's footprint reads of its starting frame, so that the scheduler fills only
+/// that much of it before `footprint` (the piece's run fills the whole frame again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fill {
+    /// The arguments (every keyed plan; without one the frame is not touched at all).
+    pub args: bool,
+    /// The declared variables' initial values (`Proc::start`): some expression reads a
+    /// local before `footprint` itself has set it.
+    pub locals: bool,
+    /// The slice's imports: some expression reads an imported slot.
+    pub imports: bool,
+}
+
+/// The `Fill` `footprint(plans, ..)` needs, for a procedure with `nparams` parameters and
+/// a slice importing the slots `imports`. A local counts as set only where `footprint`
+/// always sets it first within the same plan: an earlier assignment of `pre` for later
+/// `pre` entries, loop bounds and the key; the counter of an outer loop for an inner
+/// loop's bounds and the key. Anything else a plan reads of a local — the value left by an
+/// earlier plan, a loop's own or an inner counter, an assignment that comes later — is the
+/// started frame's, and asks for `locals`.
+pub(crate) fn fill_of(plans: &[KeyPlan], nparams: usize, imports: &[usize]) -> Fill {
+    let mut fill = Fill {
+        args: false,
+        locals: false,
+        imports: false,
+    };
+    for plan in plans {
+        let KeyPlan::Keys {
+            pre, loops, key, ..
+        } = plan
+        else {
+            continue;
+        };
+        fill.args = true;
+        let mut set: Vec<usize> = Vec::new();
+        let reads = |e: &E, set: &[usize], fill: &mut Fill| {
+            let mut vs = Vec::new();
+            vars_of(e, &mut vs);
+            for v in vs {
+                if imports.contains(&v) {
+                    fill.imports = true;
+                } else if v >= nparams && !set.contains(&v) {
+                    fill.locals = true;
+                }
+            }
+        };
+        for (slot, e) in pre {
+            reads(e, &set, &mut fill);
+            set.push(*slot);
+        }
+        for (slot, lo, hi) in loops {
+            reads(lo, &set, &mut fill);
+            reads(hi, &set, &mut fill);
+            set.push(*slot);
+        }
+        for (_, e) in key {
+            reads(e, &set, &mut fill);
+        }
+    }
+    fill
 }
 
 /// Scratch space of `footprint`: one key's values and their encoding.
@@ -287,49 +410,82 @@ impl Keys {
     }
 }
 
-/// Adds the key for every value of the counters of `loops` to `out` (which held `mark`
-/// entries before this operation); false if one does not evaluate, does not encode for the
-/// table, or there are more than `KEYS_MAX`.
-fn enumerate(
-    loops: &[(usize, E, E)],
-    key: &[(usize, E)],
-    table: &TableRef,
-    vars: &mut [V],
-    k: &mut Keys,
+/// One operation's keys being enumerated.
+struct Enumerate<'p> {
+    key: &'p [(usize, E)],
+    table: &'p TableRef,
+    path: Path,
+    /// How many entries `out` held before this operation.
     mark: usize,
-    out: &mut Vec<FootKey>,
-) -> bool {
-    let Some(((slot, lo, hi), rest)) = loops.split_first() else {
-        k.values.clear();
-        for (c, e) in key {
-            match value_of(e, None, vars) {
-                Ok(V::Val(v)) => k.values.push(crate::query::coerce(&table.schema, *c, v)),
-                _ => return false,
+}
+
+impl Enumerate<'_> {
+    /// Adds the key for every value of the counters of `loops` to `out`; false if one does
+    /// not evaluate, does not encode for the table, or there are more than `KEYS_MAX`.
+    fn run(
+        &self,
+        loops: &[(usize, E, E)],
+        vars: &mut [V],
+        k: &mut Keys,
+        out: &mut Vec<FootKey>,
+    ) -> bool {
+        let Some(((slot, lo, hi), rest)) = loops.split_first() else {
+            if !(self.path == Path::Int && int_key(self.key, vars, &mut k.encoded)) {
+                k.values.clear();
+                for (c, e) in self.key {
+                    match value_of(e, None, vars) {
+                        Ok(V::Val(v)) => {
+                            k.values
+                                .push(crate::query::coerce(&self.table.schema, *c, v))
+                        }
+                        _ => return false,
+                    }
+                }
+                if self
+                    .table
+                    .schema
+                    .encode_key_prefix(0, k.values.as_slice(), &mut k.encoded)
+                    .is_err()
+                {
+                    return false;
+                }
+            }
+            out.push((table_id(self.table), Some(hash_key(&k.encoded))));
+            return out.len() - self.mark <= KEYS_MAX;
+        };
+        let (Ok(V::Val(Value::Int(lo))), Ok(V::Val(Value::Int(hi)))) =
+            (value_of(lo, None, vars), value_of(hi, None, vars))
+        else {
+            return false;
+        };
+        if hi.saturating_sub(lo) >= KEYS_MAX as i64 {
+            return false;
+        }
+        for i in lo..=hi {
+            set_int(&mut vars[*slot], i);
+            if !self.run(rest, vars, k, out) {
+                return false;
             }
         }
-        if table
-            .schema
-            .encode_key_prefix(0, k.values.as_slice(), &mut k.encoded)
-            .is_err()
-        {
-            return false;
-        }
-        out.push((table_id(table), Some(hash_key(&k.encoded))));
-        return out.len() - mark <= KEYS_MAX;
-    };
-    let (Ok(V::Val(Value::Int(lo))), Ok(V::Val(Value::Int(hi)))) =
-        (value_of(lo, None, vars), value_of(hi, None, vars))
-    else {
-        return false;
-    };
-    if hi.saturating_sub(lo) >= KEYS_MAX as i64 {
-        return false;
+        true
     }
-    for i in lo..=hi {
-        vars[*slot] = V::Val(Value::Int(i));
-        if !enumerate(rest, key, table, vars, k, mark, out) {
+}
+
+/// Encodes `key`, a key of all-INT columns, into `out` straight from the INT path of its
+/// expressions: what `value_of`, `coerce` (an INT column keeps an INT) and
+/// `encode_key_prefix` (an INT component is `encode_int`) make of it, without the values.
+/// False, leaving `out` to the general path, when an expression does not take the INT path
+/// (`value_of` would then ask the general evaluator).
+fn int_key(key: &[(usize, E)], vars: &[V], out: &mut Vec<u8>) -> bool {
+    out.clear();
+    for (_, e) in key {
+        let Some(i) = eval_int(e, None, vars) else {
             return false;
-        }
+        };
+        encode_component(ValueRef::Int(i), out);
     }
     true
 }
+
+#[cfg(test)]
+mod tests;

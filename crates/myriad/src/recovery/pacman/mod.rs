@@ -37,7 +37,8 @@
 //! batches load); pieces run in replay transactions (up to 8 ready pieces to one), not
 //! installed directly; a procedure whose `RETURN` is not its last statement is refused (the
 //! replay view drops `RETURN`). The worker that starts a piece-set computes its footprints
-//! (on `recovery_threads` scoped threads when it has 512 pieces or more) and its queues.
+//! (itself and `recovery_threads - 1` scoped helpers when it has 512 pieces or more) and its
+//! queues, in vectors and maps it keeps from one piece-set to the next.
 
 mod schedule;
 #[cfg(test)]
@@ -64,6 +65,8 @@ pub(super) struct SlicePlan {
     /// Variable slots it exports.
     pub exports: Vec<usize>,
     pub keys: Vec<KeyPlan>,
+    /// What of a piece's starting frame `keys` read (the footprint fills only that).
+    pub fill: piece::Fill,
     /// The slice compiled to closures, when its procedure runs compiled (else interpreted).
     pub code: Option<crate::procedure::SliceCode>,
 }
@@ -141,8 +144,10 @@ impl Plan {
                                 .find(|bt| bt.table == t && bt.written)
                                 .map(|bt| bt.key_prefix)
                         });
+                        let imported: Vec<usize> = s.import_slots.iter().map(|&(v, _)| v).collect();
                         SlicePlan {
                             block: s.block,
+                            fill: piece::fill_of(&keys, p.p.nparams, &imported),
                             code: p.compile_slice(&mask),
                             mask,
                             imports: s.import_slots.clone(),

@@ -17,8 +17,10 @@
 use super::{Plan, RecId};
 use crate::error::{Error, Result};
 use crate::log::COMMAND;
-use crate::procedure::piece::{footprint, row_key, FootKey, Keys};
-use crate::procedure::{call_procedure, decode_args_into, replay_failed, Frame, Procedure};
+use crate::procedure::piece::{footprint, row_key, tables_only, Fill, FootKey, Keys};
+use crate::procedure::{
+    call_procedure, decode_args_into, decode_args_of, replay_failed, Frame, Procedure,
+};
 use crate::query::expr::V;
 use crate::recovery::replay::{apply, Ctx};
 use crate::recovery::LogFile;
@@ -329,11 +331,43 @@ const RUN_GROUP: usize = 8;
 /// A worker's frames, one per procedure definition, refilled for each piece.
 type Frames = FxHashMap<usize, Frame>;
 
+/// Fills a frame whole, as a piece runs from it.
+const FILL_ALL: Fill = Fill {
+    args: true,
+    locals: true,
+    imports: true,
+};
+
+/// What a worker keeps from one piece-set it starts to the next: its frames and the
+/// vectors and maps of the footprints and queues, cleared but not freed. Allocated afresh
+/// per piece-set, they grew by doubling each time, faulting in new pages.
+#[derive(Default)]
+struct Scratch {
+    frames: Frames,
+    foot: Footprints,
+    preds: Vec<usize>,
+    pred_ends: Vec<usize>,
+    /// Per footprint key, the last piece queued on it.
+    last: FxHashMap<FootKey, usize>,
+    /// Per table, the keyed pieces queued since its last `*` (kept per table, emptied).
+    since_star: FxHashMap<usize, Vec<usize>>,
+    /// Per table, its last `*` piece.
+    star: FxHashMap<usize, usize>,
+}
+
+/// The footprints of a run of pieces: every key in one vector, and where each piece's end.
+#[derive(Default)]
+struct Footprints {
+    k: Keys,
+    keys: Vec<FootKey>,
+    ends: Vec<usize>,
+}
+
 impl Batch<'_, '_> {
     /// A worker: takes ready work until every piece-set is done or something failed.
     fn work(&self) -> Times {
         let mut times = Times::default();
-        let mut frames = Frames::default();
+        let mut scratch = Scratch::default();
         let mut group = Vec::with_capacity(RUN_GROUP);
         let mut st = self.state.lock();
         loop {
@@ -380,12 +414,12 @@ impl Batch<'_, '_> {
             let t = Instant::now();
             let r = match task {
                 Task::Start(b) => {
-                    let r = self.start(&mut frames, b);
+                    let r = self.start(&mut scratch, b);
                     times.analysis += t.elapsed();
                     r
                 }
                 Task::Run(_) => {
-                    let r = self.run(&mut frames, &group);
+                    let r = self.run(&mut scratch.frames, &group);
                     times.execution += t.elapsed();
                     r.map(|()| Vec::new())
                 }
@@ -453,16 +487,32 @@ impl Batch<'_, '_> {
         }
     }
 
-    /// Fills `frames`' frame of call `c`'s definition as slice `s` starts from: arguments,
-    /// initial values, imports; returns it. Each worker keeps one frame per definition and
-    /// refills it for every piece: a frame per piece, built at its footprint and kept until
-    /// it ran, held a piece-set's worth of frames at once, and the allocator gave their
-    /// pages back and faulted them in again (700 K page faults on a 10 s TPC-C log).
-    fn frame<'f>(&self, frames: &'f mut Frames, c: usize, s: usize) -> Result<&'f mut Frame> {
+    /// Fills `frames`' frame of call `c`'s definition as slice `s` starts from, as far as
+    /// `fill` asks: arguments, initial values, imports; returns it. Each worker keeps one
+    /// frame per definition and refills it for every piece: a frame per piece, built at its
+    /// footprint and kept until it ran, held a piece-set's worth of frames at once, and the
+    /// allocator gave their pages back and faulted them in again (700 K page faults on a
+    /// 10 s TPC-C log). A footprint asks only for what its keys read (`piece::fill_of`);
+    /// a run asks for everything (`FILL_ALL`), so what a partial fill left is never run.
+    fn frame<'f>(
+        &self,
+        frames: &'f mut Frames,
+        c: usize,
+        s: usize,
+        fill: Fill,
+    ) -> Result<&'f mut Frame> {
         let call = &self.calls[c];
         let f = frames.entry(call.def).or_insert_with(|| call.p.p.frame());
-        decode_args_into(self.ctx.definitions, call.body, f)?;
-        call.p.p.start(f)?;
+        if fill.args {
+            // `run_batches` found `call.p` from this record and decoded it once already.
+            decode_args_of(call.p, call.body, f)?;
+        }
+        if fill.locals {
+            call.p.p.start(f)?;
+        }
+        if !fill.imports {
+            return Ok(f);
+        }
         let sp = self.slice(c, s)?;
         for &(v, from) in &sp.imports {
             let Some(exp) = self
@@ -501,8 +551,12 @@ impl Batch<'_, '_> {
         let from = out.len();
         match piece.call {
             Some((c, s)) => {
-                let plans = &self.slice(c, s)?.keys;
-                footprint(plans, self.frame(frames, c, s)?, k, out);
+                let sp = self.slice(c, s)?;
+                if sp.fill.args {
+                    footprint(&sp.keys, self.frame(frames, c, s, sp.fill)?, k, out);
+                } else {
+                    tables_only(&sp.keys, out);
+                }
             }
             None => {
                 let (i, j) = piece.rec;
@@ -522,27 +576,27 @@ impl Batch<'_, '_> {
         Ok(())
     }
 
-    /// The footprints of `qs`, pieces of block `b`: every key in one vector, and where each
-    /// piece's end (one allocation per piece-set, not per piece).
+    /// Appends the footprints of `qs`, pieces of block `b`, to `out` (no allocation per
+    /// piece).
     fn footprints(
         &self,
         frames: &mut Frames,
         b: usize,
         qs: &[usize],
-    ) -> Result<(Vec<FootKey>, Vec<usize>)> {
-        let mut k = Keys::default();
-        let mut keys = Vec::with_capacity(qs.len() * 2);
-        let mut ends = Vec::with_capacity(qs.len());
+        out: &mut Footprints,
+    ) -> Result<()> {
+        out.keys.reserve(qs.len() * 2);
+        out.ends.reserve(qs.len());
         for &q in qs {
-            self.footprint_of(frames, &mut k, b, q, &mut keys)?;
-            ends.push(keys.len());
+            self.footprint_of(frames, &mut out.k, b, q, &mut out.keys)?;
+            out.ends.push(out.keys.len());
         }
-        Ok((keys, ends))
+        Ok(())
     }
 
     /// Starts piece-set `set`: footprints (computed on `recovery_threads` threads when there
     /// are many), then queues in log order; returns the pieces ready at once.
-    fn start(&self, frames: &mut Frames, set: usize) -> Result<Vec<usize>> {
+    fn start(&self, scratch: &mut Scratch, set: usize) -> Result<Vec<usize>> {
         const PARALLEL_MIN: usize = 512;
         let b = set % self.plan.blocks;
         let set = &self.sets[set];
@@ -556,40 +610,66 @@ impl Batch<'_, '_> {
             return Ok(set.first().copied().into_iter().collect());
         }
         let threads = self.ctx.threads.max(1);
-        let (keys, ends) = if threads == 1 || set.len() < PARALLEL_MIN {
-            self.footprints(frames, b, set)?
+        let foot = &mut scratch.foot;
+        foot.keys.clear();
+        foot.ends.clear();
+        if threads == 1 || set.len() < PARALLEL_MIN {
+            self.footprints(&mut scratch.frames, b, set, foot)?;
         } else {
+            // The first chunk here, in this worker's frames and vectors; the rest on helpers.
             let chunk = set.len().div_ceil(threads);
-            let parts: Vec<Result<(Vec<FootKey>, Vec<usize>)>> = std::thread::scope(|s| {
-                let hs: Vec<_> = set
+            let (first, rest) = set.split_at(chunk.min(set.len()));
+            let frames = &mut scratch.frames;
+            let parts: Vec<Result<Footprints>> = std::thread::scope(|s| {
+                let hs: Vec<_> = rest
                     .chunks(chunk)
-                    .map(|qs| s.spawn(move || self.footprints(&mut Frames::default(), b, qs)))
+                    .map(|qs| {
+                        s.spawn(move || {
+                            let mut out = Footprints::default();
+                            self.footprints(&mut Frames::default(), b, qs, &mut out)
+                                .map(|()| out)
+                        })
+                    })
                     .collect();
-                hs.into_iter()
+                let mine = self.footprints(frames, b, first, foot);
+                let mut parts: Vec<Result<Footprints>> = hs
+                    .into_iter()
                     .map(|h| {
                         h.join()
                             .unwrap_or_else(|_| Err(internal("a footprint thread panicked")))
                     })
-                    .collect()
+                    .collect();
+                if let Err(e) = mine {
+                    parts.insert(0, Err(e));
+                }
+                parts
             });
-            let (mut keys, mut ends) = (Vec::new(), Vec::with_capacity(set.len()));
             for part in parts {
-                let (k, e) = part?;
-                let base = keys.len();
-                keys.extend(k);
-                ends.extend(e.into_iter().map(|x| x + base));
+                let part = part?;
+                let base = foot.keys.len();
+                foot.keys.extend_from_slice(&part.keys);
+                foot.ends.extend(part.ends.iter().map(|x| x + base));
             }
-            (keys, ends)
-        };
+        }
+        let (keys, ends) = (&foot.keys, &foot.ends);
         // Each piece's predecessors: the last earlier piece on each of its keys, every
         // keyed piece of a table since its last `*`, and that `*`.
-        let mut preds: Vec<usize> = Vec::with_capacity(keys.len());
-        let mut pred_ends: Vec<usize> = Vec::with_capacity(set.len());
-        let mut last: FxHashMap<FootKey, usize> = FxHashMap::default();
-        let mut since_star: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
-        let mut star: FxHashMap<usize, usize> = FxHashMap::default();
+        let preds = &mut scratch.preds;
+        let pred_ends = &mut scratch.pred_ends;
+        let (last, since_star, star) = (
+            &mut scratch.last,
+            &mut scratch.since_star,
+            &mut scratch.star,
+        );
+        preds.clear();
+        pred_ends.clear();
+        last.clear();
+        star.clear();
+        for v in since_star.values_mut() {
+            v.clear();
+        }
         let mut from = 0;
-        for (&q, &end) in set.iter().zip(&ends) {
+        for (&q, &end) in set.iter().zip(ends) {
             let start = preds.len();
             if !self.unordered {
                 for &k in &keys[from..end] {
@@ -599,11 +679,13 @@ impl Batch<'_, '_> {
                         preds.extend(last.insert(k, q));
                         since_star.entry(t).or_default().push(q);
                     } else {
-                        preds.extend(since_star.remove(&t).unwrap_or_default());
+                        if let Some(v) = since_star.get_mut(&t) {
+                            preds.append(v);
+                        }
                         star.insert(t, q);
                     }
                 }
-                sort_dedup_tail(&mut preds, start, |x| x == q);
+                sort_dedup_tail(preds, start, |x| x == q);
             }
             pred_ends.push(preds.len());
             from = end;
@@ -611,7 +693,7 @@ impl Batch<'_, '_> {
         let mut st = self.state.lock();
         let mut ready = Vec::new();
         let mut from = 0;
-        for (&q, &end) in set.iter().zip(&pred_ends) {
+        for (&q, &end) in set.iter().zip(pred_ends.iter()) {
             st.preds_left[q] = end - from;
             for &x in &preds[from..end] {
                 st.add_succ(x, q);
@@ -640,7 +722,7 @@ impl Batch<'_, '_> {
                 Some((c, s)) => {
                     let call = &self.calls[c];
                     let sp = self.slice(c, s)?;
-                    let f = self.frame(frames, c, s)?;
+                    let f = self.frame(frames, c, s, FILL_ALL)?;
                     match &sp.code {
                         Some(code) => code.run(&mut tx, f),
                         None => call.p.p.run_slice(&mut tx, f, &sp.mask),
