@@ -1309,3 +1309,18 @@ fn scan_bounds_encode_prefixes_as_ranges_into_the_slot_buffers() {
     let bad = [Value::from("x")];
     assert!(super::encode_bounds(&s, 0, Included(&bad[..]), Unbounded, &mut l, &mut h).is_err());
 }
+
+#[test]
+fn after_its_end_a_transaction_reaches_buffers_of_its_own_not_the_slots() {
+    let locals = super::SlotLocals::new(1);
+    // SAFETY: nothing else uses slot 0 of `locals`.
+    let mut l = unsafe { super::LocalRef::new(&locals, 0) };
+    l.key_buf = vec![1];
+    l.release();
+    // What a failed operation puts back after its rollback ended the transaction.
+    assert!(l.key_buf.is_empty());
+    l.key_buf = vec![2];
+    assert_eq!(l.key_buf, vec![2]);
+    // SAFETY: `l` no longer reaches the slot's buffers.
+    assert_eq!(unsafe { &(*locals.get(0)).key_buf }, &vec![1]);
+}
