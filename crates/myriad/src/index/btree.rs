@@ -920,13 +920,7 @@ impl BTree {
         if n == 0 {
             return None;
         }
-        let high = &lf.high;
-        if !high.load(Ordering::Acquire).is_null()
-            && cmp_entry(&lf.high_prefix, &lf.high_short, high, probe) != CmpOrdering::Greater
-        {
-            return None;
-        }
-        if cmp_entry(&lf.prefixes[0], &lf.shorts[0], &lf.keys[0], probe) == CmpOrdering::Greater {
+        if !range_holds(lf, probe) {
             return None;
         }
         let (pos, found) = search(&lf.prefixes, &lf.shorts, &lf.keys, n, probe);
@@ -1193,13 +1187,7 @@ impl BTree {
         if n == 0 || n >= LEAF_CAP {
             return None;
         }
-        let high = &lf.high;
-        if !high.load(Ordering::Acquire).is_null()
-            && cmp_entry(&lf.high_prefix, &lf.high_short, high, probe) != CmpOrdering::Greater
-        {
-            return None;
-        }
-        if cmp_entry(&lf.prefixes[0], &lf.shorts[0], &lf.keys[0], probe) == CmpOrdering::Greater {
+        if !range_holds(lf, probe) {
             return None;
         }
         let (pos, found) = search(&lf.prefixes, &lf.shorts, &lf.keys, n, probe);
@@ -1616,6 +1604,21 @@ unsafe fn free_subtree(p: *mut Header, fences_owned: bool) {
             free_subtree(slot.load(Ordering::Relaxed), fences_owned);
         }
     }
+}
+
+/// Whether the range of non-empty leaf `lf` holds `probe`: its first key is at or below
+/// `probe` and its upper fence (if any) above it, so no other leaf can hold the key (its
+/// first key is at or above its lower fence). Read optimistically: the caller makes the
+/// answer good by validating the leaf at the version it read first (module invariant 3).
+#[inline]
+fn range_holds(lf: &Leaf, probe: Probe<'_>) -> bool {
+    let high = &lf.high;
+    if !high.load(Ordering::Acquire).is_null()
+        && cmp_entry(&lf.high_prefix, &lf.high_short, high, probe) != CmpOrdering::Greater
+    {
+        return false;
+    }
+    cmp_entry(&lf.prefixes[0], &lf.shorts[0], &lf.keys[0], probe) != CmpOrdering::Greater
 }
 
 // ---------------------------------------------------------------------------
