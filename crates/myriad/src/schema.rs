@@ -339,6 +339,14 @@ impl TableSchema {
         out: &mut Vec<u8>,
     ) -> Result<()> {
         let cols = &self.indexes[idx].columns;
+        if let Some(b) = key.encoded(crate::value::sealed::Token) {
+            // A compiled point key, encoded by `encode_int` as this index's INT columns are.
+            if self.int_keys[idx] && b.len() == 8 * cols.len() {
+                out.clear();
+                out.extend_from_slice(b);
+                return Ok(());
+            }
+        }
         if let (Some(v), &[col]) = (key.single(), &cols[..]) {
             // One-column key given as one value: no per-value callback.
             out.clear();
@@ -496,8 +504,14 @@ pub(crate) fn encode_component(v: ValueRef<'_>, out: &mut Vec<u8>) {
 
 /// An integer key component: sign bit flipped, big-endian, so byte order is numeric order.
 #[inline]
-fn encode_int(i: i64, out: &mut Vec<u8>) {
+pub(crate) fn encode_int(i: i64, out: &mut Vec<u8>) {
     out.extend_from_slice(&((i as u64) ^ (1 << 63)).to_be_bytes());
+}
+
+/// The INT that `encode_int` wrote as `b`.
+#[inline]
+pub(crate) fn decode_int(b: [u8; 8]) -> i64 {
+    (u64::from_be_bytes(b) ^ (1 << 63)) as i64
 }
 
 fn encode_bytes(b: &[u8], out: &mut Vec<u8>) {

@@ -212,6 +212,24 @@ pub trait Values {
         let _ = i;
         None
     }
+    /// The values already in the index's byte encoding, all INT (`schema::encode_int` each):
+    /// lets a compiled procedure's point key skip building values and encoding them again.
+    /// Sealed: only the crate's own implementations can give bytes (`sealed::Token` cannot
+    /// be named outside it), and key encoding takes them only for an all-INT index of that
+    /// width; every other case goes through `at`/`visit`, which must give the same INTs.
+    #[doc(hidden)]
+    #[inline]
+    fn encoded(&self, _: sealed::Token) -> Option<&[u8]> {
+        None
+    }
+}
+
+/// Seals `Values::encoded` (module `value`'s docs above it).
+pub(crate) mod sealed {
+    /// Names no value outside the crate, so no outside implementation can override
+    /// `Values::encoded`.
+    #[derive(Clone, Copy)]
+    pub struct Token;
 }
 
 macro_rules! single_values {

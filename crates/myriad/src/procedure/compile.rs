@@ -34,7 +34,7 @@ use crate::query::{coerce, visit_plan_with, Access, Agg, SqlPos};
 use crate::schema::ColumnType;
 use crate::storage::TableRef;
 use crate::txn::Transaction;
-use crate::value::{RowRef, ToValueRef, Value, ValueRef};
+use crate::value::{RowRef, ToValueRef, Value, ValueRef, Values};
 
 /// A compiled statement.
 type Run = Box<dyn Fn(&mut Transaction<'_>, &mut Frame) -> Step + Send + Sync>;
@@ -62,8 +62,6 @@ type Rows = Box<
         + Send
         + Sync,
 >;
-/// A point key into the frame's key buffer; false when the key does not fit its columns.
-type Key = Box<dyn Fn(&[V], &mut Vec<Value>) -> crate::error::Result<bool> + Send + Sync>;
 
 /// A procedure compiled to closures.
 pub(crate) struct Compiled {
@@ -377,38 +375,171 @@ impl KeyPart {
     }
 }
 
-/// The point key of `a` on `t`, as `Access::point_values` computes it: when every key
-/// column is INT and every key expression has an INT path, the INTs are written in place
-/// and `point_values` runs only when one of them does not evaluate.
-fn point_key(t: &TableRef, a: &Access) -> Key {
-    let s = &t.schema;
-    let pk = &s.indexes()[0].columns;
-    let fast: Option<Vec<KeyPart>> = a.point.as_ref().and_then(|keys| {
-        keys.iter()
-            .zip(pk)
-            .map(|(e, &c)| {
-                (s.columns()[c].ty == ColumnType::Int)
-                    .then(|| KeyPart::of(e))
-                    .flatten()
-            })
-            .collect()
-    });
-    let (t, a) = (t.clone(), a.clone());
-    match fast {
-        Some(parts) => Box::new(move |vars, out| {
-            if out.len() != parts.len() {
-                out.resize(parts.len(), Value::Int(0));
-            }
-            for (k, slot) in parts.iter().zip(out.iter_mut()) {
-                match (k.eval(vars), slot) {
-                    (Some(i), Value::Int(x)) => *x = i,
-                    (Some(i), slot) => *slot = Value::Int(i),
-                    (None, _) => return a.point_values(&t.schema, vars, out),
+/// The point key of `a` on `t`, as `Access::point_values` computes it. When every key
+/// column is INT and every key expression has an INT path (`KeyPart`), the INTs are
+/// written in the index's encoding straight into the buffer (no `Value`, and key encoding
+/// copies the bytes: `Values::encoded`), and `point_values` runs only when one of them
+/// does not evaluate.
+struct PointKey {
+    parts: Option<Vec<KeyPart>>,
+    table: TableRef,
+    access: Access,
+}
+
+impl PointKey {
+    fn new(t: &TableRef, a: &Access) -> PointKey {
+        PointKey {
+            parts: a.point.as_ref().and_then(|keys| int_parts(t, keys)),
+            table: t.clone(),
+            access: a.clone(),
+        }
+    }
+
+    /// The key into `k`; `Ok(false)` where `point_values` says the access is no point.
+    #[inline]
+    fn eval(&self, vars: &[V], k: &mut PointKeyBuf) -> crate::error::Result<bool> {
+        if let Some(parts) = &self.parts {
+            k.bytes.clear();
+            k.ints = true;
+            for p in parts {
+                match p.eval(vars) {
+                    Some(i) => crate::schema::encode_int(i, &mut k.bytes),
+                    None => return self.values(vars, k),
                 }
             }
-            Ok(true)
-        }),
-        None => Box::new(move |vars, out| a.point_values(&t.schema, vars, out)),
+            return Ok(true);
+        }
+        self.values(vars, k)
+    }
+
+    #[cold]
+    fn values(&self, vars: &[V], k: &mut PointKeyBuf) -> crate::error::Result<bool> {
+        k.ints = false;
+        self.access
+            .point_values(&self.table.schema, vars, &mut k.vals)
+    }
+}
+
+/// The INT paths of primary key `keys` of `t`: one per key column, each column INT and
+/// each expression with an INT path; else `None` (a key of the wrong width included:
+/// `point_values` reports its arity).
+fn int_parts(t: &TableRef, keys: &[E]) -> Option<Vec<KeyPart>> {
+    let s = &t.schema;
+    let pk = &s.indexes()[0].columns;
+    if keys.len() != pk.len() {
+        return None;
+    }
+    keys.iter()
+        .zip(pk)
+        .map(|(e, &c)| {
+            (s.columns()[c].ty == ColumnType::Int)
+                .then(|| KeyPart::of(e))
+                .flatten()
+        })
+        .collect()
+}
+
+/// A point key `PointKey::eval` made: INTs in the primary index's encoding (`ints`), or
+/// values. As `Values` either way, the same INTs through `at`/`visit` as `encoded` gives.
+#[derive(Default)]
+pub(crate) struct PointKeyBuf {
+    vals: Vec<Value>,
+    bytes: Vec<u8>,
+    ints: bool,
+}
+
+impl PointKeyBuf {
+    #[inline]
+    fn int(&self, i: usize) -> Option<i64> {
+        let b = self.bytes.get(8 * i..8 * i + 8)?;
+        Some(crate::schema::decode_int(b.try_into().ok()?))
+    }
+}
+
+impl crate::value::Values for PointKeyBuf {
+    fn count(&self) -> usize {
+        if self.ints {
+            self.bytes.len() / 8
+        } else {
+            self.vals.len()
+        }
+    }
+    fn visit(
+        &self,
+        f: &mut dyn FnMut(ValueRef<'_>) -> crate::error::Result<()>,
+    ) -> crate::error::Result<()> {
+        if !self.ints {
+            return self.vals.as_slice().visit(f);
+        }
+        (0..self.count()).try_for_each(|i| f(ValueRef::Int(self.int(i).unwrap_or(0))))
+    }
+    #[inline]
+    fn single(&self) -> Option<ValueRef<'_>> {
+        if !self.ints {
+            return self.vals.as_slice().single();
+        }
+        (self.bytes.len() == 8).then(|| ValueRef::Int(self.int(0).unwrap_or(0)))
+    }
+    #[inline]
+    fn at(&self, i: usize) -> Option<ValueRef<'_>> {
+        if !self.ints {
+            return self.vals.get(i).map(|v| v.to_value_ref());
+        }
+        self.int(i).map(ValueRef::Int)
+    }
+    #[inline]
+    fn encoded(&self, _: crate::value::sealed::Token) -> Option<&[u8]> {
+        self.ints.then_some(&self.bytes[..])
+    }
+}
+
+/// A loop's prefetches (`exec::warm`) when every key column of every one is INT with an
+/// INT path: the keys are encoded as `PointKey` encodes them, into the frame's kept
+/// buffers, with no `Value` built. A key with a part that does not evaluate to an INT is
+/// left out (a prefetch changes no result).
+struct Warm(Vec<(TableRef, Vec<KeyPart>)>);
+
+impl Warm {
+    fn of(prefetch: &[Prefetch]) -> Option<Warm> {
+        prefetch
+            .iter()
+            .map(|p| Some((p.table.clone(), int_parts(&p.table, &p.key)?)))
+            .collect::<Option<Vec<_>>>()
+            .map(Warm)
+    }
+
+    /// The keys of `iters` iterations, one `Transaction::prefetch` per access; `bind(i,
+    /// vars)` gives the loop's variables their values for iteration `i`.
+    fn warm(
+        &self,
+        iters: usize,
+        tx: &mut Transaction<'_>,
+        f: &mut Frame,
+        mut bind: impl FnMut(usize, &mut [V]),
+    ) {
+        let mut keys = std::mem::take(&mut f.pwarm);
+        for (table, parts) in &self.0 {
+            let mut n = 0;
+            for i in 0..iters {
+                bind(i, &mut f.vars);
+                if keys.len() <= n {
+                    keys.push(PointKeyBuf::default());
+                }
+                let k = &mut keys[n];
+                k.bytes.clear();
+                k.ints = true;
+                let whole = parts.iter().all(|p| match p.eval(&f.vars) {
+                    Some(i) => {
+                        crate::schema::encode_int(i, &mut k.bytes);
+                        true
+                    }
+                    None => false,
+                });
+                n += usize::from(whole);
+            }
+            let _ = tx.prefetch(table, &keys[..n]);
+        }
+        f.pwarm = keys;
     }
 }
 
@@ -582,6 +713,7 @@ impl Cx<'_> {
                         .cloned()
                         .collect(),
                 };
+                let ints = Warm::of(&prefetch);
                 Box::new(move |tx, f| {
                     let int = |v: V| match v {
                         V::Val(Value::Int(i)) => i,
@@ -589,7 +721,16 @@ impl Cx<'_> {
                     };
                     let (lo, hi) = (int(lo(None, &f.vars)?), int(hi(None, &f.vars)?));
                     if !prefetch.is_empty() && lo <= hi {
-                        warm(slot, lo, hi, &prefetch, tx, f);
+                        match &ints {
+                            Some(w) => {
+                                let last = hi.min(lo.saturating_add(PREFETCH_MAX - 1));
+                                let iters = usize::try_from(last - lo + 1).unwrap_or(0);
+                                w.warm(iters, tx, f, |i, vars| {
+                                    set_int(&mut vars[slot], lo + i as i64)
+                                });
+                            }
+                            None => warm(slot, lo, hi, &prefetch, tx, f),
+                        }
                     }
                     let mut i = lo;
                     while i <= hi {
@@ -723,18 +864,18 @@ impl Cx<'_> {
             });
         }
         if read.access.pure_point() && read.limit.is_none() && read.cols.is_some() {
-            let key = point_key(&read.table, &read.access);
+            let key = PointKey::new(&read.table, &read.access);
             return Box::new(move |tx, f| {
-                let mut k = std::mem::take(&mut f.key);
-                let r = match key(&f.vars, &mut k) {
-                    Ok(true) => point.run(k.as_slice(), tx, f),
+                let mut k = std::mem::take(&mut f.pkey);
+                let r = match key.eval(&f.vars, &mut k) {
+                    Ok(true) => point.run(&k, tx, f),
                     Ok(false) => {
-                        f.key = k;
+                        f.pkey = k;
                         return general(tx, f);
                     }
                     Err(e) => Err(Box::new(e)),
                 };
-                f.key = k;
+                f.pkey = k;
                 r
             });
         }
@@ -787,7 +928,7 @@ impl Cx<'_> {
         int_key: Option<&E>,
     ) -> Run {
         let (at, found) = (self.at(op), self.found());
-        let key = point_key(table, access);
+        let key = PointKey::new(table, access);
         let pure = access.pure_point();
         let cols: Vec<usize> = sets.iter().map(|(c, _)| *c).collect();
         // The INT path of every SET, if each has one.
@@ -801,7 +942,7 @@ impl Cx<'_> {
                 .map(|(_, e)| int(e))
                 .collect::<Option<Vec<Int>>>();
             Box::new(move |tx, f| {
-                let point = pure && key(&f.vars, &mut f.key)?;
+                let point = pure && key.eval(&f.vars, &mut f.pkey)?;
                 let keys = if point {
                     None
                 } else {
@@ -811,11 +952,11 @@ impl Cx<'_> {
                 let Frame {
                     vars,
                     out,
-                    key,
+                    pkey,
                     ints: buf,
                     ..
                 } = f;
-                let mut apply = |tx: &mut Transaction<'_>, k: &[Value]| {
+                let mut apply = |tx: &mut Transaction<'_>, k: &dyn Values| {
                     tx.update_with(&t, k, |row| {
                         // Every SET sees the row as it was before the statement.
                         if let Some(ints) = &ints {
@@ -848,7 +989,7 @@ impl Cx<'_> {
                     })
                 };
                 let got = match keys {
-                    None => point_found(apply(tx, key.as_slice()))?,
+                    None => point_found(apply(tx, pkey))?,
                     Some(keys) => {
                         for k in &keys {
                             apply(tx, k)?;
@@ -953,12 +1094,12 @@ impl Cx<'_> {
 
     fn delete(&self, table: &TableRef, access: &Access) -> Run {
         let found = self.found();
-        let key = point_key(table, access);
+        let key = PointKey::new(table, access);
         let pure = access.pure_point();
         let (table, access) = (table.clone(), access.clone());
         Box::new(move |tx, f| {
-            let got = if pure && key(&f.vars, &mut f.key)? {
-                point_found(tx.delete(&table, f.key.as_slice()))?
+            let got = if pure && key.eval(&f.vars, &mut f.pkey)? {
+                point_found(tx.delete(&table, &f.pkey))?
             } else {
                 let keys = keys_of(&table, &access, tx, f)?;
                 for k in &keys {
@@ -1030,6 +1171,7 @@ impl Cx<'_> {
         }
         .block(body)?;
         let (fields, prefetch) = (fields.to_vec(), prefetch.to_vec());
+        let ints = Warm::of(&prefetch);
         Some(Box::new(move |tx, f| {
             // All rows are read before the body runs (`Proc::general`).
             let width = fields.len();
@@ -1046,7 +1188,16 @@ impl Cx<'_> {
                     if !prefetch.is_empty() && j % PREFETCH_MAX as usize == 0 {
                         let batch = &buf[j * width..];
                         let upto = (n - j).min(PREFETCH_MAX as usize);
-                        warm_rows(&fields, &batch[..upto * width], &prefetch, tx, f);
+                        let batch = &batch[..upto * width];
+                        match &ints {
+                            Some(w) => w.warm(upto, tx, f, |i, vars| {
+                                let row = &batch[i * width..(i + 1) * width];
+                                for (&slot, v) in fields.iter().zip(row) {
+                                    assign(&mut vars[slot], v.to_value_ref());
+                                }
+                            }),
+                            None => warm_rows(&fields, batch, &prefetch, tx, f),
+                        }
                     }
                     crate::query::cancel::tick()?;
                     let row = &buf[j * width..(j + 1) * width];
@@ -1062,5 +1213,67 @@ impl Cx<'_> {
             f.loop_rows = buf;
             r
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{IndexKind, TableSchema};
+
+    /// A point key encoded by `PointKey::eval`'s INT path reads back through `at`, `visit`
+    /// and `single` as the INTs it holds, and key encoding takes its bytes only where the
+    /// general path would write the same ones: an all-INT index of its width.
+    #[test]
+    fn an_encoded_point_key_is_the_key_its_values_encode_to() {
+        let two = TableSchema::new("u")
+            .column("k", ColumnType::Int)
+            .column("j", ColumnType::Int)
+            .primary_key_with(&["k", "j"], IndexKind::Ordered)
+            .build()
+            .unwrap();
+        let mut k = PointKeyBuf::default();
+        for i in [-3i64, i64::MAX] {
+            crate::schema::encode_int(i, &mut k.bytes);
+        }
+        k.ints = true;
+        assert_eq!(k.count(), 2);
+        assert_eq!(k.at(0), Some(ValueRef::Int(-3)));
+        assert_eq!(k.at(1), Some(ValueRef::Int(i64::MAX)));
+        assert_eq!(k.at(2), None);
+        assert_eq!(k.single(), None);
+        let mut seen = Vec::new();
+        k.visit(&mut |v| {
+            seen.push(v.to_value());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, vec![Value::Int(-3), Value::Int(i64::MAX)]);
+        let (mut fast, mut general) = (Vec::new(), Vec::new());
+        two.encode_key_values(0, &k, &mut fast).unwrap();
+        two.encode_key_values(0, seen.as_slice(), &mut general)
+            .unwrap();
+        assert_eq!(fast, general);
+        // One INT for a two-column index: not taken as bytes, the arity error as for values.
+        let mut one = PointKeyBuf::default();
+        crate::schema::encode_int(5, &mut one.bytes);
+        one.ints = true;
+        assert_eq!(one.single(), Some(ValueRef::Int(5)));
+        let e = two.encode_key_values(0, &one, &mut fast).unwrap_err();
+        let v = two
+            .encode_key_values(0, &[Value::Int(5)][..], &mut general)
+            .unwrap_err();
+        assert_eq!(e.to_string(), v.to_string());
+        // Values (the fallback) are encoded as values.
+        let vals = PointKeyBuf {
+            vals: vec![Value::Int(1), Value::Int(2)],
+            bytes: vec![0; 16],
+            ints: false,
+        };
+        assert_eq!(vals.encoded(crate::value::sealed::Token), None);
+        two.encode_key_values(0, &vals, &mut fast).unwrap();
+        two.encode_key_values(0, &[Value::Int(1), Value::Int(2)][..], &mut general)
+            .unwrap();
+        assert_eq!(fast, general);
     }
 }

@@ -18,12 +18,16 @@ pub(crate) struct Frame {
     pub vars: Vec<V>,
     pub(super) out: Vec<Value>,
     pub(super) key: Vec<Value>,
+    /// A compiled point key (`compile::PointKey`).
+    pub(super) pkey: super::compile::PointKeyBuf,
     /// INT results of a statement's expressions (the fast UPDATE path).
     pub(super) ints: Vec<i64>,
     /// The values of the `RETURN` that ended the call.
     pub(super) ret: Vec<Value>,
     /// Keys a loop warms (`warm`).
     warm: Vec<Vec<Value>>,
+    /// Keys a compiled loop warms (`compile::Warm`).
+    pub(super) pwarm: Vec<super::compile::PointKeyBuf>,
     /// The rows of a `FOR r IN SELECT` loop, kept for the next call (a nested such loop
     /// takes an empty one of its own).
     pub(super) loop_rows: Vec<Value>,
@@ -168,9 +172,11 @@ impl Proc {
             vars: self.vars.iter().map(|(_, t)| zero(*t)).collect(),
             out: Vec::new(),
             key: Vec::new(),
+            pkey: Default::default(),
             ints: Vec::new(),
             ret: Vec::new(),
             warm: Vec::new(),
+            pwarm: Vec::new(),
             loop_rows: Vec::new(),
         }
     }
