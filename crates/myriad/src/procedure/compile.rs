@@ -1057,6 +1057,36 @@ impl Cx<'_> {
             })
             .collect();
         let table = table.clone();
+        if rows.iter().all(|r| r.len() == table.schema.columns().len()) {
+            // Every column given: the row is written in place (`Transaction::insert_with`),
+            // each value as `encode_row` writes it (`write_column` coerces INT to DOUBLE as
+            // `coerce` does), the first error computing a value before any a column refuses.
+            return Box::new(move |tx, f| {
+                for r in &rows {
+                    let vars = &f.vars;
+                    tx.insert_with(&table, |schema, row| {
+                        let mut refused = Ok(());
+                        for (c, col) in r.iter().enumerate() {
+                            let wrote = if let Some(i) =
+                                col.int.as_ref().and_then(|i| i(None, vars))
+                            {
+                                schema.write_column(row, c, ValueRef::Int(i))
+                            } else if let Some(V::Val(Value::Str(s))) = col.var.map(|v| &vars[v]) {
+                                schema.write_column(row, c, ValueRef::Str(s))
+                            } else {
+                                let v = (col.val)(None, vars)?.stored(at)?;
+                                schema.write_column(row, c, v.to_value_ref())
+                            };
+                            if refused.is_ok() {
+                                refused = wrote;
+                            }
+                        }
+                        Ok(refused)
+                    })?;
+                }
+                Ok(Flow::Next)
+            });
+        }
         Box::new(move |tx, f| {
             for r in &rows {
                 // Values overwrite the last row's in place where they can (`Proc::general`).

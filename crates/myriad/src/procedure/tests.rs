@@ -1040,6 +1040,10 @@ BEGIN
   DELETE FROM line WHERE o = d + 2 AND n = p;
   RETURN va, vb;
 END $$;
+CREATE PROCEDURE badrow(w TEXT, n INT) AS $$ BEGIN
+  INSERT INTO client VALUES (w, substring('abc' FROM 10 / n FOR 1));
+  INSERT INTO u VALUES (n, 7, n * 2, n, w);
+END $$;
 CREATE PROCEDURE aggloop() AS $$ DECLARE t INT; BEGIN
   FOR r IN SELECT count(*) FROM u LOOP t := 1; END LOOP;
   RETURN t;
@@ -1095,6 +1099,11 @@ fn compiled_and_interpreted_agree() {
             ("forms", vec![int(1), int(i64::MAX), "a".into()]),
             ("oddkeys", vec![int(1)]),
             ("oddkeys", vec![int(2)]),
+            ("badrow", vec!["far too long for sixteen".into(), int(0)]),
+            ("badrow", vec!["far too long for sixteen".into(), int(1)]),
+            ("badrow", vec!["ok".into(), int(0)]),
+            ("badrow", vec!["ok".into(), int(3)]),
+            ("badrow", vec!["longer than 8".into(), int(4)]),
             ("aggloop", vec![]),
             ("pay", vec![int(1)]),
             ("tag", vec!["one".into()]),
@@ -1141,6 +1150,10 @@ fn compiled_and_interpreted_agree() {
         "Ok([Int(70)])",
         // Keys by DOUBLE and unset variables (the compiled INT key's fallback) still find rows.
         "oddkeys: Ok([Int(0), Int(20)])",
+        // An INSERT's value errors come before the errors of the columns that refuse one.
+        "badrow: Err(Sql { line: 111, column: 54, message: \"division by zero\" })",
+        "badrow: Err(ValueTooLong { table: \"client\"",
+        "badrow: Err(ValueTooLong { table: \"u\"",
     ] {
         assert!(joined.contains(want), "{want} not in\n{joined}");
     }

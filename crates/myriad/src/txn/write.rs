@@ -239,6 +239,28 @@ impl<'db> Transaction<'db> {
         out
     }
 
+    /// `insert` of the row `fill` writes into the table's row layout (zeroed first): a
+    /// compiled procedure's INSERT, which builds no values. `fill` returns `Err` for an
+    /// error computing a value, reported first (as by a caller of `insert` computing its
+    /// values), and `Ok(Err)` for a value the row refuses (`TableSchema::write_column`'s
+    /// errors, the first column's), reported after `begin_write`'s as `encode_row`'s are.
+    pub(crate) fn insert_with(
+        &mut self,
+        t: &TableRef,
+        fill: impl FnOnce(&crate::schema::TableSchema, &mut [u8]) -> Result<Result<()>>,
+    ) -> Result<()> {
+        let mut row = std::mem::take(&mut self.local.row_buf);
+        row.clear();
+        row.resize(t.schema.row_size, 0);
+        let out = fill(&t.schema, &mut row).and_then(|refused| {
+            self.begin_write(t)?;
+            refused?;
+            self.insert_encoded(t, &row)
+        });
+        self.local.row_buf = row;
+        out
+    }
+
     /// Inserts a row given in the table's row layout (recovery). A row whose variable-length
     /// columns `write_column` would have refused is refused (`TableSchema::check_row`).
     pub(crate) fn insert_raw(&mut self, t: &TableRef, row: &[u8]) -> Result<()> {
