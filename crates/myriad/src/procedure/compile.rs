@@ -232,25 +232,118 @@ where
     })
 }
 
-/// `e`'s value, as `expr::value_of` computes it: the INT path, else the general evaluator.
+/// A number on `num`'s path.
+#[derive(Clone, Copy)]
+enum Num {
+    I(i64),
+    F(f64),
+}
+
+/// A numeric expression's typed path (`num`): `None` where the general evaluator must answer.
+type NumFn = Box<dyn Fn(Option<&RowRef<'_>>, &[V]) -> Option<Num> + Send + Sync>;
+
+impl Num {
+    #[inline]
+    fn of(v: ValueRef<'_>) -> Option<Num> {
+        match v {
+            ValueRef::Int(i) => Some(Num::I(i)),
+            ValueRef::Float(f) => Some(Num::F(f)),
+            _ => None,
+        }
+    }
+
+    /// `a op b` as `expr::bin` computes it on INTs and DOUBLEs (an INT widened where the
+    /// other is a DOUBLE); `None` where `bin` raises an error (overflow, a zero divisor) or
+    /// for another operator.
+    #[inline]
+    fn bin(a: Num, op: Op, b: Num) -> Option<Num> {
+        if let (Num::I(x), Num::I(y)) = (a, b) {
+            return Some(Num::I(match op {
+                Op::Add => x.checked_add(y)?,
+                Op::Sub => x.checked_sub(y)?,
+                Op::Mul => x.checked_mul(y)?,
+                Op::Div if y != 0 => x.checked_div(y)?,
+                Op::Mod if y != 0 => x.checked_rem(y)?,
+                _ => return None,
+            }));
+        }
+        let f = |n| match n {
+            Num::I(i) => i as f64,
+            Num::F(f) => f,
+        };
+        let (x, y) = (f(a), f(b));
+        Some(Num::F(match op {
+            Op::Add => x + y,
+            Op::Sub => x - y,
+            Op::Mul => x * y,
+            Op::Div if y != 0.0 => x / y,
+            Op::Mod if y != 0.0 => x % y,
+            _ => return None,
+        }))
+    }
+}
+
+/// The numeric path of `e` (INT and DOUBLE literals, variables and columns under + − × ÷ %),
+/// as `expr::eval_in` computes it; at run time `None` wherever it meets another value (NULL,
+/// text) or `bin` would raise an error, and the general evaluator (which evaluates the same
+/// pure expression again) then gives the value or the error.
+fn num(e: &E) -> Option<NumFn> {
+    Some(match e {
+        E::Lit(Value::Int(i)) => {
+            let i = *i;
+            Box::new(move |_, _| Some(Num::I(i)))
+        }
+        E::Lit(Value::Float(f)) => {
+            let f = *f;
+            Box::new(move |_, _| Some(Num::F(f)))
+        }
+        &E::Var(v) => Box::new(move |_, vars| match &vars[v] {
+            V::Val(Value::Int(i)) => Some(Num::I(*i)),
+            V::Val(Value::Float(f)) => Some(Num::F(*f)),
+            _ => None,
+        }),
+        &E::Col(c) => Box::new(move |row, _| Num::of(row?.get(c)?)),
+        E::Bin(l, op @ (Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Mod), r, _) => {
+            let (l, op, r) = (num(l)?, *op, num(r)?);
+            Box::new(move |row, vars| Num::bin(l(row, vars)?, op, r(row, vars)?))
+        }
+        _ => return None,
+    })
+}
+
+/// `e`'s value, as `expr::value_of` computes it: the INT path, else for arithmetic the
+/// numeric path (DOUBLEs), else the general evaluator.
 fn val(e: &E) -> Val {
-    match (int(e), e) {
-        (Some(i), _) => {
+    let i = int(e);
+    let n = match (&i, e) {
+        (None, E::Bin(..)) => num(e),
+        _ => None,
+    };
+    match (i, n, e) {
+        (Some(i), _, _) => {
             let e = e.clone();
             Box::new(move |row, vars| match i(row.as_ref(), vars) {
                 Some(i) => Ok(V::Val(Value::Int(i))),
                 None => eval_in(&e, row, vars),
             })
         }
-        (None, E::Lit(v)) => {
+        (None, Some(n), _) => {
+            let e = e.clone();
+            Box::new(move |row, vars| match n(row.as_ref(), vars) {
+                Some(Num::I(i)) => Ok(V::Val(Value::Int(i))),
+                Some(Num::F(f)) => Ok(V::Val(Value::Float(f))),
+                None => eval_in(&e, row, vars),
+            })
+        }
+        (None, None, E::Lit(v)) => {
             let v = V::Val(v.clone());
             Box::new(move |_, _| Ok(v.clone()))
         }
-        (None, E::Bool(b)) => {
+        (None, None, E::Bool(b)) => {
             let b = *b;
             Box::new(move |_, _| Ok(V::Bool(b)))
         }
-        (None, _) => {
+        (None, None, _) => {
             let e = e.clone();
             Box::new(move |row, vars| eval_in(&e, row, vars))
         }

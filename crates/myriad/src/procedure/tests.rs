@@ -1044,6 +1044,17 @@ CREATE PROCEDURE badrow(w TEXT, n INT) AS $$ BEGIN
   INSERT INTO client VALUES (w, substring('abc' FROM 10 / n FOR 1));
   INSERT INTO u VALUES (n, 7, n * 2, n, w);
 END $$;
+CREATE PROCEDURE nums(p INT, d DOUBLE) AS $$
+DECLARE z DOUBLE; a DOUBLE; b INT; c DOUBLE;
+BEGIN
+  a := d * p + 0.5;
+  b := p / 2;
+  c := d % 2.5 - p;
+  z := z + 1.0;
+  IF p > 100 THEN b := p * p; END IF;
+  UPDATE balance SET val = val * d + p WHERE name = 'Amy';
+  RETURN a, b, c, z, 7 / d;
+END $$;
 CREATE PROCEDURE aggloop() AS $$ DECLARE t INT; BEGIN
   FOR r IN SELECT count(*) FROM u LOOP t := 1; END LOOP;
   RETURN t;
@@ -1104,6 +1115,11 @@ fn compiled_and_interpreted_agree() {
             ("badrow", vec!["ok".into(), int(0)]),
             ("badrow", vec!["ok".into(), int(3)]),
             ("badrow", vec!["longer than 8".into(), int(4)]),
+            ("nums", vec![int(3), 1.5f64.into()]),
+            ("nums", vec![int(-7), (-2.25f64).into()]),
+            ("nums", vec![int(1), 0.0f64.into()]),
+            ("nums", vec![int(i64::MAX), 2.0f64.into()]),
+            ("nums", vec![int(5), int(2)]),
             ("aggloop", vec![]),
             ("pay", vec![int(1)]),
             ("tag", vec!["one".into()]),
@@ -1154,6 +1170,10 @@ fn compiled_and_interpreted_agree() {
         "badrow: Err(Sql { line: 111, column: 54, message: \"division by zero\" })",
         "badrow: Err(ValueTooLong { table: \"client\"",
         "badrow: Err(ValueTooLong { table: \"u\"",
+        // DOUBLE arithmetic (the compiled numeric path) and its errors.
+        "nums: Ok([Float(16.25), Int(-3), Float(4.75), Float(1.0), Float(-3.111111111111111)])",
+        "nums: Err(Sql { line: 123, column: 22, message: \"division by zero\" })",
+        "nums: Err(Sql { line: 121, column: 24, message: \"integer overflow\" })",
     ] {
         assert!(joined.contains(want), "{want} not in\n{joined}");
     }
