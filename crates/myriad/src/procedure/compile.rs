@@ -311,8 +311,47 @@ fn num(e: &E) -> Option<NumFn> {
     })
 }
 
+/// A concatenation's typed path (`text`): appends the text to the buffer, or returns false
+/// where the general evaluator must answer.
+type TextFn = Box<dyn Fn(Option<&RowRef<'_>>, &[V], &mut String) -> bool + Send + Sync>;
+
+/// The path of a `||` tree over text and INT literals, variables and columns, as
+/// `expr::eval_in` computes it (each part as its `text`: an INT in decimal), appended into
+/// one buffer instead of a string made per part; false at run time for any other value.
+fn text(e: &E) -> Option<TextFn> {
+    use std::fmt::Write;
+    fn part(v: ValueRef<'_>, out: &mut String) -> bool {
+        match v {
+            ValueRef::Str(s) => out.push_str(s),
+            ValueRef::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            _ => return false,
+        }
+        true
+    }
+    Some(match e {
+        E::Lit(v @ (Value::Str(_) | Value::Int(_))) => {
+            let v = v.clone();
+            Box::new(move |_, _, out| part(v.to_value_ref(), out))
+        }
+        &E::Var(v) => Box::new(move |_, vars, out| match &vars[v] {
+            V::Val(x) => part(x.to_value_ref(), out),
+            _ => false,
+        }),
+        &E::Col(c) => {
+            Box::new(move |row, _, out| row.and_then(|r| r.get(c)).is_some_and(|v| part(v, out)))
+        }
+        E::Concat(l, r) => {
+            let (l, r) = (text(l)?, text(r)?);
+            Box::new(move |row, vars, out| l(row, vars, out) && r(row, vars, out))
+        }
+        _ => return None,
+    })
+}
+
 /// `e`'s value, as `expr::value_of` computes it: the INT path, else for arithmetic the
-/// numeric path (DOUBLEs), else the general evaluator.
+/// numeric path (DOUBLEs), for `||` the text path, else the general evaluator.
 fn val(e: &E) -> Val {
     let i = int(e);
     let n = match (&i, e) {
@@ -333,6 +372,16 @@ fn val(e: &E) -> Val {
                 Some(Num::I(i)) => Ok(V::Val(Value::Int(i))),
                 Some(Num::F(f)) => Ok(V::Val(Value::Float(f))),
                 None => eval_in(&e, row, vars),
+            })
+        }
+        (None, None, E::Concat(..)) if text(e).is_some() => {
+            let (t, e) = (text(e), e.clone());
+            Box::new(move |row, vars| {
+                let mut s = String::new();
+                match &t {
+                    Some(t) if t(row.as_ref(), vars, &mut s) => Ok(V::Val(Value::Str(s))),
+                    _ => eval_in(&e, row, vars),
+                }
             })
         }
         (None, None, E::Lit(v)) => {

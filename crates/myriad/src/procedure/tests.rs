@@ -1055,6 +1055,15 @@ BEGIN
   UPDATE balance SET val = val * d + p WHERE name = 'Amy';
   RETURN a, b, c, z, 7 / d;
 END $$;
+CREATE PROCEDURE texts(p INT, d DOUBLE, w TEXT) AS $$
+DECLARE a TEXT; b TEXT; c TEXT;
+BEGIN
+  a := w || ':' || p || '/' || -3;
+  b := p || w;
+  c := w || d;
+  UPDATE client SET dst = dst || w || p WHERE name = 'Amy';
+  RETURN a, b, c;
+END $$;
 CREATE PROCEDURE aggloop() AS $$ DECLARE t INT; BEGIN
   FOR r IN SELECT count(*) FROM u LOOP t := 1; END LOOP;
   RETURN t;
@@ -1120,6 +1129,8 @@ fn compiled_and_interpreted_agree() {
             ("nums", vec![int(1), 0.0f64.into()]),
             ("nums", vec![int(i64::MAX), 2.0f64.into()]),
             ("nums", vec![int(5), int(2)]),
+            ("texts", vec![int(-12), 2.5f64.into(), "ab".into()]),
+            ("texts", vec![int(7), 1.0f64.into(), "a longer text".into()]),
             ("aggloop", vec![]),
             ("pay", vec![int(1)]),
             ("tag", vec!["one".into()]),
@@ -1174,6 +1185,8 @@ fn compiled_and_interpreted_agree() {
         "nums: Ok([Float(16.25), Int(-3), Float(4.75), Float(1.0), Float(-3.111111111111111)])",
         "nums: Err(Sql { line: 123, column: 22, message: \"division by zero\" })",
         "nums: Err(Sql { line: 121, column: 24, message: \"integer overflow\" })",
+        // `||` over text, INTs (the compiled text path) and a DOUBLE (the general one).
+        "texts: Ok([Str(\"ab:-12/-3\"), Str(\"-12ab\"), Str(\"ab2.5\")])",
     ] {
         assert!(joined.contains(want), "{want} not in\n{joined}");
     }
