@@ -26,7 +26,9 @@
 //! engine's build for what is mostly calls into the storage engine; closures keep the
 //! statement logic in Rust and remove the dispatch.
 
-use super::exec::{assign, fit, keys_of, point_found, set_int, warm, warm_rows, Flow, Frame, Step};
+use super::exec::{
+    assign, fit, keys_of, point_found, set_int, warm, warm_iters, warm_rows, Flow, Frame, Step,
+};
 use super::ir::{Items, Prefetch, Proc, Read, Stmt, PREFETCH_MAX};
 use crate::error::Error;
 use crate::query::expr::{eval_in, int_elem, Op, Ty, E, V};
@@ -353,46 +355,39 @@ fn text(e: &E) -> Option<TextFn> {
 /// `e`'s value, as `expr::value_of` computes it: the INT path, else for arithmetic the
 /// numeric path (DOUBLEs), for `||` the text path, else the general evaluator.
 fn val(e: &E) -> Val {
-    let i = int(e);
-    let n = match (&i, e) {
-        (None, E::Bin(..)) => num(e),
-        _ => None,
-    };
-    match (i, n, e) {
-        (Some(i), _, _) => {
-            let e = e.clone();
-            Box::new(move |row, vars| match i(row.as_ref(), vars) {
-                Some(i) => Ok(V::Val(Value::Int(i))),
-                None => eval_in(&e, row, vars),
-            })
-        }
-        (None, Some(n), _) => {
-            let e = e.clone();
-            Box::new(move |row, vars| match n(row.as_ref(), vars) {
-                Some(Num::I(i)) => Ok(V::Val(Value::Int(i))),
-                Some(Num::F(f)) => Ok(V::Val(Value::Float(f))),
-                None => eval_in(&e, row, vars),
-            })
-        }
-        (None, None, E::Concat(..)) if text(e).is_some() => {
-            let (t, e) = (text(e), e.clone());
-            Box::new(move |row, vars| {
-                let mut s = String::new();
-                match &t {
-                    Some(t) if t(row.as_ref(), vars, &mut s) => Ok(V::Val(Value::Str(s))),
-                    _ => eval_in(&e, row, vars),
-                }
-            })
-        }
-        (None, None, E::Lit(v)) => {
+    if let Some(i) = int(e) {
+        let e = e.clone();
+        return Box::new(move |row, vars| match i(row.as_ref(), vars) {
+            Some(i) => Ok(V::Val(Value::Int(i))),
+            None => eval_in(&e, row, vars),
+        });
+    }
+    if let Some(n) = matches!(e, E::Bin(..)).then(|| num(e)).flatten() {
+        let e = e.clone();
+        return Box::new(move |row, vars| match n(row.as_ref(), vars) {
+            Some(Num::I(i)) => Ok(V::Val(Value::Int(i))),
+            Some(Num::F(f)) => Ok(V::Val(Value::Float(f))),
+            None => eval_in(&e, row, vars),
+        });
+    }
+    if let Some(t) = matches!(e, E::Concat(..)).then(|| text(e)).flatten() {
+        let e = e.clone();
+        return Box::new(move |row, vars| {
+            let mut s = String::new();
+            if t(row.as_ref(), vars, &mut s) {
+                Ok(V::Val(Value::Str(s)))
+            } else {
+                eval_in(&e, row, vars)
+            }
+        });
+    }
+    match e {
+        E::Lit(v) => {
             let v = V::Val(v.clone());
             Box::new(move |_, _| Ok(v.clone()))
         }
-        (None, None, E::Bool(b)) => {
-            let b = *b;
-            Box::new(move |_, _| Ok(V::Bool(b)))
-        }
-        (None, None, _) => {
+        &E::Bool(b) => Box::new(move |_, _| Ok(V::Bool(b))),
+        _ => {
             let e = e.clone();
             Box::new(move |row, vars| eval_in(&e, row, vars))
         }
@@ -540,18 +535,10 @@ impl PointKey {
     /// The key into `k`; `Ok(false)` where `point_values` says the access is no point.
     #[inline]
     fn eval(&self, vars: &[V], k: &mut PointKeyBuf) -> crate::error::Result<bool> {
-        if let Some(parts) = &self.parts {
-            k.bytes.clear();
-            k.ints = true;
-            for p in parts {
-                match p.eval(vars) {
-                    Some(i) => crate::schema::encode_int(i, &mut k.bytes),
-                    None => return self.values(vars, k),
-                }
-            }
-            return Ok(true);
+        match &self.parts {
+            Some(parts) if k.fill_ints(parts, vars) => Ok(true),
+            _ => self.values(vars, k),
         }
-        self.values(vars, k)
     }
 
     #[cold]
@@ -591,6 +578,21 @@ pub(crate) struct PointKeyBuf {
 }
 
 impl PointKeyBuf {
+    /// The key of INT `parts` in the index's encoding; false (and no key) if a part does
+    /// not evaluate to an INT.
+    #[inline]
+    fn fill_ints(&mut self, parts: &[KeyPart], vars: &[V]) -> bool {
+        self.bytes.clear();
+        self.ints = true;
+        for p in parts {
+            match p.eval(vars) {
+                Some(i) => crate::schema::encode_int(i, &mut self.bytes),
+                None => return false,
+            }
+        }
+        true
+    }
+
     #[inline]
     fn int(&self, i: usize) -> Option<i64> {
         let b = self.bytes.get(8 * i..8 * i + 8)?;
@@ -667,17 +669,7 @@ impl Warm {
                 if keys.len() <= n {
                     keys.push(PointKeyBuf::default());
                 }
-                let k = &mut keys[n];
-                k.bytes.clear();
-                k.ints = true;
-                let whole = parts.iter().all(|p| match p.eval(&f.vars) {
-                    Some(i) => {
-                        crate::schema::encode_int(i, &mut k.bytes);
-                        true
-                    }
-                    None => false,
-                });
-                n += usize::from(whole);
+                n += usize::from(keys[n].fill_ints(parts, &f.vars));
             }
             let _ = tx.prefetch(table, &keys[..n]);
         }
@@ -864,13 +856,9 @@ impl Cx<'_> {
                     let (lo, hi) = (int(lo(None, &f.vars)?), int(hi(None, &f.vars)?));
                     if !prefetch.is_empty() && lo <= hi {
                         match &ints {
-                            Some(w) => {
-                                let last = hi.min(lo.saturating_add(PREFETCH_MAX - 1));
-                                let iters = usize::try_from(last - lo + 1).unwrap_or(0);
-                                w.warm(iters, tx, f, |i, vars| {
-                                    set_int(&mut vars[slot], lo + i as i64)
-                                });
-                            }
+                            Some(w) => w.warm(warm_iters(lo, hi), tx, f, |i, vars| {
+                                set_int(&mut vars[slot], lo + i as i64)
+                            }),
                             None => warm(slot, lo, hi, &prefetch, tx, f),
                         }
                     }

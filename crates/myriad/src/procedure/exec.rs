@@ -82,11 +82,15 @@ pub(super) fn warm(
     tx: &mut Transaction<'_>,
     f: &mut Frame,
 ) {
-    let last = hi.min(lo.saturating_add(PREFETCH_MAX - 1));
-    let iters = usize::try_from(last - lo + 1).unwrap_or(0);
-    warm_keys(prefetch, iters, tx, f, |i, vars| {
+    warm_keys(prefetch, warm_iters(lo, hi), tx, f, |i, vars| {
         set_int(&mut vars[slot], lo + i as i64)
     });
+}
+
+/// How many iterations of `FOR i IN lo..hi` a loop warms (at most `PREFETCH_MAX`).
+pub(super) fn warm_iters(lo: i64, hi: i64) -> usize {
+    let last = hi.min(lo.saturating_add(PREFETCH_MAX - 1));
+    usize::try_from(last - lo + 1).unwrap_or(0)
 }
 
 /// The keys of `prefetch` for `iters` loop iterations, one `Transaction::prefetch` per
