@@ -429,9 +429,22 @@ impl Table {
     ) -> (*mut Version, usize, usize) {
         match (self.store.rows(), &self.ni) {
             (Rows::InPlace(_) | Rows::Siro, _) => {
-                let (m, made) = self
-                    .master_fresh(tid)
-                    .map_or((ptr::null(), false), |(m, made)| (m as *const Master, made));
+                // A version superseding `prev` shares its master (a tid's master, once made,
+                // is its master for the table's life): no walk of the master directory, whose
+                // slot for `tid` is one more cache miss per update.
+                // SAFETY: as documented, `prev` is a live version of `tid` in this table.
+                let (m, made) = match unsafe { prev.as_ref() } {
+                    Some(p) => {
+                        let m = p.master_opt().map_or(ptr::null(), |m| m as *const Master);
+                        debug_assert!(
+                            self.master(tid).map_or(ptr::null(), |x| x as *const Master) == m
+                        );
+                        (m, false)
+                    }
+                    None => self
+                        .master_fresh(tid)
+                        .map_or((ptr::null(), false), |(m, made)| (m as *const Master, made)),
+                };
                 let v = Version::alloc_in_place(begin, next, self.version_ext, space, m);
                 let record = if made {
                     Master::size(self.master_len())
@@ -525,12 +538,14 @@ impl Table {
         let kind = match self.store.rows() {
             Rows::InPlace(kind) => kind,
             Rows::Siro => {
-                let (Some(m), Some(store)) = (self.master(tid), self.siro.as_ref()) else {
+                let Some(store) = self.siro.as_ref() else {
                     return 0;
                 };
                 // SAFETY: the caller is pinned and holds the lock `prev` is superseded under
                 // (or owns the fresh tuple); `new` is its own version.
                 if let Some(n) = unsafe { new.as_ref() } {
+                    // `new`'s master is `tid`'s (`alloc_version`).
+                    let Some(m) = n.master_opt() else { return 0 };
                     store.place(
                         w,
                         m,
@@ -605,6 +620,32 @@ impl Table {
 
     /// Bytes one version block occupies (in-place: the header only; images are counted
     /// where they are made).
+    /// Under in-place and `siro` storage, where a read of `v` (the newest version of its
+    /// tuple, pinned) will copy its row from: its master's header (the sequence word) and
+    /// the row's `(address, bytes)` in it. For `Transaction::prefetch`; `None` for inline
+    /// storage (the row is in the version) or a `siro` version not in a slot.
+    pub(crate) fn master_row_range(&self, v: &Version) -> Option<(*const u8, *const u8, usize)> {
+        let len = self.schema.row_size;
+        let off = match self.store.rows() {
+            Rows::Inline => return None,
+            Rows::InPlace(_) => 0,
+            Rows::Siro => crate::version::siro::slot_offset(v, len)?,
+        };
+        let m = v.master_opt()?;
+        Some((m as *const Master as *const u8, m.data_addr(off), len))
+    }
+
+    /// Under `siro` storage, the header of the version below `v` (the newest, pinned): the
+    /// owner of the record slot an update of `v` writes into (`SiroStore::place`). For
+    /// `Transaction::prefetch`.
+    pub(crate) fn slot_rival(&self, v: &Version) -> Option<*const u8> {
+        if self.store.rows() != Rows::Siro {
+            return None;
+        }
+        let n = v.next.load(Ordering::Relaxed);
+        (!n.is_null()).then_some(n as *const u8)
+    }
+
     pub(crate) fn version_bytes(&self) -> usize {
         let data = match (self.store.rows(), &self.ni) {
             (Rows::InPlace(_) | Rows::Siro, _) => 0,

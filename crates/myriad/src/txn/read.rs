@@ -780,11 +780,26 @@ impl<'db> Transaction<'db> {
             prefetch_line_l2(v);
         }
         for &v in &pf.heads {
-            // Lines covering [v, v + size); v need not be line-aligned.
-            let first = v.wrapping_sub(v as usize % 64);
-            let lines = (v as usize % 64 + size).div_ceil(64);
-            for l in 1..lines {
-                prefetch_line_l2(first.wrapping_add(l * 64));
+            prefetch_rest_l2(v, size);
+        }
+        // In-place and `siro` storage: a fourth stage, the rows in the masters (found through
+        // the headers just prefetched, so the first of these loads waits for its header and
+        // the others' are on their way by then).
+        if t.rows_copied() {
+            for &v in &pf.heads {
+                // SAFETY: pinned; a chain's newest version lives while we are.
+                let v = unsafe { &*(v as *const Version) };
+                if let Some((m, row, len)) = t.master_row_range(v) {
+                    prefetch_line_l2(m);
+                    prefetch_line_l2(row);
+                    prefetch_rest_l2(row, len);
+                }
+                // `siro`: an update's row goes into the slot the version below the newest
+                // owns, which the writer first tests against the dead zones (its header).
+                if let Some(older) = t.slot_rival(v) {
+                    prefetch_line_l2(older);
+                    prefetch_rest_l2(older, size);
+                }
             }
         }
         self.local.key_buf = kb;
@@ -825,5 +840,15 @@ impl<'db> Transaction<'db> {
             local.recent.keep(t.id, key, tid);
         }
         tid
+    }
+}
+
+/// PREFETCHT1 of the lines covering `[p, p + size)` after the first (`p` need not be
+/// line-aligned).
+fn prefetch_rest_l2(p: *const u8, size: usize) {
+    let first = p.wrapping_sub(p as usize % 64);
+    let lines = (p as usize % 64 + size).div_ceil(64);
+    for l in 1..lines {
+        prefetch_line_l2(first.wrapping_add(l * 64));
     }
 }

@@ -244,12 +244,21 @@ impl Version {
 
     /// A `token` flag: `drop_blob_refs` already gave up the version's blob references.
     pub(crate) const BLOBS_DROPPED: u64 = 1 << 48;
+    /// In a token: an in-place version whose image word holds no image (a `siro` tag, which
+    /// never becomes one), so `free_token` need not load that word (a cache miss: the
+    /// version was last touched long before its free).
+    pub(crate) const NO_IMAGE: u64 = 1 << 49;
 
     /// What `free_token` needs to free this version without reading its header again: its
-    /// size, its memory space above bit 32 and its form above bit 40.
+    /// size, its memory space above bit 32, its form above bit 40, and `NO_IMAGE`.
     #[inline]
     pub(crate) fn token(&self) -> u64 {
-        self.size() as u64 | (self.space as u64) << 32 | (self.form as u64) << 40
+        let no_image = if self.is_in_place() && self.image_word_is_tag() {
+            Self::NO_IMAGE
+        } else {
+            0
+        };
+        self.size() as u64 | (self.space as u64) << 32 | (self.form as u64) << 40 | no_image
     }
 
     /// `free` for a version whose `token()` the caller took earlier, without reading its
@@ -262,6 +271,7 @@ impl Version {
         debug_assert_eq!((*v).token(), token & !Self::BLOBS_DROPPED);
         match (token >> 40) as u8 {
             FORM_INLINE => {}
+            FORM_IN_PLACE if token & Self::NO_IMAGE != 0 => {}
             FORM_IN_PLACE => (*v).free_image(),
             _ if token & Self::BLOBS_DROPPED != 0 => {}
             form => super::non_inline::release(

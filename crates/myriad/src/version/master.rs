@@ -96,6 +96,11 @@ impl Master {
         std::alloc::dealloc(m as *mut u8, layout(MASTER_HEADER + len));
     }
 
+    /// The address of byte `off` of the row data (for prefetching: not dereferenced here).
+    pub(crate) fn data_addr(&self, off: usize) -> *const u8 {
+        self.data_ptr().wrapping_add(off)
+    }
+
     fn data_ptr(&self) -> *mut u8 {
         // SAFETY: the block holds `len` bytes after the header.
         unsafe { (self as *const Master as *mut u8).add(MASTER_HEADER) }
@@ -183,6 +188,11 @@ impl Image {
         p
     }
 
+    #[cfg(test)]
+    pub(crate) fn alloc_for_test(bytes: &[u8]) -> *mut u8 {
+        Self::alloc(bytes)
+    }
+
     /// # Safety
     /// `p` came from `alloc` and is unreachable.
     pub(crate) unsafe fn free(p: *mut u8) {
@@ -241,6 +251,12 @@ impl Version {
         // SAFETY: set at allocation to the tuple's master, which lives as long as its table.
         unsafe { &*(self.master_word().load(Ordering::Relaxed) as usize as *const Master) }
     }
+    /// `master`, or `None` for a version allocated without one (`Table::alloc_version` for
+    /// a tuple id past the master directory).
+    pub(crate) fn master_opt(&self) -> Option<&Master> {
+        // SAFETY: as `master`; null when none was set.
+        unsafe { (self.master_word().load(Ordering::Relaxed) as usize as *const Master).as_ref() }
+    }
     pub(crate) fn set_master(&self, m: *const Master) {
         self.master_word()
             .store(m as usize as u64, Ordering::Relaxed);
@@ -250,6 +266,11 @@ impl Version {
     #[inline]
     pub(crate) fn image_word_ref(&self) -> &AtomicU64 {
         self.image_word()
+    }
+    /// Whether the image word holds a `siro` word (a slot tag, `PRUNED`, or a tagged
+    /// segment entry: never 8-aligned), never an `Image`.
+    pub(crate) fn image_word_is_tag(&self) -> bool {
+        self.image_word().load(Ordering::Acquire) & 7 != 0
     }
     /// The version's `Image`, or null: none, or a `siro` word (a slot tag or a tagged
     /// segment entry, never 8-aligned: `siro.rs`), which owns no image.

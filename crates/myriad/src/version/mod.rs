@@ -175,4 +175,44 @@ mod tests {
             assert_eq!(store.takes_over_aborted_locks(), !in_place, "{s:?}");
         }
     }
+
+    /// A free token tells `free_token` to skip the image word only for an in-place version
+    /// whose word holds a `siro` tag (never an image); an image pointer, or no image yet
+    /// (time-travel/delta before a superseder publishes one), leaves it to be read at free.
+    #[test]
+    fn only_a_tagged_image_word_lets_a_free_skip_the_image() {
+        use super::master::Master;
+        use super::Version;
+        use std::sync::atomic::Ordering;
+        let m = Master::alloc(crate::ids::TupleId::new(1), 16);
+        let no_image = |v: &Version| v.token() & Version::NO_IMAGE != 0;
+        for (word, skips) in [
+            (0u64, false),
+            (1, true),
+            (2, true),
+            (3, true),
+            (0x1004, true),
+        ] {
+            let v = Version::alloc_in_place(5, std::ptr::null_mut(), 2, 0, m);
+            // SAFETY: fresh and unpublished; only this test holds it.
+            let r = unsafe { v.as_ref() };
+            r.image_word_ref().store(word, Ordering::Release);
+            assert_eq!(no_image(r), skips, "image word {word:#x}");
+            // A tag owns nothing: restored to "none" before the free reads it (or not).
+            r.image_word_ref().store(0, Ordering::Release);
+            // SAFETY: unreachable; never published.
+            unsafe { Version::free(v.as_ptr()) };
+        }
+        // An 8-aligned word is an image: kept in the token's view, freed with the version.
+        let v = Version::alloc_in_place(5, std::ptr::null_mut(), 2, 0, m);
+        // SAFETY: as above.
+        let r = unsafe { v.as_ref() };
+        let img = super::master::Image::alloc_for_test(&[7; 16]);
+        r.image_word_ref().store(img as u64, Ordering::Release);
+        assert!(!no_image(r));
+        // SAFETY: as above; the free releases the image through the token.
+        unsafe { Version::free(v.as_ptr()) };
+        // SAFETY: `m` came from `alloc` and no version refers to it any more.
+        unsafe { Master::free(m) };
+    }
 }

@@ -403,6 +403,7 @@ impl SiroStore {
     /// entry. Counts the segments it allocates in `stats`. Only `slot`'s transaction calls
     /// this.
     #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
     fn append(
         &self,
         slot: usize,
@@ -613,6 +614,12 @@ pub(crate) fn drop_slot_row(v: &Version) -> bool {
         && word
             .compare_exchange(w, PRUNED, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
+}
+
+/// The offset in its master of the slot version `v` owns (`row_len` bytes a slot), if it
+/// owns one now: where a read of it will copy from (a hint: a writer may re-tag it).
+pub(crate) fn slot_offset(v: &Version, row_len: usize) -> Option<usize> {
+    slot_of(v.image_word_ref().load(Ordering::Relaxed)).map(|k| k * row_len)
 }
 
 /// The row of version `v` (its tuple's master `m`, `row_len` bytes a slot) into `buf`: from
