@@ -635,6 +635,19 @@ impl Table {
         Some((m as *const Master as *const u8, m.data_addr(off), len))
     }
 
+    /// Under `siro` storage, where an update superseding `v` (the newest version, pinned)
+    /// will write its row: the master slot `v` does not own (`SiroStore::place`), as
+    /// `(address, bytes)`. The update's first step prefetches it for writing, so the miss
+    /// overlaps the work before the write (the read of `v`'s row touched the other slot).
+    pub(crate) fn update_target(&self, v: &Version) -> Option<(*const u8, usize)> {
+        if self.store.rows() != Rows::Siro {
+            return None;
+        }
+        let len = self.schema.row_size;
+        let other = len - crate::version::siro::slot_offset(v, len)?.min(len);
+        Some((v.master_opt()?.data_addr(other), len))
+    }
+
     /// Under `siro` storage, the header of the version below `v` (the newest, pinned): the
     /// owner of the record slot an update of `v` writes into (`SiroStore::place`). For
     /// `Transaction::prefetch`.

@@ -826,12 +826,30 @@ pub(crate) fn prefetch_line_l2(p: *const u8) {
     prefetch_hint::<{ HINT_T1 }>(p);
 }
 
+/// Like `prefetch_line`, with the intent to write (PREFETCHW: the line arrives exclusive,
+/// so the store that follows needs no second request).
+#[inline(always)]
+pub(crate) fn prefetch_line_for_write(p: *const u8) {
+    prefetch_hint::<{ HINT_ET0 }>(p);
+}
+
+/// `prefetch_line_for_write` of every line covering `[p, p + len)`.
+pub(crate) fn prefetch_range_for_write(p: *const u8, len: usize) {
+    let first = p.wrapping_sub(p as usize % 64);
+    let lines = (p as usize % 64 + len).div_ceil(64);
+    for l in 0..lines {
+        prefetch_line_for_write(first.wrapping_add(l * 64));
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
-use std::arch::x86_64::{_MM_HINT_T0 as HINT_T0, _MM_HINT_T1 as HINT_T1};
+use std::arch::x86_64::{_MM_HINT_ET0 as HINT_ET0, _MM_HINT_T0 as HINT_T0, _MM_HINT_T1 as HINT_T1};
 #[cfg(not(target_arch = "x86_64"))]
 const HINT_T0: i32 = 0;
 #[cfg(not(target_arch = "x86_64"))]
 const HINT_T1: i32 = 0;
+#[cfg(not(target_arch = "x86_64"))]
+const HINT_ET0: i32 = 0;
 
 #[inline(always)]
 fn prefetch_hint<const HINT: i32>(p: *const u8) {

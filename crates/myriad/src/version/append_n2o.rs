@@ -184,6 +184,15 @@ impl Version {
     }
 
     /// A version with its header written and its row data not yet initialized.
+    /// Where the next version of `size` bytes (`alloc_size`) in memory space `space` that
+    /// this thread allocates will be, if known now: the top of its pool.
+    pub(crate) fn next_block(size: usize, space: u8) -> Option<*const u8> {
+        if space != 0 && size <= super::space::MAX_BLOCK {
+            return None;
+        }
+        pool::peek(size)
+    }
+
     fn alloc_uninit(
         begin: u64,
         data_len: usize,

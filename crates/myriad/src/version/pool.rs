@@ -115,6 +115,18 @@ pub(crate) fn take(layout: Layout) -> *mut u8 {
     pooled.unwrap_or_else(|| unsafe { alloc(layout) })
 }
 
+/// The block the next `take` of `size` bytes on this thread returns, if it comes from the
+/// pool (for prefetching it: a pooled block has usually left the cache).
+pub(crate) fn peek(size: usize) -> Option<*const u8> {
+    POOL.try_with(|p| {
+        let p = p.try_borrow().ok()?;
+        let c = p.classes.iter().find(|c| c.size == size)?;
+        c.free.last().map(|&b| b as *const u8)
+    })
+    .ok()
+    .flatten()
+}
+
 /// Returns a block obtained from `take` with the same `layout`.
 ///
 /// # Safety
