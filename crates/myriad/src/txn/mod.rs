@@ -826,19 +826,26 @@ pub(crate) fn prefetch_line_l2(p: *const u8) {
     prefetch_hint::<{ HINT_T1 }>(p);
 }
 
-/// Like `prefetch_line`, with the intent to write (PREFETCHW: the line arrives exclusive,
-/// so the store that follows needs no second request).
-#[inline(always)]
-pub(crate) fn prefetch_line_for_write(p: *const u8) {
-    prefetch_hint::<{ HINT_ET0 }>(p);
+/// Like `prefetch_line`, with the intent to write (PREFETCHW: a line arrives exclusive, so
+/// the store that follows needs no second request), for every line covering `[p, p + len)`.
+pub(crate) fn prefetch_range_for_write(p: *const u8, len: usize) {
+    prefetch_lines::<{ HINT_ET0 }>(p, len, 0);
 }
 
-/// `prefetch_line_for_write` of every line covering `[p, p + len)`.
-pub(crate) fn prefetch_range_for_write(p: *const u8, len: usize) {
+/// `prefetch_line_l2` of the lines covering `[p, p + len)` after the first (which the caller
+/// prefetched in an earlier batch).
+pub(crate) fn prefetch_rest_l2(p: *const u8, len: usize) {
+    prefetch_lines::<{ HINT_T1 }>(p, len, 1);
+}
+
+/// Prefetches the lines covering `[p, p + len)` from the `skip`-th on (`p` need not be
+/// line-aligned).
+#[inline(always)]
+fn prefetch_lines<const HINT: i32>(p: *const u8, len: usize, skip: usize) {
     let first = p.wrapping_sub(p as usize % 64);
     let lines = (p as usize % 64 + len).div_ceil(64);
-    for l in 0..lines {
-        prefetch_line_for_write(first.wrapping_add(l * 64));
+    for l in skip..lines {
+        prefetch_hint::<HINT>(first.wrapping_add(l * 64));
     }
 }
 

@@ -842,13 +842,3 @@ impl<'db> Transaction<'db> {
         tid
     }
 }
-
-/// PREFETCHT1 of the lines covering `[p, p + size)` after the first (`p` need not be
-/// line-aligned).
-fn prefetch_rest_l2(p: *const u8, size: usize) {
-    let first = p.wrapping_sub(p as usize % 64);
-    let lines = (p as usize % 64 + size).div_ceil(64);
-    for l in 1..lines {
-        prefetch_line_l2(first.wrapping_add(l * 64));
-    }
-}
