@@ -142,8 +142,9 @@ fn an_aborted_write_after_a_relocation_leaves_every_version_readable() {
 }
 
 /// The master records of in-place and `siro` storage hold versions' rows (the newest, and
-/// under `siro` the one before it): `Stats::record_bytes` counts each record once (a 24-byte
-/// header and one row, two under `siro`), for the tuples present, and `live_version_bytes`
+/// under `siro` the one before it): `Stats::record_bytes` counts each record once (a 16-byte
+/// header, one row, two under `siro`, and the 8-byte tuple id, in whole 64-byte lines), for
+/// the tuples present, and `live_version_bytes`
 /// includes them, so a comparison of storages' version memory compares like with like.
 /// Append storage has no records: its newest version is a version block.
 #[test]
@@ -171,7 +172,9 @@ fn master_records_count_as_version_bytes() {
         let record = if rows == 0 {
             0
         } else {
-            24 + rows * t.schema().row_size() as u64
+            // Header, rows (8-aligned), tuple id, rounded up to cache lines.
+            ((16 + rows * t.schema().row_size() as u64).next_multiple_of(8) + 8)
+                .next_multiple_of(64)
         };
         assert_eq!(s.record_bytes, 16 * record, "{storage}");
         assert_eq!(

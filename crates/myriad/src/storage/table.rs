@@ -694,7 +694,7 @@ impl Table {
                 }
             },
             Rows::InPlace(kind) => {
-                let tid = v.master().tid;
+                let tid = v.master().tid();
                 let head = || {
                     self.entry(tid)
                         .map_or(ptr::null_mut(), |e| e.load(Ordering::Acquire))
