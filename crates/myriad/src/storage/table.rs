@@ -618,8 +618,6 @@ impl Table {
         Ok(v)
     }
 
-    /// Bytes one version block occupies (in-place: the header only; images are counted
-    /// where they are made).
     /// Under in-place and `siro` storage, where a read of `v` (the newest version of its
     /// tuple, pinned) will copy its row from: its master's header (the sequence word) and
     /// the row's `(address, bytes)` in it. For `Transaction::prefetch`; `None` for inline
@@ -659,6 +657,8 @@ impl Table {
         (!n.is_null()).then_some(n as *const u8)
     }
 
+    /// Bytes one version block occupies (in-place: the header only; images are counted
+    /// where they are made).
     pub(crate) fn version_bytes(&self) -> usize {
         let data = match (self.store.rows(), &self.ni) {
             (Rows::InPlace(_) | Rows::Siro, _) => 0,
