@@ -361,6 +361,74 @@ struct Footprints {
     k: Keys,
     keys: Vec<FootKey>,
     ends: Vec<usize>,
+    seen: Seen,
+}
+
+/// Drops repeats from one footprint at a time without sorting it: a small open-addressing
+/// table of positions in the footprint, valid for the current footprint only (a stamp per
+/// slot). A footprint longer than `Seen::MAX` is sorted instead.
+struct Seen {
+    /// Per slot: the stamp of the footprint that filled it, and the position it holds.
+    slots: Box<[(u32, u32)]>,
+    stamp: u32,
+}
+
+impl Default for Seen {
+    fn default() -> Self {
+        Seen {
+            slots: vec![(0, 0); Self::SLOTS].into_boxed_slice(),
+            stamp: 0,
+        }
+    }
+}
+
+impl Seen {
+    /// Slots (a power of two), twice the longest footprint deduplicated here.
+    const SLOTS: usize = 1024;
+    const MAX: usize = Self::SLOTS / 2;
+
+    /// Keeps the first of each value in `v[from..]`, in order (nothing before `from` is
+    /// compared).
+    fn dedup_tail(&mut self, v: &mut Vec<FootKey>, from: usize) {
+        let len = v.len() - from;
+        if len < 2 {
+            return;
+        }
+        if len > Self::MAX {
+            sort_dedup_tail(v, from, |_| false);
+            return;
+        }
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            // Every slot's stamp is now stale or zero; zero marks an empty slot.
+            self.slots.fill((0, 0));
+            self.stamp = 1;
+        }
+        let mask = Self::SLOTS - 1;
+        let mut n = from;
+        for x in from..v.len() {
+            let key = v[x];
+            let h = (key.0 as u64 ^ key.1.map_or(0x5bd1_e995, |k| k.rotate_left(17)))
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let mut i = (h >> 54) as usize & mask;
+            let fresh = loop {
+                let (st, at) = self.slots[i];
+                if st != self.stamp {
+                    self.slots[i] = (self.stamp, n as u32);
+                    break true;
+                }
+                if v[at as usize] == key {
+                    break false;
+                }
+                i = (i + 1) & mask;
+            };
+            if fresh {
+                v[n] = key;
+                n += 1;
+            }
+        }
+        v.truncate(n);
+    }
 }
 
 impl Batch<'_, '_> {
@@ -537,12 +605,18 @@ impl Batch<'_, '_> {
         }
     }
 
-    /// Appends the footprint of piece `q` of block `b`'s piece-set to `out`, sorted and
-    /// without repeats (computed in a frame of `frames`; the piece's run fills one afresh).
+    /// Appends the footprint of piece `q` of block `b`'s piece-set to `out` (computed in a
+    /// frame of `frames`; the piece's run fills one afresh), each key once, in the order
+    /// enumerated. Repeats are common (a loop's keys cut to a table's key prefix repeat it
+    /// every iteration: TPC-C's order lines by district, between each item's item and stock
+    /// keys); left in, they cost `start` (serial per piece-set) more than dropping them
+    /// here, and sorting each footprint to drop them took 8% of a one-thread PACMAN
+    /// replay's instructions on TPC-C (`Seen` takes a hash probe per key).
     fn footprint_of(
         &self,
         frames: &mut Frames,
         k: &mut Keys,
+        seen: &mut Seen,
         b: usize,
         q: usize,
         out: &mut Vec<FootKey>,
@@ -572,7 +646,7 @@ impl Batch<'_, '_> {
                     })?;
             }
         }
-        sort_dedup_tail(out, from, |_| false);
+        seen.dedup_tail(out, from);
         Ok(())
     }
 
@@ -588,7 +662,7 @@ impl Batch<'_, '_> {
         out.keys.reserve(qs.len() * 2);
         out.ends.reserve(qs.len());
         for &q in qs {
-            self.footprint_of(frames, &mut out.k, b, q, &mut out.keys)?;
+            self.footprint_of(frames, &mut out.k, &mut out.seen, b, q, &mut out.keys)?;
             out.ends.push(out.keys.len());
         }
         Ok(())
@@ -653,7 +727,8 @@ impl Batch<'_, '_> {
         }
         let (keys, ends) = (&foot.keys, &foot.ends);
         // Each piece's predecessors: the last earlier piece on each of its keys, every
-        // keyed piece of a table since its last `*`, and that `*`.
+        // keyed piece of a table since its last `*`, and that `*`. A footprint may repeat a
+        // key (`footprint_of`): the sort below drops the piece itself and repeats.
         let preds = &mut scratch.preds;
         let pred_ends = &mut scratch.pred_ends;
         let (last, since_star, star) = (
@@ -756,5 +831,58 @@ fn internal(m: &str) -> Error {
         file: "command log".into(),
         offset: 0,
         message: format!("pacman replay: {m}"),
+    }
+}
+
+#[cfg(test)]
+mod dedup_tests {
+    use super::Seen;
+    use crate::procedure::piece::FootKey;
+
+    /// A footprint keeps the first of each key, in order; footprints before it in the vector
+    /// are never compared with it (a piece whose first key is the previous piece's last keeps
+    /// that key); a stamp that wraps leaves no stale slot; a footprint longer than the table
+    /// takes the sort and keeps each key once.
+    #[test]
+    fn each_key_once_within_the_footprint_only() {
+        let k = |t: usize, x: Option<u64>| -> FootKey { (t, x) };
+        let mut seen = Seen::default();
+        let mut v = vec![
+            k(8, Some(1)),
+            k(8, Some(1)),
+            k(16, None),
+            k(8, Some(2)),
+            k(8, Some(1)),
+            k(16, None),
+            k(8, None),
+        ];
+        seen.dedup_tail(&mut v, 1);
+        assert_eq!(
+            v,
+            [
+                k(8, Some(1)),
+                k(8, Some(1)),
+                k(16, None),
+                k(8, Some(2)),
+                k(8, None)
+            ]
+        );
+        seen.stamp = u32::MAX;
+        let mut v = vec![k(8, Some(3)), k(8, Some(3)), k(8, Some(4))];
+        seen.dedup_tail(&mut v, 0);
+        assert_eq!(v, [k(8, Some(3)), k(8, Some(4))]);
+        // Through the table (450 keys, 150 distinct: probe chains), first of each kept in
+        // order; then through the sort (1,200 keys, 700 distinct).
+        let key = |i: u64| k(8 + 8 * (i % 2) as usize, Some(i % 150));
+        let mut v: Vec<FootKey> = (0..450u64).map(key).collect();
+        seen.dedup_tail(&mut v, 0);
+        assert_eq!(v, (0..150u64).map(key).collect::<Vec<_>>());
+        let mut v: Vec<FootKey> = (0..1200u64).map(|i| k(8, Some(i % 700))).collect();
+        seen.dedup_tail(&mut v, 0);
+        assert_eq!(v.len(), 700);
+        let mut w = v.clone();
+        w.sort_unstable();
+        w.dedup();
+        assert_eq!(w.len(), 700);
     }
 }

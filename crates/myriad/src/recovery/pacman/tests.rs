@@ -95,6 +95,7 @@ fn history(tag: &str) -> Dir {
                     db.call("carry", &[a.into(), ((n + 1) % 2).into()])
                         .expect("carry");
                     if n % 10 == 0 {
+                        // Key 0 twice in one call: the piece's footprint names it twice.
                         db.call("spread", &[vec![0i64, 2, 0, 3].into(), n.into()])
                             .expect("spread");
                         std::thread::sleep(std::time::Duration::from_millis(1));
