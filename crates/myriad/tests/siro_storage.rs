@@ -144,8 +144,8 @@ fn an_aborted_write_after_a_relocation_leaves_every_version_readable() {
 /// The master records of in-place and `siro` storage hold versions' rows (the newest, and
 /// under `siro` the one before it): `Stats::record_bytes` counts each record once (a 16-byte
 /// header, one row, two under `siro`, and the 8-byte tuple id, in whole 64-byte lines), for
-/// the tuples present, and `live_version_bytes`
-/// includes them, so a comparison of storages' version memory compares like with like.
+/// the tuples present, and `live_version_bytes` includes them, so a comparison of storages'
+/// version memory compares like with like.
 /// Append storage has no records: its newest version is a version block.
 #[test]
 fn master_records_count_as_version_bytes() {

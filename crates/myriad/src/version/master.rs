@@ -68,18 +68,15 @@ const fn tid_offset(len: usize) -> usize {
     (MASTER_HEADER + len + 7) & !7
 }
 
-fn layout(size: usize) -> Layout {
-    match Layout::from_size_align(size, 8) {
+fn layout(size: usize, align: usize) -> Layout {
+    match Layout::from_size_align(size, align) {
         Ok(l) => l,
         Err(_) => panic!("layout overflow for a {size}-byte block"),
     }
 }
 
 fn master_layout(len: usize) -> Layout {
-    match Layout::from_size_align(Master::size(len), MASTER_ALIGN) {
-        Ok(l) => l,
-        Err(_) => panic!("layout overflow for a master of {len} bytes"),
-    }
+    layout(Master::size(len), MASTER_ALIGN)
 }
 
 impl Master {
@@ -210,7 +207,7 @@ pub(crate) struct Image;
 
 impl Image {
     fn alloc(bytes: &[u8]) -> *mut u8 {
-        let l = layout(8 + bytes.len());
+        let l = layout(8 + bytes.len(), 8);
         // SAFETY: non-zero size.
         let p = unsafe { std::alloc::alloc(l) };
         if p.is_null() {
@@ -233,7 +230,7 @@ impl Image {
     /// `p` came from `alloc` and is unreachable.
     pub(crate) unsafe fn free(p: *mut u8) {
         let len = ptr::read(p as *const u64) as usize;
-        std::alloc::dealloc(p, layout(8 + len));
+        std::alloc::dealloc(p, layout(8 + len, 8));
     }
 
     /// Bytes an image with `len` payload bytes occupies.
