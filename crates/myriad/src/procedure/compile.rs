@@ -31,7 +31,7 @@ use super::exec::{
 };
 use super::ir::{Items, Prefetch, Proc, Read, Stmt, PREFETCH_MAX};
 use crate::error::Error;
-use crate::query::expr::{eval_in, int_elem, Op, Ty, E, V};
+use crate::query::expr::{eval_in, int_elem, int_len, test, Op, Ty, E, V};
 use crate::query::{coerce, visit_plan_with, Access, Agg, SqlPos};
 use crate::schema::ColumnType;
 use crate::storage::TableRef;
@@ -151,6 +151,7 @@ fn int(e: &E) -> Option<Int> {
             _ => None,
         }),
         &E::Col(c) => Box::new(move |row, _| row?.int_at(c)),
+        &E::Len(a) => Box::new(move |_, vars| Some(int_len(&vars[a]))),
         E::Elem(a, i, _) => {
             let (a, i) = (*a, int(i)?);
             Box::new(move |row, vars| int_elem(&vars[a], i(row, vars)?))
@@ -232,6 +233,56 @@ where
         Op::Ge => cmp!(>=),
         _ => return None,
     })
+}
+
+/// `l op r` for a comparison of INT expressions (`compare` over their leaves).
+fn int_compare(l: &E, op: Op, r: &E) -> Option<Cond> {
+    leaves!(l, r, compare, op)
+}
+
+/// A text operand of a comparison that `text_compare` reads in place.
+enum TextLeaf {
+    Var(usize),
+    Col(usize),
+    Lit(String),
+}
+
+impl TextLeaf {
+    fn of(e: &E) -> Option<TextLeaf> {
+        Some(match e {
+            &E::Var(v) => TextLeaf::Var(v),
+            &E::Col(c) => TextLeaf::Col(c),
+            E::Lit(Value::Str(s)) => TextLeaf::Lit(s.clone()),
+            _ => return None,
+        })
+    }
+
+    /// The text, or `None` where the operand holds anything else (the general evaluator
+    /// decides then).
+    #[inline]
+    fn get<'a>(&'a self, row: Option<&RowRef<'a>>, vars: &'a [V]) -> Option<&'a str> {
+        match self {
+            TextLeaf::Var(v) => match &vars[*v] {
+                V::Val(Value::Str(s)) => Some(s),
+                _ => None,
+            },
+            TextLeaf::Col(c) => match row?.get(*c)? {
+                ValueRef::Str(s) => Some(s),
+                _ => None,
+            },
+            TextLeaf::Lit(s) => Some(s),
+        }
+    }
+}
+
+/// `l op r` for a comparison of two texts, as `expr::eval_cond`'s fallback decides it
+/// (`expr::bin`: ordered as `str`s). Payment's `x_credit = 'BC'`.
+fn text_compare(l: &E, op: Op, r: &E) -> Option<Cond> {
+    let (l, r) = (TextLeaf::of(l)?, TextLeaf::of(r)?);
+    Some(Box::new(move |row, vars| {
+        let (a, b) = (l.get(row, vars)?, r.get(row, vars)?);
+        Some(test(op, a.cmp(b)))
+    }))
 }
 
 /// A number on `num`'s path.
@@ -348,8 +399,61 @@ fn text(e: &E) -> Option<TextFn> {
             let (l, r) = (text(l)?, text(r)?);
             Box::new(move |row, vars, out| l(row, vars, out) && r(row, vars, out))
         }
+        // `substring(s FROM a FOR n)` cut in place from what `s` appends (Payment's
+        // `c_data`: 500 characters, which the general evaluator copies once per `||`).
+        E::Substr(s, from, len) => {
+            let (s, from) = (text(s)?, int(from)?);
+            let len = match len {
+                Some(l) => Some(int(l)?),
+                None => None,
+            };
+            Box::new(move |row, vars, out| {
+                let start = out.len();
+                if !s(row, vars, out) {
+                    return false;
+                }
+                let Some(a) = from(row, vars) else {
+                    return false;
+                };
+                let end = match &len {
+                    // A negative length is the general evaluator's error.
+                    Some(l) => match l(row, vars) {
+                        Some(n) if n >= 0 => a.saturating_add(n),
+                        _ => return false,
+                    },
+                    None => i64::MAX,
+                };
+                substr_in_place(out, start, a, end);
+                true
+            })
+        }
         _ => return None,
     })
+}
+
+/// Keeps of `out[start..]` the characters `[lo, hi)` (1-based, PostgreSQL's `substring`
+/// as `expr::eval_in` computes it: intersected with `[1, n]`, empty if `hi <= lo`).
+fn substr_in_place(out: &mut String, start: usize, lo: i64, hi: i64) {
+    let lo = lo.max(1);
+    if hi <= lo {
+        out.truncate(start);
+        return;
+    }
+    let skip = usize::try_from(lo - 1).unwrap_or(usize::MAX);
+    let take = usize::try_from(hi - lo).unwrap_or(usize::MAX);
+    // Byte offset (from `start`) of character `n` of the tail, or its length.
+    let at = |out: &String, from: usize, n: usize| -> usize {
+        let tail = &out[from..];
+        if tail.is_ascii() {
+            n.min(tail.len())
+        } else {
+            tail.char_indices().nth(n).map_or(tail.len(), |(b, _)| b)
+        }
+    };
+    let b0 = start + at(out, start, skip);
+    let b1 = b0 + at(out, b0, take);
+    out.truncate(b1);
+    out.drain(start..b0);
 }
 
 /// `e`'s value, as `expr::value_of` computes it: the INT path, else for arithmetic the
@@ -370,7 +474,10 @@ fn val(e: &E) -> Val {
             None => eval_in(&e, row, vars),
         });
     }
-    if let Some(t) = matches!(e, E::Concat(..)).then(|| text(e)).flatten() {
+    if let Some(t) = matches!(e, E::Concat(..) | E::Substr(..))
+        .then(|| text(e))
+        .flatten()
+    {
         let e = e.clone();
         return Box::new(move |row, vars| {
             let mut s = String::new();
@@ -411,7 +518,7 @@ fn cond(e: &E) -> Option<Cond> {
             Box::new(move |row, vars| Some(l(row, vars)? || r(row, vars)?))
         }
         E::Bin(l, op @ (Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge), r, _) => {
-            return leaves!(&**l, &**r, compare, *op)
+            return int_compare(l, *op, r).or_else(|| text_compare(l, *op, r))
         }
         &E::Var(v) => Box::new(move |_, vars| match &vars[v] {
             V::Bool(b) => Some(*b),
@@ -423,7 +530,9 @@ fn cond(e: &E) -> Option<Cond> {
                 let x = x(row, vars)?;
                 match &vars[a] {
                     V::IntArr(xs) => Some(xs.contains(&x)),
-                    _ => None,
+                    V::Arr(_) => None,
+                    // Not an array (one not yet assigned): no element, as `eval_in` has it.
+                    _ => Some(false),
                 }
             })
         }
@@ -1166,6 +1275,9 @@ impl Cx<'_> {
         struct Col {
             int: Option<Int>,
             float: bool,
+            /// The column's offset in the row when it is INT: an INT value is stored there
+            /// as `write_column` stores it, without the call.
+            int_at: Option<usize>,
             var: Option<usize>,
             val: Val,
         }
@@ -1177,6 +1289,8 @@ impl Cx<'_> {
                     .map(|(c, e)| Col {
                         int: int(e),
                         float: table.schema.columns()[c].ty == ColumnType::Float,
+                        int_at: (table.schema.columns()[c].ty == ColumnType::Int)
+                            .then(|| table.schema.columns()[c].offset),
                         var: match e {
                             E::Var(v) => Some(*v),
                             _ => None,
@@ -1200,7 +1314,13 @@ impl Cx<'_> {
                             let wrote = if let Some(i) =
                                 col.int.as_ref().and_then(|i| i(None, vars))
                             {
-                                schema.write_column(row, c, ValueRef::Int(i))
+                                match col.int_at {
+                                    Some(o) => {
+                                        row[o..o + 8].copy_from_slice(&i.to_le_bytes());
+                                        Ok(())
+                                    }
+                                    None => schema.write_column(row, c, ValueRef::Int(i)),
+                                }
                             } else if let Some(V::Val(Value::Str(s))) = col.var.map(|v| &vars[v]) {
                                 schema.write_column(row, c, ValueRef::Str(s))
                             } else {

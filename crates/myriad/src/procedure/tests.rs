@@ -1064,6 +1064,27 @@ BEGIN
   UPDATE client SET dst = dst || w || p WHERE name = 'Amy';
   RETURN a, b, c;
 END $$;
+CREATE PROCEDURE compares(w TEXT, n INT) AS $$
+DECLARE a INT; b INT; xs BIGINT[]; t TEXT;
+BEGIN
+  a := cardinality(xs);
+  IF w = 'Amy' THEN a := a + 10; END IF;
+  IF 'b' < w THEN a := a + 100; END IF;
+  IF w <> t THEN a := a + 1000; END IF;
+  IF n = ANY(xs) THEN a := a + 5; END IF;
+  xs := xs || n;
+  IF n = ANY(xs) AND NOT w = t THEN a := a + 7; END IF;
+  b := cardinality(xs);
+  FOR r IN SELECT k FROM u WHERE s > w LOOP b := b + r.k; END LOOP;
+  RETURN a, b;
+END $$;
+CREATE PROCEDURE subs(w TEXT, a INT, n INT) AS $$
+DECLARE x TEXT; y TEXT;
+BEGIN
+  x := substring(w || 'xyz' FROM a FOR n);
+  y := '<' || substring(w FROM a) || '>';
+  RETURN x, y;
+END $$;
 CREATE PROCEDURE aggloop() AS $$ DECLARE t INT; BEGIN
   FOR r IN SELECT count(*) FROM u LOOP t := 1; END LOOP;
   RETURN t;
@@ -1131,6 +1152,17 @@ fn compiled_and_interpreted_agree() {
             ("nums", vec![int(5), int(2)]),
             ("texts", vec![int(-12), 2.5f64.into(), "ab".into()]),
             ("texts", vec![int(7), 1.0f64.into(), "a longer text".into()]),
+            ("compares", vec!["Amy".into(), int(3)]),
+            ("compares", vec!["c".into(), int(0)]),
+            ("compares", vec!["q".into(), int(1)]),
+            ("compares", vec!["".into(), int(1)]),
+            ("subs", vec!["héllo wörld".into(), int(2), int(5)]),
+            ("subs", vec!["héllo wörld".into(), int(9), int(100)]),
+            ("subs", vec!["abc".into(), int(0), int(2)]),
+            ("subs", vec!["abc".into(), int(-3), int(2)]),
+            ("subs", vec!["abc".into(), int(5), int(3)]),
+            ("subs", vec!["abc".into(), int(i64::MAX), int(2)]),
+            ("subs", vec!["abc".into(), int(2), int(-1)]),
             ("aggloop", vec![]),
             ("pay", vec![int(1)]),
             ("tag", vec!["one".into()]),
@@ -1187,6 +1219,19 @@ fn compiled_and_interpreted_agree() {
         "nums: Err(Sql { line: 121, column: 24, message: \"integer overflow\" })",
         // `||` over text, INTs (the compiled text path) and a DOUBLE (the general one).
         "texts: Ok([Str(\"ab:-12/-3\"), Str(\"-12ab\"), Str(\"ab2.5\")])",
+        // Text comparisons (variable, literal, column) and `cardinality`/`ANY` of an array
+        // before and after its first element (the compiled typed paths).
+        "compares: Ok([Int(1017), Int(8)])",
+        "compares: Ok([Int(1107), Int(8)])",
+        "compares: Ok([Int(1107), Int(5)])",
+        "compares: Ok([Int(0), Int(8)])",
+        // `substring` (the compiled text path) by characters, out of range, and its error.
+        "subs: Ok([Str(\"éllo \"), Str(\"<éllo wörld>\")])",
+        "subs: Ok([Str(\"rldxyz\"), Str(\"<rld>\")])",
+        "subs: Ok([Str(\"a\"), Str(\"<abc>\")])",
+        "subs: Ok([Str(\"\"), Str(\"<abc>\")])",
+        "subs: Ok([Str(\"\"), Str(\"<>\")])",
+        "negative substring length not allowed",
     ] {
         assert!(joined.contains(want), "{want} not in\n{joined}");
     }

@@ -708,6 +708,7 @@ pub(crate) fn eval_int(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<i6
 fn eval_int_inner(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<i64> {
     match e {
         E::Col(c) => row?.int_at(*c),
+        E::Len(a) => Some(int_len(&vars[*a])),
         E::Elem(a, i, _) => int_elem(&vars[*a], eval_int(i, row, vars)?),
         E::Bin(l, op, r, _) => {
             let (a, b) = (eval_int(l, row, vars)?, eval_int(r, row, vars)?);
@@ -720,6 +721,17 @@ fn eval_int_inner(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<i64> {
             }
         }
         _ => None,
+    }
+}
+
+/// `cardinality(a)`, as `eval_in` gives it: an array's length, 0 for anything else (an
+/// array variable not yet assigned).
+#[inline]
+pub(crate) fn int_len(arr: &V) -> i64 {
+    match arr {
+        V::IntArr(xs) => xs.len() as i64,
+        V::Arr(xs) => xs.len() as i64,
+        _ => 0,
     }
 }
 
@@ -758,7 +770,9 @@ pub(crate) fn eval_cond(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<b
             let x = eval_int(x, row, vars)?;
             match &vars[*a] {
                 V::IntArr(xs) => Some(xs.contains(&x)),
-                _ => None,
+                V::Arr(_) => None,
+                // Not an array (one not yet assigned): no element, as `eval_in` has it.
+                _ => Some(false),
             }
         }
         _ => None,
@@ -878,11 +892,7 @@ fn eval_other(e: &E, row: Option<RowRef<'_>>, vars: &[V]) -> Result<V> {
                 _ => return Err(sql_error(*at, "not an array".into())),
             }
         }
-        E::Len(a) => match &vars[*a] {
-            V::Arr(xs) => V::Val(Value::Int(xs.len() as i64)),
-            V::IntArr(xs) => V::Val(Value::Int(xs.len() as i64)),
-            _ => V::Val(Value::Int(0)),
-        },
+        E::Len(a) => V::Val(Value::Int(int_len(&vars[*a]))),
         E::Append(a, x) => {
             let mut xs = int_array(&vars[*a]);
             xs.push(int_of(eval(x, row)?)?);
@@ -998,7 +1008,7 @@ fn bin(a: &V, op: Op, b: &V, at: SqlPos) -> Result<V> {
     Ok(V::Bool(test(op, ord)))
 }
 
-fn test(op: Op, o: std::cmp::Ordering) -> bool {
+pub(crate) fn test(op: Op, o: std::cmp::Ordering) -> bool {
     use std::cmp::Ordering as O;
     match op {
         Op::Eq => o == O::Equal,
