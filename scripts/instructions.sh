@@ -24,6 +24,9 @@
 # `--stop-after`); such runs grow the database by different amounts and move by a few per
 # cent.
 #
+# Per transaction type too (a table after the total): each type's instructions over its
+# commits, and the share of the worker's total it holds.
+#
 # Usage: scripts/instructions.sh [tpcc|ycsb] [BINARY] [-- extra bench options]
 #   tpcc (default): `bench tpcc --warehouses 1 --threads 1` (full mix, Serializable).
 #   ycsb: `bench ycsb --as-procedure --rows 100000 --threads 1` (the procedure path).
@@ -87,3 +90,37 @@ print(r["committed"] + r.get("warmup_committed", 0))' "$tmp/report.json") \
 [ "${ir:-0}" -gt 0 ] || die "callgrind counted no instructions inside worker_loop (inlined, or renamed?)"
 [ "$committed" -gt 0 ] || die "the run committed nothing"
 echo "$workload: $ir instructions / $committed committed = $((ir / committed)) instructions per committed transaction ($bin)"
+
+# Per transaction type: the bench runs each attempt of type N inside `txn_type_N` (never
+# inlined; `bench::attempt_as`), so callgrind's inclusive cost of that function is the
+# instructions that type's attempts spent, retries and rollbacks included; it is divided by
+# that type's commits over the whole run (`all_committed_by_type`, warm-up included). What
+# no type holds is the driver's share: generating each transaction's input, the loop.
+# A binary built before the split (no such functions) prints the total only.
+for f in "$tmp"/cg.out*; do
+    callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$f" 2>/dev/null
+done > "$tmp/inclusive.txt" || true
+python3 - "$tmp/inclusive.txt" "$tmp/report.json" "$ir" <<'PY'
+import json, re, sys
+inclusive, report, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
+cost = {}
+for line in open(inclusive):
+    m = re.match(r"\s*([\d,]+) .*::attempt_as::txn_type_(\d+|more) ", line)
+    if m:
+        cost[m.group(2)] = cost.get(m.group(2), 0) + int(m.group(1).replace(",", ""))
+types = json.load(open(report)).get("all_committed_by_type", [])
+if not cost or not types:
+    sys.exit(0)
+print(f"  {'type':<16} {'commits':>9} {'instructions/commit':>20} {'share':>7}")
+held = 0
+for i, (name, n) in enumerate(types):
+    ir = cost.get(str(i), 0)
+    held += ir
+    if n or ir:
+        per = f"{ir // n:,}" if n else "-"
+        print(f"  {name:<16} {n:>9} {per:>20} {100 * ir / total:>6.1f}%")
+if len(types) > 8 and "more" in cost:
+    held += cost["more"]
+    print(f"  (types past the eighth) {cost['more']:,} instructions")
+print(f"  {'driver':<16} {'':>9} {'':>20} {100 * (total - held) / total:>6.1f}%")
+PY

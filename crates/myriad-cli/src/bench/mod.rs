@@ -123,6 +123,9 @@ impl RunResult {
         for (a, b) in self.conflict_aborted.iter_mut().zip(&t.conflict_aborted) {
             *a += b;
         }
+        for (a, b) in self.all_committed.iter_mut().zip(&t.all_committed) {
+            *a += b;
+        }
         for (a, b) in self.latency.iter_mut().zip(&t.latency) {
             a.merge(b);
         }
@@ -149,6 +152,9 @@ pub(crate) struct ThreadTally {
     /// Aborted attempts (serialization failures, retried) per transaction type.
     pub(crate) conflict_aborted: Vec<u64>,
     pub(crate) latency: Vec<TypeLatency>,
+    /// Commits per transaction type over the worker's whole run, warm-up included
+    /// (`RunResult`'s).
+    pub(crate) all_committed: Vec<u64>,
     /// Nanoseconds measured transactions spent in abort-and-restart: from their start to the
     /// start of the attempt that ended them (aborted attempts and backoffs), and the whole
     /// time of an abandoned one (thesis Fig. 3.9a).
@@ -206,6 +212,7 @@ impl ThreadTally {
             user_aborted: vec![0; types],
             conflict_aborted: vec![0; types],
             latency: (0..types).map(|_| TypeLatency::new()).collect(),
+            all_committed: vec![0; types],
             restart_ns: 0,
             counted_ns: 0,
             latency_by_s: Vec::new(),
@@ -374,6 +381,9 @@ pub struct RunResult {
     pub user_aborted: Vec<u64>,
     /// Aborted attempts (serialization failures, retried) per transaction type.
     pub conflict_aborted: Vec<u64>,
+    /// Commits per transaction type over the workers' whole runs, warm-up included: what
+    /// `scripts/instructions.sh` divides each type's instructions by.
+    pub all_committed: Vec<u64>,
     /// Worker nanoseconds spent in abort-and-restart (`ThreadTally::restart_ns`, summed).
     pub restart_ns: u64,
     pub duration: Duration,
@@ -404,6 +414,7 @@ impl RunResult {
             abandoned: 0,
             user_aborted: vec![0; types],
             conflict_aborted: vec![0; types],
+            all_committed: vec![0; types],
             restart_ns: 0,
             duration,
             latency: (0..types).map(|_| TypeLatency::new()).collect(),
@@ -774,9 +785,10 @@ fn worker_loop<W: Worker>(
         let start = Instant::now();
         let mut aborts = 0u32;
         loop {
-            match w.attempt(db) {
+            match attempt_as(ty, &mut w, db) {
                 Ok(ticket) => {
                     finished += 1;
+                    tally.all_committed[ty] += counted as u64;
                     if !measured {
                         tally.warmup_committed += counted as u64;
                     }
@@ -823,6 +835,49 @@ fn worker_loop<W: Worker>(
                 }
             }
         }
+    }
+}
+
+/// One attempt of a transaction of type `ty`, run inside a function of its own per type
+/// (`txn_type_0` … `txn_type_7`, never inlined; types past the eighth share
+/// `txn_type_more`), so that a callgrind profile of the worker splits its instructions by
+/// transaction type (`scripts/instructions.sh`). Each body differs by its `black_box`ed
+/// number: identical bodies could be merged into one symbol. No closure: one made in
+/// `worker_loop` would be named after it and toggle the script's collection off.
+#[inline(always)]
+fn attempt_as<W: Worker>(ty: usize, w: &mut W, db: &Database) -> myriad::Result<CommitTicket> {
+    macro_rules! typed {
+        ($($name:ident = $n:literal),*) => {
+            $(
+                #[inline(never)]
+                fn $name<W: Worker>(w: &mut W, db: &Database) -> myriad::Result<CommitTicket> {
+                    std::hint::black_box($n);
+                    w.attempt(db)
+                }
+            )*
+        };
+    }
+    typed!(
+        txn_type_0 = 0u8,
+        txn_type_1 = 1u8,
+        txn_type_2 = 2u8,
+        txn_type_3 = 3u8,
+        txn_type_4 = 4u8,
+        txn_type_5 = 5u8,
+        txn_type_6 = 6u8,
+        txn_type_7 = 7u8,
+        txn_type_more = 8u8
+    );
+    match ty {
+        0 => txn_type_0(w, db),
+        1 => txn_type_1(w, db),
+        2 => txn_type_2(w, db),
+        3 => txn_type_3(w, db),
+        4 => txn_type_4(w, db),
+        5 => txn_type_5(w, db),
+        6 => txn_type_6(w, db),
+        7 => txn_type_7(w, db),
+        _ => txn_type_more(w, db),
     }
 }
 

@@ -51,6 +51,10 @@ pub struct Report {
     /// Aborted attempts by a serialization failure (every reason of `abort_reasons` but
     /// `user_abort`; retried) per transaction type.
     pub conflict_aborts_by_type: BTreeMap<String, u64>,
+    /// Commits per transaction type over the workers' whole runs, warm-up included, in the
+    /// workload's type order (the order of `scripts/instructions.sh`'s `txn_type_N`).
+    #[serde(default)]
+    pub all_committed_by_type: Vec<(String, u64)>,
     /// committed / duration_s.
     pub throughput_tps: f64,
     /// Per transaction type; latency runs from the first attempt's start to the commit.
@@ -648,6 +652,12 @@ impl Report {
                 .collect(),
             user_aborts_by_type: by_type(&r.user_aborted),
             conflict_aborts_by_type: by_type(&r.conflict_aborted),
+            all_committed_by_type: i
+                .txn_types
+                .iter()
+                .zip(&r.all_committed)
+                .map(|(t, n)| (t.to_string(), *n))
+                .collect(),
             throughput_tps: if duration_s > 0.0 {
                 committed as f64 / duration_s
             } else {

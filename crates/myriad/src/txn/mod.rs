@@ -402,6 +402,13 @@ pub struct Transaction<'db> {
     pub(crate) retry_floor: Option<Timestamp>,
     pub(crate) command: Command,
     /// `healing`: a stored-procedure call whose commit can heal it (`commit_healing`).
+    /// Whether reads and scans go to the read and scan sets, when the protocol validates
+    /// them at this level (`validates_reads`): not for a READ ONLY transaction under a
+    /// multi-version protocol that stamps no reader (every one but SSN, SSI and ERMIA-SSI).
+    /// It writes nothing, so its commit serializes it at its begin timestamp without a
+    /// validation (`commit_multi_version`'s first branch) and what it kept would never be
+    /// read: Stock-Level's 200 order lines and 200 stock rows under `mvocc`.
+    keeps_reads: bool,
     healable: bool,
     /// `healing`: the call's last run stopped at an error a stale read may have caused
     /// (`unless_stale_read`); the transaction stays open for its commit to heal it.
@@ -503,6 +510,7 @@ impl<'db> Transaction<'db> {
             status: Status::Active,
             writes: 0,
             command: Command::None,
+            keeps_reads: !(opts.read_only && !protocol.single_version() && !protocol.stamped()),
             healable: false,
             heal_requested: false,
             heals: 0,
@@ -708,10 +716,11 @@ impl<'db> Transaction<'db> {
         }
     }
 
-    /// Whether reads go to the read set for validation at commit (`cc::validates_reads`).
+    /// Whether reads go to the read set for validation at commit (`cc::validates_reads`,
+    /// and not for a transaction whose commit cannot validate: `keeps_reads`).
     #[inline]
     pub(crate) fn validates_reads(&self) -> bool {
-        cc::validates_reads(self.st.protocol, self.st.isolation)
+        self.keeps_reads && cc::validates_reads(self.st.protocol, self.st.isolation)
     }
 
     /// Whether serializable reads take range locks (`cc::takes_range_locks`).

@@ -207,7 +207,10 @@ impl<'db> Transaction<'db> {
         hi: Bound<&[u8]>,
         point: bool,
     ) {
-        if self.st.isolation != Isolation::Serializable || !cc::on_scan(&self.st, t, index as u16) {
+        if self.st.isolation != Isolation::Serializable
+            || !cc::on_scan(&self.st, t, index as u16)
+            || !self.keeps_reads
+        {
             return;
         }
         let keys = &mut self.st.sets.scan_keys;
@@ -665,7 +668,10 @@ impl<'db> Transaction<'db> {
             }
         }
         self.local.read_buf = rb;
-        if self.st.isolation == Isolation::Serializable && cc::on_scan(&self.st, t, TABLE_SCAN) {
+        if self.st.isolation == Isolation::Serializable
+            && cc::on_scan(&self.st, t, TABLE_SCAN)
+            && self.keeps_reads
+        {
             let reads = (self.st.sets.op_reads, self.st.sets.read_set.len() as u32);
             self.st.sets.scan_set.push(ScanRecord {
                 table: t.id,

@@ -72,6 +72,17 @@ fn kv_table(db: &Database) -> crate::TableRef {
     .unwrap()
 }
 
+/// `t(k INT, v INT)` with an ordered primary key on `k` (range scans).
+fn ordered_kv_table(db: &Database) -> crate::TableRef {
+    db.create_table(
+        TableSchema::new("t")
+            .column("k", ColumnType::Int)
+            .column("v", ColumnType::Int)
+            .primary_key_with(&["k"], crate::IndexKind::Ordered),
+    )
+    .unwrap()
+}
+
 /// Hekaton §2.6 lets a writer take over the write lock of a version whose End field holds an
 /// aborted transaction's id. Here B read the chain head before A wrote, A aborts, and B takes
 /// A's lock over and installs its version while A is still rolling back. A's rollback must not
@@ -619,14 +630,7 @@ fn locked_counter_takes_the_lock_before_preparing() {
         )
         .unwrap(),
     );
-    let t = db
-        .create_table(
-            TableSchema::new("t")
-                .column("k", ColumnType::Int)
-                .column("v", ColumnType::Int)
-                .primary_key_with(&["k"], crate::IndexKind::Ordered),
-        )
-        .unwrap();
+    let t = ordered_kv_table(&db);
     let (go, go_rx) = channel::<()>();
     let (done, done_rx) = channel::<(char, Result<(), Error>)>();
     let (b_inserted, b_inserted_rx) = channel::<()>();
@@ -1194,17 +1198,9 @@ fn mvto_read_fails_without_copying_a_row_siro_dropped_under_it() {
 /// lookup comes first, with the same outcomes.
 #[test]
 fn inserts_of_existing_keys_into_an_ordered_primary_fail_without_using_tuple_ids() {
-    use crate::IndexKind;
     for storage in [VersionStorage::AppendN2o, VersionStorage::TimeTravel] {
         let db = Database::open(Config::new().version_storage(storage)).unwrap();
-        let t = db
-            .create_table(
-                TableSchema::new("t")
-                    .column("k", ColumnType::Int)
-                    .column("v", ColumnType::Int)
-                    .primary_key_with(&["k"], IndexKind::Ordered),
-            )
-            .unwrap();
+        let t = ordered_kv_table(&db);
         for k in 1..=3i64 {
             db.run(|tx| tx.insert(&t, &(k, k))).unwrap();
         }
@@ -1323,4 +1319,62 @@ fn after_its_end_a_transaction_reaches_buffers_of_its_own_not_the_slots() {
     assert_eq!(l.key_buf, vec![2]);
     // SAFETY: `l` no longer reaches the slot's buffers.
     assert_eq!(unsafe { &(*locals.get(0)).key_buf }, &vec![1]);
+}
+
+/// A READ ONLY transaction under `mvocc` (Serializable) keeps no read or scan set: it writes
+/// nothing, so its commit serializes it at its begin timestamp with no validation, and what
+/// it kept would never be read. The same reads in a read-write transaction are kept, and so
+/// are a READ ONLY one's under `silo`, whose commit validates them. Fails if `keeps_reads`
+/// is always true.
+#[test]
+fn read_only_multi_version_transactions_keep_no_read_or_scan_set() {
+    use crate::{Isolation, Protocol, TxnOptions};
+    use std::ops::Bound;
+    for (protocol, read_only, kept) in [
+        (Protocol::Mvocc, false, true),
+        (Protocol::Mvocc, true, false),
+        (Protocol::Silo, true, true),
+    ] {
+        let mut config = Config::new().protocol(protocol);
+        if protocol.single_version() {
+            config = config.version_storage(VersionStorage::SingleVersion);
+        }
+        let db = Database::open(config).unwrap();
+        let t = ordered_kv_table(&db);
+        db.run(|tx| (0..5i64).try_for_each(|k| tx.insert(&t, &(k, k))))
+            .unwrap();
+        let opts = TxnOptions {
+            isolation: Isolation::Serializable,
+            read_only,
+        };
+        let mut tx = db.begin_with(opts).unwrap();
+        let row = tx.get(&t, &1i64).unwrap().unwrap();
+        let n = tx
+            .scan(
+                &t,
+                Bound::Included(&0i64),
+                Bound::Excluded(&3i64),
+                Default::default(),
+                |_| true,
+            )
+            .unwrap();
+        assert_eq!(n, 3);
+        let sets = (tx.st.sets.read_set.len(), tx.st.sets.scan_set.len());
+        if kept {
+            assert!(
+                sets.0 >= 4 && sets.1 >= 1,
+                "{protocol:?} read_only {read_only}: {sets:?}"
+            );
+        } else {
+            assert_eq!(sets, (0, 0), "{protocol:?} read_only {read_only}");
+        }
+        // Another transaction updates the row read; the READ ONLY one under `mvocc` still
+        // commits, having read the row as of its begin timestamp.
+        if !kept {
+            db.run(|w| w.update(&t, &1i64, &[(1, Value::Int(9))]))
+                .unwrap();
+            assert_eq!(row.get(1), Some(&Value::Int(1)));
+        }
+        tx.commit().unwrap();
+    }
 }
