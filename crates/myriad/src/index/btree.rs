@@ -278,7 +278,9 @@ impl Bits {
             self.push(15, 4);
             return false;
         }
-        self.push(nibbles as u64 + 1, 4) && self.push(v, 4 * nibbles)
+        // The length code and the nibbles as one push (at most 56 bits): the same bits as
+        // pushing the code, then the nibbles, and true only if both fit.
+        self.push(((nibbles as u64 + 1) << (4 * nibbles)) | v, 4 + 4 * nibbles)
     }
 }
 
@@ -1977,6 +1979,48 @@ mod tests {
         assert_eq!(prefix_of(&k, 4).1, 40);
         // The length rule was exercised, not only the prefix order.
         assert!(exact > 1000, "{exact} of {}", 3 * keys.len());
+    }
+
+    /// `Bits::int`'s single push writes what pushing the length code and then the nibbles
+    /// wrote, at every fill level of the accumulator.
+    #[test]
+    fn an_int_code_in_one_push_is_the_code_then_the_nibbles() {
+        let mut rng = SplitMix64(0x5eed_0010);
+        for _ in 0..200_000 {
+            let used = rng.below(65) as u32;
+            let acc = if used == 0 {
+                0
+            } else {
+                rng.next() & (u64::MAX << (64 - used))
+            };
+            let v = match rng.below(3) {
+                0 => rng.below(16),
+                1 => rng.next() >> rng.below(64),
+                _ => rng.next(),
+            };
+            let u = v ^ (1 << 63);
+            let mut one = Bits { acc, used };
+            let got = one.int(u);
+            let mut two = Bits { acc, used };
+            let want = if u < 1 << 63 {
+                two.push(0, 4);
+                false
+            } else {
+                let v = u - (1 << 63);
+                let nibbles = (64 - v.leading_zeros()).div_ceil(4);
+                if nibbles > 13 {
+                    two.push(15, 4);
+                    false
+                } else {
+                    two.push(nibbles as u64 + 1, 4) && two.push(v, 4 * nibbles)
+                }
+            };
+            assert_eq!(
+                (one.acc, one.used, got),
+                (two.acc, two.used, want),
+                "{used} bits, {v}"
+            );
+        }
     }
 
     #[test]
