@@ -190,6 +190,13 @@ impl TableSchema {
 
     // ---- row encoding ----
 
+    /// Writes INT `v` at byte `offset` of a row: an INT column's layout (8 bytes, little
+    /// endian), for the callers that checked the column is INT.
+    #[inline]
+    pub(crate) fn write_int_at(row: &mut [u8], offset: usize, v: i64) {
+        row[offset..offset + 8].copy_from_slice(&v.to_le_bytes());
+    }
+
     /// Writes `value` into column `col` of `row` after checking type and length.
     pub(crate) fn write_column(
         &self,
@@ -200,7 +207,7 @@ impl TableSchema {
         let c = &self.columns[col];
         let o = c.offset;
         match (c.ty, value) {
-            (ColumnType::Int, ValueRef::Int(v)) => row[o..o + 8].copy_from_slice(&v.to_le_bytes()),
+            (ColumnType::Int, ValueRef::Int(v)) => Self::write_int_at(row, o, v),
             (ColumnType::Float, ValueRef::Float(v)) => {
                 row[o..o + 8].copy_from_slice(&v.to_le_bytes())
             }

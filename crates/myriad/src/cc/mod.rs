@@ -346,6 +346,16 @@ pub(crate) fn validates_reads(p: Protocol, isolation: Isolation) -> bool {
     }
 }
 
+/// Whether a READ ONLY transaction's commit validates what it read: under the
+/// single-version protocols, and under SSN, SSI and ERMIA-SSI, which stamp readers. Every
+/// other multi-version protocol ends it at its begin timestamp with no validation
+/// (`Transaction::commit_multi_version`), so it keeps no read or scan set
+/// (`Transaction::keeps_reads`).
+#[inline]
+pub(crate) fn validates_read_only(p: Protocol) -> bool {
+    p.single_version() || p.stamped()
+}
+
 /// Whether a stored-procedure call's commit can heal it (`healing`, `heal_lock`); each
 /// read-set entry then also records its row's lock-order key (`Sets::read_keys`).
 #[inline]

@@ -31,7 +31,7 @@ use super::exec::{
 };
 use super::ir::{Items, Prefetch, Proc, Read, Stmt, PREFETCH_MAX};
 use crate::error::Error;
-use crate::query::expr::{eval_in, int_elem, int_len, test, Op, Ty, E, V};
+use crate::query::expr::{eval_in, int_any, int_elem, int_len, test, Op, Ty, E, V};
 use crate::query::{coerce, visit_plan_with, Access, Agg, SqlPos};
 use crate::schema::ColumnType;
 use crate::storage::TableRef;
@@ -526,15 +526,7 @@ fn cond(e: &E) -> Option<Cond> {
         }),
         E::AnyEq(x, a) => {
             let (x, a) = (int(x)?, *a);
-            Box::new(move |row, vars| {
-                let x = x(row, vars)?;
-                match &vars[a] {
-                    V::IntArr(xs) => Some(xs.contains(&x)),
-                    V::Arr(_) => None,
-                    // Not an array (one not yet assigned): no element, as `eval_in` has it.
-                    _ => Some(false),
-                }
-            })
+            Box::new(move |row, vars| int_any(&vars[a], x(row, vars)?))
         }
         _ => return None,
     })
@@ -1316,7 +1308,7 @@ impl Cx<'_> {
                             {
                                 match col.int_at {
                                     Some(o) => {
-                                        row[o..o + 8].copy_from_slice(&i.to_le_bytes());
+                                        crate::schema::TableSchema::write_int_at(row, o, i);
                                         Ok(())
                                     }
                                     None => schema.write_column(row, c, ValueRef::Int(i)),

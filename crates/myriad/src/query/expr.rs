@@ -735,6 +735,18 @@ pub(crate) fn int_len(arr: &V) -> i64 {
     }
 }
 
+/// `x = ANY(arr)`, as `eval_in` gives it: for an INT array whether it holds `x`, false for
+/// a non-array (one not yet assigned), `None` for an array of other values (the general
+/// evaluator decides).
+#[inline]
+pub(crate) fn int_any(arr: &V, x: i64) -> Option<bool> {
+    match arr {
+        V::IntArr(xs) => Some(xs.contains(&x)),
+        V::Arr(_) => None,
+        _ => Some(false),
+    }
+}
+
 /// Element `i` (1-based) of an INT array, if in range.
 #[inline]
 pub(crate) fn int_elem(arr: &V, i: i64) -> Option<i64> {
@@ -766,15 +778,7 @@ pub(crate) fn eval_cond(e: &E, row: Option<&RowRef<'_>>, vars: &[V]) -> Option<b
             V::Bool(b) => Some(*b),
             _ => None,
         },
-        E::AnyEq(x, a) => {
-            let x = eval_int(x, row, vars)?;
-            match &vars[*a] {
-                V::IntArr(xs) => Some(xs.contains(&x)),
-                V::Arr(_) => None,
-                // Not an array (one not yet assigned): no element, as `eval_in` has it.
-                _ => Some(false),
-            }
-        }
+        E::AnyEq(x, a) => int_any(&vars[*a], eval_int(x, row, vars)?),
         _ => None,
     }
 }

@@ -403,11 +403,9 @@ pub struct Transaction<'db> {
     pub(crate) command: Command,
     /// `healing`: a stored-procedure call whose commit can heal it (`commit_healing`).
     /// Whether reads and scans go to the read and scan sets, when the protocol validates
-    /// them at this level (`validates_reads`): not for a READ ONLY transaction under a
-    /// multi-version protocol that stamps no reader (every one but SSN, SSI and ERMIA-SSI).
-    /// It writes nothing, so its commit serializes it at its begin timestamp without a
-    /// validation (`commit_multi_version`'s first branch) and what it kept would never be
-    /// read: Stock-Level's 200 order lines and 200 stock rows under `mvocc`.
+    /// them at this level (`validates_reads`): not for a READ ONLY transaction whose commit
+    /// does not validate (`cc::validates_read_only`), where what it kept would never be
+    /// read (Stock-Level's 200 order lines and 200 stock rows under `mvocc`).
     keeps_reads: bool,
     healable: bool,
     /// `healing`: the call's last run stopped at an error a stale read may have caused
@@ -510,7 +508,7 @@ impl<'db> Transaction<'db> {
             status: Status::Active,
             writes: 0,
             command: Command::None,
-            keeps_reads: !(opts.read_only && !protocol.single_version() && !protocol.stamped()),
+            keeps_reads: !opts.read_only || cc::validates_read_only(protocol),
             healable: false,
             heal_requested: false,
             heals: 0,
