@@ -173,6 +173,8 @@ impl Resolver<'_> {
             } else if self.visible(r, rt) {
                 return v;
             }
+            #[cfg(test)]
+            crate::txn::tests::pause_point(crate::txn::tests::Pause::ChainStep);
             v = r.next.load(Ordering::Acquire);
         }
         std::ptr::null()

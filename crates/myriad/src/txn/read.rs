@@ -127,10 +127,25 @@ impl<'db> Transaction<'db> {
         };
         let head = e.load(Ordering::Acquire);
         let v = self.resolver().visible_in_chain(head, rt, false);
+        self.doom_if_deps_aborted();
         if !std::ptr::eq(v, head) && self.st.db.config.gc == crate::config::GcPolicy::Coop {
             crate::gc::coop::cooperate(self.st.db, self.slot(), t, e, head, &self.guard);
         }
         v
+    }
+
+    /// After a read that may have been speculative: a version passed over because its
+    /// Preparing writer was assumed to commit may have lost its successor when that writer
+    /// aborted and unlinked its own version (O2N: the chain walk ends there, finding nothing;
+    /// `physical`: the index entry of the writer's version is gone). What the read found is
+    /// then not our snapshot, and a row that exists could be reported missing. That writer
+    /// set our AbortNow before the unlink (`rollback` reports, then undoes), so the read
+    /// fails as the cascading abort it is.
+    #[inline]
+    fn doom_if_deps_aborted(&self) {
+        if self.st.took_deps.get() && self.slot().deps.pending().1 {
+            self.doom(AbortReason::CommitDependency);
+        }
     }
 
     /// `physical` pointers: `exact` if it is visible at `rt`, else null. A serializable
@@ -148,6 +163,7 @@ impl<'db> Transaction<'db> {
         if self.resolver().visible(unsafe { &*exact }, rt) {
             return exact;
         }
+        self.doom_if_deps_aborted();
         if self.range_locking() && self.visible_version(t, tid, rt).is_null() {
             self.unseen_row(t, tid);
         }

@@ -31,6 +31,9 @@ pub(crate) enum Pause {
     /// it reads is found and before the read is recorded (MVTO: its read-ts raised) or its
     /// row copied.
     Found,
+    /// In a chain walk (`Resolver::visible_in_chain`), after a version is judged invisible
+    /// and before its successor is loaded.
+    ChainStep,
 }
 
 /// A hook: where it runs and what it does.
@@ -334,6 +337,28 @@ fn without_commit_dependencies_the_reader_waits_for_the_writer() {
     assert_eq!(value(&db, &t, 2), Some(100));
 }
 
+/// W: reads row 3, sets row 1 to 100 and commits, but row 3 changes first, so W fails read
+/// validation. Once Preparing (end timestamp drawn), W says so on `prepared` and waits for
+/// `go` before validating.
+fn failing_writer(
+    db: &Database,
+    t: &crate::TableRef,
+    prepared: std::sync::mpsc::Sender<()>,
+    go: std::sync::mpsc::Receiver<()>,
+) -> crate::Result<()> {
+    let mut tx = db.begin().unwrap();
+    tx.get_with(t, &3i64, |_| ()).unwrap();
+    tx.update(t, &1i64, &[(1, 100i64)]).unwrap();
+    db.run(|x| x.update(t, &3i64, &[(1, 5i64)])).unwrap();
+    set_pause(Pause::Prepared, move || {
+        prepared.send(()).unwrap();
+        go.recv_timeout(WAIT).unwrap();
+    });
+    let r = tx.commit();
+    clear_pause();
+    r
+}
+
 /// Hekaton §2.7, cascading aborts: W fails validation after R1 read its version
 /// speculatively; R1 (held in Preparing itself) was read speculatively by R2, a read-only
 /// transaction. W's abort aborts R1, whose abort aborts R2; nothing of theirs survives.
@@ -347,20 +372,7 @@ fn an_aborting_writer_aborts_its_speculative_readers_in_cascade() {
     let (r2_read, r2_read_rx) = channel::<()>();
     let (r1, r2) = std::thread::scope(|s| {
         let (db, t) = (&db, &t);
-        let w = s.spawn(move || {
-            let mut tx = db.begin().unwrap();
-            tx.get_with(t, &3i64, |_| ()).unwrap();
-            tx.update(t, &1i64, &[(1, 100i64)]).unwrap();
-            // Row 3, which W read, changes: W will fail read validation.
-            db.run(|x| x.update(t, &3i64, &[(1, 5i64)])).unwrap();
-            set_pause(Pause::Prepared, move || {
-                w_prepared.send(()).unwrap();
-                r1_read_rx.recv_timeout(WAIT).unwrap();
-            });
-            let r = tx.commit();
-            clear_pause();
-            r
-        });
+        let w = s.spawn(move || failing_writer(db, t, w_prepared, r1_read_rx));
         let r1 = s.spawn(move || {
             w_prepared_rx.recv_timeout(WAIT).unwrap();
             let mut tx = db.begin().unwrap();
@@ -401,6 +413,54 @@ fn an_aborting_writer_aborts_its_speculative_readers_in_cascade() {
     );
     assert_eq!(value(&db, &t, 1), Some(0));
     assert_eq!(value(&db, &t, 2), Some(0));
+}
+
+/// Oldest-to-newest chains: R meets W's lock on the row's only committed version while W is
+/// Preparing below R's read time, so R passes that version over speculatively (W's version
+/// after it would be the one to read). W then fails validation and takes its version out of
+/// the chain before R loads the successor: R's walk ends with nothing visible. The row
+/// exists, so R must not be told it is missing: the read fails as the cascading abort it is
+/// (before the fix it returned `Ok(None)`, which the YCSB driver reported as "no such row").
+#[test]
+fn a_read_past_an_aborted_speculative_writer_fails_not_misses() {
+    let config = Config::new().version_storage(VersionStorage::AppendO2n);
+    let (db, t) = kv_db(config, 3);
+    let (w_prepared, w_prepared_rx) = channel::<()>();
+    let (go, go_rx) = channel::<()>();
+    let (w_done, w_done_rx) = channel::<()>();
+    let (w, r) = std::thread::scope(|s| {
+        let (db, t) = (&db, &t);
+        let w = s.spawn(move || {
+            let r = failing_writer(db, t, w_prepared, go_rx);
+            w_done.send(()).unwrap();
+            r
+        });
+        let r = s.spawn(move || {
+            w_prepared_rx.recv_timeout(WAIT).unwrap();
+            let mut tx = db.begin().unwrap();
+            let mut first = true;
+            set_pause(Pause::ChainStep, move || {
+                if std::mem::take(&mut first) {
+                    go.send(()).unwrap();
+                    w_done_rx.recv_timeout(WAIT).unwrap();
+                }
+            });
+            let v = tx.get_with(t, &1i64, |r| r.i64(1).unwrap());
+            clear_pause();
+            v
+        });
+        (w.join().unwrap(), r.join().unwrap())
+    });
+    assert_eq!(
+        w,
+        Err(Error::SerializationFailure(AbortReason::ReadValidation))
+    );
+    assert_eq!(
+        r,
+        Err(Error::SerializationFailure(AbortReason::CommitDependency)),
+        "the row exists; R depended on W, which aborted"
+    );
+    assert_eq!(value(&db, &t, 1), Some(0));
 }
 
 /// The history checker on histories full of commit dependencies: every update transaction
