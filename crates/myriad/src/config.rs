@@ -614,6 +614,8 @@ pub struct Config {
     pub(crate) ermia_safe_retry: Option<bool>,
     /// `ermia-ssi` only (`None`: off).
     pub(crate) ermia_old_read_age: Option<u64>,
+    /// `mv2pl-wait`'s lock-wait timeout (`None`: the default, 5 s).
+    pub(crate) lock_wait_timeout: Option<std::time::Duration>,
     pub(crate) procedures: ProcedureExec,
     pub(crate) unsafe_no_validation: bool,
     pub(crate) unsafe_heal_skips_reads: bool,
@@ -668,6 +670,7 @@ impl Default for Config {
             commit_dependencies: None,
             ermia_safe_retry: None,
             ermia_old_read_age: None,
+            lock_wait_timeout: None,
             procedures: ProcedureExec::Compiled,
             unsafe_no_validation: false,
             unsafe_heal_skips_reads: false,
@@ -1096,6 +1099,20 @@ impl Config {
         self.ermia_old_read_age
             .filter(|_| self.protocol == Protocol::ErmiaSsi)
     }
+    /// `mv2pl-wait` only: how long a commit waits for a lock holder that is not itself waiting
+    /// (one that is idle, or a single thread's other transaction) before it gives up with
+    /// `lock_conflict` — a lock-wait timeout, as `innodb_lock_wait_timeout` or PostgreSQL's
+    /// `lock_timeout`. Default 5 s. Zero, or any other protocol, is `Error::InvalidConfig`
+    /// at open. Deadlocks do not wait for it: the wait-for graph breaks them at once.
+    pub fn lock_wait_timeout(mut self, d: std::time::Duration) -> Self {
+        self.lock_wait_timeout = Some(d);
+        self
+    }
+    /// The lock-wait timeout `mv2pl-wait` applies (5 s unless `lock_wait_timeout` set it).
+    pub fn get_lock_wait_timeout(&self) -> std::time::Duration {
+        self.lock_wait_timeout
+            .unwrap_or(std::time::Duration::from_secs(5))
+    }
     /// Whether commit dependencies are on (`commit_dependencies`; unset, on exactly where
     /// the protocol can take them, but not under `partial-order` timestamps).
     pub fn get_commit_dependencies(&self) -> bool {
@@ -1199,6 +1216,20 @@ impl Config {
                         self.protocol
                     )));
                 }
+            }
+        }
+        if let Some(d) = self.lock_wait_timeout {
+            if self.protocol != Protocol::Mv2plWait {
+                return Err(Error::InvalidConfig(format!(
+                    "a lock-wait timeout applies to protocol `mv2pl-wait` only (the one that \
+                     waits for locks), not `{}`",
+                    self.protocol
+                )));
+            }
+            if d.is_zero() {
+                return Err(Error::InvalidConfig(
+                    "the lock-wait timeout must be positive".into(),
+                ));
             }
         }
         if self.unsafe_heal_skips_reads && self.protocol != Protocol::Healing {

@@ -1466,6 +1466,65 @@ fn mv2pl_wait_updates_eagerly_and_waits_at_precommit() {
     assert_eq!(val(&mut r, &t, 0), Some(1));
 }
 
+/// `mv2pl-wait`'s lock waits are visible (`Database::lock_waits`) while they last, and a
+/// commit blocked on an idle holder gives up with `lock_conflict` after
+/// `Config::lock_wait_timeout`, not the default 5 s; the setting is refused where it means
+/// nothing.
+#[test]
+fn mv2pl_wait_counts_its_lock_waiters_and_gives_up_after_the_lock_wait_timeout() {
+    use std::time::{Duration, Instant};
+    let timeout = Duration::from_millis(300);
+    let db = Database::open(
+        config_for(Protocol::Mv2plWait)
+            .isolation(Isolation::Serializable)
+            .lock_wait_timeout(timeout),
+    )
+    .unwrap();
+    let t = kv(&db);
+    load(&db, &t, 0..2);
+    assert_eq!(db.lock_waits(), 0);
+    // An idle reader holds a read lock on row 1; the writer's commit waits for it.
+    let mut r = db.begin().unwrap();
+    assert_eq!(val(&mut r, &t, 1), Some(1));
+    let (res, waited, seen) = std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            let mut w = db.begin().unwrap();
+            w.update(&t, &1i64, &[(1, 10i64)]).unwrap();
+            let start = Instant::now();
+            let res = w.commit();
+            (res, start.elapsed())
+        });
+        // The wait is counted while it lasts.
+        let mut seen = 0;
+        let start = Instant::now();
+        while seen == 0 && start.elapsed() < Duration::from_secs(60) && !h.is_finished() {
+            seen = db.lock_waits();
+            std::thread::yield_now();
+        }
+        let (res, waited) = h.join().unwrap();
+        (res, waited, seen)
+    });
+    assert_eq!(seen, 1, "the blocked commit was counted as one lock wait");
+    assert_eq!(reason(res), AbortReason::LockConflict);
+    assert!(waited >= timeout, "gave up after {waited:?}");
+    assert!(
+        waited < Duration::from_secs(5),
+        "waited {waited:?}: the default, not the setting"
+    );
+    assert_eq!(db.lock_waits(), 0, "no wait is counted once it ended");
+    r.commit().unwrap();
+    // Refused: a protocol that never waits for locks, and a zero timeout.
+    for cfg in [
+        config_for(Protocol::Mvocc).lock_wait_timeout(timeout),
+        config_for(Protocol::Mv2plWait).lock_wait_timeout(Duration::ZERO),
+    ] {
+        assert!(
+            matches!(Database::open(cfg), Err(Error::InvalidConfig(_))),
+            "accepted a lock-wait timeout where it means nothing"
+        );
+    }
+}
+
 /// `mv2pl-wait` at Hekaton Table 3's three levels (§4.2): Read Committed takes no read
 /// locks (a writer's commit does not wait for a reader) and reads the latest committed
 /// version, Repeatable Read takes read locks (it waits) but no range locks (an insert into a

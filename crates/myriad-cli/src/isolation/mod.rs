@@ -87,9 +87,18 @@ pub struct IsolationArgs {
     /// (HISTORICAL READ).
     #[arg(long, value_enum, default_value_t = Floors::Session)]
     floors: Floors,
-    /// A step still running after this many milliseconds is reported as waiting.
+    /// A step still running after this many milliseconds is reported as waiting (a step
+    /// blocked on a lock is reported sooner: see --step-settle).
     #[arg(long, value_name = "MS", default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     step_timeout: u64,
+    /// A step the engine counts as blocked on a lock (mv2pl-wait) for this many milliseconds
+    /// is reported as waiting, and waiting steps counted blocked this long stay waiting.
+    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    step_settle: u64,
+    /// mv2pl-wait: milliseconds a commit waits for an idle lock holder before it fails with
+    /// lock_conflict (default 5000; `Config::lock_wait_timeout`).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    lock_wait_timeout: Option<u64>,
     /// Output: text (PostgreSQL's style) or json (one object per step per line).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -122,7 +131,7 @@ pub fn run(a: IsolationArgs) -> ExitCode {
             "--expected compares one SPEC; with several, use --expected-dir DIR".into(),
         );
     }
-    let config = Config::new()
+    let mut config = Config::new()
         .protocol(a.protocol)
         .version_storage(a.storage.unwrap_or(a.protocol.natural_storage()))
         .gc(a.gc)
@@ -135,6 +144,9 @@ pub fn run(a: IsolationArgs) -> ExitCode {
             a.isolation_default,
             a.protocol,
         ));
+    if let Some(ms) = a.lock_wait_timeout {
+        config = config.lock_wait_timeout(Duration::from_millis(ms));
+    }
     // Check the configuration once, before any spec runs.
     if let Err(e) = Database::open(config.clone()) {
         eprintln!("myriad: {e}");
@@ -142,6 +154,7 @@ pub fn run(a: IsolationArgs) -> ExitCode {
     }
     let timing = Timing {
         step_timeout: Duration::from_millis(a.step_timeout),
+        settle: Duration::from_millis(a.step_settle),
     };
     let mut failed = false;
     for path in &a.specs {
@@ -311,6 +324,10 @@ impl Engine<'_> {
 }
 
 impl Connector for Engine<'_> {
+    fn lock_waits(&self) -> Option<usize> {
+        Some(self.db.lock_waits())
+    }
+
     fn connect(&self) -> Box<dyn Executor + '_> {
         let mut session = Session::new(self.db);
         session.set_floor(self.newest());

@@ -1,13 +1,23 @@
 //! Runs one permutation: a thread per session, each holding its own executor (its own
 //! transaction), driven step by step from the calling thread.
 //!
-//! The driver sends a step to its session's thread and waits up to the step timeout. A step
-//! still running then is reported `Waiting` and the driver moves on; after every later step
-//! it gives each waiting step another timeout to finish, and reports those that did as
-//! `Completed` (so a step released by the one just run is reported right after it). The next
-//! step of a session whose previous step is still waiting waits for that one first, as does
-//! the end of the permutation. Nothing here knows SQL: the engine is behind [`Connector`] and
-//! [`Executor`], so the scheduling is tested with a fake that blocks on purpose.
+//! The driver sends a step to its session's thread and waits for it. A step that is blocked
+//! is reported `Waiting` and the driver moves on; after every later step it waits again for
+//! each waiting step, and reports those that finished as `Completed` (so a step released by
+//! the one just run is reported right after it). The next step of a session whose previous
+//! step is still waiting waits for that one first, as does the end of the permutation.
+//!
+//! Blocked, as PostgreSQL's isolation tester decides it: by asking the engine. An engine
+//! that counts its lock waiters ([`Connector::lock_waits`]) has a step blocked when it counts
+//! more waiters than the steps already known blocked — continuously for the settle time
+//! (`Timing::settle`), so a wait that a finishing step is about to release is not taken for
+//! a block — and the waiting steps are still blocked once it counts them all for the settle
+//! time. The step timeout is then only a bound for a wait the engine does not count (a step
+//! still running after it is reported `Waiting`). An engine that counts nothing is judged
+//! by the step timeout alone: a step still running after it is `Waiting`, and each waiting
+//! step gets another timeout after every later step. Nothing here knows SQL: the engine is
+//! behind [`Connector`] and [`Executor`], so the scheduling is tested with a fake that
+//! blocks on purpose.
 //!
 //! A step that never finishes hangs the run (no cancellation; MVOCC never waits on a lock,
 //! only briefly on a Preparing writer).
@@ -15,7 +25,7 @@
 use super::spec::{Spec, Step, StepRef};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One output cell, typed so that JSON keeps numbers numbers and text right- or left-aligns.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +82,12 @@ pub trait Executor {
 /// Opens executors on a shared database (one per session, plus one for the global blocks).
 pub trait Connector: Sync {
     fn connect(&self) -> Box<dyn Executor + '_>;
+
+    /// How many of the database's transactions are blocked on a lock now, if the engine can
+    /// tell (see the module comment); `None` leaves blocking to the step timeout.
+    fn lock_waits(&self) -> Option<usize> {
+        None
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,22 +126,46 @@ pub enum Event<'a> {
     },
 }
 
-/// A session thread's channels, and the step it is still running, if any.
+/// A session thread's channels, the step it is still running, if any, and that step's
+/// result once it arrived (before it is reported).
 struct Worker {
     to: Option<Sender<String>>,
     from: Receiver<StepResult>,
     waiting: Option<StepRef>,
+    finished: Option<StepResult>,
 }
 
+/// How often the driver looks at the engine's lock waiters while a step runs.
+const POLL: Duration = Duration::from_millis(1);
+
 impl Worker {
+    /// Takes a waiting step's result if it has arrived.
+    fn poll(&mut self) {
+        if self.waiting.is_some() && self.finished.is_none() {
+            match self.from.try_recv() {
+                Ok(r) => self.finished = Some(r),
+                Err(mpsc::TryRecvError::Empty) => {}
+                Err(mpsc::TryRecvError::Disconnected) => self.finished = Some(thread_gone()),
+            }
+        }
+    }
+
+    /// Whether its waiting step is still running (as far as the driver has seen).
+    fn blocked(&self) -> bool {
+        self.waiting.is_some() && self.finished.is_none()
+    }
+
     fn send(&self, sql: &str) -> bool {
         self.to
             .as_ref()
             .is_some_and(|t| t.send(sql.to_owned()).is_ok())
     }
 
-    fn wait(&self) -> StepResult {
-        self.from.recv().unwrap_or_else(|_| thread_gone())
+    fn wait(&mut self) -> StepResult {
+        match self.finished.take() {
+            Some(r) => r,
+            None => self.from.recv().unwrap_or_else(|_| thread_gone()),
+        }
     }
 
     fn wait_for(&self, d: Duration) -> Option<StepResult> {
@@ -137,7 +177,7 @@ impl Worker {
     }
 
     /// Runs `sql` to completion (setup and teardown blocks: no timeout).
-    fn run(&self, sql: &str) -> StepResult {
+    fn run(&mut self, sql: &str) -> StepResult {
         if self.send(sql) {
             self.wait()
         } else {
@@ -199,6 +239,9 @@ fn session_thread(conn: &dyn Connector, steps: Receiver<String>, results: Sender
 pub struct Timing {
     /// How long a step may run before it is reported as waiting.
     pub step_timeout: Duration,
+    /// How long the engine's count of lock waiters must show a step blocked before it is
+    /// reported waiting, and the waiting steps still blocked before the driver goes on.
+    pub settle: Duration,
 }
 
 /// Runs permutation `number` (`perm`) of `spec` on executors from `conn` (which should be a
@@ -253,9 +296,10 @@ pub fn run_permutation<'s>(
                 to: Some(to),
                 from,
                 waiting: None,
+                finished: None,
             });
         }
-        for (w, s) in workers.iter().zip(&spec.sessions) {
+        for (w, s) in workers.iter_mut().zip(&spec.sessions) {
             if let Some(sql) = &s.setup {
                 let result = w.run(sql);
                 ok &= result.error.is_none();
@@ -271,7 +315,7 @@ pub fn run_permutation<'s>(
             }
         }
         if ok {
-            drive(spec, perm, &mut workers, timing, sink);
+            drive(spec, perm, &mut workers, conn, timing, sink);
         }
         for (w, s) in workers.iter_mut().zip(&spec.sessions) {
             if let Some(sql) = &s.teardown {
@@ -305,6 +349,7 @@ fn drive<'s>(
     spec: &'s Spec,
     perm: &[StepRef],
     workers: &mut [Worker],
+    conn: &dyn Connector,
     timing: Timing,
     sink: &mut dyn FnMut(Event<'s>),
 ) {
@@ -313,29 +358,44 @@ fn drive<'s>(
         step: spec.step(r),
         status,
     };
+    let counted = conn.lock_waits().is_some();
     for &r in perm {
         let w = &mut workers[r.session];
         if let Some(prev) = w.waiting.take() {
-            sink(step_event(prev, Status::Completed(w.wait())));
+            let res = w.wait();
+            sink(step_event(prev, Status::Completed(res)));
         }
-        let status = if !w.send(&spec.step(r).sql) {
+        let status = if !workers[r.session].send(&spec.step(r).sql) {
             Status::Done(thread_gone())
         } else {
-            match w.wait_for(timing.step_timeout) {
+            let res = if counted {
+                run_counted(workers, r.session, conn, timing)
+            } else {
+                workers[r.session].wait_for(timing.step_timeout)
+            };
+            match res {
                 Some(res) => Status::Done(res),
                 None => {
-                    w.waiting = Some(r);
+                    workers[r.session].waiting = Some(r);
                     Status::Waiting
                 }
             }
         };
         sink(step_event(r, status));
+        if counted {
+            settle_waiters(workers, conn, timing);
+        }
         for (i, w) in workers.iter_mut().enumerate() {
             if i == r.session {
                 continue;
             }
             if let Some(prev) = w.waiting {
-                if let Some(res) = w.wait_for(timing.step_timeout) {
+                let res = if counted {
+                    w.finished.take()
+                } else {
+                    w.wait_for(timing.step_timeout)
+                };
+                if let Some(res) = res {
                     w.waiting = None;
                     sink(step_event(prev, Status::Completed(res)));
                 }
@@ -344,8 +404,75 @@ fn drive<'s>(
     }
     for w in workers.iter_mut() {
         if let Some(prev) = w.waiting.take() {
-            sink(step_event(prev, Status::Completed(w.wait())));
+            let res = w.wait();
+            sink(step_event(prev, Status::Completed(res)));
         }
+    }
+}
+
+/// The engine's lock-waiter count, or 0 if it no longer gives one.
+fn lock_waits(conn: &dyn Connector) -> usize {
+    conn.lock_waits().unwrap_or(0)
+}
+
+/// Waits for the step just sent to `session`: its result, or `None` once the engine counts
+/// it blocked for the settle time (more lock waiters than the steps already blocked) or the
+/// step timeout has passed. The other sessions' waiting steps that finish meanwhile keep
+/// their results for `settle_waiters` to report.
+fn run_counted(
+    workers: &mut [Worker],
+    session: usize,
+    conn: &dyn Connector,
+    timing: Timing,
+) -> Option<StepResult> {
+    let started = Instant::now();
+    let mut over_since: Option<Instant> = None;
+    loop {
+        match workers[session].from.recv_timeout(POLL) {
+            Ok(r) => return Some(r),
+            Err(RecvTimeoutError::Disconnected) => return Some(thread_gone()),
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        workers.iter_mut().for_each(Worker::poll);
+        let blocked = workers.iter().filter(|w| w.blocked()).count();
+        let now = Instant::now();
+        if lock_waits(conn) > blocked {
+            if now.duration_since(*over_since.get_or_insert(now)) >= timing.settle {
+                return None;
+            }
+        } else {
+            over_since = None;
+        }
+        if now.duration_since(started) >= timing.step_timeout {
+            return None;
+        }
+    }
+}
+
+/// Waits until every waiting step has finished (its result kept) or the engine has counted
+/// as many lock waiters as steps still running, continuously for the settle time (they are
+/// blocked) — or, for a wait the engine does not count, for the step timeout.
+fn settle_waiters(workers: &mut [Worker], conn: &dyn Connector, timing: Timing) {
+    let started = Instant::now();
+    let mut held_since: Option<Instant> = None;
+    loop {
+        workers.iter_mut().for_each(Worker::poll);
+        let blocked = workers.iter().filter(|w| w.blocked()).count();
+        if blocked == 0 {
+            return;
+        }
+        let now = Instant::now();
+        if lock_waits(conn) >= blocked {
+            if now.duration_since(*held_since.get_or_insert(now)) >= timing.settle {
+                return;
+            }
+        } else {
+            held_since = None;
+        }
+        if now.duration_since(started) >= timing.step_timeout {
+            return;
+        }
+        std::thread::sleep(POLL);
     }
 }
 
@@ -357,12 +484,15 @@ mod tests {
     use std::sync::{Condvar, Mutex};
     use std::time::Instant;
 
-    /// A fake engine. Statements: `wait X` blocks until some session ran `set X`; `sleep MS`;
-    /// `fail`; `panic`; anything else echoes itself as one row.
+    /// A fake engine. Statements: `wait X` blocks until some session ran `set X` (a lock
+    /// wait, counted by `lock_waits` when `counts`); `sleep MS` (not a lock wait); `fail`;
+    /// `panic`; anything else echoes itself as one row.
     #[derive(Default)]
     struct Fake {
         flags: Mutex<HashSet<String>>,
         cv: Condvar,
+        counts: bool,
+        blocked: std::sync::atomic::AtomicUsize,
     }
 
     struct FakeExec<'a>(&'a Fake);
@@ -370,6 +500,11 @@ mod tests {
     impl Connector for Fake {
         fn connect(&self) -> Box<dyn Executor + '_> {
             Box::new(FakeExec(self))
+        }
+
+        fn lock_waits(&self) -> Option<usize> {
+            self.counts
+                .then(|| self.blocked.load(std::sync::atomic::Ordering::SeqCst))
         }
     }
 
@@ -379,8 +514,12 @@ mod tests {
             let f = self.0;
             if let Some(x) = sql.strip_prefix("wait ") {
                 let mut g = f.flags.lock().unwrap();
-                while !g.contains(x) {
-                    g = f.cv.wait(g).unwrap();
+                if !g.contains(x) {
+                    f.blocked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    while !g.contains(x) {
+                        g = f.cv.wait(g).unwrap();
+                    }
+                    f.blocked.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 }
             } else if let Some(x) = sql.strip_prefix("set ") {
                 f.flags.lock().unwrap().insert(x.to_owned());
@@ -404,8 +543,16 @@ mod tests {
 
     /// Runs the spec's first permutation; returns the events as short strings.
     fn run(spec_text: &str, timeout_ms: u64) -> (Vec<String>, bool) {
+        run_on(spec_text, timeout_ms, false)
+    }
+
+    /// As `run`, on a fake that counts its lock waiters (`counts`) or not; settle 20 ms.
+    fn run_on(spec_text: &str, timeout_ms: u64, counts: bool) -> (Vec<String>, bool) {
         let spec = parse(spec_text).unwrap();
-        let fake = Fake::default();
+        let fake = Fake {
+            counts,
+            ..Fake::default()
+        };
         let mut log = Vec::new();
         let ok = run_permutation(
             &spec,
@@ -414,6 +561,7 @@ mod tests {
             &fake,
             Timing {
                 step_timeout: Duration::from_millis(timeout_ms),
+                settle: Duration::from_millis(20),
             },
             &mut |e| {
                 log.push(match e {
@@ -471,6 +619,56 @@ mod tests {
                 "a2 ok"
             ]
         );
+    }
+
+    /// With an engine that counts its lock waiters, a blocked step is reported as soon as
+    /// it is counted (the step timeout of 60 s never passes), with the same events as the
+    /// timeout gives; a waiter not released by a step stays waiting.
+    #[test]
+    fn a_counted_lock_wait_is_reported_without_waiting_out_the_step_timeout() {
+        let start = Instant::now();
+        let (log, ok) = run_on(
+            "session a step a1 { wait go } step a2 { echo }
+             session b step b1 { echo } step b2 { set go } step b3 { set stop }
+             session c step c1 { wait stop } step c2 { echo }
+             permutation a1 c1 b1 b2 b3 a2 c2",
+            60_000,
+            true,
+        );
+        assert!(ok);
+        assert_eq!(
+            log,
+            [
+                "perm a1 c1 b1 b2 b3 a2 c2",
+                "a1 waiting",
+                "c1 waiting",
+                "b1 ok",
+                "b2 ok",
+                "a1 completed ok",
+                "b3 ok",
+                "c1 completed ok",
+                "a2 ok",
+                "c2 ok"
+            ]
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    /// A slow step that is not counted as a lock wait is not reported waiting before the
+    /// step timeout, even when the engine counts lock waiters.
+    #[test]
+    fn a_slow_step_the_engine_does_not_count_is_done_not_waiting() {
+        let (log, _) = run_on(
+            "session a step a1 { sleep 300 } step a2 { echo }
+             permutation a1 a2",
+            60_000,
+            true,
+        );
+        assert_eq!(log, ["perm a1 a2", "a1 ok", "a2 ok"]);
     }
 
     #[test]

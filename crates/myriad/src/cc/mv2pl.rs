@@ -121,8 +121,8 @@ pub(crate) fn release(tx: &TxnCtx<'_>, ec: &EngineCc, locks: &mut SlotLocks) {
 // connected set of waiters finds itself the largest of the cycle it finds, so every deadlock
 // is broken, and only one member of a simple cycle aborts.
 //
-// A wait longer than `LOCK_WAIT_TIMEOUT` on a holder that is not waiting ends in
-// `lock_conflict` (a lock-wait timeout; Hekaton does not say).
+// A wait longer than `Config::lock_wait_timeout` (5 s by default) on a holder that is not
+// waiting ends in `lock_conflict` (a lock-wait timeout; Hekaton does not say).
 //
 // Reads are at the begin timestamp, as under `mv2pl` (Hekaton's serializable pessimistic
 // reads are at the current time): a version superseded after the begin timestamp cannot be
@@ -140,12 +140,6 @@ pub(crate) const NO_MORE_READ_LOCKS: u64 = 1 << 63;
 /// How long a waiter waits before it publishes its wait and looks for deadlocks, and how
 /// often it looks again.
 const DEADLOCK_CHECK: std::time::Duration = std::time::Duration::from_micros(200);
-
-/// The longest precommit wait: a transaction blocked this long on a lock holder that is not
-/// itself waiting (one that is idle, or — in a single thread interleaving two transactions —
-/// the waiter's own caller) gives up with `lock_conflict` instead of hanging, as a lock-wait
-/// timeout does in a lock-based engine.
-const LOCK_WAIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What a range lock covers, in the index's stored keys.
 enum Covered {
@@ -347,7 +341,7 @@ pub(crate) fn await_wait_fors(
                 published = true;
             } else if is_deadlock_victim(tx) {
                 break Err(AbortReason::Deadlock);
-            } else if started.elapsed() >= LOCK_WAIT_TIMEOUT {
+            } else if started.elapsed() >= tx.db.config.get_lock_wait_timeout() {
                 break Err(AbortReason::LockConflict);
             }
             next_check = started.elapsed() + DEADLOCK_CHECK;
@@ -420,6 +414,12 @@ fn range_lockers_of_our_keys(tx: &TxnCtx<'_>, ec: &EngineCc) -> Vec<u64> {
     on.sort_unstable();
     on.dedup();
     on
+}
+
+/// How many transactions of `txns` are blocked in a precommit wait and have published it
+/// (waited longer than `DEADLOCK_CHECK`): `Database::lock_waits`.
+pub(crate) fn published_waiters(txns: &crate::txn::table::TxnTable) -> usize {
+    txns.slots().filter(|s| s.wait_info.lock().id != 0).count()
 }
 
 /// Whether this waiter is on a cycle of waiting transactions and has its largest id.

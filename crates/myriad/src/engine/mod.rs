@@ -723,6 +723,16 @@ impl Database {
         })
     }
 
+    /// How many transactions are blocked waiting for a lock right now: `mv2pl-wait` commits
+    /// waiting for the readers of what they overwrote or for range-lock holders, counted once
+    /// they have waited a fraction of a millisecond (when a waiter publishes its wait for
+    /// deadlock detection). Always 0 under the other protocols, which never wait on a lock.
+    /// A tool that drives transactions step by step (`myriad isolation-test`) asks this to
+    /// tell a blocked step from a slow one without waiting out a timeout.
+    pub fn lock_waits(&self) -> usize {
+        crate::cc::mv2pl::published_waiters(&self.shared.txns)
+    }
+
     /// Counters summed over every worker.
     pub fn stats(&self) -> Stats {
         let mut s = Stats::default();
