@@ -672,7 +672,7 @@ fn updates_keep_committing_while_a_long_reader_runs() {
                 while !done.load(std::sync::atomic::Ordering::Relaxed) {
                     k = (k * 7 + 13) % ROWS;
                     let r = db.run(|tx| {
-                        let v = val(tx, &t, k).unwrap_or(0);
+                        let v = try_val(tx, &t, k)?.unwrap_or(0);
                         tx.update(&t, &k, &[(1, v + 1)])
                     });
                     if r.is_ok() {

@@ -328,9 +328,9 @@ fn concurrent_writers_never_take_a_version_from_open_snapshots() {
                     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                         let (a, b) = ((next(&mut r) % 8) as i64, (next(&mut r) % 8) as i64);
                         let _ = db.run(|tx| {
-                            let va = val(tx, t, a).expect("row a");
+                            let va = try_val(tx, t, a)?.expect("row a");
                             tx.update(t, &a, &[(1, va - 1)])?;
-                            let vb = val(tx, t, b).expect("row b");
+                            let vb = try_val(tx, t, b)?.expect("row b");
                             tx.update(t, &b, &[(1, vb + 1)])
                         });
                     }
@@ -339,25 +339,51 @@ fn concurrent_writers_never_take_a_version_from_open_snapshots() {
             // Stops the writers however the reader leaves (a failed assertion included),
             // so the scope can join them.
             let _stop = StopOnDrop(&stop);
-            let sum = |tx: &mut Transaction<'_>| -> Option<i64> {
-                (0..KEYS).map(|k| val(tx, &t, k)).sum()
+            // A snapshot that read past a Preparing writer which then aborted fails its
+            // reads as the cascading abort (`Transaction::doom_if_deps_aborted`): it has no
+            // sum to give and is dropped, counted; any other error, or a wrong sum, fails.
+            let sum = |tx: &mut Transaction<'_>| -> Result<Option<i64>> {
+                (0..KEYS).map(|k| try_val(tx, &t, k)).sum()
+            };
+            let cascaded = |e: &Error| {
+                matches!(
+                    e,
+                    Error::SerializationFailure(AbortReason::CommitDependency)
+                )
             };
             let mut open: Vec<Transaction<'_>> = Vec::new();
-            let mut r = 7u64;
+            let (mut r, mut reads, mut dropped) = (7u64, 0u64, 0u64);
             for round in 0..400 {
                 if open.len() < 4 || next(&mut r).is_multiple_of(4) {
                     let mut tx = db.begin().unwrap();
-                    assert_eq!(sum(&mut tx), Some(want), "{storage}");
-                    open.push(tx);
+                    match sum(&mut tx) {
+                        Err(e) if cascaded(&e) => dropped += 1,
+                        s => {
+                            assert_eq!(s.unwrap(), Some(want), "{storage}");
+                            open.push(tx);
+                        }
+                    }
                 }
                 if open.len() > 4 {
                     open.remove((next(&mut r) % open.len() as u64) as usize);
                 }
-                for tx in open.iter_mut() {
-                    assert_eq!(sum(tx), Some(want), "{storage}: round {round}");
-                }
+                let before = open.len();
+                open.retain_mut(|tx| match sum(tx) {
+                    Err(e) if cascaded(&e) => false,
+                    s => {
+                        assert_eq!(s.unwrap(), Some(want), "{storage}: round {round}");
+                        true
+                    }
+                });
+                reads += open.len() as u64;
+                dropped += (before - open.len()) as u64;
                 std::thread::sleep(std::time::Duration::from_micros(500));
             }
+            // The test checks open snapshots, so few may be lost to cascading aborts.
+            assert!(
+                reads > 1000 && dropped * 10 < reads,
+                "{storage}: {reads} {dropped}"
+            );
         });
         assert!(db.stats().versions_pruned_dead_zone > 0, "{storage}");
     }

@@ -168,7 +168,7 @@ fn live_versions_stay_flat_with_concurrent_writers_on(
                     let _ = db.run(|tx| {
                         for (j, k) in keys.iter().enumerate() {
                             if j % 4 == 0 {
-                                val(tx, t, *k);
+                                try_val(tx, t, *k)?;
                             } else {
                                 match tx.update(t, k, &[(1, i)]) {
                                     Err(Error::NotFound { .. }) => {}

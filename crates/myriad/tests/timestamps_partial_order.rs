@@ -124,7 +124,7 @@ fn a_conflict_closes_the_group_and_run_loses_no_update() {
                 s.spawn(|| {
                     for _ in 0..300 {
                         db.run(|tx| {
-                            let v = val(tx, &t, 1).unwrap_or(0);
+                            let v = try_val(tx, &t, 1)?.unwrap_or(0);
                             tx.update(&t, &1i64, &[(1, v + 1)])
                         })
                         .unwrap();
@@ -567,10 +567,10 @@ fn partial_order_commits_recover_after_a_crash() {
                             // tenth time a new row; retried after a conflict.
                             let body = |tx: &mut Transaction<'_>| -> Result<()> {
                                 let own = 2 + th;
-                                let v = val(tx, t, own).unwrap_or(0);
+                                let v = try_val(tx, t, own)?.unwrap_or(0);
                                 tx.update(t, &own, &[(1, v + 1)])?;
                                 if i % 3 == 0 {
-                                    let v = val(tx, t, 0).unwrap_or(0);
+                                    let v = try_val(tx, t, 0)?.unwrap_or(0);
                                     tx.update(t, &0i64, &[(1, v + 1)])?;
                                 }
                                 if i % 10 == 0 {

@@ -81,11 +81,13 @@ pub fn load(db: &Database, t: &TableRef, keys: impl IntoIterator<Item = i64>) {
     tx.commit().unwrap();
 }
 
+/// `val` for a test without concurrent writers: with them, a read that speculated past a
+/// Preparing writer fails as the cascading abort when that writer aborts (`try_val`).
 pub fn val(tx: &mut Transaction<'_>, t: &TableRef, k: i64) -> Option<i64> {
     tx.get_with(t, &k, |r| v_of(&r)).unwrap()
 }
 
-/// `val` for protocols whose reads can abort (MVTO, MV2PL).
+/// `val` for reads that can abort: MVTO, MV2PL, and any read beside concurrent writers.
 pub fn try_val(tx: &mut Transaction<'_>, t: &TableRef, k: i64) -> Result<Option<i64>> {
     tx.get_with(t, &k, |r| v_of(&r))
 }
