@@ -33,7 +33,7 @@ pub struct ExperimentArgs {
     #[arg(value_enum)]
     name: Name,
     /// A small version of each experiment (10,000 rows, 0.5 s runs, one round, fewer points),
-    /// for tests and for trying the command: `all --quick` takes well under a minute.
+    /// for tests and for trying the command: `all --quick` takes about 4.5 minutes on two cores.
     #[arg(long)]
     quick: bool,
     /// Directory for NAME.json, NAME.svg and the runs' reports (NAME-runs/).
