@@ -141,6 +141,14 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
             dir.join(format!("{name}.json")).display()
         )));
     }
+    // `all` runs the baseline engines exactly when the build has them.
+    let baselines = dir.join("baselines.json");
+    assert_eq!(baselines.exists(), cfg!(feature = "baselines"), "{stdout}");
+    if baselines.exists() {
+        let r = read_json(&baselines);
+        assert_eq!(r["experiment"], "baselines");
+        assert!(r["panels"].as_array().unwrap().len() >= 2);
+    }
 
     // PACMAN recovery: each log was written once (TPC-C and Smallbank command, logical,
     // physical; each all ad hoc too), every scheme recovered a

@@ -68,16 +68,29 @@ impl Engine {
     }
 }
 
+/// Whether this build has the baseline engines (the cargo feature `baselines`).
+pub const COMPILED: bool = cfg!(feature = "baselines");
+
+/// The refusal for `what` (e.g. "--engine sqlite") in a build without the feature.
+pub fn missing_feature(what: &str) -> String {
+    format!(
+        "{what} needs the cargo feature `baselines`, which this build of myriad does not have; \
+         rebuild with `cargo build --release -p myriad-cli --features baselines`"
+    )
+}
+
 /// Whether this build can run `engine`: the baselines need the `baselines` feature.
 pub fn check_available(engine: Engine) -> Result<(), String> {
-    if engine == Engine::Myriad || cfg!(feature = "baselines") {
+    available_in(engine, COMPILED)
+}
+
+/// [`check_available`] for a build that has (`compiled`) or lacks the feature, so that both
+/// answers are tested in either build.
+fn available_in(engine: Engine, compiled: bool) -> Result<(), String> {
+    if engine == Engine::Myriad || compiled {
         return Ok(());
     }
-    Err(format!(
-        "--engine {} needs the cargo feature `baselines`, which this build of myriad does not \
-         have; rebuild with `cargo build --release -p myriad-cli --features baselines`",
-        engine.name()
-    ))
+    Err(missing_feature(&format!("--engine {}", engine.name())))
 }
 
 /// Refuses flags that only Myriad can honour: `set` lists each such flag with whether the
@@ -108,11 +121,19 @@ mod tests {
             refuse_myriad_flags(Engine::Redb, &[("--protocol", true), ("--gc", true)]).unwrap_err();
         assert!(e.contains("--protocol, --gc") && e.contains("redb"), "{e}");
         assert!(check_available(Engine::Myriad).is_ok());
-        let sqlite = check_available(Engine::Sqlite);
-        if cfg!(feature = "baselines") {
-            assert!(sqlite.is_ok());
-        } else {
-            assert!(sqlite.unwrap_err().contains("`baselines`"));
+        assert_eq!(check_available(Engine::Sqlite).is_ok(), COMPILED);
+        for engine in [Engine::Sqlite, Engine::Redb, Engine::Fjall] {
+            assert!(available_in(engine, true).is_ok());
+            let e = available_in(engine, false).unwrap_err();
+            let name = format!(
+                "--engine {} needs the cargo feature `baselines`",
+                engine.name()
+            );
+            assert!(
+                e.starts_with(&name) && e.contains("--features baselines"),
+                "{e}"
+            );
         }
+        assert!(available_in(Engine::Myriad, false).is_ok());
     }
 }

@@ -1163,6 +1163,45 @@ fn pointer_panel(
     }
 }
 
+/// `myriad experiment list`'s lines, in a build that has (`compiled`) or lacks the baseline
+/// engines.
+fn list_lines(compiled: bool) -> Vec<String> {
+    SPECS
+        .iter()
+        .map(|s| match s.partial {
+            _ if s.name == BASELINES && !compiled => format!(
+                "{:<16} not in this build: needs the cargo feature `baselines`",
+                s.name
+            ),
+            None => format!("{:<16} Fig. {:<10} runs", s.name, s.figure),
+            Some(p) => format!("{:<16} Fig. {:<10} runs, without {p}", s.name, s.figure),
+        })
+        .collect()
+}
+
+/// The experiments `name` (not `list`) runs in a build that has (`compiled`) or lacks the
+/// baseline engines: `all` runs `baselines` only where it is built; naming it where it is not
+/// is refused before anything runs or is written.
+fn selected(name: Name, compiled: bool) -> Result<Vec<&'static Spec>, String> {
+    let specs: Vec<&Spec> = match name {
+        Name::All => SPECS
+            .iter()
+            .filter(|s| s.name != BASELINES || compiled)
+            .collect(),
+        n => {
+            let name = n.to_possible_value().map(|v| v.get_name().to_string());
+            match SPECS.iter().find(|s| Some(s.name) == name.as_deref()) {
+                Some(s) => vec![s],
+                None => return Err("unknown experiment".into()),
+            }
+        }
+    };
+    if specs.iter().any(|s| s.name == BASELINES) && !compiled {
+        return Err(crate::baselines::missing_feature("experiment baselines"));
+    }
+    Ok(specs)
+}
+
 pub fn run(a: ExperimentArgs) -> ExitCode {
     let threads = a.threads.unwrap_or_else(crate::args::default_threads);
     let scale = Scale {
@@ -1175,47 +1214,16 @@ pub fn run(a: ExperimentArgs) -> ExitCode {
         runs: a.runs.unwrap_or(if a.quick { 1 } else { 3 }),
         seed: a.seed,
     };
-    let specs: Vec<&Spec> = match a.name {
-        Name::List => {
-            for s in SPECS {
-                if s.name == BASELINES && !cfg!(feature = "baselines") {
-                    println!(
-                        "{:<16} not in this build: needs the cargo feature `baselines`",
-                        s.name
-                    );
-                    continue;
-                }
-                match s.partial {
-                    None => println!("{:<16} Fig. {:<10} runs", s.name, s.figure),
-                    Some(p) => {
-                        println!("{:<16} Fig. {:<10} runs, without {p}", s.name, s.figure)
-                    }
-                }
-            }
-            return ExitCode::SUCCESS;
+    if a.name == Name::List {
+        for line in list_lines(crate::baselines::COMPILED) {
+            println!("{line}");
         }
-        // `all` runs the baselines only in a build that has them.
-        Name::All => SPECS
-            .iter()
-            .filter(|s| s.name != BASELINES || cfg!(feature = "baselines"))
-            .collect(),
-        n => {
-            let name = n.to_possible_value().map(|v| v.get_name().to_string());
-            let spec = SPECS.iter().find(|s| Some(s.name) == name.as_deref());
-            match spec {
-                Some(s) => vec![s],
-                None => return crate::fatal("experiment", "unknown experiment"),
-            }
-        }
-    };
-    if specs.iter().any(|s| s.name == BASELINES) && !cfg!(feature = "baselines") {
-        return crate::fatal(
-            "experiment baselines",
-            "the baseline engines need the cargo feature `baselines`, which this build of \
-             myriad does not have; rebuild with `cargo build --release -p myriad-cli --features \
-             baselines`",
-        );
+        return ExitCode::SUCCESS;
     }
+    let specs = match selected(a.name, crate::baselines::COMPILED) {
+        Ok(specs) => specs,
+        Err(e) => return crate::fatal("experiment", e),
+    };
     if let Err(e) = std::fs::create_dir_all(&a.out) {
         return crate::fatal(&format!("creating {}", a.out.display()), e);
     }
@@ -2037,6 +2045,31 @@ mod tests {
         assert_eq!(b[2], dir.display().to_string());
         let plain: Vec<String> = ["ycsb", "--rows", "10"].map(String::from).into();
         assert_eq!(with_run_dir(&plain, &dir).unwrap(), plain);
+    }
+
+    #[test]
+    fn the_baselines_are_listed_selected_and_refused_by_whether_they_are_built() {
+        for compiled in [false, true] {
+            let lines = list_lines(compiled);
+            assert_eq!(lines.len(), SPECS.len());
+            let b = lines.iter().find(|l| l.starts_with(BASELINES)).unwrap();
+            assert_eq!(b.ends_with("runs"), compiled, "{b}");
+            assert_eq!(b.contains("cargo feature `baselines`"), !compiled, "{b}");
+            let all = selected(Name::All, compiled).unwrap();
+            assert_eq!(all.iter().any(|s| s.name == BASELINES), compiled);
+            assert_eq!(all.len(), SPECS.len() - usize::from(!compiled));
+        }
+        assert_eq!(selected(Name::Baselines, true).unwrap()[0].name, BASELINES);
+        let e = selected(Name::Baselines, false).err().unwrap();
+        assert!(
+            e.starts_with("experiment baselines needs the cargo feature `baselines`"),
+            "{e}"
+        );
+        assert!(e.contains("--features baselines"), "{e}");
+        assert_eq!(
+            selected(Name::ChainOrder, false).unwrap()[0].name,
+            "chain-order"
+        );
     }
 
     #[test]
