@@ -54,12 +54,24 @@ enum Field {
 
 impl Resolver<'_> {
     /// Resolves a field word, waiting out Preparing writers whose end timestamp is ≤ `rt`.
-    #[inline]
+    /// The common case, a timestamp, is inlined into every visibility test; a transaction
+    /// id goes to [`Self::resolve_txn`] (kept out of line so the callers stay small).
+    #[inline(always)]
     fn resolve(&self, field: &std::sync::atomic::AtomicU64, rt: Timestamp) -> Field {
+        let w = field.load(Ordering::Acquire);
+        if !is_txn(w) {
+            return Field::Ts(Timestamp::new(w));
+        }
+        self.resolve_txn(field, w, rt)
+    }
+
+    /// [`Self::resolve`] of a field that held the transaction id word `w` when read.
+    #[inline(never)]
+    fn resolve_txn(&self, field: &std::sync::atomic::AtomicU64, w: u64, rt: Timestamp) -> Field {
         let backoff = Backoff::new();
         let mut waited = false;
+        let mut w = w;
         loop {
-            let w = field.load(Ordering::Acquire);
             if !is_txn(w) {
                 return Field::Ts(Timestamp::new(w));
             }
@@ -105,6 +117,7 @@ impl Resolver<'_> {
                     backoff.snooze()
                 }
             }
+            w = field.load(Ordering::Acquire);
         }
     }
 
