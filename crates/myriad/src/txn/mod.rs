@@ -680,18 +680,44 @@ impl<'db> Transaction<'db> {
         Ok(())
     }
 
+    /// Starts an operation on `t`. Inlined into every operation: an active transaction on a
+    /// live table of this database (nearly always) takes three compares and no call; the
+    /// rest is out of line ([`Self::begin_op_checks`], [`Self::repin_if_due`]).
+    #[inline(always)]
     fn begin_op(&mut self, t: &Table) -> Result<()> {
+        if self.status != Status::Active
+            || t.db_id != self.st.db.id
+            // SeqCst as in `check_table`.
+            || t.state.load(Ordering::SeqCst) != crate::storage::table::LIVE
+        {
+            self.begin_op_checks(t)?;
+        }
+        self.st.sets.op_reads = self.st.sets.read_set.len() as u32;
+        self.ops_since_repin += 1;
+        if self.ops_since_repin >= REPIN_EVERY_OPS {
+            self.repin_if_due();
+        }
+        Ok(())
+    }
+
+    /// [`Self::begin_op`]'s checks with their errors (the table may also have become live
+    /// since the fast path looked: then they pass).
+    #[cold]
+    #[inline(never)]
+    fn begin_op_checks(&self, t: &Table) -> Result<()> {
         if self.status != Status::Active {
             return Err(Error::TransactionClosed);
         }
-        self.check_table(t)?;
-        self.st.sets.op_reads = self.st.sets.read_set.len() as u32;
-        self.ops_since_repin += 1;
-        if self.ops_since_repin >= REPIN_EVERY_OPS && self.may_repin() {
+        self.check_table(t)
+    }
+
+    /// Every `REPIN_EVERY_OPS` operations: repins the epoch guard where that is safe.
+    #[inline(never)]
+    fn repin_if_due(&mut self) {
+        if self.may_repin() {
             self.ops_since_repin = 0;
             self.guard.repin();
         }
-        Ok(())
     }
 
     fn begin_write(&mut self, t: &Table) -> Result<()> {
