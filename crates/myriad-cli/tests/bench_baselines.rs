@@ -1,9 +1,10 @@
 //! `myriad bench ycsb|smallbank --engine sqlite|redb|fjall` as a user runs it. With the cargo
-//! feature `baselines` (the README's test command has it, `--all-features`): each engine runs a tiny YCSB and a tiny Smallbank in memory and on disk,
-//! commits, keeps its invariant (exactly its rows; the money) and says what it did;
-//! Myriad-only flags are refused. Without the feature (`cargo test -p myriad-cli --release`):
-//! `--engine sqlite` is refused with an error naming the feature (that decision is also
-//! unit-tested for both builds in `baselines/mod.rs`).
+//! feature `baselines` (the README's test command has it, `--all-features`): each engine
+//! runs a tiny YCSB and a tiny Smallbank in memory and on disk, commits, keeps its invariant
+//! (exactly its rows; the money) and says what it did; Myriad-only flags are refused. Without
+//! the feature (`cargo test -p myriad-cli --release`): `--engine sqlite` is refused with an
+//! error naming the feature (that decision is also unit-tested for both builds in
+//! `baselines/mod.rs`).
 
 use std::process::{Command, Output};
 

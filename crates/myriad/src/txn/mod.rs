@@ -656,30 +656,6 @@ impl<'db> Transaction<'db> {
         Err(self.fail(reason))
     }
 
-    fn check_table(&self, t: &Table) -> Result<()> {
-        if t.db_id != self.st.db.id {
-            return Err(Error::UnknownTable(t.schema.name.clone()));
-        }
-        // SeqCst pairs with `Database::create_index`: it sets the state, then looks for
-        // transactions in flight; we claimed our slot, then read the state.
-        match t.state.load(Ordering::SeqCst) {
-            crate::storage::table::LIVE => {}
-            crate::storage::table::BUILDING => {
-                return Err(Error::Busy(format!(
-                    "table `{}` is being rebuilt by CREATE INDEX; retry when it finishes",
-                    t.schema.name
-                )))
-            }
-            _ => {
-                return Err(Error::UnknownTable(format!(
-                    "{} (a handle from before CREATE INDEX; look the table up again)",
-                    t.schema.name
-                )))
-            }
-        }
-        Ok(())
-    }
-
     /// Starts an operation on `t`. Inlined into every operation: an active transaction on a
     /// live table of this database (nearly always) takes three compares and no call; the
     /// rest is out of line ([`Self::begin_op_checks`], [`Self::repin_if_due`]).
@@ -687,7 +663,7 @@ impl<'db> Transaction<'db> {
     fn begin_op(&mut self, t: &Table) -> Result<()> {
         if self.status != Status::Active
             || t.db_id != self.st.db.id
-            // SeqCst as in `check_table`.
+            // SeqCst as in `begin_op_checks`.
             || t.state.load(Ordering::SeqCst) != crate::storage::table::LIVE
         {
             self.begin_op_checks(t)?;
@@ -708,7 +684,22 @@ impl<'db> Transaction<'db> {
         if self.status != Status::Active {
             return Err(Error::TransactionClosed);
         }
-        self.check_table(t)
+        if t.db_id != self.st.db.id {
+            return Err(Error::UnknownTable(t.schema.name.clone()));
+        }
+        // SeqCst pairs with `Database::create_index`: it sets the state, then looks for
+        // transactions in flight; we claimed our slot, then read the state.
+        match t.state.load(Ordering::SeqCst) {
+            crate::storage::table::LIVE => Ok(()),
+            crate::storage::table::BUILDING => Err(Error::Busy(format!(
+                "table `{}` is being rebuilt by CREATE INDEX; retry when it finishes",
+                t.schema.name
+            ))),
+            _ => Err(Error::UnknownTable(format!(
+                "{} (a handle from before CREATE INDEX; look the table up again)",
+                t.schema.name
+            ))),
+        }
     }
 
     /// Every `REPIN_EVERY_OPS` operations: repins the epoch guard where that is safe.
