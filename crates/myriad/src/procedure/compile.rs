@@ -54,12 +54,13 @@ type RowCond = Box<dyn Fn(RowRef<'_>, &[V]) -> crate::error::Result<bool> + Send
 /// A condition's truth (typed path, else the general evaluator).
 type Holds = Box<dyn Fn(&[V]) -> crate::error::Result<bool> + Send + Sync>;
 /// The rows of a read: calls its third argument with each row's item values until it
-/// returns false.
+/// returns false. The callee may take the values (a loop moves them into its buffer rather
+/// than cloning each one); what it leaves is cleared before the next row.
 type Rows = Box<
     dyn Fn(
             &mut Transaction<'_>,
             &mut Frame,
-            &mut dyn FnMut(&[Value]) -> crate::error::Result<bool>,
+            &mut dyn FnMut(&mut Vec<Value>) -> crate::error::Result<bool>,
         ) -> crate::error::Result<()>
         + Send
         + Sync,
@@ -1028,7 +1029,12 @@ impl Cx<'_> {
     /// to its limit, until `each` returns false.
     fn rows(&self, op: usize, read: &Read, es: &[E]) -> Rows {
         let at = self.at(op);
-        let es: Vec<Val> = es.iter().map(val).collect();
+        // An INT column of the row (what keys and loop fields mostly are) is read in place,
+        // as `val`'s INT path reads it, without going through a `V`.
+        let es: Vec<(Option<usize>, Val)> = es
+            .iter()
+            .map(|e| (if let E::Col(c) = e { Some(*c) } else { None }, val(e)))
+            .collect();
         let limit = read.limit.as_ref().map(val);
         let (table, access, order) = (read.table.clone(), read.access.clone(), read.order);
         let pass = filter(&read.access);
@@ -1046,7 +1052,11 @@ impl Cx<'_> {
             let Frame { vars, out, key, .. } = f;
             visit_plan_with(tx, &table, &access, &pass, vars, key, order, &mut |row| {
                 out.clear();
-                for e in &es {
+                for (col, e) in &es {
+                    if let Some(i) = col.and_then(|c| row.int_at(c)) {
+                        out.push(Value::Int(i));
+                        continue;
+                    }
                     out.push(e(Some(row), vars)?.stored(at)?);
                 }
                 left -= 1;
@@ -1451,7 +1461,7 @@ impl Cx<'_> {
             buf.clear();
             let mut n = 0usize;
             let got = rows(tx, f, &mut |vals| {
-                buf.extend_from_slice(vals);
+                buf.append(vals);
                 n += 1;
                 Ok(true)
             });

@@ -376,6 +376,11 @@ impl Procedure {
                 (t, V::Arr(xs)) if t.element().is_some() => xs
                     .iter()
                     .all(|x| scalar_fits(t.element().unwrap_or(Ty::Int), x).is_some()),
+                // A value of the parameter's own kind stays as it is (`scalar_fits` would
+                // copy it: a text argument once per call); only a widening rewrites it.
+                (Ty::Int, V::Val(Value::Int(_)))
+                | (Ty::Float, V::Val(Value::Float(_)))
+                | (Ty::Str, V::Val(Value::Str(_))) => true,
                 (t, V::Val(v)) if t.element().is_none() => match scalar_fits(*t, v) {
                     Some(v) => {
                         f.vars[i] = v;
