@@ -104,15 +104,23 @@ fn a_conflict_closes_the_group_and_run_loses_no_update() {
         let mut y = db.begin_after(si(), loaded).unwrap();
         x.update(&t, &0i64, &[(1, 10)]).unwrap();
         let c = x.commit_returning_ts().unwrap();
+        let before = db.stats().global_rmw;
         let e = y.update(&t, &0i64, &[(1, 20)]).unwrap_err();
         assert_eq!(
             e,
             Error::SerializationFailure(AbortReason::WriteWriteConflict)
         );
+        let s = db.stats();
         assert_eq!(
-            db.stats().ts_increments_by_cause[0],
-            1,
+            s.ts_increments_by_cause[0], 1,
             "the conflict closed the group"
+        );
+        // The close's shared read-modify-writes count: the `advance` lock (2), the increment
+        // count (1), the move of BTs over the complete group (1), and the count's own.
+        assert!(
+            s.global_rmw - before >= 5,
+            "{counters}: a conflict close counted {} shared RMWs",
+            s.global_rmw - before
         );
         // Closed and complete: a plain begin sees the winner now.
         let mut r = db.begin().unwrap();

@@ -106,8 +106,8 @@ pub(super) fn logs(s: &Scale) -> Vec<Panel> {
 
 /// Fig. 25 (16 warehouses; 1 with `--quick`): throughput, global atomic read-modify-writes
 /// and timestamp increments per committed transaction over threads; Fig. 26 (warehouses =
-/// threads): throughput. Fig. 27 (throughput normalised to the first point) is Fig. 25's
-/// throughput panel read as ratios, in the docs.
+/// threads): throughput. Fig. 27 (scalability at a fixed conflict rate: throughput
+/// normalised to the first point) is Fig. 26's panel read as ratios, in the docs.
 pub(super) fn fragment(s: &Scale) -> Vec<Panel> {
     let fixed = if s.quick { 1 } else { 16 };
     let by_fixed = series(s, |_| fixed);

@@ -56,7 +56,9 @@ pub struct Stats {
     pub committed: u64,
     /// Aborts by reason, in `AbortReason::ALL` order.
     pub aborted: [u64; AbortReason::ALL.len()],
-    /// Atomic read-modify-writes on engine-global words (timestamp counter, tuple-id counters).
+    /// Atomic read-modify-writes on engine-global words (timestamp counter, tuple-id counters;
+    /// under `partial-order` also the group counters, and the closes and floor waits
+    /// transactions' threads make).
     pub global_rmw: u64,
     /// Atomic read-modify-writes on per-record words (write locks, chain-head installs).
     pub record_rmw: u64,
@@ -768,6 +770,7 @@ impl Database {
             add_siro(&mut s, st);
         }
         let clock = &self.shared.clock;
+        s.global_rmw += clock.path_rmw();
         match clock.increments() {
             Some(by) => {
                 s.ts_increments = by.iter().sum();

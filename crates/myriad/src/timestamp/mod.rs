@@ -306,6 +306,16 @@ impl Source {
         }
     }
 
+    /// `partial-order`: shared read-modify-writes transactions' threads took in conflict
+    /// closes and floor waits, which no commit or begin counted in its slot
+    /// (`PartialOrder::path_rmw`); 0 for the counters.
+    pub(crate) fn path_rmw(&self) -> u64 {
+        match self {
+            Source::GlobalCounter(_) | Source::LockedCounter(_) => 0,
+            Source::PartialOrder(p) => p.path_rmw(),
+        }
+    }
+
     /// Draws `len ≥ 1` timestamps at once and returns the first: the caller's end timestamp
     /// is `first + len` (ERMIA: the log range `[first, first + len)` is its record).
     #[inline]

@@ -40,6 +40,10 @@
 //! Shared read-modify-writes: `Shared`, two per committed update transaction (join and
 //! release, on the group's counters), plus one failed-or-not CAS on `BTs` per timestamp it
 //! moves; `Slots`, none on the commit path, one `fetch_max` on `BTs` per scan that moves it.
+//! A close by a conflict abort or a floor takes the `advance` lock (two), the increment
+//! count and its `BTs` moves, and a floor wait its `BTs` moves; those are counted apart
+//! (`path_rmw`, one more for the count itself), as no commit or begin returns them. The
+//! tick's are not counted: its thread runs no transaction.
 //!
 //! On a durable database a member is complete only once its log record is durable (POMVCC
 //! §V). `Shared`: `defer_release` lists it with its log epoch in its slot's list and the
@@ -153,6 +157,10 @@ struct Inner {
     advance: Mutex<(u64, u64)>,
     /// CTs increments by cause (`Cause as usize`).
     increments: [AtomicU64; 3],
+    /// Shared read-modify-writes that transactions' threads took in `close` (a conflict
+    /// abort's) and `wait_for` (a floor), which no commit or begin returns to count in its
+    /// slot. The tick's are not counted: it runs on its own thread.
+    path_rmw: AtomicU64,
     /// `Shared` on a durable database: per transaction-table slot, the members that
     /// committed but whose log record is not durable yet, as (epoch, timestamp)
     /// (`defer_release`); empty under `Slots`.
@@ -197,6 +205,7 @@ impl PartialOrder {
                 counters,
                 advance: Mutex::new((0, 0)),
                 increments: Default::default(),
+                path_rmw: AtomicU64::new(0),
                 pending: (0..pending)
                     .map(|_| CachePadded::new(Mutex::new(Vec::new())))
                     .collect(),
@@ -364,26 +373,46 @@ impl PartialOrder {
     }
 
     /// Closes group `c` if it is still the open one (`Update_CTs`); true if this call moved
-    /// `CTs`. `Shared`: refused (false) while `RING` groups are incomplete.
+    /// `CTs`. `Shared`: refused (false) while `RING` groups are incomplete. Its shared
+    /// read-modify-writes are counted in `path_rmw`: the `advance` lock's acquire and
+    /// release, and when it moved `CTs`, the increment count and the moves of `BTs`.
     pub(crate) fn close(&self, c: u64, cause: Cause) -> bool {
         let mut base = self.inner.advance.lock();
-        self.close_locked(&mut base, c, cause)
+        let (moved, rmw) = self.close_locked(&mut base, c, cause);
+        drop(base);
+        self.note_path_rmw(2 + rmw);
+        moved
     }
 
-    fn close_locked(&self, base: &mut (u64, u64), c: u64, cause: Cause) -> bool {
+    /// `close` under the `advance` lock: whether it moved `CTs`, and the shared
+    /// read-modify-writes it took (the lock's not included).
+    fn close_locked(&self, base: &mut (u64, u64), c: u64, cause: Cause) -> (bool, u64) {
         if self.cts() != c {
-            return false;
+            return (false, 0);
         }
         if let Some(e) = self.counts(c + 1) {
             if c + 1 >= self.bts() + RING {
-                return false;
+                return (false, 0);
             }
             *base = (e.pc.load(Ordering::SeqCst), e.cc.load(Ordering::SeqCst));
         }
         self.inner.cts.store(c + 1, Ordering::SeqCst);
         self.inner.increments[cause as usize].fetch_add(1, Ordering::Relaxed);
-        self.try_advance_bts();
-        true
+        (true, 1 + self.try_advance_bts())
+    }
+
+    /// Counts `rmw` shared read-modify-writes that a transaction's thread took outside a
+    /// commit or begin, and this count's own.
+    fn note_path_rmw(&self, rmw: u64) {
+        if rmw > 0 {
+            self.inner.path_rmw.fetch_add(rmw + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// Shared read-modify-writes that transactions' threads took in conflict closes and
+    /// floor waits so far (`Inner::path_rmw`).
+    pub(crate) fn path_rmw(&self) -> u64 {
+        self.inner.path_rmw.load(Ordering::Relaxed)
     }
 
     /// Whether anyone joined the open group `c` since it opened (`Shared`: its counters
@@ -400,7 +429,8 @@ impl PartialOrder {
     }
 
     /// The periodic tick: closes the open group if anyone joined it since it opened, so a
-    /// commit becomes readable without a conflict or a floor.
+    /// commit becomes readable without a conflict or a floor. Its shared read-modify-writes
+    /// are not counted (`path_rmw`): they are the tick thread's, not a transaction's.
     pub(crate) fn tick(&self) {
         {
             let mut base = self.inner.advance.lock();
@@ -545,7 +575,8 @@ impl PartialOrder {
             if c <= floor {
                 self.close(c, Cause::Floor);
             }
-            self.try_advance_bts();
+            let rmw = self.try_advance_bts();
+            self.note_path_rmw(rmw);
             if self.bts() < floor {
                 backoff.snooze();
             }
@@ -598,8 +629,20 @@ mod tests {
             p.release(a, 0);
             refresh();
             assert_eq!(p.bts(), 1, "the group is still open");
+            assert_eq!(p.path_rmw(), 0);
             assert!(p.close(2, Cause::Conflict));
+            // The lock (2), the increment count (1), this count (1); BTs does not move yet.
+            assert_eq!(
+                p.path_rmw(),
+                4,
+                "a close's shared read-modify-writes are counted"
+            );
             assert!(!p.close(2, Cause::Conflict), "closed once");
+            assert_eq!(
+                p.path_rmw(),
+                4 + 3,
+                "a close that finds it closed takes the lock"
+            );
             assert_eq!(p.cts(), 3);
             refresh();
             assert_eq!(p.bts(), 1, "two members are in flight");
