@@ -229,12 +229,11 @@ impl Source {
 
     /// A write-write conflict with a version committed (or Preparing) at `ts`: under
     /// `partial-order` the group at `ts` is closed, so the retry can begin after it.
-    pub(crate) fn close_group(&self, ts: Timestamp) {
+    /// Returns the shared read-modify-writes it took.
+    pub(crate) fn close_group(&self, ts: Timestamp) -> u64 {
         match self {
-            Source::GlobalCounter(_) | Source::LockedCounter(_) => {}
-            Source::PartialOrder(p) => {
-                p.close(ts.0, Cause::Conflict);
-            }
+            Source::GlobalCounter(_) | Source::LockedCounter(_) => 0,
+            Source::PartialOrder(p) => p.close(ts.0, Cause::Conflict).1,
         }
     }
 
@@ -306,9 +305,9 @@ impl Source {
         }
     }
 
-    /// `partial-order`: shared read-modify-writes transactions' threads took in conflict
-    /// closes and floor waits, which no commit or begin counted in its slot
-    /// (`PartialOrder::path_rmw`); 0 for the counters.
+    /// `partial-order`: shared read-modify-writes transactions' threads took in floor
+    /// waits, which no commit or begin counted in its slot (`PartialOrder::path_rmw`); 0
+    /// for the counters.
     pub(crate) fn path_rmw(&self) -> u64 {
         match self {
             Source::GlobalCounter(_) | Source::LockedCounter(_) => 0,

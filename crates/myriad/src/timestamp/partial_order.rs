@@ -15,7 +15,8 @@
 //! - `BTs` passes `t` only when `t < CTs` (the group is closed) and `PC[t] = CC[t]` (every
 //!   member is complete), one timestamp at a time (D6): a snapshot holds whole groups, never
 //!   a Preparing member, so readers never wait for one.
-//! - `CTs` moves only in `close` (under `advance`, a lock: it is rare): on a conflict abort
+//! - `CTs` moves only in `close` (shared counters: under `advance`, a lock, as it is rare;
+//!   slot counts: one compare-and-swap, as nothing else moves it): on a conflict abort
 //!   with the conflicting group's timestamp (D5, trigger 1), on a begin with a floor (trigger
 //!   2), and by the periodic tick (trigger 3, `Ticker`). A join that loaded `c` re-reads `CTs`
 //!   after raising `PC[c]`; `close` stores `CTs` before any advancer reads `PC[c]` (all
@@ -40,10 +41,12 @@
 //! Shared read-modify-writes: `Shared`, two per committed update transaction (join and
 //! release, on the group's counters), plus one failed-or-not CAS on `BTs` per timestamp it
 //! moves; `Slots`, none on the commit path, one `fetch_max` on `BTs` per scan that moves it.
-//! A close by a conflict abort or a floor takes the `advance` lock (two), the increment
-//! count and its `BTs` moves, and a floor wait its `BTs` moves; those are counted apart
-//! (`path_rmw`, one more for the count itself), as no commit or begin returns them. The
-//! tick's are not counted: its thread runs no transaction.
+//! A close takes the `advance` lock (`Shared`: two) or one CAS of `CTs` (`Slots`), and the
+//! `BTs` moves it makes; a conflict abort's are counted in its transaction's slot, a floor
+//! wait's apart (`path_rmw`, one more for that count), with its one `BTs` move (`Slots`: it
+//! moves `BTs` only once that reaches the floor). A conflict's close is not counted by cause
+//! as it happens (`increments` derives it). The tick's are not counted: its thread runs no
+//! transaction.
 //!
 //! On a durable database a member is complete only once its log record is durable (POMVCC
 //! §V). `Shared`: `defer_release` lists it with its log epoch in its slot's list and the
@@ -63,6 +66,9 @@ use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+
+/// The first open commit timestamp (`BTs` starts one below it).
+const START_CTS: u64 = 2;
 
 /// Ring entries (groups that may be open or incomplete at once; `Shared` only).
 const RING: u64 = 4096;
@@ -155,11 +161,14 @@ struct Inner {
     /// holds the open group's counters as they were when it opened: the tick closes it only
     /// if they moved (someone joined it).
     advance: Mutex<(u64, u64)>,
-    /// CTs increments by cause (`Cause as usize`).
+    /// CTs increments by a floor and by the tick (`Cause as usize`; a conflict's are the
+    /// rest, `increments`, so a conflict close takes no read-modify-write to count itself).
     increments: [AtomicU64; 3],
-    /// Shared read-modify-writes that transactions' threads took in `close` (a conflict
-    /// abort's) and `wait_for` (a floor), which no commit or begin returns to count in its
-    /// slot. The tick's are not counted: it runs on its own thread.
+    /// How far `advance_to` (recovery) moved `CTs`: not an increment of any cause.
+    jumped: AtomicU64,
+    /// Shared read-modify-writes that transactions' threads took in floor waits
+    /// (`wait_for`), which no commit or begin returns to count in its slot. The tick's
+    /// are not counted: it runs on its own thread.
     path_rmw: AtomicU64,
     /// `Shared` on a durable database: per transaction-table slot, the members that
     /// committed but whose log record is not durable yet, as (epoch, timestamp)
@@ -200,11 +209,12 @@ impl PartialOrder {
     fn with(counters: Counters, pending: usize) -> Self {
         PartialOrder {
             inner: Arc::new(Inner {
-                cts: CachePadded::new(AtomicU64::new(2)),
+                cts: CachePadded::new(AtomicU64::new(START_CTS)),
                 bts: CachePadded::new(AtomicU64::new(1)),
                 counters,
                 advance: Mutex::new((0, 0)),
                 increments: Default::default(),
+                jumped: AtomicU64::new(0),
                 path_rmw: AtomicU64::new(0),
                 pending: (0..pending)
                     .map(|_| CachePadded::new(Mutex::new(Vec::new())))
@@ -372,20 +382,30 @@ impl PartialOrder {
         self.try_advance_bts();
     }
 
-    /// Closes group `c` if it is still the open one (`Update_CTs`); true if this call moved
-    /// `CTs`. `Shared`: refused (false) while `RING` groups are incomplete. Its shared
-    /// read-modify-writes are counted in `path_rmw`: the `advance` lock's acquire and
-    /// release, and when it moved `CTs`, the increment count and the moves of `BTs`.
-    pub(crate) fn close(&self, c: u64, cause: Cause) -> bool {
+    /// Closes group `c` if it is still the open one (`Update_CTs`): whether this call moved
+    /// `CTs`, and the shared read-modify-writes it took. `Slots`: one compare-and-swap of
+    /// `CTs` (nothing else moves it while transactions run: every close is this CAS; the
+    /// `advance` lock serves only recovery's `advance_to`). `Shared`: under the `advance`
+    /// lock (its acquire and release are two), which also guards the open group's counters
+    /// as they were at its opening (`tick`); refused (false) while `RING` groups are
+    /// incomplete. Either way a close that moved `CTs` counts its cause (a floor's or the
+    /// tick's, one more) and moves `BTs` over the groups it made complete.
+    pub(crate) fn close(&self, c: u64, cause: Cause) -> (bool, u64) {
+        if self.slots() {
+            let moved = self
+                .inner
+                .cts
+                .compare_exchange(c, c + 1, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok();
+            let after = if moved { self.closed(cause) } else { 0 };
+            return (moved, 1 + after);
+        }
         let mut base = self.inner.advance.lock();
         let (moved, rmw) = self.close_locked(&mut base, c, cause);
-        drop(base);
-        self.note_path_rmw(2 + rmw);
-        moved
+        (moved, 2 + rmw)
     }
 
-    /// `close` under the `advance` lock: whether it moved `CTs`, and the shared
-    /// read-modify-writes it took (the lock's not included).
+    /// `Shared`'s `close` under the `advance` lock (its read-modify-writes not included).
     fn close_locked(&self, base: &mut (u64, u64), c: u64, cause: Cause) -> (bool, u64) {
         if self.cts() != c {
             return (false, 0);
@@ -397,8 +417,19 @@ impl PartialOrder {
             *base = (e.pc.load(Ordering::SeqCst), e.cc.load(Ordering::SeqCst));
         }
         self.inner.cts.store(c + 1, Ordering::SeqCst);
-        self.inner.increments[cause as usize].fetch_add(1, Ordering::Relaxed);
-        (true, 1 + self.try_advance_bts())
+        (true, self.closed(cause))
+    }
+
+    /// After a close moved `CTs`: counts it (but a conflict's, `increments`) and moves `BTs`.
+    /// Returns the shared read-modify-writes.
+    fn closed(&self, cause: Cause) -> u64 {
+        let counted = if cause == Cause::Conflict {
+            0
+        } else {
+            self.inner.increments[cause as usize].fetch_add(1, Ordering::Relaxed);
+            1
+        };
+        counted + self.try_advance_bts()
     }
 
     /// Counts `rmw` shared read-modify-writes that a transaction's thread took outside a
@@ -409,8 +440,8 @@ impl PartialOrder {
         }
     }
 
-    /// Shared read-modify-writes that transactions' threads took in conflict closes and
-    /// floor waits so far (`Inner::path_rmw`).
+    /// Shared read-modify-writes that transactions' threads took in floor waits so far
+    /// (`Inner::path_rmw`).
     pub(crate) fn path_rmw(&self) -> u64 {
         self.inner.path_rmw.load(Ordering::Relaxed)
     }
@@ -432,7 +463,12 @@ impl PartialOrder {
     /// commit becomes readable without a conflict or a floor. Its shared read-modify-writes
     /// are not counted (`path_rmw`): they are the tick thread's, not a transaction's.
     pub(crate) fn tick(&self) {
-        {
+        if self.slots() {
+            let c = self.cts();
+            if self.joined_since_open((0, 0), c) {
+                self.close(c, Cause::Tick);
+            }
+        } else {
             let mut base = self.inner.advance.lock();
             let c = self.cts();
             if self.joined_since_open(*base, c) {
@@ -459,25 +495,37 @@ impl PartialOrder {
     pub(crate) fn try_advance_bts(&self) -> u64 {
         match &self.inner.counters {
             Counters::Shared(_) => self.advance_shared(),
-            Counters::Slots { words, used } => {
-                // CTs first, then the words: a member that joined a group below the CTs we
-                // read published its word before it re-read CTs (module docs).
-                let ct = self.cts();
-                let n = used.load(Ordering::SeqCst);
-                let lo = words[..n]
-                    .iter()
-                    .map(|w| w.load(Ordering::SeqCst))
-                    .filter(|v| v & 1 == 1)
-                    .map(|v| v >> 1)
-                    .fold(ct, u64::min);
-                let target = lo.saturating_sub(1);
-                if target <= self.bts() {
-                    return 0;
-                }
-                self.inner.bts.fetch_max(target, Ordering::SeqCst);
-                self.lag_check(target) + 1
-            }
+            Counters::Slots { .. } => self.move_bts(self.slots_target()),
         }
+    }
+
+    /// `Slots`: how far `BTs` may move now: below the oldest group a member is still in
+    /// flight in, and below `CTs`.
+    fn slots_target(&self) -> u64 {
+        let Counters::Slots { words, used } = &self.inner.counters else {
+            return self.bts();
+        };
+        // CTs first, then the words: a member that joined a group below the CTs we read
+        // published its word before it re-read CTs (module docs).
+        let ct = self.cts();
+        let n = used.load(Ordering::SeqCst);
+        let lo = words[..n]
+            .iter()
+            .map(|w| w.load(Ordering::SeqCst))
+            .filter(|v| v & 1 == 1)
+            .map(|v| v >> 1)
+            .fold(ct, u64::min);
+        lo.saturating_sub(1)
+    }
+
+    /// `Slots`: moves `BTs` to `target` (a `slots_target`) if that is ahead of it. Returns the
+    /// shared read-modify-writes it took.
+    fn move_bts(&self, target: u64) -> u64 {
+        if target <= self.bts() {
+            return 0;
+        }
+        self.inner.bts.fetch_max(target, Ordering::SeqCst);
+        self.lag_check(target) + 1
     }
 
     /// `Shared`: `BTs` moves one timestamp at a time over complete closed groups.
@@ -573,9 +621,22 @@ impl PartialOrder {
         while self.bts() < floor {
             let c = self.cts();
             if c <= floor {
-                self.close(c, Cause::Floor);
+                let (_, rmw) = self.close(c, Cause::Floor);
+                self.note_path_rmw(rmw);
             }
-            let rmw = self.try_advance_bts();
+            // `Slots`: `BTs` moves only once it reaches the floor, so a wait on a member
+            // still in flight takes one read-modify-write, not one per group completed
+            // meanwhile (the next begin's `refresh` moves it for the others).
+            let rmw = if self.slots() {
+                let target = self.slots_target();
+                if target >= floor {
+                    self.move_bts(target)
+                } else {
+                    0
+                }
+            } else {
+                self.try_advance_bts()
+            };
             self.note_path_rmw(rmw);
             if self.bts() < floor {
                 backoff.snooze();
@@ -593,13 +654,28 @@ impl PartialOrder {
             if let Some(e) = self.counts(ts + 1) {
                 *base = (e.pc.load(Ordering::SeqCst), e.cc.load(Ordering::SeqCst));
             }
+            let from = self.cts();
             self.inner.cts.store(ts + 1, Ordering::SeqCst);
+            self.inner
+                .jumped
+                .fetch_add(ts + 1 - from, Ordering::Relaxed);
         }
     }
 
-    /// CTs increments so far, by cause.
+    /// CTs increments so far, by cause. A conflict's are not counted as they happen (that
+    /// would be one more shared read-modify-write per close): they are every move of `CTs`
+    /// from its start that neither a floor, the tick nor recovery made (a snapshot of the
+    /// counters while closes run may be off by those in progress).
     pub(crate) fn increments(&self, cause: Cause) -> u64 {
-        self.inner.increments[cause as usize].load(Ordering::Relaxed)
+        let of = |c: Cause| self.inner.increments[c as usize].load(Ordering::Relaxed);
+        match cause {
+            Cause::Conflict => {
+                let jumped = self.inner.jumped.load(Ordering::Relaxed);
+                let moved = self.cts().saturating_sub(START_CTS + jumped);
+                moved.saturating_sub(of(Cause::Floor) + of(Cause::Tick))
+            }
+            c => of(c),
+        }
     }
 }
 
@@ -629,20 +705,15 @@ mod tests {
             p.release(a, 0);
             refresh();
             assert_eq!(p.bts(), 1, "the group is still open");
-            assert_eq!(p.path_rmw(), 0);
-            assert!(p.close(2, Cause::Conflict));
-            // The lock (2), the increment count (1), this count (1); BTs does not move yet.
+            // Shared: the lock's two; slot counts: one CAS. No count of a conflict's close,
+            // and BTs does not move yet.
+            let rmw = if p.slots() { 1 } else { 2 };
             assert_eq!(
-                p.path_rmw(),
-                4,
-                "a close's shared read-modify-writes are counted"
+                p.close(2, Cause::Conflict),
+                (true, rmw),
+                "closed, with its RMWs"
             );
-            assert!(!p.close(2, Cause::Conflict), "closed once");
-            assert_eq!(
-                p.path_rmw(),
-                4 + 3,
-                "a close that finds it closed takes the lock"
-            );
+            assert_eq!(p.close(2, Cause::Conflict), (false, rmw), "closed once");
             assert_eq!(p.cts(), 3);
             refresh();
             assert_eq!(p.bts(), 1, "two members are in flight");

@@ -215,7 +215,8 @@ impl<'db> Transaction<'db> {
         // it; under `partial-order` the group at it is closed now, so the retry can.
         if let Some(ts) = self.writer_ts(h) {
             self.retry_floor = Some(ts);
-            self.st.db.clock.close_group(ts);
+            let rmw = self.st.db.clock.close_group(ts);
+            bump(&self.slot().stats.global_rmw, rmw);
         }
         Err(self.fail(AbortReason::WriteWriteConflict))
     }
