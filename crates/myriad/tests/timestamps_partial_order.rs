@@ -182,6 +182,44 @@ fn slot_counts_commit_without_a_shared_rmw() {
     }
 }
 
+/// A floor wait that closes the open group takes shared read-modify-writes (the close, the
+/// floor's increment count, the move of `BTs`) outside any transaction: they are counted in
+/// the slot of the thread's next begin, not before it, and once.
+#[test]
+fn a_floor_wait_counts_its_shared_rmws_at_the_next_begin() {
+    for &counters in PoCounters::ALL {
+        let (db, t) = po_db(counters);
+        let loaded = load_ts(&db, &t, 1);
+        let c = set(&db, &t, loaded, 0, 5);
+        let before = db.stats();
+        db.wait_for_floor(c).unwrap();
+        let waited = db.stats();
+        assert_eq!(
+            waited.ts_increments_by_cause[1],
+            before.ts_increments_by_cause[1] + 1
+        );
+        assert_eq!(
+            waited.global_rmw, before.global_rmw,
+            "{counters}: counted at the begin"
+        );
+        let mut r = db.begin().unwrap();
+        let begun = db.stats().global_rmw - before.global_rmw;
+        assert!(
+            begun >= 3,
+            "{counters}: a floor's close counted {begun} shared RMWs"
+        );
+        assert_eq!(val(&mut r, &t, 0), Some(5));
+        r.commit().unwrap();
+        let r = db.begin().unwrap();
+        assert_eq!(
+            db.stats().global_rmw - before.global_rmw,
+            begun,
+            "counted once"
+        );
+        r.commit().unwrap();
+    }
+}
+
 /// The commit timestamp of a no-op write, i.e. a floor covering everything committed so far.
 fn db_newest(db: &Database, t: &TableRef) -> Timestamp {
     db.run(|tx| {

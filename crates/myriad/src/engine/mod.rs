@@ -770,7 +770,6 @@ impl Database {
             add_siro(&mut s, st);
         }
         let clock = &self.shared.clock;
-        s.global_rmw += clock.path_rmw();
         match clock.increments() {
             Some(by) => {
                 s.ts_increments = by.iter().sum();

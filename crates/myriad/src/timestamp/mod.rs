@@ -218,6 +218,16 @@ impl Source {
         }
     }
 
+    /// `refresh` for a begin, which also counts the shared read-modify-writes this
+    /// thread's floor waits took since its last begin (`PartialOrder::take_floor_rmw`).
+    #[inline]
+    pub(crate) fn refresh_for_begin(&self) -> u64 {
+        match self {
+            Source::GlobalCounter(_) | Source::LockedCounter(_) => 0,
+            Source::PartialOrder(p) => p.refresh() + p.take_floor_rmw(),
+        }
+    }
+
     /// `partial-order`: the sampled visibility lag so far; `None` for the counters (a
     /// commit is readable once it is stamped).
     pub(crate) fn lag(&self) -> Option<LagStats> {
@@ -302,16 +312,6 @@ impl Source {
                 p.increments(Cause::Floor),
                 p.increments(Cause::Tick),
             ]),
-        }
-    }
-
-    /// `partial-order`: shared read-modify-writes transactions' threads took in floor
-    /// waits, which no commit or begin counted in its slot (`PartialOrder::path_rmw`); 0
-    /// for the counters.
-    pub(crate) fn path_rmw(&self) -> u64 {
-        match self {
-            Source::GlobalCounter(_) | Source::LockedCounter(_) => 0,
-            Source::PartialOrder(p) => p.path_rmw(),
         }
     }
 

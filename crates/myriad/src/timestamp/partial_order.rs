@@ -43,8 +43,8 @@
 //! moves; `Slots`, none on the commit path, one `fetch_max` on `BTs` per scan that moves it.
 //! A close takes the `advance` lock (`Shared`: two) or one CAS of `CTs` (`Slots`), and the
 //! `BTs` moves it makes; a conflict abort's are counted in its transaction's slot, a floor
-//! wait's apart (`path_rmw`, one more for that count), with its one `BTs` move (`Slots`: it
-//! moves `BTs` only once that reaches the floor). A conflict's close is not counted by cause
+//! wait's in the slot of its thread's next begin (`FLOOR_RMW`), with its one `BTs` move
+//! (`Slots`: it moves `BTs` only once that reaches the floor). A conflict's close is not counted by cause
 //! as it happens (`increments` derives it). The tick's are not counted: its thread runs no
 //! transaction.
 //!
@@ -56,16 +56,31 @@
 //! releases all). `Slots`: a slot's word holds one member, so the committer waits for its
 //! round before `release` (`txn/end.rs`).
 //!
-//! Visibility lag (`lag`): one commit at a time is sampled — a release finding no sample
-//! pending records its timestamp, the time and `CTs − BTs`; the move of `BTs` over it records
-//! the time from release to readable. The sample is the first commit released after the last
-//! one became readable, so it leans to the early members of a group (which wait longest).
+//! Visibility lag (`lag`): one commit at a time is sampled, in one group of every
+//! `LAG_EVERY` (by timestamp) — a release in such a group finding no sample pending records
+//! its timestamp, the time and `CTs − BTs`; the move of `BTs` over it records the time from
+//! release to readable. The sample is the group's first commit released while none is
+//! pending, so it leans to the early members of a group (which wait longest).
 
 use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+
+thread_local! {
+    /// Shared read-modify-writes this thread took in floor waits (`wait_for`: `begin_after`,
+    /// `wait_for_floor`) of the source at this address (`PartialOrder::key`), not yet
+    /// counted: the thread's next begin counts them in its slot (`take_floor_rmw`), so a
+    /// wait between transactions needs no shared counter of its own.
+    static FLOOR_RMW: std::cell::Cell<(usize, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Groups the visibility lag is sampled in: those whose timestamp is a multiple of this
+/// (and any until the first sample is taken). A sample takes two shared read-modify-writes
+/// (taking it, and recording it once readable), which for a sample per group were about as
+/// many as the rest of the protocol's per group; the unit tests sample every group.
+const LAG_EVERY: u64 = if cfg!(test) { 1 } else { 16 };
 
 /// The first open commit timestamp (`BTs` starts one below it).
 const START_CTS: u64 = 2;
@@ -166,10 +181,6 @@ struct Inner {
     increments: [AtomicU64; 3],
     /// How far `advance_to` (recovery) moved `CTs`: not an increment of any cause.
     jumped: AtomicU64,
-    /// Shared read-modify-writes that transactions' threads took in floor waits
-    /// (`wait_for`), which no commit or begin returns to count in its slot. The tick's
-    /// are not counted: it runs on its own thread.
-    path_rmw: AtomicU64,
     /// `Shared` on a durable database: per transaction-table slot, the members that
     /// committed but whose log record is not durable yet, as (epoch, timestamp)
     /// (`defer_release`); empty under `Slots`.
@@ -215,7 +226,6 @@ impl PartialOrder {
                 advance: Mutex::new((0, 0)),
                 increments: Default::default(),
                 jumped: AtomicU64::new(0),
-                path_rmw: AtomicU64::new(0),
                 pending: (0..pending)
                     .map(|_| CachePadded::new(Mutex::new(Vec::new())))
                     .collect(),
@@ -432,18 +442,32 @@ impl PartialOrder {
         counted + self.try_advance_bts()
     }
 
-    /// Counts `rmw` shared read-modify-writes that a transaction's thread took outside a
-    /// commit or begin, and this count's own.
-    fn note_path_rmw(&self, rmw: u64) {
-        if rmw > 0 {
-            self.inner.path_rmw.fetch_add(rmw + 1, Ordering::Relaxed);
-        }
+    /// This source's key in `FLOOR_RMW`.
+    fn key(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
     }
 
-    /// Shared read-modify-writes that transactions' threads took in floor waits so far
-    /// (`Inner::path_rmw`).
-    pub(crate) fn path_rmw(&self) -> u64 {
-        self.inner.path_rmw.load(Ordering::Relaxed)
+    /// Leaves `rmw` shared read-modify-writes of a floor wait on this thread for its next
+    /// begin to count (`FLOOR_RMW`).
+    fn note_floor_rmw(&self, rmw: u64) {
+        let key = self.key();
+        FLOOR_RMW.with(|c| {
+            let (k, n) = c.get();
+            c.set((key, if k == key { n + rmw } else { rmw }));
+        });
+    }
+
+    /// The shared read-modify-writes this thread's floor waits took since its last begin
+    /// (`FLOOR_RMW`), taken: a begin counts them in its slot.
+    pub(crate) fn take_floor_rmw(&self) -> u64 {
+        let key = self.key();
+        FLOOR_RMW.with(|c| match c.get() {
+            (k, n) if k == key && n > 0 => {
+                c.set((k, 0));
+                n
+            }
+            _ => 0,
+        })
     }
 
     /// Whether anyone joined the open group `c` since it opened (`Shared`: its counters
@@ -461,7 +485,7 @@ impl PartialOrder {
 
     /// The periodic tick: closes the open group if anyone joined it since it opened, so a
     /// commit becomes readable without a conflict or a floor. Its shared read-modify-writes
-    /// are not counted (`path_rmw`): they are the tick thread's, not a transaction's.
+    /// are not counted: they are the tick thread's, not a transaction's.
     pub(crate) fn tick(&self) {
         if self.slots() {
             let c = self.cts();
@@ -563,7 +587,9 @@ impl PartialOrder {
     #[inline]
     fn sample(&self, c: u64) -> u64 {
         let lag = &self.inner.lag;
-        if lag.ts.load(Ordering::Relaxed) != 0 {
+        if lag.ts.load(Ordering::Relaxed) != 0
+            || (!c.is_multiple_of(LAG_EVERY) && lag.samples.load(Ordering::Relaxed) != 0)
+        {
             return 0;
         }
         lag.at_ns
@@ -622,7 +648,7 @@ impl PartialOrder {
             let c = self.cts();
             if c <= floor {
                 let (_, rmw) = self.close(c, Cause::Floor);
-                self.note_path_rmw(rmw);
+                self.note_floor_rmw(rmw);
             }
             // `Slots`: `BTs` moves only once it reaches the floor, so a wait on a member
             // still in flight takes one read-modify-write, not one per group completed
@@ -637,7 +663,7 @@ impl PartialOrder {
             } else {
                 self.try_advance_bts()
             };
-            self.note_path_rmw(rmw);
+            self.note_floor_rmw(rmw);
             if self.bts() < floor {
                 backoff.snooze();
             }

@@ -447,7 +447,7 @@ impl<'db> Transaction<'db> {
         // `mvocc`'s column check: masks are set by a procedure call's commit, for it alone.
         local.cc.mvocc.cols.clear();
         // `partial-order` with slot counts: make the groups complete since readable.
-        bump(&slot.stats.global_rmw, db.clock.refresh());
+        bump(&slot.stats.global_rmw, db.clock.refresh_for_begin());
         let read_time = db.clock.now();
         // A refused begin still builds the transaction, so that `fail` below ends it and
         // gives the slot back the one way every abort does.
