@@ -172,9 +172,10 @@ struct Inner {
     cts: CachePadded<AtomicU64>,
     bts: CachePadded<AtomicU64>,
     counters: Counters,
-    /// Serialises `close` (CTs moves are rare; the commit path never takes it). `Shared`:
+    /// `Shared`: serialises `close` (CTs moves are rare; the commit path never takes it) and
     /// holds the open group's counters as they were when it opened: the tick closes it only
-    /// if they moved (someone joined it).
+    /// if they moved (someone joined it). `Slots` closes by a CAS of `CTs` and takes it only
+    /// in recovery's `advance_to` (its counters are unused).
     advance: Mutex<(u64, u64)>,
     /// CTs increments by a floor and by the tick (`Cause as usize`; a conflict's are the
     /// rest, `increments`, so a conflict close takes no read-modify-write to count itself).
