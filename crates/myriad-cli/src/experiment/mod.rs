@@ -124,6 +124,11 @@ const RECOVERY_PHASES: [(&str, &str); 5] = [
 enum Metric {
     /// The run's throughput, against the point's x.
     Throughput,
+    /// Throughput per worker thread as a percentage of the series's first point's, in the
+    /// same round (POMVCC Figs. 24 and 27: "the performance at 10 threads assumed as 100"),
+    /// against the point's x; 100 at the first point, 100 at every point under linear
+    /// scaling. The rounds' percentages are reduced to their median.
+    ScalabilityPct,
     /// Throughput in each 1 s interval, against time (one run per series).
     ThroughputOverTime,
     /// Live version memory at each sample, against time.
@@ -197,6 +202,7 @@ impl Metric {
     fn y_label(self) -> &'static str {
         match self {
             Metric::Throughput | Metric::ThroughputOverTime => "txn/s",
+            Metric::ScalabilityPct => "txn/s per thread (% of the first point)",
             Metric::LiveMibOverTime => "live version MiB",
             Metric::SpaceLocksPerTxn => "space locks / txn",
             Metric::StockScanUs => "StockScan mean latency (us)",
@@ -253,6 +259,7 @@ impl Metric {
         matches!(
             self,
             Metric::Throughput
+                | Metric::ScalabilityPct
                 | Metric::SpaceLocksPerTxn
                 | Metric::StockScanUs
                 | Metric::AbortPct
@@ -1263,6 +1270,7 @@ fn common_flags(s: &Scale, metric: Metric, args: &[String], json: &Path) -> Vec<
     }
     let duration = match metric {
         Metric::Throughput
+        | Metric::ScalabilityPct
         | Metric::SpaceLocksPerTxn
         | Metric::StockScanUs
         | Metric::AbortPct
@@ -1343,6 +1351,14 @@ fn figures(report: &Json, metric: Metric, x: f64) -> Result<Vec<(f64, f64)>, Str
     };
     match metric {
         Metric::Throughput => return Ok(vec![(x, num(report, "throughput_tps")?)]),
+        // Normalised to the series's first point by the caller (`normalise_to_first`).
+        Metric::ScalabilityPct => {
+            let threads = num(report, "threads")?;
+            if threads < 1.0 {
+                return Err("report names no worker threads".into());
+            }
+            return Ok(vec![(x, num(report, "throughput_tps")? / threads)]);
+        }
         Metric::SpaceLocksPerTxn => return Ok(vec![(x, num(report, "space_locks_per_txn")?)]),
         Metric::StockScanUs => {
             let l = report
@@ -1795,12 +1811,17 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
         for (k, se) in p.series.iter().enumerate() {
             let mut points_json = Vec::new();
             let mut line = Vec::new();
+            // `ScalabilityPct`: per round, the series's first point's figure.
+            let mut first: Option<Vec<f64>> = None;
             for (x, args) in &se.points {
                 let runs = &reports[index[args]];
-                let per_round: Vec<Vec<(f64, f64)>> = runs
+                let mut per_round: Vec<Vec<(f64, f64)>> = runs
                     .iter()
                     .map(|r| figures(r, p.metric.of_series(&se.label)?, *x))
                     .collect::<Result<_, _>>()?;
+                if p.metric == Metric::ScalabilityPct {
+                    normalise_to_first(&mut first, &mut per_round);
+                }
                 let flags = common_flags(s, p.metric, args, Path::new(""));
                 let command = command_line(args, &flags);
                 // Align rounds sample by sample (time series: the shortest one's samples).
@@ -1906,6 +1927,24 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
 /// A stacked panel's points: each layer's share of its bar (`share_of_bar`, the layer's
 /// median over the sum of the layers' medians at that x) replaces the ratio to the first
 /// series, which compares nothing there.
+/// `Metric::ScalabilityPct`: each round's figure of a point (`per_round[r]`, one figure) as
+/// a percentage of the same round's figure at the series's first point, which the first
+/// call (that point) stores in `first`. A round whose first figure is not positive gives
+/// no percentage (NaN), as a ratio to a zero base has none.
+fn normalise_to_first(first: &mut Option<Vec<f64>>, per_round: &mut [Vec<(f64, f64)>]) {
+    let base = first.get_or_insert_with(|| {
+        per_round
+            .iter()
+            .map(|r| r.first().map_or(0.0, |f| f.1))
+            .collect()
+    });
+    for (r, b) in per_round.iter_mut().zip(base.iter()) {
+        for f in r.iter_mut() {
+            f.1 = if *b > 0.0 { 100.0 * f.1 / b } else { f64::NAN };
+        }
+    }
+}
+
 fn share_of_bar(series: &mut [Json]) {
     let median_at = |s: &Json, x: &Json| {
         s["points"].as_array().and_then(|ps| {
@@ -2105,6 +2144,29 @@ mod tests {
             .filter(|p| p.title.starts_with("TPC-C"))
             .count();
         assert_eq!(tpcc, 4);
+    }
+
+    /// Figs. 24/27: each round's per-thread figure over the same round's first point's;
+    /// a zero base gives no percentage; `figures` divides by the report's threads.
+    #[test]
+    fn scalability_is_per_round_per_thread_and_normalised_to_the_first_point() {
+        let r = |tps: f64, threads: u32| json!({ "throughput_tps": tps, "threads": threads });
+        assert_eq!(
+            figures(&r(300.0, 2), Metric::ScalabilityPct, 2.0).unwrap(),
+            [(2.0, 150.0)]
+        );
+        assert!(figures(&r(300.0, 0), Metric::ScalabilityPct, 2.0).is_err());
+        // Two rounds: 100 and 200 txn/s per thread at the first point, then 90 and 220.
+        let mut first = None;
+        let mut at1 = vec![vec![(1.0, 100.0)], vec![(1.0, 200.0)]];
+        normalise_to_first(&mut first, &mut at1);
+        assert_eq!(at1, [vec![(1.0, 100.0)], vec![(1.0, 100.0)]]);
+        let mut at2 = vec![vec![(2.0, 90.0)], vec![(2.0, 220.0)]];
+        normalise_to_first(&mut first, &mut at2);
+        assert_eq!(at2, [vec![(2.0, 90.0)], vec![(2.0, 110.0)]]);
+        let (mut zero, mut at) = (Some(vec![0.0]), vec![vec![(2.0, 5.0)]]);
+        normalise_to_first(&mut zero, &mut at);
+        assert!(at[0][0].1.is_nan());
     }
 
     #[test]
