@@ -399,9 +399,15 @@ impl PartialOrder {
     /// `advance` lock serves only recovery's `advance_to`). `Shared`: under the `advance`
     /// lock (its acquire and release are two), which also guards the open group's counters
     /// as they were at its opening (`tick`); refused (false) while `RING` groups are
-    /// incomplete. Either way a close that moved `CTs` counts its cause (a floor's or the
+    /// incomplete. Neither takes any if `CTs` is already past `c`. Either way a close that
+    /// moved `CTs` counts its cause (a floor's or the
     /// tick's, one more) and moves `BTs` over the groups it made complete.
     pub(crate) fn close(&self, c: u64, cause: Cause) -> (bool, u64) {
+        if self.cts() != c {
+            // Closed already (a conflict with a version of a group `BTs` has not passed yet,
+            // or another close won; `CTs` only grows): nothing to take a lock or CAS for.
+            return (false, 0);
+        }
         if self.slots() {
             let moved = self
                 .inner
@@ -740,7 +746,11 @@ mod tests {
                 (true, rmw),
                 "closed, with its RMWs"
             );
-            assert_eq!(p.close(2, Cause::Conflict), (false, rmw), "closed once");
+            assert_eq!(
+                p.close(2, Cause::Conflict),
+                (false, 0),
+                "closed once; a close of a closed group takes no RMW"
+            );
             assert_eq!(p.cts(), 3);
             refresh();
             assert_eq!(p.bts(), 1, "two members are in flight");
