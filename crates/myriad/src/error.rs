@@ -293,6 +293,16 @@ pub enum Error {
     /// Writing or syncing the log failed earlier: the database acknowledges no further
     /// commits (the message is the first I/O error). Reopen the directory to recover.
     LogFailed(String),
+    /// A background thread of the engine (a vacuum thread, the partial-order tick, the log)
+    /// could not be started, or stopped because it panicked
+    /// (`Database::background_failures`).
+    BackgroundThread {
+        /// The thread's name (`myriad-vacuum-0`, `myriad-ts-tick`, ...).
+        name: String,
+        /// What happened: "could not be started: <OS error>" or "stopped: it panicked:
+        /// <message>".
+        message: String,
+    },
     /// A SQL statement inside a `BEGIN` block whose transaction an earlier error aborted
     /// (PostgreSQL's `in_failed_sql_transaction`): only `COMMIT` or `ROLLBACK`, which both
     /// end the block without effect, are accepted.
@@ -433,6 +443,9 @@ impl fmt::Display for Error {
                 f,
                 "the log failed and no further commits are acknowledged: {m}"
             ),
+            Error::BackgroundThread { name, message } => {
+                write!(f, "the background thread `{name}` {message}")
+            }
         }
     }
 }

@@ -10,6 +10,7 @@
 #![deny(clippy::unwrap_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+pub(crate) mod background;
 pub mod cc;
 pub mod config;
 pub mod engine;

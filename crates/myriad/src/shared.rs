@@ -52,6 +52,9 @@ pub(crate) struct Shared {
     /// Version storage `siro`: the segment pool and published zones every table shares
     /// (`version/siro.rs`).
     pub(crate) siro: Option<Arc<crate::version::siro::SiroStore>>,
+    /// Panics of the vacuum threads and the tick, which stopped them
+    /// (`Database::background_failures`; `background.rs`).
+    pub(crate) failures: crate::background::Failures,
 }
 
 impl Shared {
@@ -86,20 +89,24 @@ impl Shared {
             config,
             vacuum: OnceLock::new(),
             ticker: OnceLock::new(),
+            failures: Default::default(),
         }
     }
 
     /// Starts the background threads of GC `vacuum`, `dead-zone` and `coop` (no-op for the
-    /// others), and the timestamp source's tick if it has one.
-    pub(crate) fn start_gc_threads(&self) {
-        if let Some(t) = crate::timestamp::Ticker::start(&self.clock, self.config.po_tick) {
+    /// others), and the timestamp source's tick if it has one; fails if a thread cannot be
+    /// started (those started are stopped when the database is dropped).
+    pub(crate) fn start_gc_threads(&self) -> Result<()> {
+        if let Some(t) =
+            crate::timestamp::Ticker::start(&self.clock, self.config.po_tick, &self.failures)?
+        {
             let _ = self.ticker.set(t);
         }
         if !matches!(
             self.config.gc,
             GcPolicy::Vacuum | GcPolicy::Coop | GcPolicy::DeadZone
         ) {
-            return;
+            return Ok(());
         }
         let _ = self.vacuum.set(crate::gc::vacuum::Vacuum::start(
             self.config.gc_threads,
@@ -112,7 +119,9 @@ impl Shared {
             },
             self.config.gc == GcPolicy::Coop,
             self.config.gc == GcPolicy::DeadZone,
-        ));
+            &self.failures,
+        )?);
+        Ok(())
     }
 
     /// Waits until a transaction beginning now reads at `floor` or later

@@ -259,8 +259,20 @@ fn add_siro(s: &mut Stats, st: &crate::txn::table::SlotStats) {
 
 impl Database {
     /// Starts the background threads of GC `vacuum` and `coop` (no-op for the others).
-    pub(crate) fn start_gc_threads(&self) {
-        self.shared.start_gc_threads();
+    pub(crate) fn start_gc_threads(&self) -> Result<()> {
+        self.shared.start_gc_threads()
+    }
+
+    /// What stopped a background thread of this database, oldest first: a vacuum thread
+    /// (GC `vacuum`, `coop`, `dead-zone`) or the partial-order tick that panicked. Empty
+    /// while all run. The database goes on without the thread — commits and reads stay
+    /// correct, but without its vacuum threads version memory is no longer reclaimed, and
+    /// without the tick a partial-order commit becomes readable only when a conflict or a
+    /// floor closes its group — so a long-running application should check it (the
+    /// benchmark fails its run on any). A log thread's failure is `Error::LogFailed` on
+    /// every later commit instead.
+    pub fn background_failures(&self) -> Vec<Error> {
+        self.shared.failures.lock().clone()
     }
 
     /// The engine without a log (the recovery path attaches one when it is done).

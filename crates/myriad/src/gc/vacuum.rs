@@ -93,6 +93,9 @@ pub(crate) struct Vacuum {
     written: Arc<[Written]>,
     /// GC `dead-zone`: every chain's pruner holds its stripe (`dead_zone.rs`).
     pub(crate) locks: Arc<PruneLocks>,
+    /// Tests: the next pass of a vacuum thread panics (`background.rs`).
+    #[cfg(test)]
+    pub(crate) panic_next: Arc<AtomicBool>,
 }
 
 /// What a vacuum pass reads: shared with the `Database`.
@@ -115,43 +118,70 @@ impl Vacuum {
     /// the "dusty corners" no reader walks, `coop.rs`).
     /// With `zones` (GC `dead-zone`), every pass also splices dead versions out of the
     /// middle of the chains it visits (`dead_zone.rs`).
-    pub(crate) fn start(n: usize, shared: Shared, full: bool, zones: bool) -> Vacuum {
+    /// A panic stops its thread and is recorded in `failures` (`background.rs`); a thread
+    /// that cannot be started is an error (the ones started before it are stopped).
+    pub(crate) fn start(
+        n: usize,
+        shared: Shared,
+        full: bool,
+        zones: bool,
+        failures: &crate::background::Failures,
+    ) -> crate::error::Result<Vacuum> {
         let stop = Arc::new(AtomicBool::new(false));
         let passes = Arc::new(parking_lot::RwLock::new(()));
         let stats: Vec<Arc<SlotStats>> = (0..=n).map(|_| Arc::default()).collect();
         let written: Arc<[Written]> = (0..n).map(|_| Default::default()).collect();
         let locks = Arc::new(PruneLocks::default());
-        let threads = (0..n)
-            .map(|i| {
-                let (stop, shared, stats) = (stop.clone(), shared.clone(), stats[i].clone());
-                let (passes, written, locks) = (passes.clone(), written.clone(), locks.clone());
-                std::thread::Builder::new()
-                    .name(format!("myriad-vacuum-{i}"))
-                    .spawn(move || {
-                        let mut zoned = ZonedPasses::default();
-                        while !stop.load(Ordering::Acquire) {
-                            let busy = {
-                                let _shared = passes.read();
-                                if zones {
-                                    zoned.pass(&shared, i, n, &stats, &written[i], &locks) >= BUSY
-                                } else {
-                                    pass(&shared, i, n, &stats, full, None);
-                                    false
-                                }
-                            };
-                            if busy {
-                                // Commits hand over faster than a period drains: go on at
-                                // once, so hot chains do not grow for a whole period.
-                                std::thread::yield_now();
-                            } else {
-                                std::thread::sleep(if full { COOP_PERIOD } else { PERIOD });
-                            }
+        #[cfg(test)]
+        let panic_next = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::with_capacity(n);
+        for i in 0..n {
+            let (stop2, shared, stats) = (stop.clone(), shared.clone(), stats[i].clone());
+            let (passes, written, locks) = (passes.clone(), written.clone(), locks.clone());
+            let failures = failures.clone();
+            #[cfg(test)]
+            let panic_next = panic_next.clone();
+            let name = format!("myriad-vacuum-{i}");
+            let body = move || {
+                let mut zoned = ZonedPasses::default();
+                while !stop2.load(Ordering::Acquire) {
+                    let busy = {
+                        let _shared = passes.read();
+                        #[cfg(test)]
+                        if panic_next.swap(false, Ordering::AcqRel) {
+                            panic!("injected by a test");
                         }
-                    })
-                    .unwrap_or_else(|e| panic!("cannot start a vacuum thread: {e}"))
-            })
-            .collect();
-        Vacuum {
+                        if zones {
+                            zoned.pass(&shared, i, n, &stats, &written[i], &locks) >= BUSY
+                        } else {
+                            pass(&shared, i, n, &stats, full, None);
+                            false
+                        }
+                    };
+                    if busy {
+                        // Commits hand over faster than a period drains: go on at once, so
+                        // hot chains do not grow for a whole period.
+                        std::thread::yield_now();
+                    } else {
+                        std::thread::sleep(if full { COOP_PERIOD } else { PERIOD });
+                    }
+                }
+            };
+            let thread_name = name.clone();
+            match crate::background::spawn(name, move || {
+                crate::background::guarded(&thread_name, &failures, body)
+            }) {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    stop.store(true, Ordering::Release);
+                    for t in threads {
+                        let _ = t.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(Vacuum {
             stop,
             threads,
             stats,
@@ -160,7 +190,9 @@ impl Vacuum {
             zones,
             written,
             locks,
-        }
+            #[cfg(test)]
+            panic_next,
+        })
     }
 
     /// GC `dead-zone`: hands the tuples in `batch` (emptied) to the threads that own them;

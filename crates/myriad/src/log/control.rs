@@ -46,6 +46,9 @@ pub(crate) struct Control {
     pub bytes_written: AtomicU64,
     pub blocks_written: AtomicU64,
     pub fsyncs: AtomicU64,
+    /// Tests: the next round of a logger panics (`guarded`).
+    #[cfg(test)]
+    pub(crate) panic_next_round: std::sync::atomic::AtomicBool,
 }
 
 impl Control {
@@ -62,6 +65,37 @@ impl Control {
             bytes_written: AtomicU64::new(0),
             blocks_written: AtomicU64::new(0),
             fsyncs: AtomicU64::new(0),
+            #[cfg(test)]
+            panic_next_round: Default::default(),
+        }
+    }
+
+    /// Runs `body`, a log thread's work; a panic in it fails the log (`fail`), so that every
+    /// commit waiting for durability gets `Error::LogFailed` instead of waiting for a round
+    /// that will never run (`background.rs`). Returns `body`'s result, or `None` after a
+    /// panic.
+    pub(crate) fn guarded<R>(&self, name: &str, body: impl FnOnce() -> R) -> Option<R> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+            Ok(r) => Some(r),
+            Err(p) => {
+                self.fail(&crate::error::Error::LogFailed(format!(
+                    "the log thread `{name}` panicked: {}",
+                    crate::background::panic_message(&*p)
+                )));
+                None
+            }
+        }
+    }
+
+    /// Tests: panics if a test asked this round to (`panic_next_round`).
+    #[inline]
+    pub(crate) fn test_panic_point(&self) {
+        #[cfg(test)]
+        if self
+            .panic_next_round
+            .swap(false, std::sync::atomic::Ordering::AcqRel)
+        {
+            panic!("injected by a test");
         }
     }
 

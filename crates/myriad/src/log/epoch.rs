@@ -145,7 +145,10 @@ impl EpochLog {
         let h = std::thread::Builder::new()
             .name("myriad-log".into())
             .spawn(move || {
-                EpochLog::coordinate(m2, loggers, pepoch, interval, fsync, positions, db)
+                let m3 = m2.clone();
+                m3.control.guarded("myriad-log", move || {
+                    EpochLog::coordinate(m2, loggers, pepoch, interval, fsync, positions, db)
+                });
             })
             .map_err(|e| Error::io(dir, &e))?;
         m.control.set_thread(h);
@@ -208,7 +211,19 @@ impl EpochLog {
             let m = self.clone();
             handles.push(std::thread::spawn(move || {
                 while let Ok(r) = rx.recv() {
-                    let result = l.round(&m, r.rotate);
+                    // A panic is this round's failure: the coordinator fails the log (and
+                    // this logger is not used again).
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        m.control.test_panic_point();
+                        l.round(&m, r.rotate)
+                    }))
+                    .unwrap_or_else(|p| {
+                        Err(Error::LogFailed(format!(
+                            "logger {} panicked: {}",
+                            l.id,
+                            crate::background::panic_message(&*p)
+                        )))
+                    });
                     if out
                         .send(Outcome {
                             logger: l.id,

@@ -380,7 +380,12 @@ impl ErmiaLog {
         let (interval, file_bytes) = (config.epoch_interval, config.log_file_bytes);
         let h = std::thread::Builder::new()
             .name("myriad-ermia-log".into())
-            .spawn(move || m2.flush_loop(seg, point, interval, file_bytes))
+            .spawn(move || {
+                let m3 = m2.clone();
+                m3.control.guarded("myriad-ermia-log", move || {
+                    m2.flush_loop(seg, point, interval, file_bytes)
+                });
+            })
             .map_err(|e| Error::io(dir, &e))?;
         m.control.set_thread(h);
         Ok(m)
@@ -540,6 +545,7 @@ impl ErmiaLog {
             let written = self.written.load(Ordering::Relaxed);
             let durable = self.control.durable();
             let r = (|| -> Result<()> {
+                self.control.test_panic_point();
                 if limit > written {
                     self.write_range(&mut seg, written, limit)?;
                     self.written.store(limit, Ordering::Release);

@@ -80,7 +80,7 @@ impl Database {
         } else {
             Self::new_in_memory(config, None)
         };
-        db.start_gc_threads();
+        db.start_gc_threads()?;
         Ok(db)
     }
 

@@ -274,6 +274,14 @@ impl Source {
         }
     }
 
+    /// Tests: the next tick panics (`background.rs`).
+    #[cfg(test)]
+    pub(crate) fn test_panic_next_tick(&self) {
+        if let Source::PartialOrder(p) = self {
+            p.panic_next_tick();
+        }
+    }
+
     /// `partial-order`: a commit is readable only once its group is complete (and, on a
     /// durable database, its members' log records are durable: `txn/end.rs`).
     #[inline]
@@ -334,26 +342,31 @@ pub(crate) struct Ticker {
 }
 
 impl Ticker {
-    /// Starts the tick of `source`; `None` if it has none or `period` is zero.
-    pub(crate) fn start(source: &Source, period: std::time::Duration) -> Option<Ticker> {
+    /// Starts the tick of `source`; `None` if it has none or `period` is zero. A panic of
+    /// the tick stops it and is recorded in `failures` (`background.rs`).
+    pub(crate) fn start(
+        source: &Source,
+        period: std::time::Duration,
+        failures: &crate::background::Failures,
+    ) -> crate::error::Result<Option<Ticker>> {
         if !source.ticks() || period.is_zero() {
-            return None;
+            return Ok(None);
         }
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (s, src) = (stop.clone(), source.clone());
-        let thread = std::thread::Builder::new()
-            .name("myriad-ts-tick".into())
-            .spawn(move || {
+        let (s, src, f) = (stop.clone(), source.clone(), failures.clone());
+        let name = "myriad-ts-tick";
+        let thread = crate::background::spawn(name.into(), move || {
+            crate::background::guarded(name, &f, || {
                 while !s.load(std::sync::atomic::Ordering::Acquire) {
                     std::thread::sleep(period);
                     src.tick();
                 }
             })
-            .ok()?;
-        Some(Ticker {
+        })?;
+        Ok(Some(Ticker {
             stop,
             thread: Some(thread),
-        })
+        }))
     }
 }
 

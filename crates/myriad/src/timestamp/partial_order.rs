@@ -187,6 +187,9 @@ struct Inner {
     /// (`defer_release`); empty under `Slots`.
     pending: Box<[CachePadded<Mutex<Listed>>]>,
     lag: Lag,
+    /// Tests: the next tick panics.
+    #[cfg(test)]
+    panic_next_tick: std::sync::atomic::AtomicBool,
 }
 
 /// The partial-order source. Cloning shares it.
@@ -239,6 +242,8 @@ impl PartialOrder {
                     gap_sum: AtomicU64::new(0),
                     samples: AtomicU64::new(0),
                 },
+                #[cfg(test)]
+                panic_next_tick: Default::default(),
             }),
         }
     }
@@ -449,6 +454,12 @@ impl PartialOrder {
         counted + self.try_advance_bts()
     }
 
+    /// Tests: the next `tick` panics.
+    #[cfg(test)]
+    pub(crate) fn panic_next_tick(&self) {
+        self.inner.panic_next_tick.store(true, Ordering::Release);
+    }
+
     /// This source's key in `FLOOR_RMW`.
     fn key(&self) -> usize {
         Arc::as_ptr(&self.inner) as usize
@@ -494,6 +505,10 @@ impl PartialOrder {
     /// commit becomes readable without a conflict or a floor. Its shared read-modify-writes
     /// are not counted: they are the tick thread's, not a transaction's.
     pub(crate) fn tick(&self) {
+        #[cfg(test)]
+        if self.inner.panic_next_tick.swap(false, Ordering::AcqRel) {
+            panic!("injected by a test");
+        }
         if self.slots() {
             let c = self.cts();
             if self.joined_since_open((0, 0), c) {

@@ -65,7 +65,7 @@ fn clear_pause() {
 const WAIT: Duration = Duration::from_secs(20);
 
 /// `t(k INT primary key, v INT)`.
-fn kv_table(db: &Database) -> crate::TableRef {
+pub(crate) fn kv_table(db: &Database) -> crate::TableRef {
     db.create_table(
         TableSchema::new("t")
             .column("k", ColumnType::Int)
