@@ -12,6 +12,7 @@ use std::path::Path;
 /// every protocol sees of a transaction, `TxnCtx`) count as modules of their own.
 const LAYERS: &[&[&str]] = &[
     &["error", "ids"],
+    &["background"],
     &["value", "schema", "timestamp"],
     &["index", "version"],
     &["txn::table"],
