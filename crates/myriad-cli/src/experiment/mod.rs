@@ -249,6 +249,19 @@ impl Metric {
         }
     }
 
+    /// The smallest figure of the first series a ratio is taken to: a share in per cent
+    /// (aborts, time in restarts, SIRO's stages) below 0.1 % is noise, and a ratio to it
+    /// (thousands) says nothing; any other positive figure is a base.
+    fn smallest_base(self) -> f64 {
+        match self {
+            Metric::AbortPct
+            | Metric::ConflictAbortPct
+            | Metric::RestartTimePct
+            | Metric::SiroPct(..) => 0.1,
+            _ => 0.0,
+        }
+    }
+
     /// Drawn as stacked bars, one layer per series.
     fn stacked(self) -> bool {
         self == Metric::RecoveryPhases
@@ -1840,13 +1853,9 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
                     base.push((*x, summary.clone()));
                 }
                 let base_here = base.iter().find(|(bx, _)| bx == x).map(|(_, b)| b);
-                let mut ratios: Vec<f64> = summary
-                    .iter()
-                    .zip(base_here.into_iter().flatten())
-                    .filter(|(_, b)| **b > 0.0)
-                    .map(|(v, b)| v / b)
-                    .collect();
-                let ratio = median(&mut ratios);
+                let ratio = base_here.map_or(f64::NAN, |b| {
+                    same_round_ratio(&summary, b, p.metric.smallest_base())
+                });
                 let mut sm = summary.clone();
                 let value = median(&mut sm);
                 if p.metric.is_sweep() {
@@ -1927,6 +1936,18 @@ fn run_one(spec: &Spec, s: &Scale, out: &Path, progress: bool) -> Result<(), Str
 /// A stacked panel's points: each layer's share of its bar (`share_of_bar`, the layer's
 /// median over the sum of the layers' medians at that x) replaces the ratio to the first
 /// series, which compares nothing there.
+/// The median over rounds of `values[r] / base[r]`, leaving out rounds whose base is not
+/// above `smallest` (NaN if none is left).
+fn same_round_ratio(values: &[f64], base: &[f64], smallest: f64) -> f64 {
+    let mut ratios: Vec<f64> = values
+        .iter()
+        .zip(base)
+        .filter(|(_, b)| **b > smallest)
+        .map(|(v, b)| v / b)
+        .collect();
+    median(&mut ratios)
+}
+
 /// `Metric::ScalabilityPct`: each round's figure of a point (`per_round[r]`, one figure) as
 /// a percentage of the same round's figure at the series's first point, which the first
 /// call (that point) stores in `first`. A round whose first figure is not positive gives
@@ -2167,6 +2188,21 @@ mod tests {
         let (mut zero, mut at) = (Some(vec![0.0]), vec![vec![(2.0, 5.0)]]);
         normalise_to_first(&mut zero, &mut at);
         assert!(at[0][0].1.is_nan());
+    }
+
+    /// Ratios are per round; an abort share of 0.0003 % is no base (pomvcc-logs printed a
+    /// ratio of 3,768.91 to it), a throughput is.
+    #[test]
+    fn a_percentage_near_zero_is_no_base_for_a_ratio() {
+        let pct = Metric::AbortPct.smallest_base();
+        assert!(same_round_ratio(&[9.7, 9.6], &[0.0003, 0.0002], pct).is_nan());
+        assert_eq!(same_round_ratio(&[9.0, 6.0], &[3.0, 0.0002], pct), 3.0);
+        let tps = Metric::Throughput.smallest_base();
+        assert_eq!(
+            same_round_ratio(&[2.0, 6.0, 3.0], &[1.0, 2.0, 3.0], tps),
+            2.0
+        );
+        assert_eq!(same_round_ratio(&[0.2], &[0.05], tps), 4.0);
     }
 
     #[test]
