@@ -371,6 +371,24 @@ impl TableSchema {
         self.encode_key_prefix(idx, key, out).map(|_| ())
     }
 
+    /// The key of index `idx` encoded: a compiled point key's own bytes where they already
+    /// are this index's encoding (no copy), else encoded into `out` as `encode_key_values`.
+    #[inline]
+    pub(crate) fn encoded_key<'a, K: Values + ?Sized>(
+        &self,
+        idx: usize,
+        key: &'a K,
+        out: &'a mut Vec<u8>,
+    ) -> Result<&'a [u8]> {
+        if let Some(b) = key.encoded(crate::value::sealed::Token) {
+            if self.int_keys[idx] && b.len() == 8 * self.indexes[idx].columns.len() {
+                return Ok(b);
+            }
+        }
+        self.encode_key_values(idx, key, out)?;
+        Ok(out)
+    }
+
     #[cold]
     fn key_arity(&self, idx: usize, found: usize) -> Error {
         let def = &self.indexes[idx];

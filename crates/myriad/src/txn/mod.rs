@@ -290,6 +290,15 @@ impl Prefetched {
         &self.keys[start..self.ends[i] as usize]
     }
 
+    /// Whether `keys`, encoded as primary keys of `schema` (into `kb`), are this prefetch's
+    /// keys in the same order, every one of them kept (none failed to encode).
+    fn repeats<K: Values>(&self, schema: &TableSchema, keys: &[K], kb: &mut Vec<u8>) -> bool {
+        keys.len() == self.ends.len()
+            && keys.iter().enumerate().all(
+                |(i, k)| matches!(schema.encoded_key(0, k, kb), Ok(b) if same_key(self.key(i), b)),
+            )
+    }
+
     /// The tuple id a prefetch found for encoded primary key `key` of table `table`.
     #[inline]
     fn tid_of(&self, table: u32, key: &[u8]) -> Option<TupleId> {

@@ -1438,3 +1438,53 @@ fn read_only_multi_version_transactions_keep_no_read_or_scan_set() {
         tx.commit().unwrap();
     }
 }
+
+/// A prefetch of exactly the keys the last one in the same table took (a caller warming a
+/// procedure call's keys, then the call's loop warming them again) does no second round of
+/// lookups; any other key list, order or table does. Observed by marking the tuple id the
+/// first prefetch found for key 1: only a prefetch that looks keys up again replaces it.
+#[test]
+fn a_prefetch_of_the_same_keys_again_looks_nothing_up() {
+    let db = Database::open(Config::default()).unwrap();
+    let t = kv_table(&db);
+    for k in 1..=4i64 {
+        db.run(|tx| tx.insert(&t, &(k, 10 * k))).unwrap();
+    }
+    let u = db
+        .create_table(
+            TableSchema::new("u")
+                .column("k", ColumnType::Int)
+                .column("v", ColumnType::Int)
+                .primary_key(&["k"]),
+        )
+        .unwrap();
+    db.run(|tx| tx.insert(&u, &(1i64, 0i64))).unwrap();
+    const MARK: super::TupleId = super::TupleId::new(12_345);
+    let marked = |tx: &super::Transaction<'_>| tx.local.prefetched.tids.first() == Some(&MARK);
+    let mut tx = db.begin().unwrap();
+    let again: [(&[i64], bool, &crate::TableRef); 5] = [
+        (&[1, 2, 3], true, &t),
+        (&[1, 2], false, &t),
+        (&[1, 2, 4], false, &t),
+        (&[2, 1, 3], false, &t),
+        (&[1, 2, 3], false, &u),
+    ];
+    for (keys, repeat, table) in again {
+        tx.prefetch(&t, &[1i64, 2, 3]).unwrap();
+        tx.local.prefetched.tids[0] = MARK;
+        tx.prefetch(table, keys).unwrap();
+        assert_eq!(marked(&tx), repeat, "{keys:?} in {}", table.name());
+        // Put the real id back (the mark would send key 1's reads to no row).
+        tx.prefetch(&u, &[1i64]).unwrap();
+    }
+    // Reads after a repeated prefetch find every row, through the ids it kept.
+    tx.prefetch(&t, &[1i64, 2, 3]).unwrap();
+    tx.prefetch(&t, &[1i64, 2, 3]).unwrap();
+    for k in 1..=3i64 {
+        assert_eq!(
+            tx.get_with(&t, &k, |r| r.i64(1).unwrap()).unwrap(),
+            Some(10 * k)
+        );
+    }
+    tx.commit().unwrap();
+}
