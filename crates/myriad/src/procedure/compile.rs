@@ -147,10 +147,7 @@ fn int(e: &E) -> Option<Int> {
             V::Val(Value::Int(i)) => Some(*i),
             _ => None,
         }),
-        &E::ElemVar(a, iv, _) => Box::new(move |_, vars| match vars[iv] {
-            V::Val(Value::Int(i)) => int_elem(&vars[a], i),
-            _ => None,
-        }),
+        &E::ElemVar(a, iv, _) => Box::new(elem_leaf(a, iv)),
         &E::Col(c) => Box::new(move |row, _| row?.int_at(c)),
         &E::Len(a) => Box::new(move |_, vars| Some(int_len(&vars[a]))),
         E::Elem(a, i, _) => {
@@ -175,6 +172,15 @@ fn lit_leaf(i: i64) -> impl Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send 
 fn col_leaf(c: usize) -> impl Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync {
     move |row, _| row?.int_at(c)
 }
+fn elem_leaf(
+    a: usize,
+    iv: usize,
+) -> impl Fn(Option<&RowRef<'_>>, &[V]) -> Option<i64> + Send + Sync {
+    move |_, vars| match vars[iv] {
+        V::Val(Value::Int(i)) => int_elem(&vars[a], i),
+        _ => None,
+    }
+}
 
 /// `f(l, op, r)` with the operands as leaves where they are (one closure for `x + 1`, not
 /// three), else as their compiled closures.
@@ -185,6 +191,11 @@ macro_rules! leaves {
             (&E::Var(a), &E::Var(b)) => $f(var_leaf(a), $op, var_leaf(b)),
             (&E::Col(a), &E::Var(b)) => $f(col_leaf(a), $op, var_leaf(b)),
             (&E::Col(a), &E::Lit(Value::Int(b))) => $f(col_leaf(a), $op, lit_leaf(b)),
+            (&E::ElemVar(a, iv, _), &E::Lit(Value::Int(b))) => {
+                $f(elem_leaf(a, iv), $op, lit_leaf(b))
+            }
+            (&E::ElemVar(a, iv, _), &E::Var(b)) => $f(elem_leaf(a, iv), $op, var_leaf(b)),
+            (&E::Var(a), &E::ElemVar(b, iv, _)) => $f(var_leaf(a), $op, elem_leaf(b, iv)),
             (l, r) => $f(int(l)?, $op, int(r)?),
         }
     };
