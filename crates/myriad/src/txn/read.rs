@@ -727,8 +727,9 @@ impl<'db> Transaction<'db> {
     /// chain heads in cache. The lookups of all keys are interleaved stage by stage (bucket,
     /// then indirection entry, then version), so their cache misses overlap instead of being
     /// paid one after another. The tuple ids it finds are remembered for the operations on
-    /// the same keys that follow (no second index probe). Records no read: it changes no
-    /// result, only speed.
+    /// the same keys that follow (no second index probe). A prefetch of exactly the keys the
+    /// transaction's last prefetch took, in the same table and order, returns at once. Records
+    /// no read: it changes no result, only speed.
     pub fn prefetch<K: Values>(&mut self, t: &TableRef, keys: &[K]) -> Result<()> {
         self.begin_op(t)?;
         let idx = &t.indexes[0];
