@@ -914,6 +914,24 @@ impl Cx<'_> {
                 let sw = switch
                     .as_ref()
                     .and_then(|sw| Some((int(&sw.on)?, sw.lo, sw.arm.clone())));
+                if let (None, [(e, _)], Some(c)) =
+                    (&sw, &arms[..], arms.first().and_then(|a| cond(&a.0)))
+                {
+                    // `IF c THEN a [ELSE b]` on a typed condition: one call fewer than the
+                    // general arm loop (its `holds` wraps the same `cond`), and no switch test.
+                    let (e, then) = (e.clone(), bodies.into_iter().next()?);
+                    return Some(Box::new(move |tx, f| {
+                        let yes = match c(None, &f.vars) {
+                            Some(b) => b,
+                            None => eval_in(&e, None, &f.vars)? == V::Bool(true),
+                        };
+                        if yes {
+                            then(tx, f)
+                        } else {
+                            otherwise(tx, f)
+                        }
+                    }));
+                }
                 Box::new(move |tx, f| {
                     if let Some((on, lo, arm)) = &sw {
                         if let Some(x) = on(None, &f.vars) {
