@@ -380,13 +380,22 @@ impl TableSchema {
         key: &'a K,
         out: &'a mut Vec<u8>,
     ) -> Result<&'a [u8]> {
-        if let Some(b) = key.encoded(crate::value::sealed::Token) {
-            if self.int_keys[idx] && b.len() == 8 * self.indexes[idx].columns.len() {
-                return Ok(b);
-            }
+        if let Some(b) = self.compiled_key(idx, key) {
+            return Ok(b);
         }
         self.encode_key_values(idx, key, out)?;
         Ok(out)
+    }
+
+    /// A compiled point key's own bytes, when they are index `idx`'s encoding of it.
+    #[inline]
+    pub(crate) fn compiled_key<'a, K: Values + ?Sized>(
+        &self,
+        idx: usize,
+        key: &'a K,
+    ) -> Option<&'a [u8]> {
+        key.encoded(crate::value::sealed::Token)
+            .filter(|b| self.int_keys[idx] && b.len() == 8 * self.indexes[idx].columns.len())
     }
 
     #[cold]

@@ -292,12 +292,18 @@ impl<'db> Transaction<'db> {
         f: impl FnOnce(RowRef<'_>) -> R,
     ) -> Result<Option<R>> {
         self.begin_op(t)?;
-        let mut kb = std::mem::take(&mut self.local.key_buf);
-        let enc = t.schema.encode_key_values(0, key, &mut kb);
-        self.local.key_buf = kb;
-        enc?;
+        // A compiled point key is looked up where it is, not copied into `key_buf`, which
+        // gets it only on the paths that read it (a miss, a range lock: `fill_key_buf`).
+        let own = t.schema.compiled_key(0, key);
+        if own.is_none() {
+            let mut kb = std::mem::take(&mut self.local.key_buf);
+            let enc = t.schema.encode_key_values(0, key, &mut kb);
+            self.local.key_buf = kb;
+            enc?;
+        }
         let rt = self.stmt_ts();
         if self.range_locking() {
+            self.fill_key_buf(own);
             let key = std::mem::take(&mut self.local.key_buf);
             crate::cc::mv2pl::range_lock(
                 &self.st,
@@ -311,7 +317,11 @@ impl<'db> Transaction<'db> {
             );
             self.local.key_buf = key;
         }
-        let (tid, v) = match self.primary_tid(t) {
+        let tid = match own {
+            Some(k) => self.primary_tid_of(t, k),
+            None => self.primary_tid(t),
+        };
+        let (tid, v) = match tid {
             Some(tid) => {
                 let v = self.visible_version(t, tid, rt);
                 if v.is_null() {
@@ -338,15 +348,29 @@ impl<'db> Transaction<'db> {
             }
             Some(_) => {
                 self.note_read(t, tid, v);
+                self.fill_key_buf(own);
                 self.note_miss(t, false);
                 self.raise()?;
                 Ok(None)
             }
             None => {
+                self.fill_key_buf(own);
                 self.note_miss(t, false);
                 self.raise()?;
                 Ok(None)
             }
+        }
+    }
+
+    /// Puts `own`, a compiled point key used in place, into `local.key_buf` for the code
+    /// that reads the key from there (`note_miss`, range locks); nothing for `None` (the
+    /// key is there already). Out of line: only misses and range locks need it.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn fill_key_buf(&mut self, own: Option<&[u8]>) {
+        if let Some(k) = own {
+            self.local.key_buf.clear();
+            self.local.key_buf.extend_from_slice(k);
         }
     }
 
@@ -843,38 +867,67 @@ impl<'db> Transaction<'db> {
         Ok(())
     }
 
-    /// The tuple id of the primary key encoded in `local.key_buf`: from the last `prefetch`
-    /// if it looked the key up, else from the primary index.
+    /// The tuple id of the primary key encoded in `local.key_buf` (`tid_by_key`).
     #[inline]
     pub(super) fn primary_tid(&mut self, t: &Table) -> Option<TupleId> {
-        let local: &mut SlotLocal = &mut self.local;
-        let key = &local.key_buf;
-        if let Some(tid) = local.prefetched.tid_of(t.id, key) {
-            debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
-            return Some(tid);
-        }
-        let cache = &mut local.cc.healing.cache;
-        let healing = cache.answering();
-        if healing {
-            if let Some(tid) = cache.lookup(t.id, key) {
-                debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
-                bump(&self.st.slot().stats.heal_cache_hits, 1);
-                return Some(tid);
-            }
-        }
-        // After the heal's access cache, so that its hits are counted as the thesis's.
-        if let Some(tid) = local.recent.tid_of(t.id, key) {
-            debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
-            return Some(tid);
-        }
-        if healing {
-            bump(&self.st.slot().stats.heal_index_lookups, 1);
-        }
-        let tid = t.indexes[0].get_unique(key);
-        if let Some(tid) = tid {
-            local.cc.healing.cache.record(t.id, key, tid);
-            local.recent.keep(t.id, key, tid);
-        }
-        tid
+        let l: &mut SlotLocal = &mut self.local;
+        let cache = &mut l.cc.healing.cache;
+        tid_by_key(
+            &l.prefetched,
+            cache,
+            &mut l.recent,
+            self.st.slot(),
+            t,
+            &l.key_buf,
+        )
     }
+
+    /// The tuple id of encoded primary key `key` (`tid_by_key`).
+    #[inline]
+    pub(super) fn primary_tid_of(&mut self, t: &Table, key: &[u8]) -> Option<TupleId> {
+        let l: &mut SlotLocal = &mut self.local;
+        let cache = &mut l.cc.healing.cache;
+        tid_by_key(&l.prefetched, cache, &mut l.recent, self.st.slot(), t, key)
+    }
+}
+
+/// The tuple id of encoded primary key `key` of `t`: from the transaction's last `prefetch`
+/// if it looked the key up, from `healing`'s access cache during a heal, from its recent
+/// lookups, else from the primary index (then kept in the caches). A free function over the
+/// slot's parts so that a key in `SlotLocal::key_buf` needs no move out and back.
+#[inline]
+fn tid_by_key(
+    prefetched: &super::Prefetched,
+    cache: &mut crate::cc::healing::AccessCache,
+    recent: &mut super::Recent,
+    slot: &super::table::Slot,
+    t: &Table,
+    key: &[u8],
+) -> Option<TupleId> {
+    if let Some(tid) = prefetched.tid_of(t.id, key) {
+        debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
+        return Some(tid);
+    }
+    let healing = cache.answering();
+    if healing {
+        if let Some(tid) = cache.lookup(t.id, key) {
+            debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
+            bump(&slot.stats.heal_cache_hits, 1);
+            return Some(tid);
+        }
+    }
+    // After the heal's access cache, so that its hits are counted as the thesis's.
+    if let Some(tid) = recent.tid_of(t.id, key) {
+        debug_assert_eq!(t.indexes[0].get_unique(key), Some(tid));
+        return Some(tid);
+    }
+    if healing {
+        bump(&slot.stats.heal_index_lookups, 1);
+    }
+    let tid = t.indexes[0].get_unique(key);
+    if let Some(tid) = tid {
+        cache.record(t.id, key, tid);
+        recent.keep(t.id, key, tid);
+    }
+    tid
 }

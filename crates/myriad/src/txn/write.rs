@@ -735,19 +735,38 @@ impl<'db> Transaction<'db> {
         key: &K,
     ) -> Result<(TupleId, *mut Version, bool)> {
         self.begin_write(t)?;
-        let mut kb = std::mem::take(&mut self.local.key_buf);
-        let enc = t.schema.encode_key_values(0, key, &mut kb);
-        self.local.key_buf = kb;
-        enc?;
-        self.live_row_at_key(t)
+        // A compiled point key is used in place (as in `get_with`).
+        let own = t.schema.compiled_key(0, key);
+        if own.is_none() {
+            let mut kb = std::mem::take(&mut self.local.key_buf);
+            let enc = t.schema.encode_key_values(0, key, &mut kb);
+            self.local.key_buf = kb;
+            enc?;
+        }
+        self.live_row_at(t, own)
     }
 
     /// `live_row_for_write` for the primary key already encoded in `local.key_buf`.
     pub(super) fn live_row_at_key(&mut self, t: &Table) -> Result<(TupleId, *mut Version, bool)> {
+        self.live_row_at(t, None)
+    }
+
+    /// `live_row_for_write` for the encoded primary key `own`, or the one in
+    /// `local.key_buf` when `None`.
+    fn live_row_at(
+        &mut self,
+        t: &Table,
+        own: Option<&[u8]>,
+    ) -> Result<(TupleId, *mut Version, bool)> {
         let not_found = |t: &Table| Error::NotFound {
             table: t.schema.name.clone(),
         };
-        let Some(tid) = self.primary_tid(t) else {
+        let tid = match own {
+            Some(k) => self.primary_tid_of(t, k),
+            None => self.primary_tid(t),
+        };
+        let Some(tid) = tid else {
+            self.fill_key_buf(own);
             self.note_miss(t, false);
             return Err(self.unless_stale_read(not_found(t)));
         };
@@ -759,6 +778,7 @@ impl<'db> Transaction<'db> {
                 if h.is_some() && !mine {
                     self.note_read(t, tid, head);
                 }
+                self.fill_key_buf(own);
                 self.note_miss(t, false);
                 Err(self.unless_stale_read(not_found(t)))
             }
