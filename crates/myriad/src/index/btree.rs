@@ -616,6 +616,27 @@ unsafe fn sibling_fence<'t>(p: *const Leaf) -> &'t [u8] {
     key_bytes(f)
 }
 
+/// The first `i` in `0..n` for which `ok(i)` holds (`n` if none), for an `ok` that is false
+/// then true over `0..n`. Index 0 first (a scan past its first leaf starts there), then a
+/// binary search: a leaf's start used to be found by testing its keys one by one, half of
+/// a 32-key leaf's key blocks loaded and compared per scan.
+#[inline]
+fn first_true(n: usize, ok: impl Fn(usize) -> bool) -> usize {
+    if n == 0 || ok(0) {
+        return 0;
+    }
+    let (mut a, mut b) = (1, n);
+    while a < b {
+        let m = a + (b - a) / 2;
+        if ok(m) {
+            b = m;
+        } else {
+            a = m + 1;
+        }
+    }
+    a
+}
+
 /// `k` satisfies the lower bound.
 #[inline]
 fn above_lo(k: &[u8], lo: Bound<&[u8]>) -> bool {
@@ -1018,15 +1039,14 @@ impl BTree {
                 first = false;
             }
             // Keys in a validated snapshot are strictly increasing: skip to the first
-            // one above `lo` and above the last key reported, then only check `hi`.
-            let mut i = 0;
-            while i < snap.n {
+            // one above `lo` and above the last key reported, then only check `hi`. The
+            // test is monotone over the snapshot, so the start is a binary search (the
+            // first leaf's start is anywhere in it; a next leaf's is its first key).
+            let starts = |i: usize| {
                 let k = self.key_of(snap.keys[i]);
-                if above_lo(k, lo) && last.is_none_or(|l| k > l) {
-                    break;
-                }
-                i += 1;
-            }
+                above_lo(k, lo) && last.is_none_or(|l| k > l)
+            };
+            let i = first_true(snap.n, starts);
             for i in i..snap.n {
                 let k = self.key_of(snap.keys[i]);
                 if !below_hi(k, hi) {
@@ -1073,15 +1093,13 @@ impl BTree {
                 break;
             }
             // Skip (from the top) to the first key below `upper` and below the last
-            // key reported, then only check `lo`.
-            let mut end = snap.n;
-            while end > 0 {
-                let k = self.key_of(snap.keys[end - 1]);
-                if below_hi(k, upper) && last.is_none_or(|l| k < l) {
-                    break;
-                }
-                end -= 1;
-            }
+            // key reported, then only check `lo`: `end` is the first index whose key is
+            // not (a binary search over the increasing keys, as in `scan_asc`).
+            let past = |i: usize| {
+                let k = self.key_of(snap.keys[i]);
+                !(below_hi(k, upper) && last.is_none_or(|l| k < l))
+            };
+            let end = first_true(snap.n, past);
             for i in (0..end).rev() {
                 let k = self.key_of(snap.keys[i]);
                 if !above_lo(k, lo) {
@@ -1633,6 +1651,25 @@ mod tests {
     use std::collections::{BTreeMap, BTreeSet};
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
+
+    /// A scan's start in a leaf: every threshold of every leaf size, and how many tests a
+    /// start takes (index 0 alone when it holds; at most 1 + log2 of the rest otherwise).
+    #[test]
+    fn first_true_finds_the_start_of_every_monotone_run() {
+        for n in 0..=LEAF_CAP + 1 {
+            for t in 0..=n {
+                let calls = std::cell::Cell::new(0);
+                let got = first_true(n, |i| {
+                    assert!(i < n, "tested {i} of {n}");
+                    calls.set(calls.get() + 1);
+                    i >= t
+                });
+                assert_eq!(got, t, "n {n}, threshold {t}");
+                let bound = if t == 0 { 1 } else { 2 + n.ilog2() as usize };
+                assert!(calls.get() <= bound, "n {n}, t {t}: {} tests", calls.get());
+            }
+        }
+    }
 
     struct SplitMix64(u64);
 
