@@ -234,14 +234,11 @@ impl<'db> Transaction<'db> {
         // counts a customer name's rows, then reads the first half of the same range).
         if !point {
             if let Some(last) = self.st.sets.scan_set.last() {
-                let arena = &self.st.sets.scan_keys;
+                let (arena, bound) = (&self.st.sets.scan_keys, crate::cc::mvocc::bound);
                 if !last.point
                     && last.table == t.id
                     && last.index == index as u16
-                    && range_within(
-                        (lo, hi),
-                        (bound_of(arena, last.lo), bound_of(arena, last.hi)),
-                    )
+                    && range_within((lo, hi), (bound(arena, last.lo), bound(arena, last.hi)))
                 {
                     return;
                 }
@@ -595,6 +592,7 @@ impl<'db> Transaction<'db> {
         // The key of the row the scan stopped at, if it stopped early.
         let mut stop = std::mem::take(&mut self.local.stop_buf);
         let mut stopped = false;
+        let mut stop_tid = TupleId::default();
         let mut check = std::mem::take(&mut self.local.key_buf2);
         let mut rb = std::mem::take(&mut self.local.read_buf);
         if limit > 0 {
@@ -614,6 +612,7 @@ impl<'db> Transaction<'db> {
                     stop.clear();
                     stop.extend_from_slice(k);
                     stopped = true;
+                    stop_tid = tid;
                     return false;
                 }
                 true
@@ -621,6 +620,12 @@ impl<'db> Transaction<'db> {
         }
         self.local.key_buf2 = check;
         self.local.read_buf = rb;
+        // A primary-key scan that stopped at a row (a LIMIT: TPC-C Delivery's oldest new
+        // order, which it deletes next) leaves that row's key and tuple id with the recent
+        // lookups, as a point lookup would (sound for the same reason: an entry keeps its id).
+        if stopped && index == 0 {
+            self.local.recent.keep(t.id, &stop, stop_tid);
+        }
         // The observed range: up to the last row returned if the scan stopped early. On a
         // secondary index that includes every entry of the stop key (entries are the key
         // plus a suffix, so `Included(key)` alone would leave out the entries of rows
@@ -948,11 +953,6 @@ fn tid_by_key(
         recent.keep(t.id, key, tid);
     }
     tid
-}
-
-/// A recorded bound (`ScanRecord::lo`/`hi`) as a `Bound` over the scan-key arena.
-fn bound_of(arena: &[u8], b: (u8, u32, u32)) -> Bound<&[u8]> {
-    crate::cc::mvocc::bound(arena, b)
 }
 
 /// Whether every key of range `inner` (lower, upper bound) is in range `outer`.

@@ -1591,3 +1591,58 @@ fn range_within_agrees_with_brute_force() {
         }
     }
 }
+
+/// A primary-key scan stopped by its LIMIT keeps the row it stopped at with the recent
+/// lookups (TPC-C Delivery deletes the oldest new order it just scanned to), ascending and
+/// descending; one that ran to its end keeps nothing; the delete by that key then removes
+/// the right row.
+#[test]
+fn a_primary_scan_stopped_by_its_limit_keeps_the_row_for_the_next_lookup() {
+    use crate::ScanOptions;
+    use std::ops::Bound;
+    let db = Database::open(Config::default()).unwrap();
+    let t = ordered_kv_table(&db);
+    for k in [3i64, 5, 7] {
+        db.run(|tx| tx.insert(&t, &(k, k))).unwrap();
+    }
+    let key = |k: i64| {
+        let mut b = Vec::new();
+        t.schema.encode_key_values(0, &k, &mut b).unwrap();
+        b
+    };
+    let mut tx = db.begin().unwrap();
+    let first = |tx: &mut super::Transaction<'_>, limit, descending| {
+        let opts = ScanOptions {
+            limit,
+            descending,
+            ..Default::default()
+        };
+        let mut got = None;
+        let lo = Bound::Included(&4i64);
+        tx.scan(&t, lo, Bound::Unbounded, opts, |r| {
+            got = got.or(r.i64(0).ok());
+            true
+        })
+        .unwrap();
+        got
+    };
+    assert_eq!(first(&mut tx, None, false), Some(5));
+    assert!(
+        tx.local.recent.tid_of(t.id, &key(7)).is_none(),
+        "ran to its end"
+    );
+    assert_eq!(first(&mut tx, Some(1), false), Some(5));
+    let tid5 = tx.local.recent.tid_of(t.id, &key(5));
+    assert_eq!(tid5, t.indexes[0].get_unique(&key(5)));
+    assert!(tid5.is_some());
+    assert_eq!(first(&mut tx, Some(1), true), Some(7));
+    assert_eq!(
+        tx.local.recent.tid_of(t.id, &key(7)),
+        t.indexes[0].get_unique(&key(7))
+    );
+    tx.delete(&t, &5i64).unwrap();
+    tx.commit().unwrap();
+    assert_eq!(value(&db, &t, 5), None);
+    assert_eq!(value(&db, &t, 3), Some(3));
+    assert_eq!(value(&db, &t, 7), Some(7));
+}
