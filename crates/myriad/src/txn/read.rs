@@ -307,15 +307,7 @@ impl<'db> Transaction<'db> {
         f: impl FnOnce(RowRef<'_>) -> R,
     ) -> Result<Option<R>> {
         self.begin_op(t)?;
-        // A compiled point key is looked up where it is, not copied into `key_buf`, which
-        // gets it only on the paths that read it (a miss, a range lock: `fill_key_buf`).
-        let own = t.schema.compiled_key(0, key);
-        if own.is_none() {
-            let mut kb = std::mem::take(&mut self.local.key_buf);
-            let enc = t.schema.encode_key_values(0, key, &mut kb);
-            self.local.key_buf = kb;
-            enc?;
-        }
+        let own = self.point_key(t, key)?;
         let rt = self.stmt_ts();
         if self.range_locking() {
             self.fill_key_buf(own);
@@ -375,6 +367,25 @@ impl<'db> Transaction<'db> {
                 Ok(None)
             }
         }
+    }
+
+    /// Primary key `key` of `t` for a point access: a compiled key's own bytes, looked up
+    /// where they are (`Some`), else encoded into `local.key_buf` (`None`). `key_buf` gets a
+    /// compiled key only on the paths that read it from there (`fill_key_buf`). Always
+    /// inlined: as a call it cost TPC-C 0.8 % more instructions.
+    #[inline(always)]
+    pub(super) fn point_key<'k, K: Values + ?Sized>(
+        &mut self,
+        t: &Table,
+        key: &'k K,
+    ) -> Result<Option<&'k [u8]>> {
+        if let Some(k) = t.schema.compiled_key(0, key) {
+            return Ok(Some(k));
+        }
+        let mut kb = std::mem::take(&mut self.local.key_buf);
+        let enc = t.schema.encode_key_values(0, key, &mut kb);
+        self.local.key_buf = kb;
+        enc.map(|()| None)
     }
 
     /// Puts `own`, a compiled point key used in place, into `local.key_buf` for the code

@@ -735,14 +735,7 @@ impl<'db> Transaction<'db> {
         key: &K,
     ) -> Result<(TupleId, *mut Version, bool)> {
         self.begin_write(t)?;
-        // A compiled point key is used in place (as in `get_with`).
-        let own = t.schema.compiled_key(0, key);
-        if own.is_none() {
-            let mut kb = std::mem::take(&mut self.local.key_buf);
-            let enc = t.schema.encode_key_values(0, key, &mut kb);
-            self.local.key_buf = kb;
-            enc?;
-        }
+        let own = self.point_key(t, key)?;
         self.live_row_at(t, own)
     }
 
