@@ -345,15 +345,12 @@ impl TableSchema {
         key: &K,
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        let cols = &self.indexes[idx].columns;
-        if let Some(b) = key.encoded(crate::value::sealed::Token) {
-            // A compiled point key, encoded by `encode_int` as this index's INT columns are.
-            if self.int_keys[idx] && b.len() == 8 * cols.len() {
-                out.clear();
-                out.extend_from_slice(b);
-                return Ok(());
-            }
+        if let Some(b) = self.compiled_key(idx, key) {
+            out.clear();
+            out.extend_from_slice(b);
+            return Ok(());
         }
+        let cols = &self.indexes[idx].columns;
         if let (Some(v), &[col]) = (key.single(), &cols[..]) {
             // One-column key given as one value: no per-value callback.
             out.clear();
@@ -387,7 +384,8 @@ impl TableSchema {
         Ok(out)
     }
 
-    /// A compiled point key's own bytes, when they are index `idx`'s encoding of it.
+    /// A compiled point key's own bytes, when they are index `idx`'s encoding of it (encoded
+    /// by `encode_int` as this index's INT columns are).
     #[inline]
     pub(crate) fn compiled_key<'a, K: Values + ?Sized>(
         &self,

@@ -577,11 +577,17 @@ fn holds(e: &E) -> Holds {
     let fast = cond(e);
     let e = e.clone();
     match fast {
-        Some(c) => Box::new(move |vars| match c(None, vars) {
-            Some(b) => Ok(b),
-            None => Ok(eval_in(&e, None, vars)? == V::Bool(true)),
-        }),
+        Some(c) => Box::new(move |vars| truth(&c, &e, vars)),
         None => Box::new(move |vars| Ok(eval_in(&e, None, vars)? == V::Bool(true))),
+    }
+}
+
+/// Condition `e`'s truth by its typed path `c`, else by the general evaluator.
+#[inline]
+fn truth(c: &Cond, e: &E, vars: &[V]) -> crate::error::Result<bool> {
+    match c(None, vars) {
+        Some(b) => Ok(b),
+        None => Ok(eval_in(e, None, vars)? == V::Bool(true)),
     }
 }
 
@@ -921,11 +927,7 @@ impl Cx<'_> {
                     // general arm loop (its `holds` wraps the same `cond`), and no switch test.
                     let (e, then) = (e.clone(), bodies.into_iter().next()?);
                     return Some(Box::new(move |tx, f| {
-                        let yes = match c(None, &f.vars) {
-                            Some(b) => b,
-                            None => eval_in(&e, None, &f.vars)? == V::Bool(true),
-                        };
-                        if yes {
+                        if truth(&c, &e, &f.vars)? {
                             then(tx, f)
                         } else {
                             otherwise(tx, f)
