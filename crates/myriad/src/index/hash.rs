@@ -931,9 +931,15 @@ impl HashIndex {
     /// `get` for a key whose `hash_key` the caller already has.
     #[inline]
     pub fn get_hashed(&self, hash: u64, key: &[u8]) -> Option<u64> {
+        self.get_hashed_in(hash, key, &epoch::pin())
+    }
+
+    /// `get_hashed` under a pin the caller holds (a transaction's, taken once at its
+    /// begin): a lookup's own pin and unpin were 0.6 % of TPC-C's instructions.
+    #[inline]
+    pub fn get_hashed_in(&self, hash: u64, key: &[u8], guard: &Guard) -> Option<u64> {
         debug_assert_eq!(hash, Self::hash_key(key));
-        let guard = epoch::pin();
-        let table = Self::current(&self.table, &guard);
+        let table = Self::current(&self.table, guard);
         let bucket = table.bucket(hash);
         // `head` before the slots: see "Reading a bucket".
         let head = bucket.head.load(Ordering::Acquire);

@@ -71,6 +71,17 @@ impl Index {
         .map(TupleId::new)
     }
 
+    /// `get_unique` under a pin the caller holds (a transaction's): the index takes none of
+    /// its own.
+    #[inline]
+    pub fn get_unique_in(&self, key: &[u8], guard: &crossbeam_epoch::Guard) -> Option<TupleId> {
+        match self {
+            Index::Hash(h) => h.get_hashed_in(HashIndex::hash_key(key), key, guard),
+            Index::Ordered(b) => b.get_in(key, guard),
+        }
+        .map(TupleId::new)
+    }
+
     /// The hash a hash index files `key` under (0 for an ordered index, which ignores it).
     #[inline]
     pub fn hash_of(&self, key: &[u8]) -> u64 {
@@ -91,17 +102,18 @@ impl Index {
 
     /// `get_unique` for a key whose `hash_of` the caller already has, one of a run of
     /// lookups: an ordered index first tries the leaf `hint` keeps from the run's previous
-    /// lookup (`BTree::get_near`).
+    /// lookup (`BTree::get_near`). Under `guard`, a pin the caller holds (`get_unique_in`).
     #[inline]
     pub fn get_unique_near<'t>(
         &'t self,
         hash: u64,
         key: &[u8],
         hint: &mut btree::GetHint<'t>,
+        guard: &crossbeam_epoch::Guard,
     ) -> Option<TupleId> {
         match self {
-            Index::Hash(h) => h.get_hashed(hash, key),
-            Index::Ordered(b) => b.get_near(key, hint),
+            Index::Hash(h) => h.get_hashed_in(hash, key, guard),
+            Index::Ordered(b) => b.get_near_in(key, hint, Some(guard)),
         }
         .map(TupleId::new)
     }
@@ -209,6 +221,39 @@ pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A lookup under a pin the caller holds (a transaction's, held across the lookups)
+    /// answers as one that pins itself: for a hash index that grows under that pin (its
+    /// old bucket arrays retired while the pin lives), and for plain and removable trees.
+    #[test]
+    fn lookups_under_a_held_pin_answer_as_self_pinned_ones() {
+        let key = |i: u64| (i * 7919).to_be_bytes();
+        for index in [
+            Index::new(IndexKind::Hash, 16, 0),
+            Index::new(IndexKind::Ordered, 0, 1),
+            Index::removable(1),
+        ] {
+            let guard = crossbeam_epoch::pin();
+            let mut hint = btree::GetHint::default();
+            for i in 0..5_000u64 {
+                assert_eq!(index.insert_unique(&key(i), TupleId::new(i + 1)), Ok(()));
+                if i % 97 == 0 {
+                    // Keys inserted so far, and one not yet inserted.
+                    for j in [0, i / 2, i, i + 1] {
+                        let k = key(j);
+                        let want = index.get_unique(&k);
+                        assert_eq!(want, (j <= i).then(|| TupleId::new(j + 1)));
+                        assert_eq!(index.get_unique_in(&k, &guard), want);
+                        let h = index.hash_of(&k);
+                        assert_eq!(index.get_unique_near(h, &k, &mut hint, &guard), want);
+                    }
+                }
+            }
+            if let Index::Hash(h) = &index {
+                assert!(h.bucket_count() > 16, "the hash index should have grown");
+            }
+        }
+    }
 
     #[test]
     fn prefix_end_works() {

@@ -813,10 +813,11 @@ impl<'db> Transaction<'db> {
         // their addresses (profiles showed the prefetches waiting, likely on page walks, so
         // spacing them out with hashing and encoding let only a few overlap).
         for k in keys {
-            if t.schema.encode_key_values(0, k, &mut kb).is_ok() {
-                pf.keys.extend_from_slice(&kb);
+            // A compiled key's own bytes are copied once, not through `kb`.
+            if let Ok(b) = t.schema.encoded_key(0, k, &mut kb) {
+                pf.hashes.push(idx.hash_of(b));
+                pf.keys.extend_from_slice(b);
                 pf.ends.push(pf.keys.len() as u32);
-                pf.hashes.push(idx.hash_of(&kb));
             }
         }
         for &h in &pf.hashes {
@@ -836,7 +837,7 @@ impl<'db> Transaction<'db> {
                 }
                 None => {
                     lookups += u64::from(cache.answering());
-                    let tid = idx.get_unique_near(pf.hashes[i], key, &mut near);
+                    let tid = idx.get_unique_near(pf.hashes[i], key, &mut near, &self.guard);
                     if let Some(tid) = tid {
                         cache.record(t.id, key, tid);
                     }
@@ -910,7 +911,7 @@ impl<'db> Transaction<'db> {
             &l.prefetched,
             cache,
             &mut l.recent,
-            self.st.slot(),
+            (self.st.slot(), &self.guard),
             t,
             &l.key_buf,
         )
@@ -921,20 +922,28 @@ impl<'db> Transaction<'db> {
     pub(super) fn primary_tid_of(&mut self, t: &Table, key: &[u8]) -> Option<TupleId> {
         let l: &mut SlotLocal = &mut self.local;
         let cache = &mut l.cc.healing.cache;
-        tid_by_key(&l.prefetched, cache, &mut l.recent, self.st.slot(), t, key)
+        tid_by_key(
+            &l.prefetched,
+            cache,
+            &mut l.recent,
+            (self.st.slot(), &self.guard),
+            t,
+            key,
+        )
     }
 }
 
 /// The tuple id of encoded primary key `key` of `t`: from the transaction's last `prefetch`
 /// if it looked the key up, from `healing`'s access cache during a heal, from its recent
-/// lookups, else from the primary index (then kept in the caches). A free function over the
-/// slot's parts so that a key in `SlotLocal::key_buf` needs no move out and back.
+/// lookups, else from the primary index (then kept in the caches; the lookup runs under
+/// the transaction's pin, `guard`). A free function over the slot's parts so that a key in
+/// `SlotLocal::key_buf` needs no move out and back.
 #[inline]
 fn tid_by_key(
     prefetched: &super::Prefetched,
     cache: &mut crate::cc::healing::AccessCache,
     recent: &mut super::Recent,
-    slot: &super::table::Slot,
+    (slot, guard): (&super::table::Slot, &crossbeam_epoch::Guard),
     t: &Table,
     key: &[u8],
 ) -> Option<TupleId> {
@@ -958,7 +967,7 @@ fn tid_by_key(
     if healing {
         bump(&slot.stats.heal_index_lookups, 1);
     }
-    let tid = t.indexes[0].get_unique(key);
+    let tid = t.indexes[0].get_unique_in(key, guard);
     if let Some(tid) = tid {
         cache.record(t.id, key, tid);
         recent.keep(t.id, key, tid);

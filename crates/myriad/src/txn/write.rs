@@ -336,7 +336,7 @@ impl<'db> Transaction<'db> {
         let mut known = None;
         loop {
             let found = if look {
-                t.indexes[0].get_unique(key)
+                t.indexes[0].get_unique_in(key, &self.guard)
             } else {
                 known.take()
             };
