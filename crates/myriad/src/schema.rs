@@ -537,7 +537,13 @@ pub(crate) fn encode_component(v: ValueRef<'_>, out: &mut Vec<u8>) {
 /// An integer key component: sign bit flipped, big-endian, so byte order is numeric order.
 #[inline]
 pub(crate) fn encode_int(i: i64, out: &mut Vec<u8>) {
-    out.extend_from_slice(&((i as u64) ^ (1 << 63)).to_be_bytes());
+    out.extend_from_slice(&int_key_bytes(i));
+}
+
+/// The eight bytes `encode_int` writes for `i`.
+#[inline]
+pub(crate) fn int_key_bytes(i: i64) -> [u8; 8] {
+    ((i as u64) ^ (1 << 63)).to_be_bytes()
 }
 
 /// The INT that `encode_int` wrote as `b`.

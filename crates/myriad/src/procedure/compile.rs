@@ -686,7 +686,7 @@ impl PointKey {
 fn int_parts(t: &TableRef, keys: &[E]) -> Option<Vec<KeyPart>> {
     let s = &t.schema;
     let pk = &s.indexes()[0].columns;
-    if keys.len() != pk.len() {
+    if keys.len() != pk.len() || keys.len() > POINT_KEY_INTS {
         return None;
     }
     keys.iter()
@@ -701,32 +701,60 @@ fn int_parts(t: &TableRef, keys: &[E]) -> Option<Vec<KeyPart>> {
 
 /// A point key `PointKey::eval` made: INTs in the primary index's encoding (`ints`), or
 /// values. As `Values` either way, the same INTs through `at`/`visit` as `encoded` gives.
-#[derive(Default)]
+/// The encoded INTs are kept in place (`bytes[..len]`), not in a `Vec`: filling one was
+/// a capacity check and a length update per INT, on every point access of a procedure.
 pub(crate) struct PointKeyBuf {
     vals: Vec<Value>,
-    bytes: Vec<u8>,
+    bytes: [u8; 8 * POINT_KEY_INTS],
+    len: usize,
     ints: bool,
 }
 
+/// The most INT parts a point key is encoded from (`int_parts`); a wider key goes by values.
+const POINT_KEY_INTS: usize = 8;
+
+impl Default for PointKeyBuf {
+    fn default() -> Self {
+        PointKeyBuf {
+            vals: Vec::new(),
+            bytes: [0; 8 * POINT_KEY_INTS],
+            len: 0,
+            ints: false,
+        }
+    }
+}
+
 impl PointKeyBuf {
-    /// The key of INT `parts` in the index's encoding; false (and no key) if a part does
-    /// not evaluate to an INT.
+    /// The key of INT `parts` (at most `POINT_KEY_INTS`) in the index's encoding; false
+    /// (and no key) if a part does not evaluate to an INT.
     #[inline]
     fn fill_ints(&mut self, parts: &[KeyPart], vars: &[V]) -> bool {
-        self.bytes.clear();
+        debug_assert!(parts.len() <= POINT_KEY_INTS);
         self.ints = true;
-        for p in parts {
+        let mut n = 0;
+        for (p, out) in parts.iter().zip(self.bytes.chunks_exact_mut(8)) {
             match p.eval(vars) {
-                Some(i) => crate::schema::encode_int(i, &mut self.bytes),
+                Some(i) => out.copy_from_slice(&crate::schema::int_key_bytes(i)),
                 None => return false,
             }
+            n += 8;
         }
+        self.len = n;
         true
+    }
+
+    /// A key of `ints` as `fill_ints` encodes it.
+    #[cfg(test)]
+    fn of_ints(ints: &[i64]) -> PointKeyBuf {
+        let parts: Vec<KeyPart> = ints.iter().map(|&i| KeyPart::Lit(i)).collect();
+        let mut k = PointKeyBuf::default();
+        assert!(k.fill_ints(&parts, &[]));
+        k
     }
 
     #[inline]
     fn int(&self, i: usize) -> Option<i64> {
-        let b = self.bytes.get(8 * i..8 * i + 8)?;
+        let b = self.bytes[..self.len].get(8 * i..8 * i + 8)?;
         Some(crate::schema::decode_int(b.try_into().ok()?))
     }
 }
@@ -734,7 +762,7 @@ impl PointKeyBuf {
 impl crate::value::Values for PointKeyBuf {
     fn count(&self) -> usize {
         if self.ints {
-            self.bytes.len() / 8
+            self.len / 8
         } else {
             self.vals.len()
         }
@@ -753,7 +781,7 @@ impl crate::value::Values for PointKeyBuf {
         if !self.ints {
             return self.vals.as_slice().single();
         }
-        (self.bytes.len() == 8).then(|| ValueRef::Int(self.int(0).unwrap_or(0)))
+        (self.len == 8).then(|| ValueRef::Int(self.int(0).unwrap_or(0)))
     }
     #[inline]
     fn at(&self, i: usize) -> Option<ValueRef<'_>> {
@@ -764,7 +792,7 @@ impl crate::value::Values for PointKeyBuf {
     }
     #[inline]
     fn encoded(&self, _: crate::value::sealed::Token) -> Option<&[u8]> {
-        self.ints.then_some(&self.bytes[..])
+        self.ints.then_some(&self.bytes[..self.len])
     }
 }
 
@@ -811,7 +839,13 @@ impl Warm {
 /// Sets the `found` variable (slot `slot`) in place.
 #[inline]
 fn set_found(f: &mut Frame, slot: usize, found: bool) {
-    match &mut f.vars[slot] {
+    set_flag(&mut f.vars[slot], found);
+}
+
+/// Sets a BOOL variable in place.
+#[inline]
+fn set_flag(v: &mut V, found: bool) {
+    match v {
         V::Bool(b) => *b = found,
         s => *s = V::Bool(found),
     }
@@ -832,9 +866,8 @@ impl PointRead {
         &self,
         key: &K,
         tx: &mut Transaction<'_>,
-        f: &mut Frame,
+        vars: &mut [V],
     ) -> Step {
-        let vars = &mut f.vars;
         let got = tx.get_with(&self.table, key, |r| {
             for (&c, &(slot, ty)) in self.cols.iter().zip(&self.into) {
                 if let (V::Val(Value::Int(x)), Some(i)) = (&mut vars[slot], r.int_at(c)) {
@@ -850,7 +883,7 @@ impl PointRead {
                 }
             }
         })?;
-        set_found(f, self.found, got.is_some());
+        set_flag(&mut vars[self.found], got.is_some());
         Ok(Flow::Next)
     }
 }
@@ -1143,24 +1176,19 @@ impl Cx<'_> {
                 return general;
             };
             return Box::new(move |tx, f| match k(None, &f.vars) {
-                Some(key) => point.run(&key, tx, f),
+                Some(key) => point.run(&key, tx, &mut f.vars),
                 None => general(tx, f),
             });
         }
         if read.access.pure_point() && read.limit.is_none() && read.cols.is_some() {
             let key = PointKey::new(&read.table, &read.access);
             return Box::new(move |tx, f| {
-                let mut k = std::mem::take(&mut f.pkey);
-                let r = match key.eval(&f.vars, &mut k) {
-                    Ok(true) => point.run(&k, tx, f),
-                    Ok(false) => {
-                        f.pkey = k;
-                        return general(tx, f);
-                    }
+                let Frame { vars, pkey, .. } = f;
+                match key.eval(vars, pkey) {
+                    Ok(true) => point.run(pkey, tx, vars),
+                    Ok(false) => general(tx, f),
                     Err(e) => Err(Box::new(e)),
-                };
-                f.pkey = k;
-                r
+                }
             });
         }
         general
@@ -1588,11 +1616,7 @@ mod tests {
             .primary_key_with(&["k", "j"], IndexKind::Ordered)
             .build()
             .unwrap();
-        let mut k = PointKeyBuf::default();
-        for i in [-3i64, i64::MAX] {
-            crate::schema::encode_int(i, &mut k.bytes);
-        }
-        k.ints = true;
+        let k = PointKeyBuf::of_ints(&[-3, i64::MAX]);
         assert_eq!(k.count(), 2);
         assert_eq!(k.at(0), Some(ValueRef::Int(-3)));
         assert_eq!(k.at(1), Some(ValueRef::Int(i64::MAX)));
@@ -1611,9 +1635,7 @@ mod tests {
             .unwrap();
         assert_eq!(fast, general);
         // One INT for a two-column index: not taken as bytes, the arity error as for values.
-        let mut one = PointKeyBuf::default();
-        crate::schema::encode_int(5, &mut one.bytes);
-        one.ints = true;
+        let one = PointKeyBuf::of_ints(&[5]);
         assert_eq!(one.single(), Some(ValueRef::Int(5)));
         let e = two.encode_key_values(0, &one, &mut fast).unwrap_err();
         let v = two
@@ -1623,8 +1645,8 @@ mod tests {
         // Values (the fallback) are encoded as values.
         let vals = PointKeyBuf {
             vals: vec![Value::Int(1), Value::Int(2)],
-            bytes: vec![0; 16],
-            ints: false,
+            len: 16,
+            ..PointKeyBuf::default()
         };
         assert_eq!(vals.encoded(crate::value::sealed::Token), None);
         two.encode_key_values(0, &vals, &mut fast).unwrap();
