@@ -913,17 +913,23 @@ impl BTree {
     /// caller's own: unlike the insert hints, a get writes no shared memory.
     pub fn get_near<'t>(&'t self, key: &[u8], hint: &mut GetHint<'t>) -> Option<u64> {
         let _pin = self.pin();
-        self.get_near_in(key, hint, None)
+        self.near(key, hint)
     }
 
-    /// `get_near` under a pin the caller holds (`_pinned` says so): no pin of its own.
+    /// `get_near` under a pin the caller holds: no pin of its own.
     #[inline]
     pub fn get_near_in<'t>(
         &'t self,
         key: &[u8],
         hint: &mut GetHint<'t>,
-        _pinned: Option<&crossbeam_epoch::Guard>,
+        _pinned: &crossbeam_epoch::Guard,
     ) -> Option<u64> {
+        self.near(key, hint)
+    }
+
+    /// `get_near`'s lookup; the caller is pinned where the tree needs it.
+    #[inline]
+    fn near<'t>(&'t self, key: &[u8], hint: &mut GetHint<'t>) -> Option<u64> {
         let probe = self.probe(key);
         if ptr::eq(hint.tree, self) && !hint.leaf.is_null() {
             if let Some(r) = self.get_in_leaf(hint.leaf, probe) {

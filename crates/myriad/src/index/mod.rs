@@ -113,7 +113,7 @@ impl Index {
     ) -> Option<TupleId> {
         match self {
             Index::Hash(h) => h.get_hashed_in(hash, key, guard),
-            Index::Ordered(b) => b.get_near_in(key, hint, Some(guard)),
+            Index::Ordered(b) => b.get_near_in(key, hint, guard),
         }
         .map(TupleId::new)
     }
