@@ -324,10 +324,7 @@ impl<'db> Transaction<'db> {
             );
             self.local.key_buf = key;
         }
-        let tid = match own {
-            Some(k) => self.primary_tid_of(t, k),
-            None => self.primary_tid(t),
-        };
+        let tid = self.primary_tid(t, own);
         let (tid, v) = match tid {
             Some(tid) => {
                 let v = self.visible_version(t, tid, rt);
@@ -902,26 +899,13 @@ impl<'db> Transaction<'db> {
         Ok(())
     }
 
-    /// The tuple id of the primary key encoded in `local.key_buf` (`tid_by_key`).
+    /// The tuple id of primary key `own` (a compiled key where it is, `point_key`), or of the
+    /// one encoded in `local.key_buf` when `own` is `None` (`tid_by_key`).
     #[inline]
-    pub(super) fn primary_tid(&mut self, t: &Table) -> Option<TupleId> {
+    pub(super) fn primary_tid(&mut self, t: &Table, own: Option<&[u8]>) -> Option<TupleId> {
         let l: &mut SlotLocal = &mut self.local;
         let cache = &mut l.cc.healing.cache;
-        tid_by_key(
-            &l.prefetched,
-            cache,
-            &mut l.recent,
-            (self.st.slot(), &self.guard),
-            t,
-            &l.key_buf,
-        )
-    }
-
-    /// The tuple id of encoded primary key `key` (`tid_by_key`).
-    #[inline]
-    pub(super) fn primary_tid_of(&mut self, t: &Table, key: &[u8]) -> Option<TupleId> {
-        let l: &mut SlotLocal = &mut self.local;
-        let cache = &mut l.cc.healing.cache;
+        let key = own.unwrap_or(&l.key_buf);
         tid_by_key(
             &l.prefetched,
             cache,

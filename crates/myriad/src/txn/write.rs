@@ -754,10 +754,7 @@ impl<'db> Transaction<'db> {
         let not_found = |t: &Table| Error::NotFound {
             table: t.schema.name.clone(),
         };
-        let tid = match own {
-            Some(k) => self.primary_tid_of(t, k),
-            None => self.primary_tid(t),
-        };
+        let tid = self.primary_tid(t, own);
         let Some(tid) = tid else {
             self.fill_key_buf(own);
             self.note_miss(t, false);
