@@ -121,6 +121,10 @@ pub struct Report {
     pub heal_cache_hits_per_txn: f64,
     #[serde(default)]
     pub heal_index_lookups_per_txn: f64,
+    /// `healing`: rows another transaction was still inserting that a call's read phase read
+    /// past as absent (spec A.4 R4), per committed transaction.
+    #[serde(default)]
+    pub heal_reads_past_inserts_per_txn: f64,
     /// `ermia-ssi` (ERMIA §3.6), per committed transaction: pivots aborted by safe retry,
     /// READ ONLY reads of old versions left untracked, aborts those untracked reads caused.
     pub ssi_safe_retries_per_txn: f64,
@@ -715,6 +719,7 @@ impl Report {
             false_invalidations_per_txn: per_txn(d(|s| s.false_invalidations)),
             heal_cache_hits_per_txn: per_txn(d(|s| s.heal_cache_hits)),
             heal_index_lookups_per_txn: per_txn(d(|s| s.heal_index_lookups)),
+            heal_reads_past_inserts_per_txn: per_txn(d(|s| s.heal_reads_past_inserts)),
             ssi_safe_retries_per_txn: per_txn(d(|s| s.ssi_safe_retries)),
             ssi_untracked_reads_per_txn: per_txn(d(|s| s.ssi_untracked_reads)),
             ssi_old_read_aborts_per_txn: per_txn(d(|s| s.ssi_old_read_aborts)),
@@ -929,8 +934,11 @@ impl Report {
             )?;
             writeln!(
                 o,
-                "  heal lookups access cache/txn {:.4}, index/txn {:.4} (primary-key lookups of heals)",
-                self.heal_cache_hits_per_txn, self.heal_index_lookups_per_txn
+                "  heal lookups access cache/txn {:.4}, index/txn {:.4} (primary-key lookups of heals); \
+                 reads past uncommitted inserts/txn {:.4}",
+                self.heal_cache_hits_per_txn,
+                self.heal_index_lookups_per_txn,
+                self.heal_reads_past_inserts_per_txn
             )?;
         }
         if self.fidelity.protocol == "mvocc" && self.fidelity.validation.contains("column check on")

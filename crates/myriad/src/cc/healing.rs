@@ -48,8 +48,11 @@
 //! re-runs the whole body and recomputes every operation (correct, and still no abort, but
 //! a heal costs a full execution, less its index lookups, rather than the affected
 //! operations).
-//! Reading another transaction's uncommitted insert aborts as under `occ` (the thesis's
-//! insert scenario 1 would read past it, §3.4.7).
+//! **Uncommitted inserts** (spec A.4 R4, the thesis's insert scenario 1, §3.4.7): a
+//! healable call's read phase reads past another transaction's uncommitted insert as absent
+//! (`Transaction::reads_past_inserts`); the key or range it looked at is re-checked at commit
+//! (`silo::rescan`), which heals the call if the insert committed. A heal's re-run meeting
+//! one aborts as under `occ` (`read_validation`).
 
 use crate::error::AbortReason;
 pub(crate) use crate::schema::TableCols;

@@ -121,6 +121,10 @@ pub struct Stats {
     pub heal_cache_hits: u64,
     /// `healing`: primary-key lookups made by heals that went to the index.
     pub heal_index_lookups: u64,
+    /// `healing`: rows another transaction was still inserting that a healable call's read
+    /// phase read past as absent (spec A.4 R4; its commit re-checks the key and heals if the
+    /// insert committed meanwhile).
+    pub heal_reads_past_inserts: u64,
     /// `ermia-ssi`: would-be pivots aborted at pre-commit because they overwrote a version
     /// an in-flight transaction read (safe retry, `Config::ermia_safe_retry`).
     pub ssi_safe_retries: u64,
@@ -774,6 +778,7 @@ impl Database {
             s.false_invalidations += l(&st.false_invalidations);
             s.heal_cache_hits += l(&st.heal_cache_hits);
             s.heal_index_lookups += l(&st.heal_index_lookups);
+            s.heal_reads_past_inserts += l(&st.heal_reads_past_inserts);
             s.ssi_safe_retries += l(&st.ssi_safe_retries);
             s.ssi_untracked_reads += l(&st.ssi_untracked_reads);
             s.ssi_old_read_aborts += l(&st.ssi_old_read_aborts);

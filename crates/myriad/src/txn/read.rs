@@ -56,7 +56,8 @@ impl<'db> Transaction<'db> {
     /// A single-version protocol's read of `tid`: our buffered write, else the record's one version (null if it
     /// has none, or an aborted insert is being unlinked). A record another transaction is
     /// still inserting is locked: the read dooms the transaction, as Silo's validation of it
-    /// would (`cc/silo.rs`).
+    /// would (`cc/silo.rs`) — except in a healable call's read phase, which reads past it
+    /// as absent (`reads_past_inserts`).
     pub(super) fn single_version_read(&self, t: &Table, tid: TupleId) -> *const Version {
         if !self.st.sets.write_set.is_empty() {
             if let Some(n) = self.st.pending_write(t.id, tid) {
@@ -76,8 +77,9 @@ impl<'db> Transaction<'db> {
             return ptr::null();
         }
         if crate::version::is_txn(b) && b != self.st.id.word() {
-            if self.awaits_inserts() && self.await_insert(v, b) {
-                return self.single_version_read(t, tid);
+            if self.reads_past_inserts() {
+                bump(&self.slot().stats.heal_reads_past_inserts, 1);
+                return ptr::null();
             }
             self.doom(cc::read_conflict(self.st.protocol));
             return ptr::null();
@@ -85,15 +87,30 @@ impl<'db> Transaction<'db> {
         h
     }
 
-    /// `healing`, a healable call before its commit (it holds no lock, so waiting cannot
-    /// close a cycle): another transaction's uncommitted insert is waited out rather than
-    /// aborted for. Its commit then makes the call's earlier reads stale, which the commit
-    /// heals (TPC-C: two New-Orders that read one `d_next_o_id` insert the same order; the
-    /// thesis's Cavalia buffers inserts until validation, so the second never meets the
-    /// first's insert, §3.4.7).
+    /// `healing`, a healable call before its commit (its read phase): a read that meets
+    /// another transaction's uncommitted insert takes the row as absent instead of aborting
+    /// (spec A.4 R4, the thesis's first insert scenario, §3.4.7: the tuple is in the read
+    /// set but invisible). Every read path that gets no row records the key or range it
+    /// looked at (`note_miss`, `push_scan`), so the commit's re-check (`cc/silo.rs`
+    /// `rescan`, after every row is locked) finds the row if the insert committed, or
+    /// still locked if it has not, and heals the call; an insert that aborted leaves
+    /// nothing to find. Not in a heal's re-run: the rows it reads past the cursor are the
+    /// thesis's no-wait locks, so a row still being inserted there aborts the call
+    /// (`read_validation`). Writes keep `awaits_inserts`.
+    #[inline]
+    pub(super) fn reads_past_inserts(&self) -> bool {
+        self.healable && self.heals == 0 && !self.heal_requested
+    }
+
+    /// `healing`, a healable call's read phase (it holds no lock, so waiting cannot close a
+    /// cycle): an update or insert that meets another transaction's uncommitted insert of
+    /// its row waits it out (`await_insert`) rather than aborting. Its commit then makes the
+    /// call's earlier reads stale, which the commit heals (TPC-C: two New-Orders that read
+    /// one `d_next_o_id` insert the same order; the thesis's Cavalia buffers inserts until
+    /// validation, so the second never meets the first's insert, §3.4.7).
     #[inline]
     pub(super) fn awaits_inserts(&self) -> bool {
-        self.healable && self.heals == 0 && !self.heal_requested
+        self.reads_past_inserts()
     }
 
     /// Waits, up to `INSERT_WAIT`, for `v` — inserted by the transaction whose id is `b`, not

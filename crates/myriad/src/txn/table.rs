@@ -132,6 +132,8 @@ pub(crate) struct SlotStats {
     pub heal_cache_hits: AtomicU64,
     /// (See `heal_cache_hits`.)
     pub heal_index_lookups: AtomicU64,
+    /// `healing`: uncommitted inserts a call's read phase read past as absent.
+    pub heal_reads_past_inserts: AtomicU64,
     pub versions_cut_by_readers: AtomicU64,
     /// ERMIA-SSI (`cc/ermia_ssi.rs`): pivots aborted by safe retry, READ ONLY reads of old
     /// versions left untracked, and writers aborted by an old version's bstamp.

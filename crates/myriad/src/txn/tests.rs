@@ -1095,6 +1095,96 @@ fn healing_reaches_the_rows_of_unchanged_keys_through_the_access_cache() {
     assert!(format!("{err}").contains("access cache"), "{err}");
 }
 
+/// Spec A.4 R4 (thesis §3.4.7, the first insert scenario): a healable call reads key 5
+/// while another transaction is still inserting it. The read takes the row as absent — no
+/// wait, no abort — and records the key it missed. The inserter then commits (`commit`) or
+/// aborts before the call's commit: a committed row makes the commit's re-check of the key
+/// fail and the call heal, returning the inserted balance; an aborted one leaves the call's
+/// first run standing. Returns the call's result and the database's stats.
+fn call_past_an_uncommitted_insert(commit: bool) -> (Vec<Value>, crate::Stats) {
+    let db = Database::open(
+        Config::new()
+            .protocol(crate::Protocol::Healing)
+            .version_storage(VersionStorage::SingleVersion),
+    )
+    .unwrap();
+    crate::sql::Session::new(&db)
+        .execute(
+            "CREATE TABLE acct (id INT PRIMARY KEY, bal INT); \
+             INSERT INTO acct VALUES (1, 100); \
+             CREATE PROCEDURE peek(k INT) AS $$ \
+               DECLARE b INT; \
+               BEGIN \
+                 SELECT bal INTO b FROM acct WHERE id = k; \
+                 IF NOT found THEN b := -1; END IF; \
+                 UPDATE acct SET bal = bal + 1 WHERE id = 1; \
+                 RETURN b; \
+               END $$;",
+        )
+        .unwrap();
+    let t = db.table("acct").unwrap();
+    let p = db.procedure("peek").unwrap();
+    let fired = std::rc::Rc::new(std::cell::Cell::new(false));
+    let once = fired.clone();
+    let out = std::thread::scope(|sc| {
+        let (inserted, inserted_rx) = channel::<()>();
+        let (decide, decide_rx) = channel::<()>();
+        let (done, done_rx) = channel::<()>();
+        let (db, t) = (&db, &t);
+        let inserter = sc.spawn(move || {
+            let mut tx = db.begin().unwrap();
+            tx.insert(t, &[Value::Int(5), Value::Int(50)]).unwrap();
+            inserted.send(()).unwrap();
+            decide_rx.recv_timeout(WAIT).unwrap();
+            if commit {
+                tx.commit().unwrap();
+            } else {
+                tx.abort();
+            }
+            done.send(()).unwrap();
+        });
+        inserted_rx.recv_timeout(WAIT).unwrap();
+        set_pause(Pause::SingleVersionCommit, move || {
+            if !once.replace(true) {
+                decide.send(()).unwrap();
+                done_rx.recv_timeout(WAIT).unwrap();
+            }
+        });
+        // One attempt, not `call`'s retries: an abort is the failure this test looks for.
+        let mut f = p.bound_frame(&[5i64.into()]).unwrap();
+        let out = p.execute_commit(db.begin().unwrap(), &mut f);
+        clear_pause();
+        inserter.join().unwrap();
+        out.map(|(out, _)| out)
+    });
+    assert!(fired.get(), "the call reached its commit");
+    let st = db.stats();
+    (out.expect("the call commits at its first attempt"), st)
+}
+
+#[test]
+fn healing_reads_past_an_uncommitted_insert_and_heals_when_it_commits() {
+    let (out, st) = call_past_an_uncommitted_insert(true);
+    assert_eq!(
+        out,
+        vec![Value::Int(50)],
+        "the healed run read the committed row"
+    );
+    assert_eq!(st.heal_reads_past_inserts, 1);
+    assert_eq!(st.heals, 1);
+    assert_eq!(st.aborted.iter().sum::<u64>(), 0, "{:?}", st.aborted);
+    let (out, st) = call_past_an_uncommitted_insert(false);
+    assert_eq!(
+        out,
+        vec![Value::Int(-1)],
+        "the insert aborted: the row is absent"
+    );
+    assert_eq!(st.heal_reads_past_inserts, 1);
+    assert_eq!(st.heals, 0);
+    // The inserter's own abort is the only one.
+    assert_eq!(st.aborted.iter().sum::<u64>(), 1, "{:?}", st.aborted);
+}
+
 /// MVTO (thesis §5.3.1): T1 finds version v0 of row 1 visible; before its read-ts lands,
 /// T2 (an older timestamp) locks v0 and writes, T4 (a newer one) reads v0, raises its read-ts
 /// past T1's and aborts on T2's lock, and T2 commits. T1's read must now fail: T2 serializes
