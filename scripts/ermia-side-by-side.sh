@@ -12,7 +12,8 @@
 #     PATH (cmake runs ERMIA's dbcore/burt-hash.py with it).
 #   MYRIAD_BINARY: default target/release/myriad.
 # Environment: ROUNDS (default 5), SECONDS_PER_RUN (default 10), ERMIA_CC (SSI or SI; Myriad
-# then runs ermia-ssi or ermia-si), MYRIAD_FLAGS (extra `bench tpcc` options; default
+# then runs ermia-ssi or ermia-si), MYRIAD_PROTOCOL (Myriad's protocol instead, e.g. mvocc;
+# MYRIAD_FLAGS then defaults to none), MYRIAD_FLAGS (extra `bench tpcc` options; default
 # `--ermia-old-age 1000` under SSI, the experiment ermia-tpcc's optimised series).
 #
 # Both run TPC-C at 2 warehouses on 2 worker threads, each worker a terminal of its own home
@@ -36,6 +37,10 @@ SSI) protocol=ermia-ssi; flags=${MYRIAD_FLAGS---ermia-old-age 1000} ;;
 SI) protocol=ermia-si; flags=${MYRIAD_FLAGS-} ;;
 *) echo "ERMIA_CC must be SSI or SI, not $cc" >&2; exit 2 ;;
 esac
+if [ -n "${MYRIAD_PROTOCOL:-}" ]; then
+    protocol=$MYRIAD_PROTOCOL
+    flags=${MYRIAD_FLAGS-}
+fi
 
 die() { echo "ermia-side-by-side.sh: $*" >&2; exit 1; }
 [ -x "$myriad" ] || die "no Myriad binary at $myriad (cargo build --release -p myriad-cli)"
