@@ -94,16 +94,34 @@ impl<'db> Transaction<'db> {
     /// looked at (`note_miss`, `push_scan`), so the commit's re-check (`cc/silo.rs`
     /// `rescan`, after every row is locked) finds the row if the insert committed, or
     /// still locked if it has not, and heals the call; an insert that aborted leaves
-    /// nothing to find. Not in a heal's re-run: the rows it reads past the cursor are the
-    /// thesis's no-wait locks, so a row still being inserted there aborts the call
-    /// (`read_validation`). Writes keep `awaits_inserts`.
+    /// nothing to find. An UPDATE or DELETE reads its row the same way (`live_row_at`); an
+    /// INSERT of the key keeps `awaits_inserts`. Not in a heal's re-run, which holds its
+    /// locks: a row still being inserted there aborts the call (`read_validation`, an
+    /// UPDATE's or DELETE's `write_write_conflict`), as a failed no-wait lock would.
     #[inline]
     pub(super) fn reads_past_inserts(&self) -> bool {
         self.healable && self.heals == 0 && !self.heal_requested
     }
 
+    /// Single-version storage: row `tid` of `t` holds another transaction's uncommitted
+    /// insert (a version whose Begin is a transaction id; updates stay private until their
+    /// install) and no buffered write of ours.
+    pub(super) fn inserted_by_another(&self, t: &Table, tid: TupleId) -> bool {
+        if self.st.pending_write(t.id, tid).is_some() {
+            return false;
+        }
+        let Some(e) = t.entry(tid) else {
+            return false;
+        };
+        // SAFETY: pinned.
+        unsafe { e.load(Ordering::Acquire).as_ref() }.is_some_and(|v| {
+            let b = v.begin.load(Ordering::Acquire);
+            crate::version::is_txn(b) && b != self.st.id.word()
+        })
+    }
+
     /// `healing`, a healable call's read phase (it holds no lock, so waiting cannot close a
-    /// cycle): an update or insert that meets another transaction's uncommitted insert of
+    /// cycle): an insert that meets another transaction's uncommitted insert of
     /// its row waits it out (`await_insert`) rather than aborting. Its commit then makes the
     /// call's earlier reads stale, which the commit heals (TPC-C: two New-Orders that read
     /// one `d_next_o_id` insert the same order; the thesis's Cavalia buffers inserts until

@@ -1095,13 +1095,14 @@ fn healing_reaches_the_rows_of_unchanged_keys_through_the_access_cache() {
     assert!(format!("{err}").contains("access cache"), "{err}");
 }
 
-/// Spec A.4 R4 (thesis §3.4.7, the first insert scenario): a healable call reads key 5
-/// while another transaction is still inserting it. The read takes the row as absent — no
-/// wait, no abort — and records the key it missed. The inserter then commits (`commit`) or
-/// aborts before the call's commit: a committed row makes the commit's re-check of the key
-/// fail and the call heal, returning the inserted balance; an aborted one leaves the call's
-/// first run standing. Returns the call's result and the database's stats.
-fn call_past_an_uncommitted_insert(commit: bool) -> (Vec<Value>, crate::Stats) {
+/// Spec A.4 R4 (thesis §3.4.7, the first insert scenario): healable call `name` reads key 5
+/// (by a SELECT, or by an UPDATE) while another transaction is still inserting it. The read
+/// takes the row as absent — no wait, no abort — and records the key it missed. The inserter
+/// then commits (`commit`) or aborts before the call's commit: a committed row makes the
+/// commit's re-check of the key fail and the call heal, seeing the row; an aborted one
+/// leaves the call's first run standing. Returns the call's result followed by what a
+/// query of row 5 gives afterwards (as text), and the database's stats.
+fn call_past_an_uncommitted_insert(name: &str, commit: bool) -> (Vec<Value>, crate::Stats) {
     let db = Database::open(
         Config::new()
             .protocol(crate::Protocol::Healing)
@@ -1119,11 +1120,19 @@ fn call_past_an_uncommitted_insert(commit: bool) -> (Vec<Value>, crate::Stats) {
                  IF NOT found THEN b := -1; END IF; \
                  UPDATE acct SET bal = bal + 1 WHERE id = 1; \
                  RETURN b; \
+               END $$; \
+             CREATE PROCEDURE bump(k INT) AS $$ \
+               DECLARE b INT; \
+               BEGIN \
+                 UPDATE acct SET bal = bal + 1 WHERE id = k; \
+                 IF found THEN b := 1; ELSE b := 0; END IF; \
+                 UPDATE acct SET bal = bal + 1 WHERE id = 1; \
+                 RETURN b; \
                END $$;",
         )
         .unwrap();
     let t = db.table("acct").unwrap();
-    let p = db.procedure("peek").unwrap();
+    let p = db.procedure(name).unwrap();
     let fired = std::rc::Rc::new(std::cell::Cell::new(false));
     let once = fired.clone();
     let out = std::thread::scope(|sc| {
@@ -1158,31 +1167,54 @@ fn call_past_an_uncommitted_insert(commit: bool) -> (Vec<Value>, crate::Stats) {
         out.map(|(out, _)| out)
     });
     assert!(fired.get(), "the call reached its commit");
-    let st = db.stats();
-    (out.expect("the call commits at its first attempt"), st)
+    let mut out = out.expect("the call commits at its first attempt");
+    let five = crate::sql::Session::new(&db)
+        .execute("SELECT bal FROM acct WHERE id = 5")
+        .unwrap();
+    out.push(Value::Str(format!("{five:?}")));
+    (out, db.stats())
 }
 
 #[test]
 fn healing_reads_past_an_uncommitted_insert_and_heals_when_it_commits() {
-    let (out, st) = call_past_an_uncommitted_insert(true);
-    assert_eq!(
-        out,
-        vec![Value::Int(50)],
-        "the healed run read the committed row"
-    );
-    assert_eq!(st.heal_reads_past_inserts, 1);
-    assert_eq!(st.heals, 1);
-    assert_eq!(st.aborted.iter().sum::<u64>(), 0, "{:?}", st.aborted);
-    let (out, st) = call_past_an_uncommitted_insert(false);
-    assert_eq!(
-        out,
-        vec![Value::Int(-1)],
-        "the insert aborted: the row is absent"
-    );
-    assert_eq!(st.heal_reads_past_inserts, 1);
-    assert_eq!(st.heals, 0);
-    // The inserter's own abort is the only one.
-    assert_eq!(st.aborted.iter().sum::<u64>(), 1, "{:?}", st.aborted);
+    // A point read (`peek` returns the balance it read, -1 for none) and an UPDATE's read of
+    // its row (`bump` returns whether it found the row, which it adds 1 to).
+    for (name, healed, absent) in [("peek", 50, -1), ("bump", 1, 0)] {
+        let (out, st) = call_past_an_uncommitted_insert(name, true);
+        assert_eq!(
+            out[0],
+            Value::Int(healed),
+            "{name}: the healed run saw the committed row"
+        );
+        let five = if name == "bump" { "51" } else { "50" };
+        assert!(
+            matches!(&out[1], Value::Str(r) if r.contains(&format!("Int({five})"))),
+            "{name}: {out:?}"
+        );
+        assert_eq!(st.heal_reads_past_inserts, 1, "{name}");
+        assert_eq!(st.heals, 1, "{name}");
+        assert_eq!(
+            st.aborted.iter().sum::<u64>(),
+            0,
+            "{name}: {:?}",
+            st.aborted
+        );
+        let (out, st) = call_past_an_uncommitted_insert(name, false);
+        assert_eq!(
+            out[0],
+            Value::Int(absent),
+            "{name}: the insert aborted: no row"
+        );
+        assert_eq!(st.heal_reads_past_inserts, 1, "{name}");
+        assert_eq!(st.heals, 0, "{name}");
+        // The inserter's own abort is the only one.
+        assert_eq!(
+            st.aborted.iter().sum::<u64>(),
+            1,
+            "{name}: {:?}",
+            st.aborted
+        );
+    }
 }
 
 /// MVTO (thesis §5.3.1): T1 finds version v0 of row 1 visible; before its read-ts lands,

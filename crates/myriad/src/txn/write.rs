@@ -760,6 +760,14 @@ impl<'db> Transaction<'db> {
             self.note_miss(t, false);
             return Err(self.unless_stale_read(not_found(t)));
         };
+        if self.reads_past_inserts() && self.inserted_by_another(t, tid) {
+            // The UPDATE's or DELETE's read of the row, past an uncommitted insert as a
+            // read's (`reads_past_inserts`): no row, the key recorded as a miss.
+            bump(&self.slot().stats.heal_reads_past_inserts, 1);
+            self.fill_key_buf(own);
+            self.note_miss(t, false);
+            return Err(self.unless_stale_read(not_found(t)));
+        }
         let (head, mine) = self.write_target(t, tid)?;
         // SAFETY: pinned.
         match unsafe { head.as_ref() } {
