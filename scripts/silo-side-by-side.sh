@@ -23,6 +23,7 @@
 set -euo pipefail
 
 silo=${1:?usage: scripts/silo-side-by-side.sh SILO_DBTEST [MYRIAD_BINARY]}
+silo=$(cd "$(dirname "$silo")" && pwd)/$(basename "$silo")
 root=$(cd "$(dirname "$0")/.." && pwd)
 myriad=${2:-$root/target/release/myriad}
 rounds=${ROUNDS:-5}
@@ -35,9 +36,13 @@ die() { echo "silo-side-by-side.sh: $*" >&2; exit 1; }
 [ -x "$silo" ] || die "no Silo dbtest at $silo"
 [ -x "$myriad" ] || die "no Myriad binary at $myriad (cargo build --release -p myriad-cli)"
 
+# Silo writes jemalloc.stats into its working directory: run it in a scratch one.
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
 silo_run() {
     local w=$1 t=$2 out
-    out=$("$silo" --verbose --bench tpcc --num-threads "$t" --scale-factor "$w" \
+    out=$(cd "$scratch" && "$silo" --verbose --bench tpcc --num-threads "$t" --scale-factor "$w" \
         --runtime "$secs" --numa-memory "$mem" 2>&1) || die "Silo failed: $(echo "$out" | tail -5)"
     echo "$out" | awk '/^agg_throughput:/{print $2; exit}'
 }

@@ -51,7 +51,7 @@
 //! **Uncommitted inserts** (spec A.4 R4, the thesis's insert scenario 1, §3.4.7): a
 //! healable call's read phase (its reads, and the row reads of its updates and deletes)
 //! reads past another transaction's uncommitted insert as absent
-//! (`Transaction::reads_past_inserts`); the key or range it looked at is re-checked at commit
+//! (`Transaction::in_heal_read_phase`); the key or range it looked at is re-checked at commit
 //! (`silo::rescan`), which heals the call if the insert committed. A heal's re-run meeting
 //! one aborts as under `occ` (`read_validation`).
 

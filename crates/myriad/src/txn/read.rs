@@ -57,7 +57,7 @@ impl<'db> Transaction<'db> {
     /// has none, or an aborted insert is being unlinked). A record another transaction is
     /// still inserting is locked: the read dooms the transaction, as Silo's validation of it
     /// would (`cc/silo.rs`) — except in a healable call's read phase, which reads past it
-    /// as absent (`reads_past_inserts`).
+    /// as absent (`in_heal_read_phase`).
     pub(super) fn single_version_read(&self, t: &Table, tid: TupleId) -> *const Version {
         if !self.st.sets.write_set.is_empty() {
             if let Some(n) = self.st.pending_write(t.id, tid) {
@@ -77,7 +77,7 @@ impl<'db> Transaction<'db> {
             return ptr::null();
         }
         if crate::version::is_txn(b) && b != self.st.id.word() {
-            if self.reads_past_inserts() {
+            if self.in_heal_read_phase() {
                 bump(&self.slot().stats.heal_reads_past_inserts, 1);
                 return ptr::null();
             }
@@ -87,19 +87,26 @@ impl<'db> Transaction<'db> {
         h
     }
 
-    /// `healing`, a healable call before its commit (its read phase): a read that meets
-    /// another transaction's uncommitted insert takes the row as absent instead of aborting
-    /// (spec A.4 R4, the thesis's first insert scenario, §3.4.7: the tuple is in the read
-    /// set but invisible). Every read path that gets no row records the key or range it
-    /// looked at (`note_miss`, `push_scan`), so the commit's re-check (`cc/silo.rs`
-    /// `rescan`, after every row is locked) finds the row if the insert committed, or
-    /// still locked if it has not, and heals the call; an insert that aborted leaves
-    /// nothing to find. An UPDATE or DELETE reads its row the same way (`live_row_at`); an
-    /// INSERT of the key keeps `awaits_inserts`. Not in a heal's re-run, which holds its
-    /// locks: a row still being inserted there aborts the call (`read_validation`, an
-    /// UPDATE's or DELETE's `write_write_conflict`), as a failed no-wait lock would.
+    /// `healing`, a healable call before its commit (its read phase, holding no lock):
+    /// - a read that meets another transaction's uncommitted insert takes the row as absent
+    ///   instead of aborting (spec A.4 R4, the thesis's first insert scenario, §3.4.7: the
+    ///   tuple is in the read set but invisible). Every read path that gets no row records
+    ///   the key or range it looked at (`note_miss`, `push_scan`), so the commit's re-check
+    ///   (`cc/silo.rs` `rescan`, after every row is locked) finds the row if the insert
+    ///   committed, or still locked if it has not, and heals the call; an insert that
+    ///   aborted leaves nothing to find. An UPDATE or DELETE reads its row the same way
+    ///   (`live_row_at`);
+    /// - an INSERT of a key another transaction is inserting waits that insert out
+    ///   (`await_insert`; waiting cannot close a cycle while no lock is held). Its commit
+    ///   then makes the call's earlier reads stale, which the commit heals (TPC-C: two
+    ///   New-Orders that read one `d_next_o_id` insert the same order; the thesis's Cavalia
+    ///   buffers inserts until validation, so the second never meets the first's insert).
+    ///
+    /// Not in a heal's re-run, which holds its locks: a row still being inserted there
+    /// aborts the call (`read_validation`, an UPDATE's, DELETE's or INSERT's
+    /// `write_write_conflict`), as a failed no-wait lock would.
     #[inline]
-    pub(super) fn reads_past_inserts(&self) -> bool {
+    pub(super) fn in_heal_read_phase(&self) -> bool {
         self.healable && self.heals == 0 && !self.heal_requested
     }
 
@@ -118,17 +125,6 @@ impl<'db> Transaction<'db> {
             let b = v.begin.load(Ordering::Acquire);
             crate::version::is_txn(b) && b != self.st.id.word()
         })
-    }
-
-    /// `healing`, a healable call's read phase (it holds no lock, so waiting cannot close a
-    /// cycle): an insert that meets another transaction's uncommitted insert of
-    /// its row waits it out (`await_insert`) rather than aborting. Its commit then makes the
-    /// call's earlier reads stale, which the commit heals (TPC-C: two New-Orders that read
-    /// one `d_next_o_id` insert the same order; the thesis's Cavalia buffers inserts until
-    /// validation, so the second never meets the first's insert, §3.4.7).
-    #[inline]
-    pub(super) fn awaits_inserts(&self) -> bool {
-        self.reads_past_inserts()
     }
 
     /// Waits, up to `INSERT_WAIT`, for `v` — inserted by the transaction whose id is `b`, not

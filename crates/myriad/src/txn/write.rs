@@ -191,7 +191,7 @@ impl<'db> Transaction<'db> {
             // one is another transaction's insert, which holds the record (or, Begin =
             // INFINITY, has just aborted and is being unlinked: a conflict all the same).
             let b = h.begin.load(Ordering::Acquire);
-            if crate::version::is_txn(b) && self.awaits_inserts() && self.await_insert(h, b) {
+            if crate::version::is_txn(b) && self.in_heal_read_phase() && self.await_insert(h, b) {
                 // The insert is over (committed: a duplicate, maybe from a stale read, which
                 // the commit heals; aborted: the entry is free): judge the entry again.
                 return self.write_target(t, tid);
@@ -760,9 +760,9 @@ impl<'db> Transaction<'db> {
             self.note_miss(t, false);
             return Err(self.unless_stale_read(not_found(t)));
         };
-        if self.reads_past_inserts() && self.inserted_by_another(t, tid) {
+        if self.in_heal_read_phase() && self.inserted_by_another(t, tid) {
             // The UPDATE's or DELETE's read of the row, past an uncommitted insert as a
-            // read's (`reads_past_inserts`): no row, the key recorded as a miss.
+            // read's (`in_heal_read_phase`): no row, the key recorded as a miss.
             bump(&self.slot().stats.heal_reads_past_inserts, 1);
             self.fill_key_buf(own);
             self.note_miss(t, false);
