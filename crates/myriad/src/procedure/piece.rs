@@ -21,9 +21,9 @@ use super::ir::{vars_of, Stmt};
 use super::slice::Slice;
 use super::Procedure;
 use crate::query::expr::{eval_int, value_of, E, V};
-use crate::schema::{encode_component, ColumnType};
+use crate::schema::{encode_int, ColumnType};
 use crate::storage::TableRef;
-use crate::value::{Value, ValueRef};
+use crate::value::Value;
 
 /// Keys a footprint enumerates for one operation before it gives up and takes the table.
 const KEYS_MAX: usize = 4096;
@@ -482,7 +482,8 @@ fn int_key(key: &[(usize, E)], vars: &[V], out: &mut Vec<u8>) -> bool {
         let Some(i) = eval_int(e, None, vars) else {
             return false;
         };
-        encode_component(ValueRef::Int(i), out);
+        // `encode_component` of an INT, inlined (as a call it was 3 % of a PACMAN replay).
+        encode_int(i, out);
     }
     true
 }
