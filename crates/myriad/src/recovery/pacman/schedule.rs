@@ -782,12 +782,30 @@ impl Batch<'_, '_> {
     }
 
     /// Runs the pieces of `group` (ready together, in this order) as one replay
-    /// transaction.
+    /// transaction; again after a serialization failure, up to `REPLAY_RETRIES` times.
     fn run(&self, frames: &mut Frames, group: &[usize]) -> Result<()> {
-        let mut tx = self.ctx.db.begin_replay(crate::txn::TxnOptions {
-            isolation: crate::config::Isolation::Snapshot,
-            read_only: false,
-        })?;
+        let mut tries = 0;
+        loop {
+            match self.run_once(frames, group) {
+                Ok(()) => return Ok(()),
+                Err(Failed::Transient(_)) if tries < REPLAY_RETRIES => tries += 1,
+                Err(Failed::Transient(e) | Failed::Fatal(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// One attempt of `run`: the group's pieces in one replay transaction, their exports
+    /// published once it committed.
+    fn run_once(&self, frames: &mut Frames, group: &[usize]) -> std::result::Result<(), Failed> {
+        let mut tx = self
+            .ctx
+            .db
+            .begin_replay(crate::txn::TxnOptions {
+                isolation: crate::config::Isolation::Snapshot,
+                read_only: false,
+            })
+            .map_err(Failed::of)?;
+        let mut exports = Vec::new();
         for &q in group {
             let piece = &self.pieces[q];
             let (i, j) = piece.rec;
@@ -796,33 +814,71 @@ impl Batch<'_, '_> {
             match piece.call {
                 Some((c, s)) => {
                     let call = &self.calls[c];
-                    let sp = self.slice(c, s)?;
-                    let f = self.frame(frames, c, s, FILL_ALL)?;
+                    let sp = self.slice(c, s).map_err(Failed::Fatal)?;
+                    let f = self.frame(frames, c, s, FILL_ALL).map_err(Failed::Fatal)?;
                     match &sp.code {
                         Some(code) => code.run(&mut tx, f),
                         None => call.p.p.run_slice(&mut tx, f, &sp.mask),
                     }
-                    .map_err(|e| replay_failed(call.p, &e))?;
+                    .map_err(|e| {
+                        let transient = matches!(e, Error::SerializationFailure(_));
+                        let e = replay_failed(call.p, &e);
+                        if transient {
+                            Failed::Transient(e)
+                        } else {
+                            Failed::Fatal(e)
+                        }
+                    })?;
                     if !sp.exports.is_empty() {
                         let vals: Vec<V> = sp.exports.iter().map(|&v| f.vars[v].clone()).collect();
-                        let _ = self.exports[call.exports_at + s].set(vals);
+                        exports.push((call.exports_at + s, vals));
                     }
                 }
                 None => {
                     let mut key = Vec::new();
                     let b = piece.block;
-                    self.ctx.writes(lf, r, &mut key, |t, op, k, data| {
-                        if self.plan.owner.get(&t.schema.name) == Some(&b) {
-                            apply(&mut tx, t, op, k, data)
-                        } else {
-                            Ok(())
-                        }
-                    })?;
+                    self.ctx
+                        .writes(lf, r, &mut key, |t, op, k, data| {
+                            if self.plan.owner.get(&t.schema.name) == Some(&b) {
+                                apply(&mut tx, t, op, k, data)
+                            } else {
+                                Ok(())
+                            }
+                        })
+                        .map_err(Failed::of)?;
                 }
             }
         }
-        tx.commit_deferred()?;
+        tx.commit_deferred().map_err(Failed::of)?;
+        for (at, vals) in exports {
+            let _ = self.exports[at].set(vals);
+        }
         Ok(())
+    }
+}
+
+/// Attempts one replay transaction may make (`Batch::run`). A replay transaction can fail
+/// with a serialization failure that is no disagreement between log and checkpoint: an
+/// insert over a deleted row loses its install to garbage collection cutting that row's
+/// chain at the same moment (`txn/write.rs::insert_keyed`; another replay thread's commit
+/// collects), which a forward transaction would retry. Run again, it finds the row cut and
+/// claims it. Anything else, or the same failure this many times, fails the recovery.
+const REPLAY_RETRIES: u32 = 100;
+
+/// Why an attempt of a replay transaction failed.
+enum Failed {
+    /// A serialization failure (`REPLAY_RETRIES`).
+    Transient(Error),
+    Fatal(Error),
+}
+
+impl Failed {
+    fn of(e: Error) -> Failed {
+        if matches!(e, Error::SerializationFailure(_)) {
+            Failed::Transient(e)
+        } else {
+            Failed::Fatal(e)
+        }
     }
 }
 
