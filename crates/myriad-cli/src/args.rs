@@ -283,10 +283,11 @@ pub(crate) struct BenchArgs {
     /// read validation instead of aborting. Default: on; other protocols refuse it.
     #[arg(long, alias = "heal-column-check", value_name = "BOOL", action = ArgAction::Set)]
     pub(crate) column_check: Option<bool>,
-    /// healing: the access cache's tuple ids (thesis §3.4.1). A call records the row each of
-    /// its primary-key lookups found; a heal re-running it reaches the rows of keys it looked
-    /// up before without an index lookup. Default: on (thesis Table 3.4 compares both);
-    /// other protocols refuse it.
+    /// healing: the access cache (thesis §3.4.1). A call records the row each of its
+    /// primary-key lookups found, and each point UPDATE's inputs and buffered write; a heal
+    /// re-running it reaches the rows of keys it looked up before without an index lookup,
+    /// and keeps the write of an UPDATE whose inputs and row are unchanged instead of running
+    /// it again. Default: on (thesis Table 3.4 compares both); other protocols refuse it.
     #[arg(long, value_name = "BOOL", action = ArgAction::Set)]
     pub(crate) heal_access_cache: Option<bool>,
     /// After the run, check that the history of every committed transaction (the load's

@@ -1060,11 +1060,15 @@ impl Config {
         self.column_check = Some(on);
         self
     }
-    /// `healing`: the access cache's tuple ids (thesis §3.4.1; `cc/healing.rs`). A healable
-    /// call records the tuple each of its primary-key lookups found; a heal re-running it
-    /// reaches the rows of keys already looked up without an index lookup
-    /// (`Stats::heal_cache_hits`). Default on; off, every heal looks every key up again (the
-    /// thesis's Table 3.4 compares the two). Other protocols refuse it.
+    /// `healing`: the access cache (thesis §3.4.1; `cc/healing.rs`). A healable call records
+    /// the tuple each of its primary-key lookups found, and for each point UPDATE of a
+    /// compiled procedure its inputs and buffered version. A heal re-running the call reaches
+    /// the rows of keys already looked up without an index lookup
+    /// (`Stats::heal_cache_hits`), and takes an UPDATE whose inputs are unchanged and whose
+    /// row still stands in the record it replaced as done, keeping its buffered version
+    /// (`Stats::heal_ops_reused`). Default on; off, every heal looks every key up again and
+    /// runs every operation (the thesis's Table 3.4 compares the two). Other protocols
+    /// refuse it.
     pub fn heal_access_cache(mut self, on: bool) -> Self {
         self.heal_access_cache = Some(on);
         self

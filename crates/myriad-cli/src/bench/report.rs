@@ -125,6 +125,12 @@ pub struct Report {
     /// past as absent (spec A.4 R4), per committed transaction.
     #[serde(default)]
     pub heal_reads_past_inserts_per_txn: f64,
+    /// `healing`: a heal's point UPDATEs taken as done from the access cache (memoized
+    /// re-execution), and those it ran again, per committed transaction.
+    #[serde(default)]
+    pub heal_ops_reused_per_txn: f64,
+    #[serde(default)]
+    pub heal_ops_rerun_per_txn: f64,
     /// `ermia-ssi` (ERMIA §3.6), per committed transaction: pivots aborted by safe retry,
     /// READ ONLY reads of old versions left untracked, aborts those untracked reads caused.
     pub ssi_safe_retries_per_txn: f64,
@@ -466,7 +472,7 @@ impl Fidelity {
                 let on_off = |b: bool| if b { "on" } else { "off" };
                 let cache = if config.get_protocol() == myriad::Protocol::Healing {
                     format!(
-                        "; access cache {} (--heal-access-cache: heals reach rows of keys looked up before without an index lookup)",
+                        "; access cache {} (--heal-access-cache: heals reach rows of keys looked up before without an index lookup, and keep the buffered writes of UPDATEs whose inputs and rows are unchanged)",
                         on_off(config.get_heal_access_cache())
                     )
                 } else {
@@ -720,6 +726,8 @@ impl Report {
             heal_cache_hits_per_txn: per_txn(d(|s| s.heal_cache_hits)),
             heal_index_lookups_per_txn: per_txn(d(|s| s.heal_index_lookups)),
             heal_reads_past_inserts_per_txn: per_txn(d(|s| s.heal_reads_past_inserts)),
+            heal_ops_reused_per_txn: per_txn(d(|s| s.heal_ops_reused)),
+            heal_ops_rerun_per_txn: per_txn(d(|s| s.heal_ops_rerun)),
             ssi_safe_retries_per_txn: per_txn(d(|s| s.ssi_safe_retries)),
             ssi_untracked_reads_per_txn: per_txn(d(|s| s.ssi_untracked_reads)),
             ssi_old_read_aborts_per_txn: per_txn(d(|s| s.ssi_old_read_aborts)),
@@ -939,6 +947,11 @@ impl Report {
                 self.heal_cache_hits_per_txn,
                 self.heal_index_lookups_per_txn,
                 self.heal_reads_past_inserts_per_txn
+            )?;
+            writeln!(
+                o,
+                "  heal ops     reused/txn {:.4}, run again/txn {:.4} (point UPDATEs a heal took from the access cache as done, and those it ran again)",
+                self.heal_ops_reused_per_txn, self.heal_ops_rerun_per_txn
             )?;
         }
         if self.fidelity.protocol == "mvocc" && self.fidelity.validation.contains("column check on")

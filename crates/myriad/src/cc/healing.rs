@@ -40,14 +40,16 @@
 //! recorded reads follow the re-pointing (the call read the same values from the current
 //! record), so the checker judges the history the commit stands for.
 //!
-//! **Access cache** (§3.4.1, `Config::heal_access_cache`, default on; `AccessCache`): the
-//! tuple each primary-key lookup of the call found, so that a heal reaches the rows of
-//! unchanged keys without index lookups. What the thesis has and this does not (yet): the
-//! rest of the cache. The thesis restores only the operations that depend on the stale read,
-//! reusing the cached outputs and write effects of the others (§3.4.1–3.4.2); here a heal
-//! re-runs the whole body and recomputes every operation (correct, and still no abort, but
-//! a heal costs a full execution, less its index lookups, rather than the affected
-//! operations).
+//! **Access cache** (§3.4.1, `Config::heal_access_cache`, default on): the tuple each
+//! primary-key lookup of the call found (`AccessCache`), so that a heal reaches the rows of
+//! unchanged keys without index lookups; and the write effects of its point UPDATEs
+//! (`Memo`, spec A.6's memoized re-execution): a heal re-runs the body, but an UPDATE whose
+//! inputs are unchanged and whose row still stands in the record it replaced is taken as
+//! done, its buffered version kept. What the thesis has and this does not: cached read
+//! outputs (a heal reads every row again, through the cached tuple ids — the thesis's
+//! restoration of a value-dependent read — where the thesis skips reads the stale one does
+//! not reach), and the same for INSERT, DELETE and range operations, which a heal runs
+//! again.
 //! **Uncommitted inserts** (spec A.4 R4, the thesis's insert scenario 1, §3.4.7): a
 //! healable call's read phase (its reads, and the row reads of its updates and deletes)
 //! reads past another transaction's uncommitted insert as absent
@@ -93,6 +95,8 @@ pub(crate) struct SlotState {
     pub(crate) repointed: Vec<super::mvocc::Repoint>,
     /// The access cache's tuple ids (`AccessCache`).
     pub(crate) cache: AccessCache,
+    /// The access cache's operations: what a heal may reuse without running them (`Memo`).
+    pub(crate) memo: Memo,
 }
 
 /// The part of the thesis's access cache (§3.4.1) that a heal by re-execution can use: the
@@ -183,6 +187,65 @@ impl AccessCache {
         (self.cursor..n)
             .chain(0..self.cursor.min(n))
             .find(|&i| hit(i))
+    }
+}
+
+/// The rest of the thesis's access cache (§3.4.1), as spec A.6's memoized re-execution, for
+/// the operations whose restoration costs most: a healable call's point `UPDATE`s. Per
+/// recorded UPDATE, the buffered version it made (the procedure's frame keeps which
+/// operation and its inputs, `procedure::memo`). A heal running the call again takes an
+/// UPDATE whose inputs are unchanged and whose row still stands in the record it replaced
+/// as done: the buffered version goes back into the write set as it is, nothing is looked
+/// up, copied or computed again. Two generations: the run being recorded (`cur`) and the
+/// one before it, which a heal reuses from. Reads are not memoized: a heal reads them again
+/// through the tuple ids `AccessCache` keeps (the thesis's restore of a value-dependent
+/// operation through its cached access set); keeping their outputs cost more on every call
+/// than it saved in heals (docs/healing.md).
+///
+/// Sound because a single-version record is never changed once committed (a commit
+/// replaces it): an UPDATE that replaced record `o` with its inputs, finding `o` still the
+/// row's record and the same inputs, would build the same new row. The record stays
+/// allocated: the transaction does not re-pin its memory epoch while it heals
+/// (`Transaction::may_repin`).
+#[derive(Default)]
+pub(crate) struct Memo {
+    /// The call's UPDATEs are recorded (a healable call with `Config::heal_access_cache`).
+    pub(crate) on: bool,
+    /// Per generation: each recorded UPDATE's buffered version (null: changed again after
+    /// it was recorded, so no longer what the operation made).
+    pub(crate) writes: [Vec<*mut Version>; 2],
+    /// The generation being recorded.
+    pub(crate) cur: usize,
+    /// During a heal: the previous run's recorded writes, kept out of the write set (not
+    /// undone) until an operation reuses them; the rest are undone when the run ends.
+    pub(crate) kept: Vec<crate::storage::WriteRecord>,
+}
+
+impl Memo {
+    /// Starts a call: recording if `on`, nothing recorded.
+    pub(crate) fn start(&mut self, on: bool) {
+        self.on = on;
+        self.cur = 0;
+        self.writes[0].clear();
+        self.writes[1].clear();
+        self.kept.clear();
+    }
+
+    /// A heal starts: the run just ended becomes the one reused from.
+    pub(crate) fn next_run(&mut self) {
+        self.cur ^= 1;
+        self.writes[self.cur].clear();
+    }
+
+    /// A recorded write of the current run was changed again (`new`, our buffered version,
+    /// rewritten or deleted by a later operation): it is no longer what its operation made.
+    pub(crate) fn forget_write(&mut self, new: *const Version) {
+        if let Some(w) = self.writes[self.cur]
+            .iter_mut()
+            .find(|w| std::ptr::eq(**w, new))
+        {
+            *w = std::ptr::null_mut();
+        }
     }
 }
 

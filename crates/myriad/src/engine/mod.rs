@@ -125,6 +125,14 @@ pub struct Stats {
     /// phase read past as absent (spec A.4 R4; its commit re-checks the key and heals if the
     /// insert committed meanwhile).
     pub heal_reads_past_inserts: u64,
+    /// `healing`: point `UPDATE`s of a compiled procedure that a heal took as done from the
+    /// access cache — same inputs, row still in the record the first run replaced, so the
+    /// buffered version is kept, nothing looked up or built again (spec A.6's memoized
+    /// re-execution) — and those a heal ran again (an input or the row changed, or the
+    /// UPDATE was not reached before).
+    pub heal_ops_reused: u64,
+    /// (See `heal_ops_reused`.)
+    pub heal_ops_rerun: u64,
     /// `ermia-ssi`: would-be pivots aborted at pre-commit because they overwrote a version
     /// an in-flight transaction read (safe retry, `Config::ermia_safe_retry`).
     pub ssi_safe_retries: u64,
@@ -779,6 +787,8 @@ impl Database {
             s.heal_cache_hits += l(&st.heal_cache_hits);
             s.heal_index_lookups += l(&st.heal_index_lookups);
             s.heal_reads_past_inserts += l(&st.heal_reads_past_inserts);
+            s.heal_ops_reused += l(&st.heal_ops_reused);
+            s.heal_ops_rerun += l(&st.heal_ops_rerun);
             s.ssi_safe_retries += l(&st.ssi_safe_retries);
             s.ssi_untracked_reads += l(&st.ssi_untracked_reads);
             s.ssi_old_read_aborts += l(&st.ssi_old_read_aborts);

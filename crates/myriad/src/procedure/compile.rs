@@ -81,6 +81,9 @@ impl Compiled {
         f: &mut Frame,
     ) -> crate::error::Result<Vec<Value>> {
         p.reset_locals(f);
+        if tx.memo_on() {
+            f.memo.start(p.ops.len(), tx.memo_run());
+        }
         for (slot, ty, init) in &self.inits {
             let v = init(None, &f.vars)?;
             f.vars[*slot] = fit(*ty, v);
@@ -838,7 +841,7 @@ impl Warm {
 
 /// Sets the `found` variable (slot `slot`) in place.
 #[inline]
-fn set_found(f: &mut Frame, slot: usize, found: bool) {
+pub(super) fn set_found(f: &mut Frame, slot: usize, found: bool) {
     set_flag(&mut f.vars[slot], found);
 }
 
@@ -911,6 +914,32 @@ impl Cx<'_> {
         self.p.vars[slot].1
     }
 
+    /// `run`, the point UPDATE `op` of `table`, as `healing`'s memoized re-execution runs
+    /// it (`memo.rs`): under any other protocol, or outside a healable call, one test more.
+    fn memoized(&self, op: usize, table: &TableRef, run: Run) -> Run {
+        let mut inputs: Vec<usize> = self.p.ops[op]
+            .uses
+            .iter()
+            .map(|&(v, _)| v)
+            .filter(|&v| v >= self.p.nparams)
+            .collect();
+        inputs.sort_unstable();
+        inputs.dedup();
+        let s = super::memo::Slots {
+            op: op as u32,
+            table: table.clone(),
+            inputs: inputs.into(),
+            found: self.found(),
+        };
+        Box::new(move |tx, f| {
+            if tx.memo_on() {
+                super::memo::step(&s, tx, f, &run)
+            } else {
+                run(tx, f)
+            }
+        })
+    }
+
     fn block(&self, stmts: &[Stmt]) -> Option<Run> {
         let mask = self.mask;
         let mut runs = stmts
@@ -946,7 +975,14 @@ impl Cx<'_> {
                 access,
                 sets,
                 int_key,
-            } => self.update(*op, table, access, sets, int_key.as_ref()),
+            } => {
+                let run = self.update(*op, table, access, sets, int_key.as_ref());
+                if access.pure_point() {
+                    self.memoized(*op, table, run)
+                } else {
+                    run
+                }
+            }
             Stmt::Insert { op, table, rows } => self.insert(*op, table, rows),
             Stmt::Delete { table, access, .. } => self.delete(table, access),
             Stmt::Assign { slot, value, .. } => self.assign(*slot, value),

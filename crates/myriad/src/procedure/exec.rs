@@ -31,6 +31,9 @@ pub(crate) struct Frame {
     /// The rows of a `FOR r IN SELECT` loop, kept for the next call (a nested such loop
     /// takes an empty one of its own).
     pub(super) loop_rows: Vec<Value>,
+    /// `healing`'s memo of the call's operations, across the runs of one commit
+    /// (`memo.rs`).
+    pub(super) memo: super::memo::FrameMemo,
 }
 
 /// How a statement ended. `RETURN`'s values wait in `Frame::ret`, so a statement's result
@@ -182,6 +185,7 @@ impl Proc {
             warm: Vec::new(),
             pwarm: Vec::new(),
             loop_rows: Vec::new(),
+            memo: Default::default(),
         }
     }
 

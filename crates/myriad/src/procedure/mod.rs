@@ -70,6 +70,7 @@ mod flow;
 mod graph;
 pub mod healing;
 mod ir;
+mod memo;
 pub(crate) mod parse;
 pub(crate) mod piece;
 pub mod slice;

@@ -59,6 +59,7 @@ impl<'db> Transaction<'db> {
         self.heal_command = self.command;
         let cache = self.healable && self.st.db.config.get_heal_access_cache();
         self.local.cc.healing.cache.start(cache);
+        self.local.cc.healing.memo.start(cache);
     }
 
     /// Whether the call's last run stopped at an error a stale read may have caused, and the
@@ -147,6 +148,7 @@ impl<'db> Transaction<'db> {
         self.heals += 1;
         bump(&self.slot().stats.heals, 1);
         self.local.cc.healing.cache.heal();
+        self.memo_keep_writes();
         self.undo_writes(false);
         self.st.sets.clear();
         if let Some(r) = self.recording.as_mut() {
@@ -157,7 +159,9 @@ impl<'db> Transaction<'db> {
         // The call starts again: a command log logs the healed run, as one call.
         self.command = self.heal_command;
         self.writes = 0;
-        match rerun(self) {
+        let ran = rerun(self);
+        self.memo_drop_kept();
+        match ran {
             Ok(()) => Ok(true),
             Err(_) if self.heal_pending() => Ok(false),
             Err(e) => {
@@ -633,7 +637,7 @@ impl<'db> Transaction<'db> {
     /// Undoes the write set, newest first: our versions leave the chains and indexes and are
     /// discarded; `unlock`: the locks on the records they replaced are released (a heal
     /// keeps them, `heal`).
-    fn undo_writes(&mut self, unlock: bool) {
+    pub(super) fn undo_writes(&mut self, unlock: bool) {
         let slot = self.slot();
         let writes = std::mem::take(&mut self.st.sets.write_set);
         for w in writes.iter().rev() {

@@ -18,6 +18,7 @@
 //! (`doom`) and raised when the operation returns.
 
 mod end;
+pub(crate) mod memo;
 mod read;
 pub(crate) mod state;
 pub mod table;
@@ -453,6 +454,7 @@ impl<'db> Transaction<'db> {
         local.prefetched.clear();
         local.recent.clear();
         local.cc.healing.cache.start(false);
+        local.cc.healing.memo.start(false);
         // `mvocc`'s column check: masks are set by a procedure call's commit, for it alone.
         local.cc.mvocc.cols.clear();
         // `partial-order` with slot counts: make the groups complete since readable.
@@ -638,6 +640,9 @@ impl<'db> Transaction<'db> {
         !self.st.took_deps.get()
             && !(self.st.protocol.single_version()
                 && !(self.st.sets.read_set.is_empty() && self.st.sets.write_set.is_empty()))
+            // A heal runs with empty sets but keeps buffered writes of its earlier run for
+            // reuse (`memo.rs`), whose base records must stay allocated.
+            && self.heals == 0
     }
 
     /// Remembers an abort to raise when the current operation returns (`raise`).

@@ -134,6 +134,11 @@ pub(crate) struct SlotStats {
     pub heal_index_lookups: AtomicU64,
     /// `healing`: uncommitted inserts a call's read phase read past as absent.
     pub heal_reads_past_inserts: AtomicU64,
+    /// `healing`: point UPDATEs a heal took as done from the access cache (memoized
+    /// re-execution), and those it ran again.
+    pub heal_ops_reused: AtomicU64,
+    /// (See `heal_ops_reused`.)
+    pub heal_ops_rerun: AtomicU64,
     pub versions_cut_by_readers: AtomicU64,
     /// ERMIA-SSI (`cc/ermia_ssi.rs`): pivots aborted by safe retry, READ ONLY reads of old
     /// versions left untracked, and writers aborted by an old version's bstamp.

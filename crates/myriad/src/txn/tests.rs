@@ -1064,11 +1064,15 @@ fn healing_moves_a_transfer_to_the_destination_a_concurrent_commit_set() {
     assert_eq!(heals, 1, "one heal");
 }
 
-/// The access cache (thesis §3.4.1, `cc::healing::AccessCache`): the transfer's first run
-/// looks up client 1, account 1 (read, then update) and account 2. Its heal after the
-/// destination moved to 3 finds client 1 and account 1 (twice) in the cache and looks only
-/// account 3 up in the index. With the cache off the heal looks every key up (no hit), and
-/// the outcome is the same.
+/// The access cache (thesis §3.4.1, `cc::healing::AccessCache` and `Memo`): the transfer's
+/// first run reads client 1 and account 1, and updates account 1 and account 2 (the client's
+/// `dst`). Its heal after the destination moved to 3 reads client 1 and account 1 again,
+/// both found through the cache (no index lookup), takes the update of account 1 as done
+/// (same inputs, row unchanged: its buffered version kept, nothing looked up or built) and
+/// runs the update of account `d` again (its input `d` changed; account 3 is looked up in
+/// the index) — thesis Fig. 3.5's restoration of what depends on the client row. With the
+/// cache off the heal runs every operation and looks every key up, and the outcome is the
+/// same.
 #[test]
 fn healing_reaches_the_rows_of_unchanged_keys_through_the_access_cache() {
     let config = |on: bool| {
@@ -1079,10 +1083,12 @@ fn healing_reaches_the_rows_of_unchanged_keys_through_the_access_cache() {
     let moved = "UPDATE clients SET dst = 3 WHERE id = 1";
     let (out, client, accts, st) = transfer_beside_with(config(true), moved);
     assert_eq!(st.heals, 1);
-    assert_eq!((st.heal_cache_hits, st.heal_index_lookups), (3, 1));
+    assert_eq!((st.heal_cache_hits, st.heal_index_lookups), (2, 1));
+    assert_eq!((st.heal_ops_reused, st.heal_ops_rerun), (1, 1));
     let (out_off, client_off, accts_off, st_off) = transfer_beside_with(config(false), moved);
     assert_eq!(st_off.heals, 1);
     assert_eq!((st_off.heal_cache_hits, st_off.heal_index_lookups), (0, 0));
+    assert_eq!((st_off.heal_ops_reused, st_off.heal_ops_rerun), (0, 0));
     assert_eq!((out, client, accts), (out_off, client_off, accts_off));
     // Outside `healing` the switch is refused by name.
     let err = Database::open(
@@ -1093,6 +1099,34 @@ fn healing_reaches_the_rows_of_unchanged_keys_through_the_access_cache() {
     .err()
     .expect("refused");
     assert!(format!("{err}").contains("access cache"), "{err}");
+}
+
+/// The memo's other half: a concurrent commit changes account 1's balance, which the
+/// transfer reads (`b`) and updates. The heal reads it again and runs its update again (the
+/// row changed), and takes the update of account 2 as done (same inputs, row unchanged):
+/// the result and the balances are those of a run after the concurrent commit, as with the
+/// cache off. (A reuse that ignored the changed row would keep the first run's new balance
+/// of account 1, 90, and lose the concurrent write; one that ignored a changed input
+/// would, in the test above, pay account 2 instead of 3.)
+#[test]
+fn healing_runs_again_only_the_operations_a_changed_row_reaches() {
+    let config = |on: bool| {
+        Config::new()
+            .protocol(crate::Protocol::Healing)
+            .heal_access_cache(on)
+            .column_check(false)
+    };
+    let paid = "UPDATE acct SET bal = 50 WHERE id = 1";
+    let (out, client, accts, st) = transfer_beside_with(config(true), paid);
+    assert_eq!(out, vec![Value::Int(2), Value::Int(50)]);
+    for (i, want) in ["Int(40)", "Int(10)", "Int(0)"].iter().enumerate() {
+        assert!(accts[i].contains(want), "account {}: {accts:?}", i + 1);
+    }
+    assert_eq!(st.heals, 1);
+    assert_eq!((st.heal_ops_reused, st.heal_ops_rerun), (1, 1));
+    let (out_off, client_off, accts_off, st_off) = transfer_beside_with(config(false), paid);
+    assert_eq!((st_off.heals, st_off.heal_ops_reused), (1, 0));
+    assert_eq!((out, client, accts), (out_off, client_off, accts_off));
 }
 
 /// Spec A.4 R4 (thesis §3.4.7, the first insert scenario): healable call `name` reads key 5

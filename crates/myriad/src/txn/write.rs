@@ -537,6 +537,7 @@ impl<'db> Transaction<'db> {
     /// `Table::rewrite_own` (our own newest version `h` of `tid` gets `row`) with the
     /// transaction's scratch buffer, counting what it allocates and frees.
     pub(super) fn rewrite_own(&mut self, t: &Table, tid: TupleId, h: &Version, row: &[u8]) {
+        self.memo_forget_write(h);
         let mut scratch = std::mem::take(&mut self.local.image_buf);
         let extra = self.as_writer(|w| t.rewrite_own(tid, h, row, &mut scratch, w, &self.guard));
         self.local.image_buf = scratch;
@@ -1088,6 +1089,7 @@ impl<'db> Transaction<'db> {
         // SAFETY: pinned; live_row_for_write returned a non-null head.
         let h = unsafe { &*head };
         if mine {
+            self.memo_forget_write(h);
             h.tombstone.store(true, Ordering::Release);
             if let Some(rec) = self.recording.as_mut() {
                 let mut rb = Vec::new();
