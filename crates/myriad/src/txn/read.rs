@@ -114,17 +114,17 @@ impl<'db> Transaction<'db> {
     /// insert (a version whose Begin is a transaction id; updates stay private until their
     /// install) and no buffered write of ours.
     pub(super) fn inserted_by_another(&self, t: &Table, tid: TupleId) -> bool {
-        if self.st.pending_write(t.id, tid).is_some() {
-            return false;
-        }
         let Some(e) = t.entry(tid) else {
             return false;
         };
         // SAFETY: pinned.
-        unsafe { e.load(Ordering::Acquire).as_ref() }.is_some_and(|v| {
+        let inserting = unsafe { e.load(Ordering::Acquire).as_ref() }.is_some_and(|v| {
             let b = v.begin.load(Ordering::Acquire);
             crate::version::is_txn(b) && b != self.st.id.word()
-        })
+        });
+        // The record first: the write set's search is linear, and nearly every row is
+        // committed.
+        inserting && self.st.pending_write(t.id, tid).is_none()
     }
 
     /// Waits, up to `INSERT_WAIT`, for `v` — inserted by the transaction whose id is `b`, not
