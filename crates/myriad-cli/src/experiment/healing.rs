@@ -175,8 +175,8 @@ pub(super) fn healing(s: &Scale) -> Vec<Panel> {
     // Table 3.4: healing's overhead without contention, warehouses = threads and every
     // order line and payment home (`--remote-pct 0`), over threads: "Normal" (neither the
     // access cache nor the false-invalidation check's read copies), "+Access Cache", then
-    // "+Read Copy" (plain healing), beside occ. Our access cache keeps tuple ids only
-    // (`cc::healing::AccessCache`).
+    // "+Read Copy" (plain healing), beside occ. Our access cache keeps tuple ids and point
+    // UPDATEs' buffered writes (`cc::healing::AccessCache`, `Memo`).
     let threads: Vec<f64> = (1..=s.threads.max(1)).map(|t| t as f64).collect();
     panels.push(by_protocol(
         "Table 3.4: TPC-C overhead, warehouses = threads, no remote accesses".into(),

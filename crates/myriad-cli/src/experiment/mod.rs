@@ -577,9 +577,10 @@ const SPECS: &[Spec] = &[
                   read copies and the access cache cost under 5% without contention",
         partial: Some(
             "DT (the partitioned deterministic protocol), Figs. 3.11-3.12 (thread scaling, \
-             cross-partition share), the access cache's cached outputs and effects (it keeps \
-             tuple ids only: a heal re-executes the whole call, without the index lookups of \
-             keys looked up before); \
+             cross-partition share), the access cache's cached read outputs (it keeps tuple \
+             ids and point UPDATEs' buffered writes: a heal reads every row again, without the \
+             index lookups of keys looked up before, and keeps the UPDATEs whose inputs and \
+             rows are unchanged); \
              Table 3.1 as p50/p95 instead of buckets; 1-2 threads (the thesis: 24-46)",
         ),
         panels: healing::healing,
