@@ -977,7 +977,10 @@ impl Cx<'_> {
                 int_key,
             } => {
                 let run = self.update(*op, table, access, sets, int_key.as_ref());
-                if access.pure_point() {
+                // Only an UPDATE `Transaction::memo_capture` can record: a point one, on a
+                // table without secondary indexes whose versions hold their rows (both
+                // fixed for the table's life). Others skip the memo's bookkeeping.
+                if access.pure_point() && table.indexes.len() == 1 && !table.rows_copied() {
                     self.memoized(*op, table, run)
                 } else {
                     run
