@@ -131,6 +131,10 @@ pub struct Report {
     pub heal_ops_reused_per_txn: f64,
     #[serde(default)]
     pub heal_ops_rerun_per_txn: f64,
+    /// `healing`: read-only calls whose validation without locks failed, so that they took
+    /// the ordered locks, per committed transaction.
+    #[serde(default)]
+    pub heal_read_only_relocks_per_txn: f64,
     /// `ermia-ssi` (ERMIA §3.6), per committed transaction: pivots aborted by safe retry,
     /// READ ONLY reads of old versions left untracked, aborts those untracked reads caused.
     pub ssi_safe_retries_per_txn: f64,
@@ -728,6 +732,7 @@ impl Report {
             heal_reads_past_inserts_per_txn: per_txn(d(|s| s.heal_reads_past_inserts)),
             heal_ops_reused_per_txn: per_txn(d(|s| s.heal_ops_reused)),
             heal_ops_rerun_per_txn: per_txn(d(|s| s.heal_ops_rerun)),
+            heal_read_only_relocks_per_txn: per_txn(d(|s| s.heal_read_only_relocks)),
             ssi_safe_retries_per_txn: per_txn(d(|s| s.ssi_safe_retries)),
             ssi_untracked_reads_per_txn: per_txn(d(|s| s.ssi_untracked_reads)),
             ssi_old_read_aborts_per_txn: per_txn(d(|s| s.ssi_old_read_aborts)),
@@ -952,6 +957,11 @@ impl Report {
                 o,
                 "  heal ops     reused/txn {:.4}, run again/txn {:.4} (point UPDATEs a heal took from the access cache as done, and those it ran again)",
                 self.heal_ops_reused_per_txn, self.heal_ops_rerun_per_txn
+            )?;
+            writeln!(
+                o,
+                "  read-only    relocked/txn {:.4} (calls that wrote nothing validate as OCC first, without locks; these found a stale read and took the ordered locks)",
+                self.heal_read_only_relocks_per_txn
             )?;
         }
         if self.fidelity.protocol == "mvocc" && self.fidelity.validation.contains("column check on")

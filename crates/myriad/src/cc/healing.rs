@@ -82,9 +82,11 @@ pub(crate) use crate::storage::table::UNRANKED;
 pub(crate) struct SlotState {
     /// The records whose lock the commit holds, ascending by key, with the record locked.
     pub(crate) held: Vec<(Key, *const Version)>,
-    /// Scratch: the elements of the read and write sets, with the record each read and its
-    /// read-set position (`WRITTEN` for a buffered write's).
-    elems: Vec<(Key, *const Version, u32)>,
+    /// Scratch: the elements of the read and write sets — the sort key (`Key::shifted`, the
+    /// low bit set for a buffered write, so a row's reads come before its write), the record
+    /// each read, and its read-set position (`WRITTEN` and the write-set position for a
+    /// buffered write's).
+    elems: Vec<(u128, *const Version, u32)>,
     /// The validation cursor: every element up to it is locked (or was, and left the sets).
     cursor: Option<Key>,
     /// Heals made by the current commit.
@@ -266,7 +268,7 @@ const WRITTEN: u32 = 1 << 31;
 /// The lock-order key of row `tid` of table `table`.
 #[inline]
 pub(crate) fn key(t: &Table, tid: TupleId) -> Key {
-    (t.heal_rank.load(Ordering::Relaxed), t.id, tid)
+    Key::new(t.heal_rank.load(Ordering::Relaxed), t.id, tid)
 }
 
 /// Step 1 of the commit (thesis Algorithm 1 with §3.4.5's order): locks the rows of the read
@@ -290,22 +292,23 @@ pub(crate) fn lock_in_order(
     let sets = &tx.sets;
     debug_assert_eq!(sets.read_set.len(), sets.read_keys.len());
     for (i, (&v, &k)) in sets.read_set.iter().zip(&sets.read_keys).enumerate() {
-        elems.push((k, v, i as u32));
+        elems.push((k.shifted(), v, i as u32));
     }
     for (i, w) in sets.write_set.iter().enumerate() {
         if !w.old.is_null() {
             let k = key(tx.db.table_by_id(w.table), w.tid);
-            elems.push((k, w.old as *const Version, WRITTEN | i as u32));
+            elems.push((k.shifted() | 1, w.old as *const Version, WRITTEN | i as u32));
         }
     }
-    // Per row, its reads first, then its buffered write.
-    elems.sort_unstable_by_key(|e| (e.0, e.2));
+    // Per row, its reads first (in any order), then its buffered write.
+    elems.sort_unstable_by_key(|e| e.0);
     let broken = tx.db.config.unsafe_heal_skips_reads;
     let mut out = Ok(Step::Done);
     // `held` and `elems` are both in key order: one walk finds each element's held lock
     // (a binary search per element cost 6 K instructions per TPC-C transaction).
     let mut at = 0;
-    for &(k, read, pos) in &elems {
+    for &(sk, read, pos) in &elems {
+        let k = Key::unshifted(sk);
         while st.held.get(at).is_some_and(|h| h.0 < k) {
             at += 1;
         }
@@ -338,7 +341,7 @@ pub(crate) fn lock_in_order(
                 tx.sets.read_set[pos as usize] = cur;
                 continue;
             }
-            if false_invalidation(tx, st, cols, k.1, read, cur, pos) {
+            if false_invalidation(tx, st, cols, k.table(), read, cur, pos) {
                 continue;
             }
         }
@@ -420,24 +423,20 @@ fn false_invalidation(
 }
 
 /// Whether row `k` has a buffered write among `elems` (sorted; per row reads first).
-fn written(elems: &[(Key, *const Version, u32)], k: Key) -> bool {
-    let i = elems.partition_point(|e| e.0 < k);
-    elems[i..]
-        .iter()
-        .take_while(|e| e.0 == k)
-        .any(|e| e.2 >= WRITTEN)
+fn written(elems: &[(u128, *const Version, u32)], k: Key) -> bool {
+    elems.binary_search_by_key(&(k.shifted() | 1), |e| e.0).is_ok()
 }
 
 /// Locks the current record of the row at `k` and returns it, or null when the row has no
 /// committed record (deleted, or an aborted insert being unlinked). `wait`: wait while
 /// another committer holds the lock (in order); else one try (`HealLockConflict`).
 fn lock_row(tx: &TxnCtx<'_>, k: Key, me: u64, wait: bool) -> Result<*const Version, AbortReason> {
-    let t = tx.db.table_by_id(k.1);
+    let t = tx.db.table_by_id(k.table());
     let backoff = crossbeam_utils::Backoff::new();
     let mut since: Option<Instant> = None;
     loop {
         let cur = t
-            .entry(k.2)
+            .entry(k.tid())
             .map_or(std::ptr::null_mut(), |e| e.load(Ordering::Acquire));
         // SAFETY: a record reachable from the entry while we are pinned.
         let Some(v) = (unsafe { cur.as_ref() }) else {

@@ -121,7 +121,8 @@ fn same_columns_at(
     read: *const Version,
     end_ts: Timestamp,
 ) -> Option<Repoint> {
-    let &(_, table, tid) = tx.sets.read_keys.get(i)?;
+    let k = *tx.sets.read_keys.get(i)?;
+    let (table, tid) = (k.table(), k.tid());
     let tc = cols[cols.binary_search_by_key(&table, |c| c.table).ok()?];
     let t = tx.db.table_by_id(table);
     if t.rows_copied() {

@@ -453,10 +453,20 @@ impl<'db> Transaction<'db> {
         let db = self.st.db;
         #[cfg(test)]
         tests::pause_point(tests::Pause::SingleVersionCommit);
+        // `healing` [M]: a complete call that wrote nothing validates its reads first as OCC
+        // does a read-only transaction (no lock; step 3). Only if that fails does it take
+        // the thesis's ordered locks (Algorithm 1) and heal what is stale. Either way its
+        // reads stand at the serialization point; a read-only call that is current pays no
+        // lock per row read (Stock-Level reads ~200).
+        let mut optimistic = true;
         let (epoch, order_ts, ordered_tid) = loop {
+            optimistic = optimistic
+                && heal.as_ref().is_some_and(|h| h.0)
+                && self.st.sets.write_set.is_empty();
             // 1. Lock the records written (OCC, `healing`: and read) in the global order; a
             // healable call heals a stale read (under the locks taken so far) and goes on.
             match heal.as_mut() {
+                Some(_) if optimistic => {}
                 None => {
                     if let Err(reason) = cc::lock_for_commit(&mut self.st, &mut self.local.cc) {
                         return Err(self.refuse(reason));
@@ -502,6 +512,10 @@ impl<'db> Transaction<'db> {
             // the TID and the history's stamp are drawn again after the heal).
             match cc::validate(&self.st, &mut self.cc, &mut self.local.cc, Timestamp::ZERO) {
                 Ok(()) => break (epoch, order_ts, ordered_tid),
+                Err(AbortReason::ReadValidation | AbortReason::Phantom) if optimistic => {
+                    bump(&self.slot().stats.heal_read_only_relocks, 1);
+                    optimistic = false;
+                }
                 Err(AbortReason::Phantom) if heal.is_some() => {
                     if let Some((complete, rerun, _)) = heal.as_mut() {
                         *complete = self.heal(&mut **rerun)?;

@@ -12,8 +12,42 @@ use crate::txn::table::{Slot, TxnId};
 use crate::version::Version;
 use std::cell::Cell;
 
-/// `healing`'s lock-order key of a row: (table rank, table id, tuple id) (`cc/healing.rs`).
-pub(crate) type HealKey = (u16, u32, TupleId);
+/// `healing`'s lock-order key of a row: (table rank, table id, tuple id) (`cc/healing.rs`),
+/// packed into one integer in that order (bits 112..128 the rank, 64..96 the table id, 0..64
+/// the tuple id), so that the commit's sort and its walks compare one `u128` instead of a
+/// tuple: with ~35 elements per TPC-C transaction and ~260 per Delivery, the tuple
+/// comparisons were most of what `healing` sorted beyond OCC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct HealKey(u128);
+
+impl HealKey {
+    #[inline]
+    pub(crate) fn new(rank: u16, table: u32, tid: TupleId) -> HealKey {
+        HealKey((u128::from(rank) << 112) | (u128::from(table) << 64) | u128::from(tid.get()))
+    }
+
+    #[inline]
+    pub(crate) fn table(self) -> u32 {
+        (self.0 >> 64) as u32
+    }
+
+    #[inline]
+    pub(crate) fn tid(self) -> TupleId {
+        TupleId::new(self.0 as u64)
+    }
+
+    /// The key as a sort key with room for one bit below it (`cc/healing.rs`'s elements).
+    #[inline]
+    pub(crate) fn shifted(self) -> u128 {
+        self.0 << 1
+    }
+
+    /// `shifted`'s inverse.
+    #[inline]
+    pub(crate) fn unshifted(x: u128) -> HealKey {
+        HealKey(x >> 1)
+    }
+}
 
 /// A predicate read recorded for the phantom re-check (Hekaton §3.2).
 #[derive(Clone, Copy, Debug)]

@@ -1129,6 +1129,56 @@ fn healing_runs_again_only_the_operations_a_changed_row_reaches() {
     assert_eq!((out, client, accts), (out_off, client_off, accts_off));
 }
 
+/// [M] A healable call that writes nothing validates its reads at commit as OCC validates
+/// a read-only transaction, without a lock; only when that finds a read stale does it take
+/// the thesis's ordered locks and heal. Quiet: no lock taken (`record_rmw` counts lock
+/// attempts), no heal. With a commit to the account it read between its read phase and its
+/// commit: one relock, one heal, and the healed result sees the new balance. (Before, every
+/// row a read-only call read was locked and unlocked at its commit.)
+#[test]
+fn healing_validates_a_read_only_call_without_locks_and_heals_it_when_stale() {
+    let db = Database::open(
+        Config::new()
+            .protocol(crate::Protocol::Healing)
+            .version_storage(VersionStorage::SingleVersion),
+    )
+    .unwrap();
+    crate::sql::Session::new(&db)
+        .execute(
+            "CREATE TABLE clients (id INT PRIMARY KEY, dst INT); \
+             CREATE TABLE acct (id INT PRIMARY KEY, bal INT); \
+             INSERT INTO clients VALUES (1, 2); INSERT INTO acct VALUES (1, 100); \
+             CREATE PROCEDURE peek(src INT, amount INT) AS $$ \
+               DECLARE d INT; b INT; \
+               BEGIN \
+                 SELECT dst INTO d FROM clients WHERE id = src; \
+                 SELECT bal INTO b FROM acct WHERE id = src; \
+                 RETURN d, b + amount; \
+               END $$;",
+        )
+        .unwrap();
+    let before = db.stats();
+    let out = (db.procedure("peek").unwrap())
+        .call(&db, &[1i64.into(), 10i64.into()])
+        .unwrap();
+    assert_eq!(out, vec![Value::Int(2), Value::Int(110)]);
+    let st = db.stats();
+    assert_eq!(st.record_rmw - before.record_rmw, 0, "no lock taken");
+    assert_eq!((st.heals, st.heal_read_only_relocks), (0, 0));
+    let out = call_beside(
+        &db,
+        "peek",
+        Pause::SingleVersionCommit,
+        "UPDATE acct SET bal = 50 WHERE id = 1",
+    );
+    assert_eq!(out, vec![Value::Int(2), Value::Int(60)], "the healed result");
+    let after = db.stats();
+    assert_eq!((after.heals, after.heal_read_only_relocks), (1, 1));
+    // The UPDATE's lock on account 1, then the call's ordered locks on both rows it read.
+    assert_eq!(after.record_rmw - st.record_rmw, 3);
+    assert_eq!(after.aborted.iter().sum::<u64>(), 0, "{:?}", after.aborted);
+}
+
 /// Spec A.4 R4 (thesis §3.4.7, the first insert scenario): healable call `name` reads key 5
 /// (by a SELECT, or by an UPDATE) while another transaction is still inserting it. The read
 /// takes the row as absent — no wait, no abort — and records the key it missed. The inserter
