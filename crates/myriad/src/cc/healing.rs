@@ -75,6 +75,25 @@ const WAIT_LIMIT: Duration = Duration::from_millis(200);
 /// keep meeting new rows.
 pub(crate) const HEAL_LIMIT: u32 = 16;
 
+/// A slot records its calls' access cache (`AccessCache`, `Memo`) only in the first
+/// `RECORD_WINDOW` healable calls after its last heal (and in its first calls). Recording
+/// costs every call (≈ 2.3 K instructions per TPC-C transaction, 2 %), and only a call that
+/// heals gains from it (an index lookup, or an UPDATE not run again), so where heals are
+/// rare (TPC-C at 2 warehouses: a few per thousand calls) it costs more than it saves.
+/// A heal in a quiet period runs without a cache, as with `--heal-access-cache false`.
+pub(crate) const RECORD_WINDOW: u32 = 32;
+
+impl SlotState {
+    /// A healable call begins: whether it records its access cache (`RECORD_WINDOW`), given
+    /// that the cache is on (`Config::heal_access_cache`).
+    #[inline]
+    pub(crate) fn record_access(&mut self, on: bool) -> bool {
+        let quiet = self.calls_since_heal;
+        self.calls_since_heal = quiet.saturating_add(1);
+        on && quiet < RECORD_WINDOW
+    }
+}
+
 pub(crate) use crate::storage::table::UNRANKED;
 
 /// Per-slot state of `healing`, reused by the slot's transactions.
@@ -91,6 +110,8 @@ pub(crate) struct SlotState {
     cursor: Option<Key>,
     /// Heals made by the current commit.
     pub(crate) heals: u32,
+    /// Healable calls the slot began since its last heal (`record_access`).
+    pub(crate) calls_since_heal: u32,
     /// Rows whose read was re-pointed from one record to the current one by a false
     /// invalidation, `(table, read, current)`: the history's reads follow
     /// (`Transaction::repoint_recorded_reads`).

@@ -57,9 +57,10 @@ impl<'db> Transaction<'db> {
         // it could not restore what came before, so it commits as OCC.
         self.healable = cc::heals(self.st.protocol) && self.writes == 0;
         self.heal_command = self.command;
-        let cache = self.healable && self.st.db.config.get_heal_access_cache();
-        self.local.cc.healing.cache.start(cache);
-        self.local.cc.healing.memo.start(cache);
+        let h = &mut self.local.cc.healing;
+        let cache = self.healable && h.record_access(self.st.db.config.get_heal_access_cache());
+        h.cache.start(cache);
+        h.memo.start(cache);
     }
 
     /// Whether the call's last run stopped at an error a stale read may have caused, and the
@@ -146,6 +147,7 @@ impl<'db> Transaction<'db> {
             return Err(self.refuse(AbortReason::HealGiveUp));
         }
         self.heals += 1;
+        self.local.cc.healing.calls_since_heal = 0;
         bump(&self.slot().stats.heals, 1);
         self.local.cc.healing.cache.heal();
         self.memo_keep_writes();

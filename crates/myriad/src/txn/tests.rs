@@ -863,6 +863,21 @@ fn transfer_beside_with(
     config: Config,
     concurrent: &str,
 ) -> (Vec<Value>, String, Vec<String>, crate::Stats) {
+    let db = transfer_db(config);
+    let out = call_beside(&db, "transfer", Pause::SingleVersionCommit, concurrent);
+    let row = |q: &str| format!("{:?}", crate::sql::Session::new(&db).execute(q).unwrap());
+    let client = row("SELECT dst, note FROM clients WHERE id = 1");
+    let accts = (1..=3)
+        .map(|i| row(&format!("SELECT bal, visits FROM acct WHERE id = {i}")))
+        .collect();
+    let st = db.stats();
+    assert_eq!(st.aborted.iter().sum::<u64>(), 0, "{:?}", st.aborted);
+    (out, client, accts, st)
+}
+
+/// The database of `transfer_beside`: clients 1 (paying to account 2) and accounts 1-3,
+/// and procedure `transfer`.
+fn transfer_db(config: Config) -> Database {
     let db = Database::open(config.version_storage(VersionStorage::SingleVersion)).unwrap();
     let mut s = crate::sql::Session::new(&db);
     s.execute(
@@ -882,15 +897,35 @@ fn transfer_beside_with(
            END $$;",
     )
     .unwrap();
-    let out = call_beside(&db, "transfer", Pause::SingleVersionCommit, concurrent);
-    let row = |q: &str| format!("{:?}", crate::sql::Session::new(&db).execute(q).unwrap());
-    let client = row("SELECT dst, note FROM clients WHERE id = 1");
-    let accts = (1..=3)
-        .map(|i| row(&format!("SELECT bal, visits FROM acct WHERE id = {i}")))
-        .collect();
+    drop(s);
+    db
+}
+
+/// A slot records the access cache only in the `RECORD_WINDOW` healable calls after its
+/// last heal (and its first ones): after that many quiet calls, a heal finds nothing cached
+/// (no cache hit, no UPDATE kept; the same outcome as with the cache off); the calls after
+/// that heal record again, so the next heal reaches its rows through the cache and keeps
+/// the unchanged UPDATE.
+#[test]
+fn healing_records_the_access_cache_only_in_the_calls_after_a_heal() {
+    let db = transfer_db(Config::new().protocol(crate::Protocol::Healing));
+    let p = db.procedure("transfer").unwrap();
+    for _ in 0..crate::cc::healing::RECORD_WINDOW {
+        p.call(&db, &[1i64.into(), 0i64.into()]).unwrap();
+    }
+    let moved = "UPDATE clients SET dst = 3 WHERE id = 1";
+    let out = call_beside(&db, "transfer", Pause::SingleVersionCommit, moved);
+    assert_eq!(out, vec![Value::Int(3), Value::Int(100)]);
     let st = db.stats();
-    assert_eq!(st.aborted.iter().sum::<u64>(), 0, "{:?}", st.aborted);
-    (out, client, accts, st)
+    assert_eq!(st.heals, 1);
+    assert_eq!((st.heal_cache_hits, st.heal_ops_reused), (0, 0), "nothing recorded");
+    let back = "UPDATE clients SET dst = 2 WHERE id = 1";
+    let out = call_beside(&db, "transfer", Pause::SingleVersionCommit, back);
+    assert_eq!(out, vec![Value::Int(2), Value::Int(90)]);
+    let st = db.stats();
+    assert_eq!(st.heals, 2);
+    assert_eq!((st.heal_cache_hits, st.heal_index_lookups), (2, 1));
+    assert_eq!((st.heal_ops_reused, st.heal_ops_rerun), (1, 1));
 }
 
 /// A concurrent commit that changes only columns the call neither reads nor writes
