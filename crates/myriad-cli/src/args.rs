@@ -287,7 +287,9 @@ pub(crate) struct BenchArgs {
     /// primary-key lookups found, and each point UPDATE's inputs and buffered write; a heal
     /// re-running it reaches the rows of keys it looked up before without an index lookup,
     /// and keeps the write of an UPDATE whose inputs and row are unchanged instead of running
-    /// it again. Default: on (thesis Table 3.4 compares both); other protocols refuse it.
+    /// it again. A worker records only in the 32 calls after its last heal (and its first
+    /// 32): recording costs every call, and only a call that heals gains. Default: on (thesis
+    /// Table 3.4 compares both); other protocols refuse it.
     #[arg(long, value_name = "BOOL", action = ArgAction::Set)]
     pub(crate) heal_access_cache: Option<bool>,
     /// After the run, check that the history of every committed transaction (the load's

@@ -1066,7 +1066,10 @@ impl Config {
     /// the rows of keys already looked up without an index lookup
     /// (`Stats::heal_cache_hits`), and takes an UPDATE whose inputs are unchanged and whose
     /// row still stands in the record it replaced as done, keeping its buffered version
-    /// (`Stats::heal_ops_reused`). Default on; off, every heal looks every key up again and
+    /// (`Stats::heal_ops_reused`). A transaction-table slot records only in the 32 healable
+    /// calls after its last heal, and its first 32 (`cc::healing::RECORD_WINDOW`): recording
+    /// costs every call, and only a call that heals gains from it; a heal in a quiet period
+    /// runs as with the cache off. Default on; off, every heal looks every key up again and
     /// runs every operation (the thesis's Table 3.4 compares the two). Other protocols
     /// refuse it.
     pub fn heal_access_cache(mut self, on: bool) -> Self {
