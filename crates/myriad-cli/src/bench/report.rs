@@ -131,10 +131,10 @@ pub struct Report {
     pub heal_ops_reused_per_txn: f64,
     #[serde(default)]
     pub heal_ops_rerun_per_txn: f64,
-    /// `healing`: read-only calls whose validation without locks failed, so that they took
-    /// the ordered locks, per committed transaction.
+    /// `healing`: calls whose lock-free validation of the rows they only read failed, so
+    /// that they took every lock in order, per committed transaction.
     #[serde(default)]
-    pub heal_read_only_relocks_per_txn: f64,
+    pub heal_relocks_per_txn: f64,
     /// `ermia-ssi` (ERMIA §3.6), per committed transaction: pivots aborted by safe retry,
     /// READ ONLY reads of old versions left untracked, aborts those untracked reads caused.
     pub ssi_safe_retries_per_txn: f64,
@@ -732,7 +732,7 @@ impl Report {
             heal_reads_past_inserts_per_txn: per_txn(d(|s| s.heal_reads_past_inserts)),
             heal_ops_reused_per_txn: per_txn(d(|s| s.heal_ops_reused)),
             heal_ops_rerun_per_txn: per_txn(d(|s| s.heal_ops_rerun)),
-            heal_read_only_relocks_per_txn: per_txn(d(|s| s.heal_read_only_relocks)),
+            heal_relocks_per_txn: per_txn(d(|s| s.heal_relocks)),
             ssi_safe_retries_per_txn: per_txn(d(|s| s.ssi_safe_retries)),
             ssi_untracked_reads_per_txn: per_txn(d(|s| s.ssi_untracked_reads)),
             ssi_old_read_aborts_per_txn: per_txn(d(|s| s.ssi_old_read_aborts)),
@@ -960,8 +960,8 @@ impl Report {
             )?;
             writeln!(
                 o,
-                "  read-only    relocked/txn {:.4} (calls that wrote nothing validate as OCC first, without locks; these found a stale read and took the ordered locks)",
-                self.heal_read_only_relocks_per_txn
+                "  relocks      relocks/txn {:.4} (a call locks the rows it writes and validates those it only read without locks; these found one stale and took every lock in order)",
+                self.heal_relocks_per_txn
             )?;
         }
         if self.fidelity.protocol == "mvocc" && self.fidelity.validation.contains("column check on")

@@ -302,10 +302,16 @@ pub(crate) fn key(t: &Table, tid: TupleId) -> Key {
 /// read only in columns the call neither reads nor writes is a false invalidation (thesis
 /// §3.4.5): the read is taken as a read of the current record, and a buffered write to the
 /// row is rebased on it (`false_invalidation`), instead of a heal.
+///
+/// `defer` [M]: rows the transaction only read (no buffered write) are left unlocked, for
+/// `check_deferred` to validate after the serialization point as OCC validates a read;
+/// only the rows it writes are locked here. If that check fails the commit releases every
+/// lock (`release`) and runs this again without `defer`, the thesis's Algorithm 1.
 pub(crate) fn lock_in_order(
     tx: &mut TxnCtx<'_>,
     st: &mut SlotState,
     cols: &[TableCols],
+    defer: bool,
 ) -> Result<Step, AbortReason> {
     let me = tx.id.word();
     let mut elems = std::mem::take(&mut st.elems);
@@ -328,7 +334,15 @@ pub(crate) fn lock_in_order(
     // `held` and `elems` are both in key order: one walk finds each element's held lock
     // (a binary search per element cost 6 K instructions per TPC-C transaction).
     let mut at = 0;
-    for &(sk, read, pos) in &elems {
+    for (i, &(sk, read, pos)) in elems.iter().enumerate() {
+        // Per row its reads come first and its write last: a read is of a row only read
+        // when the row's last element is a read.
+        if defer
+            && sk & 1 == 0
+            && elems[i + 1..].iter().map(|e| e.0).find(|&x| x != sk) != Some(sk | 1)
+        {
+            continue;
+        }
         let k = Key::unshifted(sk);
         while st.held.get(at).is_some_and(|h| h.0 < k) {
             at += 1;
@@ -404,7 +418,8 @@ fn false_invalidation(
     if read.is_null() || t.rows_copied() {
         return false;
     }
-    // SAFETY: `cur` is locked by us; `read` was read by this transaction, which has not
+    // SAFETY: `cur` is locked by us (or, from `check_deferred`, a read's current record,
+    // reachable while we are pinned); `read` was read by this transaction, which has not
     // re-pinned since (`Transaction::may_repin`), so it is not freed.
     let (r, c) = unsafe { (&*read, &*cur) };
     if r.is_tombstone() || c.is_tombstone() {
@@ -440,6 +455,47 @@ fn false_invalidation(
         w.old = cur as *mut Version;
     }
     st.repointed.push((table, read, cur));
+    true
+}
+
+/// Step 3 of a commit whose `lock_in_order` deferred the rows it only read: after the
+/// serialization point, each read of a row it does not hold must still be of the current
+/// record, unlocked — OCC's read validation — or of a record the current one (unlocked)
+/// equals in every column the call reads (a false invalidation, §3.4.5: the read is
+/// re-pointed to the current record, `false_invalidation`). False: a read is stale or its
+/// row is being committed by another; the commit then takes every lock in order.
+///
+/// Sound as Silo's validation is: every row written is locked from before the
+/// serialization point, and every row only read was current (in the columns the call uses)
+/// and unlocked after it.
+pub(crate) fn check_deferred(tx: &mut TxnCtx<'_>, st: &mut SlotState, cols: &[TableCols]) -> bool {
+    let me = tx.id.word();
+    for i in 0..tx.sets.read_set.len() {
+        let read = tx.sets.read_set[i];
+        // SAFETY: read by this transaction, which has not re-pinned since (`may_repin`).
+        let e = unsafe { (*read).end.load(Ordering::Acquire) };
+        if e == INFINITY || e == me {
+            continue;
+        }
+        if is_txn(e) {
+            return false;
+        }
+        let k = tx.sets.read_keys[i];
+        let t = tx.db.table_by_id(k.table());
+        let cur = t
+            .entry(k.tid())
+            .map_or(std::ptr::null_mut(), |e| e.load(Ordering::Acquire));
+        // SAFETY: reachable from the entry while we are pinned.
+        let Some(c) = (unsafe { cur.as_ref() }) else {
+            return false;
+        };
+        if is_txn(c.begin.load(Ordering::Acquire)) || c.end.load(Ordering::Acquire) != INFINITY {
+            return false;
+        }
+        if !false_invalidation(tx, st, cols, k.table(), read, cur, i as u32) {
+            return false;
+        }
+    }
     true
 }
 

@@ -389,9 +389,27 @@ pub(crate) fn heal_lock(
     tx: &mut TxnCtx<'_>,
     sc: &mut SlotCc,
     cols: &[healing::TableCols],
+    defer: bool,
 ) -> std::result::Result<healing::Step, AbortReason> {
     debug_assert!(heals(tx.protocol), "heal_lock under {}", tx.protocol);
-    healing::lock_in_order(tx, &mut sc.healing, cols)
+    healing::lock_in_order(tx, &mut sc.healing, cols, defer)
+}
+
+/// After a `heal_lock` with `defer`, past the serialization point: whether the rows the
+/// call only read are still current (`healing::check_deferred`). False: the caller releases
+/// every lock (`heal_unlock`) and locks them all in order.
+pub(crate) fn heal_check_deferred(
+    tx: &mut TxnCtx<'_>,
+    sc: &mut SlotCc,
+    cols: &[healing::TableCols],
+) -> bool {
+    healing::check_deferred(tx, &mut sc.healing, cols)
+}
+
+/// Releases every lock a healing commit holds (nothing is installed yet), to lock again from
+/// the start of the order.
+pub(crate) fn heal_unlock(tx: &TxnCtx<'_>, sc: &mut SlotCc) {
+    healing::release(&mut sc.healing, tx.id.word());
 }
 
 /// Whether serializable reads take range locks (`mv2pl-wait`, `mv2pl.rs`).
@@ -734,7 +752,7 @@ pub(crate) fn lock_for_commit(
     match tx.protocol {
         Protocol::Occ => occ::lock_read_write_set(tx, &mut sc.occ),
         // A transaction that cannot heal: a stale read is OCC's abort.
-        Protocol::Healing => match healing::lock_in_order(tx, &mut sc.healing, &[])? {
+        Protocol::Healing => match healing::lock_in_order(tx, &mut sc.healing, &[], false)? {
             healing::Step::Done => Ok(()),
             healing::Step::Stale => Err(AbortReason::ReadValidation),
         },

@@ -133,11 +133,12 @@ pub struct Stats {
     pub heal_ops_reused: u64,
     /// (See `heal_ops_reused`.)
     pub heal_ops_rerun: u64,
-    /// `healing`: calls that wrote nothing and whose commit first validated their reads as
-    /// OCC does, without a lock, found a read stale or a range changed there, and took the
-    /// thesis's ordered locks (and healed if still stale). A read-only call that is current
-    /// takes no lock; one that is not costs one validation more.
-    pub heal_read_only_relocks: u64,
+    /// `healing`: calls whose commit locked the rows they write, validated the rows they only
+    /// read as OCC does (no lock; a row changed only in columns the call does not read
+    /// passes), found one stale or a range changed, released its locks and took every lock
+    /// in the thesis's order (healing what is still stale). A call whose reads are current
+    /// takes no lock on a row it only read; one that is not costs one validation more.
+    pub heal_relocks: u64,
     /// `ermia-ssi`: would-be pivots aborted at pre-commit because they overwrote a version
     /// an in-flight transaction read (safe retry, `Config::ermia_safe_retry`).
     pub ssi_safe_retries: u64,
@@ -794,7 +795,7 @@ impl Database {
             s.heal_reads_past_inserts += l(&st.heal_reads_past_inserts);
             s.heal_ops_reused += l(&st.heal_ops_reused);
             s.heal_ops_rerun += l(&st.heal_ops_rerun);
-            s.heal_read_only_relocks += l(&st.heal_read_only_relocks);
+            s.heal_relocks += l(&st.heal_relocks);
             s.ssi_safe_retries += l(&st.ssi_safe_retries);
             s.ssi_untracked_reads += l(&st.ssi_untracked_reads);
             s.ssi_old_read_aborts += l(&st.ssi_old_read_aborts);

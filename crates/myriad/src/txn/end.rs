@@ -455,27 +455,27 @@ impl<'db> Transaction<'db> {
         let db = self.st.db;
         #[cfg(test)]
         tests::pause_point(tests::Pause::SingleVersionCommit);
-        // `healing` [M]: a complete call that wrote nothing validates its reads first as OCC
-        // does a read-only transaction (no lock; step 3). Only if that fails does it take
-        // the thesis's ordered locks (Algorithm 1) and heal what is stale. Either way its
-        // reads stand at the serialization point; a read-only call that is current pays no
-        // lock per row read (Stock-Level reads ~200).
-        let mut optimistic = true;
+        // `healing` [M]: a healable call first locks (and heals) only the rows it writes, and
+        // validates the rows it only read in step 3 as OCC validates reads, without a lock
+        // (`cc::heal_check_deferred`); a call that wrote nothing locks nothing. Only if that
+        // check fails does it release its locks and take every lock in order, the thesis's
+        // Algorithm 1, healing what is stale there. Either way every read stands at the
+        // serialization point; a call whose reads are current pays no lock per row it only
+        // read (TPC-C's items, warehouse and customer reads; Stock-Level's ~200 rows).
+        let mut optimistic = heal.is_some();
         let (epoch, order_ts, ordered_tid) = loop {
-            optimistic = optimistic
-                && heal.as_ref().is_some_and(|h| h.0)
-                && self.st.sets.write_set.is_empty();
             // 1. Lock the records written (OCC, `healing`: and read) in the global order; a
             // healable call heals a stale read (under the locks taken so far) and goes on.
             match heal.as_mut() {
-                Some(_) if optimistic => {}
+                // Nothing to lock.
+                Some((true, _, _)) if optimistic && self.st.sets.write_set.is_empty() => {}
                 None => {
                     if let Err(reason) = cc::lock_for_commit(&mut self.st, &mut self.local.cc) {
                         return Err(self.refuse(reason));
                     }
                 }
                 Some((complete, rerun, cols)) => {
-                    let step = cc::heal_lock(&mut self.st, &mut self.local.cc, cols);
+                    let step = cc::heal_lock(&mut self.st, &mut self.local.cc, cols, optimistic);
                     self.repoint_recorded_reads();
                     match step {
                         Ok(cc::healing::Step::Done) if *complete => {}
@@ -512,10 +512,23 @@ impl<'db> Transaction<'db> {
             });
             // 3. Validation. A healable call heals a phantom too (its records stay locked;
             // the TID and the history's stamp are drawn again after the heal).
-            match cc::validate(&self.st, &mut self.cc, &mut self.local.cc, Timestamp::ZERO) {
+            let deferred = match heal.as_ref() {
+                Some((_, _, cols)) if optimistic => {
+                    let current = cc::heal_check_deferred(&mut self.st, &mut self.local.cc, cols);
+                    self.repoint_recorded_reads();
+                    current
+                }
+                _ => true,
+            };
+            let valid = match deferred {
+                true => cc::validate(&self.st, &mut self.cc, &mut self.local.cc, Timestamp::ZERO),
+                false => Err(AbortReason::ReadValidation),
+            };
+            match valid {
                 Ok(()) => break (epoch, order_ts, ordered_tid),
                 Err(AbortReason::ReadValidation | AbortReason::Phantom) if optimistic => {
-                    bump(&self.slot().stats.heal_read_only_relocks, 1);
+                    bump(&self.slot().stats.heal_relocks, 1);
+                    cc::heal_unlock(&self.st, &mut self.local.cc);
                     optimistic = false;
                 }
                 Err(AbortReason::Phantom) if heal.is_some() => {

@@ -139,9 +139,9 @@ pub(crate) struct SlotStats {
     pub heal_ops_reused: AtomicU64,
     /// (See `heal_ops_reused`.)
     pub heal_ops_rerun: AtomicU64,
-    /// `healing`: complete calls that wrote nothing, whose OCC-style validation without locks
-    /// failed, so they took the ordered locks (`Transaction::commit_single_version`).
-    pub heal_read_only_relocks: AtomicU64,
+    /// `healing`: calls whose lock-free validation of the rows they only read failed, so
+    /// they took every lock in order (`Transaction::commit_single_version`).
+    pub heal_relocks: AtomicU64,
     pub versions_cut_by_readers: AtomicU64,
     /// ERMIA-SSI (`cc/ermia_ssi.rs`): pivots aborted by safe retry, READ ONLY reads of old
     /// versions left untracked, and writers aborted by an old version's bstamp.
