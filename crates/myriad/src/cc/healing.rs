@@ -1,6 +1,6 @@
 //! Transaction Healing (thesis ch. 3; Wu et al., SIGMOD 2016): `healing`, single-version
 //! OCC whose validation locks every record the transaction read or wrote in one global order
-//! and, when a stored-procedure call finds a read stale, heals the call under the locks it
+//! (a healable call: first only those it wrote, below) and, when a stored-procedure call finds a read stale, heals the call under the locks it
 //! already holds instead of aborting it. The commit pipeline is Silo's (`silo.rs`,
 //! `txn/end.rs`); this file is its step 1 and the locks it holds.
 //!
@@ -28,6 +28,12 @@
 //! the cursor reaches them, rows before the cursor are try-locked. Validation then resumes
 //! at the cursor. A predicate re-check that fails (a phantom) heals the same way. The call
 //! returns the healed execution's results.
+//!
+//! **Rows only read** [M] (`lock_in_order`'s `defer`, `check_deferred`). A healable call's
+//! commit first locks only the rows it writes, and validates the rows it only read after
+//! the serialization point as Silo validates reads (current and unlocked, or equal to the
+//! current record in the columns the call reads). Only when that fails does it release its
+//! locks and lock every element as above. Transactions that run as OCC lock every element.
 //!
 //! **False invalidations** (§3.4.5, `Config::column_check`, default on). Before a
 //! stale element heals, a healable call compares the record it read with the current one in
@@ -501,7 +507,9 @@ pub(crate) fn check_deferred(tx: &mut TxnCtx<'_>, st: &mut SlotState, cols: &[Ta
 
 /// Whether row `k` has a buffered write among `elems` (sorted; per row reads first).
 fn written(elems: &[(u128, *const Version, u32)], k: Key) -> bool {
-    elems.binary_search_by_key(&(k.shifted() | 1), |e| e.0).is_ok()
+    elems
+        .binary_search_by_key(&(k.shifted() | 1), |e| e.0)
+        .is_ok()
 }
 
 /// Locks the current record of the row at `k` and returns it, or null when the row has no

@@ -918,7 +918,11 @@ fn healing_records_the_access_cache_only_in_the_calls_after_a_heal() {
     assert_eq!(out, vec![Value::Int(3), Value::Int(100)]);
     let st = db.stats();
     assert_eq!(st.heals, 1);
-    assert_eq!((st.heal_cache_hits, st.heal_ops_reused), (0, 0), "nothing recorded");
+    assert_eq!(
+        (st.heal_cache_hits, st.heal_ops_reused),
+        (0, 0),
+        "nothing recorded"
+    );
     let back = "UPDATE clients SET dst = 2 WHERE id = 1";
     let out = call_beside(&db, "transfer", Pause::SingleVersionCommit, back);
     assert_eq!(out, vec![Value::Int(2), Value::Int(90)]);
@@ -1212,7 +1216,11 @@ fn healing_validates_a_read_only_call_without_locks_and_heals_it_when_stale() {
         Pause::SingleVersionCommit,
         "UPDATE acct SET bal = 50 WHERE id = 1",
     );
-    assert_eq!(out, vec![Value::Int(2), Value::Int(60)], "the healed result");
+    assert_eq!(
+        out,
+        vec![Value::Int(2), Value::Int(60)],
+        "the healed result"
+    );
     let after = db.stats();
     assert_eq!((after.heals, after.heal_relocks), (1, 1));
     // The UPDATE's lock on account 1, then the call's ordered locks on both rows it read.
