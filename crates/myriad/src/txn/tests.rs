@@ -1174,6 +1174,18 @@ fn healing_runs_again_only_the_operations_a_changed_row_reaches() {
     assert_eq!((out, client, accts), (out_off, client_off, accts_off));
 }
 
+/// A database under `healing` (single-version storage) after `sql`.
+fn healing_db(sql: &str) -> Database {
+    let db = Database::open(
+        Config::new()
+            .protocol(crate::Protocol::Healing)
+            .version_storage(VersionStorage::SingleVersion),
+    )
+    .unwrap();
+    crate::sql::Session::new(&db).execute(sql).unwrap();
+    db
+}
+
 /// [M] A healable call that writes nothing validates its reads at commit as OCC validates
 /// a read-only transaction, without a lock; only when that finds a read stale does it take
 /// the thesis's ordered locks and heal. Quiet: no lock taken (`record_rmw` counts lock
@@ -1182,15 +1194,8 @@ fn healing_runs_again_only_the_operations_a_changed_row_reaches() {
 /// row a read-only call read was locked and unlocked at its commit.)
 #[test]
 fn healing_validates_a_read_only_call_without_locks_and_heals_it_when_stale() {
-    let db = Database::open(
-        Config::new()
-            .protocol(crate::Protocol::Healing)
-            .version_storage(VersionStorage::SingleVersion),
-    )
-    .unwrap();
-    crate::sql::Session::new(&db)
-        .execute(
-            "CREATE TABLE clients (id INT PRIMARY KEY, dst INT); \
+    let db = healing_db(
+        "CREATE TABLE clients (id INT PRIMARY KEY, dst INT); \
              CREATE TABLE acct (id INT PRIMARY KEY, bal INT); \
              INSERT INTO clients VALUES (1, 2); INSERT INTO acct VALUES (1, 100); \
              CREATE PROCEDURE peek(src INT, amount INT) AS $$ \
@@ -1200,8 +1205,7 @@ fn healing_validates_a_read_only_call_without_locks_and_heals_it_when_stale() {
                  SELECT bal INTO b FROM acct WHERE id = src; \
                  RETURN d, b + amount; \
                END $$;",
-        )
-        .unwrap();
+    );
     let before = db.stats();
     let out = (db.procedure("peek").unwrap())
         .call(&db, &[1i64.into(), 10i64.into()])
@@ -1236,15 +1240,8 @@ fn healing_validates_a_read_only_call_without_locks_and_heals_it_when_stale() {
 /// leaves the call's first run standing. Returns the call's result followed by what a
 /// query of row 5 gives afterwards (as text), and the database's stats.
 fn call_past_an_uncommitted_insert(name: &str, commit: bool) -> (Vec<Value>, crate::Stats) {
-    let db = Database::open(
-        Config::new()
-            .protocol(crate::Protocol::Healing)
-            .version_storage(VersionStorage::SingleVersion),
-    )
-    .unwrap();
-    crate::sql::Session::new(&db)
-        .execute(
-            "CREATE TABLE acct (id INT PRIMARY KEY, bal INT); \
+    let db = healing_db(
+        "CREATE TABLE acct (id INT PRIMARY KEY, bal INT); \
              INSERT INTO acct VALUES (1, 100); \
              CREATE PROCEDURE peek(k INT) AS $$ \
                DECLARE b INT; \
@@ -1262,8 +1259,7 @@ fn call_past_an_uncommitted_insert(name: &str, commit: bool) -> (Vec<Value>, cra
                  UPDATE acct SET bal = bal + 1 WHERE id = 1; \
                  RETURN b; \
                END $$;",
-        )
-        .unwrap();
+    );
     let t = db.table("acct").unwrap();
     let p = db.procedure(name).unwrap();
     let fired = std::rc::Rc::new(std::cell::Cell::new(false));
