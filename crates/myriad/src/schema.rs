@@ -708,6 +708,14 @@ pub(crate) struct TableCols {
     pub read: u64,
     /// Columns any `UPDATE` of the procedure sets.
     pub write: u64,
+    /// Increment-only columns: every `SET` of the column in the procedure is an increment
+    /// of itself, `c = c + e`, `c = e + c` or `c = c - e` with `e` free of the table's
+    /// columns, and nothing else reads it (not in another `SET`, a select item, a
+    /// condition). The procedure's results and other writes cannot depend on such a
+    /// column's value, and its new value is the value read plus a delta: a row changed
+    /// since in this column alone can take the delta instead of a heal (`healing`'s
+    /// false-invalidation check; `read` and `write` include these columns).
+    pub incr: u64,
 }
 
 impl TableCols {
@@ -734,6 +742,19 @@ impl TableCols {
         cols.iter()
             .enumerate()
             .all(|(i, c)| !self.reads(i) || a[c.bytes()] == b[c.bytes()])
+    }
+
+    /// Whether column `c` is increment-only (`incr`).
+    #[inline]
+    pub(crate) fn increments(&self, c: usize) -> bool {
+        c < 64 && self.incr >> c & 1 == 1
+    }
+
+    /// `reads_same`, not counting increment-only columns, which only the increments read.
+    pub(crate) fn reads_same_but_increments(&self, cols: &[Column], a: &[u8], b: &[u8]) -> bool {
+        cols.iter().enumerate().all(|(i, c)| {
+            !self.reads(i) || self.increments(i) || a[c.bytes()] == b[c.bytes()]
+        })
     }
 }
 

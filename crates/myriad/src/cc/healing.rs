@@ -66,6 +66,8 @@
 use crate::error::AbortReason;
 pub(crate) use crate::schema::TableCols;
 use crate::storage::{Table, TupleId};
+use crate::schema::ColumnType;
+use crate::value::ValueRef;
 use crate::txn::state::TxnCtx;
 use crate::version::{is_txn, Version, INFINITY};
 use std::sync::atomic::Ordering;
@@ -434,7 +436,7 @@ fn false_invalidation(
     let (old, now) = (r.data(), c.data());
     let schema = &t.schema;
     if pos < WRITTEN {
-        if !tc.reads_same(schema.columns(), old, now) {
+        if !tc.reads_same_but_increments(schema.columns(), old, now) {
             return false;
         }
         tx.sets.read_set[pos as usize] = cur;
@@ -446,10 +448,30 @@ fn false_invalidation(
             return false;
         }
         let indexed = |i: usize| schema.indexes().iter().any(|ix| ix.columns.contains(&i));
-        if (schema.columns().iter().enumerate())
-            .any(|(i, c)| old[c.bytes()] != now[c.bytes()] && (tc.touches(i) || indexed(i)))
-        {
+        // An increment-only INT column (`TableCols::incr`) may differ: the write takes its
+        // delta onto the current value, which is what the increment run again on `cur`
+        // would write (nothing else in the call read the column).
+        let incr = |i: usize| tc.increments(i) && schema.columns()[i].ty == ColumnType::Int;
+        let int = |row: &[u8], i: usize| match schema.read_column(row, i) {
+            ValueRef::Int(v) => v,
+            _ => unreachable!("an INT column"),
+        };
+        if (schema.columns().iter().enumerate()).any(|(i, c)| {
+            old[c.bytes()] != now[c.bytes()] && (indexed(i) || (tc.touches(i) && !incr(i)))
+        }) {
             return false;
+        }
+        // The rebased increments, all computed before anything changes (an overflow heals,
+        // and the run again raises it).
+        let mut rebased: Vec<(usize, i64)> = Vec::new();
+        for (i, c) in schema.columns().iter().enumerate() {
+            if incr(i) && old[c.bytes()] != now[c.bytes()] {
+                let delta = int(new.data(), i).checked_sub(int(old, i));
+                match delta.and_then(|d| int(now, i).checked_add(d)) {
+                    Some(v) => rebased.push((c.offset, v)),
+                    None => return false,
+                }
+            }
         }
         // SAFETY: unpublished until the commit installs it; only we reference it.
         let data = unsafe { new.data_mut() };
@@ -457,6 +479,9 @@ fn false_invalidation(
             if !tc.writes(i) {
                 data[col.bytes()].copy_from_slice(&now[col.bytes()]);
             }
+        }
+        for (offset, v) in rebased {
+            crate::schema::TableSchema::write_int_at(data, offset, v);
         }
         w.old = cur as *mut Version;
     }

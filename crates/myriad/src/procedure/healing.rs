@@ -559,13 +559,31 @@ pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
                     table: t.id,
                     read: wide,
                     write: wide,
+                    incr: 0,
                 });
                 out.len() - 1
             }
         };
         &mut out[i]
     }
-    fn read(r: &Read, out: &mut Vec<TableCols>) {
+    /// `c = c + e`, `c = e + c` or `c = c - e`, `e` free of the table's columns.
+    fn is_increment(c: usize, e: &E) -> bool {
+        use crate::query::expr::Op;
+        let free = |x: &E| {
+            let mut any = false;
+            x.for_each_col(&mut |_| any = true);
+            !any
+        };
+        let me = |x: &E| matches!(x, E::Col(k) if *k == c);
+        match e {
+            E::Bin(a, Op::Add, b, _) => (me(a) && free(b)) || (free(a) && me(b)),
+            E::Bin(a, Op::Sub, b, _) => me(a) && free(b),
+            _ => false,
+        }
+    }
+    // `plain`: per table, columns read other than as an increment's own term, and columns
+    // set other than by an increment; what is left of `incr` after them is increment-only.
+    fn read(r: &Read, out: &mut Vec<TableCols>, plain: &mut Vec<(u32, u64)>) {
         let mut m = 0;
         match &r.items {
             Items::Exprs(es) => es.iter().for_each(|e| cols(e, &mut m)),
@@ -586,14 +604,15 @@ pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
             }
         }
         entry(out, &r.table).read |= m;
+        plain.push((r.table.id, m));
     }
-    fn walk(body: &[Stmt], out: &mut Vec<TableCols>) {
+    fn walk(body: &[Stmt], out: &mut Vec<TableCols>, plain: &mut Vec<(u32, u64)>) {
         for s in body {
             match s {
-                Stmt::SelectInto { read: r, .. } => read(r, out),
+                Stmt::SelectInto { read: r, .. } => read(r, out, plain),
                 Stmt::ForRows { read: r, body, .. } => {
-                    read(r, out);
-                    walk(body, out);
+                    read(r, out, plain);
+                    walk(body, out, plain);
                 }
                 Stmt::Update {
                     table,
@@ -601,17 +620,25 @@ pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
                     sets,
                     ..
                 } => {
-                    let (mut rm, mut wm) = (0, 0);
+                    let (mut rm, mut wm, mut im) = (0, 0, 0);
                     if let Some(f) = &access.filter {
                         cols(f, &mut rm);
                     }
                     for (c, e) in sets {
-                        wm |= 1u64.checked_shl(*c as u32).unwrap_or(0);
-                        cols(e, &mut rm);
+                        let bit = 1u64.checked_shl(*c as u32).unwrap_or(0);
+                        wm |= bit;
+                        if is_increment(*c, e) {
+                            im |= bit;
+                        } else {
+                            cols(e, &mut rm);
+                            plain.push((table.id, bit));
+                        }
                     }
                     let t = entry(out, table);
-                    t.read |= rm;
+                    t.read |= rm | im;
                     t.write |= wm;
+                    t.incr |= im;
+                    plain.push((table.id, rm));
                 }
                 Stmt::Delete { table, access, .. } => {
                     let mut m = 0;
@@ -619,6 +646,7 @@ pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
                         cols(f, &mut m);
                     }
                     entry(out, table).read |= m;
+                    plain.push((table.id, m));
                 }
                 Stmt::Insert { table, .. } => {
                     entry(out, table);
@@ -627,11 +655,11 @@ pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
                     arms, otherwise, ..
                 } => {
                     for (_, b) in arms {
-                        walk(b, out);
+                        walk(b, out, plain);
                     }
-                    walk(otherwise, out);
+                    walk(otherwise, out, plain);
                 }
-                Stmt::ForRange { body, .. } => walk(body, out),
+                Stmt::ForRange { body, .. } => walk(body, out, plain),
                 Stmt::Assign { .. }
                 | Stmt::Return { .. }
                 | Stmt::Raise { .. }
@@ -640,7 +668,13 @@ pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
         }
     }
     let mut out = Vec::new();
-    walk(&p.body, &mut out);
+    let mut plain = Vec::new();
+    walk(&p.body, &mut out, &mut plain);
+    for (table, m) in plain {
+        if let Some(t) = out.iter_mut().find(|t| t.table == table) {
+            t.incr &= !m;
+        }
+    }
     out.sort_unstable_by_key(|c| c.table);
     out
 }

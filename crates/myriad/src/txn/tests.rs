@@ -1186,6 +1186,65 @@ fn healing_db(sql: &str) -> Database {
     db
 }
 
+/// An increment-only column (`TableCols::incr`: set only as `c = c + e`, read nowhere else)
+/// changed by a concurrent commit is taken as a false invalidation: the call's write adds its
+/// delta to the current value instead of healing. `deposit` adds to `bal` and reads
+/// `visits`; another commit adds 5 to `bal` before the call's commit: no heal, both deposits
+/// kept (100 + 5 + 10). `deposit_seen` also reads `bal` (a plain read): it heals, with the
+/// same balance. With the column check off `deposit` heals too.
+#[test]
+fn healing_adds_an_increment_to_the_current_value_instead_of_healing() {
+    let run = |name: &str, check: bool| {
+        let db = Database::open(
+            Config::new()
+                .protocol(crate::Protocol::Healing)
+                .version_storage(VersionStorage::SingleVersion)
+                .column_check(check),
+        )
+        .unwrap();
+        crate::sql::Session::new(&db)
+            .execute(
+                "CREATE TABLE acct (id INT PRIMARY KEY, bal INT, visits INT); \
+                 INSERT INTO acct VALUES (1, 100, 7); \
+                 CREATE PROCEDURE deposit(src INT, amount INT) AS $$ \
+                   DECLARE v INT; \
+                   BEGIN \
+                     UPDATE acct SET bal = bal + amount WHERE id = src; \
+                     SELECT visits INTO v FROM acct WHERE id = src; \
+                     RETURN v; \
+                   END $$; \
+                 CREATE PROCEDURE deposit_seen(src INT, amount INT) AS $$ \
+                   DECLARE v INT; \
+                   BEGIN \
+                     UPDATE acct SET bal = bal + amount WHERE id = src; \
+                     SELECT bal INTO v FROM acct WHERE id = src; \
+                     RETURN v; \
+                   END $$;",
+            )
+            .unwrap();
+        let other = "UPDATE acct SET bal = bal + 5 WHERE id = 1";
+        let out = call_beside(&db, name, Pause::SingleVersionCommit, other);
+        let row = format!(
+            "{:?}",
+            crate::sql::Session::new(&db)
+                .execute("SELECT bal, visits FROM acct WHERE id = 1")
+                .unwrap()
+        );
+        assert!(row.contains("Int(115), Int(7)"), "{name} {check}: {row}");
+        let st = db.stats();
+        assert_eq!(st.aborted.iter().sum::<u64>(), 0, "{:?}", st.aborted);
+        (out, st.heals, st.false_invalidations)
+    };
+    let (out, heals, fi) = run("deposit", true);
+    assert_eq!(out, vec![Value::Int(7)]);
+    // The row's read and its write.
+    assert_eq!((heals, fi), (0, 2));
+    assert_eq!(run("deposit", false).1, 1);
+    let (out, heals, _) = run("deposit_seen", true);
+    assert_eq!(out, vec![Value::Int(115)]);
+    assert_eq!(heals, 1);
+}
+
 /// [M] A healable call that writes nothing validates its reads at commit as OCC validates
 /// a read-only transaction, without a lock; only when that finds a read stale does it take
 /// the thesis's ordered locks and heal. Quiet: no lock taken (`record_rmw` counts lock
