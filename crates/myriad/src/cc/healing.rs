@@ -44,7 +44,13 @@
 //! differing column is indexed. TPC-C's New-Order reads `w_tax` and Payment writes `w_ytd`
 //! of the same WAREHOUSE row: without the check every such overlap is a heal. The history's
 //! recorded reads follow the re-pointing (the call read the same values from the current
-//! record), so the checker judges the history the commit stands for.
+//! record), so the checker judges the history the commit stands for. An increment-only
+//! column (`TableCols::incr`: every `SET` of it in the procedure is `c = c ± e` with `e`
+//! free of the row's columns, and nothing else reads it) may differ too, if it is an
+//! unindexed INT: the write takes its delta onto the current value — what the increment
+//! run again on the current record writes, and all a restoration of it would change
+//! (thesis Algorithm 2 restores only what depends on the stale value). Payment's `w_ytd`
+//! and `d_ytd`: two Payments of one warehouse no longer heal.
 //!
 //! **Access cache** (§3.4.1, `Config::heal_access_cache`, default on): the tuple each
 //! primary-key lookup of the call found (`AccessCache`), so that a heal reaches the rows of
