@@ -752,9 +752,9 @@ impl TableCols {
 
     /// `reads_same`, not counting increment-only columns, which only the increments read.
     pub(crate) fn reads_same_but_increments(&self, cols: &[Column], a: &[u8], b: &[u8]) -> bool {
-        cols.iter().enumerate().all(|(i, c)| {
-            !self.reads(i) || self.increments(i) || a[c.bytes()] == b[c.bytes()]
-        })
+        cols.iter()
+            .enumerate()
+            .all(|(i, c)| !self.reads(i) || self.increments(i) || a[c.bytes()] == b[c.bytes()])
     }
 }
 

@@ -70,11 +70,11 @@
 //! one aborts as under `occ` (`read_validation`).
 
 use crate::error::AbortReason;
+use crate::schema::ColumnType;
 pub(crate) use crate::schema::TableCols;
 use crate::storage::{Table, TupleId};
-use crate::schema::ColumnType;
-use crate::value::ValueRef;
 use crate::txn::state::TxnCtx;
+use crate::value::ValueRef;
 use crate::version::{is_txn, Version, INFINITY};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

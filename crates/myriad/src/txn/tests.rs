@@ -1202,26 +1202,26 @@ fn healing_adds_an_increment_to_the_current_value_instead_of_healing() {
                 .column_check(check),
         )
         .unwrap();
-        crate::sql::Session::new(&db)
-            .execute(
-                "CREATE TABLE acct (id INT PRIMARY KEY, bal INT, visits INT); \
-                 INSERT INTO acct VALUES (1, 100, 7); \
-                 CREATE PROCEDURE deposit(src INT, amount INT) AS $$ \
+        let mut s = crate::sql::Session::new(&db);
+        s.execute(
+            "CREATE TABLE acct (id INT PRIMARY KEY, bal INT, visits INT); \
+             INSERT INTO acct VALUES (1, 100, 7);",
+        )
+        .unwrap();
+        // `deposit` returns `visits`, `deposit_seen` the balance it wrote.
+        for (proc, col) in [("deposit", "visits"), ("deposit_seen", "bal")] {
+            s.execute(&format!(
+                "CREATE PROCEDURE {proc}(src INT, amount INT) AS $$ \
                    DECLARE v INT; \
                    BEGIN \
                      UPDATE acct SET bal = bal + amount WHERE id = src; \
-                     SELECT visits INTO v FROM acct WHERE id = src; \
+                     SELECT {col} INTO v FROM acct WHERE id = src; \
                      RETURN v; \
-                   END $$; \
-                 CREATE PROCEDURE deposit_seen(src INT, amount INT) AS $$ \
-                   DECLARE v INT; \
-                   BEGIN \
-                     UPDATE acct SET bal = bal + amount WHERE id = src; \
-                     SELECT bal INTO v FROM acct WHERE id = src; \
-                     RETURN v; \
-                   END $$;",
-            )
+                   END $$;"
+            ))
             .unwrap();
+        }
+        drop(s);
         let other = "UPDATE acct SET bal = bal + 5 WHERE id = 1";
         let out = call_beside(&db, name, Pause::SingleVersionCommit, other);
         let row = format!(

@@ -308,10 +308,7 @@ fn tpcc_column_masks_name_what_each_procedure_reads_and_writes() {
         mask_cols(&db, "new_order", "district", R),
         ["d_w_id", "d_id", "d_tax", "d_next_o_id"]
     );
-    assert_eq!(
-        mask_cols(&db, "new_order", "district", W),
-        ["d_next_o_id"]
-    );
+    assert_eq!(mask_cols(&db, "new_order", "district", W), ["d_next_o_id"]);
     assert_eq!(
         mask_cols(&db, "payment", "warehouse", R),
         ["w_id", "w_name", "w_ytd"]
