@@ -606,10 +606,11 @@ fn truth(c: &Cond, e: &E, vars: &[V]) -> crate::error::Result<bool> {
     }
 }
 
-/// One INT component of a compiled point key: the common leaves (a variable, an element of
-/// an array variable at a variable index, a literal) read in place, anything else through
-/// its compiled closure (`int`). A TPC-C key is two to four leaves: a dynamic call each
-/// was a third of the key's cost.
+/// One INT component of a compiled point key (or an INT a statement needs at once: a
+/// one-column key, the value a `CASE`-like `IF` chain switches on): the common leaves (a
+/// variable, an element of an array variable at a variable index, a literal) read in
+/// place, anything else through its compiled closure (`int`). A TPC-C key is two to four
+/// leaves: a dynamic call each was a third of the key's cost.
 enum KeyPart {
     Var(usize),
     /// `arr[i]`: the array's slot and the index variable's.
@@ -629,7 +630,7 @@ impl KeyPart {
     }
 
     /// The value `int(e)` gives.
-    #[inline]
+    #[inline(always)]
     fn eval(&self, vars: &[V]) -> Option<i64> {
         match *self {
             KeyPart::Var(v) => match &vars[v] {
@@ -730,7 +731,7 @@ impl Default for PointKeyBuf {
 impl PointKeyBuf {
     /// The key of INT `parts` (at most `POINT_KEY_INTS`) in the index's encoding; false
     /// (and no key) if a part does not evaluate to an INT.
-    #[inline]
+    #[inline(always)]
     fn fill_ints(&mut self, parts: &[KeyPart], vars: &[V]) -> bool {
         debug_assert!(parts.len() <= POINT_KEY_INTS);
         self.ints = true;
@@ -857,13 +858,56 @@ fn set_flag(v: &mut V, found: bool) {
 /// A point read of plain columns into variables (`Proc::point_read`).
 struct PointRead {
     table: TableRef,
-    cols: Vec<usize>,
-    /// Each target slot with its type.
-    into: Vec<(usize, Ty)>,
+    items: Vec<Item>,
+    /// When every item is an INT column into an INT variable: each one's (offset in the
+    /// row, slot), copied by a loop with no type dispatch.
+    ints: Option<Vec<(u32, u32)>>,
     found: usize,
 }
 
+/// One column a point read copies: into which slot, of which type, and where the column
+/// lies in the row when it is INT (copied from there: the row's layout is its table's, fixed
+/// for the table's life).
+struct Item {
+    col: usize,
+    slot: usize,
+    ty: Ty,
+    int_at: Option<usize>,
+}
+
 impl PointRead {
+    fn new(table: &TableRef, cols: &[usize], into: Vec<(usize, Ty)>, found: usize) -> PointRead {
+        let columns = table.schema.columns();
+        let items = cols
+            .iter()
+            .zip(into)
+            .map(|(&col, (slot, ty))| Item {
+                col,
+                slot,
+                ty,
+                int_at: columns
+                    .get(col)
+                    .filter(|c| c.ty == ColumnType::Int)
+                    .map(|c| c.offset),
+            })
+            .collect::<Vec<Item>>();
+        let ints = items
+            .iter()
+            .map(|it| match (it.ty, it.int_at) {
+                (Ty::Int, Some(at)) => {
+                    Some((u32::try_from(at).ok()?, u32::try_from(it.slot).ok()?))
+                }
+                _ => None,
+            })
+            .collect();
+        PointRead {
+            table: table.clone(),
+            items,
+            ints,
+            found,
+        }
+    }
+
     #[inline]
     fn run<K: crate::value::Values + ?Sized>(
         &self,
@@ -872,16 +916,33 @@ impl PointRead {
         vars: &mut [V],
     ) -> Step {
         let got = tx.get_with(&self.table, key, |r| {
-            for (&c, &(slot, ty)) in self.cols.iter().zip(&self.into) {
-                if let (V::Val(Value::Int(x)), Some(i)) = (&mut vars[slot], r.int_at(c)) {
-                    *x = i;
-                    continue;
-                }
-                match (ty, r.get(c)) {
-                    (Ty::Float, Some(ValueRef::Int(i))) => {
-                        vars[slot] = V::Val(Value::Float(i as f64))
+            if let Some(ints) = &self.ints {
+                let mut all = true;
+                for &(at, slot) in ints {
+                    match (&mut vars[slot as usize], r.data.get(at as usize..)) {
+                        (V::Val(Value::Int(x)), Some(d)) if d.len() >= 8 => {
+                            *x = i64::from_le_bytes(d[..8].try_into().unwrap_or_default())
+                        }
+                        _ => all = false,
                     }
-                    (_, Some(v)) => assign(&mut vars[slot], v),
+                }
+                if all {
+                    return;
+                }
+            }
+            for it in &self.items {
+                if let (Some(at), V::Val(Value::Int(x))) = (it.int_at, &mut vars[it.slot]) {
+                    if let Some(b) = r.data.get(at..).and_then(|d| d.first_chunk::<8>()) {
+                        *x = i64::from_le_bytes(*b);
+                        debug_assert_eq!(Some(*x), r.int_at(it.col));
+                        continue;
+                    }
+                }
+                match (it.ty, r.get(it.col)) {
+                    (Ty::Float, Some(ValueRef::Int(i))) => {
+                        vars[it.slot] = V::Val(Value::Float(i as f64))
+                    }
+                    (_, Some(v)) => assign(&mut vars[it.slot], v),
                     (_, None) => {}
                 }
             }
@@ -1003,7 +1064,7 @@ impl Cx<'_> {
                 let otherwise = self.block(otherwise)?;
                 let sw = switch
                     .as_ref()
-                    .and_then(|sw| Some((int(&sw.on)?, sw.lo, sw.arm.clone())));
+                    .and_then(|sw| Some((KeyPart::of(&sw.on)?, sw.lo, sw.arm.clone())));
                 if let (None, [(e, _)], Some(c)) =
                     (&sw, &arms[..], arms.first().and_then(|a| cond(&a.0)))
                 {
@@ -1020,7 +1081,7 @@ impl Cx<'_> {
                 }
                 Box::new(move |tx, f| {
                     if let Some((on, lo, arm)) = &sw {
-                        if let Some(x) = on(None, &f.vars) {
+                        if let Some(x) = on.eval(&f.vars) {
                             let k = x
                                 .checked_sub(*lo)
                                 .and_then(|d| usize::try_from(d).ok())
@@ -1204,17 +1265,17 @@ impl Cx<'_> {
             }
             Items::Aggs(aggs) => self.aggregates(read, aggs.clone(), into),
         };
-        let point = PointRead {
-            table: read.table.clone(),
-            cols: read.cols.clone().unwrap_or_default(),
-            into: into.iter().map(|&s| (s, self.ty(s))).collect(),
+        let point = PointRead::new(
+            &read.table,
+            read.cols.as_deref().unwrap_or_default(),
+            into.iter().map(|&s| (s, self.ty(s))).collect(),
             found,
-        };
+        );
         if let Some(k) = &read.int_key {
-            let Some(k) = int(k) else {
+            let Some(k) = KeyPart::of(k) else {
                 return general;
             };
-            return Box::new(move |tx, f| match k(None, &f.vars) {
+            return Box::new(move |tx, f| match k.eval(&f.vars) {
                 Some(key) => point.run(&key, tx, &mut f.vars),
                 None => general(tx, f),
             });
@@ -1353,12 +1414,12 @@ impl Cx<'_> {
             })
         };
         // The interpreter's INT point-key UPDATE: every SET an INT that reads no column.
-        let (Some(k), Some(ints)) = (int_key.and_then(int), ints) else {
+        let (Some(k), Some(ints)) = (int_key.and_then(KeyPart::of), ints) else {
             return general;
         };
         let table = table.clone();
         Box::new(move |tx, f| {
-            let Some(key) = k(None, &f.vars) else {
+            let Some(key) = k.eval(&f.vars) else {
                 return general(tx, f);
             };
             f.ints.clear();

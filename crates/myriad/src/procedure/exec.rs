@@ -218,13 +218,14 @@ impl Proc {
         Ok(())
     }
 
-    /// Every slot after the parameters back to its type's zero value (a call's start),
-    /// keeping text and array storage from the last call.
+    /// Every slot after the parameters that some statement reads (`Proc::reset`) back to
+    /// its type's zero value (a call's start), keeping text and array storage from the last
+    /// call.
     pub(super) fn reset_locals(&self, f: &mut Frame) {
-        // Sub-slices, not `skip` on the zipped iterators: the adapter cost more than the
-        // resets themselves (YCSB's call: ~40 instructions a slot).
-        let n = self.nparams.min(f.vars.len()).min(self.vars.len());
-        for (v, (_, ty)) in f.vars[n..].iter_mut().zip(&self.vars[n..]) {
+        for &slot in &self.reset {
+            let (Some(v), Some((_, ty))) = (f.vars.get_mut(slot), self.vars.get(slot)) else {
+                continue;
+            };
             match (v, ty) {
                 (V::Val(Value::Int(x)), Ty::Int) => *x = 0,
                 (V::Bool(b), Ty::Bool) => *b = false,

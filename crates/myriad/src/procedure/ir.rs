@@ -191,6 +191,11 @@ pub(crate) struct Proc {
     pub inits: Vec<(usize, Option<E>)>,
     pub body: Vec<Stmt>,
     pub ops: Vec<OpInfo>,
+    /// The slots after the parameters that a call's start sets back to zero
+    /// (`Proc::reset_locals`): those some statement or initial value reads. A slot nothing
+    /// reads (YCSB's `SELECT ... INTO` targets, a `found` no statement tests) keeps what the
+    /// last call left: no result can depend on it.
+    pub reset: Vec<usize>,
 }
 
 /// Calls `f` on every statement of `body` and of the blocks nested in it, with whether it
@@ -290,6 +295,22 @@ struct Compiler<'a> {
     proc_name: String,
     /// Slot of `found`; the parameters are the slots before it.
     found_slot: usize,
+}
+
+/// The slots from `nparams` on that an operation (its `uses`: every expression of every
+/// statement, conditions and loop bounds included) or an initial value reads, ascending.
+fn read_locals(nparams: usize, ops: &[OpInfo], inits: &[(usize, Option<E>)]) -> Vec<usize> {
+    let mut read: Vec<usize> = ops
+        .iter()
+        .flat_map(|o| o.uses.iter().map(|u| u.0))
+        .collect();
+    for e in inits.iter().filter_map(|(_, e)| e.as_ref()) {
+        vars_of(e, &mut read);
+    }
+    read.retain(|&v| v >= nparams);
+    read.sort_unstable();
+    read.dedup();
+    read
 }
 
 /// Every variable `e` reads.
@@ -938,6 +959,7 @@ pub(crate) fn compile(db: &Shared, def: &Def) -> Result<Proc> {
         inits.push((slot, init));
     }
     let body = c.block(&def.body)?;
+    let reset = read_locals(def.params.len(), &c.ops, &inits);
     Ok(Proc {
         name: def.name.clone(),
         nparams: def.params.len(),
@@ -945,5 +967,6 @@ pub(crate) fn compile(db: &Shared, def: &Def) -> Result<Proc> {
         inits,
         body,
         ops: c.ops,
+        reset,
     })
 }

@@ -1091,6 +1091,70 @@ CREATE PROCEDURE aggloop() AS $$ DECLARE t INT; BEGIN
 END $$;
 ";
 
+/// The calls of `compiled_and_interpreted_agree`: each reaches a result or an error of
+/// its own (the test checks which).
+fn agree_calls() -> Vec<(&'static str, Vec<Arg>)> {
+    let int = |i: i64| Arg::from(i);
+    vec![
+        ("transfer", vec!["Amy".into()]),
+        ("transfer", vec!["Dan".into()]),
+        ("transfer", vec!["Nobody".into()]),
+        ("fill", vec![vec![1i64, 3, 5, 7].into(), "x".into()]),
+        ("fill", vec![vec![9i64, 10].into(), "y".into()]),
+        ("fill", vec![vec![9i64].into(), "dup".into()]),
+        ("fill", vec![vec![11i64].into(), "z".into()]),
+        ("bad", vec![vec![1i64].into()]),
+        ("bad", vec![vec![1i64, 2].into()]),
+        ("pay", vec![int(1), int(2), int(30)]),
+        ("pay", vec![int(9), int(2), int(1)]),
+        ("pay", vec![int(2), int(1), int(500)]),
+        ("pay", vec![int(2), int(77), int(10)]),
+        ("total", vec!["a".into()]),
+        ("total", vec!["z".into()]),
+        ("bump", vec![int(1), int(5)]),
+        ("tag", vec![int(1)]),
+        ("bump", vec![int(1), int(i64::MAX)]),
+        ("bump", vec![int(5), int(1)]),
+        ("distinct_items", vec![int(1), int(3)]),
+        ("distinct_items", vec![int(3), int(3)]),
+        ("distinct_items", vec![int(7), int(8)]),
+        ("forms", vec![int(1), int(2), "a".into()]),
+        ("forms", vec![int(2), int(1), "Amy".into()]),
+        ("forms", vec![int(3), int(3), "Dan".into()]),
+        ("forms", vec![int(1), int(0), "a".into()]),
+        ("forms", vec![int(4), int(2), "b".into()]),
+        ("forms", vec![int(1), int(i64::MAX), "a".into()]),
+        ("oddkeys", vec![int(1)]),
+        ("oddkeys", vec![int(2)]),
+        ("badrow", vec!["far too long for sixteen".into(), int(0)]),
+        ("badrow", vec!["far too long for sixteen".into(), int(1)]),
+        ("badrow", vec!["ok".into(), int(0)]),
+        ("badrow", vec!["ok".into(), int(3)]),
+        ("badrow", vec!["longer than 8".into(), int(4)]),
+        ("nums", vec![int(3), 1.5f64.into()]),
+        ("nums", vec![int(-7), (-2.25f64).into()]),
+        ("nums", vec![int(1), 0.0f64.into()]),
+        ("nums", vec![int(i64::MAX), 2.0f64.into()]),
+        ("nums", vec![int(5), int(2)]),
+        ("texts", vec![int(-12), 2.5f64.into(), "ab".into()]),
+        ("texts", vec![int(7), 1.0f64.into(), "a longer text".into()]),
+        ("compares", vec!["Amy".into(), int(3)]),
+        ("compares", vec!["c".into(), int(0)]),
+        ("compares", vec!["q".into(), int(1)]),
+        ("compares", vec!["".into(), int(1)]),
+        ("subs", vec!["héllo wörld".into(), int(2), int(5)]),
+        ("subs", vec!["héllo wörld".into(), int(9), int(100)]),
+        ("subs", vec!["abc".into(), int(0), int(2)]),
+        ("subs", vec!["abc".into(), int(-3), int(2)]),
+        ("subs", vec!["abc".into(), int(5), int(3)]),
+        ("subs", vec!["abc".into(), int(i64::MAX), int(2)]),
+        ("subs", vec!["abc".into(), int(2), int(-1)]),
+        ("aggloop", vec![]),
+        ("pay", vec![int(1)]),
+        ("tag", vec!["one".into()]),
+    ]
+}
+
 /// Every procedure above, run compiled and interpreted on two databases with the same
 /// calls: the same results, the same errors, the same tables after; and every procedure
 /// but the one over a loop of aggregates is compiled.
@@ -1108,65 +1172,7 @@ fn compiled_and_interpreted_agree() {
             .iter()
             .map(|p| (p.name().to_string(), p.is_compiled()))
             .collect();
-        let int = |i: i64| Arg::from(i);
-        let calls: Vec<(&str, Vec<Arg>)> = vec![
-            ("transfer", vec!["Amy".into()]),
-            ("transfer", vec!["Dan".into()]),
-            ("transfer", vec!["Nobody".into()]),
-            ("fill", vec![vec![1i64, 3, 5, 7].into(), "x".into()]),
-            ("fill", vec![vec![9i64, 10].into(), "y".into()]),
-            ("fill", vec![vec![9i64].into(), "dup".into()]),
-            ("fill", vec![vec![11i64].into(), "z".into()]),
-            ("bad", vec![vec![1i64].into()]),
-            ("bad", vec![vec![1i64, 2].into()]),
-            ("pay", vec![int(1), int(2), int(30)]),
-            ("pay", vec![int(9), int(2), int(1)]),
-            ("pay", vec![int(2), int(1), int(500)]),
-            ("pay", vec![int(2), int(77), int(10)]),
-            ("total", vec!["a".into()]),
-            ("total", vec!["z".into()]),
-            ("bump", vec![int(1), int(5)]),
-            ("tag", vec![int(1)]),
-            ("bump", vec![int(1), int(i64::MAX)]),
-            ("bump", vec![int(5), int(1)]),
-            ("distinct_items", vec![int(1), int(3)]),
-            ("distinct_items", vec![int(3), int(3)]),
-            ("distinct_items", vec![int(7), int(8)]),
-            ("forms", vec![int(1), int(2), "a".into()]),
-            ("forms", vec![int(2), int(1), "Amy".into()]),
-            ("forms", vec![int(3), int(3), "Dan".into()]),
-            ("forms", vec![int(1), int(0), "a".into()]),
-            ("forms", vec![int(4), int(2), "b".into()]),
-            ("forms", vec![int(1), int(i64::MAX), "a".into()]),
-            ("oddkeys", vec![int(1)]),
-            ("oddkeys", vec![int(2)]),
-            ("badrow", vec!["far too long for sixteen".into(), int(0)]),
-            ("badrow", vec!["far too long for sixteen".into(), int(1)]),
-            ("badrow", vec!["ok".into(), int(0)]),
-            ("badrow", vec!["ok".into(), int(3)]),
-            ("badrow", vec!["longer than 8".into(), int(4)]),
-            ("nums", vec![int(3), 1.5f64.into()]),
-            ("nums", vec![int(-7), (-2.25f64).into()]),
-            ("nums", vec![int(1), 0.0f64.into()]),
-            ("nums", vec![int(i64::MAX), 2.0f64.into()]),
-            ("nums", vec![int(5), int(2)]),
-            ("texts", vec![int(-12), 2.5f64.into(), "ab".into()]),
-            ("texts", vec![int(7), 1.0f64.into(), "a longer text".into()]),
-            ("compares", vec!["Amy".into(), int(3)]),
-            ("compares", vec!["c".into(), int(0)]),
-            ("compares", vec!["q".into(), int(1)]),
-            ("compares", vec!["".into(), int(1)]),
-            ("subs", vec!["héllo wörld".into(), int(2), int(5)]),
-            ("subs", vec!["héllo wörld".into(), int(9), int(100)]),
-            ("subs", vec!["abc".into(), int(0), int(2)]),
-            ("subs", vec!["abc".into(), int(-3), int(2)]),
-            ("subs", vec!["abc".into(), int(5), int(3)]),
-            ("subs", vec!["abc".into(), int(i64::MAX), int(2)]),
-            ("subs", vec!["abc".into(), int(2), int(-1)]),
-            ("aggloop", vec![]),
-            ("pay", vec![int(1)]),
-            ("tag", vec!["one".into()]),
-        ];
+        let calls = agree_calls();
         let results: Vec<String> = calls
             .iter()
             .map(|(name, args)| format!("{name}: {:?}", db.call(name, args)))
@@ -1234,5 +1240,54 @@ fn compiled_and_interpreted_agree() {
         "negative substring length not allowed",
     ] {
         assert!(joined.contains(want), "{want} not in\n{joined}");
+    }
+}
+
+/// A frame kept across calls (`Procedure::execute_in`: what the benchmarks and serial
+/// command replay do) gives every call what a fresh frame gives, compiled and interpreted:
+/// a call's start resets every local a statement or initial value reads (`Proc::reset`),
+/// and only what nothing reads keeps the last call's value.
+#[test]
+fn a_kept_frame_gives_every_call_what_a_fresh_one_gives() {
+    use crate::ProcedureExec;
+    for mode in [ProcedureExec::Compiled, ProcedureExec::Interpreted] {
+        let run = |keep: bool| {
+            let db = Database::open(Config::default().procedures(mode)).unwrap();
+            Session::new(&db).execute(AGREE).unwrap();
+            db.create_procedures(&format!("{TRANSFER}{AGREE_PROCS}"))
+                .unwrap();
+            let mut frames = std::collections::HashMap::new();
+            agree_calls()
+                .iter()
+                .map(|(name, args)| {
+                    let p = db.procedure(name).unwrap();
+                    let mut tx = db.begin().unwrap();
+                    let r = if keep {
+                        let f = frames.entry(*name).or_insert_with(|| p.frame());
+                        p.execute_in(&mut tx, args, f)
+                    } else {
+                        p.execute(&mut tx, args)
+                    };
+                    match r {
+                        Ok(out) => format!("{name}: {out:?} {:?}", tx.commit()),
+                        Err(e) => {
+                            tx.abort();
+                            format!("{name}: {e:?}")
+                        }
+                    }
+                })
+                .collect::<Vec<String>>()
+        };
+        let (fresh, kept) = (run(false), run(true));
+        for (f, k) in fresh.iter().zip(&kept) {
+            assert_eq!(f, k, "{mode:?}");
+        }
+        // Locals read before they are set in a call start from zero every time.
+        assert!(
+            fresh
+                .iter()
+                .any(|r| r.starts_with("compares: [Int(1107), Int(5)]")),
+            "{fresh:?}"
+        );
     }
 }

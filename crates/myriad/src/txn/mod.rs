@@ -291,6 +291,13 @@ impl Prefetched {
         &self.keys[start..self.ends[i] as usize]
     }
 
+    /// Whether lookup `i` found a row and was made for `key` (`i` in range). Inlined into
+    /// `tid_of`'s probes: as a called closure it cost ~40 instructions per lookup.
+    #[inline(always)]
+    fn hit(&self, i: usize, key: &[u8]) -> bool {
+        self.tids[i] != NO_TID && same_key(self.key(i), key)
+    }
+
     /// Whether `keys`, encoded as primary keys of `schema` (into `kb`), are this prefetch's
     /// keys in the same order, every one of them kept (none failed to encode).
     fn repeats<K: Values>(&self, schema: &TableSchema, keys: &[K], kb: &mut Vec<u8>) -> bool {
@@ -306,7 +313,7 @@ impl Prefetched {
         if self.table != Some(table) {
             return None;
         }
-        let hit = |i: usize| self.tids[i] != NO_TID && same_key(self.key(i), key);
+        let hit = |i: usize| self.hit(i, key);
         let c = self.cursor.get();
         let i = if c < self.tids.len() && hit(c) {
             c
