@@ -860,8 +860,8 @@ struct PointRead {
     table: TableRef,
     items: Vec<Item>,
     /// When every item is an INT column into an INT variable: each one's (offset in the
-    /// row, slot), copied by a loop with no type dispatch.
-    ints: Option<Vec<(u32, u32)>>,
+    /// row, slot, column), copied by a loop with no type dispatch.
+    ints: Option<Vec<(u32, u32, u32)>>,
     found: usize,
 }
 
@@ -894,9 +894,11 @@ impl PointRead {
         let ints = items
             .iter()
             .map(|it| match (it.ty, it.int_at) {
-                (Ty::Int, Some(at)) => {
-                    Some((u32::try_from(at).ok()?, u32::try_from(it.slot).ok()?))
-                }
+                (Ty::Int, Some(at)) => Some((
+                    u32::try_from(at).ok()?,
+                    u32::try_from(it.slot).ok()?,
+                    u32::try_from(it.col).ok()?,
+                )),
                 _ => None,
             })
             .collect();
@@ -918,10 +920,11 @@ impl PointRead {
         let got = tx.get_with(&self.table, key, |r| {
             if let Some(ints) = &self.ints {
                 let mut all = true;
-                for &(at, slot) in ints {
+                for &(at, slot, _col) in ints {
                     match (&mut vars[slot as usize], r.data.get(at as usize..)) {
                         (V::Val(Value::Int(x)), Some(d)) if d.len() >= 8 => {
-                            *x = i64::from_le_bytes(d[..8].try_into().unwrap_or_default())
+                            *x = i64::from_le_bytes(d[..8].try_into().unwrap_or_default());
+                            debug_assert_eq!(Some(*x), r.int_at(_col as usize));
                         }
                         _ => all = false,
                     }
