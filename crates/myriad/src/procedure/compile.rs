@@ -816,16 +816,30 @@ impl Warm {
     }
 
     /// The keys of `iters` iterations, one `Transaction::prefetch` per access; `bind(i,
-    /// vars)` gives the loop's variables their values for iteration `i`.
+    /// vars)` gives the loop's variables their values for iteration `i`. With `over` =
+    /// (slot, lo) of a `FOR slot IN lo..` loop, an access keyed by `arr[slot]` alone is
+    /// warmed with the INT array's elements from `lo` on as they stand (a loop over a
+    /// call's key array: YCSB's operations, New-Order's items): no key is evaluated, no
+    /// variable bound.
     fn warm(
         &self,
         iters: usize,
+        over: Option<(usize, i64)>,
         tx: &mut Transaction<'_>,
         f: &mut Frame,
         mut bind: impl FnMut(usize, &mut [V]),
     ) {
         let mut keys = std::mem::take(&mut f.pwarm);
         for (table, parts) in &self.0 {
+            if let (Some((slot, lo)), &[KeyPart::Elem(a, iv)]) = (over, &parts[..]) {
+                let from = usize::try_from(lo).ok().and_then(|l| l.checked_sub(1));
+                if let (true, V::IntArr(xs), Some(from)) = (iv == slot, &f.vars[a], from) {
+                    // Elements past the end have no key, as `fill_ints` finds.
+                    let xs = xs.get(from..).unwrap_or_default();
+                    let _ = tx.prefetch(table, &xs[..iters.min(xs.len())]);
+                    continue;
+                }
+            }
             let mut n = 0;
             for i in 0..iters {
                 bind(i, &mut f.vars);
@@ -1137,9 +1151,11 @@ impl Cx<'_> {
                     let (lo, hi) = (int(lo(None, &f.vars)?), int(hi(None, &f.vars)?));
                     if !prefetch.is_empty() && lo <= hi {
                         match &ints {
-                            Some(w) => w.warm(warm_iters(lo, hi), tx, f, |i, vars| {
-                                set_int(&mut vars[slot], lo + i as i64)
-                            }),
+                            Some(w) => {
+                                w.warm(warm_iters(lo, hi), Some((slot, lo)), tx, f, |i, vars| {
+                                    set_int(&mut vars[slot], lo + i as i64)
+                                })
+                            }
                             None => warm(slot, lo, hi, &prefetch, tx, f),
                         }
                     }
@@ -1646,7 +1662,7 @@ impl Cx<'_> {
                         let upto = (n - j).min(PREFETCH_MAX as usize);
                         let batch = &batch[..upto * width];
                         match &ints {
-                            Some(w) => w.warm(upto, tx, f, |i, vars| {
+                            Some(w) => w.warm(upto, None, tx, f, |i, vars| {
                                 let row = &batch[i * width..(i + 1) * width];
                                 for (&slot, v) in fields.iter().zip(row) {
                                     assign(&mut vars[slot], v.to_value_ref());

@@ -82,6 +82,8 @@ pub(crate) use command::{
 };
 pub(crate) use exec::Frame;
 pub use graph::{Edge, Source};
+#[cfg(test)]
+pub(crate) use ir::PREFETCH_MAX;
 pub use ir::{OpInfo, UseKind};
 pub(crate) use surface::Def;
 

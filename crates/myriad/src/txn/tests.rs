@@ -1956,3 +1956,56 @@ fn a_primary_scan_stopped_by_its_limit_keeps_the_row_for_the_next_lookup() {
     assert_eq!(value(&db, &t, 3), Some(3));
     assert_eq!(value(&db, &t, 7), Some(7));
 }
+
+/// A loop over a key array warms exactly the keys its iterations will use: `ks[lo..]` up to
+/// `hi`, the end of the array and `PREFETCH_MAX` keys, each an element as it stands (the
+/// array read in place), and a two-part key through its evaluated parts; the same keys
+/// whether or not the loop's own variable starts at 1. Seen in the transaction's
+/// `Prefetched` keys after the call (the calls end without an error, which would clear
+/// them).
+#[test]
+fn a_loop_over_a_key_array_warms_the_elements_its_iterations_read() {
+    use crate::procedure::Arg;
+    let db = Database::open(Config::default()).unwrap();
+    let t = kv_table(&db);
+    for k in 1..=40i64 {
+        db.run(|tx| tx.insert(&t, &(k, k))).unwrap();
+    }
+    let procs = db
+        .create_procedures(
+            "CREATE PROCEDURE one(ks BIGINT[], lo INT, hi INT) AS $$ DECLARE x INT; BEGIN
+               FOR i IN lo..hi LOOP
+                 IF i <= cardinality(ks) THEN SELECT v INTO x FROM t WHERE k = ks[i]; END IF;
+               END LOOP;
+             END $$;
+             CREATE PROCEDURE two(ks BIGINT[], lo INT, hi INT) AS $$ DECLARE x INT; BEGIN
+               FOR i IN lo..hi LOOP
+                 IF i <= cardinality(ks) THEN SELECT v INTO x FROM t WHERE k = ks[i] + 0; END IF;
+               END LOOP;
+             END $$;",
+        )
+        .unwrap();
+    let warmed = |p: &crate::procedure::Procedure, ks: &[i64], lo: i64, hi: i64| {
+        let mut tx = db.begin().unwrap();
+        let args: Vec<Arg> = vec![ks.to_vec().into(), lo.into(), hi.into()];
+        p.execute(&mut tx, &args).unwrap();
+        let pf = &tx.local.prefetched;
+        let keys: Vec<i64> = (0..pf.ends.len())
+            .map(|i| crate::schema::decode_int(pf.key(i).try_into().unwrap()))
+            .collect();
+        tx.abort();
+        keys
+    };
+    let ks: Vec<i64> = (0..40).map(|i| 40 - i).collect();
+    let max = crate::procedure::PREFETCH_MAX as usize;
+    for (lo, hi) in [(1i64, 5i64), (3, 6), (2, 100), (38, 45), (1, 40)] {
+        let want: Vec<i64> = (lo..=hi)
+            .take(max)
+            .filter_map(|i| ks.get(usize::try_from(i - 1).ok()?).copied())
+            .collect();
+        for p in &procs {
+            assert_eq!(warmed(p, &ks, lo, hi), want, "{} over {lo}..{hi}", p.name());
+        }
+    }
+    assert!(max < 40, "the last case must pass PREFETCH_MAX");
+}
