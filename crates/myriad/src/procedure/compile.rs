@@ -869,6 +869,18 @@ fn set_flag(v: &mut V, found: bool) {
     }
 }
 
+/// Copies INT column `col`, which lies at offset `at` of `r`'s row, into `x`; false (and
+/// `x` untouched) if the row is too short for it. Debug builds check it against `int_at`.
+#[inline(always)]
+fn copy_int(x: &mut i64, r: &RowRef<'_>, at: usize, col: usize) -> bool {
+    let Some(b) = r.data.get(at..).and_then(|d| d.first_chunk::<8>()) else {
+        return false;
+    };
+    *x = i64::from_le_bytes(*b);
+    debug_assert_eq!(Some(*x), r.int_at(col));
+    true
+}
+
 /// A point read of plain columns into variables (`Proc::point_read`).
 struct PointRead {
     table: TableRef,
@@ -934,14 +946,11 @@ impl PointRead {
         let got = tx.get_with(&self.table, key, |r| {
             if let Some(ints) = &self.ints {
                 let mut all = true;
-                for &(at, slot, _col) in ints {
-                    match (&mut vars[slot as usize], r.data.get(at as usize..)) {
-                        (V::Val(Value::Int(x)), Some(d)) if d.len() >= 8 => {
-                            *x = i64::from_le_bytes(d[..8].try_into().unwrap_or_default());
-                            debug_assert_eq!(Some(*x), r.int_at(_col as usize));
-                        }
-                        _ => all = false,
-                    }
+                for &(at, slot, col) in ints {
+                    all &= match &mut vars[slot as usize] {
+                        V::Val(Value::Int(x)) => copy_int(x, &r, at as usize, col as usize),
+                        _ => false,
+                    };
                 }
                 if all {
                     return;
@@ -949,9 +958,7 @@ impl PointRead {
             }
             for it in &self.items {
                 if let (Some(at), V::Val(Value::Int(x))) = (it.int_at, &mut vars[it.slot]) {
-                    if let Some(b) = r.data.get(at..).and_then(|d| d.first_chunk::<8>()) {
-                        *x = i64::from_le_bytes(*b);
-                        debug_assert_eq!(Some(*x), r.int_at(it.col));
+                    if copy_int(x, &r, at, it.col) {
                         continue;
                     }
                 }
