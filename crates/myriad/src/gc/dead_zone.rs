@@ -182,13 +182,21 @@ pub(crate) fn collect(
         }
         queue.pop_front();
         let t = db.table_by_id(g.table);
+        // A chain of one version holds nothing to cut (a tuple this window wrote twice,
+        // pruned at its first entry): no stripe, no walk. Only loads, so safe beside the
+        // chain's pruner; a version added later is queued by its own commit.
+        if !has_older(t, g.tid) {
+            continue;
+        }
         locks += 1;
         let Some(_held) = vacuum.locks.try_lock(g.table, g.tid) else {
             handover.push((g.table, g.tid, false));
             continue;
         };
         spliced += prune(t, g.tid, zones, &mut cut);
-        if has_older(t, g.tid) {
+        // What stays is another look's business only if no later commit queued the tuple:
+        // one that did (its version is the head now) has its own collect look at the chain.
+        if has_older(t, g.tid) && !requeued_by_later_commit(t, g.tid, g.end_ts) {
             // Parked only if what stays ended before our previous collect (the long-lived
             // reader's version): a version superseded since is likely kept by a short reader
             // and is worth another look soon.
@@ -230,6 +238,25 @@ pub(crate) fn has_older(t: &Table, tid: TupleId) -> bool {
         e.load(Ordering::Acquire)
             .as_ref()
             .is_some_and(|v| !v.next.load(Ordering::Acquire).is_null())
+    }
+}
+
+/// Whether a transaction that committed after `end_ts` wrote `tid`'s newest version: its
+/// commit queued the tuple (`Transaction::install` stamps the version, then queues it), so
+/// a worker's collect will visit the chain again without this entry. Newest-first chains
+/// only (their entry is the newest version); an oldest-first chain answers false. The
+/// caller is pinned.
+fn requeued_by_later_commit(t: &Table, tid: TupleId, end_ts: u64) -> bool {
+    if t.store.order() != Order::NewestFirst {
+        return false;
+    }
+    let Some(e) = t.entry(tid) else { return false };
+    // SAFETY: the caller is pinned.
+    unsafe {
+        e.load(Ordering::Acquire).as_ref().is_some_and(|h| {
+            let b = h.begin.load(Ordering::Acquire);
+            !is_txn(b) && b > end_ts
+        })
     }
 }
 
