@@ -39,7 +39,10 @@
 //!   predates the worker's previous collect and every version it keeps beside the newest
 //!   ended before that collect (a long-lived reader pins it: the tuple is *parked*), is
 //!   handed to the vacuum thread owning its block, which revisits it until it is clean
-//!   (`vacuum.rs`).
+//!   (`vacuum.rs`). Responsibility for a chain passes to newer entries: one whose tuple a
+//!   later transaction committed a version of is dropped after its prune (that commit queued
+//!   the tuple; an uncommitted writer does not count, as it may roll back), so the entry of
+//!   the newest committed version always exists until the chain is clean.
 //! - A spliced version keeps its `next`, so a reader standing on it continues down the chain;
 //!   its memory is freed after the memory epoch (`Cut::free_after_epoch`): a reader that can
 //!   still reach it was pinned before the splice, and so keeps every version spliced later
@@ -148,7 +151,8 @@ impl PruneLocks {
 /// commits after its read time is unregistered, and for idle slots by
 /// `Database::collect_garbage`. Builds `zones` now, prunes the queued tuples whose commit
 /// is at or below its clock bound, and hands to the vacuum threads (through `handover`)
-/// those whose stripe is taken or whose chains kept an older version at a second visit.
+/// those whose stripe is taken or whose chains kept an older version at a second visit
+/// (unless a later commit wrote the tuple: its own entry looks again).
 pub(crate) fn collect(
     db: &impl GcHost,
     slot: &Slot,
@@ -182,10 +186,10 @@ pub(crate) fn collect(
         }
         queue.pop_front();
         let t = db.table_by_id(g.table);
-        // A chain of one version holds nothing to cut (a tuple this window wrote twice,
-        // pruned at its first entry): no stripe, no walk. Only loads, so safe beside the
-        // chain's pruner; a version added later is queued by its own commit.
-        if !has_older(t, g.tid) {
+        // A chain of one live version holds nothing to cut (a tuple this window wrote
+        // twice, pruned at its first entry): no stripe, no walk. Only loads, so safe beside
+        // the chain's pruner; a version added later is queued by its own commit.
+        if nothing_to_cut(t, g.tid) {
             continue;
         }
         locks += 1;
@@ -238,6 +242,18 @@ pub(crate) fn has_older(t: &Table, tid: TupleId) -> bool {
         e.load(Ordering::Acquire)
             .as_ref()
             .is_some_and(|v| !v.next.load(Ordering::Acquire).is_null())
+    }
+}
+
+/// True if `tid`'s chain is one version that is not a delete (a lone tombstone is cut
+/// with its chain, `epoch::prune`), or none. The caller is pinned.
+fn nothing_to_cut(t: &Table, tid: TupleId) -> bool {
+    let Some(e) = t.entry(tid) else { return true };
+    // SAFETY: the caller is pinned.
+    unsafe {
+        e.load(Ordering::Acquire).as_ref().is_none_or(|v| {
+            v.next.load(Ordering::Acquire).is_null() && !v.is_tombstone()
+        })
     }
 }
 
