@@ -251,9 +251,9 @@ fn nothing_to_cut(t: &Table, tid: TupleId) -> bool {
     let Some(e) = t.entry(tid) else { return true };
     // SAFETY: the caller is pinned.
     unsafe {
-        e.load(Ordering::Acquire).as_ref().is_none_or(|v| {
-            v.next.load(Ordering::Acquire).is_null() && !v.is_tombstone()
-        })
+        e.load(Ordering::Acquire)
+            .as_ref()
+            .is_none_or(|v| v.next.load(Ordering::Acquire).is_null() && !v.is_tombstone())
     }
 }
 
