@@ -76,6 +76,27 @@ fn the_pruner_keeps_exactly_the_versions_live_snapshots_see() {
     }
 }
 
+/// The smallest splice: a snapshot sees version 0, versions 1 and 2 follow; version 1 is
+/// the one version between the newest and the snapshot's, and it is dead (no read point in
+/// its interval). The pruner cuts it: a chain of 2. (Skipping the splice when fewer than
+/// three versions lie above the snapshot's, one too many, leaves a chain of 3.)
+#[test]
+fn one_dead_version_between_the_newest_and_a_snapshots_is_spliced() {
+    for storage in ORDERS {
+        let db = open_dz(storage, GcPolicy::DeadZone);
+        let t = kv(&db);
+        load(&db, &t, 0..1);
+        let mut snap = db.begin().unwrap();
+        assert_eq!(val(&mut snap, &t, 0), Some(0));
+        set(&db, &t, 0, 1);
+        set(&db, &t, 0, 2);
+        db.collect_garbage();
+        assert_eq!(db.chain_stats(4).max_chain_len, 2, "{storage}");
+        assert_eq!(val(&mut snap, &t, 0), Some(0), "{storage}");
+        assert_eq!(val(&mut db.begin().unwrap(), &t, 0), Some(2), "{storage}");
+    }
+}
+
 /// One snapshot held open across 2,000 updates of a few keys, with the background pruner
 /// running throughout: under `dead-zone` every chain stays at most 2 versions long (the
 /// snapshot's and the newest) and the snapshot reads its values all along; under `vacuum`

@@ -53,7 +53,7 @@
 //! `prune` cuts the tail below the watermark as `epoch::prune` does, then splices the dead
 //! versions out of the rest of the chain; `collect` is a worker's pass over its queue.
 
-use super::epoch::{prune as prune_tail, Cut, Garbage};
+use super::epoch::{prune_entry as prune_tail, Cut, Garbage};
 use super::GcHost;
 use crate::storage::{Table, TupleId};
 use crate::timestamp::Source;
@@ -186,10 +186,11 @@ pub(crate) fn collect(
         }
         queue.pop_front();
         let t = db.table_by_id(g.table);
+        let Some(e) = t.entry(g.tid) else { continue };
         // A chain of one live version holds nothing to cut (a tuple this window wrote
         // twice, pruned at its first entry): no stripe, no walk. Only loads, so safe beside
         // the chain's pruner; a version added later is queued by its own commit.
-        if nothing_to_cut(t, g.tid) {
+        if nothing_to_cut(e) {
             continue;
         }
         locks += 1;
@@ -197,10 +198,11 @@ pub(crate) fn collect(
             handover.push((g.table, g.tid, false));
             continue;
         };
-        spliced += prune(t, g.tid, zones, &mut cut);
+        let (n, older) = prune_entry(t, e, zones, &mut cut);
+        spliced += n;
         // What stays is another look's business only if no later commit queued the tuple:
         // one that did (its version is the head now) has its own collect look at the chain.
-        if has_older(t, g.tid) && !requeued_by_later_commit(t, g.tid, g.end_ts) {
+        if older && !requeued_by_later_commit(t, e, g.end_ts) {
             // Parked only if what stays ended before our previous collect (the long-lived
             // reader's version): a version superseded since is likely kept by a short reader
             // and is worth another look soon.
@@ -236,7 +238,11 @@ pub(crate) fn collect(
 
 /// True if `tid`'s chain holds more than one version (something a later pass may cut).
 pub(crate) fn has_older(t: &Table, tid: TupleId) -> bool {
-    let Some(e) = t.entry(tid) else { return false };
+    t.entry(tid).is_some_and(older_in)
+}
+
+/// `has_older` of the chain at entry `e` (the caller is pinned).
+fn older_in(e: &AtomicPtr<Version>) -> bool {
     // SAFETY: the caller is pinned.
     unsafe {
         e.load(Ordering::Acquire)
@@ -245,10 +251,9 @@ pub(crate) fn has_older(t: &Table, tid: TupleId) -> bool {
     }
 }
 
-/// True if `tid`'s chain is one version that is not a delete (a lone tombstone is cut
-/// with its chain, `epoch::prune`), or none. The caller is pinned.
-fn nothing_to_cut(t: &Table, tid: TupleId) -> bool {
-    let Some(e) = t.entry(tid) else { return true };
+/// True if the chain at entry `e` is one version that is not a delete (a lone tombstone is
+/// cut with its chain, `epoch::prune`), or none. The caller is pinned.
+fn nothing_to_cut(e: &AtomicPtr<Version>) -> bool {
     // SAFETY: the caller is pinned.
     unsafe {
         e.load(Ordering::Acquire)
@@ -257,16 +262,16 @@ fn nothing_to_cut(t: &Table, tid: TupleId) -> bool {
     }
 }
 
-/// Whether a transaction that committed after `end_ts` wrote `tid`'s newest version: its
+/// Whether a transaction that committed after `end_ts` wrote the newest version of the
+/// chain at `e`: its
 /// commit queued the tuple (`Transaction::install` stamps the version, then queues it), so
 /// a worker's collect will visit the chain again without this entry. Newest-first chains
 /// only (their entry is the newest version); an oldest-first chain answers false. The
 /// caller is pinned.
-fn requeued_by_later_commit(t: &Table, tid: TupleId, end_ts: u64) -> bool {
+fn requeued_by_later_commit(t: &Table, e: &AtomicPtr<Version>, end_ts: u64) -> bool {
     if t.store.order() != Order::NewestFirst {
         return false;
     }
-    let Some(e) = t.entry(tid) else { return false };
     // SAFETY: the caller is pinned.
     unsafe {
         e.load(Ordering::Acquire).as_ref().is_some_and(|h| {
@@ -309,12 +314,26 @@ fn keeps_recent(t: &Table, tid: TupleId, since: u64) -> bool {
 /// versions were spliced out of the middle. The caller is pinned and holds the chain's
 /// stripe of `PruneLocks` (module docs).
 pub(crate) fn prune(t: &Table, tid: TupleId, zones: &Zones, cut: &mut Cut) -> u64 {
-    prune_tail(t, tid, zones.watermark(), cut);
-    let Some(e) = t.entry(tid) else { return 0 };
+    t.entry(tid).map_or(0, |e| prune_entry(t, e, zones, cut).0)
+}
+
+/// `prune` of the chain at entry `e` of `t`; also whether the chain keeps a version besides
+/// its newest (as `has_older`).
+#[inline]
+fn prune_entry(t: &Table, e: &AtomicPtr<Version>, zones: &Zones, cut: &mut Cut) -> (u64, bool) {
+    // Newest first: what stays is the head, the versions between it and X (the version
+    // the oldest read point sees), and X, the last. X is never dead (it is visible at the
+    // watermark, or ends after the clock), nor is the head; so with fewer than two versions
+    // before X there is nothing to splice, and an older version stays iff one lies before X.
+    if let Some(above) = prune_tail(t, e, zones.watermark(), cut) {
+        if above < 2 {
+            return (0, above == 1);
+        }
+    }
     let before = cut.versions.len();
     // SAFETY: pinned by the caller; the only pruner of this chain.
     unsafe { splice_dead(t, e, t.store.order(), zones, cut) };
-    (cut.versions.len() - before) as u64
+    ((cut.versions.len() - before) as u64, older_in(e))
 }
 
 /// Splices the dead versions after the chain's first one out of it. Newest-first chains
@@ -323,6 +342,9 @@ pub(crate) fn prune(t: &Table, tid: TupleId, zones: &Zones, cut: &mut Cut) -> u6
 ///
 /// # Safety
 /// The caller is pinned and is the only pruner of this chain.
+// Out of line: most prunes never get here, and inlined it made every call to `prune_entry`
+// save and restore its registers.
+#[inline(never)]
 unsafe fn splice_dead(
     t: &Table,
     e: &AtomicPtr<Version>,

@@ -120,19 +120,42 @@ pub(crate) struct Cut {
 /// its chain (`version::Store::order`). On single-version storage only recovery's replay
 /// queues garbage.
 pub(crate) fn prune(t: &Table, tid: TupleId, w: u64, cut: &mut Cut) {
-    let Some(e) = t.entry(tid) else { return };
+    if let Some(e) = t.entry(tid) {
+        prune_entry(t, e, w, cut);
+    }
+}
+
+/// `prune` of the chain at entry `e` of `t`. Returns what `prune_n2o` returns; `None` for
+/// an oldest-first chain.
+pub(crate) fn prune_entry(
+    t: &Table,
+    e: &std::sync::atomic::AtomicPtr<Version>,
+    w: u64,
+    cut: &mut Cut,
+) -> Option<usize> {
     match t.store.order() {
-        Order::OldestFirst => prune_o2n(t, e, w, cut),
+        Order::OldestFirst => {
+            prune_o2n(t, e, w, cut);
+            None
+        }
         Order::NewestFirst => prune_n2o(t, e, w, cut),
     }
 }
 
 /// `prune` for a newest-to-oldest chain: the versions after the newest committed version
-/// with Begin ≤ `w` are cut; so is the whole chain if that version is its head and a delete,
-/// where the store allows it (`Store::gc_cuts_deleted_chains`).
-fn prune_n2o(t: &Table, e: &std::sync::atomic::AtomicPtr<Version>, w: u64, cut: &mut Cut) {
+/// with Begin ≤ `w` (call it X) are cut; so is the whole chain if X is its head and a delete,
+/// where the store allows it (`Store::gc_cuts_deleted_chains`). Returns how many versions
+/// lie before X, which is then the chain's last (0 once the chain is cut whole); `None` if
+/// there is no X, or if it is a delete a writer put a version above while it was cut.
+fn prune_n2o(
+    t: &Table,
+    e: &std::sync::atomic::AtomicPtr<Version>,
+    w: u64,
+    cut: &mut Cut,
+) -> Option<usize> {
     let head = e.load(Ordering::Acquire);
     let mut v = head;
+    let mut above = 0;
     // SAFETY (whole function): the caller is pinned (`collect`'s guard); versions reachable
     // from the head are not freed before the pin ends.
     unsafe {
@@ -141,17 +164,20 @@ fn prune_n2o(t: &Table, e: &std::sync::atomic::AtomicPtr<Version>, w: u64, cut: 
             if !is_txn(b) && b <= w {
                 break;
             }
+            above += 1;
             v = x.next.load(Ordering::Acquire);
         }
-        let Some(x) = v.as_ref() else { return };
+        let Some(x) = v.as_ref() else { return None };
         if x.is_tombstone() && v == head && t.store.gc_cuts_deleted_chains() {
             // The row is deleted as of a time every snapshot sees: the whole chain is garbage.
             if e.compare_exchange(head, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
                 cut_chain(t, v, w, cut);
+                return Some(0);
             }
-            return;
+            // A writer put a version above it meanwhile: X and its tail stay.
+            return None;
         }
         // Most chains a pass visits hold nothing to cut: load before swapping, so a pass over
         // them (a vacuum thread's full pass) dirties no line a worker holds.
@@ -159,6 +185,7 @@ fn prune_n2o(t: &Table, e: &std::sync::atomic::AtomicPtr<Version>, w: u64, cut: 
             cut_chain(t, x.take_next(), w, cut);
         }
     }
+    Some(above)
 }
 
 /// Adds a detached chain to `cut`, claiming each link with a swap. The size is read here,
