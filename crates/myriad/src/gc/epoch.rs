@@ -167,7 +167,7 @@ fn prune_n2o(
             above += 1;
             v = x.next.load(Ordering::Acquire);
         }
-        let Some(x) = v.as_ref() else { return None };
+        let x = v.as_ref()?;
         if x.is_tombstone() && v == head && t.store.gc_cuts_deleted_chains() {
             // The row is deleted as of a time every snapshot sees: the whole chain is garbage.
             if e.compare_exchange(head, ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
