@@ -198,7 +198,7 @@ pub(crate) fn collect(
             handover.push((g.table, g.tid, false));
             continue;
         };
-        let (n, older) = prune_entry(t, e, zones, &mut cut);
+        let (n, older) = prune_at(t, e, zones, &mut cut);
         spliced += n;
         // What stays is another look's business only if no later commit queued the tuple:
         // one that did (its version is the head now) has its own collect look at the chain.
@@ -263,11 +263,10 @@ fn nothing_to_cut(e: &AtomicPtr<Version>) -> bool {
 }
 
 /// Whether a transaction that committed after `end_ts` wrote the newest version of the
-/// chain at `e`: its
-/// commit queued the tuple (`Transaction::install` stamps the version, then queues it), so
-/// a worker's collect will visit the chain again without this entry. Newest-first chains
-/// only (their entry is the newest version); an oldest-first chain answers false. The
-/// caller is pinned.
+/// chain at `e`: its commit queued the tuple (`Transaction::install` stamps the version,
+/// then queues it), so a worker's collect will visit the chain again without this entry.
+/// Newest-first chains only (their entry is the newest version); an oldest-first chain
+/// answers false. The caller is pinned.
 fn requeued_by_later_commit(t: &Table, e: &AtomicPtr<Version>, end_ts: u64) -> bool {
     if t.store.order() != Order::NewestFirst {
         return false;
@@ -314,13 +313,13 @@ fn keeps_recent(t: &Table, tid: TupleId, since: u64) -> bool {
 /// versions were spliced out of the middle. The caller is pinned and holds the chain's
 /// stripe of `PruneLocks` (module docs).
 pub(crate) fn prune(t: &Table, tid: TupleId, zones: &Zones, cut: &mut Cut) -> u64 {
-    t.entry(tid).map_or(0, |e| prune_entry(t, e, zones, cut).0)
+    t.entry(tid).map_or(0, |e| prune_at(t, e, zones, cut).0)
 }
 
 /// `prune` of the chain at entry `e` of `t`; also whether the chain keeps a version besides
 /// its newest (as `has_older`).
 #[inline]
-fn prune_entry(t: &Table, e: &AtomicPtr<Version>, zones: &Zones, cut: &mut Cut) -> (u64, bool) {
+fn prune_at(t: &Table, e: &AtomicPtr<Version>, zones: &Zones, cut: &mut Cut) -> (u64, bool) {
     // Newest first: what stays is the head, the versions between it and X (the version
     // the oldest read point sees), and X, the last. X is never dead (it is visible at the
     // watermark, or ends after the clock), nor is the head; so with fewer than two versions
@@ -342,7 +341,7 @@ fn prune_entry(t: &Table, e: &AtomicPtr<Version>, zones: &Zones, cut: &mut Cut) 
 ///
 /// # Safety
 /// The caller is pinned and is the only pruner of this chain.
-// Out of line: most prunes never get here, and inlined it made every call to `prune_entry`
+// Out of line: most prunes never get here, and inlined it made every call to `prune_at`
 // save and restore its registers.
 #[inline(never)]
 unsafe fn splice_dead(
