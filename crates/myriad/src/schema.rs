@@ -716,6 +716,12 @@ pub(crate) struct TableCols {
     /// since in this column alone can take the delta instead of a heal (`healing`'s
     /// false-invalidation check; `read` and `write` include these columns).
     pub incr: u64,
+    /// Blind columns: every statement of the procedure that writes the table sets the
+    /// column (an `UPDATE`'s `SET`, or an `INSERT`'s row) and nothing reads it. A buffered
+    /// write of such a row holds the call's own value there, computed from nothing of the
+    /// row (thesis §3.4.5 compares the columns a call reads): a row changed since in this
+    /// column alone keeps the call's value rather than heal.
+    pub blind: u64,
 }
 
 impl TableCols {
@@ -742,6 +748,12 @@ impl TableCols {
         cols.iter()
             .enumerate()
             .all(|(i, c)| !self.reads(i) || a[c.bytes()] == b[c.bytes()])
+    }
+
+    /// Whether column `c` is blind (`blind`).
+    #[inline]
+    pub(crate) fn blind(&self, c: usize) -> bool {
+        c < 64 && self.blind >> c & 1 == 1
     }
 
     /// Whether column `c` is increment-only (`incr`).

@@ -50,7 +50,11 @@
 //! unindexed INT: the write takes its delta onto the current value — what the increment
 //! run again on the current record writes, and all a restoration of it would change
 //! (thesis Algorithm 2 restores only what depends on the stale value). Payment's `w_ytd`
-//! and `d_ytd`: two Payments of one warehouse no longer heal.
+//! and `d_ytd`: two Payments of one warehouse no longer heal. A blind column
+//! (`TableCols::blind`: set by every statement of the procedure that writes the table, and
+//! read by none) may differ as well: the buffered write's value stands, as the call run
+//! again would write it. Two Deliveries of one order (TPC-C `--no-inserts`, where the
+//! orders stay undelivered) no longer heal over `o_carrier_id` and `ol_delivery_d`.
 //!
 //! **Access cache** (§3.4.1, `Config::heal_access_cache`, default on): the tuple each
 //! primary-key lookup of the call found (`AccessCache`), so that a heal reaches the rows of
@@ -407,10 +411,11 @@ pub(crate) fn lock_in_order(
 /// the difference, after which the element stands for `cur`:
 /// - a read: every column the procedure reads of the table is equal in both records; the
 ///   read-set entry becomes `cur`.
-/// - a buffered write: every column it reads or writes of the table is equal in both, and no
-///   column that differs is indexed (the write's index entries were made from `read`); the
-///   write is rebased: the columns it does not write are copied from `cur`, and it replaces
-///   `cur`.
+/// - a buffered write: every column the procedure reads or writes of the table is equal in
+///   both but for increment-only columns (which take the write's delta onto `cur`'s value)
+///   and blind ones (`TableCols::blind`: the call's value stands), and no column that
+///   differs is indexed (the write's index entries were made from `read`); the write is
+///   rebased: the columns it does not write are copied from `cur`, and it replaces `cur`.
 ///
 /// Either way the history's reads of `read`'s row are re-pointed to `cur`'s writer
 /// (`SlotState::repointed`, `Transaction::repoint_recorded_reads`). Tables stored other than
@@ -462,8 +467,11 @@ fn false_invalidation(
             ValueRef::Int(v) => v,
             _ => unreachable!("an INT column"),
         };
+        // A blind column (`TableCols::blind`) may differ too: every statement that wrote
+        // the row set it from nothing the row holds, so the buffered value stands.
         if (schema.columns().iter().enumerate()).any(|(i, c)| {
-            old[c.bytes()] != now[c.bytes()] && (indexed(i) || (tc.touches(i) && !incr(i)))
+            old[c.bytes()] != now[c.bytes()]
+                && (indexed(i) || (tc.touches(i) && !incr(i) && !tc.blind(i)))
         }) {
             return false;
         }

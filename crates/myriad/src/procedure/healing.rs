@@ -542,7 +542,9 @@ mod tests;
 pub(crate) use crate::schema::TableCols;
 
 /// Every table `p` accesses with the columns it reads and writes there, sorted by table id
-/// (`TableCols`). An INSERT or DELETE adds its table with nothing read beyond its `WHERE`.
+/// (`TableCols`). A DELETE adds its table with nothing read beyond its `WHERE`; an INSERT
+/// with nothing read and every column written (its row replaces whatever the transaction's
+/// buffered write of the row held).
 pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
     use super::ir::{Items, Read, Stmt};
     use crate::query::expr::E;
@@ -560,6 +562,7 @@ pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
                     read: wide,
                     write: wide,
                     incr: 0,
+                    blind: 0,
                 });
                 out.len() - 1
             }
@@ -606,13 +609,23 @@ pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
         entry(out, &r.table).read |= m;
         plain.push((r.table.id, m));
     }
-    fn walk(body: &[Stmt], out: &mut Vec<TableCols>, plain: &mut Vec<(u32, u64)>) {
+    /// Per table, the columns every write statement so far sets (`TableCols::blind` before
+    /// the columns read are taken out).
+    fn sets_all(every: &mut Vec<(u32, u64)>, table: u32, m: u64) {
+        match every.iter_mut().find(|e| e.0 == table) {
+            Some(e) => e.1 &= m,
+            None => every.push((table, m)),
+        }
+    }
+    type Acc = (Vec<TableCols>, Vec<(u32, u64)>, Vec<(u32, u64)>);
+    fn walk(body: &[Stmt], acc: &mut Acc) {
         for s in body {
+            let (out, plain, every) = (&mut acc.0, &mut acc.1, &mut acc.2);
             match s {
                 Stmt::SelectInto { read: r, .. } => read(r, out, plain),
                 Stmt::ForRows { read: r, body, .. } => {
                     read(r, out, plain);
-                    walk(body, out, plain);
+                    walk(body, acc);
                 }
                 Stmt::Update {
                     table,
@@ -639,6 +652,7 @@ pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
                     t.write |= wm;
                     t.incr |= im;
                     plain.push((table.id, rm));
+                    sets_all(every, table.id, wm);
                 }
                 Stmt::Delete { table, access, .. } => {
                     let mut m = 0;
@@ -649,17 +663,21 @@ pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
                     plain.push((table.id, m));
                 }
                 Stmt::Insert { table, .. } => {
-                    entry(out, table);
+                    // The row is the INSERT's: no column keeps a value from before, none
+                    // is an increment.
+                    entry(out, table).write = !0;
+                    plain.push((table.id, !0));
+                    sets_all(every, table.id, !0);
                 }
                 Stmt::If {
                     arms, otherwise, ..
                 } => {
                     for (_, b) in arms {
-                        walk(b, out, plain);
+                        walk(b, acc);
                     }
-                    walk(otherwise, out, plain);
+                    walk(otherwise, acc);
                 }
-                Stmt::ForRange { body, .. } => walk(body, out, plain),
+                Stmt::ForRange { body, .. } => walk(body, acc),
                 Stmt::Assign { .. }
                 | Stmt::Return { .. }
                 | Stmt::Raise { .. }
@@ -667,12 +685,17 @@ pub(crate) fn column_masks(p: &super::ir::Proc) -> Vec<TableCols> {
             }
         }
     }
-    let mut out = Vec::new();
-    let mut plain = Vec::new();
-    walk(&p.body, &mut out, &mut plain);
+    let mut acc: Acc = Default::default();
+    walk(&p.body, &mut acc);
+    let (mut out, plain, every) = acc;
     for (table, m) in plain {
         if let Some(t) = out.iter_mut().find(|t| t.table == table) {
             t.incr &= !m;
+        }
+    }
+    for (table, m) in every {
+        if let Some(t) = out.iter_mut().find(|t| t.table == table) {
+            t.blind = m & !t.read;
         }
     }
     out.sort_unstable_by_key(|c| c.table);

@@ -1245,6 +1245,61 @@ fn healing_adds_an_increment_to_the_current_value_instead_of_healing() {
     assert_eq!(heals, 1);
 }
 
+/// Transaction Healing's false-invalidation check on a blind column (`TableCols::blind`,
+/// thesis §3.4.5 compares the columns a call reads): `deliver` reads `amt` of order 1 and
+/// sets its `carrier` to 10, reading no `carrier`; another commit sets that `carrier` to 9
+/// before the call's commit: no heal, the call's carrier stands (9 was overwritten, as in
+/// the serial order other → call). `deliver_seen` reads `carrier` too: it heals. `deliver_two`
+/// also sets `amt` of order 2 without `carrier`, so `carrier` is not blind in it: the other
+/// commit sets order 2's `carrier`, the call heals and keeps that 9 (a rule taking any
+/// statement's SET, not every one's, would write order 2's stale carrier back).
+#[test]
+fn healing_keeps_a_blind_write_over_a_concurrent_one_instead_of_healing() {
+    let run = |name: &str, other: &str| {
+        let db = healing_db(
+            "CREATE TABLE ord (id INT PRIMARY KEY, carrier INT, amt INT); \
+             INSERT INTO ord VALUES (1, 0, 30); INSERT INTO ord VALUES (2, 0, 40); \
+             CREATE PROCEDURE deliver(o INT, c INT) AS $$ DECLARE v INT; BEGIN \
+               SELECT amt INTO v FROM ord WHERE id = o; \
+               UPDATE ord SET carrier = c WHERE id = o; RETURN v; END $$; \
+             CREATE PROCEDURE deliver_seen(o INT, c INT) AS $$ DECLARE v INT; BEGIN \
+               SELECT amt + carrier INTO v FROM ord WHERE id = o; \
+               UPDATE ord SET carrier = c WHERE id = o; RETURN v; END $$; \
+             CREATE PROCEDURE deliver_two(o INT, c INT) AS $$ DECLARE v INT; BEGIN \
+               SELECT amt INTO v FROM ord WHERE id = o + 1; \
+               UPDATE ord SET carrier = c WHERE id = o; \
+               UPDATE ord SET amt = 41 WHERE id = o + 1; RETURN v; END $$;",
+        );
+        let out = call_beside(&db, name, Pause::SingleVersionCommit, other);
+        let rows = format!(
+            "{:?}",
+            crate::sql::Session::new(&db)
+                .execute("SELECT id, carrier, amt FROM ord ORDER BY id")
+                .unwrap()
+        );
+        let st = db.stats();
+        assert_eq!(st.aborted.iter().sum::<u64>(), 0, "{:?}", st.aborted);
+        (out, rows, st.heals, st.false_invalidations)
+    };
+    let one = "UPDATE ord SET carrier = 9 WHERE id = 1";
+    let (out, rows, heals, fi) = run("deliver", one);
+    assert_eq!(out, vec![Value::Int(30)]);
+    assert!(rows.contains("Int(1), Int(10), Int(30)"), "{rows}");
+    // The row's read and its write.
+    assert_eq!((heals, fi), (0, 2));
+    let (out, rows, heals, _) = run("deliver_seen", one);
+    assert_eq!(out, vec![Value::Int(39)]);
+    assert!(rows.contains("Int(1), Int(10), Int(30)"), "{rows}");
+    assert_eq!(heals, 1);
+    let (out, rows, heals, _) = run("deliver_two", "UPDATE ord SET carrier = 9 WHERE id = 2");
+    assert_eq!(out, vec![Value::Int(40)]);
+    assert!(
+        rows.contains("Int(1), Int(10), Int(30)") && rows.contains("Int(2), Int(9), Int(41)"),
+        "{rows}"
+    );
+    assert_eq!(heals, 1);
+}
+
 /// [M] A healable call that writes nothing validates its reads at commit as OCC validates
 /// a read-only transaction, without a lock; only when that finds a read stale does it take
 /// the thesis's ordered locks and heal. Quiet: no lock taken (`record_rmw` counts lock

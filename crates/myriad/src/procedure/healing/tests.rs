@@ -298,6 +298,7 @@ fn tpcc_column_masks_name_what_each_procedure_reads_and_writes() {
     const R: fn(&TableCols, usize) -> bool = TableCols::reads;
     const W: fn(&TableCols, usize) -> bool = TableCols::writes;
     const I: fn(&TableCols, usize) -> bool = TableCols::increments;
+    const B: fn(&TableCols, usize) -> bool = TableCols::blind;
     let db = load(TPCC);
     assert_eq!(
         mask_cols(&db, "new_order", "warehouse", R),
@@ -323,8 +324,29 @@ fn tpcc_column_masks_name_what_each_procedure_reads_and_writes() {
         ["c_ytd_payment", "c_payment_cnt"]
     );
     assert!(mask_cols(&db, "new_order", "district", I).is_empty());
-    // An INSERT's table is listed with nothing read or written by column.
+    // An INSERT's table is listed with nothing read and every column written (blind: the
+    // row is the INSERT's).
     assert!(mask_cols(&db, "new_order", "orders", R).is_empty());
+    let orders: Vec<String> = (db.table("orders").unwrap().schema.columns().iter())
+        .map(|c| c.name.clone())
+        .collect();
+    assert_eq!(mask_cols(&db, "new_order", "orders", W), orders);
+    assert_eq!(mask_cols(&db, "new_order", "orders", B), orders);
+    // Blind columns: Delivery sets `o_carrier_id` and `ol_delivery_d` and reads neither; it
+    // adds to `c_balance` (an increment, not blind). Payment reads what it sets of
+    // WAREHOUSE; New-Order reads `d_next_o_id` before it sets it.
+    assert_eq!(mask_cols(&db, "delivery", "orders", B), ["o_carrier_id"]);
+    assert_eq!(
+        mask_cols(&db, "delivery", "order_line", B),
+        ["ol_delivery_d"]
+    );
+    assert!(mask_cols(&db, "delivery", "customer", B).is_empty());
+    assert_eq!(
+        mask_cols(&db, "delivery", "customer", I),
+        ["c_balance", "c_delivery_cnt"]
+    );
+    assert!(mask_cols(&db, "payment", "warehouse", B).is_empty());
+    assert!(mask_cols(&db, "new_order", "district", B).is_empty());
     // Only tables the procedure touches are listed, sorted by id.
     let p = db.procedure("payment").unwrap();
     let m = column_masks(&p.p);
