@@ -30,10 +30,11 @@
 //! returns the healed execution's results.
 //!
 //! **Rows only read** [M] (`lock_in_order`'s `defer`, `check_deferred`). A healable call's
-//! commit first locks only the rows it writes, and validates the rows it only read after
-//! the serialization point as Silo validates reads (current and unlocked, or equal to the
-//! current record in the columns the call reads). Only when that fails does it release its
-//! locks and lock every element as above. Transactions that run as OCC lock every element.
+//! commit first locks only the rows it writes (its buffered writes are the only elements),
+//! and validates its reads after the serialization point as Silo validates reads (current
+//! and unlocked or locked by itself, or equal to the current record in the columns the call
+//! reads). Only when that fails does it release its locks and lock every element as above.
+//! Transactions that run as OCC lock every element.
 //!
 //! **False invalidations** (§3.4.5, `Config::column_check`, default on). Before a
 //! stale element heals, a healable call compares the record it read with the current one in
@@ -321,10 +322,10 @@ pub(crate) fn key(t: &Table, tid: TupleId) -> Key {
 /// §3.4.5): the read is taken as a read of the current record, and a buffered write to the
 /// row is rebased on it (`false_invalidation`), instead of a heal.
 ///
-/// `defer` [M]: rows the transaction only read (no buffered write) are left unlocked, for
-/// `check_deferred` to validate after the serialization point as OCC validates a read;
-/// only the rows it writes are locked here. If that check fails the commit releases every
-/// lock (`release`) and runs this again without `defer`, the thesis's Algorithm 1.
+/// `defer` [M]: the elements are the buffered writes alone; rows the transaction only read
+/// are left unlocked, and every read is left to `check_deferred` after the serialization
+/// point, as OCC validates a read. If that check fails the commit releases every lock
+/// (`release`) and runs this again without `defer`, the thesis's Algorithm 1.
 pub(crate) fn lock_in_order(
     tx: &mut TxnCtx<'_>,
     st: &mut SlotState,
@@ -336,8 +337,13 @@ pub(crate) fn lock_in_order(
     elems.clear();
     let sets = &tx.sets;
     debug_assert_eq!(sets.read_set.len(), sets.read_keys.len());
-    for (i, (&v, &k)) in sets.read_set.iter().zip(&sets.read_keys).enumerate() {
-        elems.push((k.shifted(), v, i as u32));
+    // Deferred, a read is `check_deferred`'s, also of a row written: the write's element
+    // locks the row and checks the record the write replaced (which the read read, unless
+    // the row changed between them — then the read is stale and `check_deferred` fails).
+    if !defer {
+        for (i, (&v, &k)) in sets.read_set.iter().zip(&sets.read_keys).enumerate() {
+            elems.push((k.shifted(), v, i as u32));
+        }
     }
     for (i, w) in sets.write_set.iter().enumerate() {
         if !w.old.is_null() {
@@ -352,15 +358,7 @@ pub(crate) fn lock_in_order(
     // `held` and `elems` are both in key order: one walk finds each element's held lock
     // (a binary search per element cost 6 K instructions per TPC-C transaction).
     let mut at = 0;
-    for (i, &(sk, read, pos)) in elems.iter().enumerate() {
-        // Per row its reads come first and its write last: a read is of a row only read
-        // when the row's last element is a read.
-        if defer
-            && sk & 1 == 0
-            && elems[i + 1..].iter().map(|e| e.0).find(|&x| x != sk) != Some(sk | 1)
-        {
-            continue;
-        }
+    for &(sk, read, pos) in elems.iter() {
         let k = Key::unshifted(sk);
         while st.held.get(at).is_some_and(|h| h.0 < k) {
             at += 1;
@@ -503,16 +501,16 @@ fn false_invalidation(
     true
 }
 
-/// Step 3 of a commit whose `lock_in_order` deferred the rows it only read: after the
-/// serialization point, each read of a row it does not hold must still be of the current
-/// record, unlocked — OCC's read validation — or of a record the current one (unlocked)
-/// equals in every column the call reads (a false invalidation, §3.4.5: the read is
-/// re-pointed to the current record, `false_invalidation`). False: a read is stale or its
-/// row is being committed by another; the commit then takes every lock in order.
+/// Step 3 of a commit whose `lock_in_order` deferred its reads: after the serialization
+/// point, each read must still be of the current record, unlocked or locked by this commit
+/// — OCC's read validation — or of a record the current one (so locked) equals in every
+/// column the call reads (a false invalidation, §3.4.5: the read is re-pointed to the
+/// current record, `false_invalidation`). False: a read is stale or its row is being
+/// committed by another; the commit then takes every lock in order.
 ///
 /// Sound as Silo's validation is: every row written is locked from before the
-/// serialization point, and every row only read was current (in the columns the call uses)
-/// and unlocked after it.
+/// serialization point, and every read was current (in the columns the call uses) and not
+/// locked by another after it.
 pub(crate) fn check_deferred(tx: &mut TxnCtx<'_>, st: &mut SlotState, cols: &[TableCols]) -> bool {
     let me = tx.id.word();
     for i in 0..tx.sets.read_set.len() {
@@ -534,7 +532,10 @@ pub(crate) fn check_deferred(tx: &mut TxnCtx<'_>, st: &mut SlotState, cols: &[Ta
         let Some(c) = (unsafe { cur.as_ref() }) else {
             return false;
         };
-        if is_txn(c.begin.load(Ordering::Acquire)) || c.end.load(Ordering::Acquire) != INFINITY {
+        // Unlocked, or locked by this commit (a row it writes, whose element took the lock:
+        // the record stays current until the install).
+        let ce = c.end.load(Ordering::Acquire);
+        if is_txn(c.begin.load(Ordering::Acquire)) || (ce != INFINITY && ce != me) {
             return false;
         }
         if !false_invalidation(tx, st, cols, k.table(), read, cur, i as u32) {

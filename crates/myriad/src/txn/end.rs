@@ -456,7 +456,7 @@ impl<'db> Transaction<'db> {
         #[cfg(test)]
         tests::pause_point(tests::Pause::SingleVersionCommit);
         // `healing` [M]: a healable call first locks (and heals) only the rows it writes, and
-        // validates the rows it only read in step 3 as OCC validates reads, without a lock
+        // validates its reads in step 3 as OCC validates reads, without a lock of its own
         // (`cc::heal_check_deferred`); a call that wrote nothing locks nothing. Only if that
         // check fails does it release its locks and take every lock in order, the thesis's
         // Algorithm 1, healing what is stale there. Either way every read stands at the
