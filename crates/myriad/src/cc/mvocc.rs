@@ -187,6 +187,7 @@ fn rescan(tx: &TxnCtx<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: Timestamp) 
                 ok = same_view(tx, r, t, index, tid, k, end_ts);
                 ok
             },
+            None,
         );
     }
     ok

@@ -315,6 +315,9 @@ fn seen(tx: &TxnCtx<'_>, t: &Table, tid: TupleId) -> Seen {
 /// Re-checks one predicate read: every committed row an entry now in its range leads to
 /// (matching or stale) was judged by that same scan in its current version (so read
 /// validation covers it), and no other transaction's insert or commit is pending there.
+/// A range scan whose leaves still hold their stamps (`ScanRecord::nodes`: Silo's node set)
+/// passes without a re-scan: its range holds the entries it met, each a read validated
+/// with the others (a pending insert or an entry re-pointed would have changed a leaf).
 ///
 /// Known gap: a row whose entry entered the range after the scan, and which was deleted
 /// (its record emptied) after our serialization point but before this re-check, leaves
@@ -360,6 +363,13 @@ fn rescan(
         }
     } else {
         let index = s.index as usize;
+        // Silo's node set: the leaves the scan read unchanged, the range holds the entries
+        // it met, each a read that read validation covers (`ScanRecord::nodes`).
+        if let Some((a, b)) = s.nodes {
+            if t.stamps_hold(index, &tx.sets.scan_nodes[a as usize..b as usize]) {
+                return Ok(());
+            }
+        }
         let idx = &t.indexes[index];
         let arena = &tx.sets.scan_keys;
         let bound = |b| crate::cc::mvocc::bound(arena, b);
@@ -380,6 +390,7 @@ fn rescan(
                 bound(s.hi),
                 crate::index::ScanDirection::Ascending,
                 &mut |_, tid, _| check(tid),
+                None,
             );
         }
     }

@@ -49,8 +49,9 @@
 //! For the node layout above (compact integer prefixes beside the key pointers, so
 //! composite integer keys compare inside the node) and for the removable variant's
 //! epoch-deferred key frees (invariant 1). The node version words serve the tree's
-//! own optimistic reads only: no scan hands them to the transaction layer (the
-//! protocols' phantom checks live in `cc/`).
+//! own optimistic reads, and a scan can hand the leaves it read with their versions to
+//! the transaction layer (`scan_stamped`, `NodeStamp`: Silo's node set, which the
+//! single-version protocols' phantom check tries before a re-scan, `cc/silo.rs`).
 //!
 //! # Invariants this module owns
 //!
@@ -578,8 +579,9 @@ impl LeafSnap {
         }
     }
 
-    /// Fills the snapshot from `leaf`, retrying until the copy validates.
-    fn read(&mut self, leaf: &Leaf) {
+    /// Fills the snapshot from `leaf`, retrying until the copy validates; returns the leaf's
+    /// version the copy validated at.
+    fn read(&mut self, leaf: &Leaf) -> u64 {
         let backoff = Backoff::new();
         loop {
             let Some(v) = leaf.hdr.stable_version() else {
@@ -595,10 +597,35 @@ impl LeafSnap {
             self.next = leaf.next.load(Ordering::Acquire);
             if leaf.hdr.validate(v) {
                 self.n = n;
-                return;
+                return v;
             }
             backoff.snooze();
         }
+    }
+}
+
+/// A leaf a scan read and the version its copy validated at (`BTree::scan_stamped`): while
+/// the leaf's version stays that, no entry entered or left it and its key range is the same
+/// (every change to a leaf — insert, remove, split — moves its version, invariant 3; its
+/// lower fence never changes and its upper one only by its own split). Silo's node set
+/// (Tu et al., SOSP 2013, §4.6): a scan whose leaves all hold their stamps at commit saw
+/// every entry its range holds then.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct NodeStamp {
+    leaf: usize,
+    version: u64,
+}
+
+/// Where a scan's leaf stamps go, if anywhere.
+type Stamps<'a> = Option<&'a mut Vec<NodeStamp>>;
+
+#[inline]
+fn stamp(stamps: &mut Stamps<'_>, leaf: *const Leaf, version: u64) {
+    if let Some(s) = stamps.as_deref_mut() {
+        s.push(NodeStamp {
+            leaf: leaf as usize,
+            version,
+        });
     }
 }
 
@@ -1021,6 +1048,21 @@ impl BTree {
         dir: ScanDirection,
         f: &mut dyn FnMut(&[u8], u64) -> bool,
     ) {
+        self.scan_stamped(lo, hi, dir, f, None)
+    }
+
+    /// `scan`, pushing onto `stamps` every leaf whose copy it read, with the version the
+    /// copy validated at (`NodeStamp`; `stamps_hold` checks them later). The leaves cover
+    /// the part of the range the scan went through: all of it, or, stopped by `f`, up to
+    /// (descending: down to) the last key reported.
+    pub(crate) fn scan_stamped(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        dir: ScanDirection,
+        f: &mut dyn FnMut(&[u8], u64) -> bool,
+        stamps: Stamps<'_>,
+    ) {
         if range_is_empty(lo, hi) {
             return;
         }
@@ -1028,12 +1070,29 @@ impl BTree {
         // stay allocated while pinned.
         let _pin = self.pin();
         match dir {
-            ScanDirection::Ascending => self.scan_asc(lo, hi, f),
-            ScanDirection::Descending => self.scan_desc(lo, hi, f),
+            ScanDirection::Ascending => self.scan_asc(lo, hi, f, stamps),
+            ScanDirection::Descending => self.scan_desc(lo, hi, f, stamps),
         }
     }
 
-    fn scan_asc(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, f: &mut dyn FnMut(&[u8], u64) -> bool) {
+    /// Whether every leaf of `stamps` (this tree's, from `scan_stamped`) still has the
+    /// version stamped: unchanged and not locked by a writer.
+    pub(crate) fn stamps_hold(&self, stamps: &[NodeStamp]) -> bool {
+        stamps.iter().all(|s| {
+            // SAFETY: a leaf of this tree (the caller's contract), and no node is freed
+            // before the tree is dropped (invariant 1).
+            let leaf = unsafe { &*(s.leaf as *const Leaf) };
+            leaf.hdr.version.load(Ordering::Acquire) == s.version
+        })
+    }
+
+    fn scan_asc(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        f: &mut dyn FnMut(&[u8], u64) -> bool,
+        mut stamps: Stamps<'_>,
+    ) {
         let lo_key = match lo {
             Bound::Unbounded => None,
             Bound::Included(k) | Bound::Excluded(k) => Some(k),
@@ -1048,7 +1107,7 @@ impl BTree {
         let mut last: Option<&[u8]> = None;
         loop {
             // SAFETY: see the note above `node`.
-            snap.read(unsafe { &*lp });
+            let v = snap.read(unsafe { &*lp });
             if first {
                 // B-link move right if the start leaf split after the descent and
                 // holds nothing at or above `lo` any more.
@@ -1061,6 +1120,7 @@ impl BTree {
                 }
                 first = false;
             }
+            stamp(&mut stamps, lp, v);
             // Keys in a validated snapshot are strictly increasing: skip to the first
             // one above `lo` and above the last key reported, then only check `hi`. The
             // test is monotone over the snapshot, so the start is a binary search (the
@@ -1092,7 +1152,13 @@ impl BTree {
         }
     }
 
-    fn scan_desc(&self, lo: Bound<&[u8]>, hi: Bound<&[u8]>, f: &mut dyn FnMut(&[u8], u64) -> bool) {
+    fn scan_desc(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        f: &mut dyn FnMut(&[u8], u64) -> bool,
+        mut stamps: Stamps<'_>,
+    ) {
         let mut upper: Bound<&[u8]> = hi;
         let mut last: Option<&[u8]> = None;
         let mut snap = LeafSnap::new();
@@ -1105,7 +1171,7 @@ impl BTree {
             let (mut lp, _) = self.find_leaf(target);
             loop {
                 // SAFETY: see the note above `node`.
-                snap.read(unsafe { &*lp });
+                let v = snap.read(unsafe { &*lp });
                 // B-link move right while the right sibling still covers keys
                 // within `upper` (the leaf split after the descent).
                 // SAFETY: `snap.next` is a live leaf when non-null.
@@ -1113,6 +1179,7 @@ impl BTree {
                     lp = snap.next;
                     continue;
                 }
+                stamp(&mut stamps, lp, v);
                 break;
             }
             // Skip (from the top) to the first key below `upper` and below the last
@@ -1691,6 +1758,72 @@ mod tests {
                 let bound = if t == 0 { 1 } else { 2 + n.ilog2() as usize };
                 assert!(calls.get() <= bound, "n {n}, t {t}: {} tests", calls.get());
             }
+        }
+    }
+
+    /// Silo's node set (`scan_stamped`, `stamps_hold`): whatever the range, direction or
+    /// stop, inserting any key into the part of the range a scan went through breaks one of
+    /// its stamps; an insert into a leaf it did not read breaks none.
+    #[test]
+    fn an_insert_into_a_scanned_range_breaks_a_stamp_of_the_scan() {
+        let t = BTree::new();
+        let k = |x: u64| x.to_be_bytes();
+        for x in (0..4000).step_by(4) {
+            t.insert(&k(x), x).unwrap();
+        }
+        let mut rng = SplitMix64(7);
+        for trial in 0..400 {
+            let a = rng.next() % 4000;
+            let b = a + rng.next() % 300;
+            let desc = trial % 2 == 1;
+            // Every third scan stops after 5 keys: its range ends (begins) at the 5th.
+            let stop = trial % 3 == 0;
+            let mut seen = Vec::new();
+            let mut stamps = Vec::new();
+            let dir = if desc {
+                ScanDirection::Descending
+            } else {
+                ScanDirection::Ascending
+            };
+            let (lo, hi) = (k(a), k(b));
+            t.scan_stamped(
+                Bound::Included(&lo),
+                Bound::Included(&hi),
+                dir,
+                &mut |key, _| {
+                    seen.push(u64::from_be_bytes(key.try_into().unwrap()));
+                    !(stop && seen.len() == 5)
+                },
+                Some(&mut stamps),
+            );
+            assert!(
+                !stamps.is_empty() && t.stamps_hold(&stamps),
+                "trial {trial}"
+            );
+            // The part of the range the scan went through.
+            let (from, to) = match (stop && seen.len() == 5, desc) {
+                (true, false) => (a, seen[4]),
+                (true, true) => (seen[4], b),
+                _ => (a, b),
+            };
+            // A key past the end of the tree goes to the last leaf: read only by a scan
+            // that reached it.
+            let far = 1_000_000 + trial;
+            t.insert(&k(far), far).unwrap();
+            let last_leaf_read = seen.last().is_some_and(|&x| x >= 3900) || b >= 3900;
+            if !last_leaf_read {
+                assert!(t.stamps_hold(&stamps), "trial {trial}: an insert elsewhere");
+            }
+            // A new key inside [from, to] (odd, so absent).
+            let x = (from + rng.next() % (to - from + 1)) | 1;
+            if x > to || t.get(&k(x)).is_some() {
+                continue;
+            }
+            t.insert(&k(x), x).unwrap();
+            assert!(
+                !t.stamps_hold(&stamps),
+                "trial {trial}: {x} inserted into [{from}, {to}]"
+            );
         }
     }
 

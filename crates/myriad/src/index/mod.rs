@@ -193,14 +193,37 @@ impl Index {
         secondary: bool,
         f: &mut dyn FnMut(&[u8], u64) -> bool,
     ) {
+        self.scan_stamped(lo, hi, dir, secondary, f, None)
+    }
+
+    /// `scan`, with the leaves it read stamped (`BTree::scan_stamped`).
+    pub(crate) fn scan_stamped(
+        &self,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        dir: ScanDirection,
+        secondary: bool,
+        f: &mut dyn FnMut(&[u8], u64) -> bool,
+        stamps: Option<&mut Vec<btree::NodeStamp>>,
+    ) {
         let Index::Ordered(b) = self else { return };
         if secondary {
-            b.scan(lo, hi, dir, &mut |k, t| {
+            let mut g = |k: &[u8], t| {
                 let n = k.len().saturating_sub(TID_SUFFIX);
                 f(&k[..n], t)
-            })
+            };
+            b.scan_stamped(lo, hi, dir, &mut g, stamps)
         } else {
-            b.scan(lo, hi, dir, f)
+            b.scan_stamped(lo, hi, dir, f, stamps)
+        }
+    }
+
+    /// Whether the leaves of `stamps` (this index's, `scan_stamped`) are unchanged since
+    /// (`BTree::stamps_hold`). A hash index has none to stamp: false.
+    pub(crate) fn stamps_hold(&self, stamps: &[btree::NodeStamp]) -> bool {
+        match self {
+            Index::Ordered(b) => b.stamps_hold(stamps),
+            Index::Hash(_) => false,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! The indirection array is segmented (fixed directory of lazily allocated segments) so it
 //! grows without moving entries and without a lock.
 
+use crate::index::btree::NodeStamp;
 use crate::index::{Index, ScanDirection};
 use crate::schema::TableSchema;
 use crate::version::master::Master;
@@ -1052,7 +1053,10 @@ impl Table {
     }
 
     /// Ordered scan of index `i` over encoded key bounds; `f(entry's key, tuple id, version
-    /// the entry points at or null)`. Hash indexes cannot scan.
+    /// the entry points at or null)`. Hash indexes cannot scan. With `stamps`, the leaves
+    /// read are stamped there (`BTree::scan_stamped`); returns whether they were (not for a
+    /// secondary index under index pointers `logical-pk` or `physical`, whose entries the
+    /// scan may pass over without reporting).
     pub(crate) fn scan_index(
         &self,
         i: usize,
@@ -1060,18 +1064,27 @@ impl Table {
         hi: Bound<&[u8]>,
         dir: ScanDirection,
         f: &mut dyn FnMut(&[u8], TupleId, *const Version) -> bool,
-    ) {
+        stamps: Option<&mut Vec<NodeStamp>>,
+    ) -> bool {
         let secondary = i != 0;
         if !secondary || !(self.logical_pk || self.physical) {
-            return self.indexes[i].scan(lo, hi, dir, secondary, &mut |k, tid| {
-                f(k, TupleId::new(tid), ptr::null())
-            });
+            let mut g = |k: &[u8], tid| f(k, TupleId::new(tid), ptr::null());
+            let stamped = stamps.is_some();
+            self.indexes[i].scan_stamped(lo, hi, dir, secondary, &mut g, stamps);
+            return stamped;
         }
+        // Entries that `split_entry` passes over are not reported: no stamps.
         let mut scan = |k: &[u8], value: u64| match self.split_entry(k, value) {
             Some((skey, tid, v)) => f(skey, tid, v),
             None => true,
         };
         self.indexes[i].scan(lo, hi, dir, false, &mut scan);
+        false
+    }
+
+    /// Whether the leaves a scan of index `i` stamped (`scan_index`) are unchanged since.
+    pub(crate) fn stamps_hold(&self, i: usize, stamps: &[NodeStamp]) -> bool {
+        self.indexes[i].stamps_hold(stamps)
     }
 }
 

@@ -253,12 +253,13 @@ impl<'db> Transaction<'db> {
         lo: Bound<&[u8]>,
         hi: Bound<&[u8]>,
         point: bool,
-    ) {
+        nodes: Option<(u32, u32)>,
+    ) -> bool {
         if self.st.isolation != Isolation::Serializable
             || !cc::on_scan(&self.st, t, index as u16)
             || !self.keeps_reads
         {
-            return;
+            return false;
         }
         // A range inside the one the last scan of the same index recorded needs no record
         // of its own: that record's re-check covers every key of it (TPC-C Payment by name
@@ -271,7 +272,7 @@ impl<'db> Transaction<'db> {
                     && last.index == index as u16
                     && range_within((lo, hi), (bound(arena, last.lo), bound(arena, last.hi)))
                 {
-                    return;
+                    return false;
                 }
             }
         }
@@ -300,7 +301,9 @@ impl<'db> Transaction<'db> {
             hi,
             point,
             reads,
+            nodes,
         });
+        true
     }
 
     pub(super) fn note_miss(&mut self, t: &Table, key_is_buf2: bool) {
@@ -309,7 +312,14 @@ impl<'db> Transaction<'db> {
         } else {
             std::mem::take(&mut self.local.key_buf)
         };
-        self.push_scan(t, 0, Bound::Included(&key), Bound::Included(&key), true);
+        self.push_scan(
+            t,
+            0,
+            Bound::Included(&key),
+            Bound::Included(&key),
+            true,
+            None,
+        );
         let live = |tid| {
             let v = self.visible_version(t, tid, self.st.begin_ts);
             // SAFETY: pinned; a visible version stays allocated while we are active.
@@ -559,7 +569,14 @@ impl<'db> Transaction<'db> {
         });
         self.local.key_buf2 = check;
         self.local.read_buf = rb;
-        self.push_scan(t, index, Bound::Included(&kb), Bound::Included(&kb), true);
+        self.push_scan(
+            t,
+            index,
+            Bound::Included(&kb),
+            Bound::Included(&kb),
+            true,
+            None,
+        );
         if let Some(rec) = self.recording.as_mut() {
             rec.note_scan(t.id, index, Bound::Included(&kb), Bound::Included(&kb));
         }
@@ -634,10 +651,21 @@ impl<'db> Transaction<'db> {
         let mut stop_tid = TupleId::default();
         let mut check = std::mem::take(&mut self.local.key_buf2);
         let mut rb = std::mem::take(&mut self.local.read_buf);
+        // Silo's node set (`ScanRecord::nodes`): the leaves the scan reads, for a protocol
+        // that re-checks its scans at commit on single-version storage.
+        let mut stamps = std::mem::take(&mut self.st.sets.scan_nodes);
+        let stamps_from = stamps.len();
+        let stamping = self.st.protocol.single_version()
+            && self.st.isolation == Isolation::Serializable
+            && self.keeps_reads;
+        let reads_from = self.st.sets.read_set.len();
+        let mut met = 0usize;
+        let mut stamped = false;
         if limit > 0 {
             let this = &mut *self;
             // The B+tree calls back only with validated entries and holds no latch meanwhile.
-            t.scan_index(index, lo_b, hi_b, dir, &mut |k, tid, exact| {
+            let mut visit = |k: &[u8], tid, exact| {
+                met += 1;
                 let Some(r) = this.index_hit(t, index, tid, exact, k, rt, &mut check, &mut rb)
                 else {
                     return !this.is_doomed();
@@ -655,7 +683,15 @@ impl<'db> Transaction<'db> {
                     return false;
                 }
                 true
-            });
+            };
+            stamped = t.scan_index(
+                index,
+                lo_b,
+                hi_b,
+                dir,
+                &mut visit,
+                stamping.then_some(&mut stamps),
+            );
         }
         self.local.key_buf2 = check;
         self.local.read_buf = rb;
@@ -686,7 +722,21 @@ impl<'db> Transaction<'db> {
             (Some(k), true) => (Bound::Included(k), hi_b),
             (None, _) => (lo_b, hi_b),
         };
-        self.push_scan(t, index, plo, phi, false);
+        // The stamps stand for the recorded range if the leaves cover it (all of it, or up to
+        // the row it stopped at — not a secondary index's wider stop range) and every entry
+        // the scan met is a read (not an invisible row, a delete or an uncommitted insert,
+        // whose change no read validation would see).
+        let covered = stop_end.is_none()
+            && met == self.st.sets.read_set.len() - reads_from
+            && !self.is_doomed();
+        let nodes = (stamped && covered).then_some((stamps_from as u32, stamps.len() as u32));
+        if nodes.is_none() {
+            stamps.truncate(stamps_from);
+        }
+        self.st.sets.scan_nodes = stamps;
+        if !self.push_scan(t, index, plo, phi, false, nodes) {
+            self.st.sets.scan_nodes.truncate(stamps_from);
+        }
         if let Some(rec) = self.recording.as_mut() {
             rec.note_scan(t.id, index, plo, phi);
         }
@@ -782,6 +832,7 @@ impl<'db> Transaction<'db> {
                 hi: (2, 0, 0),
                 point: false,
                 reads,
+                nodes: None,
             });
         }
         if let Some(rec) = self.recording.as_mut() {

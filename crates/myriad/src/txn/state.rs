@@ -62,6 +62,11 @@ pub(crate) struct ScanRecord {
     /// The read-set entries the operation that made this record added (`Sets::op_reads`
     /// to the end): Silo's re-check asks whether a row was read by this very scan.
     pub reads: (u32, u32),
+    /// The leaves the scan read, as a range of `Sets::scan_nodes`, when they cover the
+    /// record's range and every entry the scan met left a read in `reads` (Silo's node set,
+    /// `index::btree::NodeStamp`): while they hold their stamps the range holds the same
+    /// entries, each covered by its read's validation, so the re-check need not scan again.
+    pub nodes: Option<(u32, u32)>,
 }
 
 /// `ScanRecord::index` of a whole-table scan (`Transaction::scan_table`).
@@ -81,6 +86,8 @@ pub(crate) struct Sets {
     pub scan_set: Vec<ScanRecord>,
     /// The keys of `scan_set`'s bounds, back to back.
     pub scan_keys: Vec<u8>,
+    /// The leaves `scan_set`'s ordered scans read (`ScanRecord::nodes`).
+    pub scan_nodes: Vec<crate::index::btree::NodeStamp>,
     pub write_set: Vec<WriteRecord>,
 }
 
@@ -92,6 +99,7 @@ impl Sets {
         self.op_reads = 0;
         self.scan_set.clear();
         self.scan_keys.clear();
+        self.scan_nodes.clear();
         self.write_set.clear();
     }
 }

@@ -1407,6 +1407,13 @@ fn call_past_an_uncommitted_insert(name: &str, commit: bool) -> (Vec<Value>, cra
                  IF found THEN b := 1; ELSE b := 0; END IF; \
                  UPDATE acct SET bal = bal + 1 WHERE id = 1; \
                  RETURN b; \
+               END $$; \
+             CREATE PROCEDURE total(k INT) AS $$ \
+               DECLARE b INT; \
+               BEGIN \
+                 SELECT count(*) INTO b FROM acct WHERE id >= k - 1 AND id <= k + 1; \
+                 UPDATE acct SET bal = bal + 1 WHERE id = 1; \
+                 RETURN b; \
                END $$;",
     );
     let t = db.table("acct").unwrap();
@@ -1455,9 +1462,12 @@ fn call_past_an_uncommitted_insert(name: &str, commit: bool) -> (Vec<Value>, cra
 
 #[test]
 fn healing_reads_past_an_uncommitted_insert_and_heals_when_it_commits() {
-    // A point read (`peek` returns the balance it read, -1 for none) and an UPDATE's read of
-    // its row (`bump` returns whether it found the row, which it adds 1 to).
-    for (name, healed, absent) in [("peek", 50, -1), ("bump", 1, 0)] {
+    // A point read (`peek` returns the balance it read, -1 for none), an UPDATE's read of
+    // its row (`bump` returns whether it found the row, which it adds 1 to), and a range
+    // scan (`total` counts the rows of keys 4 to 6; the insert changes no leaf after the
+    // scan read it, so only the entry the scan met without a row sends the commit's
+    // re-check past the leaves to a re-scan, `ScanRecord::nodes`).
+    for (name, healed, absent) in [("peek", 50, -1), ("bump", 1, 0), ("total", 1, 0)] {
         let (out, st) = call_past_an_uncommitted_insert(name, true);
         assert_eq!(
             out[0],
