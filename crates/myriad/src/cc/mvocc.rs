@@ -150,7 +150,9 @@ pub(crate) fn bound(arena: &[u8], b: (u8, u32, u32)) -> Bound<&[u8]> {
 }
 
 /// Repeats one scan as of `end_ts`; false if some tuple's visible version (ignoring our own
-/// writes) differs from the one visible as of the begin timestamp. Under SSN and ERMIA-SSI
+/// writes) differs from the one visible as of the begin timestamp. A range scan whose
+/// leaves hold their stamps (`ScanRecord::nodes`) is not repeated: its reads, validated
+/// before this, are every row it met. Under SSN and ERMIA-SSI
 /// only a row new to the scan counts: a version the scan read that changed is in the read
 /// set, where the stamps judge it (`cc/ssn.rs`).
 fn rescan(tx: &TxnCtx<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: Timestamp) -> bool {
@@ -160,6 +162,13 @@ fn rescan(tx: &TxnCtx<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: Timestamp) 
         return t.tids().all(|tid| same_view(tx, r, t, 0, tid, &[], end_ts));
     }
     let index = s.index as usize;
+    // Silo's node set (`ScanRecord::nodes`): the range holds the entries the scan met, and
+    // each led to a read that `validate` found still visible (or equal in the columns read).
+    if let Some((a, b)) = s.nodes {
+        if t.stamps_hold(index, &tx.sets.scan_nodes[a as usize..b as usize]) {
+            return true;
+        }
+    }
     let idx = &t.indexes[index];
     let arena = &tx.sets.scan_keys;
     let mut ok = true;

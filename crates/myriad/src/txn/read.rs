@@ -652,12 +652,10 @@ impl<'db> Transaction<'db> {
         let mut check = std::mem::take(&mut self.local.key_buf2);
         let mut rb = std::mem::take(&mut self.local.read_buf);
         // Silo's node set (`ScanRecord::nodes`): the leaves the scan reads, for a protocol
-        // that re-checks its scans at commit on single-version storage.
+        // whose commit validates the reads that a scan's stamps leave the rows to.
         let mut stamps = std::mem::take(&mut self.st.sets.scan_nodes);
         let stamps_from = stamps.len();
-        let stamping = self.st.protocol.single_version()
-            && self.st.isolation == Isolation::Serializable
-            && self.keeps_reads;
+        let stamping = self.validates_reads() && self.st.isolation == Isolation::Serializable;
         let reads_from = self.st.sets.read_set.len();
         let mut met = 0usize;
         let mut stamped = false;
