@@ -164,10 +164,11 @@ fn rescan(tx: &TxnCtx<'_>, r: &Resolver<'_>, s: &ScanRecord, end_ts: Timestamp) 
     let index = s.index as usize;
     // Silo's node set (`ScanRecord::nodes`): the range holds the entries the scan met, and
     // each led to a read that `validate` found still visible (or equal in the columns read).
-    if let Some((a, b)) = s.nodes {
-        if t.stamps_hold(index, &tx.sets.scan_nodes[a as usize..b as usize]) {
-            return true;
-        }
+    let nodes = s
+        .nodes
+        .and_then(|(a, b)| tx.sets.scan_nodes.get(a as usize..b as usize));
+    if nodes.is_some_and(|n| t.stamps_hold(index, n)) {
+        return true;
     }
     let idx = &t.indexes[index];
     let arena = &tx.sets.scan_keys;

@@ -365,10 +365,11 @@ fn rescan(
         let index = s.index as usize;
         // Silo's node set: the leaves the scan read unchanged, the range holds the entries
         // it met, each a read that read validation covers (`ScanRecord::nodes`).
-        if let Some((a, b)) = s.nodes {
-            if t.stamps_hold(index, &tx.sets.scan_nodes[a as usize..b as usize]) {
-                return Ok(());
-            }
+        let nodes = s
+            .nodes
+            .and_then(|(a, b)| tx.sets.scan_nodes.get(a as usize..b as usize));
+        if nodes.is_some_and(|n| t.stamps_hold(index, n)) {
+            return Ok(());
         }
         let idx = &t.indexes[index];
         let arena = &tx.sets.scan_keys;
