@@ -288,7 +288,8 @@ pub(crate) struct BenchArgs {
     /// re-running it reaches the rows of keys it looked up before without an index lookup,
     /// and keeps the write of an UPDATE whose inputs and row are unchanged instead of running
     /// it again. A worker records only in the 32 calls after its last heal (and its first
-    /// 32): recording costs every call, and only a call that heals gains. Default: on (thesis
+    /// 32): recording costs every call, and only a call that heals gains. Default: off (on
+    /// 2 threads it cost more than it saved on TPC-C and Smallbank, docs/healing.md; thesis
     /// Table 3.4 compares both); other protocols refuse it.
     #[arg(long, value_name = "BOOL", action = ArgAction::Set)]
     pub(crate) heal_access_cache: Option<bool>,
@@ -422,8 +423,10 @@ pub(crate) struct BenchArgs {
     /// page zeroing during the run. `auto` (the default): what the run is expected to grow by
     /// on Myriad — TPC-C with inserts, 64 MiB per thread per second of warm-up and run, at most
     /// 4 GiB and a quarter of the memory available — and 0 for the workloads that do not grow
-    /// (YCSB, Smallbank, TATP, llt, TPC-C `--no-inserts`) and for baseline engines. Reported
-    /// in the fidelity block.
+    /// (YCSB, Smallbank, TATP, llt, TPC-C `--no-inserts`) and for baseline engines; `auto`
+    /// keeps freed memory (no purging) even when it faults nothing in, and an explicit `0`
+    /// leaves the allocator's default (freed pages returned to the OS, faulted in again and
+    /// zeroed on reuse). Reported in the fidelity block.
     #[arg(long, value_name = "MIB|auto", default_value = "auto", value_parser = parse_prefault)]
     pub(crate) prefault_mib: Prefault,
     /// Load even when the estimated size of the loaded tables exceeds the memory available

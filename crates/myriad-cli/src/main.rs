@@ -72,6 +72,9 @@ fn main() -> ExitCode {
             },
             b,
         );
+        if b.prefault_mib.auto {
+            keep_freed_memory();
+        }
         prefault(b.prefault_mib.mib);
     }
     match cli.command {
@@ -167,7 +170,26 @@ fn set_huge_pages(on: bool) {
 
 /// mimalloc's `purge_delay` option: its position in mimalloc v3's `mi_option_t`, which the
 /// Rust bindings do not name (`libmimalloc-sys` 0.1.49 builds v3).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+pub(crate) const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Whether mimalloc returns freed memory to the OS (its `purge_delay` is not negative), as
+/// the fidelity block reports it.
+pub(crate) fn purges_freed_memory() -> bool {
+    // SAFETY: plain option load.
+    unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) >= 0 }
+}
+
+/// Turns mimalloc's purging off: memory freed to the allocator stays mapped and is handed
+/// out again instead of being returned to the OS (`madvise`) and faulted in and zeroed by the
+/// kernel on its next use, as Silo's and ERMIA's runners keep theirs. A bench run under
+/// `--prefault-mib auto` gets it whatever it pre-faults: with purging, TPC-C `--no-inserts`
+/// (which does not grow) took 3,400-7,000 minor faults in 5 s of 2 threads, without it about
+/// 500, the load's (docs/benchmarks.md, "`--prefault-mib auto` is the default"). Called
+/// once, before any worker thread starts (`mi_option_set` is not thread-safe).
+fn keep_freed_memory() {
+    // SAFETY: plain option store; single-threaded at this point.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
+}
 
 /// `--prefault-mib`: turns purging off, then allocates `mib` MiB in 1 MiB blocks, writes a
 /// byte to every 4 KiB page of each and frees them all. The allocator keeps the faulted-in
@@ -177,8 +199,7 @@ fn prefault(mib: u64) {
     if mib == 0 {
         return;
     }
-    // SAFETY: plain option store; single-threaded at this point.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
+    keep_freed_memory();
     let blocks: Vec<Vec<u8>> = (0..mib)
         .map(|_| {
             let mut b = vec![0u8; 1 << 20];

@@ -610,10 +610,19 @@ fn prefault_is_reported() {
     check_report(&r, "update-intensive", "int64x10", "gray");
     let pages = r["fidelity"]["memory_pages"].as_str().unwrap();
     assert!(pages.contains("16 MiB faulted in"), "{pages}");
+    assert!(pages.ends_with(", no purging"), "{pages}");
+    // `auto` keeps freed memory even when it faults nothing in; an explicit 0 leaves the
+    // allocator's default (purging).
     let r = ycsb(&["--mix", "update-intensive"]);
     let pages = r["fidelity"]["memory_pages"].as_str().unwrap();
     assert!(
-        pages.contains("nothing faulted in before the load (--prefault-mib auto)"),
+        pages.contains("nothing faulted in before the load (--prefault-mib auto), no purging"),
+        "{pages}"
+    );
+    let r = ycsb(&["--mix", "update-intensive", "--prefault-mib", "0"]);
+    let pages = r["fidelity"]["memory_pages"].as_str().unwrap();
+    assert!(
+        pages.contains("nothing faulted in before the load, freed memory returned to the OS"),
         "{pages}"
     );
     // TPC-C with inserts grows: auto sizes it as 64 MiB per thread-second (2 × 0.5 s).

@@ -356,6 +356,11 @@ fn all_quick_runs_every_supported_experiment_and_plots_it() {
                 label == "healing, normal",
                 "{cmd}"
             );
+            assert_eq!(
+                cmd.contains("--heal-access-cache true"),
+                label == "healing, +access cache" || label == "healing, +read copy",
+                "{cmd}"
+            );
         }
     }
     let tpcc = &panels[0]["series"].as_array().unwrap();

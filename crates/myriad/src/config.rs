@@ -1069,16 +1069,18 @@ impl Config {
     /// (`Stats::heal_ops_reused`). A transaction-table slot records only in the 32 healable
     /// calls after its last heal, and its first 32 (`cc::healing::RECORD_WINDOW`): recording
     /// costs every call, and only a call that heals gains from it; a heal in a quiet period
-    /// runs as with the cache off. Default on; off, every heal looks every key up again and
-    /// runs every operation (the thesis's Table 3.4 compares the two). Other protocols
-    /// refuse it.
+    /// runs as with the cache off. Default off: on this machine (2 threads) recording costs
+    /// more than heals gain — TPC-C at 1 and 2 warehouses and Smallbank at 100 accounts ran
+    /// 0–5% faster without it (docs/healing.md, "The access cache"). Off, every heal looks
+    /// every key up again and runs every operation; the thesis's Table 3.4 compares the two.
+    /// Other protocols refuse it.
     pub fn heal_access_cache(mut self, on: bool) -> Self {
         self.heal_access_cache = Some(on);
         self
     }
     /// Whether `healing`'s access cache is on (`heal_access_cache`).
     pub fn get_heal_access_cache(&self) -> bool {
-        self.protocol == Protocol::Healing && self.heal_access_cache.unwrap_or(true)
+        self.protocol == Protocol::Healing && self.heal_access_cache.unwrap_or(false)
     }
     /// Whether the column check of read validation is on (`column_check`).
     pub fn get_column_check(&self) -> bool {

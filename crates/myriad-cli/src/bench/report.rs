@@ -383,11 +383,16 @@ fn pages_description(huge_pages: bool, prefault: Prefault) -> String {
     } else {
         ""
     };
+    let purging = if crate::purges_freed_memory() {
+        "freed memory returned to the OS (allocator default)"
+    } else {
+        "no purging"
+    };
     if prefault.mib > 0 {
         let mib = prefault.mib;
-        format!("{pages}; {mib} MiB faulted in before the load{how}, no purging")
+        format!("{pages}; {mib} MiB faulted in before the load{how}, {purging}")
     } else {
-        format!("{pages}; nothing faulted in before the load{how}")
+        format!("{pages}; nothing faulted in before the load{how}, {purging}")
     }
 }
 

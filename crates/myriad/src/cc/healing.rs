@@ -57,7 +57,8 @@
 //! again would write it. Two Deliveries of one order (TPC-C `--no-inserts`, where the
 //! orders stay undelivered) no longer heal over `o_carrier_id` and `ol_delivery_d`.
 //!
-//! **Access cache** (§3.4.1, `Config::heal_access_cache`, default on): the tuple each
+//! **Access cache** (§3.4.1, `Config::heal_access_cache`, default off: at 2 threads its
+//! recording costs more than heals gain, docs/healing.md): the tuple each
 //! primary-key lookup of the call found (`AccessCache`), so that a heal reaches the rows of
 //! unchanged keys without index lookups; and the write effects of its point UPDATEs
 //! (`Memo`, spec A.6's memoized re-execution): a heal re-runs the body, but an UPDATE whose
@@ -129,6 +130,10 @@ pub(crate) struct SlotState {
     cursor: Option<Key>,
     /// Heals made by the current commit.
     pub(crate) heals: u32,
+    /// Every read of the commit is known current at its serialization point: locked by it
+    /// (`lock_in_order` without `defer`) or checked after it (`check_deferred`). Step 3's
+    /// read-set walk (`silo::validate`) then has nothing to find, and is skipped.
+    pub(crate) reads_hold: bool,
     /// Healable calls the slot began since its last heal (`record_access`).
     pub(crate) calls_since_heal: u32,
     /// Rows whose read was re-pointed from one record to the current one by a false
@@ -400,6 +405,9 @@ pub(crate) fn lock_in_order(
         break;
     }
     st.elems = elems;
+    // Without `defer` every read is an element: locked, and current (or re-pointed to the
+    // current record) once the walk is done.
+    st.reads_hold = !defer && matches!(out, Ok(Step::Done));
     out
 }
 
@@ -512,6 +520,7 @@ fn false_invalidation(
 /// serialization point, and every read was current (in the columns the call uses) and not
 /// locked by another after it.
 pub(crate) fn check_deferred(tx: &mut TxnCtx<'_>, st: &mut SlotState, cols: &[TableCols]) -> bool {
+    st.reads_hold = false;
     let me = tx.id.word();
     for i in 0..tx.sets.read_set.len() {
         let read = tx.sets.read_set[i];
@@ -542,6 +551,7 @@ pub(crate) fn check_deferred(tx: &mut TxnCtx<'_>, st: &mut SlotState, cols: &[Ta
             return false;
         }
     }
+    st.reads_hold = true;
     true
 }
 
@@ -608,13 +618,18 @@ fn lock_row(tx: &TxnCtx<'_>, k: Key, me: u64, wait: bool) -> Result<*const Versi
 pub(crate) fn release(st: &mut SlotState, me: u64) {
     for &(_, v) in &st.held {
         // SAFETY: we hold its lock, so it is not reclaimed.
-        let _ =
-            unsafe { &*v }
-                .end
-                .compare_exchange(me, INFINITY, Ordering::Release, Ordering::Relaxed);
+        let end = unsafe { &(*v).end };
+        // Only the holder changes a locked End (to INFINITY here, or to the new TID at the
+        // install), so a load tells whether the lock is still ours, and a store frees it: no
+        // locked instruction for the records the install replaced — after a commit, every
+        // record of a row written.
+        if end.load(Ordering::Relaxed) == me {
+            end.store(INFINITY, Ordering::Release);
+        }
     }
     st.held.clear();
     st.cursor = None;
     st.heals = 0;
+    st.reads_hold = false;
     st.repointed.clear();
 }

@@ -796,9 +796,10 @@ pub(crate) fn validate(
         "multi-version validation of a transaction that is not Preparing at its end timestamp"
     );
     match tx.protocol {
-        Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid | Protocol::Healing => {
-            silo::validate(tx, c, tx.id.word())
+        Protocol::Silo | Protocol::Occ | Protocol::TwoPl | Protocol::Hybrid => {
+            silo::validate(tx, c, tx.id.word(), true)
         }
+        Protocol::Healing => silo::validate(tx, c, tx.id.word(), !sc.healing.reads_hold),
         Protocol::Mvto => {
             mvocc::validate(tx, c, sc, end_ts)?;
             // A read that would have waited for an older writer (`blocks_instead_of_waiting`).

@@ -242,17 +242,19 @@ pub(crate) fn take_free_lock(tx: &TxnCtx<'_>, v: &Version, me: u64) -> bool {
         .is_ok()
 }
 
-/// Silo's validation (step 3), with the write set locked.
+/// Silo's validation (step 3), with the write set locked. `reads`: walk the read set (false
+/// when the caller knows every read still holds: `healing`'s `SlotState::reads_hold`).
 pub(crate) fn validate(
     tx: &TxnCtx<'_>,
     c: &crate::cc::TxnCc,
     me: u64,
+    reads: bool,
 ) -> std::result::Result<(), AbortReason> {
     // 2PL's read locks keep what it read current: only Silo and OCC validate reads, and
-    // not as OCC⁻/SILO⁻.
+    // not as OCC⁻/SILO⁻; `healing` not when its commit already holds them (`!reads`).
     let unvalidated = tx.db.config.unsafe_no_validation;
     let reads: &[*const Version] =
-        if crate::cc::validates_reads(tx.protocol, tx.isolation) && !unvalidated {
+        if reads && crate::cc::validates_reads(tx.protocol, tx.isolation) && !unvalidated {
             &tx.sets.read_set
         } else {
             &[]

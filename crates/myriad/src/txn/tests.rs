@@ -905,10 +905,14 @@ fn transfer_db(config: Config) -> Database {
 /// last heal (and its first ones): after that many quiet calls, a heal finds nothing cached
 /// (no cache hit, no UPDATE kept; the same outcome as with the cache off); the calls after
 /// that heal record again, so the next heal reaches its rows through the cache and keeps
-/// the unchanged UPDATE.
+/// the unchanged UPDATE. (The cache is off by default: on here.)
 #[test]
 fn healing_records_the_access_cache_only_in_the_calls_after_a_heal() {
-    let db = transfer_db(Config::new().protocol(crate::Protocol::Healing));
+    let db = transfer_db(
+        Config::new()
+            .protocol(crate::Protocol::Healing)
+            .heal_access_cache(true),
+    );
     let p = db.procedure("transfer").unwrap();
     for _ in 0..crate::cc::healing::RECORD_WINDOW {
         p.call(&db, &[1i64.into(), 0i64.into()]).unwrap();
