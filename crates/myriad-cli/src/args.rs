@@ -289,7 +289,7 @@ pub(crate) struct BenchArgs {
     /// and keeps the write of an UPDATE whose inputs and row are unchanged instead of running
     /// it again. A worker records only in the 32 calls after its last heal (and its first
     /// 32): recording costs every call, and only a call that heals gains. Default: off (on
-    /// 2 threads it cost more than it saved on TPC-C and Smallbank, docs/healing.md; thesis
+    /// 2 threads TPC-C at 1 warehouse ran 4-5% faster without it, docs/healing.md; thesis
     /// Table 3.4 compares both); other protocols refuse it.
     #[arg(long, value_name = "BOOL", action = ArgAction::Set)]
     pub(crate) heal_access_cache: Option<bool>,

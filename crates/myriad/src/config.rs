@@ -1070,8 +1070,9 @@ impl Config {
     /// calls after its last heal, and its first 32 (`cc::healing::RECORD_WINDOW`): recording
     /// costs every call, and only a call that heals gains from it; a heal in a quiet period
     /// runs as with the cache off. Default off: on this machine (2 threads) recording costs
-    /// more than heals gain — TPC-C at 1 and 2 warehouses and Smallbank at 100 accounts ran
-    /// 0–5% faster without it (docs/healing.md, "The access cache"). Off, every heal looks
+    /// more than heals gain on TPC-C — 4–5% faster without it at 1 warehouse, level at 2 —
+    /// while Smallbank (100 accounts) measured between 5% slower and 2% faster
+    /// (docs/healing.md, "The access cache, on or off by default"). Off, every heal looks
     /// every key up again and runs every operation; the thesis's Table 3.4 compares the two.
     /// Other protocols refuse it.
     pub fn heal_access_cache(mut self, on: bool) -> Self {

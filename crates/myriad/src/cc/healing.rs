@@ -58,7 +58,7 @@
 //! orders stay undelivered) no longer heal over `o_carrier_id` and `ol_delivery_d`.
 //!
 //! **Access cache** (§3.4.1, `Config::heal_access_cache`, default off: at 2 threads its
-//! recording costs more than heals gain, docs/healing.md): the tuple each
+//! recording costs TPC-C more than heals gain, docs/healing.md): the tuple each
 //! primary-key lookup of the call found (`AccessCache`), so that a heal reaches the rows of
 //! unchanged keys without index lookups; and the write effects of its point UPDATEs
 //! (`Memo`, spec A.6's memoized re-execution): a heal re-runs the body, but an UPDATE whose
