@@ -334,16 +334,22 @@ impl Table {
     /// The indirection entry of `tid`, or `None` if its segment was never allocated.
     #[inline]
     pub(crate) fn entry(&self, tid: TupleId) -> Option<&AtomicPtr<Version>> {
-        let seg = self
-            .directory
-            .get((tid.get() >> SEG_BITS) as usize)?
-            .load(Ordering::Acquire);
-        if seg.is_null() {
-            return None;
-        }
-        // SAFETY: published segments live until the table is dropped.
-        Some(unsafe { &(*seg)[(tid.get() as usize) & (SEG_LEN - 1)] })
+        word_of(&self.directory, tid)
     }
+}
+
+/// `tid`'s word in a two-level directory of segments (the indirection entries, the
+/// masters), or `None` if its segment was never allocated.
+#[inline]
+fn word_of<T>(dir: &[AtomicPtr<[AtomicPtr<T>; SEG_LEN]>], tid: TupleId) -> Option<&AtomicPtr<T>> {
+    let seg = dir
+        .get((tid.get() >> SEG_BITS) as usize)?
+        .load(Ordering::Acquire);
+    if seg.is_null() {
+        return None;
+    }
+    // SAFETY: published segments live until the table is dropped.
+    Some(unsafe { &(*seg)[(tid.get() as usize) & (SEG_LEN - 1)] })
 }
 
 // Version allocation and row access, the one place that knows where each store keeps rows:
@@ -355,6 +361,22 @@ impl Table {
     /// directory or under other storage.
     pub(crate) fn master(&self, tid: TupleId) -> Option<&Master> {
         self.master_fresh(tid).map(|(m, _)| m)
+    }
+
+    /// The word holding `tid`'s master pointer (in-place and `siro` storage), without
+    /// allocating anything: for `Transaction::prefetch`, which finds the master this way in
+    /// the same stage as the chain's head (not through the head's header, a miss later).
+    /// `None` when the tuple's directory segment does not exist (or under other storage).
+    #[inline]
+    pub(crate) fn master_word(&self, tid: TupleId) -> Option<&AtomicPtr<Master>> {
+        word_of(&self.masters, tid)
+    }
+
+    /// Bytes from a master's start to the end of its row data (both `siro` slots): the lines
+    /// a read or an update of the tuple touches.
+    #[inline]
+    pub(crate) fn master_span(&self) -> usize {
+        Master::data_end(self.master_len())
     }
 
     /// `master`, and whether this call allocated it.
@@ -617,21 +639,6 @@ impl Table {
             Rows::Inline => {}
         }
         Ok(v)
-    }
-
-    /// Under in-place and `siro` storage, where a read of `v` (the newest version of its
-    /// tuple, pinned) will copy its row from: its master's header (the sequence word) and
-    /// the row's `(address, bytes)` in it. For `Transaction::prefetch`; `None` for inline
-    /// storage (the row is in the version) or a `siro` version not in a slot.
-    pub(crate) fn master_row_range(&self, v: &Version) -> Option<(*const u8, *const u8, usize)> {
-        let len = self.schema.row_size;
-        let off = match self.store.rows() {
-            Rows::Inline => return None,
-            Rows::InPlace(_) => 0,
-            Rows::Siro => crate::version::siro::slot_offset(v, len)?,
-        };
-        let m = v.master_opt()?;
-        Some((m as *const Master as *const u8, m.data_addr(off), len))
     }
 
     /// Under `siro` storage, where an update superseding `v` (the newest version, pinned)

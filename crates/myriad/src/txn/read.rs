@@ -927,9 +927,18 @@ impl<'db> Transaction<'db> {
             bump(&self.st.slot().stats.heal_cache_hits, hits);
             bump(&self.st.slot().stats.heal_index_lookups, lookups);
         }
+        // In-place and `siro` storage: each tuple's master pointer too (the masters'
+        // directory), so the masters' lines are asked for in the same stage as the versions'
+        // headers rather than after them (through a header's master word, a dependent miss).
+        let masters = t.rows_copied();
         for &tid in &pf.tids {
             if let Some(e) = t.entry(tid) {
                 prefetch_line(e as *const _ as *const u8);
+            }
+            if masters {
+                if let Some(m) = t.master_word(tid) {
+                    prefetch_line(m as *const _ as *const u8);
+                }
             }
         }
         for &tid in &pf.tids {
@@ -937,6 +946,14 @@ impl<'db> Transaction<'db> {
                 let v = e.load(Ordering::Acquire) as *const u8;
                 if !v.is_null() {
                     pf.heads.push(v);
+                }
+            }
+            if masters {
+                if let Some(m) = t.master_word(tid) {
+                    let m = m.load(Ordering::Acquire) as *const u8;
+                    if !m.is_null() {
+                        pf.masters.push(m);
+                    }
                 }
             }
         }
@@ -954,20 +971,21 @@ impl<'db> Transaction<'db> {
         for &v in &pf.heads {
             prefetch_rest_l2(v, size);
         }
-        // In-place and `siro` storage: a fourth stage, the rows in the masters (found through
-        // the headers just prefetched, so the first of these loads waits for its header and
-        // the others' are on their way by then).
+        // In-place and `siro` storage: the masters, every line of the row data (under
+        // `siro` both slots: a read copies one, an update writes the other).
+        let span = t.master_span();
+        for &m in &pf.masters {
+            prefetch_line_l2(m);
+            prefetch_rest_l2(m, span);
+        }
+        // `siro`: a fourth stage. An update's row goes into the slot the version below the
+        // newest owns, which the writer first tests against the dead zones (its header),
+        // found through the headers just prefetched (the first of these loads waits for its
+        // header; the others' are on their way by then).
         if t.rows_copied() {
             for &v in &pf.heads {
                 // SAFETY: pinned; a chain's newest version lives while we are.
                 let v = unsafe { &*(v as *const Version) };
-                if let Some((m, row, len)) = t.master_row_range(v) {
-                    prefetch_line_l2(m);
-                    prefetch_line_l2(row);
-                    prefetch_rest_l2(row, len);
-                }
-                // `siro`: an update's row goes into the slot the version below the newest
-                // owns, which the writer first tests against the dead zones (its header).
                 if let Some(older) = t.slot_rival(v) {
                     prefetch_line_l2(older);
                     prefetch_rest_l2(older, size);

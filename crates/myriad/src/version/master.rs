@@ -86,6 +86,11 @@ impl Master {
         (tid_offset(len) + 8).next_multiple_of(MASTER_ALIGN)
     }
 
+    /// Bytes from a master's start to the end of `len` bytes of row data.
+    pub(crate) const fn data_end(len: usize) -> usize {
+        MASTER_HEADER + len
+    }
+
     /// A zeroed master for `tid` with `len` bytes of row data.
     pub(crate) fn alloc(tid: crate::ids::TupleId, len: usize) -> *mut Master {
         let len32 = u32::try_from(len)
