@@ -2113,3 +2113,60 @@ fn a_loop_over_a_key_array_warms_the_elements_its_iterations_read() {
     }
     assert!(max < 40, "the last case must pass PREFETCH_MAX");
 }
+
+/// In-place and `siro` storage: a tuple's master lies where `Table::master_addr` computes
+/// it from the tuple id (what `Transaction::prefetch` asks for), across a slab boundary,
+/// and is the one its versions name; a tuple id in a slab never allocated has none. Fails
+/// if the prefetch's address and the master a version uses part ways.
+#[test]
+fn a_masters_address_follows_from_its_tuple_id_across_slabs() {
+    use crate::storage::TupleId;
+    for storage in [
+        VersionStorage::TimeTravel,
+        VersionStorage::Delta,
+        VersionStorage::Siro,
+    ] {
+        let gc = match storage {
+            VersionStorage::Siro => crate::GcPolicy::DeadZone,
+            _ => crate::GcPolicy::Txn,
+        };
+        let db = Database::open(Config::new().version_storage(storage).gc(gc)).unwrap();
+        let t = db
+            .create_table(
+                TableSchema::new("t")
+                    .column("k", ColumnType::Int)
+                    .column("v", ColumnType::Int)
+                    .primary_key(&["k"]),
+            )
+            .unwrap();
+        let n = 5_000i64;
+        db.run(|tx| (0..n).try_for_each(|k| tx.insert(&t, &(k, k * 10))))
+            .unwrap();
+        let guard = crossbeam_epoch::pin();
+        let mut rows = 0;
+        for tid in t.tids() {
+            let head = t
+                .entry(tid)
+                .unwrap()
+                .load(std::sync::atomic::Ordering::Acquire);
+            // SAFETY: pinned; the table's newest versions live while we are. (Tuple ids
+            // reserved by the slot and not used have no chain.)
+            let Some(v) = (unsafe { head.as_ref() }) else {
+                continue;
+            };
+            rows += 1;
+            let m = t.master(tid).unwrap() as *const crate::version::master::Master;
+            assert_eq!(v.master() as *const _, m, "{storage:?} {tid:?}");
+            assert_eq!(
+                t.master_addr(tid),
+                Some(m as *const u8),
+                "{storage:?} {tid:?}"
+            );
+        }
+        drop(guard);
+        assert_eq!(rows, n, "{storage:?}");
+        assert_eq!(t.master_addr(TupleId::new(1 << 24)), None, "{storage:?}");
+        let row = db.run(|tx| tx.get(&t, &4_500i64)).unwrap().unwrap();
+        assert_eq!(row.get(1), Some(&Value::Int(45_000)), "{storage:?}");
+    }
+}
