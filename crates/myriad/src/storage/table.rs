@@ -305,7 +305,24 @@ impl Table {
 
     /// Allocates (if need be) the segment holding `tid`'s entry; `None` past the directory.
     fn segment_for(&self, tid: TupleId) -> Option<()> {
-        make_segment(&self.directory, tid.get())
+        let dir = self.directory.get((tid.get() >> SEG_BITS) as usize)?;
+        if dir.load(Ordering::Acquire).is_null() {
+            let fresh: Box<Segment> = (0..SEG_LEN)
+                .map(|_| AtomicPtr::new(ptr::null_mut()))
+                .collect::<Vec<_>>()
+                .into_boxed_slice()
+                .try_into()
+                .unwrap_or_else(|_| panic!("segment length invariant"));
+            let raw = Box::into_raw(fresh);
+            if dir
+                .compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                // SAFETY: raw was never published.
+                drop(unsafe { Box::from_raw(raw) });
+            }
+        }
+        Some(())
     }
 
     /// The entry of `tid`, its segment allocated if need be (PLR puts rows back at their old
@@ -333,7 +350,7 @@ impl Table {
     /// The indirection entry of `tid`, or `None` if its segment was never allocated.
     #[inline]
     pub(crate) fn entry(&self, tid: TupleId) -> Option<&AtomicPtr<Version>> {
-        word_of(&self.directory, tid.get())
+        word_of(&self.directory, tid)
     }
 }
 
@@ -345,39 +362,18 @@ fn master_len_of(rows: Rows, row_size: usize) -> usize {
     }
 }
 
-/// Allocates (if need be) the segment of a two-level directory that holds word `i`; `None`
-/// past the directory.
-fn make_segment<T>(dir: &[AtomicPtr<[AtomicPtr<T>; SEG_LEN]>], i: u64) -> Option<()> {
-    let dir = dir.get((i >> SEG_BITS) as usize)?;
-    if dir.load(Ordering::Acquire).is_null() {
-        let fresh: Box<[AtomicPtr<T>; SEG_LEN]> = (0..SEG_LEN)
-            .map(|_| AtomicPtr::new(ptr::null_mut()))
-            .collect::<Vec<_>>()
-            .into_boxed_slice()
-            .try_into()
-            .unwrap_or_else(|_| panic!("segment length invariant"));
-        let raw = Box::into_raw(fresh);
-        if dir
-            .compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            // SAFETY: raw was never published.
-            drop(unsafe { Box::from_raw(raw) });
-        }
-    }
-    Some(())
-}
-
-/// Word `i` of a two-level directory of segments (the indirection entries by tuple id, the
-/// masters' slabs by slab id), or `None` if its segment was never allocated.
+/// `tid`'s word in a two-level directory of segments (the indirection entries, the
+/// masters), or `None` if its segment was never allocated.
 #[inline]
-fn word_of<T>(dir: &[AtomicPtr<[AtomicPtr<T>; SEG_LEN]>], i: u64) -> Option<&AtomicPtr<T>> {
-    let seg = dir.get((i >> SEG_BITS) as usize)?.load(Ordering::Acquire);
+fn word_of<T>(dir: &[AtomicPtr<[AtomicPtr<T>; SEG_LEN]>], tid: TupleId) -> Option<&AtomicPtr<T>> {
+    let seg = dir
+        .get((tid.get() >> SEG_BITS) as usize)?
+        .load(Ordering::Acquire);
     if seg.is_null() {
         return None;
     }
     // SAFETY: published segments live until the table is dropped.
-    Some(unsafe { &(*seg)[(i as usize) & (SEG_LEN - 1)] })
+    Some(unsafe { &(*seg)[(tid.get() as usize) & (SEG_LEN - 1)] })
 }
 
 // Version allocation and row access, the one place that knows where each store keeps rows:
@@ -398,7 +394,8 @@ impl Table {
     /// when the slab was never allocated (or under other storage).
     #[inline]
     pub(crate) fn master_addr(&self, tid: TupleId) -> Option<*const u8> {
-        let slab = word_of(&self.masters, tid.get() >> SLAB_BITS)?.load(Ordering::Acquire);
+        let slab =
+            word_of(&self.masters, TupleId::new(tid.get() >> SLAB_BITS))?.load(Ordering::Acquire);
         (!slab.is_null()).then(|| slab.wrapping_add(self.master_offset(tid)) as *const u8)
     }
 
@@ -417,10 +414,35 @@ impl Table {
 
     /// `master`, and whether this call made it.
     fn master_fresh(&self, tid: TupleId) -> Option<(&Master, bool)> {
-        // The slab's word in the masters' directory (slab `tid >> SLAB_BITS`).
+        // The slab's word in the two-level directory: slab `tid >> SLAB_BITS`, found as
+        // `word_of` finds an entry (segments of SEG_LEN slab pointers).
         let slab_id = tid.get() >> SLAB_BITS;
-        make_segment(&self.masters, slab_id)?;
-        let word = word_of(&self.masters, slab_id)?;
+        let dir = self.masters.get((slab_id >> SEG_BITS) as usize)?;
+        let mut seg = dir.load(Ordering::Acquire);
+        if seg.is_null() {
+            let fresh: Box<MasterSegment> = (0..SEG_LEN)
+                .map(|_| AtomicPtr::new(ptr::null_mut()))
+                .collect::<Vec<_>>()
+                .into_boxed_slice()
+                .try_into()
+                .unwrap_or_else(|_| panic!("segment length invariant"));
+            let raw = Box::into_raw(fresh);
+            seg = match dir.compare_exchange(
+                ptr::null_mut(),
+                raw,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => raw,
+                Err(cur) => {
+                    // SAFETY: raw was never published.
+                    drop(unsafe { Box::from_raw(raw) });
+                    cur
+                }
+            };
+        }
+        // SAFETY: published segments live until the table is dropped.
+        let word = unsafe { &(*seg)[(slab_id as usize) & (SEG_LEN - 1)] };
         let mut slab = word.load(Ordering::Acquire);
         if slab.is_null() {
             let fresh = Master::alloc_slab(self.master_len(), SLAB_LEN);

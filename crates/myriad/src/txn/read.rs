@@ -935,8 +935,8 @@ impl<'db> Transaction<'db> {
         // In-place and `siro` storage: each tuple's master, whose address is computed from
         // its tuple id (`Table::master_addr`), in this same stage: every line of the row
         // data (under `siro` both slots: a read copies one, an update writes the other),
-        // into L2 as the versions' lines below. (Reached through the head's header, the
-        // master would be two dependent misses later.)
+        // into L2 as the versions' lines below. (Through the head's header it was two
+        // dependent misses later.)
         if t.rows_copied() {
             let span = t.master_span();
             for &tid in &pf.tids {
@@ -972,7 +972,7 @@ impl<'db> Transaction<'db> {
         // newest owns, which the writer first tests against the dead zones (its header),
         // found through the headers just prefetched (the first of these loads waits for its
         // header; the others' are on their way by then).
-        if t.siro.is_some() {
+        if t.rows_copied() {
             for &v in &pf.heads {
                 // SAFETY: pinned; a chain's newest version lives while we are.
                 let v = unsafe { &*(v as *const Version) };
