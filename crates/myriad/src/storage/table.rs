@@ -37,15 +37,7 @@ const SEG_LEN: usize = 1 << SEG_BITS;
 const DIR_LEN: usize = 1 << 16;
 
 type Segment = [AtomicPtr<Version>; SEG_LEN];
-/// A segment of the masters' directory: pointers to slabs of `SLAB_LEN` masters.
-type MasterSegment = [AtomicPtr<u8>; SEG_LEN];
-/// Masters are allocated in slabs of `SLAB_LEN` consecutive tuple ids, so a tuple's master
-/// is at a computed offset in its slab (no per-tuple pointer to load: `master_addr`). 1,024
-/// a slab: 256 KiB for YCSB's `siro` masters, the least a small table holds. 4,096 a slab
-/// measured the same within noise (YCSB update-intensive θ 0.9, one thread, ÷ per-tuple
-/// masters: `time-travel` 1.052 against 1.062, `siro` 0.988 against 1.003).
-const SLAB_BITS: u32 = 10;
-const SLAB_LEN: usize = 1 << SLAB_BITS;
+type MasterSegment = [AtomicPtr<Master>; SEG_LEN];
 
 /// `Table::heal_rank` of a table no registered procedure accesses: after every ranked one.
 pub(crate) const UNRANKED: u16 = u16::MAX;
@@ -94,14 +86,10 @@ pub struct Table {
     pub(crate) physical: bool,
     /// GC `vacuum`: one dirty bit per block of tuple ids (`gc/vacuum.rs`); empty otherwise.
     pub(crate) dirty: Box<[AtomicU64]>,
-    /// In-place stores (`time-travel`, `delta`, `siro`; `version/master.rs`): versions carry
-    /// no row, each tuple's newest row (under `siro` its two newest) is in its master, and
-    /// rows are read through `row`. Masters lie in zeroed slabs of `SLAB_LEN` consecutive
-    /// tuple ids, `master_size` bytes apart, each made on its tuple's first version; the slab
-    /// pointers are segmented like the indirection array (empty under other stores).
+    /// In-place stores (`time-travel`, `delta`; `version/master.rs`): versions carry no
+    /// row, each tuple's newest row is in its master (segmented like the indirection array
+    /// and allocated with it; empty under other stores), and rows are read through `row`.
     masters: Box<[AtomicPtr<MasterSegment>]>,
-    /// `Master::size` of this table's masters (0 under other stores).
-    master_size: usize,
     /// Offset and width of every column (what a delta's before-images are cut along).
     pub(crate) columns: Box<[(usize, usize)]>,
     /// Version storage `siro`: the database's segment pool and published zones
@@ -168,15 +156,9 @@ impl Table {
         };
         // In-place versions carry the master and image words after the protocol's.
         let version_ext = version_ext + if in_place { 2 } else { 0 };
-        // Slab ids run to (DIR_LEN * SEG_LEN) >> SLAB_BITS, SEG_LEN of them per segment.
-        let masters = (0..if in_place { DIR_LEN >> SLAB_BITS } else { 0 })
+        let masters = (0..if in_place { DIR_LEN } else { 0 })
             .map(|_| AtomicPtr::new(ptr::null_mut()))
             .collect();
-        let master_size = if in_place {
-            Master::size(master_len_of(store.rows(), schema.row_size))
-        } else {
-            0
-        };
         let columns = schema
             .columns
             .iter()
@@ -233,7 +215,6 @@ impl Table {
             physical,
             dirty: dirty_bitmap(vacuums, (DIR_LEN * SEG_LEN) as u64),
             masters,
-            master_size,
             columns,
             siro,
             ni,
@@ -242,7 +223,10 @@ impl Table {
 
     /// Bytes of row data in a master: two slots under `siro`, one row otherwise.
     fn master_len(&self) -> usize {
-        master_len_of(self.store.rows(), self.schema.row_size)
+        match self.store.rows() {
+            Rows::Siro => 2 * self.schema.row_size,
+            Rows::InPlace(_) | Rows::Inline => self.schema.row_size,
+        }
     }
 
     /// GC `vacuum`: marks the block of `tid` dirty (a committed transaction gave it a new
@@ -354,14 +338,6 @@ impl Table {
     }
 }
 
-/// Bytes of row data in a master of rows of `row_size` bytes under store rows `rows`.
-fn master_len_of(rows: Rows, row_size: usize) -> usize {
-    match rows {
-        Rows::Siro => 2 * row_size,
-        Rows::InPlace(_) | Rows::Inline => row_size,
-    }
-}
-
 /// `tid`'s word in a two-level directory of segments (the indirection entries, the
 /// masters), or `None` if its segment was never allocated.
 #[inline]
@@ -387,22 +363,13 @@ impl Table {
         self.master_fresh(tid).map(|(m, _)| m)
     }
 
-    /// Where `tid`'s master is (in-place and `siro` storage) if its slab exists, made or not
-    /// (zeroed): computed from the tuple id, without a load that can miss (the slab
-    /// pointers, 64 per 65,536 tuples, stay in cache). For `Transaction::prefetch`, which
-    /// asks for the master's lines in the same stage as the indirection entry's. `None`
-    /// when the slab was never allocated (or under other storage).
+    /// The word holding `tid`'s master pointer (in-place and `siro` storage), without
+    /// allocating anything: for `Transaction::prefetch`, which finds the master this way in
+    /// the same stage as the chain's head (not through the head's header, a miss later).
+    /// `None` when the tuple's directory segment does not exist (or under other storage).
     #[inline]
-    pub(crate) fn master_addr(&self, tid: TupleId) -> Option<*const u8> {
-        let slab =
-            word_of(&self.masters, TupleId::new(tid.get() >> SLAB_BITS))?.load(Ordering::Acquire);
-        (!slab.is_null()).then(|| slab.wrapping_add(self.master_offset(tid)) as *const u8)
-    }
-
-    /// Offset of `tid`'s master in its slab.
-    #[inline]
-    fn master_offset(&self, tid: TupleId) -> usize {
-        (tid.get() as usize & (SLAB_LEN - 1)) * self.master_size
+    pub(crate) fn master_word(&self, tid: TupleId) -> Option<&AtomicPtr<Master>> {
+        word_of(&self.masters, tid)
     }
 
     /// Bytes from a master's start to the end of its row data (both `siro` slots): the lines
@@ -412,12 +379,9 @@ impl Table {
         Master::data_end(self.master_len())
     }
 
-    /// `master`, and whether this call made it.
+    /// `master`, and whether this call allocated it.
     fn master_fresh(&self, tid: TupleId) -> Option<(&Master, bool)> {
-        // The slab's word in the two-level directory: slab `tid >> SLAB_BITS`, found as
-        // `word_of` finds an entry (segments of SEG_LEN slab pointers).
-        let slab_id = tid.get() >> SLAB_BITS;
-        let dir = self.masters.get((slab_id >> SEG_BITS) as usize)?;
+        let dir = self.masters.get((tid.get() >> SEG_BITS) as usize)?;
         let mut seg = dir.load(Ordering::Acquire);
         if seg.is_null() {
             let fresh: Box<MasterSegment> = (0..SEG_LEN)
@@ -442,30 +406,29 @@ impl Table {
             };
         }
         // SAFETY: published segments live until the table is dropped.
-        let word = unsafe { &(*seg)[(slab_id as usize) & (SEG_LEN - 1)] };
-        let mut slab = word.load(Ordering::Acquire);
-        if slab.is_null() {
-            let fresh = Master::alloc_slab(self.master_len(), SLAB_LEN);
-            slab = match word.compare_exchange(
+        let slot = unsafe { &(*seg)[(tid.get() as usize) & (SEG_LEN - 1)] };
+        let mut m = slot.load(Ordering::Acquire);
+        let mut made = false;
+        if m.is_null() {
+            let fresh = Master::alloc(tid, self.master_len());
+            m = match slot.compare_exchange(
                 ptr::null_mut(),
                 fresh,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => fresh,
+                Ok(_) => {
+                    made = true;
+                    fresh
+                }
                 Err(cur) => {
                     // SAFETY: never published.
-                    unsafe { Master::free_slab(fresh, self.master_len(), SLAB_LEN) };
+                    unsafe { Master::free(fresh) };
                     cur
                 }
             };
         }
-        let m = slab.wrapping_add(self.master_offset(tid)) as *mut Master;
-        // SAFETY: a zeroed block of `Master::size(master_len)` bytes, 64-aligned (slabs
-        // are, and sizes are whole lines), in a slab that lives until the table is dropped;
-        // every caller for `tid` passes the same tuple id and length.
-        let made = unsafe { Master::init_in_slab(m, tid, self.master_len()) };
-        // SAFETY: as above; made now.
+        // SAFETY: masters live until the table is dropped.
         Some((unsafe { &*m }, made))
     }
 
@@ -896,10 +859,6 @@ impl Table {
             let prev = to.swap(seg, Ordering::AcqRel);
             debug_assert!(prev.is_null(), "take_rows into a table with rows");
         }
-        debug_assert_eq!(
-            self.master_size, from.master_size,
-            "take_rows across layouts"
-        );
         for (to, fr) in self.masters.iter().zip(from.masters.iter()) {
             let seg = fr.swap(ptr::null_mut(), Ordering::AcqRel);
             let prev = to.swap(seg, Ordering::AcqRel);
@@ -1181,12 +1140,12 @@ impl Drop for Table {
                 continue;
             }
             // SAFETY: exclusive access during drop; every version that named a master is
-            // freed above (masters hold nothing to drop).
+            // freed above.
             unsafe {
-                for slab in (*seg).iter() {
-                    let slab = slab.load(Ordering::Acquire);
-                    if !slab.is_null() {
-                        Master::free_slab(slab, self.master_len(), SLAB_LEN);
+                for m in (*seg).iter() {
+                    let m = m.load(Ordering::Acquire);
+                    if !m.is_null() {
+                        Master::free(m);
                     }
                 }
                 drop(Box::from_raw(seg));

@@ -264,6 +264,9 @@ pub(crate) struct Prefetched {
     /// `NO_TID` where the index had no entry.
     tids: Vec<TupleId>,
     heads: Vec<*const u8>,
+    /// In-place and `siro` storage: the tuples' masters, found through the masters'
+    /// directory in the same stage as `heads`.
+    masters: Vec<*const u8>,
     /// Where `tid_of` looks first: one past its last hit, then the last hit itself
     /// (operations usually follow the prefetch order, reading a row and then updating it,
     /// so the search is one or two comparisons instead of a scan).
@@ -283,6 +286,7 @@ impl Prefetched {
         self.hashes.clear();
         self.tids.clear();
         self.heads.clear();
+        self.masters.clear();
         self.cursor.set(0);
     }
 

@@ -927,22 +927,17 @@ impl<'db> Transaction<'db> {
             bump(&self.st.slot().stats.heal_cache_hits, hits);
             bump(&self.st.slot().stats.heal_index_lookups, lookups);
         }
+        // In-place and `siro` storage: each tuple's master pointer too (the masters'
+        // directory), so the masters' lines are asked for in the same stage as the versions'
+        // headers rather than after them (through a header's master word, a dependent miss).
+        let masters = t.rows_copied();
         for &tid in &pf.tids {
             if let Some(e) = t.entry(tid) {
                 prefetch_line(e as *const _ as *const u8);
             }
-        }
-        // In-place and `siro` storage: each tuple's master, whose address is computed from
-        // its tuple id (`Table::master_addr`), in this same stage: every line of the row
-        // data (under `siro` both slots: a read copies one, an update writes the other),
-        // into L2 as the versions' lines below. (Through the head's header it was two
-        // dependent misses later.)
-        if t.rows_copied() {
-            let span = t.master_span();
-            for &tid in &pf.tids {
-                if let Some(m) = t.master_addr(tid) {
-                    prefetch_line_l2(m);
-                    prefetch_rest_l2(m, span);
+            if masters {
+                if let Some(m) = t.master_word(tid) {
+                    prefetch_line(m as *const _ as *const u8);
                 }
             }
         }
@@ -951,6 +946,14 @@ impl<'db> Transaction<'db> {
                 let v = e.load(Ordering::Acquire) as *const u8;
                 if !v.is_null() {
                     pf.heads.push(v);
+                }
+            }
+            if masters {
+                if let Some(m) = t.master_word(tid) {
+                    let m = m.load(Ordering::Acquire) as *const u8;
+                    if !m.is_null() {
+                        pf.masters.push(m);
+                    }
                 }
             }
         }
@@ -967,6 +970,13 @@ impl<'db> Transaction<'db> {
         }
         for &v in &pf.heads {
             prefetch_rest_l2(v, size);
+        }
+        // In-place and `siro` storage: the masters, every line of the row data (under
+        // `siro` both slots: a read copies one, an update writes the other).
+        let span = t.master_span();
+        for &m in &pf.masters {
+            prefetch_line_l2(m);
+            prefetch_rest_l2(m, span);
         }
         // `siro`: a fourth stage. An update's row goes into the slot the version below the
         // newest owns, which the writer first tests against the dead zones (its header),

@@ -31,7 +31,7 @@
 
 use std::alloc::Layout;
 use std::ptr;
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 
 use super::Version;
 
@@ -55,16 +55,8 @@ pub(crate) struct Master {
     seq: AtomicU64,
     /// Bytes of row data.
     len: u32,
-    /// `FRESH` (zeroed slab memory, `init_in_slab` not called yet), `MAKING` or `READY`.
-    state: AtomicU32,
+    _pad: u32,
 }
-
-/// `Master::state`: zeroed memory no one has made a master of yet.
-const FRESH: u32 = 0;
-/// `Master::state`: `init_in_slab` is writing the header.
-const MAKING: u32 = 1;
-/// `Master::state`: a master.
-const READY: u32 = 2;
 
 const MASTER_HEADER: usize = std::mem::size_of::<Master>();
 
@@ -83,6 +75,10 @@ fn layout(size: usize, align: usize) -> Layout {
     }
 }
 
+fn master_layout(len: usize) -> Layout {
+    layout(Master::size(len), MASTER_ALIGN)
+}
+
 impl Master {
     /// Bytes a master with `len` bytes of row data occupies (header, row, tuple id, rounded
     /// up to whole cache lines).
@@ -95,75 +91,36 @@ impl Master {
         MASTER_HEADER + len
     }
 
-    /// A master for `tid` with `len` bytes of row data, alone in a slab of one (tests;
-    /// tables allocate slabs).
-    #[cfg(test)]
+    /// A zeroed master for `tid` with `len` bytes of row data.
     pub(crate) fn alloc(tid: crate::ids::TupleId, len: usize) -> *mut Master {
-        let m = Self::alloc_slab(len, 1) as *mut Master;
-        // SAFETY: a fresh zeroed slab of one block.
-        unsafe { Self::init_in_slab(m, tid, len) };
-        m
-    }
-
-    /// A zeroed slab of `n` master blocks for rows of `len` bytes, `size(len)` apart, not
-    /// made yet (`init_in_slab` makes each one on first use).
-    pub(crate) fn alloc_slab(len: usize, n: usize) -> *mut u8 {
-        let l = layout(n * Master::size(len), MASTER_ALIGN);
-        // SAFETY: non-zero size.
-        let p = unsafe { std::alloc::alloc_zeroed(l) };
+        let len32 = u32::try_from(len)
+            .unwrap_or_else(|_| panic!("a {len}-byte row does not fit a master block"));
+        let l = master_layout(len);
+        // SAFETY: non-zero size (the header).
+        let p = unsafe { std::alloc::alloc_zeroed(l) } as *mut Master;
         if p.is_null() {
             std::alloc::handle_alloc_error(l);
+        }
+        // SAFETY: fresh block of the right layout; the tuple id's word is inside it.
+        unsafe {
+            ptr::write(
+                p,
+                Master {
+                    seq: AtomicU64::new(0),
+                    len: len32,
+                    _pad: 0,
+                },
+            );
+            ptr::write((p as *mut u8).add(tid_offset(len)) as *mut u64, tid.get());
         }
         p
     }
 
     /// # Safety
-    /// `p` came from `alloc_slab(len, n)` and no master in it is used any more.
-    pub(crate) unsafe fn free_slab(p: *mut u8, len: usize, n: usize) {
-        std::alloc::dealloc(p, layout(n * Master::size(len), MASTER_ALIGN));
-    }
-
-    /// Makes the zeroed block at `m` (in a slab of `Table`'s, `size(len)` bytes) the master of `tid`,
-    /// unless it is one already; true if this call made it. A caller that finds another
-    /// making it waits until it is made, so every caller returns with a master.
-    ///
-    /// # Safety
-    /// `m` is a block of `size(len)` bytes, 64-aligned, zeroed when allocated, in memory
-    /// that outlives every use of the master; every caller passes the same `tid` and `len`.
-    pub(crate) unsafe fn init_in_slab(
-        m: *mut Master,
-        tid: crate::ids::TupleId,
-        len: usize,
-    ) -> bool {
-        let len32 = u32::try_from(len)
-            .unwrap_or_else(|_| panic!("a {len}-byte row does not fit a master block"));
-        let state = &(*m).state;
-        if state.load(Ordering::Acquire) == READY {
-            return false;
-        }
-        match state.compare_exchange(FRESH, MAKING, Ordering::Acquire, Ordering::Acquire) {
-            Ok(_) => {
-                ptr::addr_of_mut!((*m).len).write(len32);
-                ptr::write((m as *mut u8).add(tid_offset(len)) as *mut u64, tid.get());
-                state.store(READY, Ordering::Release);
-                true
-            }
-            Err(_) => {
-                // A tuple's first version is made by its one inserter, so this is rare.
-                while state.load(Ordering::Acquire) != READY {
-                    std::hint::spin_loop();
-                }
-                false
-            }
-        }
-    }
-
-    /// # Safety
     /// `m` came from `alloc` and is unreachable.
-    #[cfg(test)]
     pub(crate) unsafe fn free(m: *mut Master) {
         let len = (*m).len as usize;
-        Self::free_slab(m as *mut u8, len, 1);
+        std::alloc::dealloc(m as *mut u8, master_layout(len));
     }
 
     /// The tuple id (a delta read finds the chain's newest version through it).
@@ -557,40 +514,5 @@ mod tests {
         assert_eq!(last / 64 - base / 64 + 1, 3);
         // SAFETY: unreachable; came from `alloc`.
         unsafe { Master::free(m) };
-    }
-
-    /// Masters of a slab are made on first use, once: of threads racing to make one block,
-    /// exactly one makes it, and every one returns with its length and tuple id in place;
-    /// blocks are `size` apart and each starts a line.
-    #[test]
-    fn a_slab_block_is_made_once_by_racing_callers() {
-        const N: usize = 64;
-        let len = 2 * 88;
-        for round in 0..20u64 {
-            let slab = Master::alloc_slab(len, N) as usize;
-            let made = std::sync::atomic::AtomicUsize::new(0);
-            std::thread::scope(|s| {
-                for _ in 0..4 {
-                    s.spawn(|| {
-                        for i in 0..N {
-                            let m = (slab + i * Master::size(len)) as *mut Master;
-                            assert_eq!(m as usize % 64, 0);
-                            let tid = TupleId::new(round * 1000 + i as u64);
-                            // SAFETY: a zeroed block of the slab; same tid and len everywhere.
-                            if unsafe { Master::init_in_slab(m, tid, len) } {
-                                made.fetch_add(1, Ordering::Relaxed);
-                            }
-                            // SAFETY: made now.
-                            let r = unsafe { &*m };
-                            assert_eq!(r.owned().len(), len);
-                            assert_eq!(r.tid(), tid);
-                        }
-                    });
-                }
-            });
-            assert_eq!(made.load(Ordering::Relaxed), N, "round {round}");
-            // SAFETY: no master of it is used any more.
-            unsafe { Master::free_slab(slab as *mut u8, len, N) };
-        }
     }
 }
