@@ -289,24 +289,7 @@ impl Table {
 
     /// Allocates (if need be) the segment holding `tid`'s entry; `None` past the directory.
     fn segment_for(&self, tid: TupleId) -> Option<()> {
-        let dir = self.directory.get((tid.get() >> SEG_BITS) as usize)?;
-        if dir.load(Ordering::Acquire).is_null() {
-            let fresh: Box<Segment> = (0..SEG_LEN)
-                .map(|_| AtomicPtr::new(ptr::null_mut()))
-                .collect::<Vec<_>>()
-                .into_boxed_slice()
-                .try_into()
-                .unwrap_or_else(|_| panic!("segment length invariant"));
-            let raw = Box::into_raw(fresh);
-            if dir
-                .compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-            {
-                // SAFETY: raw was never published.
-                drop(unsafe { Box::from_raw(raw) });
-            }
-        }
-        Some(())
+        make_segment(&self.directory, tid)
     }
 
     /// The entry of `tid`, its segment allocated if need be (PLR puts rows back at their old
@@ -336,6 +319,29 @@ impl Table {
     pub(crate) fn entry(&self, tid: TupleId) -> Option<&AtomicPtr<Version>> {
         word_of(&self.directory, tid)
     }
+}
+
+/// Allocates (if need be) the segment of a two-level directory (the indirection entries,
+/// the masters) that holds `tid`'s word; `None` past the directory.
+fn make_segment<T>(dir: &[AtomicPtr<[AtomicPtr<T>; SEG_LEN]>], tid: TupleId) -> Option<()> {
+    let dir = dir.get((tid.get() >> SEG_BITS) as usize)?;
+    if dir.load(Ordering::Acquire).is_null() {
+        let fresh: Box<[AtomicPtr<T>; SEG_LEN]> = (0..SEG_LEN)
+            .map(|_| AtomicPtr::new(ptr::null_mut()))
+            .collect::<Vec<_>>()
+            .into_boxed_slice()
+            .try_into()
+            .unwrap_or_else(|_| panic!("segment length invariant"));
+        let raw = Box::into_raw(fresh);
+        if dir
+            .compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: raw was never published.
+            drop(unsafe { Box::from_raw(raw) });
+        }
+    }
+    Some(())
 }
 
 /// `tid`'s word in a two-level directory of segments (the indirection entries, the
@@ -381,32 +387,8 @@ impl Table {
 
     /// `master`, and whether this call allocated it.
     fn master_fresh(&self, tid: TupleId) -> Option<(&Master, bool)> {
-        let dir = self.masters.get((tid.get() >> SEG_BITS) as usize)?;
-        let mut seg = dir.load(Ordering::Acquire);
-        if seg.is_null() {
-            let fresh: Box<MasterSegment> = (0..SEG_LEN)
-                .map(|_| AtomicPtr::new(ptr::null_mut()))
-                .collect::<Vec<_>>()
-                .into_boxed_slice()
-                .try_into()
-                .unwrap_or_else(|_| panic!("segment length invariant"));
-            let raw = Box::into_raw(fresh);
-            seg = match dir.compare_exchange(
-                ptr::null_mut(),
-                raw,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => raw,
-                Err(cur) => {
-                    // SAFETY: raw was never published.
-                    drop(unsafe { Box::from_raw(raw) });
-                    cur
-                }
-            };
-        }
-        // SAFETY: published segments live until the table is dropped.
-        let slot = unsafe { &(*seg)[(tid.get() as usize) & (SEG_LEN - 1)] };
+        make_segment(&self.masters, tid)?;
+        let slot = word_of(&self.masters, tid)?;
         let mut m = slot.load(Ordering::Acquire);
         let mut made = false;
         if m.is_null() {

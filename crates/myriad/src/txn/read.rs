@@ -982,7 +982,7 @@ impl<'db> Transaction<'db> {
         // newest owns, which the writer first tests against the dead zones (its header),
         // found through the headers just prefetched (the first of these loads waits for its
         // header; the others' are on their way by then).
-        if t.rows_copied() {
+        if t.siro.is_some() {
             for &v in &pf.heads {
                 // SAFETY: pinned; a chain's newest version lives while we are.
                 let v = unsafe { &*(v as *const Version) };

@@ -2113,3 +2113,67 @@ fn a_loop_over_a_key_array_warms_the_elements_its_iterations_read() {
     }
     assert!(max < 40, "the last case must pass PREFETCH_MAX");
 }
+
+/// In-place and `siro` storage: the master `Transaction::prefetch` finds through the
+/// masters' directory (`Table::master_word`) is the one each tuple's newest version names,
+/// for every row (a third of them updated once), and a tuple id past the directory has no
+/// word. Fails if the prefetch's master and the master a read copies from part ways.
+#[test]
+fn the_prefetchs_master_is_the_one_the_versions_name() {
+    use crate::storage::TupleId;
+    for storage in [
+        VersionStorage::TimeTravel,
+        VersionStorage::Delta,
+        VersionStorage::Siro,
+    ] {
+        let gc = match storage {
+            VersionStorage::Siro => crate::GcPolicy::DeadZone,
+            _ => crate::GcPolicy::Txn,
+        };
+        let db = Database::open(Config::new().version_storage(storage).gc(gc)).unwrap();
+        let t = db
+            .create_table(
+                TableSchema::new("t")
+                    .column("k", ColumnType::Int)
+                    .column("v", ColumnType::Int)
+                    .primary_key(&["k"]),
+            )
+            .unwrap();
+        let n = 2_000i64;
+        db.run(|tx| (0..n).try_for_each(|k| tx.insert(&t, &(k, k * 10))))
+            .unwrap();
+        db.run(|tx| {
+            (0..n)
+                .step_by(3)
+                .try_for_each(|k| tx.update(&t, &k, &[(1, -k)]))
+        })
+        .unwrap();
+        let guard = crossbeam_epoch::pin();
+        let mut rows = 0;
+        for tid in t.tids() {
+            let head = t
+                .entry(tid)
+                .unwrap()
+                .load(std::sync::atomic::Ordering::Acquire);
+            // SAFETY: pinned; the table's newest versions live while we are. (Tuple ids
+            // reserved by the slot and not used have no chain.)
+            let Some(v) = (unsafe { head.as_ref() }) else {
+                continue;
+            };
+            rows += 1;
+            let m = t
+                .master_word(tid)
+                .unwrap()
+                .load(std::sync::atomic::Ordering::Acquire);
+            assert_eq!(v.master() as *const _, m as *const _, "{storage:?} {tid:?}");
+        }
+        drop(guard);
+        assert_eq!(rows, n, "{storage:?}");
+        assert!(
+            t.master_word(TupleId::new(1 << 40)).is_none(),
+            "{storage:?}"
+        );
+        let row = db.run(|tx| tx.get(&t, &3i64)).unwrap().unwrap();
+        assert_eq!(row.get(1), Some(&Value::Int(-3)), "{storage:?}");
+    }
+}
