@@ -54,6 +54,46 @@ pub(crate) enum KeyPlan {
 /// correctness.
 pub(crate) type FootKey = (usize, Option<u64>);
 
+impl KeyPlan {
+    /// Whether `self` and `o` give the same footprint in every frame (their expressions
+    /// differ at most in source positions).
+    fn same(&self, o: &KeyPlan) -> bool {
+        let same_e = |a: &[(usize, E)], b: &[(usize, E)]| {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.0 == y.0 && x.1.same(&y.1))
+        };
+        match (self, o) {
+            (KeyPlan::Whole(a), KeyPlan::Whole(b)) => std::sync::Arc::ptr_eq(a, b),
+            (
+                KeyPlan::Keys {
+                    table: t1,
+                    pre: p1,
+                    loops: l1,
+                    key: k1,
+                    ints: i1,
+                },
+                KeyPlan::Keys {
+                    table: t2,
+                    pre: p2,
+                    loops: l2,
+                    key: k2,
+                    ints: i2,
+                },
+            ) => {
+                std::sync::Arc::ptr_eq(t1, t2)
+                    && i1 == i2
+                    && same_e(p1, p2)
+                    && same_e(k1, k2)
+                    && l1.len() == l2.len()
+                    && l1
+                        .iter()
+                        .zip(l2)
+                        .all(|(a, b)| a.0 == b.0 && a.1.same(&b.1) && a.2.same(&b.2))
+            }
+            _ => false,
+        }
+    }
+}
+
 fn table_id(t: &TableRef) -> usize {
     std::sync::Arc::as_ptr(t) as usize
 }
@@ -164,7 +204,6 @@ pub(crate) fn key_plans(
         Some((pre, loops))
     };
     let mut out = Vec::new();
-    let mut seen: Vec<String> = Vec::new();
     for &x in &slice.ops {
         let Some((st, _)) = stmts(x) else {
             continue;
@@ -224,23 +263,12 @@ pub(crate) fn key_plans(
                 _ => None,
             };
             let plan = plan.unwrap_or_else(|| KeyPlan::Whole(table.clone()));
-            // The arms of an IF often repeat one access (TPC-C's ten stock reads): one plan
-            // each is enough.
-            let sig = match &plan {
-                KeyPlan::Whole(t) => format!("{:p}", std::sync::Arc::as_ptr(t)),
-                KeyPlan::Keys {
-                    table,
-                    pre,
-                    loops,
-                    key,
-                    ..
-                } => format!(
-                    "{:p} {pre:?} {loops:?} {key:?}",
-                    std::sync::Arc::as_ptr(table)
-                ),
-            };
-            if !seen.contains(&sig) {
-                seen.push(sig);
+            // The arms of an IF often repeat one access (TPC-C's ten stock reads and the
+            // UPDATE after them): one plan each is enough. Compared by what the plans
+            // compute, not how they print: their expressions carry source positions, so a
+            // printed signature told the eleven stock plans apart and each New-Order's
+            // stock keys were enumerated eleven times.
+            if !out.iter().any(|p: &KeyPlan| p.same(&plan)) {
                 out.push(plan);
             }
         }

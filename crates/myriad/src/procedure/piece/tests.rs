@@ -365,3 +365,35 @@ END $$;
         }
     }
 }
+
+/// A slice's plans are distinct: the arms of an `IF` that repeat one access (TPC-C
+/// New-Order's ten stock reads, and its stock UPDATE) give one plan, although their
+/// expressions sit at different source positions. Each repeat was a second enumeration of
+/// the same keys per piece.
+#[test]
+fn piece_plans_of_a_repeated_access_are_one() {
+    for sql in [TPCC, SMALLBANK] {
+        let (_db, planned) = plans(sql);
+        for s in &planned {
+            for (i, a) in s.keys.iter().enumerate() {
+                for b in &s.keys[..i] {
+                    assert!(!a.same(b), "a slice of {} plans one access twice", s.name);
+                }
+            }
+        }
+    }
+    let (_db, planned) = plans(TPCC);
+    let stock: Vec<usize> = planned
+        .iter()
+        .filter(|s| s.name == "new_order")
+        .map(|s| {
+            s.keys
+                .iter()
+                .filter(
+                    |k| matches!(k, KeyPlan::Keys { table, .. } if table.schema.name == "stock"),
+                )
+                .count()
+        })
+        .collect();
+    assert_eq!(stock, [0, 1], "New-Order's slices: stock plans");
+}
