@@ -110,18 +110,27 @@ fn main() -> ExitCode {
             pacman_mode,
             pacman_slicing,
             pacman_batch_epochs,
-        } => recover::recover(
-            &dir,
-            json.as_deref(),
-            recovery,
-            threads,
-            verify,
-            recover::Pacman {
-                mode: pacman_mode,
-                slicing: pacman_slicing,
-                batch_epochs: pacman_batch_epochs,
-            },
-        ),
+        } => {
+            // Recovery frees what it built per batch (PACMAN's pieces, footprints and
+            // queues) and builds the next batch's at once: returned to the OS, that memory
+            // came back as fresh pages the kernel zeroes (a 10 s TPC-C command log under
+            // PACMAN, one thread: 51,000 minor faults and 13 % of the time in page
+            // clearing; kept, 940 faults and 13 % less replay time). The process ends after
+            // recovery, so nothing is held longer than the run.
+            keep_freed_memory();
+            recover::recover(
+                &dir,
+                json.as_deref(),
+                recovery,
+                threads,
+                verify,
+                recover::Pacman {
+                    mode: pacman_mode,
+                    slicing: pacman_slicing,
+                    batch_epochs: pacman_batch_epochs,
+                },
+            )
+        }
         Command::Check {
             workload:
                 CheckWorkload::Tpcc {

@@ -135,6 +135,17 @@ pub(crate) fn recover(
         println!("  phases (ms)       checkpoint load (rows and indexes) {:.1}, log load {:.1}, replay {:.1}, checkpoint write {:.1}; total {:.1} (open {:.1})",
             ms(r.checkpoint_load), ms(r.log_load), ms(r.replay), ms(r.checkpoint_write), ms(r.total()), open_s * 1e3);
     }
+    // `main` turned the allocator's purging off for this command; say so, as a bench
+    // report's fidelity block does, since it changes what recovery's phases cost.
+    let keeps = !crate::purges_freed_memory();
+    println!(
+        "  memory            {}",
+        if keeps {
+            "freed memory kept by the allocator for reuse (no purging)"
+        } else {
+            "freed memory returned to the OS (purging)"
+        }
+    );
     if r.scheme == "pacman" {
         println!(
             "  pacman            mode {pacman_mode}, pieces by {slicing}, {batch_epochs} epochs \
@@ -182,6 +193,7 @@ pub(crate) fn recover(
             "pacman_mode": (r.scheme == "pacman").then(|| pacman_mode.to_string()),
             "pacman_slicing": (r.scheme == "pacman").then(|| slicing.to_string()),
             "pacman_batch_epochs": (r.scheme == "pacman").then_some(batch_epochs),
+            "allocator_keeps_freed_memory": keeps,
         });
         let text = serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
         if let Err(e) = std::fs::write(path, text) {

@@ -141,7 +141,14 @@ fn a_durable_run_recovers_with_every_row_and_the_log_reads_back() {
         "recover",
     );
     assert!(rec.contains("phases (ms)"), "{rec}");
+    // Recovery keeps what it frees for reuse (no fresh pages zeroed per PACMAN batch).
+    assert!(rec.contains("freed memory kept by the allocator"), "{rec}");
     let rv: Value = serde_json::from_str(&std::fs::read_to_string(&rj).unwrap()).unwrap();
+    assert_eq!(
+        rv["allocator_keeps_freed_memory"],
+        Value::Bool(true),
+        "{rv}"
+    );
     // Smallbank's three tables, 500 rows each; nothing is inserted or deleted by the run.
     // Plus the durable run's load marker (`myriad_bench_load`, one row).
     assert_eq!(rv["rows"].as_u64(), Some(1501), "{rv}");
