@@ -149,7 +149,7 @@ impl<'d> Replayer<'d> {
         let mut g = Get::new(call);
         let (def, p) = definition(self.definitions, &mut g)?;
         let f = self.frames[def as usize].get_or_insert_with(|| p.p.frame());
-        decode_args(p, &mut g, f)?;
+        decode_args(p, &mut g, f, u64::MAX)?;
         p.run_body(tx, f)
             .map(drop)
             .map_err(|e| replay_failed(p, &e))
@@ -214,21 +214,69 @@ pub(crate) fn decode_args_into(
 ) -> Result<()> {
     let mut g = Get::new(call);
     let (_, p) = definition(definitions, &mut g)?;
-    decode_args(p, &mut g, f)
+    decode_args(p, &mut g, f, u64::MAX)
 }
 
 /// `decode_args_into` for a call whose procedure is known to be `p` (`call_procedure` of
-/// the same record gave it): skips finding the definition again.
-pub(crate) fn decode_args_of(p: &Procedure, call: &[u8], f: &mut Frame) -> Result<()> {
+/// the same record gave it; it skips finding the definition again), and for the parameters
+/// whose bits `params` has (bit `i`: parameter `i`; parameters past 63 always): the others
+/// are read past, and their slots keep what they held. A PACMAN footprint reads a few
+/// parameters of its call (`piece::Fill::params`): Payment's four footprints each decoded,
+/// validated and allocated the customer's last name none of them reads.
+pub(crate) fn decode_some_args_of(
+    p: &Procedure,
+    call: &[u8],
+    f: &mut Frame,
+    params: u64,
+) -> Result<()> {
     let mut g = Get::new(call);
     g.u32()
         .ok_or_else(|| bad("a call record cut short".into()))?;
-    decode_args(p, &mut g, f)
+    decode_args(p, &mut g, f, params)
 }
 
-/// Decodes a call's arguments into the parameter slots of `f` (a frame of `p`). An integer
-/// array argument reuses the array the slot holds.
-fn decode_args(p: &Procedure, g: &mut Get<'_>, f: &mut Frame) -> Result<()> {
+/// Reads past one argument without keeping it (its text is not checked as UTF-8: the
+/// decode that keeps it does that).
+fn skip_arg(g: &mut Get<'_>) -> Option<()> {
+    let skip_value = |t: u8, g: &mut Get<'_>| -> Option<()> {
+        match t {
+            INT => {
+                g.varint()?;
+            }
+            FLOAT => {
+                g.u64()?;
+            }
+            STR | BYTES => {
+                g.bytes()?;
+            }
+            _ => return None,
+        }
+        Some(())
+    };
+    match g.u8()? {
+        BOOL => {
+            g.u8()?;
+        }
+        INT_ARRAY => {
+            for _ in 0..count(g)? {
+                g.varint()?;
+            }
+        }
+        ARRAY => {
+            for _ in 0..count(g)? {
+                let t = g.u8()?;
+                skip_value(t, g)?;
+            }
+        }
+        t => skip_value(t, g)?,
+    }
+    Some(())
+}
+
+/// Decodes a call's arguments into the parameter slots of `f` (a frame of `p`), those
+/// `params` names (`decode_some_args_of`). An integer array argument reuses the array the
+/// slot holds.
+fn decode_args(p: &Procedure, g: &mut Get<'_>, f: &mut Frame, params: u64) -> Result<()> {
     let n = g
         .u32()
         .ok_or_else(|| bad("a call record cut short".into()))? as usize;
@@ -239,7 +287,17 @@ fn decode_args(p: &Procedure, g: &mut Get<'_>, f: &mut Frame) -> Result<()> {
             p.p.nparams
         )));
     }
+    let malformed = |i: usize| {
+        bad(format!(
+            "argument {i} of a call of `{}` is malformed",
+            p.name()
+        ))
+    };
     for i in 0..n {
+        if i < 64 && params & (1 << i) == 0 {
+            skip_arg(g).ok_or_else(|| malformed(i))?;
+            continue;
+        }
         let slot = &mut f.vars[i];
         let ok = (|| {
             let tag = g.u8()?;
@@ -270,12 +328,69 @@ fn decode_args(p: &Procedure, g: &mut Get<'_>, f: &mut Frame) -> Result<()> {
             }
             Some(())
         })();
-        ok.ok_or_else(|| {
-            bad(format!(
-                "argument {i} of a call of `{}` is malformed",
-                p.name()
-            ))
-        })?;
+        ok.ok_or_else(|| malformed(i))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sql::Session;
+    use crate::Database;
+
+    /// A call decoded for some of its parameters gives those slots what the whole decode
+    /// gives them and leaves the others as they were; every kind of argument is read past
+    /// (a wrong skip would misplace the arguments after it), and a record cut anywhere is
+    /// an error whatever the mask.
+    #[test]
+    fn a_partial_decode_keeps_the_other_slots_and_reads_past_every_kind() {
+        let db = Database::open(crate::Config::default()).expect("in-memory database");
+        Session::new(&db)
+            .execute(
+                "CREATE TABLE t (k BIGINT PRIMARY KEY, v BIGINT);
+                 CREATE PROCEDURE every_kind(a BIGINT, b TEXT, c BIGINT[], d DOUBLE, e BOOLEAN,
+                   f TEXT[], g DOUBLE[], h BIGINT) AS $$
+                 BEGIN
+                   UPDATE t SET v = v + 1 WHERE k = a + h;
+                 END $$;",
+            )
+            .expect("the script runs");
+        let p = db.procedure("every_kind").expect("registered");
+        let mut f = p.p.frame();
+        let args = [
+            V::Val(Value::Int(-300)),
+            V::Val(Value::Str("naïve".into())),
+            V::IntArr(vec![1, -2, 1 << 40]),
+            V::Val(Value::Float(2.5)),
+            V::Bool(true),
+            V::Arr(vec![Value::Str("x".into()), Value::Str(String::new())]),
+            V::Arr(vec![Value::Float(-1.0)]),
+            V::Val(Value::Int(7)),
+        ];
+        for (slot, a) in args.iter().enumerate() {
+            f.vars[slot] = a.clone();
+        }
+        let mut call = Vec::new();
+        p.encode_call(3, &f, &mut call);
+        let stale = V::Val(Value::Int(99));
+        for params in [0u64, 1, 0b1000_0001, 0b0101_0110, 0b1111_1111, u64::MAX] {
+            let mut g = p.p.frame();
+            for v in &mut g.vars[..args.len()] {
+                *v = stale.clone();
+            }
+            decode_some_args_of(&p, &call, &mut g, params).expect("decodes");
+            for (i, a) in args.iter().enumerate() {
+                let want = if params & (1 << i) != 0 { a } else { &stale };
+                assert_eq!(&g.vars[i], want, "slot {i} under {params:#b}");
+            }
+            for cut in 4..call.len() {
+                assert!(
+                    decode_some_args_of(&p, &call[..cut], &mut g, params).is_err(),
+                    "cut at {cut} of {} under {params:#b}",
+                    call.len()
+                );
+            }
+        }
+    }
 }

@@ -78,7 +78,7 @@ mod surface;
 
 pub use build::{Block, Ex, ProcedureBuilder, VarType};
 pub(crate) use command::{
-    call_procedure, decode_args_into, decode_args_of, replay_failed, Replayer,
+    call_procedure, decode_args_into, decode_some_args_of, replay_failed, Replayer,
 };
 pub(crate) use exec::Frame;
 pub use graph::{Edge, Source};

@@ -368,6 +368,9 @@ pub(crate) fn tables_only(plans: &[KeyPlan], out: &mut Vec<FootKey>) {
 pub(crate) struct Fill {
     /// The arguments (every keyed plan; without one the frame is not touched at all).
     pub args: bool,
+    /// Which of them (bit `i`: parameter `i`; every bit where a parameter past 63 or an
+    /// initial value reads one): the others keep what the frame held.
+    pub params: u64,
     /// The declared variables' initial values (`Proc::start`): some expression reads a
     /// local before `footprint` itself has set it.
     pub locals: bool,
@@ -385,6 +388,7 @@ pub(crate) struct Fill {
 pub(crate) fn fill_of(plans: &[KeyPlan], nparams: usize, imports: &[usize]) -> Fill {
     let mut fill = Fill {
         args: false,
+        params: 0,
         locals: false,
         imports: false,
     };
@@ -403,7 +407,9 @@ pub(crate) fn fill_of(plans: &[KeyPlan], nparams: usize, imports: &[usize]) -> F
             for v in vs {
                 if imports.contains(&v) {
                     fill.imports = true;
-                } else if v >= nparams && !set.contains(&v) {
+                } else if v < nparams {
+                    fill.params |= if v < 64 { 1 << v } else { u64::MAX };
+                } else if !set.contains(&v) {
                     fill.locals = true;
                 }
             }
@@ -420,6 +426,10 @@ pub(crate) fn fill_of(plans: &[KeyPlan], nparams: usize, imports: &[usize]) -> F
         for (_, e) in key {
             reads(e, &set, &mut fill);
         }
+    }
+    if fill.locals {
+        // `Proc::start` evaluates initial values, which may read any parameter.
+        fill.params = u64::MAX;
     }
     fill
 }

@@ -231,7 +231,11 @@ fn piece_int_keys_meet_row_records_on_tpcc_and_smallbank() {
 /// values `imported`).
 fn fill_frame(p: &Procedure, f: &mut Frame, fill: Fill, args: &[V], imports: &[(usize, V)]) {
     if fill.args {
-        f.vars[..args.len()].clone_from_slice(args);
+        for (i, a) in args.iter().enumerate() {
+            if i >= 64 || fill.params & (1 << i) != 0 {
+                f.vars[i] = a.clone();
+            }
+        }
     }
     if fill.locals {
         p.p.start(f).expect("started once already");
@@ -273,6 +277,7 @@ fn footprint_filled(
 
 const ALL: Fill = Fill {
     args: true,
+    params: u64::MAX,
     locals: true,
     imports: true,
 };

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::log::COMMAND;
 use crate::procedure::piece::{footprint, row_key, tables_only, Fill, FootKey, Keys};
 use crate::procedure::{
-    call_procedure, decode_args_into, decode_args_of, replay_failed, Frame, Procedure,
+    call_procedure, decode_args_into, decode_some_args_of, replay_failed, Frame, Procedure,
 };
 use crate::query::expr::V;
 use crate::recovery::replay::{apply, Ctx};
@@ -334,6 +334,7 @@ type Frames = FxHashMap<usize, Frame>;
 /// Fills a frame whole, as a piece runs from it.
 const FILL_ALL: Fill = Fill {
     args: true,
+    params: u64::MAX,
     locals: true,
     imports: true,
 };
@@ -573,7 +574,7 @@ impl Batch<'_, '_> {
         let f = frames.entry(call.def).or_insert_with(|| call.p.p.frame());
         if fill.args {
             // `run_batches` found `call.p` from this record and decoded it once already.
-            decode_args_of(call.p, call.body, f)?;
+            decode_some_args_of(call.p, call.body, f, fill.params)?;
         }
         if fill.locals {
             call.p.p.start(f)?;
