@@ -101,9 +101,9 @@ pub(crate) enum Command {
         verify: bool,
         /// `--recovery pacman` only: static (blocks in parallel, each block's pieces one
         /// after another), sync (also pieces on disjoint keys in parallel; log batches one
-        /// after another; the default) or pipelined (a block's piece-set of the next batch
-        /// starts once its own piece-set of this batch and its parent blocks' of the next are
-        /// done; thesis Fig. 4.9).
+        /// after another) or pipelined (a block's piece-set of the next batch starts once its
+        /// own piece-set of this batch and its parent blocks' of the next are done; thesis
+        /// Fig. 4.9; the default).
         #[arg(long, value_name = "MODE", value_parser = parse_choice::<PacmanMode>)]
         pacman_mode: Option<PacmanMode>,
         /// `--recovery pacman` only: how each logged call is cut into pieces — pacman (its
@@ -111,7 +111,8 @@ pub(crate) enum Command {
         /// baseline of thesis Fig. 4.18) or whole (one piece per call).
         #[arg(long, value_name = "S", value_parser = parse_choice::<PacmanSlicing>)]
         pacman_slicing: Option<PacmanSlicing>,
-        /// `--recovery pacman` only: epochs per log batch (default 100).
+        /// `--recovery pacman` only: epochs per log batch (default 4; the thesis's 100 are
+        /// of epochs of a length it does not give, and 100 of ours replay slower).
         #[arg(long, value_name = "N")]
         pacman_batch_epochs: Option<u64>,
     },
