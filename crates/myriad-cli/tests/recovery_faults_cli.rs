@@ -295,8 +295,9 @@ fn a_run_killed_while_loading_is_reported_as_an_incomplete_load() {
 
 /// Every table of a copy of `dir` recovered by `scheme` on `threads` threads (sorted rows
 /// as text), and the recovery report. `pipelined`: PACMAN's pipelined mode, in batches of
-/// two epochs (so a short run's log holds many). `slicing`: PACMAN's pieces, if not its
-/// slices (in its static mode, as thesis Fig. 4.18 runs the baselines).
+/// two epochs (so a short run's log holds many), else its sync mode (in the default
+/// batches). `slicing`: PACMAN's pieces, if not its slices (in its static mode, as thesis
+/// Fig. 4.18 runs the baselines).
 fn recovered_rows_with(
     dir: &Path,
     tag: &str,
@@ -313,11 +314,13 @@ fn recovered_rows_with(
         .create_if_missing(false)
         .recovery(scheme.parse::<RecoveryScheme>().unwrap())
         .recovery_threads(threads);
-    if pipelined {
-        config = config
+    config = if pipelined {
+        config
             .pacman_mode(PacmanMode::Pipelined)
-            .pacman_batch_epochs(2);
-    }
+            .pacman_batch_epochs(2)
+    } else {
+        config.pacman_mode(PacmanMode::Sync)
+    };
     if let Some(s) = slicing {
         config = config.pacman_slicing(s).pacman_mode(PacmanMode::Static);
     }
