@@ -434,6 +434,39 @@ pub(crate) fn fill_of(plans: &[KeyPlan], nparams: usize, imports: &[usize]) -> F
     fill
 }
 
+/// The `Fill` a piece of the slice whose operations `mask` marks runs from: its imports,
+/// every initial value (`Proc::start` evaluates them all) and the parameters the piece may
+/// read — those its operations read, those every operation on a table its operations
+/// access reads (a `FOR` loop of the slice warms that table's keys of its body,
+/// `compile.rs`), those an initial value reads, and any it exports. The others are not
+/// decoded: a New-Order district piece does not decode the order's three item arrays.
+pub(crate) fn run_fill(p: &super::ir::Proc, mask: &[bool], exports: &[usize]) -> Fill {
+    let marked = |o: usize| mask.get(o).copied().unwrap_or(false);
+    let tables: Vec<&str> = (0..p.ops.len())
+        .filter(|&o| marked(o))
+        .filter_map(|o| p.ops[o].table.as_deref())
+        .collect();
+    let mut read: Vec<usize> = exports.to_vec();
+    for (o, op) in p.ops.iter().enumerate() {
+        if marked(o) || op.table.as_deref().is_some_and(|t| tables.contains(&t)) {
+            read.extend(op.uses.iter().map(|u| u.0));
+        }
+    }
+    for e in p.inits.iter().filter_map(|(_, e)| e.as_ref()) {
+        vars_of(e, &mut read);
+    }
+    let mut params = 0u64;
+    for v in read.into_iter().filter(|&v| v < p.nparams) {
+        params |= if v < 64 { 1 << v } else { u64::MAX };
+    }
+    Fill {
+        args: true,
+        params,
+        locals: true,
+        imports: true,
+    }
+}
+
 /// Scratch space of `footprint`: one key's values and their encoding.
 #[derive(Default)]
 pub(crate) struct Keys {

@@ -402,3 +402,66 @@ fn piece_plans_of_a_repeated_access_are_one() {
         .collect();
     assert_eq!(stock, [0, 1], "New-Order's slices: stock plans");
 }
+
+/// A piece's run decodes only the parameters its slice may read (`run_fill`): New-Order's
+/// district piece the warehouse and district (not the three item arrays, which its other
+/// piece reads), Payment's warehouse piece the warehouse and amount (not the customer's
+/// last name, which only its customer piece reads).
+#[test]
+fn a_piece_run_decodes_only_the_parameters_its_slice_reads() {
+    let db = Database::open(crate::Config::default()).expect("in-memory database");
+    Session::new(&db).execute(TPCC).expect("the script runs");
+    let procs: Vec<Arc<Procedure>> = ["new_order", "payment"]
+        .iter()
+        .map(|n| db.procedure(n).expect("registered"))
+        .collect();
+    let refs: Vec<&Procedure> = procs.iter().map(|p| p.as_ref()).collect();
+    let gdg = analyze(&refs, Options::default());
+    // Per procedure, per slice: (the tables its operations access, its run's parameters).
+    let mut got: Vec<Vec<(Vec<String>, u64)>> = vec![Vec::new(); procs.len()];
+    for ps in &gdg.procedures {
+        let p = &procs[ps.input].p;
+        for s in &ps.slices {
+            let mut mask = vec![false; p.ops.len()];
+            for &o in s.ops.iter().chain(&s.replicated) {
+                mask[o] = true;
+            }
+            let mut tables: Vec<String> = s
+                .ops
+                .iter()
+                .filter_map(|&o| p.ops[o].table.clone())
+                .collect();
+            tables.sort();
+            tables.dedup();
+            let fill = run_fill(p, &mask, &s.export_slots);
+            assert!(fill.args && fill.locals && fill.imports);
+            got[ps.input].push((tables, fill.params));
+        }
+    }
+    let param = |p: &Procedure, name: &str| -> u64 {
+        let v = p.p.vars[..p.p.nparams]
+            .iter()
+            .position(|(n, _)| n == name)
+            .expect("a parameter");
+        1 << v
+    };
+    let of = |i: usize, table: &str| -> u64 {
+        got[i]
+            .iter()
+            .find(|(ts, _)| ts.iter().any(|t| t == table))
+            .map(|&(_, params)| params)
+            .expect("a slice on the table")
+    };
+    let (no, pay) = (&procs[0], &procs[1]);
+    assert_eq!(of(0, "district"), param(no, "w") | param(no, "d"));
+    let arrays = param(no, "item_ids") | param(no, "supply_w_ids") | param(no, "quantities");
+    assert_eq!(of(0, "stock") & arrays, arrays);
+    assert_eq!(of(1, "warehouse"), param(pay, "w") | param(pay, "amount"));
+    let name = param(pay, "c_last_name");
+    assert_eq!(of(1, "customer") & name, name);
+    for (ts, params) in &got[1] {
+        if !ts.iter().any(|t| t == "customer") {
+            assert_eq!(params & name, 0, "{ts:?}");
+        }
+    }
+}

@@ -67,6 +67,8 @@ pub(super) struct SlicePlan {
     pub keys: Vec<KeyPlan>,
     /// What of a piece's starting frame `keys` read (the footprint fills only that).
     pub fill: piece::Fill,
+    /// What of it the piece's run reads (`piece::run_fill`).
+    pub run: piece::Fill,
     /// The slice compiled to closures, when its procedure runs compiled (else interpreted).
     pub code: Option<crate::procedure::SliceCode>,
 }
@@ -148,6 +150,7 @@ impl Plan {
                         SlicePlan {
                             block: s.block,
                             fill: piece::fill_of(&keys, p.p.nparams, &imported),
+                            run: piece::run_fill(&p.p, &mask, &s.export_slots),
                             code: p.compile_slice(&mask),
                             mask,
                             imports: s.import_slots.clone(),

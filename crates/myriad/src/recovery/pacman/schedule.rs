@@ -49,13 +49,26 @@ struct Call<'a> {
 }
 
 /// A piece: a slice of a call, or the writes of a row record to one block's tables.
+#[derive(Clone, Copy, Default)]
 struct Piece {
     rec: RecId,
-    /// Index into the batch's calls and the slice, or `None` for a row record.
-    call: Option<(usize, usize)>,
-    block: usize,
+    /// Index into the batch's calls, or `NO_CALL` for a row record.
+    call: u32,
+    /// The call's slice.
+    slice: u32,
+    block: u32,
     /// Its piece-set: `batch * plan.blocks + block`.
-    set: usize,
+    set: u32,
+}
+
+/// `Piece::call` of a row record's piece.
+const NO_CALL: u32 = u32::MAX;
+
+impl Piece {
+    /// Its call and slice, or `None` for a row record.
+    fn call(&self) -> Option<(usize, usize)> {
+        (self.call != NO_CALL).then_some((self.call as usize, self.slice as usize))
+    }
 }
 
 enum Task {
@@ -75,24 +88,31 @@ struct State {
     oldest: usize,
     /// Piece-sets started while an earlier batch was not done.
     overlapped: u64,
-    preds_left: Vec<usize>,
-    /// Per piece, the head of its list of successors in `succ` (`NONE`: none).
-    succ_head: Vec<usize>,
-    /// Successor lists: (piece, next entry). One vector for all pieces, not one per piece.
-    succ: Vec<(usize, usize)>,
+    preds_left: Vec<u32>,
+    /// Per piece, where its successors start in `succ` and how many there are.
+    succ_of: Vec<[u32; 2]>,
+    /// Successor lists, each piece-set's appended when it starts, its pieces' in order:
+    /// a piece-set finishing in log order reads this forward.
+    succ: Vec<u32>,
     /// Tasks being worked on.
     running: usize,
     error: Option<Error>,
 }
 
-/// No successor (`State::succ_head`).
-const NONE: usize = usize::MAX;
-
 impl State {
-    /// Piece `q` waits for piece `x`.
-    fn add_succ(&mut self, x: usize, q: usize) {
-        self.succ.push((q, self.succ_head[x]));
-        self.succ_head[x] = self.succ.len() - 1;
+    /// Appends the successor lists of the pieces from `first` on: piece `first + i` has
+    /// `lists[ends[i - 1]..ends[i]]` (from 0 for the first).
+    fn add_succs(&mut self, first: usize, lists: &[u32], ends: &[u32]) -> Result<()> {
+        let base = u32::try_from(self.succ.len() + lists.len())
+            .map_err(|_| internal("more than 2^32 successor entries in one run"))?
+            - lists.len() as u32;
+        self.succ.extend_from_slice(lists);
+        let mut from = 0;
+        for (i, &end) in ends.iter().enumerate() {
+            self.succ_of[first + i] = [base + from, end - from];
+            from = end;
+        }
+        Ok(())
     }
 }
 
@@ -118,9 +138,13 @@ struct Batch<'a, 'c> {
     calls: Vec<Call<'a>>,
     /// Per (call, slice), the values of the slice's exports once its piece has run.
     exports: Vec<OnceLock<Vec<V>>>,
+    /// The pieces set by set, each set's in log order: a piece-set runs through
+    /// consecutive entries of this and of the per-piece arrays of `State`. (Laid out in log
+    /// order, a set's pieces were a call's width apart and every piece's entries missed the
+    /// cache: loads of them were most of `Batch::work`'s own time.)
     pieces: Vec<Piece>,
-    /// Pieces per piece-set (`batch * plan.blocks + block`), in log order.
-    sets: Vec<Vec<usize>>,
+    /// Where each piece-set (`batch * plan.blocks + block`) starts in `pieces`, and the end.
+    sets: Vec<usize>,
     /// How many batches this run holds.
     batches: usize,
     state: Mutex<State>,
@@ -148,9 +172,10 @@ pub(super) fn run_batches(
 ) -> Result<Ran> {
     let t = Instant::now();
     let mut calls = Vec::new();
-    let mut pieces = Vec::new();
+    // In log order first, with the size of each piece-set; then laid out set by set.
+    let mut logged = Vec::new();
     let nsets = batches.len() * plan.blocks;
-    let mut sets: Vec<Vec<usize>> = vec![Vec::new(); nsets];
+    let mut sizes = vec![0usize; nsets];
     let mut key = Vec::new();
     let mut checked = Frames::default();
     let mut exports = 0;
@@ -161,14 +186,16 @@ pub(super) fn run_batches(
     {
         let f = &logs[i as usize];
         let r = &f.recs[j as usize];
-        let mut add = |call, block: usize| {
+        let mut add = |call: Option<(usize, usize)>, block: usize| {
             let set = k * plan.blocks + block;
-            sets[set].push(pieces.len());
-            pieces.push(Piece {
+            sizes[set] += 1;
+            let (call, slice) = call.map_or((NO_CALL, 0), |(c, s)| (c as u32, s as u32));
+            logged.push(Piece {
                 rec: (i, j),
                 call,
-                block,
-                set,
+                slice,
+                block: block as u32,
+                set: set as u32,
             });
         };
         if r.n == COMMAND {
@@ -224,8 +251,22 @@ pub(super) fn run_batches(
             }
         }
     }
-    let n = pieces.len();
-    let set_left: Vec<usize> = sets.iter().map(Vec::len).collect();
+    let n = logged.len();
+    let mut sets = Vec::with_capacity(nsets + 1);
+    let mut at = 0;
+    for &z in &sizes {
+        sets.push(at);
+        at += z;
+    }
+    sets.push(at);
+    let mut pieces = vec![Piece::default(); n];
+    let mut next = sets.clone();
+    for p in logged {
+        let x = &mut next[p.set as usize];
+        pieces[*x] = p;
+        *x += 1;
+    }
+    let set_left = sizes;
     let unpipelined = unpipelined(ctx);
     // A piece-set waits for its parent blocks in its batch and, after the first batch, for
     // its own block in the batch before.
@@ -260,7 +301,7 @@ pub(super) fn run_batches(
             oldest: 0,
             overlapped: 0,
             preds_left: vec![0; n],
-            succ_head: vec![NONE; n],
+            succ_of: vec![[0, 0]; n],
             succ: Vec::with_capacity(n),
             running: 0,
             error: None,
@@ -331,14 +372,6 @@ const RUN_GROUP: usize = 8;
 /// A worker's frames, one per procedure definition, refilled for each piece.
 type Frames = FxHashMap<usize, Frame>;
 
-/// Fills a frame whole, as a piece runs from it.
-const FILL_ALL: Fill = Fill {
-    args: true,
-    params: u64::MAX,
-    locals: true,
-    imports: true,
-};
-
 /// What a worker keeps from one piece-set it starts to the next: its frames and the
 /// vectors and maps of the footprints and queues, cleared but not freed. Allocated afresh
 /// per piece-set, they grew by doubling each time, faulting in new pages.
@@ -354,6 +387,9 @@ struct Scratch {
     since_star: FxHashMap<usize, Vec<usize>>,
     /// Per table, its last `*` piece.
     star: FxHashMap<usize, usize>,
+    /// A piece-set's successor lists and where each piece's ends (`State::add_succs`).
+    succ_lists: Vec<u32>,
+    succ_ends: Vec<u32>,
 }
 
 /// The footprints of a run of pieces: every key in one vector, and where each piece's end.
@@ -433,6 +469,15 @@ impl Seen {
 }
 
 impl Batch<'_, '_> {
+    fn nsets(&self) -> usize {
+        self.sets.len() - 1
+    }
+
+    /// The pieces of piece-set `set`.
+    fn set(&self, set: usize) -> std::ops::Range<usize> {
+        self.sets[set]..self.sets[set + 1]
+    }
+
     /// A worker: takes ready work until every piece-set is done or something failed.
     fn work(&self) -> Times {
         let mut times = Times::default();
@@ -440,7 +485,7 @@ impl Batch<'_, '_> {
         let mut group = Vec::with_capacity(RUN_GROUP);
         let mut st = self.state.lock();
         loop {
-            if st.error.is_some() || st.sets_done == self.sets.len() {
+            if st.error.is_some() || st.sets_done == self.nsets() {
                 self.wake.notify_all();
                 return times;
             }
@@ -500,26 +545,33 @@ impl Batch<'_, '_> {
                     st.error.get_or_insert(e);
                 }
                 (Ok(ready), Task::Start(set)) => {
-                    if self.sets[set].is_empty() {
+                    if self.set(set).is_empty() {
                         self.set_done(&mut st, set);
                     }
-                    st.ready.extend(ready.into_iter().map(Task::Run));
+                    // The first in log order on top: workers take them in order. (Under
+                    // the test-only `unordered` schedule, where every piece is ready at
+                    // once, the last on top: pieces sharing a key run newest first.)
+                    if self.unordered {
+                        st.ready.extend(ready.into_iter().map(Task::Run));
+                    } else {
+                        st.ready.extend(ready.into_iter().rev().map(Task::Run));
+                    }
                 }
                 (Ok(_), Task::Run(_)) => {
                     for &q in &group {
-                        let mut e = std::mem::replace(&mut st.succ_head[q], NONE);
-                        while e != NONE {
-                            let (s, next) = st.succ[e];
-                            e = next;
+                        let st = &mut *st;
+                        let [from, len] = st.succ_of[q];
+                        for &s in &st.succ[from as usize..(from + len) as usize] {
+                            let s = s as usize;
                             st.preds_left[s] -= 1;
                             if st.preds_left[s] == 0 {
                                 st.ready.push(Task::Run(s));
                             }
                         }
-                        let set = self.pieces[q].set;
+                        let set = self.pieces[q].set as usize;
                         st.set_left[set] -= 1;
                         if st.set_left[set] == 0 {
-                            self.set_done(&mut st, set);
+                            self.set_done(st, set);
                         }
                     }
                 }
@@ -527,7 +579,7 @@ impl Batch<'_, '_> {
             // This worker takes the newest ready task itself at the top of the loop; wake
             // the others only for more than that (or to stop). Waking them for every piece
             // of a chain (static mode) cost each piece a futile wake-up on the other core.
-            if st.ready.len() > 1 || st.error.is_some() || st.sets_done == self.sets.len() {
+            if st.ready.len() > 1 || st.error.is_some() || st.sets_done == self.nsets() {
                 self.wake.notify_all();
             }
         }
@@ -561,8 +613,10 @@ impl Batch<'_, '_> {
     /// frame per definition and refills it for every piece: a frame per piece, built at its
     /// footprint and kept until it ran, held a piece-set's worth of frames at once, and the
     /// allocator gave their pages back and faulted them in again (700 K page faults on a
-    /// 10 s TPC-C log). A footprint asks only for what its keys read (`piece::fill_of`);
-    /// a run asks for everything (`FILL_ALL`), so what a partial fill left is never run.
+    /// 10 s TPC-C log). A footprint asks only for what its keys read (`piece::fill_of`), a
+    /// run for what its slice may read (`piece::run_fill`): a slot neither decoded nor set
+    /// keeps another call's value, which that slice never reads. (Unit tests poison such
+    /// parameters, so a slice reading one fails to replay.)
     fn frame<'f>(
         &self,
         frames: &'f mut Frames,
@@ -575,6 +629,8 @@ impl Batch<'_, '_> {
         if fill.args {
             // `run_batches` found `call.p` from this record and decoded it once already.
             decode_some_args_of(call.p, call.body, f, fill.params)?;
+            #[cfg(test)]
+            poison_skipped(call.p, f, fill.params);
         }
         if fill.locals {
             call.p.p.start(f)?;
@@ -624,7 +680,7 @@ impl Batch<'_, '_> {
     ) -> Result<()> {
         let piece = &self.pieces[q];
         let from = out.len();
-        match piece.call {
+        match piece.call() {
             Some((c, s)) => {
                 let sp = self.slice(c, s)?;
                 if sp.fill.args {
@@ -657,12 +713,12 @@ impl Batch<'_, '_> {
         &self,
         frames: &mut Frames,
         b: usize,
-        qs: &[usize],
+        qs: std::ops::Range<usize>,
         out: &mut Footprints,
     ) -> Result<()> {
         out.keys.reserve(qs.len() * 2);
         out.ends.reserve(qs.len());
-        for &q in qs {
+        for q in qs {
             self.footprint_of(frames, &mut out.k, &mut out.seen, b, q, &mut out.keys)?;
             out.ends.push(out.keys.len());
         }
@@ -674,30 +730,37 @@ impl Batch<'_, '_> {
     fn start(&self, scratch: &mut Scratch, set: usize) -> Result<Vec<usize>> {
         const PARALLEL_MIN: usize = 512;
         let b = set % self.plan.blocks;
-        let set = &self.sets[set];
+        let set = self.set(set);
         if self.chained {
             // Each piece waits for the one before it; its frame is built when it runs.
+            let lists = &mut scratch.succ_lists;
+            lists.clear();
+            lists.extend((set.start + 1..set.end).map(|q| q as u32));
+            let ends = &mut scratch.succ_ends;
+            ends.clear();
+            ends.extend((1..=set.len()).map(|i| i.min(set.len() - 1) as u32));
             let mut st = self.state.lock();
-            for w in set.windows(2) {
-                st.preds_left[w[1]] = 1;
-                st.add_succ(w[0], w[1]);
+            st.add_succs(set.start, lists, ends)?;
+            for q in set.start + 1..set.end {
+                st.preds_left[q] = 1;
             }
-            return Ok(set.first().copied().into_iter().collect());
+            return Ok(set.take(1).collect());
         }
         let threads = self.ctx.threads.max(1);
         let foot = &mut scratch.foot;
         foot.keys.clear();
         foot.ends.clear();
         if threads == 1 || set.len() < PARALLEL_MIN {
-            self.footprints(&mut scratch.frames, b, set, foot)?;
+            self.footprints(&mut scratch.frames, b, set.clone(), foot)?;
         } else {
             // The first chunk here, in this worker's frames and vectors; the rest on helpers.
             let chunk = set.len().div_ceil(threads);
-            let (first, rest) = set.split_at(chunk.min(set.len()));
+            let first = set.start..set.start + chunk;
             let frames = &mut scratch.frames;
             let parts: Vec<Result<Footprints>> = std::thread::scope(|s| {
-                let hs: Vec<_> = rest
-                    .chunks(chunk)
+                let hs: Vec<_> = (first.end..set.end)
+                    .step_by(chunk)
+                    .map(|a| a..(a + chunk).min(set.end))
                     .map(|qs| {
                         s.spawn(move || {
                             let mut out = Footprints::default();
@@ -745,7 +808,7 @@ impl Batch<'_, '_> {
             v.clear();
         }
         let mut from = 0;
-        for (&q, &end) in set.iter().zip(ends) {
+        for (q, &end) in set.clone().zip(ends) {
             let start = preds.len();
             if !self.unordered {
                 for &k in &keys[from..end] {
@@ -766,15 +829,36 @@ impl Batch<'_, '_> {
             pred_ends.push(preds.len());
             from = end;
         }
+        // The successor lists, by counting: each piece's successors ascending.
+        let ends = &mut scratch.succ_ends;
+        ends.clear();
+        ends.resize(set.len(), 0);
+        for &x in preds.iter() {
+            ends[x - set.start] += 1;
+        }
+        let mut total = 0;
+        for e in ends.iter_mut() {
+            (*e, total) = (total, total + *e);
+        }
+        let lists = &mut scratch.succ_lists;
+        lists.clear();
+        lists.resize(total as usize, 0);
+        let mut from = 0;
+        for (q, &end) in set.clone().zip(pred_ends.iter()) {
+            for &x in &preds[from..end] {
+                let at = &mut ends[x - set.start];
+                lists[*at as usize] = q as u32;
+                *at += 1;
+            }
+            from = end;
+        }
         let mut st = self.state.lock();
+        st.add_succs(set.start, lists, ends)?;
         let mut ready = Vec::new();
         let mut from = 0;
-        for (&q, &end) in set.iter().zip(pred_ends.iter()) {
-            st.preds_left[q] = end - from;
-            for &x in &preds[from..end] {
-                st.add_succ(x, q);
-            }
-            if st.preds_left[q] == 0 {
+        for (q, &end) in set.zip(pred_ends.iter()) {
+            st.preds_left[q] = (end - from) as u32;
+            if end == from {
                 ready.push(q);
             }
             from = end;
@@ -812,11 +896,11 @@ impl Batch<'_, '_> {
             let (i, j) = piece.rec;
             let lf = &self.logs[i as usize];
             let r = &lf.recs[j as usize];
-            match piece.call {
+            match piece.call() {
                 Some((c, s)) => {
                     let call = &self.calls[c];
                     let sp = self.slice(c, s).map_err(Failed::Fatal)?;
-                    let f = self.frame(frames, c, s, FILL_ALL).map_err(Failed::Fatal)?;
+                    let f = self.frame(frames, c, s, sp.run).map_err(Failed::Fatal)?;
                     match &sp.code {
                         Some(code) => code.run(&mut tx, f),
                         None => call.p.p.run_slice(&mut tx, f, &sp.mask),
@@ -837,7 +921,7 @@ impl Batch<'_, '_> {
                 }
                 None => {
                     let mut key = Vec::new();
-                    let b = piece.block;
+                    let b = piece.block as usize;
                     self.ctx
                         .writes(lf, r, &mut key, |t, op, k, data| {
                             if self.plan.owner.get(&t.schema.name) == Some(&b) {
@@ -879,6 +963,20 @@ impl Failed {
             Failed::Transient(e)
         } else {
             Failed::Fatal(e)
+        }
+    }
+}
+
+/// Sets each parameter slot `params` skipped to a value of another type (unit tests only,
+/// `Batch::frame`): a piece reading one fails its replay, as a wrong value need not.
+#[cfg(test)]
+fn poison_skipped(p: &Procedure, f: &mut Frame, params: u64) {
+    for v in 0..p.p.nparams.min(64) {
+        if params & (1 << v) == 0 {
+            f.vars[v] = match p.p.vars[v].1 {
+                crate::query::expr::Ty::Bool => V::Val(crate::Value::Str("poison".into())),
+                _ => V::Bool(false),
+            };
         }
     }
 }
