@@ -274,8 +274,8 @@ fn skip_arg(g: &mut Get<'_>) -> Option<()> {
 }
 
 /// Decodes a call's arguments into the parameter slots of `f` (a frame of `p`), those
-/// `params` names (`decode_some_args_of`). An integer array argument reuses the array the
-/// slot holds.
+/// `params` names (`decode_some_args_of`), reading the record only as far as the last of
+/// them. An integer array argument reuses the array the slot holds.
 fn decode_args(p: &Procedure, g: &mut Get<'_>, f: &mut Frame, params: u64) -> Result<()> {
     let n = g
         .u32()
@@ -295,6 +295,11 @@ fn decode_args(p: &Procedure, g: &mut Get<'_>, f: &mut Frame, params: u64) -> Re
     };
     for i in 0..n {
         if i < 64 && params & (1 << i) == 0 {
+            if n <= 64 && params >> i == 0 {
+                // Nothing asked for from here on: the rest is not read (nor checked; the
+                // whole decode that keeps every argument checks it).
+                break;
+            }
             skip_arg(g).ok_or_else(|| malformed(i))?;
             continue;
         }
@@ -341,8 +346,10 @@ mod tests {
 
     /// A call decoded for some of its parameters gives those slots what the whole decode
     /// gives them and leaves the others as they were; every kind of argument is read past
-    /// (a wrong skip would misplace the arguments after it), and a record cut anywhere is
-    /// an error whatever the mask.
+    /// (a wrong skip would misplace the arguments after it); a record cut anywhere before
+    /// the end of the last parameter asked for is an error, and one cut after it decodes
+    /// the same (the rest is never read: a New-Order district piece stops before the
+    /// item arrays).
     #[test]
     fn a_partial_decode_keeps_the_other_slots_and_reads_past_every_kind() {
         let db = Database::open(crate::Config::default()).expect("in-memory database");
@@ -384,9 +391,23 @@ mod tests {
                 let want = if params & (1 << i) != 0 { a } else { &stale };
                 assert_eq!(&g.vars[i], want, "slot {i} under {params:#b}");
             }
+            // Where each argument ends (after the definition number and the count).
+            let mut ends = Vec::new();
+            let mut r = Get::new(&call);
+            r.u32().and_then(|_| r.u32()).expect("a header");
+            let header = r.at;
+            for _ in 0..args.len() {
+                skip_arg(&mut r).expect("an argument");
+                ends.push(r.at);
+            }
+            assert_eq!(r.at, call.len());
+            let last = (0..args.len()).rev().find(|&i| params & (1 << i) != 0);
+            let needed = last.map_or(header, |i| ends[i]);
             for cut in 4..call.len() {
-                assert!(
-                    decode_some_args_of(&p, &call[..cut], &mut g, params).is_err(),
+                let got = decode_some_args_of(&p, &call[..cut], &mut g, params);
+                assert_eq!(
+                    got.is_err(),
+                    cut < needed,
                     "cut at {cut} of {} under {params:#b}",
                     call.len()
                 );
