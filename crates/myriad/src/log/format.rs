@@ -143,13 +143,25 @@ impl<'a> Get<'a> {
         b.copy_from_slice(s);
         Some(u64::from_le_bytes(b))
     }
+    /// A zigzag LEB128 varint (`Put::varint`); a one-byte one inline (a command log's
+    /// arguments are decoded once per PACMAN piece, and most are small).
+    #[inline]
     pub fn varint(&mut self) -> Option<i64> {
+        let b = *self.data.get(self.at)?;
+        if b < 0x80 {
+            self.at += 1;
+            return Some(unzigzag(u64::from(b)));
+        }
+        self.long_varint()
+    }
+    fn long_varint(&mut self) -> Option<i64> {
         let mut z = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.u8()?;
-            z |= u64::from(b & 0x7f) << shift;
+        // Ten bytes at most: shifts 0, 7, ..., 63.
+        for (i, &b) in self.data.get(self.at..)?.iter().take(10).enumerate() {
+            z |= u64::from(b & 0x7f) << (7 * i);
             if b & 0x80 == 0 {
-                return Some(((z >> 1) as i64) ^ -((z & 1) as i64));
+                self.at += i + 1;
+                return Some(unzigzag(z));
             }
         }
         None
@@ -161,6 +173,10 @@ impl<'a> Get<'a> {
     pub fn str(&mut self) -> Option<String> {
         String::from_utf8(self.bytes()?.to_vec()).ok()
     }
+}
+
+fn unzigzag(z: u64) -> i64 {
+    ((z >> 1) as i64) ^ -((z & 1) as i64)
 }
 
 /// A format error in a block whose checksum was right.
@@ -223,8 +239,23 @@ mod tests {
         let mut one = Vec::new();
         one.varint(-64);
         assert_eq!(one.len(), 1);
-        // A varint cut short is a format error, not a wrong value.
+        // A varint cut short is a format error, not a wrong value; so is one longer than
+        // ten bytes.
         assert_eq!(Get::new(&[0x80, 0x80]).varint(), None);
+        assert_eq!(Get::new(&[0x80; 11]).varint(), None);
+        assert_eq!(Get::new(&[]).varint(), None);
+        // Every length, each followed by a one-byte one (the position moves past exactly
+        // the bytes read).
+        for shift in 0..63 {
+            for x in [1i64 << shift, (1i64 << shift) - 1, -(1i64 << shift)] {
+                let mut b = Vec::new();
+                b.varint(x);
+                b.varint(-3);
+                let mut g = Get::new(&b);
+                assert_eq!((g.varint(), g.varint()), (Some(x), Some(-3)), "{x}");
+                assert!(g.done());
+            }
+        }
     }
 
     #[test]
