@@ -151,7 +151,7 @@ pub(crate) fn recover(
             "  pacman            mode {pacman_mode}, pieces by {slicing}, {batch_epochs} epochs \
              per batch"
         );
-        println!("  pacman (ms)       static analysis {:.1}; summed over workers: dynamic analysis {:.1}, scheduling wait {:.1}, execution {:.1}; {} batches, {} pieces, {} piece-sets started before an earlier batch was done",
+        println!("  pacman (ms)       static analysis {:.1}; summed over workers: dynamic analysis {:.1}, scheduling wait {:.1}, execution {:.1}; {} batches, {} pieces, {} piece-sets released before an earlier batch was done",
             ms(r.static_analysis), ms(r.dynamic_analysis), ms(r.schedule_wait), ms(r.execution), r.batches, report::thousands(r.pieces), report::thousands(r.sets_overlapped));
     }
     if let Some(path) = json {

@@ -140,8 +140,9 @@ pub struct RecoveryReport {
     pub batches: u64,
     /// PACMAN only: pieces run.
     pub pieces: u64,
-    /// PACMAN only: piece-sets that started while a piece-set of an earlier batch was not
-    /// done yet (pipelined mode overlapping batches; always 0 in sync mode).
+    /// PACMAN only: piece-sets whose pieces were released to run while a piece-set of an
+    /// earlier batch was not done yet (pipelined mode overlapping batches; always 0 in sync
+    /// mode).
     pub sets_overlapped: u64,
     /// Writing the checkpoint that closes recovery.
     pub checkpoint_write: Duration,

@@ -80,13 +80,20 @@ struct State {
     /// Ready work, taken newest first.
     ready: Vec<Task>,
     parents_left: Vec<usize>,
+    /// Per piece-set, how far its queues are (`Batch::start`): `NOT_STARTED`, `BUILDING`
+    /// or `BUILT`. A set may be queued to start twice (early, and again on top of the
+    /// ready work when its parents are done); the second `Start` taken finds it claimed.
+    started: Vec<u8>,
+    /// Per piece-set started before its parents were done, the pieces ready at once: they
+    /// are released when the last parent is done.
+    held: Vec<Vec<usize>>,
     set_left: Vec<usize>,
     sets_done: usize,
     /// Per batch, its piece-sets not done yet.
     batch_left: Vec<usize>,
     /// The first batch with a piece-set not done.
     oldest: usize,
-    /// Piece-sets started while an earlier batch was not done.
+    /// Piece-sets released while an earlier batch was not done.
     overlapped: u64,
     preds_left: Vec<u32>,
     /// Per piece, where its successors start in `succ` and how many there are.
@@ -130,6 +137,10 @@ fn sort_dedup_tail<T: Ord + Copy>(v: &mut Vec<T>, from: usize, drop: impl Fn(T) 
     v.truncate(from + n);
 }
 
+const NOT_STARTED: u8 = 0;
+const BUILDING: u8 = 1;
+const BUILT: u8 = 2;
+
 /// What the workers share.
 struct Batch<'a, 'c> {
     ctx: &'a Ctx<'c>,
@@ -158,7 +169,7 @@ struct Batch<'a, 'c> {
 /// What a run of batches did.
 pub(super) struct Ran {
     pub pieces: u64,
-    /// Piece-sets started while an earlier batch was not done.
+    /// Piece-sets released (their pieces free to run) while an earlier batch was not done.
     pub overlapped: u64,
 }
 
@@ -273,11 +284,27 @@ pub(super) fn run_batches(
     let parents_left: Vec<usize> = (0..nsets)
         .map(|s| plan.parents[s % plan.blocks] + usize::from(s >= plan.blocks && !unpipelined))
         .collect();
+    // A piece-set's queues (`Batch::start`: footprints, predecessors) depend on its own
+    // pieces alone, unless a footprint reads a value a parent block's piece exports: every
+    // other set may start at once, and a worker with no piece to run builds the queues of
+    // sets still waiting for their parents (the big TPC-C block's start was a wait for the
+    // other worker). Its pieces are released when its parents are done.
+    let early: Vec<bool> = (0..plan.blocks)
+        .map(|b| {
+            !plan
+                .defs
+                .iter()
+                .flatten()
+                .flatten()
+                .flatten()
+                .any(|sp| sp.block == b && sp.fill.imports)
+        })
+        .collect();
     // Reversed, so that the worker taking newest first starts the first batch's sets first
     // (the test-only `unpipelined` schedule starts the last batch first instead).
     let mut ready: Vec<Task> = (0..nsets)
         .rev()
-        .filter(|&s| parents_left[s] == 0)
+        .filter(|&s| parents_left[s] == 0 || early[s % plan.blocks])
         .map(Task::Start)
         .collect();
     if unpipelined {
@@ -295,6 +322,8 @@ pub(super) fn run_batches(
         state: Mutex::new(State {
             ready,
             parents_left,
+            started: vec![NOT_STARTED; nsets],
+            held: vec![Vec::new(); nsets],
             set_left,
             sets_done: 0,
             batch_left: vec![plan.blocks; batches.len()],
@@ -501,12 +530,13 @@ impl Batch<'_, '_> {
                 times.wait += t.elapsed();
                 continue;
             };
-            st.running += 1;
             if let Task::Start(set) = task {
-                if set / self.plan.blocks > st.oldest {
-                    st.overlapped += 1;
+                if st.started[set] != NOT_STARTED {
+                    continue;
                 }
+                st.started[set] = BUILDING;
             }
+            st.running += 1;
             // Ready pieces on top of this one join its replay transaction, up to
             // `RUN_GROUP` and an even share of what is ready among the workers: pieces ready
             // together share no footprint key, so one transaction may run them in turn.
@@ -545,16 +575,10 @@ impl Batch<'_, '_> {
                     st.error.get_or_insert(e);
                 }
                 (Ok(ready), Task::Start(set)) => {
-                    if self.set(set).is_empty() {
-                        self.set_done(&mut st, set);
-                    }
-                    // The first in log order on top: workers take them in order. (Under
-                    // the test-only `unordered` schedule, where every piece is ready at
-                    // once, the last on top: pieces sharing a key run newest first.)
-                    if self.unordered {
-                        st.ready.extend(ready.into_iter().map(Task::Run));
-                    } else {
-                        st.ready.extend(ready.into_iter().rev().map(Task::Run));
+                    st.started[set] = BUILT;
+                    st.held[set] = ready;
+                    if st.parents_left[set] == 0 {
+                        self.release(&mut st, set);
                     }
                 }
                 (Ok(_), Task::Run(_)) => {
@@ -585,6 +609,26 @@ impl Batch<'_, '_> {
         }
     }
 
+    /// Piece-set `set` is started and its parents are done: its pieces ready at once may
+    /// run.
+    fn release(&self, st: &mut State, set: usize) {
+        if set / self.plan.blocks > st.oldest {
+            st.overlapped += 1;
+        }
+        let ready = std::mem::take(&mut st.held[set]);
+        // The first in log order on top: workers take them in order. (Under the test-only
+        // `unordered` schedule, where every piece is ready at once, the last on top: pieces
+        // sharing a key run newest first.)
+        if self.unordered {
+            st.ready.extend(ready.into_iter().map(Task::Run));
+        } else {
+            st.ready.extend(ready.into_iter().rev().map(Task::Run));
+        }
+        if self.set(set).is_empty() {
+            self.set_done(st, set);
+        }
+    }
+
     /// Piece-set `set` is done: wake its children in its batch and its block's piece-set of
     /// the next batch.
     fn set_done(&self, st: &mut State, set: usize) {
@@ -603,7 +647,14 @@ impl Batch<'_, '_> {
         {
             st.parents_left[c] -= 1;
             if st.parents_left[c] == 0 {
-                st.ready.push(Task::Start(c));
+                match st.started[c] {
+                    BUILT => self.release(st, c),
+                    // On top of the ready work, as the newest (an early `Start` of it may
+                    // still wait below).
+                    NOT_STARTED => st.ready.push(Task::Start(c)),
+                    // Its start releases it when done.
+                    _ => {}
+                }
             }
         }
     }
