@@ -1,7 +1,8 @@
 //! A run of PACMAN batches (thesis §4.4.3–4.4.4, B.3–B.5 with one worker pool): one
-//! piece-set per (batch, block), started when its parent blocks' piece-sets of the same
-//! batch are done and — the pipelining of Fig. 4.9 — its own block's piece-set of the
-//! previous batch is; inside one, pieces queued by footprint key; workers run ready pieces.
+//! piece-set per (batch, block), released to run when its parent blocks' piece-sets of the
+//! same batch are done and — the pipelining of Fig. 4.9 — its own block's piece-set of the
+//! previous batch is; inside one, pieces queued by footprint key (queues a worker may build
+//! before the set is released, unless a footprint reads an import); workers run ready pieces.
 //! Sync mode passes one batch at a time, so batches run one after another; pipelined mode
 //! passes a window of consecutive batches, so a block may run batch k+1 while another
 //! still runs batch k.
