@@ -218,11 +218,29 @@ impl Proc {
         Ok(())
     }
 
+    /// A PACMAN piece's start: what `start` gives the slots the piece reads
+    /// (`piece::run_start`), the others left as they were.
+    pub(crate) fn start_some(&self, f: &mut Frame, rs: &super::piece::RunStart) -> Result<()> {
+        self.reset_slots(f, &rs.reset);
+        for &i in &rs.inits {
+            if let Some((slot, Some(e))) = self.inits.get(i) {
+                let v = eval_in(e, None, &f.vars)?;
+                f.vars[*slot] = fit(self.vars[*slot].1, v);
+            }
+        }
+        Ok(())
+    }
+
     /// Every slot after the parameters that some statement reads (`Proc::reset`) back to
     /// its type's zero value (a call's start), keeping text and array storage from the last
     /// call.
     pub(super) fn reset_locals(&self, f: &mut Frame) {
-        for &slot in &self.reset {
+        self.reset_slots(f, &self.reset);
+    }
+
+    /// `reset_locals` for the slots `slots`.
+    fn reset_slots(&self, f: &mut Frame, slots: &[usize]) {
+        for &slot in slots {
             let (Some(v), Some((_, ty))) = (f.vars.get_mut(slot), self.vars.get(slot)) else {
                 continue;
             };

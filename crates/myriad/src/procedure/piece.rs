@@ -441,17 +441,7 @@ pub(crate) fn fill_of(plans: &[KeyPlan], nparams: usize, imports: &[usize]) -> F
 /// `compile.rs`), those an initial value reads, and any it exports. The others are not
 /// decoded: a New-Order district piece does not decode the order's three item arrays.
 pub(crate) fn run_fill(p: &super::ir::Proc, mask: &[bool], exports: &[usize]) -> Fill {
-    let marked = |o: usize| mask.get(o).copied().unwrap_or(false);
-    let tables: Vec<&str> = (0..p.ops.len())
-        .filter(|&o| marked(o))
-        .filter_map(|o| p.ops[o].table.as_deref())
-        .collect();
-    let mut read: Vec<usize> = exports.to_vec();
-    for (o, op) in p.ops.iter().enumerate() {
-        if marked(o) || op.table.as_deref().is_some_and(|t| tables.contains(&t)) {
-            read.extend(op.uses.iter().map(|u| u.0));
-        }
-    }
+    let mut read = run_reads(p, mask, exports);
     for e in p.inits.iter().filter_map(|(_, e)| e.as_ref()) {
         vars_of(e, &mut read);
     }
@@ -464,6 +454,74 @@ pub(crate) fn run_fill(p: &super::ir::Proc, mask: &[bool], exports: &[usize]) ->
         params,
         locals: true,
         imports: true,
+    }
+}
+
+/// The slots a piece of the slice whose operations `mask` marks may read (`run_fill`):
+/// those its operations read, those every operation on a table its operations access reads,
+/// and its exports.
+fn run_reads(p: &super::ir::Proc, mask: &[bool], exports: &[usize]) -> Vec<usize> {
+    let marked = |o: usize| mask.get(o).copied().unwrap_or(false);
+    let tables: Vec<&str> = (0..p.ops.len())
+        .filter(|&o| marked(o))
+        .filter_map(|o| p.ops[o].table.as_deref())
+        .collect();
+    let mut read: Vec<usize> = exports.to_vec();
+    for (o, op) in p.ops.iter().enumerate() {
+        if marked(o) || op.table.as_deref().is_some_and(|t| tables.contains(&t)) {
+            read.extend(op.uses.iter().map(|u| u.0));
+        }
+    }
+    read
+}
+
+/// What of a call's start (`Proc::start`: every local some statement reads back to zero,
+/// then every initial value) a piece's run needs: the locals it may read (`run_reads`) and
+/// those their initial values read, set back to zero, and their initial values, in order.
+/// Every slot the piece reads then holds what the whole start gives it. (A TPC-C piece
+/// reads a few of its procedure's locals; the whole start reset and initialised all of them
+/// for every piece.)
+pub(crate) struct RunStart {
+    /// Slots to set back to zero (`Proc::reset_some`): a subset of `Proc::reset`.
+    pub reset: Vec<usize>,
+    /// Indices into `Proc::inits` to evaluate, ascending.
+    pub inits: Vec<usize>,
+}
+
+/// The `RunStart` of a piece of the slice whose operations `mask` marks.
+pub(crate) fn run_start(p: &super::ir::Proc, mask: &[bool], exports: &[usize]) -> RunStart {
+    let mut needed: Vec<usize> = run_reads(p, mask, exports);
+    needed.retain(|&v| v >= p.nparams);
+    // An initial value may read an earlier local (its initial value, or zero): the slots
+    // an initial value of a needed slot reads are needed too.
+    let mut inits = Vec::new();
+    for (i, (slot, e)) in p.inits.iter().enumerate().rev() {
+        if needed.contains(slot) {
+            inits.push(i);
+            if let Some(e) = e {
+                let from = needed.len();
+                vars_of(e, &mut needed);
+                let mut k = from;
+                while k < needed.len() {
+                    if needed[k] < p.nparams {
+                        needed.swap_remove(k);
+                    } else {
+                        k += 1;
+                    }
+                }
+            }
+        }
+    }
+    inits.reverse();
+    inits.retain(|&i| p.inits[i].1.is_some());
+    RunStart {
+        reset: p
+            .reset
+            .iter()
+            .copied()
+            .filter(|v| needed.contains(v))
+            .collect(),
+        inits,
     }
 }
 

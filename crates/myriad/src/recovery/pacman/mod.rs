@@ -69,6 +69,8 @@ pub(super) struct SlicePlan {
     pub fill: piece::Fill,
     /// What of it the piece's run reads (`piece::run_fill`).
     pub run: piece::Fill,
+    /// What of a call's start the piece's run needs (`piece::run_start`).
+    pub start: piece::RunStart,
     /// The slice compiled to closures, when its procedure runs compiled (else interpreted).
     pub code: Option<crate::procedure::SliceCode>,
 }
@@ -151,6 +153,7 @@ impl Plan {
                             block: s.block,
                             fill: piece::fill_of(&keys, p.p.nparams, &imported),
                             run: piece::run_fill(&p.p, &mask, &s.export_slots),
+                            start: piece::run_start(&p.p, &mask, &s.export_slots),
                             code: p.compile_slice(&mask),
                             mask,
                             imports: s.import_slots.clone(),

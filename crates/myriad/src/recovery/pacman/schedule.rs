@@ -18,7 +18,7 @@
 use super::{Plan, RecId};
 use crate::error::{Error, Result};
 use crate::log::COMMAND;
-use crate::procedure::piece::{footprint, row_key, tables_only, Fill, FootKey, Keys};
+use crate::procedure::piece::{footprint, row_key, tables_only, Fill, FootKey, Keys, RunStart};
 use crate::procedure::{
     call_procedure, decode_args_into, decode_some_args_of, replay_failed, Frame, Procedure,
 };
@@ -667,14 +667,16 @@ impl Batch<'_, '_> {
     /// allocator gave their pages back and faulted them in again (700 K page faults on a
     /// 10 s TPC-C log). A footprint asks only for what its keys read (`piece::fill_of`), a
     /// run for what its slice may read (`piece::run_fill`): a slot neither decoded nor set
-    /// keeps another call's value, which that slice never reads. (Unit tests poison such
-    /// parameters, so a slice reading one fails to replay.)
+    /// keeps another call's value, which that slice never reads; so does a local a run's
+    /// start (`start`, `piece::run_start`) leaves alone. (Unit tests poison such parameters
+    /// and locals, so a slice reading one fails to replay.)
     fn frame<'f>(
         &self,
         frames: &'f mut Frames,
         c: usize,
         s: usize,
         fill: Fill,
+        start: Option<&RunStart>,
     ) -> Result<&'f mut Frame> {
         let call = &self.calls[c];
         let f = frames.entry(call.def).or_insert_with(|| call.p.p.frame());
@@ -685,7 +687,14 @@ impl Batch<'_, '_> {
             poison_skipped(call.p, f, fill.params);
         }
         if fill.locals {
-            call.p.p.start(f)?;
+            match start {
+                Some(rs) => {
+                    call.p.p.start_some(f, rs)?;
+                    #[cfg(test)]
+                    poison_unstarted(call.p, f, rs);
+                }
+                None => call.p.p.start(f)?,
+            }
         }
         if !fill.imports {
             return Ok(f);
@@ -736,7 +745,7 @@ impl Batch<'_, '_> {
             Some((c, s)) => {
                 let sp = self.slice(c, s)?;
                 if sp.fill.args {
-                    footprint(&sp.keys, self.frame(frames, c, s, sp.fill)?, k, out);
+                    footprint(&sp.keys, self.frame(frames, c, s, sp.fill, None)?, k, out);
                 } else {
                     tables_only(&sp.keys, out);
                 }
@@ -952,7 +961,9 @@ impl Batch<'_, '_> {
                 Some((c, s)) => {
                     let call = &self.calls[c];
                     let sp = self.slice(c, s).map_err(Failed::Fatal)?;
-                    let f = self.frame(frames, c, s, sp.run).map_err(Failed::Fatal)?;
+                    let f = self
+                        .frame(frames, c, s, sp.run, Some(&sp.start))
+                        .map_err(Failed::Fatal)?;
                     match &sp.code {
                         Some(code) => code.run(&mut tx, f),
                         None => call.p.p.run_slice(&mut tx, f, &sp.mask),
@@ -1025,6 +1036,20 @@ impl Failed {
 fn poison_skipped(p: &Procedure, f: &mut Frame, params: u64) {
     for v in 0..p.p.nparams.min(64) {
         if params & (1 << v) == 0 {
+            f.vars[v] = match p.p.vars[v].1 {
+                crate::query::expr::Ty::Bool => V::Val(crate::Value::Str("poison".into())),
+                _ => V::Bool(false),
+            };
+        }
+    }
+}
+
+/// Sets each local a whole start would have reset and `rs` leaves alone to a value of
+/// another type (unit tests only, `Batch::frame`): a piece reading one fails its replay.
+#[cfg(test)]
+fn poison_unstarted(p: &Procedure, f: &mut Frame, rs: &RunStart) {
+    for &v in &p.p.reset {
+        if !rs.reset.contains(&v) && !rs.inits.iter().any(|&i| p.p.inits[i].0 == v) {
             f.vars[v] = match p.p.vars[v].1 {
                 crate::query::expr::Ty::Bool => V::Val(crate::Value::Str("poison".into())),
                 _ => V::Bool(false),

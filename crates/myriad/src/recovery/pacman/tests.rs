@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 /// `bump` reflects a value (`v := d - v`): two bumps of one key give different results in
 /// the two orders. `carry` reads `kv` and reflects into `tally` what it read: its `tally`
-/// slice imports `x` from its `kv` slice, in another block.
+/// slice imports `x` from its `kv` slice, in another block. `seeded`'s slices read locals a
+/// call's start gives them: `acc` its zero, `step` its initial value, which reads `base`'s.
 const SQL: &str = "
 CREATE TABLE kv (k BIGINT PRIMARY KEY, v BIGINT);
 CREATE TABLE tally (id BIGINT PRIMARY KEY, s BIGINT);
@@ -32,6 +33,13 @@ DECLARE x BIGINT;
 BEGIN
   SELECT v INTO x FROM kv WHERE k = a;
   UPDATE tally SET s = x - s WHERE id = b;
+END $$;
+CREATE PROCEDURE seeded(a BIGINT, d BIGINT) AS $$
+DECLARE base BIGINT := d * 3; step BIGINT := base + a; acc BIGINT;
+BEGIN
+  acc := acc + step;
+  UPDATE kv SET v = acc - v WHERE k = a;
+  UPDATE tally SET s = base - s WHERE id = a % 2;
 END $$;
 CREATE PROCEDURE spread(ids BIGINT[], d BIGINT) AS $$
 DECLARE n BIGINT;
@@ -94,6 +102,9 @@ fn history(tag: &str) -> Dir {
                     }
                     db.call("carry", &[a.into(), ((n + 1) % 2).into()])
                         .expect("carry");
+                    if n % 3 == 0 {
+                        db.call("seeded", &[a.into(), n.into()]).expect("seeded");
+                    }
                     if n % 10 == 0 {
                         // Key 0 twice in one call: the piece's footprint names it twice.
                         db.call("spread", &[vec![0i64, 2, 0, 3].into(), n.into()])
