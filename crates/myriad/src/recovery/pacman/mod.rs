@@ -37,8 +37,7 @@
 //! batches load); pieces run in replay transactions (up to 8 ready pieces to one), not
 //! installed directly; a procedure whose `RETURN` is not its last statement is refused (the
 //! replay view drops `RETURN`). The worker that starts a piece-set computes its footprints
-//! (itself and `recovery_threads - 1` scoped helpers when it has 512 pieces or more) and its
-//! queues, in vectors and maps it keeps from one piece-set to the next.
+//! and its queues, in vectors and maps it keeps from one piece-set to the next.
 
 mod schedule;
 #[cfg(test)]

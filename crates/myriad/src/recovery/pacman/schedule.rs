@@ -786,10 +786,9 @@ impl Batch<'_, '_> {
         Ok(())
     }
 
-    /// Starts piece-set `set`: footprints (computed on `recovery_threads` threads when there
-    /// are many), then queues in log order; returns the pieces ready at once.
+    /// Starts piece-set `set`: footprints, then queues in log order; returns the pieces
+    /// ready at once.
     fn start(&self, scratch: &mut Scratch, set: usize) -> Result<Vec<usize>> {
-        const PARALLEL_MIN: usize = 512;
         let b = set % self.plan.blocks;
         let set = self.set(set);
         if self.chained {
@@ -807,49 +806,15 @@ impl Batch<'_, '_> {
             }
             return Ok(set.take(1).collect());
         }
-        let threads = self.ctx.threads.max(1);
+        // On this worker alone: footprints of a set of 512 pieces or more were once split
+        // with `recovery_threads - 1` helper threads, which then competed for the cores
+        // with the other workers' pieces (other workers build other sets' queues early,
+        // 3038f27); without them a 10 s TPC-C log replayed on 2 threads in 0.985x the time
+        // (dynamic analysis 1.60 -> 1.30 worker-s), Smallbank no slower.
         let foot = &mut scratch.foot;
         foot.keys.clear();
         foot.ends.clear();
-        if threads == 1 || set.len() < PARALLEL_MIN {
-            self.footprints(&mut scratch.frames, b, set.clone(), foot)?;
-        } else {
-            // The first chunk here, in this worker's frames and vectors; the rest on helpers.
-            let chunk = set.len().div_ceil(threads);
-            let first = set.start..set.start + chunk;
-            let frames = &mut scratch.frames;
-            let parts: Vec<Result<Footprints>> = std::thread::scope(|s| {
-                let hs: Vec<_> = (first.end..set.end)
-                    .step_by(chunk)
-                    .map(|a| a..(a + chunk).min(set.end))
-                    .map(|qs| {
-                        s.spawn(move || {
-                            let mut out = Footprints::default();
-                            self.footprints(&mut Frames::default(), b, qs, &mut out)
-                                .map(|()| out)
-                        })
-                    })
-                    .collect();
-                let mine = self.footprints(frames, b, first, foot);
-                let mut parts: Vec<Result<Footprints>> = hs
-                    .into_iter()
-                    .map(|h| {
-                        h.join()
-                            .unwrap_or_else(|_| Err(internal("a footprint thread panicked")))
-                    })
-                    .collect();
-                if let Err(e) = mine {
-                    parts.insert(0, Err(e));
-                }
-                parts
-            });
-            for part in parts {
-                let part = part?;
-                let base = foot.keys.len();
-                foot.keys.extend_from_slice(&part.keys);
-                foot.ends.extend(part.ends.iter().map(|x| x + base));
-            }
-        }
+        self.footprints(&mut scratch.frames, b, set.clone(), foot)?;
         let (keys, ends) = (&foot.keys, &foot.ends);
         // Each piece's predecessors: the last earlier piece on each of its keys, every
         // keyed piece of a table since its last `*`, and that `*`. A footprint may repeat a
