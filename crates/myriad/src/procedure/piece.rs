@@ -482,7 +482,7 @@ fn run_reads(p: &super::ir::Proc, mask: &[bool], exports: &[usize]) -> Vec<usize
 /// reads a few of its procedure's locals; the whole start reset and initialised all of them
 /// for every piece.)
 pub(crate) struct RunStart {
-    /// Slots to set back to zero (`Proc::reset_some`): a subset of `Proc::reset`.
+    /// Slots to set back to zero (`Proc::start_some`): a subset of `Proc::reset`.
     pub reset: Vec<usize>,
     /// Indices into `Proc::inits` to evaluate, ascending.
     pub inits: Vec<usize>,
@@ -499,16 +499,8 @@ pub(crate) fn run_start(p: &super::ir::Proc, mask: &[bool], exports: &[usize]) -
         if needed.contains(slot) {
             inits.push(i);
             if let Some(e) = e {
-                let from = needed.len();
                 vars_of(e, &mut needed);
-                let mut k = from;
-                while k < needed.len() {
-                    if needed[k] < p.nparams {
-                        needed.swap_remove(k);
-                    } else {
-                        k += 1;
-                    }
-                }
+                needed.retain(|&v| v >= p.nparams);
             }
         }
     }

@@ -199,16 +199,15 @@ impl Plan {
 
 /// Pipelined mode runs consecutive batches together until they hold at least
 /// `PIPELINE_WINDOW_BATCHES` batches and `PIPELINE_WINDOW_RECORDS` log records (or a row
-/// record must replay alone): decoded calls and their frames stay in memory until their
-/// window ends, so the window bounds memory; a barrier between windows costs one
-/// piece-set's tail per block, so a window pipelines all but one of its batch boundaries.
-/// Small windows replay faster — we take it that a window's per-piece arrays
-/// (`schedule.rs`: pieces, their state, successor lists, footprints), walked again and
-/// again, fit a core's 4 MiB L2 better: 8 batches and 64 Ki records held about 240 K
-/// pieces on TPC-C, some 9 MB of them. At 2
-/// batches and 16 Ki records a 10 s TPC-C command log replayed on 2 threads in 0.975× the
-/// time (median of 10 alternating rounds), a Smallbank log in 0.95×; on 1 thread no
-/// change (docs/benchmarks.md).
+/// record must replay alone): a window's calls, pieces and exports stay in memory until it
+/// ends, so the window bounds memory; a barrier between windows costs one piece-set's tail
+/// per block, so a window pipelines all but one of its batch boundaries. Small windows
+/// replay faster — we take it that a window's per-piece arrays (`schedule.rs`: pieces,
+/// their state, successor lists, footprints), walked again and again, fit a core's 4 MiB
+/// L2 better: 8 batches and 64 Ki records held about 240 K pieces on TPC-C, some 9 MB of
+/// them. At 2 batches and 16 Ki records a 10 s TPC-C command log replayed on 2 threads in
+/// 0.975× the time (median of 10 alternating rounds), a Smallbank log in 0.95×; on 1
+/// thread no change (docs/benchmarks.md).
 const PIPELINE_WINDOW_RECORDS: usize = 1 << 14;
 const PIPELINE_WINDOW_BATCHES: usize = 2;
 
