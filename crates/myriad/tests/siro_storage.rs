@@ -99,6 +99,22 @@ fn relocated_versions_are_classified_pruned_and_cut() {
     }
 }
 
+/// Keys `0..keys` loaded (v0 of key 0 has v = 0), a snapshot that read v0, key 0 set to 1
+/// (v1), and a snapshot that read v1: v1 and v0 own the record's two slots.
+fn snapshots_of_two_versions<'d>(
+    db: &'d Database,
+    t: &TableRef,
+    keys: i64,
+) -> (Transaction<'d>, Transaction<'d>) {
+    load(db, t, 0..keys);
+    let mut s0 = db.begin().unwrap();
+    assert_eq!(val(&mut s0, t, 0), Some(0));
+    set(db, t, 0, 1);
+    let mut s1 = db.begin().unwrap();
+    assert_eq!(val(&mut s1, t, 0), Some(1));
+    (s0, s1)
+}
+
 /// Two snapshots, at v0 and v1 of a row, and a writer that relocates v0 out of its slot
 /// (the older snapshot needs it) and then aborts: both snapshots and a new one read what
 /// they read before, and the next writer builds on v1.
@@ -106,12 +122,7 @@ fn relocated_versions_are_classified_pruned_and_cut() {
 fn an_aborted_write_after_a_relocation_leaves_every_version_readable() {
     let db = open_siro(4096, 200);
     let t = kv(&db);
-    load(&db, &t, 0..2);
-    let mut s0 = db.begin().unwrap();
-    assert_eq!(val(&mut s0, &t, 0), Some(0));
-    set(&db, &t, 0, 1);
-    let mut s1 = db.begin().unwrap();
-    assert_eq!(val(&mut s1, &t, 0), Some(1));
+    let (mut s0, mut s1) = snapshots_of_two_versions(&db, &t, 2);
     let mut w = db.begin().unwrap();
     w.update(&t, &0i64, &[(1, 2i64)]).unwrap();
     assert_eq!(val(&mut w, &t, 0), Some(2));
@@ -139,6 +150,52 @@ fn an_aborted_write_after_a_relocation_leaves_every_version_readable() {
     let mut now = db.begin().unwrap();
     assert_eq!(val(&mut now, &t, 0), Some(20));
     assert_eq!(val(&mut now, &t, 1), Some(11));
+}
+
+/// An update under `siro` changes the freed slot in place once it holds the row's lock
+/// (`Transaction::update_in_slot`): one that fails there — its closure after changing a
+/// column, or a unique key taken — changes nothing anyone reads, and leaves the lock free.
+/// Snapshots at v0 (relocated out of its slot by the failed update) and v1 read what they
+/// read; the failing transaction reads v1 and goes on; another transaction updates the row
+/// while it is still open; a later update of its own builds on the newest row.
+#[test]
+fn a_failed_update_in_the_slot_leaves_the_row_and_its_lock() {
+    let db = open_siro(4096, 200);
+    let t = kv(&db);
+    let (mut s0, mut s1) = snapshots_of_two_versions(&db, &t, 3);
+    let mut w = db.begin().unwrap();
+    let e = w
+        .update_with(&t, &0i64, |row| {
+            row.set(1, 99i64)?;
+            row.set(2, "not an INT")
+        })
+        .unwrap_err();
+    assert!(!matches!(e, Error::SerializationFailure(_)), "{e:?}");
+    // Column 2 (`u`) is unique: key 1 holds u = 1.
+    let e = w.update(&t, &0i64, &[(1, 98i64), (2, 1i64)]).unwrap_err();
+    assert!(!matches!(e, Error::SerializationFailure(_)), "{e:?}");
+    assert!(
+        db.stats().siro_relocated.iter().sum::<u64>() >= 1,
+        "s0's version left its slot for the failed update: {:?}",
+        db.stats()
+    );
+    assert_eq!(val(&mut w, &t, 0), Some(1));
+    assert_eq!(val(&mut s0, &t, 0), Some(0));
+    assert_eq!(val(&mut s1, &t, 0), Some(1));
+    // The lock is free: another transaction updates the row while `w` is open.
+    set(&db, &t, 0, 2);
+    assert_eq!(val(&mut db.begin().unwrap(), &t, 0), Some(2));
+    w.commit().unwrap();
+    db.run(|tx| tx.update(&t, &0i64, &[(1, 3i64), (2, 30i64)]))
+        .unwrap();
+    let mut now = db.begin().unwrap();
+    assert_eq!(val(&mut now, &t, 0), Some(3));
+    assert_eq!(
+        now.get_with(&t, &0i64, |r| r.i64(2).unwrap()).unwrap(),
+        Some(30)
+    );
+    assert_eq!(val(&mut s0, &t, 0), Some(0));
+    assert_eq!(val(&mut s1, &t, 0), Some(1));
 }
 
 /// The master records of in-place and `siro` storage hold versions' rows (the newest, and

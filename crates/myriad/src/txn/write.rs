@@ -609,6 +609,20 @@ impl<'db> Transaction<'db> {
         }
     }
 
+    /// `finish_write` of an update: `n` replaces `head`, `row` replaces `old`.
+    fn finish_update(
+        &mut self,
+        t: &Table,
+        tid: TupleId,
+        n: *mut Version,
+        head: *mut Version,
+        row: &[u8],
+        old: &[u8],
+    ) -> Result<()> {
+        let kind = Some(crate::history::WriteKind::Update);
+        self.finish_write(t, tid, n, head, kind, row, Some(old))
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub(super) fn finish_write(
         &mut self,
@@ -875,6 +889,15 @@ impl<'db> Transaction<'db> {
     ) -> Result<()> {
         // SAFETY: pinned; live_row_for_write returned a non-null head.
         let h = unsafe { &*head };
+        if !mine {
+            // (`master_opt` only once the table is known to be `siro`'s: an inline version
+            // has no master word.)
+            if let Some(store) = t.siro.as_deref() {
+                if let (Some(m), Some(_)) = (h.master_opt(), crate::version::siro::slot_index(h)) {
+                    return self.update_in_slot(t, tid, h, store, m, f);
+                }
+            }
+        }
         let old = t.row(h, ob);
         if !mine {
             // An update reads the row it replaces (`SET bal = bal + v`; the WHERE that found
@@ -942,15 +965,7 @@ impl<'db> Transaction<'db> {
                 t.publish(e, head, n);
             }
         }
-        self.finish_write(
-            t,
-            tid,
-            n,
-            head,
-            Some(crate::history::WriteKind::Update),
-            new_row,
-            Some(old),
-        )
+        self.finish_update(t, tid, n, head, new_row, old)
     }
 
     /// Before an update of `h` built in scratch (`update_via_scratch`): the lines it will
@@ -1004,17 +1019,69 @@ impl<'db> Transaction<'db> {
             t.publish(e, head, n);
         }
         self.place_row(t, tid, n, head, Some(&row));
-        let r = self.finish_write(
-            t,
-            tid,
-            n,
-            head,
-            Some(crate::history::WriteKind::Update),
-            &row,
-            Some(old),
-        );
+        let r = self.finish_update(t, tid, n, head, &row, old);
         self.local.row_buf = row;
         r
+    }
+
+    /// An update of another transaction's version `h`, the newest, which owns a record
+    /// slot under `siro` storage: one row copy, as under `n2o`. The lock on `h` is taken
+    /// first, so `h`'s slot holds still and is read where it is; the other slot is freed
+    /// (`SiroStore::take_slot`), `h`'s row copied into it and `f` applied there
+    /// (`Master::write_from`). A failing `f` (or unique check) leaves that slot unowned —
+    /// vDriver's undo by toggle: no version names it — and releases the lock, so nothing is
+    /// left behind. (`update_via_scratch`, which the other in-place stores use, copies the
+    /// row out of the master, again into scratch, and from scratch into the master.)
+    fn update_in_slot(
+        &mut self,
+        t: &Table,
+        tid: TupleId,
+        h: &Version,
+        store: &crate::version::siro::SiroStore,
+        m: &crate::version::master::Master,
+        f: impl FnOnce(&mut RowMut<'_>) -> Result<()>,
+    ) -> Result<()> {
+        self.prefetch_update_targets(t, h);
+        if let Err(reason) = self.lock_for_write(t, h) {
+            return Err(self.fail(reason));
+        }
+        let len = t.schema.row_size;
+        // Only a writer holding the lock on the newest version re-tags a version, and only
+        // ones below the newest: `h`'s slot is the one seen before the lock.
+        let Some(kh) = crate::version::siro::slot_index(h) else {
+            self.unlock_version(h);
+            debug_assert!(
+                false,
+                "the newest siro version lost its slot under our lock"
+            );
+            return Err(self.fail(cc::write_conflict(self.st.protocol)));
+        };
+        let old = m.owned_at(kh * len, len);
+        // An update reads the row it replaces (as `update_head` notes it).
+        if let Some(rec) = self.recording.as_mut() {
+            rec.note_read(&t.schema, t.id, h, old, &self.st.db.txns);
+        }
+        let k = self.as_writer(|w| store.take_slot(w, m, len, Some(h), &self.guard));
+        let schema = &t.schema;
+        let r = m.write_from(k * len, kh * len, len, |data, _| {
+            f(&mut RowMut { schema, data })
+        });
+        let new = m.owned_at(k * len, len);
+        if let Err(e) = r.and_then(|_| self.check_unique_changed(t, old, new, tid)) {
+            self.unlock_version(h);
+            if let Error::SerializationFailure(reason) = e {
+                return Err(self.fail(reason));
+            }
+            return Err(e);
+        }
+        let head = h as *const Version as *mut Version;
+        let n = self.replacing_version(t, tid, new, head);
+        // SAFETY: fresh and unpublished; only we reference it.
+        crate::version::siro::tag(unsafe { &*n }, k);
+        if let Some(e) = t.entry(tid) {
+            t.publish(e, head, n);
+        }
+        self.finish_update(t, tid, n, head, new, old)
     }
 
     /// Applies `f` to a copy of `old` (in the slot's row buffer, which the caller gives

@@ -146,6 +146,7 @@ impl Master {
 
     /// The row data, for the writer that holds the newest version's lock (no one else
     /// writes it meanwhile).
+    #[inline]
     pub(crate) fn owned(&self) -> &[u8] {
         // SAFETY: see `data_ptr`; only the caller writes.
         unsafe { std::slice::from_raw_parts(self.data_ptr(), self.len as usize) }
@@ -163,6 +164,7 @@ impl Master {
     }
 
     /// The `len` bytes at `off` of the row data, for the lock owner (as `owned`).
+    #[inline]
     pub(crate) fn owned_at(&self, off: usize, len: usize) -> &[u8] {
         &self.owned()[off..off + len]
     }
@@ -170,6 +172,36 @@ impl Master {
     /// Writes the `len` bytes at `off` through `f`, under the sequence word (as `write`).
     pub(crate) fn write_at(&self, off: usize, len: usize, f: impl FnOnce(&mut [u8])) {
         self.write(|d| f(&mut d[off..off + len]));
+    }
+
+    /// `siro`'s update in place: under the sequence word, copies the `len` bytes at `from` to
+    /// the (disjoint) `len` bytes at `to`, then gives `f` both — the new row to change and
+    /// the old one it came from. Only the lock owner calls this, and no version names the
+    /// slot at `to` meanwhile (`SiroStore::take_slot`).
+    pub(crate) fn write_from<R>(
+        &self,
+        to: usize,
+        from: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8], &[u8]) -> R,
+    ) -> R {
+        assert!(
+            to.max(from) + len <= self.len as usize && (to + len <= from || from + len <= to),
+            "a master write past its row data or over its source"
+        );
+        let s = self.seq.load(Ordering::Relaxed);
+        self.seq.store(s + 1, Ordering::Relaxed);
+        fence(Ordering::Release);
+        // SAFETY: two disjoint ranges inside the block's `len` bytes (asserted); we are the
+        // only writer (see `owned`), and readers copy under the sequence word.
+        let r = unsafe {
+            let new = std::slice::from_raw_parts_mut(self.data_ptr().add(to), len);
+            let old = std::slice::from_raw_parts(self.data_ptr().add(from), len);
+            new.copy_from_slice(old);
+            f(new, old)
+        };
+        self.seq.store(s + 2, Ordering::Release);
+        r
     }
 
     /// A consistent copy of the row into `buf` (retries while a writer is at work).

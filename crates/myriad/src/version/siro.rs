@@ -510,8 +510,7 @@ impl SiroStore {
     /// yet): makes `row` the row of `new`, the chain's newest version, whose next older one
     /// (if any) is `prev`. `None`: a delete, whose tombstone keeps `prev`'s row (it shares
     /// its place). A version already in a slot no older version owns is rewritten there;
-    /// otherwise the row goes into the slot `prev` does not own, whose owners are relocated
-    /// first.
+    /// otherwise the row goes into the slot `prev` does not own (`take_slot`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn place(
         &self,
@@ -529,24 +528,31 @@ impl SiroStore {
             word.store(w, Ordering::Release);
             return;
         };
-        // The versions below `new` that own a slot, with it: a prefix of the chain (module
-        // invariants).
-        let owners = || {
-            let mut x = prev.map_or(ptr::null(), |p| p as *const Version);
-            std::iter::from_fn(move || {
-                // SAFETY: the caller is pinned and holds the chain's lock.
-                let v = unsafe { x.as_ref() }?;
-                let s = slot_of(v.image_word_ref().load(Ordering::Acquire))?;
-                x = v.next.load(Ordering::Acquire);
-                Some((v, s))
-            })
-        };
         if let Some(k) = slot_of(word.load(Ordering::Acquire)) {
-            if !owners().any(|(_, s)| s == k) {
+            if !owners(prev).any(|(_, s)| s == k) {
                 m.write_at(k * row_len, row_len, |d| d.copy_from_slice(row));
                 return;
             }
         }
+        let k = self.take_slot(w, m, row_len, prev, guard);
+        m.write_at(k * row_len, row_len, |d| d.copy_from_slice(row));
+        word.store(SLOT[k], Ordering::Release);
+    }
+
+    /// As the owner of the lock on the chain's newest version `prev` (or of a fresh tuple:
+    /// `None`): the slot a version superseding it writes its row into — the one `prev` does
+    /// not own (0 if it owns none) — after moving that slot's owners out of it (`relocate`:
+    /// dropped if dead, else copied to a segment). No version names the slot on return; the
+    /// caller writes it and tags its version with it (`tag`), or leaves it unowned (a failed
+    /// update: vDriver's undo by toggle, nothing to restore).
+    pub(crate) fn take_slot(
+        &self,
+        w: Writer<'_>,
+        m: &Master,
+        row_len: usize,
+        prev: Option<&Version>,
+        guard: &crossbeam_epoch::Guard,
+    ) -> usize {
         let k = match prev.and_then(|p| slot_of(p.image_word_ref().load(Ordering::Acquire))) {
             Some(a) => 1 - a,
             None => 0,
@@ -556,11 +562,10 @@ impl SiroStore {
         let published = unsafe { published.as_ref() }.unwrap_or_else(|| {
             unreachable!("the store is created with a published value and never unset")
         });
-        for (v, _) in owners().filter(|&(_, s)| s == k) {
+        for (v, _) in owners(prev).filter(|&(_, s)| s == k) {
             self.relocate(w, v, m, k, row_len, published);
         }
-        m.write_at(k * row_len, row_len, |d| d.copy_from_slice(row));
-        word.store(SLOT[k], Ordering::Release);
+        k
     }
 
     /// Recovery: `new` (unpublished, in a table no transaction reaches yet) gets `row` in
@@ -598,6 +603,31 @@ impl Drop for SiroStore {
             }
         }
     }
+}
+
+/// The versions from `prev` down that own a record slot, with it: a prefix of the chain
+/// (module invariants). The caller is pinned and holds the chain's lock.
+fn owners(prev: Option<&Version>) -> impl Iterator<Item = (&Version, usize)> {
+    let mut x = prev.map_or(ptr::null(), |p| p as *const Version);
+    std::iter::from_fn(move || {
+        // SAFETY: the caller is pinned and holds the chain's lock.
+        let v = unsafe { x.as_ref() }?;
+        let s = slot_of(v.image_word_ref().load(Ordering::Acquire))?;
+        x = v.next.load(Ordering::Acquire);
+        Some((v, s))
+    })
+}
+
+/// Names slot `k` as the row of `new` (unpublished, or ours), once the slot holds it.
+#[inline]
+pub(crate) fn tag(new: &Version, k: usize) {
+    new.image_word_ref().store(SLOT[k], Ordering::Release);
+}
+
+/// The slot version `v` owns now, if it owns one.
+#[inline]
+pub(crate) fn slot_index(v: &Version) -> Option<usize> {
+    slot_of(v.image_word_ref().load(Ordering::Acquire))
 }
 
 /// For a version the pruner cut from its chain: if it still holds a record slot (its row
