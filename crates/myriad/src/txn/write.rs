@@ -968,7 +968,8 @@ impl<'db> Transaction<'db> {
         self.finish_update(t, tid, n, head, new_row, old)
     }
 
-    /// Before an update of `h` built in scratch (`update_via_scratch`): the lines it will
+    /// Before an update of `h` built in scratch (`update_via_scratch`) or, under `siro`, in
+    /// the freed slot (`update_in_slot`): the lines it will
     /// write, asked for (PREFETCHW) so that their misses overlap the row copy and the lock
     /// before the writes — the new version's block (a recycled one has usually left the
     /// cache) and, under `siro`, the master slot it fills. Not for inline storage, whose
@@ -988,7 +989,8 @@ impl<'db> Transaction<'db> {
     }
 
     /// An update of another transaction's version `head` (whose row is `old`) under
-    /// in-place storage or non-inline attributes: the new row is built in a scratch buffer,
+    /// in-place storage (`siro`: only a `head` in no slot, see `update_in_slot`) or
+    /// non-inline attributes: the new row is built in a scratch buffer,
     /// then the version (a header, or the stored form) is published and, in place, the
     /// master written (`place_row`).
     pub(super) fn update_via_scratch(
