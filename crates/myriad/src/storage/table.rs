@@ -3,7 +3,8 @@
 //! newest version, so indexes hold tuple ids and never change when a row is updated.
 //!
 //! The indirection array is segmented (fixed directory of lazily allocated segments) so it
-//! grows without moving entries and without a lock.
+//! grows without moving entries and without a lock. Under in-place and `siro` storage each
+//! entry has its tuple's master pointer beside it (`Table::master_word`), in the same line.
 
 use crate::index::btree::NodeStamp;
 use crate::index::{Index, ScanDirection};
@@ -36,8 +37,9 @@ const SEG_BITS: u32 = 16;
 const SEG_LEN: usize = 1 << SEG_BITS;
 const DIR_LEN: usize = 1 << 16;
 
-type Segment = [AtomicPtr<Version>; SEG_LEN];
-type MasterSegment = [AtomicPtr<Master>; SEG_LEN];
+/// A segment of the indirection array: `SEG_LEN << Table::shift` words, its first (a thin
+/// pointer to a leaked boxed slice, `make_segment`).
+type Segment = AtomicPtr<Version>;
 
 /// `Table::heal_rank` of a table no registered procedure accesses: after every ranked one.
 pub(crate) const UNRANKED: u16 = u16::MAX;
@@ -49,6 +51,11 @@ pub struct Table {
     pub(crate) schema: TableSchema,
     pub(crate) indexes: Vec<Index>,
     directory: Box<[AtomicPtr<Segment>]>,
+    /// Words per tuple in a segment, as a shift: 0, the entry alone; 1 under in-place and
+    /// `siro` storage, the entry then the tuple's master pointer (`master_word`), so
+    /// `Transaction::prefetch` finds both in one line (they were two directories, two
+    /// misses in the same stage for a tuple not in the cache).
+    shift: u32,
     next_tid: AtomicU64,
     /// `LIVE`, `BUILDING` (`Database::create_index` is moving its rows into a copy with one
     /// more index) or `REPLACED` (the copy took over). Transactions refuse a table that is
@@ -86,10 +93,9 @@ pub struct Table {
     pub(crate) physical: bool,
     /// GC `vacuum`: one dirty bit per block of tuple ids (`gc/vacuum.rs`); empty otherwise.
     pub(crate) dirty: Box<[AtomicU64]>,
-    /// In-place stores (`time-travel`, `delta`; `version/master.rs`): versions carry no
-    /// row, each tuple's newest row is in its master (segmented like the indirection array
-    /// and allocated with it; empty under other stores), and rows are read through `row`.
-    masters: Box<[AtomicPtr<MasterSegment>]>,
+    /// In-place stores (`time-travel`, `delta`, `siro`; `version/master.rs`): versions carry
+    /// no row, each tuple's newest row is in its master (pointed at from beside the tuple's
+    /// entry, `shift`), and rows are read through `row`.
     /// Offset and width of every column (what a delta's before-images are cut along).
     pub(crate) columns: Box<[(usize, usize)]>,
     /// Version storage `siro`: the database's segment pool and published zones
@@ -156,9 +162,6 @@ impl Table {
         };
         // In-place versions carry the master and image words after the protocol's.
         let version_ext = version_ext + if in_place { 2 } else { 0 };
-        let masters = (0..if in_place { DIR_LEN } else { 0 })
-            .map(|_| AtomicPtr::new(ptr::null_mut()))
-            .collect();
         let columns = schema
             .columns
             .iter()
@@ -204,6 +207,7 @@ impl Table {
             directory: (0..DIR_LEN)
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),
+            shift: u32::from(in_place),
             next_tid: AtomicU64::new(0),
             state: AtomicU8::new(LIVE),
             heal_rank: AtomicU16::new(UNRANKED),
@@ -214,7 +218,6 @@ impl Table {
             logical_pk,
             physical,
             dirty: dirty_bitmap(vacuums, (DIR_LEN * SEG_LEN) as u64),
-            masters,
             columns,
             siro,
             ni,
@@ -289,7 +292,7 @@ impl Table {
 
     /// Allocates (if need be) the segment holding `tid`'s entry; `None` past the directory.
     fn segment_for(&self, tid: TupleId) -> Option<()> {
-        make_segment(&self.directory, tid)
+        make_segment(&self.directory, tid, self.shift)
     }
 
     /// The entry of `tid`, its segment allocated if need be (PLR puts rows back at their old
@@ -317,45 +320,51 @@ impl Table {
     /// The indirection entry of `tid`, or `None` if its segment was never allocated.
     #[inline]
     pub(crate) fn entry(&self, tid: TupleId) -> Option<&AtomicPtr<Version>> {
-        word_of(&self.directory, tid)
+        word_of(&self.directory, tid, self.shift, 0)
     }
 }
 
-/// Allocates (if need be) the segment of a two-level directory (the indirection entries,
-/// the masters) that holds `tid`'s word; `None` past the directory.
-fn make_segment<T>(dir: &[AtomicPtr<[AtomicPtr<T>; SEG_LEN]>], tid: TupleId) -> Option<()> {
+/// Allocates (if need be) the segment of the indirection array (`1 << shift` words a
+/// tuple) that holds `tid`'s words; `None` past the directory.
+fn make_segment(dir: &[AtomicPtr<Segment>], tid: TupleId, shift: u32) -> Option<()> {
     let dir = dir.get((tid.get() >> SEG_BITS) as usize)?;
     if dir.load(Ordering::Acquire).is_null() {
-        let fresh: Box<[AtomicPtr<T>; SEG_LEN]> = (0..SEG_LEN)
+        let fresh: Box<[Segment]> = (0..SEG_LEN << shift)
             .map(|_| AtomicPtr::new(ptr::null_mut()))
-            .collect::<Vec<_>>()
-            .into_boxed_slice()
-            .try_into()
-            .unwrap_or_else(|_| panic!("segment length invariant"));
-        let raw = Box::into_raw(fresh);
+            .collect();
+        let raw = Box::into_raw(fresh) as *mut Segment;
         if dir
             .compare_exchange(ptr::null_mut(), raw, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
-            // SAFETY: raw was never published.
-            drop(unsafe { Box::from_raw(raw) });
+            // SAFETY: raw was never published; it is the boxed slice made above.
+            drop(unsafe { free_segment(raw, shift) });
         }
     }
     Some(())
 }
 
-/// `tid`'s word in a two-level directory of segments (the indirection entries, the
-/// masters), or `None` if its segment was never allocated.
+/// The boxed slice behind a segment pointer, to drop.
+///
+/// # Safety
+/// `seg` came from `make_segment` with the same `shift`, and no one else will use it.
+unsafe fn free_segment(seg: *mut Segment, shift: u32) -> Box<[Segment]> {
+    Box::from_raw(ptr::slice_from_raw_parts_mut(seg, SEG_LEN << shift))
+}
+
+/// Word `k` (< `1 << shift`) of `tid` in the indirection array, or `None` if its segment
+/// was never allocated.
 #[inline]
-fn word_of<T>(dir: &[AtomicPtr<[AtomicPtr<T>; SEG_LEN]>], tid: TupleId) -> Option<&AtomicPtr<T>> {
+fn word_of(dir: &[AtomicPtr<Segment>], tid: TupleId, shift: u32, k: usize) -> Option<&Segment> {
     let seg = dir
         .get((tid.get() >> SEG_BITS) as usize)?
         .load(Ordering::Acquire);
     if seg.is_null() {
         return None;
     }
-    // SAFETY: published segments live until the table is dropped.
-    Some(unsafe { &(*seg)[(tid.get() as usize) & (SEG_LEN - 1)] })
+    // SAFETY: published segments hold `SEG_LEN << shift` words and live until the table is
+    // dropped (or move whole to another table, `take_rows`).
+    Some(unsafe { &*seg.add((((tid.get() as usize) & (SEG_LEN - 1)) << shift) + k) })
 }
 
 // Version allocation and row access, the one place that knows where each store keeps rows:
@@ -369,13 +378,20 @@ impl Table {
         self.master_fresh(tid).map(|(m, _)| m)
     }
 
-    /// The word holding `tid`'s master pointer (in-place and `siro` storage), without
-    /// allocating anything: for `Transaction::prefetch`, which finds the master this way in
-    /// the same stage as the chain's head (not through the head's header, a miss later).
+    /// The word holding `tid`'s master pointer (in-place and `siro` storage: beside its
+    /// entry), without allocating anything: for `Transaction::prefetch`, which finds the
+    /// master this way in the same stage as the chain's head, from the same line (not
+    /// through the head's header, a miss later).
     /// `None` when the tuple's directory segment does not exist (or under other storage).
     #[inline]
     pub(crate) fn master_word(&self, tid: TupleId) -> Option<&AtomicPtr<Master>> {
-        word_of(&self.masters, tid)
+        if self.shift == 0 {
+            return None;
+        }
+        let w = word_of(&self.directory, tid, self.shift, 1)?;
+        // SAFETY: `AtomicPtr<T>` has one layout whatever `T`; this word only ever holds a
+        // master pointer (`master_fresh`).
+        Some(unsafe { &*(w as *const AtomicPtr<Version> as *const AtomicPtr<Master>) })
     }
 
     /// Bytes from a master's start to the end of its row data (both `siro` slots): the lines
@@ -387,8 +403,8 @@ impl Table {
 
     /// `master`, and whether this call allocated it.
     fn master_fresh(&self, tid: TupleId) -> Option<(&Master, bool)> {
-        make_segment(&self.masters, tid)?;
-        let slot = word_of(&self.masters, tid)?;
+        self.segment_for(tid)?;
+        let slot = self.master_word(tid)?;
         let mut m = slot.load(Ordering::Acquire);
         let mut made = false;
         if m.is_null() {
@@ -435,8 +451,8 @@ impl Table {
         match (self.store.rows(), &self.ni) {
             (Rows::InPlace(_) | Rows::Siro, _) => {
                 // A version superseding `prev` shares its master (a tid's master, once made,
-                // is its master for the table's life): no walk of the master directory, whose
-                // slot for `tid` is one more cache miss per update.
+                // is its master for the table's life): no walk of the directory to the word
+                // beside `tid`'s entry.
                 // SAFETY: as documented, `prev` is a live version of `tid` in this table.
                 let (m, made) = match unsafe { prev.as_ref() } {
                     Some(p) => {
@@ -836,15 +852,14 @@ impl Table {
     /// transaction can reach either table. A garbage collector pruning a chain meanwhile is
     /// harmless: segments move whole, so its entry pointer still names the same word.
     pub(crate) fn take_rows(&self, from: &Table) {
+        assert_eq!(
+            self.shift, from.shift,
+            "take_rows between different storages"
+        );
         for (to, fr) in self.directory.iter().zip(from.directory.iter()) {
             let seg = fr.swap(ptr::null_mut(), Ordering::AcqRel);
             let prev = to.swap(seg, Ordering::AcqRel);
             debug_assert!(prev.is_null(), "take_rows into a table with rows");
-        }
-        for (to, fr) in self.masters.iter().zip(from.masters.iter()) {
-            let seg = fr.swap(ptr::null_mut(), Ordering::AcqRel);
-            let prev = to.swap(seg, Ordering::AcqRel);
-            debug_assert!(prev.is_null(), "take_rows into a table with masters");
         }
         self.next_tid
             .store(from.next_tid.swap(0, Ordering::AcqRel), Ordering::Release);
@@ -1097,15 +1112,19 @@ impl std::fmt::Debug for Table {
 impl Drop for Table {
     fn drop(&mut self) {
         // No transaction can be running: the Database (which owns every transaction's borrow)
-        // is being dropped. Free every chain, then the segments.
+        // is being dropped. Free every chain, then the masters (a version names its own
+        // tuple's master, in the same segment), then the segment.
+        let words = 1usize << self.shift;
         for d in self.directory.iter() {
             let seg = d.load(Ordering::Acquire);
             if seg.is_null() {
                 continue;
             }
-            // SAFETY: exclusive access during drop; each version is reachable from one chain.
+            // SAFETY: exclusive access during drop; each version is reachable from one chain,
+            // each master from one word.
             unsafe {
-                for e in (*seg).iter() {
+                let seg = free_segment(seg, self.shift);
+                for e in seg.iter().step_by(words) {
                     let mut v = e.load(Ordering::Acquire);
                     while !v.is_null() {
                         let next = (*v).next.load(Ordering::Acquire);
@@ -1113,24 +1132,17 @@ impl Drop for Table {
                         v = next;
                     }
                 }
-                drop(Box::from_raw(seg));
-            }
-        }
-        for d in self.masters.iter() {
-            let seg = d.load(Ordering::Acquire);
-            if seg.is_null() {
-                continue;
-            }
-            // SAFETY: exclusive access during drop; every version that named a master is
-            // freed above.
-            unsafe {
-                for m in (*seg).iter() {
-                    let m = m.load(Ordering::Acquire);
+                for w in seg
+                    .iter()
+                    .skip(1)
+                    .step_by(words)
+                    .take(SEG_LEN * (words - 1))
+                {
+                    let m = w.load(Ordering::Acquire) as *mut Master;
                     if !m.is_null() {
                         Master::free(m);
                     }
                 }
-                drop(Box::from_raw(seg));
             }
         }
     }

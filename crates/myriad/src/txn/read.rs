@@ -927,18 +927,14 @@ impl<'db> Transaction<'db> {
             bump(&self.st.slot().stats.heal_cache_hits, hits);
             bump(&self.st.slot().stats.heal_index_lookups, lookups);
         }
-        // In-place and `siro` storage: each tuple's master pointer too (the masters'
-        // directory), so the masters' lines are asked for in the same stage as the versions'
-        // headers rather than after them (through a header's master word, a dependent miss).
+        // In-place and `siro` storage: each tuple's master pointer too (beside its entry, in
+        // the same line), so the masters' lines are asked for in the same stage as the
+        // versions' headers rather than after them (through a header's master word, a
+        // dependent miss).
         let masters = t.rows_copied();
         for &tid in &pf.tids {
             if let Some(e) = t.entry(tid) {
                 prefetch_line(e as *const _ as *const u8);
-            }
-            if masters {
-                if let Some(m) = t.master_word(tid) {
-                    prefetch_line(m as *const _ as *const u8);
-                }
             }
         }
         for &tid in &pf.tids {
