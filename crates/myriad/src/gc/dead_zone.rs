@@ -40,9 +40,11 @@
 //!   ended before that collect (a long-lived reader pins it: the tuple is *parked*), is
 //!   handed to the vacuum thread owning its block, which revisits it until it is clean
 //!   (`vacuum.rs`). Responsibility for a chain passes to newer entries: one whose tuple a
-//!   later transaction committed a version of is dropped after its prune (that commit queued
-//!   the tuple; an uncommitted writer does not count, as it may roll back), so the entry of
-//!   the newest committed version always exists until the chain is clean.
+//!   later transaction committed a version of is dropped (that commit queued the tuple; an
+//!   uncommitted writer does not count, as it may roll back): before its prune if the
+//!   commit came first, so of a hot chain's entries only the newest prunes, else after it.
+//!   The entry of the newest committed version therefore always exists until the chain is
+//!   clean.
 //! - A spliced version keeps its `next`, so a reader standing on it continues down the chain;
 //!   its memory is freed after the memory epoch (`Cut::free_after_epoch`): a reader that can
 //!   still reach it was pinned before the splice, and so keeps every version spliced later
@@ -191,6 +193,14 @@ pub(crate) fn collect(
         // twice, pruned at its first entry): no stripe, no walk. Only loads, so safe beside
         // the chain's pruner; a version added later is queued by its own commit.
         if nothing_to_cut(e) {
+            continue;
+        }
+        // A later commit wrote the tuple and queued it: its entry prunes the chain (with
+        // zones whose clock is past that commit, so past ours) and looks again while the
+        // chain keeps an older version, so this one leaves the stripe and the walk to it. On a hot chain that two workers
+        // update in turn, only the newest entry of each window prunes, and the stripe's line
+        // moves between the cores once per window, not once per commit.
+        if requeued_by_later_commit(t, e, g.end_ts) {
             continue;
         }
         locks += 1;
