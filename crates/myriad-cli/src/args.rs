@@ -244,8 +244,9 @@ pub(crate) struct BenchArgs {
     pub(crate) protocol: Protocol,
     /// Version storage: n2o or o2n (append-only, newest to oldest or oldest to newest),
     /// time-travel or delta (the newest row updated in place; older versions as full copies
-    /// or as before-images of the changed columns), all for the multi-version protocols; or
-    /// single-version. Default: the
+    /// or as before-images of the changed columns), siro (vDriver: the newest two rows in two
+    /// slots of the record, older ones in hot, cold and LLT segments; with --gc dead-zone),
+    /// all for the multi-version protocols; or single-version. Default: the
     /// protocol's own (single-version for silo, occ, 2pl, hybrid and healing, n2o for the others).
     #[arg(long, value_name = "S", value_parser = parse_choice::<VersionStorage>)]
     #[serde(serialize_with = "opt_display")]
@@ -328,8 +329,9 @@ pub(crate) struct BenchArgs {
     /// commits superseded), vacuum (tuple-level: background threads prune the chains of the
     /// blocks commits marked dirty), coop (with --storage o2n: readers cut the expired
     /// versions they walk past, background threads make full passes), dead-zone (with
-    /// --storage n2o or o2n: as vacuum, and the threads also splice out of the middle of
-    /// chains the versions no live snapshot sees, vDriver Theorem 3.5) or none.
+    /// --storage n2o, o2n or siro: workers prune the chains their commits superseded, also
+    /// splicing out of their middle the versions no live snapshot sees, vDriver Theorem 3.5;
+    /// background threads revisit the chains a snapshot kept) or none.
     #[arg(long, value_name = "POLICY", default_value = "txn", value_parser = parse_choice::<GcPolicy>)]
     #[serde(serialize_with = "as_display")]
     pub(crate) gc: GcPolicy,
@@ -371,7 +373,8 @@ pub(crate) struct BenchArgs {
     /// its own freed versions.
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=64))]
     pub(crate) memory_spaces: u16,
-    /// With `--gc txn`: a worker looks for reclaimable versions after this many of its commits.
+    /// With `--gc txn` or `dead-zone`: a worker prunes what its commits superseded after this
+    /// many of its commits (with `coop`: refreshes its cached watermark as often).
     #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub(crate) gc_interval: u32,
     /// Also write the report as one JSON object to PATH.

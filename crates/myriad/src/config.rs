@@ -391,9 +391,10 @@ choice_enum!(
     /// tuple-level background threads that prune every chain of the blocks committed
     /// transactions marked dirty (`gc/vacuum.rs`); `coop`, cooperative cleaning on `o2n`
     /// chains: readers cut the expired versions they walk past, and background full passes
-    /// clean what no reader walks (`gc/coop.rs`); `dead-zone`, background threads as for
-    /// `vacuum` that also splice out of the middle of chains the versions no live snapshot
-    /// can see (vDriver Theorem 3.5, `gc/dead_zone.rs`); `none`.
+    /// clean what no reader walks (`gc/coop.rs`); `dead-zone`, workers that prune the chains
+    /// their commits superseded as `txn` does and also splice out of their middle the
+    /// versions no live snapshot can see (vDriver Theorem 3.5, `gc/dead_zone.rs`), with
+    /// background threads revisiting the chains a snapshot kept; `none`.
     GcPolicy {
         /// Transaction-level, epoch-based: each worker prunes the chains it superseded.
         Txn = "txn",
@@ -401,7 +402,8 @@ choice_enum!(
         Vacuum = "vacuum",
         /// Cooperative cleaning by readers on `o2n` chains, plus background passes.
         Coop = "coop",
-        /// vDriver's dead-zone pruning by background threads, on `n2o` and `o2n` chains.
+        /// vDriver's dead-zone pruning by the writers and background threads, on `n2o`, `o2n`
+        /// and `siro` chains.
         DeadZone = "dead-zone",
         /// No garbage collection: every version stays.
         None = "none",
@@ -778,7 +780,7 @@ impl Config {
     }
     /// Background threads of GC `vacuum` (default 1; 1..=64), each vacuuming its share of
     /// the dirty blocks every 2 ms; under `coop`, the threads of the full passes (every
-    /// 20 ms).
+    /// 20 ms); under `dead-zone`, the threads that revisit the chains workers hand over.
     pub fn gc_threads(mut self, n: usize) -> Self {
         self.gc_threads = n;
         self
@@ -844,7 +846,8 @@ impl Config {
         self.record_history = on;
         self
     }
-    /// A worker looks for reclaimable versions after this many of its commits (default 16).
+    /// A worker prunes what its commits superseded after this many of its commits (GC `txn`
+    /// and `dead-zone`; under `coop` it refreshes its cached watermark as often; default 16).
     pub fn gc_interval_txns(mut self, n: u32) -> Self {
         self.gc_interval_txns = n;
         self

@@ -1,5 +1,6 @@
 //! Dead-zone pruning (vDriver, Kim et al., *Long-lived Transactions Made Less Harmful*, §3.1
-//! Theorem 3.5), run by the `vacuum` threads (`vacuum.rs`) under GC `dead-zone`.
+//! Theorem 3.5), run under GC `dead-zone` by the workers (`collect`) and the `vacuum` threads
+//! (`vacuum.rs`).
 //!
 //! Definitions. A *read point* is a time some live transaction reads at: its registered read
 //! time (`Slot::begin_ts`), and while it is Preparing its end timestamp (commit-time

@@ -1,9 +1,9 @@
 //! Garbage collection (thesis §5.5). The seam is `GcPolicy` in `Config`; built are
 //! transaction-level, epoch-based GC (`epoch.rs`, thesis §5.5.2), tuple-level background
 //! vacuuming (`vacuum.rs`, thesis §5.5.1), cooperative cleaning on oldest-to-newest chains
-//! (`coop.rs`, §5.5.1), vDriver's dead-zone pruning (`dead_zone.rs`, run by the vacuum
-//! threads: besides the tail below the watermark, versions no live snapshot can see are
-//! spliced out of the middle of `n2o` and `o2n` chains), or `none`.
+//! (`coop.rs`, §5.5.1), vDriver's dead-zone pruning (`dead_zone.rs`, run by the workers and
+//! the vacuum threads: besides the tail below the watermark, versions no live snapshot can
+//! see are spliced out of the middle of `n2o`, `o2n` and `siro` chains), or `none`.
 
 pub(crate) mod coop;
 pub(crate) mod dead_zone;
