@@ -581,7 +581,13 @@ impl Table {
             }
             Rows::Inline => return 0,
         };
-        let Some(m) = self.master(tid) else { return 0 };
+        // `new`'s header names its master (`alloc_version`): no walk of the directory.
+        // SAFETY: the caller's own version, live.
+        let named = unsafe { new.as_ref() }.and_then(|n| n.master_opt());
+        debug_assert!(named.is_none_or(|m| self.master(tid).is_some_and(|x| ptr::eq(x, m))));
+        let Some(m) = named.or_else(|| self.master(tid)) else {
+            return 0;
+        };
         let mut bytes = 0;
         // SAFETY: the caller is pinned and holds the lock `prev` is superseded under, so
         // `prev` is not freed.
