@@ -706,9 +706,10 @@ impl Table {
                 }
             },
             Rows::InPlace(kind) => {
-                let tid = v.master().tid();
+                // Only a delta read walks from the head: time-travel's does not load the
+                // tuple id (kept after the row data, maybe on a line of its own).
                 let head = || {
-                    self.entry(tid)
+                    self.entry(v.master().tid())
                         .map_or(ptr::null_mut(), |e| e.load(Ordering::Acquire))
                 };
                 crate::version::master::read_into(kind, v, head, buf);
