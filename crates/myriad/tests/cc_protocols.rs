@@ -479,6 +479,36 @@ fn ermia_ssi_safe_retry_aborts_the_pivot_instead_of_its_reader() {
     }
 }
 
+/// Safe retry asks whether the *current* transaction of a slot whose reader bit a version has
+/// read it (`Slot::reads`): a bit left by a committed reader does not abort the pivot while
+/// its slot runs a transaction that did not read the version. (Before the filter, T2 below
+/// aborted: the slot was busy and its bit set.) A reader of y that is in flight still makes
+/// T2 abort: `ermia_ssi_safe_retry_aborts_the_pivot_instead_of_its_reader`.
+#[test]
+fn ermia_ssi_safe_retry_ignores_a_reader_bit_left_by_a_finished_transaction() {
+    let db = Database::open(config_for(Protocol::ErmiaSsi)).unwrap();
+    let t = kv(&db);
+    load(&db, &t, 0..5);
+    // A reader of y commits; its slot's bit stays on y's version.
+    let mut old = db.begin().unwrap();
+    assert_eq!(val(&mut old, &t, 1), Some(1));
+    old.commit().unwrap();
+    // The thread's next transaction takes the same slot and reads z only.
+    let mut t1 = db.begin().unwrap();
+    assert_eq!(val(&mut t1, &t, 2), Some(2));
+    let mut t2 = db.begin().unwrap();
+    assert_eq!(val(&mut t2, &t, 0), Some(0));
+    let mut t3 = db.begin().unwrap();
+    t3.update(&t, &0i64, &[(1, 10i64)]).unwrap();
+    t3.commit().unwrap();
+    t2.update(&t, &1i64, &[(1, 11i64)]).unwrap();
+    t2.commit().unwrap();
+    t1.commit().unwrap();
+    assert_eq!(db.stats().ssi_safe_retries, 0);
+    let mut r = db.begin().unwrap();
+    assert_eq!(val(&mut r, &t, 1), Some(11));
+}
+
 /// ERMIA-SSI's old-version reads (ERMIA §3.6): a READ ONLY transaction leaves old versions
 /// out of its read set, so the writer of such a version and the reader itself take over
 /// its pre-commit checks. T2 read x, T3 replaced x and committed (T2's s1 = T3's stamp).

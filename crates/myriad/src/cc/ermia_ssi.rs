@@ -12,7 +12,11 @@
 //!   commits; ERMIA aborts T2 at pre-commit instead of letting the reader fail later. The
 //!   retry reads T3's writes, so it does not form the same structure again. (ERMIA also
 //!   checks when a read finds s1 set; we check at pre-commit only, where the decision is
-//!   final.)
+//!   final.) "Read" is the version's reader bit *and* the slot's read filter
+//!   (`Slot::reads`): the bit outlives the transaction that set it (ERMIA clears it at
+//!   commit, a second shared read-modify-write per read), and without the filter any busy
+//!   slot with a stale bit made the pivot abort (TPC-C 1 warehouse, 2 threads: 0.10 safe
+//!   retries per commit, 0.003 with the filter).
 //! - **Old-version reads** (`Config::ermia_old_read_age`, default off). A READ ONLY
 //!   transaction R does not put versions committed at least `age` timestamps before its begin
 //!   in its read set (ERMIA: "old" versions, most of what a long reader reads). It raises the
@@ -135,14 +139,7 @@ pub(crate) fn precommit(
                 if s1 != u64::MAX && pivot.is_none() {
                     if o.ext_word(BSTAMP).load(Ordering::SeqCst) >= s1 {
                         pivot = Some(Pivot::OldRead);
-                    } else if safe_retry
-                        && has_inflight_reader(
-                            &tx.db.txns,
-                            tx.slot_idx,
-                            o.aux.load(Ordering::SeqCst),
-                            c,
-                        )
-                    {
+                    } else if safe_retry && has_inflight_reader(&tx.db.txns, tx.slot_idx, o, c) {
                         pivot = Some(Pivot::SafeRetry);
                     }
                 }

@@ -203,7 +203,13 @@ pub(crate) fn begin(
         // Under SSN and ERMIA-SSI the serial order is not the commit order, so a snapshot
         // alone is not serializable: a READ ONLY transaction is tracked like any other
         // (ssn.rs).
-        Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => (begin_ts, true),
+        Protocol::Ssn | Protocol::Ssi => (begin_ts, true),
+        Protocol::ErmiaSsi => {
+            if db.config.get_ermia_safe_retry() {
+                slot.reads.clear();
+            }
+            (begin_ts, true)
+        }
         Protocol::Mv2pl | Protocol::Mv2plWait => (begin_ts, !read_only),
         // Single-version protocols have no snapshot: every transaction is tracked.
         Protocol::TwoPl => (begin_ts, true),
@@ -506,6 +512,10 @@ pub(crate) fn on_read(
         }
         Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => {
             ssn::on_read(tx, &mut c.ssn, r);
+            if tx.protocol == Protocol::ErmiaSsi && tx.db.config.get_ermia_safe_retry() {
+                // What safe retry asks of a slot whose bit a version has (`Slot::reads`).
+                tx.slot().reads.insert(v as usize);
+            }
             tx.sets.read_set.push(v);
             Ok(())
         }

@@ -177,15 +177,23 @@ fn wait_out_readers(txns: &TxnTable, me: usize, bitmap: u64, c: u64) {
     });
 }
 
-/// Whether a slot of `bitmap`'s bits (other than ours) runs a transaction that is still in
-/// flight for a committer with stamp `c`: Active, or in pre-commit with a larger stamp
-/// (call after `wait_out_readers`). A bit says the slot read the version at some time, not
-/// that its current transaction did: the answer errs towards yes, as ERMIA's does.
-pub(crate) fn has_inflight_reader(txns: &TxnTable, me: usize, bitmap: u64, c: u64) -> bool {
-    any_in_slots(txns, me, bitmap, |id| match txns.state_of(id) {
-        TxnState::Active | TxnState::PreparingPending => true,
-        TxnState::Preparing(ts) => ts.get() > c,
-        _ => false,
+/// Whether a slot of `v`'s reader bits (other than ours) runs a transaction that is still
+/// in flight for a committer with stamp `c` — Active, or in pre-commit with a larger stamp
+/// (call after `wait_out_readers`) — and that read `v`, as far as the slot's read filter
+/// tells (`Slot::reads`: kept under `ermia-ssi` with safe retry). A bit says the slot read
+/// `v` at some time, not that its current transaction did; the filter says which did, up
+/// to its false positives. The answer errs towards yes (a false positive, or a slot whose
+/// transaction changed between the loads); a reader whose filter store it does not see yet
+/// is left to its own pre-commit test (`ermia_ssi::precommit`'s T1 case).
+pub(crate) fn has_inflight_reader(txns: &TxnTable, me: usize, v: &Version, c: u64) -> bool {
+    let addr = v as *const Version as usize;
+    any_in_slots(txns, me, v.aux.load(Ordering::SeqCst), |id| {
+        let running = match txns.state_of(id) {
+            TxnState::Active | TxnState::PreparingPending => true,
+            TxnState::Preparing(ts) => ts.get() > c,
+            _ => false,
+        };
+        running && txns.slot(id.slot()).reads.may_contain(addr)
     })
 }
 
