@@ -205,7 +205,7 @@ pub(crate) fn begin(
         // (ssn.rs).
         Protocol::Ssn | Protocol::Ssi => (begin_ts, true),
         Protocol::ErmiaSsi => {
-            if db.config.get_ermia_safe_retry() {
+            if keeps_read_filter(protocol, &db.config) {
                 slot.reads.clear();
             }
             (begin_ts, true)
@@ -377,6 +377,12 @@ pub(crate) fn keys_reads(p: Protocol, config: &crate::config::Config) -> bool {
         || (p == Protocol::Mvocc && config.protocol == Protocol::Mvocc && config.get_column_check())
 }
 
+/// Whether a transaction of protocol `p` keeps its slot's read filter (`Slot::reads`):
+/// `ermia-ssi` with safe retry, whose pivot test asks it.
+pub(crate) fn keeps_read_filter(p: Protocol, config: &crate::config::Config) -> bool {
+    p == Protocol::ErmiaSsi && config.get_ermia_safe_retry()
+}
+
 /// The reads the column check re-pointed in the slot's commit (`Config::column_check`):
 /// `healing`'s, or `mvocc`'s. Each is `(table, version read, version that stands at the
 /// commit)`.
@@ -512,9 +518,9 @@ pub(crate) fn on_read(
         }
         Protocol::Ssn | Protocol::Ssi | Protocol::ErmiaSsi => {
             ssn::on_read(tx, &mut c.ssn, r);
-            if tx.protocol == Protocol::ErmiaSsi && tx.db.config.get_ermia_safe_retry() {
+            if let Some(f) = tx.read_filter {
                 // What safe retry asks of a slot whose bit a version has (`Slot::reads`).
-                tx.slot().reads.insert(v as usize);
+                f.insert(v as usize);
             }
             tx.sets.read_set.push(v);
             Ok(())

@@ -518,6 +518,7 @@ impl<'db> Transaction<'db> {
                 speculates: db.config.speculates(),
                 took_deps: std::cell::Cell::new(false),
                 keys_reads: cc::keys_reads(protocol, &db.config),
+                read_filter: cc::keeps_read_filter(protocol, &db.config).then_some(&slot.reads),
                 sets,
             },
             engine_cc,

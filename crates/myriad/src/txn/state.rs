@@ -130,6 +130,8 @@ pub(crate) struct TxnCtx<'db> {
     /// Each read-set entry also records its row's key in `Sets::read_keys`
     /// (`cc::keys_reads`).
     pub(crate) keys_reads: bool,
+    /// The slot's read filter, when the protocol keeps it (`cc::keeps_read_filter`).
+    pub(crate) read_filter: Option<&'db crate::txn::table::ReadFilter>,
     pub(crate) sets: Sets,
 }
 
