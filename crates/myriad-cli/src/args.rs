@@ -605,7 +605,8 @@ pub(crate) struct LltArgs {
     /// Long-lived-transaction threads (besides --threads), each holding one snapshot.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub(crate) llt: usize,
-    /// When the LLTs open their snapshots, in seconds from the start of the measured interval.
+    /// When the LLTs open their snapshots, in seconds from the start of the measured interval
+    /// (before its end: a later one is refused).
     #[arg(long, value_name = "SECS", default_value_t = 0.0, value_parser = parse_warmup)]
     pub(crate) llt_at: f64,
     /// How long each LLT holds its snapshot, in seconds (cut at the end of the run).

@@ -1152,6 +1152,20 @@ fn llt_refuses_bad_parameters_and_its_memory_guard_stops_the_run() {
         );
         assert!(stderr(&out).contains(flag), "{flag}: {}", stderr(&out));
     }
+    // Snapshots due after the run ends: refused, not silently never taken.
+    let out = myriad(&[
+        "bench",
+        "llt",
+        "--no-progress",
+        "--duration",
+        "1",
+        "--llt",
+        "1",
+        "--llt-at",
+        "5",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--llt-at 5"), "{}", stderr(&out));
     // siro's knobs: out of range (clap names the flag), or without `--storage siro`, or
     // siro without the dead-zone GC it needs (the engine names both).
     for (args, needle) in [

@@ -117,6 +117,13 @@ impl Params {
         if self.rate == Some(0) {
             return Err("--rate must be at least 1 update per second".into());
         }
+        if self.llt > 0 && self.llt_at_s >= self.duration_s {
+            return Err(format!(
+                "--llt-at {} opens the long-lived snapshots at or after the end of the measured \
+                 interval (--duration {}): they would never be taken",
+                self.llt_at_s, self.duration_s
+            ));
+        }
         if self.chain_sample == 0 {
             return Err("--chain-sample must be at least 1".into());
         }
@@ -616,7 +623,7 @@ mod tests {
             chain_sample: 16,
             isolation: Isolation::Snapshot,
             warmup_s: 0.0,
-            duration_s: 0.0,
+            duration_s: 1.0,
         }
     }
 
@@ -709,6 +716,13 @@ mod tests {
                     ..params()
                 },
                 "--long-read-pct",
+            ),
+            (
+                Params {
+                    llt_at_s: 1.0,
+                    ..params()
+                },
+                "--llt-at 1",
             ),
         ] {
             let e = bad.validate().unwrap_err();
