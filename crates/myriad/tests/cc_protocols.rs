@@ -486,9 +486,7 @@ fn ermia_ssi_safe_retry_aborts_the_pivot_instead_of_its_reader() {
 /// T2 abort: `ermia_ssi_safe_retry_aborts_the_pivot_instead_of_its_reader`.
 #[test]
 fn ermia_ssi_safe_retry_ignores_a_reader_bit_left_by_a_finished_transaction() {
-    let db = Database::open(config_for(Protocol::ErmiaSsi)).unwrap();
-    let t = kv(&db);
-    load(&db, &t, 0..5);
+    let (db, t) = open_with(Protocol::ErmiaSsi);
     // A reader of y commits; its slot's bit stays on y's version.
     let mut old = db.begin().unwrap();
     assert_eq!(val(&mut old, &t, 1), Some(1));
